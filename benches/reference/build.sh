@@ -1,0 +1,28 @@
+#!/bin/sh
+# Builds the plain-C reference for ringside's micro suite.
+#
+#   benches/reference/build.sh [OUT_DIR]     (default: target/reference, relative to the repo)
+#
+# Produces OUT_DIR/micro_ref. Installs nothing: needs gcc and liburing's headers and library
+# (Debian/Ubuntu package liburing-dev; Fedora liburing-devel).
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+out_dir=${1:-"$repo/target/reference"}
+CC=${CC:-gcc}
+
+if ! command -v "$CC" >/dev/null 2>&1; then
+    echo "build.sh: C compiler '$CC' not found (install gcc, or set CC)" >&2
+    exit 1
+fi
+if ! printf '#include <liburing.h>\n' | "$CC" -E -x c - >/dev/null 2>&1; then
+    echo "build.sh: liburing.h not found: install the liburing development package" >&2
+    echo "          (Debian/Ubuntu: apt-get install liburing-dev; Fedora: dnf install liburing-devel)" >&2
+    exit 1
+fi
+
+mkdir -p "$out_dir"
+OUT="$out_dir/micro_ref"
+"$CC" -O2 -Wall -o "$OUT" "$here/micro_ref.c" -luring
+echo "$OUT"

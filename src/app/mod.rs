@@ -1,0 +1,22 @@
+//! One file per subcommand: glue between the command line and the library.
+
+pub mod env;
+pub mod list;
+pub mod report;
+pub mod run;
+
+use crate::cli::{Cli, Command};
+
+/// Exit codes: 0 done, 1 failure, 2 bad input, 130 interrupted by Ctrl-C.
+pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Run(a) => run::run(a),
+        Command::Env { json } => env::run(json).map(|_| 0),
+        Command::List => list::run().map(|_| 0),
+        Command::Report {
+            results,
+            out,
+            format,
+        } => report::run(&results, out.as_deref(), format.into()),
+    }
+}

@@ -1,0 +1,113 @@
+//! The command line: clap derive. The only file that knows clap; it turns arguments into the
+//! plain types the rest of the code uses.
+
+use crate::export::Format;
+use crate::plan::Profile;
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "ringside",
+    version,
+    about = "Blocking syscalls, epoll and io_uring, measured side by side on this machine",
+    long_about = "ringside measures Linux I/O models natively, in one run, on this machine: \
+                  per-op latency percentiles, ops/s, measured syscalls per op and CPU per op. \
+                  `ringside run` runs every suite at the quick profile and writes \
+                  ringside-results/<UTC timestamp>/."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Measure suites or workloads (all of them by default) and write results.
+    Run(RunArgs),
+    /// What this machine, kernel and user allow, and why.
+    Env {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Models and workloads, with availability on this machine.
+    List,
+    /// Re-render the Markdown report and the terminal tables from a saved results file.
+    Report {
+        /// A results.json written by `ringside run`.
+        results: PathBuf,
+        /// Where to write report.md (default: beside the results file).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+        format: FormatArg,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// Suites (micro) or workload ids (micro.pipe); all when none given.
+    pub items: Vec<String>,
+    #[arg(long, value_enum, default_value_t = ProfileArg::Quick)]
+    pub profile: ProfileArg,
+    /// Comma-separated model ids (default: every model).
+    #[arg(long, value_delimiter = ',')]
+    pub models: Option<Vec<String>>,
+    /// Output directory (default: ringside-results/<UTC timestamp>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Measured repetitions per case (overrides the profile).
+    #[arg(long)]
+    pub runs: Option<u32>,
+    /// What to print on stdout when done.
+    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    pub format: FormatArg,
+    /// No progress output.
+    #[arg(long)]
+    pub quiet: bool,
+    /// CPUs: the measured thread first, then its helper (SQPOLL poller), e.g. "1,0".
+    #[arg(long)]
+    pub cpus: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ProfileArg {
+    Smoke,
+    Quick,
+    Full,
+}
+
+impl From<ProfileArg> for Profile {
+    fn from(p: ProfileArg) -> Profile {
+        match p {
+            ProfileArg::Smoke => Profile::Smoke,
+            ProfileArg::Quick => Profile::Quick,
+            ProfileArg::Full => Profile::Full,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum FormatArg {
+    Table,
+    Markdown,
+    Csv,
+    Json,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Table => Format::Table,
+            FormatArg::Markdown => Format::Markdown,
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Json => Format::Json,
+        }
+    }
+}
+
+/// Parses the command line (clap prints help/version or usage errors and exits 0/2 itself).
+pub fn parse() -> Cli {
+    Cli::parse()
+}

@@ -1,0 +1,63 @@
+//! Errors: `InputError` for what the user typed (exit 2, naming the bad value and the valid
+//! ones), `CaseError` at the workload boundary (a cell that is unavailable, not applicable, or
+//! failed; the run goes on).
+
+use std::fmt;
+
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("unknown suite or workload '{given}'; valid: {valid}")]
+    UnknownSelection { given: String, valid: String },
+    #[error("unknown model '{given}'; valid models: {valid}")]
+    UnknownModel { given: String, valid: String },
+    #[error("--cpus '{given}': {why}")]
+    BadCpus { given: String, why: String },
+    #[error("--runs {0}: must be between 1 and 1000")]
+    BadRuns(u32),
+    #[error("output directory '{dir}' cannot be written: {why}")]
+    OutputDir { dir: String, why: String },
+}
+
+/// Why a case produced no measurement.
+#[derive(Debug)]
+pub enum CaseError {
+    /// This machine lacks something the case needs; the sentence says what.
+    Unavailable(String),
+    /// The model does not take part in this workload (a design fact, not a machine fact).
+    NotApplicable(String),
+    /// It should have worked and did not.
+    Failed(anyhow::Error),
+}
+
+impl CaseError {
+    pub fn unavailable(why: impl Into<String>) -> Self {
+        CaseError::Unavailable(why.into())
+    }
+    pub fn not_applicable(why: impl Into<String>) -> Self {
+        CaseError::NotApplicable(why.into())
+    }
+}
+
+impl fmt::Display for CaseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CaseError::Unavailable(r) => write!(f, "unavailable: {r}"),
+            CaseError::NotApplicable(r) => write!(f, "not applicable: {r}"),
+            CaseError::Failed(e) => write!(f, "failed: {e:#}"),
+        }
+    }
+}
+
+impl std::error::Error for CaseError {}
+
+impl From<std::io::Error> for CaseError {
+    fn from(e: std::io::Error) -> Self {
+        CaseError::Failed(e.into())
+    }
+}
+
+impl From<anyhow::Error> for CaseError {
+    fn from(e: anyhow::Error) -> Self {
+        CaseError::Failed(e)
+    }
+}

@@ -1,0 +1,14 @@
+//! JSON: the results themselves, pretty-printed.
+
+use super::Exporter;
+use crate::results::RunResults;
+
+pub struct Json;
+
+impl Exporter for Json {
+    fn render(&self, run: &RunResults) -> anyhow::Result<Vec<u8>> {
+        let mut v = serde_json::to_vec_pretty(run)?;
+        v.push(b'\n');
+        Ok(v)
+    }
+}

@@ -1,0 +1,275 @@
+//! The one place results become tables: one table per workload and parameter point in the
+//! published studies' shape (metrics as rows, models as columns), plus a long table with one
+//! row per case for CSV. Also the number formats every view shares.
+
+use crate::results::{CaseResult, RunResults, Status};
+
+/// A table any dialect can render. Cells are already formatted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    pub title: String,
+    /// What one op is, and other context.
+    pub note: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    /// Unavailable, failed or not-applicable cells, with their reasons.
+    pub footnotes: Vec<String>,
+}
+
+/// Nanoseconds, human-scaled: "512 ns", "12.3 us", "4.10 ms".
+pub fn fmt_ns(ns: f64) -> String {
+    if !ns.is_finite() {
+        return "-".into();
+    }
+    if ns < 10_000.0 {
+        format!("{ns:.0} ns")
+    } else if ns < 10_000_000.0 {
+        format!("{:.1} us", ns / 1e3)
+    } else {
+        format!("{:.2} ms", ns / 1e6)
+    }
+}
+
+/// Rates: "1.95 M", "812 k", "930".
+pub fn fmt_rate(x: f64) -> String {
+    if !x.is_finite() {
+        "-".into()
+    } else if x >= 1e6 {
+        format!("{:.2} M", x / 1e6)
+    } else if x >= 1e4 {
+        format!("{:.0} k", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// Small ratios such as syscalls per op: enough decimals to show 1/64.
+pub fn fmt_ratio(x: f64) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else if x.abs() < 0.1 {
+        format!("{x:.4}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+fn params_text(c: &CaseResult) -> String {
+    c.params
+        .0
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Metric rows of the per-point tables: (label, cell for a measured case).
+type Metric = (&'static str, fn(&CaseResult) -> String);
+
+const METRICS: &[Metric] = &[
+    ("median (p50)", |c| fig(c, |f| fmt_ns(f.latency_ns.p50))),
+    ("mean", |c| fig(c, |f| fmt_ns(f.latency_ns.mean))),
+    ("stddev", |c| fig(c, |f| fmt_ns(f.latency_ns.stddev))),
+    ("p99", |c| fig(c, |f| fmt_ns(f.latency_ns.p99))),
+    ("p99.9", |c| fig(c, |f| fmt_ns(f.latency_ns.p999))),
+    ("ops/s (median of runs)", |c| {
+        fig(c, |f| fmt_rate(f.ops_per_sec.median))
+    }),
+    ("run-to-run MAD of p50", |c| {
+        fig(c, |f| fmt_ns(f.run_p50_ns.mad))
+    }),
+    ("syscalls/op (measured)", |c| {
+        fig(c, |f| {
+            f.syscalls_per_op
+                .value()
+                .map(|v| fmt_ratio(*v))
+                .unwrap_or_else(|| "unavailable".into())
+        })
+    }),
+    ("CPU/op (all threads)", |c| {
+        fig(c, |f| fmt_ns(f.cpu_ns_per_op.total))
+    }),
+];
+
+fn fig(c: &CaseResult, f: impl Fn(&crate::results::schema::CaseFigures) -> String) -> String {
+    match (&c.status, &c.figures) {
+        (Status::Measured, Some(x)) => f(x),
+        (s, _) => s.to_string(),
+    }
+}
+
+/// One table per (workload, parameter point), in the order the cases ran.
+pub fn metric_tables(run: &RunResults) -> Vec<Table> {
+    let mut groups: Vec<(String, String, Vec<&CaseResult>)> = Vec::new();
+    for c in &run.cases {
+        if c.status == Status::NotApplicable && c.figures.is_none() && c.params.0.is_empty() {
+            continue; // listed in the footnotes of the workload's tables below
+        }
+        let key = params_text(c);
+        match groups
+            .iter_mut()
+            .find(|(w, p, _)| *w == c.workload && *p == key)
+        {
+            Some(g) => g.2.push(c),
+            None => groups.push((c.workload.clone(), key, vec![c])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(workload, params, cases)| {
+            let mut header = vec!["metric".to_string()];
+            header.extend(cases.iter().map(|c| c.label()));
+            let rows = METRICS
+                .iter()
+                .map(|(name, cell)| {
+                    let mut r = vec![name.to_string()];
+                    r.extend(cases.iter().map(|c| cell(c)));
+                    r
+                })
+                .collect();
+            let mut footnotes: Vec<String> = cases
+                .iter()
+                .filter(|c| c.status != Status::Measured)
+                .map(|c| {
+                    format!(
+                        "{}: {}: {}",
+                        c.label(),
+                        c.status,
+                        c.reason.as_deref().unwrap_or("")
+                    )
+                })
+                .collect();
+            for c in cases.iter().filter(|c| !c.warnings.is_empty()) {
+                for w in &c.warnings {
+                    footnotes.push(format!("{}: warning: {}", c.label(), w.advice()));
+                }
+            }
+            for c in run.cases.iter().filter(|c| {
+                c.workload == workload && c.status == Status::NotApplicable && c.params.0.is_empty()
+            }) {
+                footnotes.push(format!(
+                    "{}: n/a: {}",
+                    c.label(),
+                    c.reason.as_deref().unwrap_or("")
+                ));
+            }
+            let title = if params.is_empty() {
+                workload.clone()
+            } else {
+                format!("{workload} {params}")
+            };
+            Table {
+                title,
+                note: format!("one op = {}", cases[0].op),
+                header,
+                rows,
+                footnotes,
+            }
+        })
+        .collect()
+}
+
+/// Every case as one row: the long form for CSV and scripts.
+pub fn case_rows(run: &RunResults) -> Table {
+    let header = [
+        "workload",
+        "model",
+        "variant",
+        "params",
+        "status",
+        "reason",
+        "repetitions",
+        "ops_total",
+        "latency_min_ns",
+        "latency_p50_ns",
+        "latency_p90_ns",
+        "latency_p99_ns",
+        "latency_p999_ns",
+        "latency_max_ns",
+        "latency_mean_ns",
+        "latency_stddev_ns",
+        "run_p50_median_ns",
+        "run_p50_mad_ns",
+        "ops_per_sec_median",
+        "ops_per_sec_min",
+        "ops_per_sec_max",
+        "syscalls_per_op",
+        "cpu_ns_per_op",
+        "cpu_user_ns_per_op",
+        "cpu_sys_ns_per_op",
+        "ctx_switches_per_op",
+        "warnings",
+    ];
+    let rows = run
+        .cases
+        .iter()
+        .map(|c| {
+            let mut r = vec![
+                c.workload.clone(),
+                c.model.clone(),
+                c.variant.clone().unwrap_or_default(),
+                params_text(c),
+                format!("{:?}", c.status).to_lowercase(),
+                c.reason.clone().unwrap_or_default(),
+                c.repetitions.to_string(),
+            ];
+            match &c.figures {
+                Some(f) => {
+                    let l = &f.latency_ns;
+                    r.push(f.ops_total.to_string());
+                    for v in [l.min, l.p50, l.p90, l.p99, l.p999, l.max, l.mean, l.stddev] {
+                        r.push(format!("{v:.1}"));
+                    }
+                    r.push(format!("{:.1}", f.run_p50_ns.median));
+                    r.push(format!("{:.1}", f.run_p50_ns.mad));
+                    for v in [f.ops_per_sec.median, f.ops_per_sec.min, f.ops_per_sec.max] {
+                        r.push(format!("{v:.1}"));
+                    }
+                    r.push(match f.syscalls_per_op.value() {
+                        Some(v) => format!("{v:.4}"),
+                        None => f.syscalls_per_op.to_string(),
+                    });
+                    r.push(format!("{:.1}", f.cpu_ns_per_op.total));
+                    for m in [&f.cpu_ns_per_op.user, &f.cpu_ns_per_op.sys] {
+                        r.push(m.value().map(|v| format!("{v:.1}")).unwrap_or_default());
+                    }
+                    r.push(format!("{:.4}", f.ctx_switches_per_op));
+                }
+                None => r.extend(std::iter::repeat_n(String::new(), 19)),
+            }
+            r.push(
+                c.warnings
+                    .iter()
+                    .map(|w| format!("{w:?}"))
+                    .collect::<Vec<_>>()
+                    .join(";")
+                    .to_lowercase(),
+            );
+            r
+        })
+        .collect();
+    Table {
+        title: "cases".into(),
+        note: String::new(),
+        header: header.iter().map(|s| s.to_string()).collect(),
+        rows,
+        footnotes: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(fmt_ns(512.4), "512 ns");
+        assert_eq!(fmt_ns(12_345.0), "12.3 us");
+        assert_eq!(fmt_ns(41_000_000.0), "41.00 ms");
+        assert_eq!(fmt_rate(1_950_000.0), "1.95 M");
+        assert_eq!(fmt_rate(81_200.0), "81 k");
+        assert_eq!(fmt_ratio(2.0), "2.00");
+        assert_eq!(fmt_ratio(1.0 / 64.0), "0.0156");
+        assert_eq!(fmt_ratio(0.0), "0");
+    }
+}

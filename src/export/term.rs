@@ -1,0 +1,58 @@
+//! Terminal tables: aligned columns, footnotes under each table.
+
+use super::table::{metric_tables, Table};
+use super::Exporter;
+use crate::results::RunResults;
+
+pub struct Term;
+
+/// Renders one table with aligned columns (first column left, the rest right).
+pub fn render_table(t: &Table) -> String {
+    let ncol = t.header.len();
+    let mut w = vec![0usize; ncol];
+    for row in std::iter::once(&t.header).chain(&t.rows) {
+        for (i, c) in row.iter().enumerate().take(ncol) {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let line = |row: &[String]| {
+        row.iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i == 0 {
+                    format!("{c:<w$}", w = w[i])
+                } else {
+                    format!("{c:>w$}", w = w[i])
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    let mut out = format!("{}\n  {}\n", t.title, t.note);
+    out += &line(&t.header);
+    out.push('\n');
+    out += &w
+        .iter()
+        .map(|n| "-".repeat(*n))
+        .collect::<Vec<_>>()
+        .join("  ");
+    out.push('\n');
+    for r in &t.rows {
+        out += &line(r);
+        out.push('\n');
+    }
+    for f in &t.footnotes {
+        out += &format!("  * {f}\n");
+    }
+    out
+}
+
+impl Exporter for Term {
+    fn render(&self, run: &RunResults) -> anyhow::Result<Vec<u8>> {
+        let tables = metric_tables(run);
+        let body: Vec<String> = tables.iter().map(render_table).collect();
+        Ok(body.join("\n").into_bytes())
+    }
+}

@@ -1,0 +1,5 @@
+//! Blocking syscalls: the call returns when the work is done. Micro shapes run in one thread.
+
+mod pipe;
+
+pub use pipe::PipeLoop;

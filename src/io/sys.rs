@@ -1,0 +1,204 @@
+//! Thin syscall helpers shared by the families: errno to `io::Result`, pipes with messages
+//! that carry a sequence number, and the fd limit.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// `-1` to the current errno, anything else to `Ok`.
+pub fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// `-1` to the current errno for ssize_t returns.
+pub fn cvt_size(r: libc::ssize_t) -> io::Result<usize> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// Lowest fd number a pipe's write end is moved to, so that read ends take the low numbers
+/// (select(2) can only watch fds below FD_SETSIZE).
+pub const WRITE_END_FLOOR: RawFd = libc::FD_SETSIZE as RawFd;
+
+/// A pipe; `O_NONBLOCK` on both ends, close-on-exec.
+pub struct Pipe {
+    pub rd: OwnedFd,
+    pub wr: OwnedFd,
+}
+
+impl Pipe {
+    pub fn new() -> io::Result<Pipe> {
+        let mut fds = [0; 2];
+        // SAFETY: fds is a valid 2-element array.
+        cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) })?;
+        // SAFETY: pipe2 returned two fresh fds that we now own.
+        let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        // Move the write end above FD_SETSIZE so the next read end can take a low number.
+        // SAFETY: F_DUPFD_CLOEXEC on an fd we own returns a new fd we own.
+        let hi = unsafe { libc::fcntl(wr.as_raw_fd(), libc::F_DUPFD_CLOEXEC, WRITE_END_FLOOR) };
+        let wr = if hi >= 0 {
+            // SAFETY: fresh fd from fcntl.
+            unsafe { OwnedFd::from_raw_fd(hi) }
+        } else {
+            wr
+        };
+        Ok(Pipe { rd, wr })
+    }
+}
+
+/// N pipes with one send and one receive buffer each. The first 8 bytes of every message are
+/// a sequence number, so a stale or misrouted message is caught.
+pub struct PipeSet {
+    pub pipes: Vec<Pipe>,
+    pub msg_bytes: usize,
+    pub send: Vec<Vec<u8>>,
+    pub recv: Vec<Vec<u8>>,
+    pub seq: u64,
+}
+
+impl PipeSet {
+    pub fn new(n: usize, msg_bytes: usize) -> io::Result<PipeSet> {
+        if msg_bytes < 8 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "messages are at least 8 bytes",
+            ));
+        }
+        raise_nofile(2 * n as u64 + 64)?;
+        let pipes = (0..n)
+            .map(|_| Pipe::new())
+            .collect::<io::Result<Vec<_>>>()?;
+        let pattern: Vec<u8> = (0..msg_bytes).map(|i| (i % 251) as u8).collect();
+        Ok(PipeSet {
+            pipes,
+            msg_bytes,
+            send: vec![pattern.clone(); n],
+            recv: vec![vec![0; msg_bytes]; n],
+            seq: 0,
+        })
+    }
+
+    /// Stamps the next sequence number into every send buffer (8 bytes each, untimed cost).
+    pub fn stamp(&mut self) {
+        self.seq += 1;
+        let s = self.seq.to_le_bytes();
+        for b in &mut self.send {
+            b[..8].copy_from_slice(&s);
+        }
+    }
+
+    /// Checks every receive buffer holds the last stamped message.
+    pub fn verify(&self) -> io::Result<()> {
+        for (i, (r, s)) in self.recv.iter().zip(&self.send).enumerate() {
+            if r != s {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "pipe {i}: received bytes differ from the message sent (seq {})",
+                        self.seq
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Makes sure `need` fds can be open: raises the soft RLIMIT_NOFILE up to the hard limit, and
+/// the hard limit too when privileged. Says what it needed and what it got when it cannot.
+pub fn raise_nofile(need: u64) -> io::Result<()> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: valid pointer to an rlimit we own.
+    cvt(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) })?;
+    if rl.rlim_cur >= need {
+        return Ok(());
+    }
+    let want = libc::rlimit {
+        rlim_cur: need.max(rl.rlim_cur),
+        rlim_max: need.max(rl.rlim_max),
+    };
+    // SAFETY: valid pointer to an rlimit we own.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } == 0 {
+        return Ok(());
+    }
+    if rl.rlim_max >= need {
+        let soft = libc::rlimit {
+            rlim_cur: need,
+            rlim_max: rl.rlim_max,
+        };
+        // SAFETY: as above.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &soft) } == 0 {
+            return Ok(());
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!(
+            "needs {need} open files; RLIMIT_NOFILE is {} (hard {}) and could not be raised",
+            rl.rlim_cur, rl.rlim_max
+        ),
+    ))
+}
+
+/// Reads exactly `buf.len()` bytes from a non-blocking fd that is known to be readable.
+pub fn read_exact_ready(fd: RawFd, buf: &mut [u8]) -> io::Result<()> {
+    let mut got = 0;
+    while got < buf.len() {
+        // SAFETY: the slice is valid for writes of its remaining length.
+        let r = unsafe { libc::read(fd, buf[got..].as_mut_ptr().cast(), buf.len() - got) };
+        match cvt_size(r) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Writes all of `buf` to a pipe with room for it.
+pub fn write_all(fd: RawFd, buf: &[u8]) -> io::Result<()> {
+    let mut put = 0;
+    while put < buf.len() {
+        // SAFETY: the slice is valid for reads of its remaining length.
+        let r = unsafe { libc::write(fd, buf[put..].as_ptr().cast(), buf.len() - put) };
+        match cvt_size(r) {
+            Ok(n) => put += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_ends_take_low_fds_and_messages_round_trip() {
+        let mut set = PipeSet::new(4, 64).unwrap();
+        for p in &set.pipes {
+            assert!(p.rd.as_raw_fd() < WRITE_END_FLOOR);
+            assert!(p.wr.as_raw_fd() >= WRITE_END_FLOOR);
+        }
+        set.stamp();
+        for i in 0..4 {
+            write_all(set.pipes[i].wr.as_raw_fd(), &set.send[i]).unwrap();
+            let fd = set.pipes[i].rd.as_raw_fd();
+            read_exact_ready(fd, &mut set.recv[i]).unwrap();
+        }
+        set.verify().unwrap();
+        set.stamp();
+        assert!(set.verify().is_err(), "a stale message is caught");
+    }
+}

@@ -1,0 +1,58 @@
+//! The one place a ring is built from `UringKnobs`: setup flags (SQPOLL, DEFER_TASKRUN),
+//! SQPOLL CPU placement, and the errors that make a model unavailable rather than failed.
+
+use crate::error::CaseError;
+use crate::measure::pin::CpuPlan;
+use crate::model::UringKnobs;
+use io_uring::IoUring;
+use std::io;
+
+/// How a ring was set up, recorded with the counters of every case that used it.
+#[derive(Clone, Debug, Default)]
+pub struct Setup {
+    pub flags: Vec<&'static str>,
+    pub sqpoll_cpu: Option<u32>,
+}
+
+/// Builds a ring with `entries` SQ entries for a model.
+///
+/// SQPOLL's poller is placed on the plan's helper CPU: on the measured thread's own CPU each
+/// op would wait for a scheduler slice. A plan with no helper CPU makes SQPOLL unavailable.
+pub fn build(k: &UringKnobs, entries: u32, plan: &CpuPlan) -> Result<(IoUring, Setup), CaseError> {
+    let mut b = IoUring::builder();
+    let mut setup = Setup::default();
+    if let Some(idle) = k.sqpoll_idle_ms {
+        let Some(cpu) = plan.helper.filter(|_| !plan.shared()) else {
+            return Err(CaseError::unavailable(
+                "SQPOLL needs a CPU apart from the measured thread's for its poller; \
+                 the CPU plan has one CPU (pass --cpus A,B)",
+            ));
+        };
+        b.setup_sqpoll(idle).setup_sqpoll_cpu(cpu);
+        setup.flags.push("SQPOLL");
+        setup.flags.push("SQ_AFF");
+        setup.sqpoll_cpu = Some(cpu);
+    }
+    if k.defer_taskrun {
+        b.setup_defer_taskrun().setup_single_issuer();
+        setup.flags.push("DEFER_TASKRUN");
+        setup.flags.push("SINGLE_ISSUER");
+    }
+    let ring = b.build(entries).map_err(|e| refusal(k, e))?;
+    Ok((ring, setup))
+}
+
+fn refusal(k: &UringKnobs, e: io::Error) -> CaseError {
+    let what = if k.sqpoll_idle_ms.is_some() {
+        "io_uring_setup with SQPOLL"
+    } else if k.defer_taskrun {
+        "io_uring_setup with DEFER_TASKRUN|SINGLE_ISSUER"
+    } else {
+        "io_uring_setup"
+    };
+    match e.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) | Some(libc::ENOSYS) | Some(libc::EINVAL)
+        | Some(libc::ENOMEM) => CaseError::unavailable(format!("{what} refused: {e}")),
+        _ => CaseError::Failed(anyhow::anyhow!("{what}: {e}")),
+    }
+}

@@ -1,0 +1,22 @@
+//! ringside: a native benchmark lab that puts Linux's I/O models side by side.
+//!
+//! Layers (each a pure function of the one before, see `shared/DESIGN.md`):
+//! `measure` -> samples, `stats` -> case results, `results` (schema + atomic store),
+//! `export`/`ui` (tables, JSON, CSV, Markdown, progress). The I/O models live in `io`,
+//! the workloads that drive them in `workload`, and the two registries in `registry`.
+
+pub mod app;
+pub mod cli;
+pub mod env;
+pub mod error;
+pub mod export;
+pub mod io;
+pub mod measure;
+pub mod model;
+pub mod plan;
+pub mod registry;
+pub mod results;
+pub mod runner;
+pub mod stats;
+pub mod ui;
+pub mod workload;

@@ -1,0 +1,244 @@
+//! Syscalls counted by the kernel: a perf counter on the tracepoint `raw_syscalls:sys_enter`,
+//! in counting mode (no sampling, no ring buffer), scoped to one thread or to every task of a
+//! process, with `inherit` so threads created later are counted too.
+//!
+//! The figure is measured, never derived from what the code believes it did. When the counter
+//! cannot be opened (tracefs missing, `perf_event_paranoid`, seccomp), the reason travels into
+//! the results as `unavailable: <reason>`.
+
+use crate::model::Availability;
+use std::fs;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+use std::sync::OnceLock;
+
+const PERF_TYPE_TRACEPOINT: u32 = 2;
+const PERF_ATTR_SIZE_VER0: u32 = 64;
+const ATTR_DISABLED: u64 = 1 << 0;
+const ATTR_INHERIT: u64 = 1 << 1;
+const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+
+/// The first 64 bytes of `struct perf_event_attr` (PERF_ATTR_SIZE_VER0): all a counting
+/// tracepoint event needs. The kernel zero-extends the rest.
+#[repr(C)]
+#[derive(Default)]
+struct PerfEventAttrV0 {
+    kind: u32,
+    size: u32,
+    config: u64,
+    sample_period: u64,
+    sample_type: u64,
+    read_format: u64,
+    flags: u64,
+    wakeup_events: u32,
+    bp_type: u32,
+    config1: u64,
+}
+
+const TRACEFS_DIRS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+const EVENT: &str = "events/raw_syscalls/sys_enter/id";
+
+/// The tracepoint id of `raw_syscalls:sys_enter`, found once per process.
+///
+/// Like `perf` itself, when tracefs is not mounted and we are root, it mounts tracefs at
+/// `/sys/kernel/tracing` (a read-only view of kernel events; nothing is traced by mounting).
+pub fn tracepoint_id() -> Result<u64, String> {
+    static ID: OnceLock<Result<u64, String>> = OnceLock::new();
+    ID.get_or_init(find_tracepoint_id).clone()
+}
+
+fn find_tracepoint_id() -> Result<u64, String> {
+    let read = || {
+        TRACEFS_DIRS.iter().find_map(|d| {
+            let s = fs::read_to_string(Path::new(d).join(EVENT)).ok()?;
+            s.trim().parse::<u64>().ok()
+        })
+    };
+    if let Some(id) = read() {
+        return Ok(id);
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 && mount_tracefs().is_ok() {
+        if let Some(id) = read() {
+            return Ok(id);
+        }
+    }
+    Err(format!(
+        "tracepoint raw_syscalls:sys_enter not found: tracefs is not mounted at {} \
+         (as root: mount -t tracefs nodev /sys/kernel/tracing)",
+        TRACEFS_DIRS[0]
+    ))
+}
+
+fn mount_tracefs() -> io::Result<()> {
+    let c = |s: &str| std::ffi::CString::new(s).expect("no NUL");
+    let (src, target, fstype) = (c("nodev"), c(TRACEFS_DIRS[0]), c("tracefs"));
+    // SAFETY: all pointers are valid NUL-terminated strings; data may be null.
+    let r = unsafe {
+        libc::mount(
+            src.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Which tasks a counter covers.
+#[derive(Clone, Copy, Debug)]
+pub enum Scope {
+    /// The calling thread (and threads it creates later).
+    ThisThread,
+    /// Every current task of a process (one counter each), and threads they create later.
+    Process(u32),
+}
+
+/// A running syscall counter. Readings are totals since it was opened.
+pub struct SyscallCounter {
+    fds: Vec<OwnedFd>,
+    /// Syscalls a start/stop pair counts by itself (the `read` of the second reading),
+    /// measured when the counter is opened and subtracted from every window.
+    window_overhead: u64,
+}
+
+impl SyscallCounter {
+    /// Opens and enables the counter, or says why it cannot.
+    pub fn open(scope: Scope) -> Result<SyscallCounter, String> {
+        let id = tracepoint_id()?;
+        let tids: Vec<i32> = match scope {
+            Scope::ThisThread => vec![0],
+            Scope::Process(pid) => {
+                let dir = format!("/proc/{pid}/task");
+                let mut t: Vec<i32> = fs::read_dir(&dir)
+                    .map_err(|e| format!("cannot list {dir}: {e}"))?
+                    .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                    .collect();
+                t.sort_unstable();
+                t
+            }
+        };
+        let mut fds = Vec::with_capacity(tids.len());
+        for tid in tids {
+            fds.push(open_one(id, tid).map_err(|e| refusal(&e))?);
+        }
+        let mut c = SyscallCounter {
+            fds,
+            window_overhead: 0,
+        };
+        for fd in &c.fds {
+            // SAFETY: fd is an open perf event fd; ENABLE takes no argument.
+            unsafe { libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_ENABLE, 0) };
+        }
+        if matches!(scope, Scope::ThisThread) {
+            // Calibrate: an empty window, several times; keep the smallest.
+            c.window_overhead = (0..5)
+                .map(|_| {
+                    let a = c.read();
+                    c.read().saturating_sub(a)
+                })
+                .min()
+                .unwrap_or(0);
+        }
+        Ok(c)
+    }
+
+    /// Total syscalls counted so far (all covered tasks).
+    pub fn read(&self) -> u64 {
+        self.fds
+            .iter()
+            .map(|fd| {
+                let mut v: u64 = 0;
+                // SAFETY: reading 8 bytes into a u64 we own from an open perf fd.
+                let n = unsafe { libc::read(fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+                if n == 8 {
+                    v
+                } else {
+                    0
+                }
+            })
+            .sum()
+    }
+
+    /// Syscalls between two readings, less the counter's own cost (measured at open).
+    pub fn window(&self, start: u64, end: u64) -> u64 {
+        end.saturating_sub(start)
+            .saturating_sub(self.window_overhead)
+    }
+
+    /// The syscalls one start/stop pair adds by itself, as measured.
+    pub fn window_overhead(&self) -> u64 {
+        self.window_overhead
+    }
+}
+
+impl Drop for SyscallCounter {
+    fn drop(&mut self) {
+        for fd in &self.fds {
+            // SAFETY: fd is an open perf event fd.
+            unsafe { libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_DISABLE, 0) };
+        }
+    }
+}
+
+fn open_one(id: u64, tid: i32) -> io::Result<OwnedFd> {
+    let attr = PerfEventAttrV0 {
+        kind: PERF_TYPE_TRACEPOINT,
+        size: PERF_ATTR_SIZE_VER0,
+        config: id,
+        flags: ATTR_DISABLED | ATTR_INHERIT,
+        ..Default::default()
+    };
+    // SAFETY: attr is a valid, initialised perf_event_attr of the size it declares.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const PerfEventAttrV0,
+            tid,
+            -1i32,
+            -1i32,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel returned a fresh fd that we now own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+fn refusal(e: &io::Error) -> String {
+    let paranoid = fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    match e.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => format!(
+            "perf_event_open refused ({e}): kernel.perf_event_paranoid={paranoid}; \
+             needs CAP_PERFMON, root, or a lower perf_event_paranoid (or a seccomp filter blocks it)"
+        ),
+        Some(libc::ENOSYS) => {
+            format!("perf_event_open not supported ({e}): kernel without perf events, or seccomp")
+        }
+        Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) => {
+            format!("raw_syscalls:sys_enter tracepoint cannot be counted here ({e})")
+        }
+        Some(libc::ESRCH) => format!("the measured process has gone ({e})"),
+        _ => format!("perf_event_open failed: {e}"),
+    }
+}
+
+/// Whether a counter on this thread can be opened, and why not.
+pub fn availability() -> Availability {
+    match SyscallCounter::open(Scope::ThisThread) {
+        Ok(_) => Availability::Ready,
+        Err(r) => Availability::Unavailable(r),
+    }
+}

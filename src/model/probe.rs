@@ -1,0 +1,40 @@
+//! Availability of a model on this machine, decided from the environment probe alone.
+
+use super::{Availability, Knobs, ModelSpec, PeerKind};
+use crate::env::EnvReport;
+
+impl ModelSpec {
+    /// Whether this model can run here, and if not, why. Looks only at `env`, never guesses.
+    pub fn availability(&self, env: &EnvReport) -> Availability {
+        match &self.knobs {
+            Knobs::Blocking(_) | Knobs::Epoll(_) => Availability::Ready,
+            Knobs::Uring(k) => {
+                let mut a = env.io_uring.clone();
+                if k.sqpoll_idle_ms.is_some() {
+                    a = a.and(&env.sqpoll);
+                }
+                if k.defer_taskrun {
+                    a = a.and(&env.defer_taskrun);
+                }
+                if k.fixed_files {
+                    a = a.and(&env.registered_files);
+                }
+                if k.fixed_bufs {
+                    a = a.and(&env.registered_buffers);
+                }
+                if k.buf_ring {
+                    a = a.and(&env.buf_ring);
+                }
+                if k.multishot {
+                    a = a.and(&env.multishot_recv).and(&env.multishot_accept);
+                }
+                if k.zc_send {
+                    a = a.and(&env.send_zc);
+                }
+                a
+            }
+            Knobs::Peer(PeerKind::Tokio | PeerKind::External) => Availability::Ready,
+            Knobs::Peer(PeerKind::Monoio) => env.io_uring.clone(),
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! What to run: profiles, the user's selection validated against the registry, and the cases
+//! that selection expands to.
+
+use crate::error::InputError;
+use crate::model::ModelSpec;
+use crate::registry::{self, MODELS, WORKLOADS};
+use crate::workload::{Point, Workload};
+use serde::{Deserialize, Serialize};
+
+/// How much to measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Profile {
+    /// Seconds: for tests and CI. Few points, few repetitions.
+    Smoke,
+    /// The default: minutes on 2 cores.
+    Quick,
+    /// The published studies' sizes: 30 runs x 5,000 ops per config.
+    Full,
+}
+
+/// Repetitions and sizes for a profile.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Budget {
+    /// Discarded repetitions before the measured ones.
+    pub warmups: u32,
+    pub repetitions: u32,
+    /// Ops per repetition for micro workloads.
+    pub ops: u64,
+    /// Ops run inside each repetition before its window opens.
+    pub warm_ops: u64,
+}
+
+impl Profile {
+    pub const ALL: [Profile; 3] = [Profile::Smoke, Profile::Quick, Profile::Full];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Smoke => "smoke",
+            Profile::Quick => "quick",
+            Profile::Full => "full",
+        }
+    }
+
+    pub fn budget(self) -> Budget {
+        match self {
+            Profile::Smoke => Budget {
+                warmups: 1,
+                repetitions: 3,
+                ops: 300,
+                warm_ops: 50,
+            },
+            Profile::Quick => Budget {
+                warmups: 1,
+                repetitions: 10,
+                ops: 2_000,
+                warm_ops: 200,
+            },
+            Profile::Full => Budget {
+                warmups: 2,
+                repetitions: 30,
+                ops: 5_000,
+                warm_ops: 500,
+            },
+        }
+    }
+}
+
+/// One cell to measure (or to report as unavailable / not applicable).
+#[derive(Clone)]
+pub struct Case {
+    pub workload: &'static dyn Workload,
+    pub model: &'static ModelSpec,
+    pub point: Option<Point>,
+    /// Set when the model does not take part in the workload (and the user asked for it).
+    pub not_applicable: Option<String>,
+}
+
+/// Resolves `items` (suites like `micro` or workload ids like `micro.pipe`; empty = all) into
+/// workloads in registry order.
+pub fn select_workloads(items: &[String]) -> Result<Vec<&'static dyn Workload>, InputError> {
+    if items.is_empty() {
+        return Ok(WORKLOADS.to_vec());
+    }
+    for it in items {
+        let known = registry::suites().contains(&it.as_str()) || registry::workload(it).is_some();
+        if !known {
+            let mut valid: Vec<String> = registry::suites().iter().map(|s| s.to_string()).collect();
+            valid.extend(WORKLOADS.iter().map(|w| w.id().to_string()));
+            return Err(InputError::UnknownSelection {
+                given: it.clone(),
+                valid: valid.join(", "),
+            });
+        }
+    }
+    Ok(WORKLOADS
+        .iter()
+        .copied()
+        .filter(|w| {
+            items
+                .iter()
+                .any(|it| it == w.id() || it == registry::suite_of(w.id()))
+        })
+        .collect())
+}
+
+/// Resolves a comma-separated model list (`None` = every model).
+pub fn select_models(list: Option<&[String]>) -> Result<Vec<&'static ModelSpec>, InputError> {
+    let Some(list) = list else {
+        return Ok(MODELS.iter().collect());
+    };
+    let mut out = Vec::new();
+    for id in list {
+        let m = registry::model(id).ok_or_else(|| InputError::UnknownModel {
+            given: id.clone(),
+            valid: MODELS.iter().map(|m| m.id).collect::<Vec<_>>().join(", "),
+        })?;
+        if !out.iter().any(|x: &&ModelSpec| x.id == m.id) {
+            out.push(m);
+        }
+    }
+    Ok(out)
+}
+
+/// Every case of the selection. A model that does not take part in a workload yields one
+/// not-applicable case only when the user named the model explicitly.
+pub fn expand(
+    workloads: &[&'static dyn Workload],
+    models: &[&'static ModelSpec],
+    models_named: bool,
+    profile: Profile,
+) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for &w in workloads {
+        for &m in models {
+            match w.accepts(m) {
+                Ok(()) => {
+                    for p in w.points(profile, m) {
+                        cases.push(Case {
+                            workload: w,
+                            model: m,
+                            point: Some(p),
+                            not_applicable: None,
+                        });
+                    }
+                }
+                Err(why) if models_named => cases.push(Case {
+                    workload: w,
+                    model: m,
+                    point: None,
+                    not_applicable: Some(why),
+                }),
+                Err(_) => {}
+            }
+        }
+    }
+    cases
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selection_by_suite_and_id_and_bad_values_named() {
+        assert_eq!(select_workloads(&[]).unwrap().len(), WORKLOADS.len());
+        let micro = select_workloads(&["micro".into()]).unwrap();
+        assert!(micro.iter().all(|w| w.id().starts_with("micro.")));
+        let one = select_workloads(&["micro.pipe".into()]).unwrap();
+        assert_eq!(one.len(), 1);
+        let e = select_workloads(&["micro.nope".into()])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("micro.nope") && e.contains("micro.pipe"), "{e}");
+        let e = select_models(Some(&["epol".into()]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'epol'") && e.contains("epoll-lt"), "{e}");
+    }
+
+    #[test]
+    fn every_workload_has_cases_and_named_models_show_not_applicable() {
+        let ws = select_workloads(&[]).unwrap();
+        let all = select_models(None).unwrap();
+        let cases = expand(&ws, &all, false, Profile::Smoke);
+        for w in &ws {
+            assert!(
+                cases
+                    .iter()
+                    .any(|c| c.workload.id() == w.id() && c.point.is_some()),
+                "{}",
+                w.id()
+            );
+        }
+        assert!(cases.iter().all(|c| c.not_applicable.is_none()));
+        let named = expand(&ws, &all, true, Profile::Smoke);
+        assert!(named.iter().any(|c| c.not_applicable.is_some()));
+    }
+}

@@ -1,0 +1,121 @@
+//! The two registries: every model and every workload ringside knows. Listing, CLI
+//! validation, `ringside env`, the conformance tests and the reports iterate these tables;
+//! nothing else enumerates models or workloads by hand. Adding either is one row here.
+
+use crate::model::{Family, Knobs, ModelSpec, Threading, Trigger, UringKnobs};
+use crate::workload::{micro, Workload};
+
+/// SQPOLL poller idle time before it sleeps, ms. Long enough that it stays awake between the
+/// ops of a measured window, short enough not to burn a CPU between cases.
+pub const SQPOLL_IDLE_MS: u32 = 50;
+
+pub static MODELS: &[ModelSpec] = &[
+    ModelSpec {
+        id: "blocking",
+        summary: "blocking syscalls; servers: one thread per connection",
+        family: Family::Blocking,
+        knobs: Knobs::Blocking(Threading::PerConnection),
+    },
+    ModelSpec {
+        id: "epoll-lt",
+        summary: "epoll, level-triggered, non-blocking syscalls",
+        family: Family::Epoll,
+        knobs: Knobs::Epoll(Trigger::Level),
+    },
+    ModelSpec {
+        id: "epoll-et",
+        summary: "epoll, edge-triggered: drain until EAGAIN",
+        family: Family::Epoll,
+        knobs: Knobs::Epoll(Trigger::Edge),
+    },
+    ModelSpec {
+        id: "uring",
+        summary: "io_uring, plain: one io_uring_enter submits and waits",
+        family: Family::Uring,
+        knobs: Knobs::Uring(UringKnobs::PLAIN),
+    },
+    ModelSpec {
+        id: "uring-defer",
+        summary: "io_uring with DEFER_TASKRUN|SINGLE_ISSUER (kernel 6.1+)",
+        family: Family::Uring,
+        knobs: Knobs::Uring(UringKnobs {
+            defer_taskrun: true,
+            ..UringKnobs::PLAIN
+        }),
+    },
+    ModelSpec {
+        id: "uring-fixed",
+        summary: "io_uring with registered files (IOSQE_FIXED_FILE)",
+        family: Family::Uring,
+        knobs: Knobs::Uring(UringKnobs {
+            fixed_files: true,
+            ..UringKnobs::PLAIN
+        }),
+    },
+    ModelSpec {
+        id: "uring-sqpoll",
+        summary: "io_uring with SQPOLL: a kernel thread on another CPU submits, no enter per op",
+        family: Family::Uring,
+        knobs: Knobs::Uring(UringKnobs {
+            sqpoll_idle_ms: Some(SQPOLL_IDLE_MS),
+            ..UringKnobs::PLAIN
+        }),
+    },
+];
+
+pub static WORKLOADS: &[&dyn Workload] = &[
+    &micro::syscall::Syscall,
+    &micro::pipe::Pipe,
+    &micro::fd_scaling::FdScaling,
+    &micro::batching::Batching,
+];
+
+/// Suites are the first component of workload ids, in registry order.
+pub fn suites() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = Vec::new();
+    for w in WORKLOADS {
+        let s = suite_of(w.id());
+        if !v.contains(&s) {
+            v.push(s);
+        }
+    }
+    v
+}
+
+pub fn suite_of(workload_id: &'static str) -> &'static str {
+    workload_id.split('.').next().unwrap_or(workload_id)
+}
+
+pub fn model(id: &str) -> Option<&'static ModelSpec> {
+    MODELS.iter().find(|m| m.id == id)
+}
+
+pub fn workload(id: &str) -> Option<&'static dyn Workload> {
+    WORKLOADS.iter().copied().find(|w| w.id() == id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_well_formed() {
+        let mut ids: Vec<_> = MODELS.iter().map(|m| m.id).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), MODELS.len());
+        for m in MODELS {
+            assert!(
+                m.id.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+                "{}",
+                m.id
+            );
+        }
+        for w in WORKLOADS {
+            assert_eq!(w.id().split('.').count(), 2, "{}", w.id());
+            assert!(workload(w.id()).is_some());
+        }
+        assert_eq!(suites(), vec!["micro"]);
+    }
+}

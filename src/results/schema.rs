@@ -1,0 +1,167 @@
+//! The results schema. Field names carry their unit; a figure is a number or an
+//! `{"unavailable": "<reason>"}`, never a placeholder.
+
+use crate::env::EnvReport;
+use crate::measure::{clock::TimerCalibration, pin::CpuPlan, Counters, Measured};
+use crate::stats::Spread;
+use crate::workload::Params;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One `ringside run`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunResults {
+    pub schema_version: u32,
+    pub ringside: Version,
+    /// The command line, argv[0] first.
+    pub command: Vec<String>,
+    /// UTC start time, RFC 3339.
+    pub started_utc: String,
+    /// False while running, and for a run stopped by Ctrl-C or an error.
+    pub finished: bool,
+    pub profile: String,
+    pub plan: CpuPlan,
+    pub timer: TimerCalibration,
+    pub env: EnvReport,
+    pub cases: Vec<CaseResult>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Version {
+    pub version: String,
+    pub git: String,
+}
+
+impl Version {
+    pub fn current() -> Version {
+        Version {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            git: option_env!("RINGSIDE_GIT").unwrap_or("unknown").to_string(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Measured,
+    Unavailable,
+    NotApplicable,
+    Failed,
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Status::Measured => "measured",
+            Status::Unavailable => "unavailable",
+            Status::NotApplicable => "n/a",
+            Status::Failed => "failed",
+        })
+    }
+}
+
+/// Something about a cell a reader must know before trusting it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Warning {
+    /// The measured thread and its helper (SQPOLL poller, load generator) share a CPU.
+    SharedCpus,
+    /// Repetitions disagree: per-run medians spread by more than 10% (relative MAD).
+    HighSpread,
+    /// The load generator, not the server, was saturated.
+    ClientBound,
+}
+
+impl Warning {
+    /// What it means and what to do.
+    pub fn advice(self) -> &'static str {
+        match self {
+            Warning::SharedCpus => {
+                "the measured thread shares its CPU with its helper; pass --cpus A,B with two CPUs"
+            }
+            Warning::HighSpread => {
+                "repetitions disagree by more than 10%; use --profile full or a quieter machine"
+            }
+            Warning::ClientBound => {
+                "the load generator was saturated, not the server; give it more CPUs"
+            }
+        }
+    }
+}
+
+/// One cell: a workload, a model, a parameter point.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CaseResult {
+    pub workload: String,
+    pub model: String,
+    /// A sub-series of the model (fd scaling's `poll` and `select` under `blocking`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    pub params: Params,
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What one op is.
+    pub op: String,
+    /// The model's knobs, as configured for this cell.
+    pub knobs: serde_json::Value,
+    pub warmups: u32,
+    pub repetitions: u32,
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub figures: Option<CaseFigures>,
+    #[serde(default)]
+    pub warnings: Vec<Warning>,
+}
+
+impl CaseResult {
+    /// Column label: the model, and its variant if any ("blocking/poll").
+    pub fn label(&self) -> String {
+        match &self.variant {
+            Some(v) => format!("{}/{v}", self.model),
+            None => self.model.clone(),
+        }
+    }
+}
+
+/// The figures of a measured cell.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CaseFigures {
+    /// Per-op latency over every op of every repetition, timer overhead excluded.
+    pub latency_ns: LatencyNs,
+    /// Spread of the per-repetition median latency.
+    pub run_p50_ns: Spread,
+    /// Per-repetition throughput: ops / timed ns.
+    pub ops_per_sec: Spread,
+    pub cpu_ns_per_op: CpuPerOp,
+    pub ctx_switches_per_op: f64,
+    pub syscalls_per_op: Measured<f64>,
+    pub ops_total: u64,
+    /// The model's own counters, summed over repetitions.
+    pub counters: Counters,
+    /// The merged HdrHistogram (V2 deflate, base64), so any percentile can be recomputed.
+    pub histogram: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct LatencyNs {
+    pub min: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub stddev: f64,
+}
+
+/// CPU per op, ns: `total` is exact (CPU-time clocks); `user`/`sys` split it by the kernel's
+/// tick samples and are unavailable when too few ticks fell in the runs.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct CpuPerOp {
+    pub total: f64,
+    pub user: Measured<f64>,
+    pub sys: Measured<f64>,
+}

@@ -1,0 +1,165 @@
+//! The runner: for each case, warm-up repetitions, then measured repetitions (each a fresh
+//! setup), statistics, and an atomic save of the results after every case. Ctrl-C stops after
+//! the repetition in progress and keeps every finished case (`"finished": false`).
+
+use crate::env::EnvReport;
+use crate::error::CaseError;
+use crate::measure::{pin, Meter, Sample};
+use crate::plan::{Budget, Case};
+use crate::results::schema::{CaseResult, RunResults, Status, Warning};
+use crate::results::store::Store;
+use crate::stats::{self, summary::HIGH_SPREAD};
+use crate::ui::Observer;
+use crate::workload::Ctx;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Makes SIGINT and SIGTERM request a clean stop instead of killing the process. A second
+/// signal kills it (the handler is reset after the first).
+pub fn install_stop_handler() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_sigint as *const () as usize;
+        sa.sa_flags = libc::SA_RESETHAND;
+        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+    }
+}
+
+/// True once Ctrl-C was pressed.
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+/// How the run ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Finished,
+    Interrupted,
+}
+
+/// Measures every case in order, appending results to `run` and saving after each.
+pub fn run(
+    cases: &[Case],
+    budget: Budget,
+    env: &EnvReport,
+    run: &mut RunResults,
+    store: &Store,
+    obs: &dyn Observer,
+) -> anyhow::Result<Outcome> {
+    // The measured thread is this one: pin it, then open its syscall counter.
+    let _ = pin::pin_this_thread(run.plan.measured);
+    let meter = Meter::new();
+    let plan = run.plan.clone();
+    obs.run_started(cases.len());
+    for (i, case) in cases.iter().enumerate() {
+        if stop_requested() {
+            break;
+        }
+        obs.case_started(i, case);
+        let Some(result) = measure_case(case, budget, env, &plan, &meter) else {
+            break; // interrupted mid-case: the partial case is dropped
+        };
+        obs.case_finished(i, &result);
+        run.cases.push(result);
+        store.save(run)?;
+    }
+    let outcome = if stop_requested() {
+        Outcome::Interrupted
+    } else {
+        Outcome::Finished
+    };
+    run.finished = outcome == Outcome::Finished;
+    store.save(run)?;
+    Ok(outcome)
+}
+
+fn measure_case(
+    case: &Case,
+    budget: Budget,
+    env: &EnvReport,
+    plan: &pin::CpuPlan,
+    meter: &Meter,
+) -> Option<CaseResult> {
+    let w = case.workload;
+    let m = case.model;
+    let mut r = CaseResult {
+        workload: w.id().to_string(),
+        model: m.id.to_string(),
+        variant: case
+            .point
+            .as_ref()
+            .and_then(|p| p.variant)
+            .map(str::to_string),
+        params: case
+            .point
+            .as_ref()
+            .map(|p| p.params.clone())
+            .unwrap_or_default(),
+        status: Status::Measured,
+        reason: None,
+        op: w.op().to_string(),
+        knobs: serde_json::to_value(m.knobs).unwrap_or_default(),
+        warmups: budget.warmups,
+        repetitions: 0,
+        figures: None,
+        warnings: Vec::new(),
+    };
+    let (point, why_na) = (&case.point, &case.not_applicable);
+    let Some(point) = point else {
+        r.status = Status::NotApplicable;
+        r.reason = why_na.clone();
+        return Some(r);
+    };
+    if let Some(why) = m.availability(env).reason() {
+        r.status = Status::Unavailable;
+        r.reason = Some(why.to_string());
+        return Some(r);
+    }
+    let mut samples: Vec<Sample> = Vec::with_capacity(budget.repetitions as usize);
+    let mut counted = None;
+    // Warm-ups, timed repetitions, then one repetition that counts syscalls (an enabled
+    // syscall tracepoint slows every syscall, so it never shares a repetition with timing).
+    let total = budget.warmups + budget.repetitions + 1;
+    for rep in 0..total {
+        if stop_requested() {
+            return None;
+        }
+        let counting = rep == total - 1;
+        let ctx = Ctx {
+            ops: budget.ops,
+            warm_ops: budget.warm_ops,
+            plan,
+            meter,
+            count_syscalls: counting,
+        };
+        match w.run_once(&ctx, m, point) {
+            Ok(s) if counting => counted = Some(s),
+            Ok(s) if rep >= budget.warmups => samples.push(s),
+            Ok(_) => {}
+            Err(e) => {
+                let (status, reason) = match e {
+                    CaseError::Unavailable(why) => (Status::Unavailable, why),
+                    CaseError::NotApplicable(why) => (Status::NotApplicable, why),
+                    CaseError::Failed(e) => (Status::Failed, format!("{e:#}")),
+                };
+                r.status = status;
+                r.reason = Some(reason);
+                return Some(r);
+            }
+        }
+    }
+    r.repetitions = samples.len() as u32;
+    let f = stats::summarize(&samples, counted.as_ref());
+    if f.run_p50_ns.rel_mad() > HIGH_SPREAD {
+        r.warnings.push(Warning::HighSpread);
+    }
+    r.figures = Some(f);
+    Some(r)
+}

@@ -1,0 +1,196 @@
+//! Summaries of one case: latency percentiles over every op of every repetition, and the
+//! spread of per-repetition figures (median, min, max, MAD).
+
+use crate::measure::{Counters, Hist, Measured, Sample};
+use crate::results::schema::{CaseFigures, CpuPerOp, LatencyNs};
+use serde::{Deserialize, Serialize};
+
+/// Median of a slice (mean of the middle two for even lengths); NaN for an empty slice.
+pub fn median(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Median absolute deviation from the median (unscaled).
+pub fn mad(xs: &[f64]) -> f64 {
+    let m = median(xs);
+    let dev: Vec<f64> = xs.iter().map(|x| (x - m).abs()).collect();
+    median(&dev)
+}
+
+/// Spread of a per-repetition figure.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub mad: f64,
+}
+
+impl Spread {
+    pub fn of(xs: &[f64]) -> Spread {
+        Spread {
+            median: median(xs),
+            min: xs.iter().copied().fold(f64::INFINITY, f64::min),
+            max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            mad: mad(xs),
+        }
+    }
+    /// MAD relative to the median (0 when the median is 0).
+    pub fn rel_mad(&self) -> f64 {
+        if self.median == 0.0 {
+            0.0
+        } else {
+            self.mad / self.median.abs()
+        }
+    }
+}
+
+/// Repetitions whose per-run medians disagree by more than this (relative MAD) get a warning.
+pub const HIGH_SPREAD: f64 = 0.10;
+
+/// Folds the timed repetitions of one case, and the repetition that counted its syscalls,
+/// into its figures.
+pub fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFigures {
+    let mut all = Hist::new();
+    let mut counters = Counters::default();
+    let (mut ops, mut total, mut user, mut sys, mut ctx) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    for s in samples {
+        all.merge(&s.latency);
+        counters.merge(&s.counters);
+        ops += s.ops;
+        total += s.cpu.total_ns;
+        user += s.cpu.user_ns;
+        sys += s.cpu.sys_ns;
+        ctx += s.cpu.ctx_switches;
+    }
+    let per_op = |x: u64| if ops == 0 { 0.0 } else { x as f64 / ops as f64 };
+    let syscalls_per_op = match counted.and_then(|c| c.syscalls.clone().map(|m| (c.ops, m))) {
+        Some((n, m)) => m.map(|v| if n == 0 { 0.0 } else { v as f64 / n as f64 }),
+        None => Measured::unavailable("no repetition counted syscalls"),
+    };
+    // Tick-sampled user/sys only as a ratio applied to the exact total.
+    let split = |part: u64| -> Measured<f64> {
+        if user + sys == 0 {
+            Measured::unavailable("too short for the tick-sampled user/sys split")
+        } else {
+            Measured::Value(per_op(total) * part as f64 / (user + sys) as f64)
+        }
+    };
+    let run_p50: Vec<f64> = samples
+        .iter()
+        .map(|s| s.latency.quantile(0.5) as f64)
+        .collect();
+    let run_ops: Vec<f64> = samples
+        .iter()
+        .map(|s| {
+            if s.timed_ns == 0 {
+                0.0
+            } else {
+                s.ops as f64 * 1e9 / s.timed_ns as f64
+            }
+        })
+        .collect();
+    let h = all.inner();
+    CaseFigures {
+        latency_ns: LatencyNs {
+            min: h.min() as f64,
+            p50: h.value_at_quantile(0.50) as f64,
+            p90: h.value_at_quantile(0.90) as f64,
+            p99: h.value_at_quantile(0.99) as f64,
+            p999: h.value_at_quantile(0.999) as f64,
+            max: h.max() as f64,
+            mean: h.mean(),
+            stddev: h.stdev(),
+        },
+        run_p50_ns: Spread::of(&run_p50),
+        ops_per_sec: Spread::of(&run_ops),
+        cpu_ns_per_op: CpuPerOp {
+            total: per_op(total),
+            user: split(user),
+            sys: split(sys),
+        },
+        ctx_switches_per_op: per_op(ctx),
+        syscalls_per_op,
+        ops_total: ops,
+        counters,
+        histogram: all.to_base64(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::cpu::CpuReading;
+
+    #[test]
+    fn median_and_mad_on_known_inputs() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+        // |x - 3| = 2,1,0,1,97 -> median 1
+        assert_eq!(mad(&[1.0, 2.0, 3.0, 4.0, 100.0]), 1.0);
+        let s = Spread::of(&[10.0, 12.0, 11.0]);
+        assert_eq!((s.median, s.min, s.max, s.mad), (11.0, 10.0, 12.0, 1.0));
+        assert!((s.rel_mad() - 1.0 / 11.0).abs() < 1e-12);
+    }
+
+    fn sample(lat: &[u64], syscalls: Option<Measured<u64>>, user_ns: u64) -> Sample {
+        let mut h = Hist::new();
+        for &l in lat {
+            h.record(l);
+        }
+        Sample {
+            ops: lat.len() as u64,
+            bytes: 0,
+            wall_ns: lat.iter().sum::<u64>() + 1000,
+            timed_ns: lat.iter().sum(),
+            cpu: CpuReading {
+                total_ns: user_ns * 2,
+                user_ns,
+                sys_ns: user_ns,
+                ctx_switches: 2,
+            },
+            syscalls,
+            latency: h,
+            counters: Counters::default(),
+        }
+    }
+
+    #[test]
+    fn summarize_known_samples() {
+        let a = sample(&[100, 100, 100, 100], None, 400);
+        let b = sample(&[200, 200, 200, 200], None, 800);
+        let counted = sample(&[999, 999], Some(Measured::Value(4)), 0);
+        let f = summarize(&[a.clone(), b], Some(&counted));
+        assert_eq!(f.ops_total, 8);
+        assert_eq!(f.latency_ns.min, 100.0);
+        assert_eq!(f.latency_ns.max, 200.0);
+        assert_eq!(f.latency_ns.mean, 150.0);
+        assert_eq!(f.run_p50_ns.median, 150.0);
+        assert_eq!(f.ops_per_sec.max, 1e7); // 4 ops in 400 ns
+        assert_eq!(
+            f.latency_ns.max, 200.0,
+            "the counting repetition's latencies are not mixed in"
+        );
+        assert_eq!(f.syscalls_per_op, Measured::Value(2.0)); // 4 syscalls over its 2 ops
+        assert_eq!(f.cpu_ns_per_op.total, 300.0);
+        assert_eq!(f.cpu_ns_per_op.user, Measured::Value(150.0));
+        assert_eq!(f.ctx_switches_per_op, 0.5);
+        // A refused counter makes the figure unavailable, with its reason.
+        let c = sample(&[100], Some(Measured::unavailable("perf refused")), 0);
+        let g = summarize(std::slice::from_ref(&a), Some(&c));
+        assert_eq!(g.syscalls_per_op, Measured::unavailable("perf refused"));
+        let z = sample(&[100], None, 0);
+        assert!(summarize(&[z], None).cpu_ns_per_op.user.value().is_none());
+    }
+}

@@ -1,0 +1,100 @@
+//! Progress: an indicatif bar with the current case and ETA on a terminal, plain lines on
+//! stderr otherwise, one line per finished case either way.
+
+use super::Observer;
+use crate::export::table::fmt_ns;
+use crate::plan::Case;
+use crate::results::{CaseResult, Status};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+
+pub struct Progress {
+    bar: Option<ProgressBar>,
+}
+
+impl Progress {
+    pub fn new() -> Progress {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let b = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+            b.set_style(
+                ProgressStyle::with_template("{bar:30.cyan/blue} {pos}/{len} ETA {eta} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            b
+        });
+        Progress { bar }
+    }
+
+    fn line(&self, s: String) {
+        match &self.bar {
+            Some(b) => b.println(s),
+            None => eprintln!("{s}"),
+        }
+    }
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn case_label(workload: &str, label: &str, params: &crate::workload::Params) -> String {
+    let p: Vec<String> = params.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("{workload} {label} {}", p.join(" "))
+}
+
+impl Observer for Progress {
+    fn run_started(&self, cases: usize) {
+        if let Some(b) = &self.bar {
+            b.set_length(cases as u64);
+        }
+    }
+
+    fn case_started(&self, _index: usize, case: &Case) {
+        if let Some(b) = &self.bar {
+            let variant = case.point.as_ref().and_then(|p| p.variant);
+            let label = match variant {
+                Some(v) => format!("{}/{v}", case.model.id),
+                None => case.model.id.to_string(),
+            };
+            let params = case
+                .point
+                .as_ref()
+                .map(|p| p.params.clone())
+                .unwrap_or_default();
+            b.set_message(case_label(case.workload.id(), &label, &params));
+        }
+    }
+
+    fn case_finished(&self, index: usize, r: &CaseResult) {
+        let what = case_label(&r.workload, &r.label(), &r.params);
+        let tail = match (&r.status, &r.figures) {
+            (Status::Measured, Some(f)) => format!(
+                "p50 {} p99 {} syscalls/op {}",
+                fmt_ns(f.latency_ns.p50),
+                fmt_ns(f.latency_ns.p99),
+                f.syscalls_per_op
+                    .value()
+                    .map(|v| format!("{v:.3}"))
+                    .unwrap_or_else(|| "unavailable".into())
+            ),
+            (s, _) => format!("{s}: {}", r.reason.as_deref().unwrap_or("")),
+        };
+        match &self.bar {
+            Some(b) => {
+                b.set_position(index as u64 + 1);
+                b.println(format!("{what}: {tail}"));
+            }
+            None => self.line(format!("[{}] {what}: {tail}", index + 1)),
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! `micro.pipe`: one message through a pipe in one thread, per model.
+//! blocking: write + read. epoll: the message is already written; the timed receive path is
+//! epoll_wait + read. io_uring: a WRITE SQE linked to a READ SQE, one io_uring_enter waiting for
+//! both; SQPOLL: no enter, completions awaited by spinning on the CQ.
+
+use super::measure_batches;
+use crate::error::CaseError;
+use crate::io;
+use crate::measure::Sample;
+use crate::model::{Knobs, ModelSpec};
+use crate::plan::Profile;
+use crate::workload::{Ctx, Params, Point, Workload};
+
+pub struct Pipe;
+
+impl Workload for Pipe {
+    fn id(&self) -> &'static str {
+        "micro.pipe"
+    }
+    fn about(&self) -> &'static str {
+        "one message through a pipe in one thread: write+read, epoll_wait+read, linked io_uring pair"
+    }
+    fn op(&self) -> &'static str {
+        "one message written and read back (epoll: the wait + read are timed, the write is not; syscalls count all three)"
+    }
+    fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
+        match &m.knobs {
+            Knobs::Blocking(crate::model::Threading::PerConnection) | Knobs::Epoll(_) => Ok(()),
+            Knobs::Blocking(_) => Err(
+                "a thread pool hands each call to another thread; this loop is one thread".into(),
+            ),
+            Knobs::Uring(k) if k.multishot || k.buf_ring || k.zc_send || k.fixed_bufs => {
+                Err("knob has no meaning for a pipe write/read pair".into())
+            }
+            Knobs::Uring(_) => Ok(()),
+            Knobs::Peer(_) => Err("peers only serve TCP".into()),
+        }
+    }
+    fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
+        let sizes: &[u64] = match profile {
+            Profile::Smoke => &[64, 4096],
+            _ => &[64, 256, 1024, 4096, 16384],
+        };
+        sizes
+            .iter()
+            .map(|&b| Point::new(Params::new().with("msg_bytes", b)))
+            .collect()
+    }
+    fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
+        let msg = p.params.u64("msg_bytes")?;
+        let mut shape = io::pipe_batch(m, 1, msg as usize, ctx.plan)?;
+        measure_batches(ctx, shape.as_mut(), 1, msg)
+    }
+}

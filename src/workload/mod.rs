@@ -1,0 +1,91 @@
+//! Workloads: each one sets up, runs one measured repetition, and tears down. Repetitions,
+//! warm-up, timeouts and printing belong to the runner; models belong to `io`.
+
+pub mod micro;
+
+use crate::error::CaseError;
+use crate::measure::{pin::CpuPlan, Meter, Sample};
+use crate::model::ModelSpec;
+use crate::plan::Profile;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A workload: one row of `registry::WORKLOADS`.
+pub trait Workload: Sync {
+    /// Stable dotted id used on the CLI and in JSON: "micro.pipe".
+    fn id(&self) -> &'static str;
+    /// One line for `ringside list` and the report.
+    fn about(&self) -> &'static str;
+    /// What one op is, shown beside every table ("write + read of one message").
+    fn op(&self) -> &'static str;
+    /// Whether a model takes part, and if not, why ("n/a: <why>", not a failure).
+    fn accepts(&self, m: &ModelSpec) -> Result<(), String>;
+    /// Parameter points for a profile and model (message sizes, fd counts, batch sizes).
+    fn points(&self, profile: Profile, m: &ModelSpec) -> Vec<Point>;
+    /// One repetition: set up, measure `ctx.ops` ops in one window, tear down.
+    fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError>;
+}
+
+/// One parameter point of a case. `variant` names a sub-series of the same model (e.g. the
+/// `poll` and `select` references of fd scaling run by the blocking model).
+#[derive(Clone, Debug)]
+pub struct Point {
+    pub params: Params,
+    pub variant: Option<&'static str>,
+}
+
+impl Point {
+    pub fn new(params: Params) -> Point {
+        Point {
+            params,
+            variant: None,
+        }
+    }
+}
+
+/// Named parameters, as recorded in the results ("msg_bytes": 64).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Params(pub BTreeMap<String, serde_json::Value>);
+
+impl Params {
+    pub fn new() -> Params {
+        Params::default()
+    }
+    pub fn with(mut self, key: &str, v: impl Into<serde_json::Value>) -> Params {
+        self.0.insert(key.to_string(), v.into());
+        self
+    }
+    /// A numeric parameter the workload itself set; missing means a programming error, which
+    /// fails the case rather than the run.
+    pub fn u64(&self, key: &str) -> Result<u64, CaseError> {
+        self.0
+            .get(key)
+            .and_then(|v| v.as_u64())
+            .ok_or_else(|| CaseError::Failed(anyhow::anyhow!("parameter '{key}' missing")))
+    }
+    pub fn str(&self, key: &str) -> Result<&str, CaseError> {
+        self.0
+            .get(key)
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| CaseError::Failed(anyhow::anyhow!("parameter '{key}' missing")))
+    }
+}
+
+/// What a repetition gets from the runner.
+pub struct Ctx<'a> {
+    /// Ops to measure in this repetition.
+    pub ops: u64,
+    /// Ops run before the window opens, to fault in buffers and warm caches.
+    pub warm_ops: u64,
+    pub plan: &'a CpuPlan,
+    pub meter: &'a Meter,
+    /// This repetition counts syscalls instead of timing: its latencies are discarded.
+    pub count_syscalls: bool,
+}
+
+impl Ctx<'_> {
+    /// Opens the repetition's measured window.
+    pub fn window(&self) -> crate::measure::Window<'_> {
+        self.meter.window(self.count_syscalls)
+    }
+}
