@@ -169,6 +169,14 @@ pub fn metric_tables(run: &RunResults) -> Vec<Table> {
         .collect()
 }
 
+/// The name an enum value has in the JSON results ("not_applicable").
+fn serde_name<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
 /// Every case as one row: the long form for CSV and scripts.
 pub fn case_rows(run: &RunResults) -> Table {
     let header = [
@@ -209,7 +217,7 @@ pub fn case_rows(run: &RunResults) -> Table {
                 c.model.clone(),
                 c.variant.clone().unwrap_or_default(),
                 params_text(c),
-                format!("{:?}", c.status).to_lowercase(),
+                serde_name(&c.status),
                 c.reason.clone().unwrap_or_default(),
                 c.repetitions.to_string(),
             ];
@@ -240,10 +248,9 @@ pub fn case_rows(run: &RunResults) -> Table {
             r.push(
                 c.warnings
                     .iter()
-                    .map(|w| format!("{w:?}"))
+                    .map(serde_name)
                     .collect::<Vec<_>>()
-                    .join(";")
-                    .to_lowercase(),
+                    .join(";"),
             );
             r
         })

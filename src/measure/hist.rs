@@ -14,8 +14,11 @@ impl Default for Hist {
 }
 
 impl Hist {
+    /// Sized for 1 ns .. 100 s up front, so recording inside a measured window never
+    /// allocates (an allocation can be a syscall); longer values still fit by resizing.
     pub fn new() -> Hist {
-        let mut h = Histogram::<u64>::new(3).expect("3 significant digits is valid");
+        let mut h = Histogram::<u64>::new_with_bounds(1, 100_000_000_000, 3)
+            .expect("valid bounds and precision");
         h.auto(true);
         Hist(h)
     }

@@ -120,6 +120,7 @@ impl Meter {
     /// it (and closed with it). Readings are taken in an order that keeps the /proc reads and
     /// the counter's own syscalls out of the window.
     pub fn window(&self, count_syscalls: bool) -> Window<'_> {
+        let hist = Hist::new(); // allocated before the counter starts counting
         let counter =
             count_syscalls.then(|| syscalls::SyscallCounter::open(syscalls::Scope::ThisThread));
         let cpu0 = thread_and_io_workers(true);
@@ -132,7 +133,7 @@ impl Meter {
             counter,
             cpu0,
             sys0,
-            hist: Hist::new(),
+            hist,
             timed_ns: 0,
             t0: clock::now_ns(),
         }
