@@ -106,6 +106,11 @@ fn measure_case(
         reason: None,
         op: w.op().to_string(),
         knobs: serde_json::to_value(m.knobs).unwrap_or_default(),
+        // ring::build pins every SQPOLL poller to the plan's helper CPU.
+        sqpoll_cpu: m
+            .uring_knobs()
+            .and_then(|k| k.sqpoll_idle_ms)
+            .and(plan.helper),
         warmups: budget.warmups,
         repetitions: 0,
         figures: None,

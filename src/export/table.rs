@@ -139,6 +139,11 @@ pub fn metric_tables(run: &RunResults) -> Vec<Table> {
                     )
                 })
                 .collect();
+            for c in cases.iter().filter(|c| c.status == Status::Measured) {
+                if let Some(cpu) = c.sqpoll_cpu {
+                    footnotes.push(format!("{}: SQPOLL poller pinned to CPU {cpu}", c.label()));
+                }
+            }
             for c in cases.iter().filter(|c| !c.warnings.is_empty()) {
                 for w in &c.warnings {
                     footnotes.push(format!("{}: warning: {}", c.label(), w.advice()));

@@ -108,6 +108,9 @@ pub struct CaseResult {
     pub op: String,
     /// The model's knobs, as configured for this cell.
     pub knobs: serde_json::Value,
+    /// The CPU the SQPOLL poller was pinned to, for SQPOLL models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sqpoll_cpu: Option<u32>,
     pub warmups: u32,
     pub repetitions: u32,
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
