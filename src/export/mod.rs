@@ -22,6 +22,11 @@ pub enum Format {
     Html,
 }
 
+/// A table as aligned terminal text (for subcommands that print their own tables).
+pub fn term_table(t: &table::Table) -> String {
+    term::render_table(t)
+}
+
 pub trait Exporter {
     fn render(&self, run: &RunResults) -> anyhow::Result<Vec<u8>>;
 }

@@ -11,6 +11,7 @@ use super::verdict;
 use super::Exporter;
 use crate::registry;
 use crate::results::{RunResults, Status};
+use crate::stats::compare::flatten;
 use std::fmt::Write;
 
 const TEMPLATE: &str = include_str!("report.html");
@@ -76,46 +77,6 @@ fn kv(out: &mut String, rows: &[(String, String)]) {
         let _ = write!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
     }
     out.push_str("</tbody></table>");
-}
-
-/// Flattens a JSON value into ("a.b.c", "value") rows.
-pub fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
-    use serde_json::Value;
-    let key = |k: &str| {
-        if prefix.is_empty() {
-            k.to_string()
-        } else {
-            format!("{prefix}.{k}")
-        }
-    };
-    match v {
-        Value::Object(m) if m.len() == 1 && m.contains_key("unavailable") => out.push((
-            prefix.to_string(),
-            format!("unavailable: {}", text(&m["unavailable"])),
-        )),
-        Value::Object(m) => {
-            for (k, x) in m {
-                flatten(&key(k), x, out);
-            }
-        }
-        Value::Array(a) if a.iter().all(|x| !x.is_object() && !x.is_array()) => out.push((
-            prefix.to_string(),
-            a.iter().map(text).collect::<Vec<_>>().join(", "),
-        )),
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                flatten(&key(&i.to_string()), x, out);
-            }
-        }
-        x => out.push((prefix.to_string(), text(x))),
-    }
-}
-
-fn text(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::String(s) => s.clone(),
-        x => x.to_string(),
-    }
 }
 
 /// The environment facts a reader needs first.
