@@ -82,7 +82,40 @@ fn compare(m: Metric, better: &Cell, worse: &Cell) -> String {
         Metric::CpuPerOp => "less CPU per op than",
         _ => "cheaper per op than",
     };
-    format!("{r:.1}x {how}")
+    if r < 1.1 {
+        format!("{r:.2}x {how}")
+    } else {
+        format!("{r:.1}x {how}")
+    }
+}
+
+/// The best cell of `here` against each other one.
+fn best_against_rest(m: Metric, here: &[&Cell], at: &str, out: &mut Vec<Verdict>) {
+    let better = |a: f64, b: f64| {
+        if higher_is_better(m) {
+            a > b
+        } else {
+            a < b
+        }
+    };
+    let Some(best) = here
+        .iter()
+        .copied()
+        .reduce(|a, b| if better(b.v, a.v) { b } else { a })
+    else {
+        return;
+    };
+    for other in here.iter().filter(|c| !std::ptr::eq(**c, best)) {
+        out.push(Verdict {
+            text: format!(
+                "{} is {} {}{at}",
+                best.c.label(),
+                compare(m, best, other),
+                other.c.label()
+            ),
+            within_noise: overlap(best.range, other.range),
+        });
+    }
 }
 
 /// Verdicts of one workload.
@@ -117,29 +150,12 @@ pub fn for_workload(run: &RunResults, workload: &str) -> Vec<Verdict> {
                     .iter()
                     .filter(|c| params_text(c.c, None) == g)
                     .collect();
-                let Some(best) = here
-                    .iter()
-                    .copied()
-                    .reduce(|a, b| if better(b.v, a.v) { b } else { a })
-                else {
-                    continue;
-                };
                 let at = if g.is_empty() {
                     String::new()
                 } else {
                     format!(" at {g}")
                 };
-                for other in here.iter().filter(|c| !std::ptr::eq(**c, best)) {
-                    out.push(Verdict {
-                        text: format!(
-                            "{} is {} {}{at}",
-                            best.c.label(),
-                            compare(m, best, other),
-                            other.c.label()
-                        ),
-                        within_noise: overlap(best.range, other.range),
-                    });
-                }
+                best_against_rest(m, &here, &at, &mut out);
             }
         }
         Some(param) => {
@@ -193,6 +209,21 @@ pub fn for_workload(run: &RunResults, workload: &str) -> Vec<Verdict> {
                         });
                     }
                 }
+                // At the far end of the sweep: the best series against the others.
+                let far = cells
+                    .iter()
+                    .filter(|c| params_text(c.c, Some(param)) == *g)
+                    .filter_map(|c| x(c.c))
+                    .fold(f64::NEG_INFINITY, f64::max);
+                let here: Vec<&Cell> = cells
+                    .iter()
+                    .filter(|c| params_text(c.c, Some(param)) == *g && x(c.c) == Some(far))
+                    .collect();
+                let at_far = format!(
+                    " at {param}={far}{}",
+                    at.replace(" (", ", ").replace(')', "")
+                );
+                best_against_rest(m, &here, &at_far, &mut out);
                 // Crossovers: where the sign of (a - b) changes between neighbouring points.
                 for (i, la) in labels.iter().enumerate() {
                     for lb in labels.iter().skip(i + 1) {

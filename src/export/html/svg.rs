@@ -35,7 +35,7 @@ fn legend(area: &DrawingArea<SVGBackend<'_>, Shift>, chart: &Chart) -> anyhow::R
         area.draw(&Text::new(
             s.label.clone(),
             (34, y),
-            ("sans-serif", 14)
+            ("sans-serif", 16)
                 .into_font()
                 .into_text_style(area)
                 .pos(Pos::new(HPos::Left, VPos::Center)),
@@ -146,7 +146,7 @@ where
     Y::CoordDescType: ValueFormatter<f64>,
 {
     let mut ctx = ChartBuilder::on(root)
-        .caption(&chart.title, ("sans-serif", 20))
+        .caption(&chart.title, ("sans-serif", 21))
         .margin(12)
         .x_label_area_size(44)
         .y_label_area_size(78)
@@ -165,8 +165,8 @@ where
     mesh.x_desc(chart.x_axis.as_str())
         .y_desc(chart.y_axis.as_str())
         .y_label_formatter(&ylab)
-        .axis_desc_style(("sans-serif", 16))
-        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 17))
+        .label_style(("sans-serif", 15))
         .light_line_style(RGBColor(238, 238, 238));
     if bars {
         mesh.disable_x_mesh().x_labels(0);
@@ -229,7 +229,7 @@ where
             root.draw(&Text::new(
                 text.to_string(),
                 (px, py + 6),
-                ("sans-serif", 14)
+                ("sans-serif", 15)
                     .into_font()
                     .into_text_style(root)
                     .pos(Pos::new(HPos::Center, VPos::Top)),
