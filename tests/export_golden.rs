@@ -415,3 +415,40 @@ fn compare_refuses_bad_files_with_exit_2() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn progress_is_plain_lines_off_a_terminal_and_silent_with_quiet() {
+    let d = tempfile::tempdir().unwrap();
+    let a = ringside()
+        .args(["run", "micro.syscall", "--profile", "smoke", "--runs", "2"])
+        .args(["--out", d.path().join("a").to_str().unwrap()])
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("[1/1] micro.syscall blocking") && l.contains("p50")),
+        "{err}"
+    );
+    assert!(
+        !err.contains('\r') && !err.contains("\x1b["),
+        "no bar codes off a terminal: {err:?}"
+    );
+    assert!(err.contains("report.html"), "{err}");
+    let q = ringside()
+        .args([
+            "run",
+            "micro.syscall",
+            "--profile",
+            "smoke",
+            "--runs",
+            "2",
+            "--quiet",
+        ])
+        .args(["--out", d.path().join("b").to_str().unwrap()])
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&q.get_output().stderr).to_string();
+    assert!(!err.contains("[1/1]"), "--quiet printed progress: {err}");
+    assert!(d.path().join("b/report.html").exists() && d.path().join("b/report.md").exists());
+}

@@ -69,7 +69,15 @@ fn report_renders_in_headless_chromium_without_console_errors() {
     Command::cargo_bin("ringside")
         .unwrap()
         .timeout(Duration::from_secs(180))
-        .args(["run", "micro", "--profile", "smoke", "--runs", "2", "--quiet"])
+        .args([
+            "run",
+            "micro",
+            "--profile",
+            "smoke",
+            "--runs",
+            "2",
+            "--quiet",
+        ])
         .args(["--out", out.to_str().unwrap()])
         .assert()
         .success();
@@ -80,7 +88,11 @@ fn report_renders_in_headless_chromium_without_console_errors() {
 
     // The console check can fail: a page with an error is caught.
     let bad = d.path().join("bad.html");
-    std::fs::write(&bad, "<html><body><script>undefinedFn();</script></body></html>").unwrap();
+    std::fs::write(
+        &bad,
+        "<html><body><script>undefinedFn();</script></body></html>",
+    )
+    .unwrap();
     let (_, errs) = dump_dom(&profile, &format!("file://{}", bad.display()));
     assert!(
         errs.iter().any(|l| l.contains("Uncaught")),
@@ -92,7 +104,11 @@ fn report_renders_in_headless_chromium_without_console_errors() {
     let run = store::load(&out.join("results.json")).unwrap();
     let cs = charts::build(&run);
     assert!(!cs.is_empty());
-    assert_eq!(dom.matches("<svg").count(), cs.len(), "one rendered <svg> per chart");
+    assert_eq!(
+        dom.matches("<svg").count(),
+        cs.len(),
+        "one rendered <svg> per chart"
+    );
     for c in &cs {
         let start = dom
             .find(&format!("data-chart=\"{}\"", c.id))
@@ -125,5 +141,9 @@ fn report_renders_in_headless_chromium_without_console_errors() {
         .assert()
         .success();
     let png = std::fs::read(&shot).expect("screenshot written");
-    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000, "{} bytes", png.len());
+    assert!(
+        png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,
+        "{} bytes",
+        png.len()
+    );
 }
