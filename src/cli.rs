@@ -33,15 +33,25 @@ pub enum Command {
     },
     /// Models and workloads, with availability on this machine.
     List,
-    /// Re-render the Markdown report and the terminal tables from a saved results file.
+    /// Re-render report.md, report.html and the chart SVGs from a saved results file.
     Report {
         /// A results.json written by `ringside run`.
         results: PathBuf,
-        /// Where to write report.md (default: beside the results file).
+        /// Where to write report.md, report.html and charts/ (default: beside the results file).
         #[arg(long)]
         out: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = FormatArg::Table)]
         format: FormatArg,
+    },
+    /// Compare two results files cell by cell; exits 1 on a significant regression.
+    Compare {
+        /// The baseline results.json.
+        base: PathBuf,
+        /// The results.json to judge against it.
+        new: PathBuf,
+        /// Percent change in median latency or ops/s that counts as a regression.
+        #[arg(long, default_value_t = 5.0)]
+        threshold: f64,
     },
 }
 

@@ -1,5 +1,6 @@
 //! One file per subcommand: glue between the command line and the library.
 
+pub mod compare;
 pub mod env;
 pub mod list;
 pub mod report;
@@ -18,5 +19,10 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             out,
             format,
         } => report::run(&results, out.as_deref(), format.into()),
+        Command::Compare {
+            base,
+            new,
+            threshold,
+        } => compare::run(&base, &new, threshold),
     }
 }

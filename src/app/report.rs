@@ -1,10 +1,42 @@
-//! `ringside report`: re-render from a saved results file alone.
+//! `ringside report`: re-render report.md, report.html and the chart SVGs from a saved
+//! results file alone (also an unfinished one), and print the chosen format on stdout.
 
-use crate::export::Format;
+use crate::export::markdown::chart_file;
+use crate::export::{charts, html, Format};
 use crate::results::store::{self, write_atomic};
+use crate::results::RunResults;
 use anyhow::Context;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Writes report.md, report.html and charts/*.svg into `dir`; returns the paths written.
+pub fn write_all(run: &RunResults, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    let charts_dir = dir.join("charts");
+    let charts = charts::build(run);
+    if !charts.is_empty() {
+        std::fs::create_dir_all(&charts_dir)
+            .with_context(|| format!("cannot create '{}'", charts_dir.display()))?;
+    }
+    for c in &charts {
+        let path = dir.join(chart_file(&c.id));
+        let svg = html::svg::draw(c, false)?;
+        write_atomic(&path, svg.as_bytes())
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+        written.push(path);
+    }
+    for (name, format) in [
+        ("report.md", Format::Markdown),
+        ("report.html", Format::Html),
+    ] {
+        let path = dir.join(name);
+        let bytes = format.exporter().render(run)?;
+        write_atomic(&path, &bytes)
+            .with_context(|| format!("cannot write '{}'", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
+}
 
 pub fn run(results: &Path, out: Option<&Path>, format: Format) -> anyhow::Result<i32> {
     let run = match store::load(results) {
@@ -22,10 +54,15 @@ pub fn run(results: &Path, out: Option<&Path>, format: Format) -> anyhow::Result
             .to_path_buf()
     });
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create '{}'", dir.display()))?;
-    let md = Format::Markdown.exporter().render(&run)?;
-    let path = dir.join("report.md");
-    write_atomic(&path, &md).with_context(|| format!("cannot write '{}'", path.display()))?;
+    write_all(&run, &dir)?;
     std::io::stdout().write_all(&format.exporter().render(&run)?)?;
-    eprintln!("report: {}", path.display());
+    if !run.finished {
+        eprintln!("note: this run is unfinished (interrupted); the report shows the cells it kept");
+    }
+    eprintln!(
+        "report: {} and {}",
+        dir.join("report.html").display(),
+        dir.join("report.md").display()
+    );
     Ok(0)
 }

@@ -6,7 +6,7 @@ use crate::export::Format;
 use crate::measure::{clock, pin};
 use crate::plan::{self, Profile};
 use crate::results::schema::{RunResults, Version, SCHEMA_VERSION};
-use crate::results::store::{write_atomic, Store};
+use crate::results::store::Store;
 use crate::runner::{self, Outcome};
 use crate::ui::{Observer, Progress, Silent};
 use std::io::Write;
@@ -67,11 +67,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     };
     let outcome = runner::run(&cases, budget, &env, &mut results, &store, obs)?;
 
-    let md = Format::Markdown.exporter().render(&results)?;
-    write_atomic(&store.dir.join("report.md"), &md)?;
+    super::report::write_all(&results, &store.dir)?;
     let format: Format = a.format.into();
     std::io::stdout().write_all(&format.exporter().render(&results)?)?;
     eprintln!("results: {}", store.results_path().display());
+    eprintln!("report: {}", store.dir.join("report.html").display());
     Ok(match outcome {
         Outcome::Finished => 0,
         Outcome::Interrupted => {

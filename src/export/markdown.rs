@@ -2,9 +2,15 @@
 
 use super::table::{metric_tables, Table};
 use super::Exporter;
+use super::{charts, verdict};
 use crate::results::RunResults;
 
 pub struct Markdown;
+
+/// Where a chart's SVG goes, relative to the report: `charts/<chart id>.svg`.
+pub fn chart_file(id: &str) -> String {
+    format!("charts/{id}.svg")
+}
 
 fn cell(s: &str) -> String {
     s.replace('|', "\\|")
@@ -56,8 +62,34 @@ impl Exporter for Markdown {
             run.timer.overhead_ns,
             run.timer.clocksource,
         );
-        for t in metric_tables(run) {
-            out += &render_table(&t);
+        let tables = metric_tables(run);
+        for w in charts::workloads(run) {
+            out += &format!("## {w}\n\n");
+            for c in charts::build_for(run, &w) {
+                out += &format!("![{}]({})\n\n", c.title, chart_file(&c.id));
+            }
+            let verdicts = verdict::for_workload(run, &w);
+            if !verdicts.is_empty() {
+                out += "Verdicts:\n\n";
+                for v in verdicts {
+                    out += &format!("- {}\n", cell(&v.line()));
+                }
+                out.push('\n');
+            }
+            for t in tables
+                .iter()
+                .filter(|t| t.title == w || t.title.starts_with(&format!("{w} ")))
+            {
+                out += &render_table(t);
+                out.push('\n');
+            }
+        }
+        let missing = super::html::not_measured(run, None);
+        if !missing.is_empty() {
+            out += "## Cells not measured\n\n";
+            for m in missing {
+                out += &format!("- {}\n", cell(&m));
+            }
             out.push('\n');
         }
         Ok(out.into_bytes())

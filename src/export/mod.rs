@@ -1,11 +1,14 @@
 //! Exporters: results in, bytes out. Tables are built once (`table.rs`) and rendered by each
 //! dialect; no exporter computes a figure.
 
+pub mod charts;
 mod csv;
+pub mod html;
 mod json;
-mod markdown;
+pub mod markdown;
 pub mod table;
 mod term;
+pub mod verdict;
 
 use crate::results::RunResults;
 
@@ -16,6 +19,12 @@ pub enum Format {
     Markdown,
     Csv,
     Json,
+    Html,
+}
+
+/// A table as aligned terminal text (for subcommands that print their own tables).
+pub fn term_table(t: &table::Table) -> String {
+    term::render_table(t)
 }
 
 pub trait Exporter {
@@ -29,6 +38,7 @@ impl Format {
             Format::Markdown => &markdown::Markdown,
             Format::Csv => &csv::Csv,
             Format::Json => &json::Json,
+            Format::Html => &html::Html,
         }
     }
 }

@@ -146,6 +146,13 @@ pub struct CaseFigures {
     pub counters: Counters,
     /// The merged HdrHistogram (V2 deflate, base64), so any percentile can be recomputed.
     pub histogram: String,
+    /// Each measured repetition's median latency, ns, in run order (for significance tests in
+    /// `ringside compare`; empty in files written before it was recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs_p50_ns: Vec<f64>,
+    /// Each measured repetition's throughput, ops/s, in run order (empty in older files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs_ops_per_sec: Vec<f64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

@@ -1,6 +1,7 @@
 //! Statistics: pure functions from samples to summaries. Medians and MAD across repetitions
 //! (each repetition a separate run), percentiles over all samples of all repetitions.
 
+pub mod compare;
 pub mod summary;
 
 pub use summary::{mad, median, summarize, Spread};

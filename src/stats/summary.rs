@@ -124,6 +124,8 @@ pub fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFigures {
         ops_total: ops,
         counters,
         histogram: all.to_base64(),
+        runs_p50_ns: run_p50,
+        runs_ops_per_sec: run_ops,
     }
 }
 
@@ -178,6 +180,8 @@ mod tests {
         assert_eq!(f.latency_ns.mean, 150.0);
         assert_eq!(f.run_p50_ns.median, 150.0);
         assert_eq!(f.ops_per_sec.max, 1e7); // 4 ops in 400 ns
+        assert_eq!(f.runs_p50_ns, vec![100.0, 200.0]);
+        assert_eq!(f.runs_ops_per_sec, vec![1e7, 5e6]);
         assert_eq!(
             f.latency_ns.max, 200.0,
             "the counting repetition's latencies are not mixed in"

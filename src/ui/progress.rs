@@ -7,9 +7,12 @@ use crate::plan::Case;
 use crate::results::{CaseResult, Status};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub struct Progress {
     bar: Option<ProgressBar>,
+    /// Cases in the run, for the plain "[i/N]" lines.
+    total: AtomicUsize,
 }
 
 impl Progress {
@@ -22,7 +25,10 @@ impl Progress {
             );
             b
         });
-        Progress { bar }
+        Progress {
+            bar,
+            total: AtomicUsize::new(0),
+        }
     }
 
     fn line(&self, s: String) {
@@ -46,6 +52,7 @@ fn case_label(workload: &str, label: &str, params: &crate::workload::Params) -> 
 
 impl Observer for Progress {
     fn run_started(&self, cases: usize) {
+        self.total.store(cases, Ordering::Relaxed);
         if let Some(b) = &self.bar {
             b.set_length(cases as u64);
         }
@@ -86,7 +93,11 @@ impl Observer for Progress {
                 b.set_position(index as u64 + 1);
                 b.println(format!("{what}: {tail}"));
             }
-            None => self.line(format!("[{}] {what}: {tail}", index + 1)),
+            None => self.line(format!(
+                "[{}/{}] {what}: {tail}",
+                index + 1,
+                self.total.load(Ordering::Relaxed)
+            )),
         }
     }
 }

@@ -1,0 +1,118 @@
+//! `ringside compare BASE.json NEW.json [--threshold PCT]`: per common cell, the change in
+//! median latency and ops/s with its significance, the cells only one run has, and what
+//! differs between the two environments. Exit 1 when a cell regresses significantly beyond
+//! the threshold, 2 for a bad file or threshold.
+
+use crate::export::table::{fmt_ns, fmt_rate, Table};
+use crate::results::store;
+use crate::stats::compare::{compare, Change, Method, ALPHA};
+use std::io::Write;
+use std::path::Path;
+
+fn pct(c: &Change) -> String {
+    format!("{:+.1}%", c.pct)
+}
+
+fn p(c: &Change) -> String {
+    match (c.method, c.p) {
+        (Method::MannWhitney, Some(p)) if p < 0.001 => "<0.001".into(),
+        (Method::MannWhitney, Some(p)) => format!("{p:.3}"),
+        _ if c.significant => "spreads apart".into(),
+        _ => "spreads overlap".into(),
+    }
+}
+
+pub fn run(base: &Path, new: &Path, threshold: f64) -> anyhow::Result<i32> {
+    if !threshold.is_finite() || threshold < 0.0 {
+        eprintln!("error: --threshold {threshold} is not a percentage >= 0 (e.g. 5)");
+        return Ok(2);
+    }
+    let load = |p: &Path| store::load(p).map_err(|e| eprintln!("error: {e:#}"));
+    let (Ok(b), Ok(n)) = (load(base), load(new)) else {
+        return Ok(2);
+    };
+    let cmp = compare(&b, &n, threshold);
+    let header = [
+        "cell",
+        "p50 base",
+        "p50 new",
+        "p50 change",
+        "p",
+        "ops/s base",
+        "ops/s new",
+        "ops/s change",
+        "p",
+        "verdict",
+    ];
+    let rows = cmp
+        .cells
+        .iter()
+        .map(|c| {
+            vec![
+                c.cell.clone(),
+                fmt_ns(c.p50.base),
+                fmt_ns(c.p50.new),
+                pct(&c.p50),
+                p(&c.p50),
+                fmt_rate(c.ops.base),
+                fmt_rate(c.ops.new),
+                pct(&c.ops),
+                p(&c.ops),
+                if c.regression {
+                    "REGRESSION".into()
+                } else if c.improvement {
+                    "improved".into()
+                } else if c.p50.significant || c.ops.significant {
+                    format!("changed within {threshold}%")
+                } else {
+                    "no significant change".into()
+                },
+            ]
+        })
+        .collect();
+    let mut footnotes = Vec::new();
+    for k in &cmp.only_base {
+        footnotes.push(format!("only in {}: {k}", base.display()));
+    }
+    for k in &cmp.only_new {
+        footnotes.push(format!("only in {}: {k}", new.display()));
+    }
+    for k in &cmp.not_compared {
+        footnotes.push(format!("not compared: {k}"));
+    }
+    let t = Table {
+        title: format!("{} -> {}", base.display(), new.display()),
+        note: format!(
+            "median of per-run p50 and ops/s; p: two-sided Mann-Whitney U on per-run values \
+             (alpha {ALPHA}); regression: significant and worse by more than {threshold}%"
+        ),
+        header: header.iter().map(|s| s.to_string()).collect(),
+        rows,
+        footnotes,
+    };
+    let mut out = crate::export::term_table(&t);
+    out.push('\n');
+    if cmp.env_diff.is_empty() {
+        out += "environment: no difference\n";
+    } else {
+        out += "environment differences (base -> new):\n";
+        for (k, vb, vn) in &cmp.env_diff {
+            out += &format!("  {k}: {vb} -> {vn}\n");
+        }
+    }
+    let regressions: Vec<&str> = cmp.regressions().map(|c| c.cell.as_str()).collect();
+    if regressions.is_empty() {
+        out += &format!(
+            "\nno significant regression beyond {threshold}% in {} common cells\n",
+            cmp.cells.len()
+        );
+    } else {
+        out += &format!(
+            "\n{} regression(s) beyond {threshold}%: {}\n",
+            regressions.len(),
+            regressions.join("; ")
+        );
+    }
+    std::io::stdout().write_all(out.as_bytes())?;
+    Ok(if regressions.is_empty() { 0 } else { 1 })
+}

@@ -1,0 +1,571 @@
+//! Chart data, built once from the results: which charts a workload gets, their series and
+//! points, and each series' style. Drawing lives in `html/svg.rs` and only reads these.
+//!
+//! Charts are driven by the results (workload ids, params, figures), never by a list of
+//! models. A workload gets the charts its row in [`CHARTS`] asks for: bars per parameter
+//! point, or lines of a metric against a numeric sweep parameter. A workload with no row gets
+//! the default bars, so a new suite shows up without touching this file; registering its
+//! chart kinds is one row.
+
+use crate::registry::MODELS;
+use crate::results::schema::CaseFigures;
+use crate::results::{CaseResult, RunResults, Status};
+
+/// A figure a chart can plot, with its unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    /// Median latency per op, ns; whisker up to p99.
+    LatencyP50,
+    /// 99th percentile latency per op, ns.
+    LatencyP99,
+    /// Median over repetitions of ops/s; whisker min..max over repetitions.
+    OpsPerSec,
+    /// Syscalls per 100 ops, measured by the perf counter.
+    SyscallsPer100,
+    /// CPU time per op over all threads, ns.
+    CpuPerOp,
+}
+
+impl Metric {
+    /// Short name used in titles and file names.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Metric::LatencyP50 => "latency",
+            Metric::LatencyP99 => "p99",
+            Metric::OpsPerSec => "ops",
+            Metric::SyscallsPer100 => "syscalls",
+            Metric::CpuPerOp => "cpu",
+        }
+    }
+
+    /// Chart title.
+    pub fn title(self) -> &'static str {
+        match self {
+            Metric::LatencyP50 => "latency per op (median, whisker to p99)",
+            Metric::LatencyP99 => "p99 latency per op",
+            Metric::OpsPerSec => "throughput (median of runs, whisker min-max)",
+            Metric::SyscallsPer100 => "syscalls per 100 ops (measured)",
+            Metric::CpuPerOp => "CPU time per op (all threads)",
+        }
+    }
+
+    /// Y axis label with its unit.
+    pub fn axis(self) -> &'static str {
+        match self {
+            Metric::LatencyP50 => "latency per op, ns (p50)",
+            Metric::LatencyP99 => "p99 latency per op, ns",
+            Metric::OpsPerSec => "ops/s",
+            Metric::SyscallsPer100 => "syscalls per 100 ops",
+            Metric::CpuPerOp => "CPU ns per op",
+        }
+    }
+
+    /// The value for a measured cell, if it has one.
+    pub fn value(self, f: &CaseFigures) -> Option<f64> {
+        let v = match self {
+            Metric::LatencyP50 => f.latency_ns.p50,
+            Metric::LatencyP99 => f.latency_ns.p99,
+            Metric::OpsPerSec => f.ops_per_sec.median,
+            Metric::SyscallsPer100 => *f.syscalls_per_op.value()? * 100.0,
+            Metric::CpuPerOp => f.cpu_ns_per_op.total,
+        };
+        v.is_finite().then_some(v)
+    }
+
+    /// The whisker drawn on a bar: p50..p99 for latency, min..max of runs for throughput.
+    pub fn whisker(self, f: &CaseFigures) -> Option<(f64, f64)> {
+        match self {
+            Metric::LatencyP50 => Some((f.latency_ns.p50, f.latency_ns.p99)),
+            Metric::OpsPerSec => Some((f.ops_per_sec.min, f.ops_per_sec.max)),
+            _ => None,
+        }
+    }
+}
+
+/// Lines of a metric against a numeric parameter.
+#[derive(Clone, Copy, Debug)]
+pub struct Sweep {
+    /// Candidate parameter names; the first one the cases carry is used.
+    pub params: &'static [&'static str],
+    /// X axis label with its unit.
+    pub axis: &'static str,
+    pub log_x: bool,
+}
+
+/// What charts one workload (or a whole suite, by `suite.` prefix) gets.
+#[derive(Clone, Copy, Debug)]
+pub struct ChartSpec {
+    /// A workload id ("micro.pipe") or a suite prefix ending in a dot ("storage.").
+    pub workloads: &'static str,
+    /// Lines against a sweep parameter; `None`: bars per parameter point.
+    pub sweep: Option<Sweep>,
+    pub metrics: &'static [Metric],
+    pub log_y: bool,
+    /// The figure verdicts compare (lower is better for latency/CPU, higher for ops/s).
+    pub verdict: Metric,
+}
+
+const BAR_METRICS: &[Metric] = &[
+    Metric::LatencyP50,
+    Metric::OpsPerSec,
+    Metric::SyscallsPer100,
+    Metric::CpuPerOp,
+];
+
+/// Charts for a workload with no row of its own.
+pub const DEFAULT_SPEC: ChartSpec = ChartSpec {
+    workloads: "",
+    sweep: None,
+    metrics: BAR_METRICS,
+    log_y: false,
+    verdict: Metric::LatencyP50,
+};
+
+/// The one table of chart kinds. Exact ids win over suite prefixes.
+pub static CHARTS: &[ChartSpec] = &[
+    ChartSpec {
+        workloads: "micro.fd_scaling",
+        sweep: Some(Sweep {
+            params: &["fds"],
+            axis: "watched fds (log)",
+            log_x: true,
+        }),
+        metrics: &[Metric::LatencyP50, Metric::SyscallsPer100, Metric::CpuPerOp],
+        log_y: true,
+        verdict: Metric::LatencyP50,
+    },
+    ChartSpec {
+        workloads: "micro.batching",
+        sweep: Some(Sweep {
+            params: &["batch"],
+            axis: "messages per batch (log)",
+            log_x: true,
+        }),
+        metrics: &[Metric::LatencyP50, Metric::SyscallsPer100, Metric::CpuPerOp],
+        log_y: true,
+        verdict: Metric::LatencyP50,
+    },
+    ChartSpec {
+        workloads: "storage.",
+        sweep: None,
+        metrics: BAR_METRICS,
+        log_y: false,
+        verdict: Metric::LatencyP50,
+    },
+    ChartSpec {
+        workloads: "net.echo",
+        sweep: Some(Sweep {
+            params: &["conns", "connections"],
+            axis: "connections (log)",
+            log_x: true,
+        }),
+        metrics: &[
+            Metric::OpsPerSec,
+            Metric::LatencyP99,
+            Metric::SyscallsPer100,
+            Metric::CpuPerOp,
+        ],
+        log_y: false,
+        verdict: Metric::OpsPerSec,
+    },
+    ChartSpec {
+        workloads: "net.http",
+        sweep: Some(Sweep {
+            params: &["clients", "conns", "connections"],
+            axis: "clients",
+            log_x: false,
+        }),
+        metrics: &[
+            Metric::OpsPerSec,
+            Metric::LatencyP99,
+            Metric::SyscallsPer100,
+            Metric::CpuPerOp,
+        ],
+        log_y: false,
+        verdict: Metric::OpsPerSec,
+    },
+];
+
+/// The spec for a workload: its own row, else its suite's, else the default bars.
+pub fn spec_for(workload: &str) -> &'static ChartSpec {
+    CHARTS
+        .iter()
+        .find(|s| s.workloads == workload)
+        .or_else(|| {
+            CHARTS
+                .iter()
+                .find(|s| s.workloads.ends_with('.') && workload.starts_with(s.workloads))
+        })
+        .unwrap_or(&DEFAULT_SPEC)
+}
+
+/// Okabe-Ito colours (without its yellow, faint on white) and a mid grey, ordered so
+/// neighbours differ in lightness too.
+pub const PALETTE: [(u8, u8, u8); 8] = [
+    (0, 114, 178),   // blue
+    (213, 94, 0),    // vermillion
+    (0, 158, 115),   // bluish green
+    (204, 121, 167), // reddish purple
+    (230, 159, 0),   // orange
+    (86, 180, 233),  // sky blue
+    (0, 0, 0),       // black
+    (128, 128, 128), // grey
+];
+
+/// Marker shapes; filled and hollow variants tell series apart in greyscale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Marker {
+    Circle,
+    Triangle,
+    Square,
+    Cross,
+    Diamond,
+    HollowCircle,
+    HollowSquare,
+}
+
+const MARKERS: [Marker; 7] = [
+    Marker::Circle,
+    Marker::Triangle,
+    Marker::Square,
+    Marker::Cross,
+    Marker::Diamond,
+    Marker::HollowCircle,
+    Marker::HollowSquare,
+];
+
+/// Line dash patterns (dash, gap) in px; (0, 0) is solid.
+const DASHES: [(u32, u32); 3] = [(0, 0), (8, 4), (2, 3)];
+
+/// A series' identity: the same label gets the same style in every chart of a report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Style {
+    pub slot: usize,
+}
+
+impl Style {
+    pub fn rgb(self) -> (u8, u8, u8) {
+        PALETTE[self.slot % PALETTE.len()]
+    }
+    pub fn marker(self) -> Marker {
+        MARKERS[self.slot % MARKERS.len()]
+    }
+    /// (dash, gap) in px, (0, 0) for solid.
+    pub fn dash(self) -> (u32, u32) {
+        DASHES[self.slot % DASHES.len()]
+    }
+}
+
+/// Styles for every label in a run: registry models keep their registry position; variants
+/// and models the registry does not know (peers, older files) follow, in sorted order.
+#[derive(Clone, Debug)]
+pub struct Styles {
+    extra: Vec<String>,
+}
+
+impl Styles {
+    pub fn for_run(run: &RunResults) -> Styles {
+        let mut extra: Vec<String> = run
+            .cases
+            .iter()
+            .map(CaseResult::label)
+            .filter(|l| !MODELS.iter().any(|m| m.id == l))
+            .collect();
+        extra.sort();
+        extra.dedup();
+        Styles { extra }
+    }
+
+    pub fn of(&self, label: &str) -> Style {
+        let slot = match MODELS.iter().position(|m| m.id == label) {
+            Some(i) => i,
+            None => MODELS.len() + self.extra.iter().position(|l| l == label).unwrap_or(0),
+        };
+        Style { slot }
+    }
+}
+
+/// Bars per parameter point, or lines along a sweep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Bars,
+    Lines,
+}
+
+/// One point: for bars `x` is the category index.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pt {
+    pub x: f64,
+    pub y: f64,
+    pub whisker: Option<(f64, f64)>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// The model label ("epoll-lt", "blocking/poll").
+    pub label: String,
+    pub style: Style,
+    pub points: Vec<Pt>,
+}
+
+/// A chart's data: everything the drawing needs, nothing about pixels.
+#[derive(Clone, Debug)]
+pub struct Chart {
+    /// File-safe and unique in a report: "micro.pipe-latency".
+    pub id: String,
+    pub workload: String,
+    pub title: String,
+    pub kind: Kind,
+    pub metric: Metric,
+    pub x_axis: String,
+    pub y_axis: String,
+    pub log_x: bool,
+    pub log_y: bool,
+    /// Bars: the x categories (parameter points).
+    pub categories: Vec<String>,
+    /// Series in style order; only series with at least one point.
+    pub series: Vec<Series>,
+    /// Cells of this workload left out of the chart, with why ("epoll-lt: unavailable: ...").
+    pub left_out: Vec<String>,
+}
+
+/// "k=v k=v" over the params except `skip`.
+pub fn params_text(c: &CaseResult, skip: Option<&str>) -> String {
+    c.params
+        .0
+        .iter()
+        .filter(|(k, _)| Some(k.as_str()) != skip)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Workload ids in the order they first appear in the run.
+pub fn workloads(run: &RunResults) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for c in &run.cases {
+        if !v.contains(&c.workload) {
+            v.push(c.workload.clone());
+        }
+    }
+    v
+}
+
+/// The sweep parameter a workload's cases actually carry as numbers, if its spec has one.
+pub fn sweep_param(spec: &ChartSpec, cases: &[&CaseResult]) -> Option<&'static str> {
+    let sw = spec.sweep?;
+    sw.params.iter().copied().find(|p| {
+        cases
+            .iter()
+            .filter(|c| c.status == Status::Measured)
+            .any(|c| c.params.0.get(*p).and_then(|v| v.as_f64()).is_some())
+    })
+}
+
+/// Every chart of a run, in workload order.
+pub fn build(run: &RunResults) -> Vec<Chart> {
+    let styles = Styles::for_run(run);
+    let mut out = Vec::new();
+    for w in workloads(run) {
+        out.extend(for_workload(run, &w, &styles));
+    }
+    out
+}
+
+/// The charts of one workload, styled for the whole run.
+pub fn build_for(run: &RunResults, workload: &str) -> Vec<Chart> {
+    for_workload(run, workload, &Styles::for_run(run))
+}
+
+/// The charts of one workload.
+pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Chart> {
+    let cases: Vec<&CaseResult> = run
+        .cases
+        .iter()
+        .filter(|c| c.workload == workload)
+        .collect();
+    let spec = spec_for(workload);
+    let left_out: Vec<String> = cases
+        .iter()
+        .filter(|c| c.status != Status::Measured || c.figures.is_none())
+        .map(|c| {
+            let p = params_text(c, None);
+            format!(
+                "{}{}{}: {}: {}",
+                c.label(),
+                if p.is_empty() { "" } else { " " },
+                p,
+                c.status,
+                c.reason.as_deref().unwrap_or("no reason recorded")
+            )
+        })
+        .collect();
+    let measured: Vec<&CaseResult> = cases
+        .iter()
+        .copied()
+        .filter(|c| c.status == Status::Measured && c.figures.is_some())
+        .collect();
+    if measured.is_empty() {
+        return Vec::new();
+    }
+    let mut labels: Vec<String> = Vec::new();
+    for c in &measured {
+        if !labels.contains(&c.label()) {
+            labels.push(c.label());
+        }
+    }
+    labels.sort_by_key(|l| styles.of(l).slot);
+    let mut charts = Vec::new();
+    match (sweep_param(spec, &measured), spec.sweep) {
+        (Some(param), Some(sw)) => {
+            // One chart per metric and per combination of the other params.
+            let mut groups: Vec<String> = Vec::new();
+            for c in &measured {
+                let g = params_text(c, Some(param));
+                if !groups.contains(&g) {
+                    groups.push(g);
+                }
+            }
+            for (gi, g) in groups.iter().enumerate() {
+                for &m in spec.metrics {
+                    let series = labels
+                        .iter()
+                        .map(|l| {
+                            let mut points: Vec<Pt> = measured
+                                .iter()
+                                .filter(|c| c.label() == *l && params_text(c, Some(param)) == *g)
+                                .filter_map(|c| {
+                                    let x = c.params.0.get(param)?.as_f64()?;
+                                    let y = m.value(c.figures.as_ref()?)?;
+                                    let ok = |v: f64| v > 0.0 || !spec.log_y;
+                                    (ok(y) && (x > 0.0 || !sw.log_x)).then_some(Pt {
+                                        x,
+                                        y,
+                                        whisker: None,
+                                    })
+                                })
+                                .collect();
+                            points.sort_by(|a, b| a.x.total_cmp(&b.x));
+                            Series {
+                                label: l.clone(),
+                                style: styles.of(l),
+                                points,
+                            }
+                        })
+                        .filter(|s| !s.points.is_empty())
+                        .collect::<Vec<_>>();
+                    if series.is_empty() {
+                        continue;
+                    }
+                    let suffix = if groups.len() > 1 {
+                        format!("-{}", gi + 1)
+                    } else {
+                        String::new()
+                    };
+                    charts.push(Chart {
+                        id: format!("{workload}-{}{suffix}", m.slug()),
+                        workload: workload.to_string(),
+                        title: if g.is_empty() {
+                            format!("{workload}: {}", m.title())
+                        } else {
+                            format!("{workload} {g}: {}", m.title())
+                        },
+                        kind: Kind::Lines,
+                        metric: m,
+                        x_axis: sw.axis.to_string(),
+                        y_axis: format!("{}{}", m.axis(), if spec.log_y { " (log)" } else { "" }),
+                        log_x: sw.log_x,
+                        log_y: spec.log_y,
+                        categories: Vec::new(),
+                        series,
+                        left_out: left_out.clone(),
+                    });
+                }
+            }
+        }
+        _ => {
+            let mut categories: Vec<String> = Vec::new();
+            for c in &measured {
+                let p = params_text(c, None);
+                if !categories.contains(&p) {
+                    categories.push(p);
+                }
+            }
+            for &m in spec.metrics {
+                let series = labels
+                    .iter()
+                    .map(|l| Series {
+                        label: l.clone(),
+                        style: styles.of(l),
+                        points: measured
+                            .iter()
+                            .filter(|c| c.label() == *l)
+                            .filter_map(|c| {
+                                let f = c.figures.as_ref()?;
+                                let y = m.value(f)?;
+                                let x =
+                                    categories.iter().position(|p| *p == params_text(c, None))?;
+                                Some(Pt {
+                                    x: x as f64,
+                                    y,
+                                    whisker: m.whisker(f),
+                                })
+                            })
+                            .collect(),
+                    })
+                    .filter(|s| !s.points.is_empty())
+                    .collect::<Vec<_>>();
+                if series.is_empty() {
+                    continue;
+                }
+                charts.push(Chart {
+                    id: format!("{workload}-{}", m.slug()),
+                    workload: workload.to_string(),
+                    title: format!("{workload}: {}", m.title()),
+                    kind: Kind::Bars,
+                    metric: m,
+                    x_axis: if categories.iter().all(|c| c.is_empty()) {
+                        "model".into()
+                    } else {
+                        "parameters".into()
+                    },
+                    y_axis: m.axis().to_string(),
+                    log_x: false,
+                    log_y: spec.log_y,
+                    categories: categories.clone(),
+                    series,
+                    left_out: left_out.clone(),
+                });
+            }
+        }
+    }
+    charts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_resolve_exact_then_suite_then_default() {
+        assert_eq!(spec_for("micro.fd_scaling").workloads, "micro.fd_scaling");
+        assert_eq!(spec_for("storage.randread").workloads, "storage.");
+        assert_eq!(spec_for("micro.pipe").workloads, "");
+        assert_eq!(spec_for("whatever.new").workloads, "");
+    }
+
+    #[test]
+    fn styles_are_distinct_for_the_first_slots() {
+        let s: Vec<(_, _, _)> = (0..12)
+            .map(|slot| {
+                let st = Style { slot };
+                (st.rgb(), st.marker(), st.dash())
+            })
+            .collect();
+        for i in 0..s.len() {
+            for j in 0..i {
+                assert_ne!(s[i], s[j], "slots {i} and {j}");
+            }
+        }
+    }
+}

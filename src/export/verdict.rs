@@ -1,0 +1,272 @@
+//! Verdicts: one-line comparisons computed from the results, never written by hand.
+//!
+//! For bars (one parameter point): the best model against each other model, as a ratio of
+//! the workload's verdict metric. For sweeps: each series' last point against its first (what
+//! the sweep buys or costs), and the crossover points where one series overtakes another.
+//! A comparison is "within noise" when the two cells' per-repetition ranges (min..max of the
+//! per-run medians, or of per-run ops/s) overlap.
+
+use super::charts::{params_text, spec_for, sweep_param, workloads, Metric};
+use crate::results::schema::CaseFigures;
+use crate::results::{CaseResult, RunResults, Status};
+
+/// One computed sentence.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    pub text: String,
+    pub within_noise: bool,
+}
+
+impl Verdict {
+    /// The sentence with its noise marker.
+    pub fn line(&self) -> String {
+        if self.within_noise {
+            format!("{} (within noise)", self.text)
+        } else {
+            self.text.clone()
+        }
+    }
+}
+
+fn higher_is_better(m: Metric) -> bool {
+    m == Metric::OpsPerSec
+}
+
+/// Per-repetition range of the metric, when the metric has one.
+fn range(m: Metric, f: &CaseFigures) -> Option<(f64, f64)> {
+    match m {
+        Metric::LatencyP50 | Metric::LatencyP99 | Metric::CpuPerOp => {
+            Some((f.run_p50_ns.min, f.run_p50_ns.max)).filter(|_| m == Metric::LatencyP50)
+        }
+        Metric::OpsPerSec => Some((f.ops_per_sec.min, f.ops_per_sec.max)),
+        Metric::SyscallsPer100 => None,
+    }
+}
+
+fn overlap(a: Option<(f64, f64)>, b: Option<(f64, f64)>) -> bool {
+    match (a, b) {
+        (Some((a0, a1)), Some((b0, b1))) => a0 <= b1 && b0 <= a1,
+        _ => false,
+    }
+}
+
+struct Cell<'a> {
+    c: &'a CaseResult,
+    v: f64,
+    range: Option<(f64, f64)>,
+}
+
+fn cell(m: Metric, c: &CaseResult) -> Option<Cell<'_>> {
+    let f = c
+        .figures
+        .as_ref()
+        .filter(|_| c.status == Status::Measured)?;
+    let v = m.value(f).filter(|v| *v > 0.0)?;
+    Some(Cell {
+        c,
+        v,
+        range: range(m, f),
+    })
+}
+
+/// "2.2x cheaper per op than" / "2.2x more ops/s than".
+fn compare(m: Metric, better: &Cell, worse: &Cell) -> String {
+    let r = if higher_is_better(m) {
+        better.v / worse.v
+    } else {
+        worse.v / better.v
+    };
+    let how = match m {
+        Metric::OpsPerSec => "the throughput of",
+        Metric::LatencyP99 => "lower p99 than",
+        Metric::CpuPerOp => "less CPU per op than",
+        _ => "cheaper per op than",
+    };
+    if r < 1.1 {
+        format!("{r:.2}x {how}")
+    } else {
+        format!("{r:.1}x {how}")
+    }
+}
+
+/// The best cell of `here` against each other one.
+fn best_against_rest(m: Metric, here: &[&Cell], at: &str, out: &mut Vec<Verdict>) {
+    let better = |a: f64, b: f64| {
+        if higher_is_better(m) {
+            a > b
+        } else {
+            a < b
+        }
+    };
+    let Some(best) = here
+        .iter()
+        .copied()
+        .reduce(|a, b| if better(b.v, a.v) { b } else { a })
+    else {
+        return;
+    };
+    for other in here.iter().filter(|c| !std::ptr::eq(**c, best)) {
+        out.push(Verdict {
+            text: format!(
+                "{} is {} {}{at}",
+                best.c.label(),
+                compare(m, best, other),
+                other.c.label()
+            ),
+            within_noise: overlap(best.range, other.range),
+        });
+    }
+}
+
+/// Verdicts of one workload.
+pub fn for_workload(run: &RunResults, workload: &str) -> Vec<Verdict> {
+    let spec = spec_for(workload);
+    let m = spec.verdict;
+    let cases: Vec<&CaseResult> = run
+        .cases
+        .iter()
+        .filter(|c| c.workload == workload)
+        .collect();
+    let cells: Vec<Cell> = cases.iter().filter_map(|c| cell(m, c)).collect();
+    let better = |a: f64, b: f64| {
+        if higher_is_better(m) {
+            a > b
+        } else {
+            a < b
+        }
+    };
+    let mut out = Vec::new();
+    match sweep_param(spec, &cases) {
+        None => {
+            let mut groups: Vec<String> = Vec::new();
+            for c in &cells {
+                let g = params_text(c.c, None);
+                if !groups.contains(&g) {
+                    groups.push(g);
+                }
+            }
+            for g in groups {
+                let here: Vec<&Cell> = cells
+                    .iter()
+                    .filter(|c| params_text(c.c, None) == g)
+                    .collect();
+                let at = if g.is_empty() {
+                    String::new()
+                } else {
+                    format!(" at {g}")
+                };
+                best_against_rest(m, &here, &at, &mut out);
+            }
+        }
+        Some(param) => {
+            let x = |c: &CaseResult| c.params.0.get(param).and_then(|v| v.as_f64());
+            let mut groups: Vec<String> = Vec::new();
+            let mut labels: Vec<String> = Vec::new();
+            for c in &cells {
+                let g = params_text(c.c, Some(param));
+                if !groups.contains(&g) {
+                    groups.push(g);
+                }
+                if !labels.contains(&c.c.label()) {
+                    labels.push(c.c.label());
+                }
+            }
+            for g in &groups {
+                let at = if g.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({g})")
+                };
+                let series = |l: &str| -> Vec<(f64, &Cell)> {
+                    let mut v: Vec<(f64, &Cell)> = cells
+                        .iter()
+                        .filter(|c| c.c.label() == l && params_text(c.c, Some(param)) == *g)
+                        .filter_map(|c| Some((x(c.c)?, c)))
+                        .collect();
+                    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    v
+                };
+                // What the sweep does to each series: last point against first.
+                for l in &labels {
+                    let s = series(l);
+                    if let (Some(first), Some(last)) = (s.first(), s.last()) {
+                        if first.0 == last.0 {
+                            continue;
+                        }
+                        let (b, w) = if better(last.1.v, first.1.v) {
+                            (last, first)
+                        } else {
+                            (first, last)
+                        };
+                        out.push(Verdict {
+                            text: format!(
+                                "{l}: {param}={} is {} {param}={}{at}",
+                                b.0,
+                                compare(m, b.1, w.1),
+                                w.0
+                            ),
+                            within_noise: overlap(b.1.range, w.1.range),
+                        });
+                    }
+                }
+                // At the far end of the sweep: the best series against the others.
+                let far = cells
+                    .iter()
+                    .filter(|c| params_text(c.c, Some(param)) == *g)
+                    .filter_map(|c| x(c.c))
+                    .fold(f64::NEG_INFINITY, f64::max);
+                let here: Vec<&Cell> = cells
+                    .iter()
+                    .filter(|c| params_text(c.c, Some(param)) == *g && x(c.c) == Some(far))
+                    .collect();
+                let at_far = format!(
+                    " at {param}={far}{}",
+                    at.replace(" (", ", ").replace(')', "")
+                );
+                best_against_rest(m, &here, &at_far, &mut out);
+                // Crossovers: where the sign of (a - b) changes between neighbouring points.
+                for (i, la) in labels.iter().enumerate() {
+                    for lb in labels.iter().skip(i + 1) {
+                        let sa = series(la);
+                        let sb = series(lb);
+                        let common: Vec<(f64, &Cell, &Cell)> = sa
+                            .iter()
+                            .filter_map(|(xa, ca)| {
+                                sb.iter()
+                                    .find(|(xb, _)| xb == xa)
+                                    .map(|(_, cb)| (*xa, *ca, *cb))
+                            })
+                            .collect();
+                        for w in common.windows(2) {
+                            let before = better(w[0].1.v, w[0].2.v);
+                            let after = better(w[1].1.v, w[1].2.v);
+                            if before != after && w[0].1.v != w[0].2.v && w[1].1.v != w[1].2.v {
+                                let (winner, loser) = if after { (la, lb) } else { (lb, la) };
+                                out.push(Verdict {
+                                    text: format!(
+                                        "crossover: {winner} overtakes {loser} between {param}={} and {param}={}{at}",
+                                        w[0].0, w[1].0
+                                    ),
+                                    within_noise: overlap(w[0].1.range, w[0].2.range)
+                                        || overlap(w[1].1.range, w[1].2.range),
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Verdicts of every workload, in workload order.
+pub fn all(run: &RunResults) -> Vec<(String, Vec<Verdict>)> {
+    workloads(run)
+        .into_iter()
+        .map(|w| {
+            let v = for_workload(run, &w);
+            (w, v)
+        })
+        .collect()
+}

@@ -1,0 +1,454 @@
+//! Exporters from a frozen results file (`tests/fixtures/results.json`: a smoke run trimmed
+//! by hand, with measured, unavailable, failed and not_applicable cells and poll/select
+//! variants): exact Markdown, CSV and JSON against golden files, structural checks of the
+//! HTML, and `ringside compare` on a known regression and on pure noise.
+//!
+//! After an intended change of output, regenerate the golden files with
+//! `RINGSIDE_BLESS=1 cargo test --release --test export_golden` and review the diff.
+
+use assert_cmd::Command;
+use ringside::export::charts;
+use ringside::export::Format;
+use ringside::results::{store, RunResults, Status};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results.json")
+}
+
+fn run() -> RunResults {
+    store::load(&fixture()).expect("fixture loads")
+}
+
+fn golden(name: &str, got: &[u8]) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/golden")
+        .join(name);
+    if std::env::var_os("RINGSIDE_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, got).unwrap();
+        return;
+    }
+    let want = std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run with RINGSIDE_BLESS=1 to create it",
+            path.display()
+        )
+    });
+    if want != got {
+        let (w, g) = (String::from_utf8_lossy(&want), String::from_utf8_lossy(got));
+        let line = w
+            .lines()
+            .zip(g.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(w.lines().count().min(g.lines().count()));
+        panic!(
+            "{name} differs from {} at line {}:\n want: {:?}\n  got: {:?}",
+            path.display(),
+            line + 1,
+            w.lines().nth(line),
+            g.lines().nth(line)
+        );
+    }
+}
+
+#[test]
+fn fixture_has_every_kind_of_cell() {
+    let r = run();
+    for s in [
+        Status::Measured,
+        Status::Unavailable,
+        Status::Failed,
+        Status::NotApplicable,
+    ] {
+        assert!(r.cases.iter().any(|c| c.status == s), "no {s} cell");
+    }
+    assert!(r.cases.iter().any(|c| c.variant.is_some()));
+}
+
+#[test]
+fn markdown_csv_json_match_golden_files() {
+    let r = run();
+    golden(
+        "report.md",
+        &Format::Markdown.exporter().render(&r).unwrap(),
+    );
+    golden("results.csv", &Format::Csv.exporter().render(&r).unwrap());
+    golden("results.json", &Format::Json.exporter().render(&r).unwrap());
+    golden("table.txt", &Format::Table.exporter().render(&r).unwrap());
+}
+
+fn html(r: &RunResults) -> String {
+    String::from_utf8(Format::Html.exporter().render(r).unwrap()).unwrap()
+}
+
+/// The `<figure ...>...</figure>` of a chart.
+fn figure<'a>(html: &'a str, id: &str) -> &'a str {
+    let start = html
+        .find(&format!("data-chart=\"{id}\""))
+        .unwrap_or_else(|| panic!("no figure for chart {id}"));
+    let end = start + html[start..].find("</figure>").unwrap();
+    &html[start..end]
+}
+
+#[test]
+fn html_is_self_contained_and_complete() {
+    let r = run();
+    let h = html(&r);
+    for bad in [
+        "http://", "https://", "src=", "<script", "@import", "url(", "<link",
+    ] {
+        assert!(!h.contains(bad), "the HTML contains {bad:?}");
+    }
+    let cs = charts::build(&r);
+    assert_eq!(
+        h.matches("<svg").count(),
+        cs.len(),
+        "one inline SVG per chart"
+    );
+    // The kinds of chart the micro suite asks for.
+    for id in [
+        "micro.pipe-latency",
+        "micro.pipe-ops",
+        "micro.pipe-syscalls",
+        "micro.pipe-cpu",
+        "micro.fd_scaling-latency",
+        "micro.batching-latency",
+    ] {
+        assert!(cs.iter().any(|c| c.id == id), "no chart {id}");
+    }
+    let fd = cs
+        .iter()
+        .find(|c| c.id == "micro.fd_scaling-latency")
+        .unwrap();
+    assert!(fd.log_x && fd.log_y);
+    let labels: Vec<&str> = fd.series.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels, ["epoll-lt", "blocking/poll", "blocking/select"]);
+    for c in &cs {
+        let f = figure(&h, &c.id);
+        assert!(f.contains("<svg"), "{}", c.id);
+        assert!(
+            f.contains(&format!("data-series=\"{}\"", c.series.len())),
+            "{}",
+            c.id
+        );
+        assert!(!c.series.is_empty(), "{} has no series", c.id);
+        for s in &c.series {
+            assert!(
+                f.contains(&format!(">\n{}\n</text>", s.label)),
+                "{}: legend lacks {}",
+                c.id,
+                s.label
+            );
+        }
+    }
+    // Every cell that was not measured is listed with its reason.
+    for c in r.cases.iter().filter(|c| c.status != Status::Measured) {
+        let why = c.reason.as_deref().unwrap();
+        assert!(h.contains(why), "reason {why:?} missing from the HTML");
+    }
+    // The same model has the same colour in every chart.
+    let styles = charts::Styles::for_run(&r);
+    for c in &cs {
+        for s in &c.series {
+            assert_eq!(s.style, styles.of(&s.label));
+        }
+    }
+    for needle in [
+        "Environment",
+        "Reproduce",
+        "ringside run micro --profile smoke --runs 5",
+        "io_uring",
+        "mitigations",
+        "CPU plan",
+        "timer",
+        "Verdicts",
+        "class=\"status finished\"",
+    ] {
+        assert!(h.contains(needle), "{needle:?} missing");
+    }
+}
+
+#[test]
+fn verdicts_are_computed_with_noise_and_crossovers() {
+    let r = run();
+    let pipe = ringside::export::verdict::for_workload(&r, "micro.pipe");
+    assert!(!pipe.is_empty());
+    assert!(pipe
+        .iter()
+        .all(|v| v.text.contains("x cheaper per op than")));
+    // Unavailable cells are never compared.
+    assert!(!pipe
+        .iter()
+        .any(|v| v.text.contains("uring-sqpoll") && v.text.contains("4096")));
+    let batching = ringside::export::verdict::for_workload(&r, "micro.batching");
+    assert!(
+        batching
+            .iter()
+            .any(|v| v.text.starts_with("epoll-lt: batch=")),
+        "{batching:?}"
+    );
+
+    // A made-up sweep where b overtakes a between x=10 and x=100, far outside the noise.
+    let mut m = r.clone();
+    m.cases.retain(|c| c.workload == "micro.fd_scaling");
+    for c in &mut m.cases {
+        let fds = c.params.0["fds"].as_f64().unwrap();
+        let v = match c.label().as_str() {
+            "epoll-lt" => 5000.0,
+            _ => 10.0 * fds,
+        };
+        let f = c.figures.as_mut().unwrap();
+        f.latency_ns.p50 = v;
+        f.run_p50_ns.min = v * 0.99;
+        f.run_p50_ns.max = v * 1.01;
+    }
+    let v = ringside::export::verdict::for_workload(&m, "micro.fd_scaling");
+    let cross: Vec<_> = v
+        .iter()
+        .filter(|v| v.text.starts_with("crossover"))
+        .collect();
+    assert!(
+        cross.iter().any(|v| v.text
+            == "crossover: epoll-lt overtakes blocking/poll between fds=100 and fds=1000"
+            && !v.within_noise),
+        "{v:?}"
+    );
+    // Overlapping per-run ranges are marked.
+    for c in &mut m.cases {
+        let f = c.figures.as_mut().unwrap();
+        f.run_p50_ns.min = 1.0;
+        f.run_p50_ns.max = 1e9;
+    }
+    let v = ringside::export::verdict::for_workload(&m, "micro.fd_scaling");
+    assert!(v
+        .iter()
+        .all(|v| v.within_noise && v.line().ends_with("(within noise)")));
+}
+
+#[test]
+fn unfinished_runs_are_marked() {
+    let mut r = run();
+    r.finished = false;
+    let h = html(&r);
+    assert!(h.contains("class=\"status unfinished\""));
+    let md = String::from_utf8(Format::Markdown.exporter().render(&r).unwrap()).unwrap();
+    assert!(md.contains("**unfinished**"));
+}
+
+fn ringside() -> Command {
+    let mut c = Command::cargo_bin("ringside").unwrap();
+    c.timeout(Duration::from_secs(60));
+    c
+}
+
+#[test]
+fn report_writes_html_markdown_and_svgs_from_json_alone() {
+    let d = tempfile::tempdir().unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture()).unwrap()).unwrap();
+    v["finished"] = false.into();
+    let p = d.path().join("results.json");
+    std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+    let out = d.path().join("out");
+    let a = ringside()
+        .args([
+            "report",
+            p.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args(["--format", "csv"])
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    assert!(stdout.starts_with("workload,model,variant"), "{stdout}");
+    let h = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(h.contains("unfinished"));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let r = run();
+    for c in charts::build(&r) {
+        let svg = out.join("charts").join(format!("{}.svg", c.id));
+        let s = std::fs::read_to_string(&svg).unwrap_or_else(|e| panic!("{}: {e}", svg.display()));
+        assert!(s.starts_with("<svg"), "{}", svg.display());
+        assert!(
+            md.contains(&format!("](charts/{}.svg)", c.id)),
+            "report.md does not link {}",
+            c.id
+        );
+    }
+}
+
+/// Writes a copy of the fixture with `edit` applied to the case matching `key`.
+fn variant_file(dir: &Path, name: &str, edit: impl Fn(&str, &mut serde_json::Value)) -> PathBuf {
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture()).unwrap()).unwrap();
+    for c in v["cases"].as_array_mut().unwrap() {
+        let key = format!(
+            "{} {} {}",
+            c["workload"].as_str().unwrap(),
+            c["model"].as_str().unwrap(),
+            c["params"]
+        );
+        edit(&key, c);
+    }
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    p
+}
+
+fn scale(c: &mut serde_json::Value, field: &str, by: impl Fn(usize) -> f64) {
+    if let Some(a) = c.get_mut(field).and_then(|a| a.as_array_mut()) {
+        for (i, x) in a.iter_mut().enumerate() {
+            *x = (x.as_f64().unwrap() * by(i)).into();
+        }
+    }
+}
+
+#[test]
+fn compare_flags_a_known_regression() {
+    let d = tempfile::tempdir().unwrap();
+    // uring msg_bytes=64 on pipes: every run 30% slower, throughput down accordingly.
+    let slow = variant_file(d.path(), "slow.json", |key, c| {
+        if key == "micro.pipe uring {\"msg_bytes\":64}" {
+            scale(c, "runs_p50_ns", |_| 1.3);
+            scale(c, "runs_ops_per_sec", |_| 1.0 / 1.3);
+        }
+    });
+    let a = ringside()
+        .args([
+            "compare",
+            fixture().to_str().unwrap(),
+            slow.to_str().unwrap(),
+        ])
+        .assert()
+        .code(1);
+    let out = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("micro.pipe uring msg_bytes=64 "))
+        .unwrap_or_else(|| panic!("cell missing:\n{out}"));
+    assert!(
+        line.contains("REGRESSION") && line.contains("+30.0%"),
+        "{line}"
+    );
+    assert_eq!(out.matches("REGRESSION").count(), 1, "{out}");
+    assert!(out.contains("1 regression(s) beyond 5%: micro.pipe uring msg_bytes=64"));
+    // The same change under a 40% threshold is not a regression.
+    ringside()
+        .args([
+            "compare",
+            fixture().to_str().unwrap(),
+            slow.to_str().unwrap(),
+        ])
+        .args(["--threshold", "40"])
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn compare_passes_pure_noise_and_lists_one_sided_cells() {
+    let d = tempfile::tempdir().unwrap();
+    // Every run jittered by +-0.3% and reordered; one cell dropped.
+    let noisy = variant_file(d.path(), "noisy.json", |_, c| {
+        for f in ["runs_p50_ns", "runs_ops_per_sec"] {
+            scale(c, f, |i| if i % 2 == 0 { 1.003 } else { 0.997 });
+            if let Some(a) = c.get_mut(f).and_then(|a| a.as_array_mut()) {
+                a.reverse();
+            }
+        }
+    });
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&noisy).unwrap()).unwrap();
+    v["cases"].as_array_mut().unwrap().remove(0);
+    std::fs::write(&noisy, serde_json::to_vec(&v).unwrap()).unwrap();
+    let a = ringside()
+        .args([
+            "compare",
+            fixture().to_str().unwrap(),
+            noisy.to_str().unwrap(),
+        ])
+        .assert()
+        .code(0);
+    let out = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    assert!(!out.contains("REGRESSION"), "{out}");
+    assert!(
+        out.contains("only in") && out.contains("micro.syscall blocking"),
+        "{out}"
+    );
+    assert!(
+        out.contains("not compared: micro.pipe uring-sqpoll msg_bytes=4096"),
+        "{out}"
+    );
+    assert!(out.contains("environment: no difference"), "{out}");
+}
+
+#[test]
+fn compare_refuses_bad_files_with_exit_2() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("truncated.json");
+    std::fs::write(&t, b"{\"schema_version\": 1, \"cases\": [").unwrap();
+    let a = ringside()
+        .args(["compare", fixture().to_str().unwrap(), t.to_str().unwrap()])
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert!(
+        err.contains("truncated.json") && err.contains("truncated"),
+        "{err}"
+    );
+    ringside()
+        .args([
+            "compare",
+            "/nonexistent/base.json",
+            fixture().to_str().unwrap(),
+        ])
+        .assert()
+        .code(2);
+    ringside()
+        .args([
+            "compare",
+            fixture().to_str().unwrap(),
+            fixture().to_str().unwrap(),
+        ])
+        .args(["--threshold", "-3"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn progress_is_plain_lines_off_a_terminal_and_silent_with_quiet() {
+    let d = tempfile::tempdir().unwrap();
+    let a = ringside()
+        .args(["run", "micro.syscall", "--profile", "smoke", "--runs", "2"])
+        .args(["--out", d.path().join("a").to_str().unwrap()])
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("[1/1] micro.syscall blocking") && l.contains("p50")),
+        "{err}"
+    );
+    assert!(
+        !err.contains('\r') && !err.contains("\x1b["),
+        "no bar codes off a terminal: {err:?}"
+    );
+    assert!(err.contains("report.html"), "{err}");
+    let q = ringside()
+        .args([
+            "run",
+            "micro.syscall",
+            "--profile",
+            "smoke",
+            "--runs",
+            "2",
+            "--quiet",
+        ])
+        .args(["--out", d.path().join("b").to_str().unwrap()])
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&q.get_output().stderr).to_string();
+    assert!(!err.contains("[1/1]"), "--quiet printed progress: {err}");
+    assert!(d.path().join("b/report.html").exists() && d.path().join("b/report.md").exists());
+}
