@@ -133,6 +133,19 @@ fn tick(chart: &Chart, v: f64) -> String {
     }
 }
 
+/// Lines the tallest bar category label takes (one per parameter).
+fn category_lines(chart: &Chart) -> usize {
+    if chart.kind != Kind::Bars {
+        return 1;
+    }
+    chart
+        .categories
+        .iter()
+        .map(|c| c.split(' ').count())
+        .max()
+        .unwrap_or(1)
+}
+
 fn plot<X, Y>(
     root: &DrawingArea<SVGBackend<'_>, Shift>,
     chart: &Chart,
@@ -149,7 +162,7 @@ where
     let mut ctx = ChartBuilder::on(root)
         .caption(&chart.title, ("sans-serif", 21))
         .margin(12)
-        .x_label_area_size(44)
+        .x_label_area_size(30 + 16 * category_lines(chart) as u32)
         .y_label_area_size(78)
         .build_cartesian_2d(x, y)
         .map_err(err)?;
@@ -228,15 +241,18 @@ where
         for (i, cat) in chart.categories.iter().enumerate() {
             let (px, py) = ctx.backend_coord(&(i as f64 + 0.5, y_base));
             let text = if cat.is_empty() { "all models" } else { cat };
-            root.draw(&Text::new(
-                text.to_string(),
-                (px, py + 6),
-                ("sans-serif", 15)
-                    .into_font()
-                    .into_text_style(root)
-                    .pos(Pos::new(HPos::Center, VPos::Top)),
-            ))
-            .map_err(err)?;
+            // One "k=v" per line, so neighbouring categories never overlap.
+            for (k, part) in text.split(' ').enumerate() {
+                root.draw(&Text::new(
+                    part.to_string(),
+                    (px, py + 6 + 16 * k as i32),
+                    ("sans-serif", 15)
+                        .into_font()
+                        .into_text_style(root)
+                        .pos(Pos::new(HPos::Center, VPos::Top)),
+                ))
+                .map_err(err)?;
+            }
         }
     }
     Ok(())
