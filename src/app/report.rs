@@ -3,11 +3,23 @@
 
 use crate::export::markdown::chart_file;
 use crate::export::{charts, html, Format};
-use crate::results::store::{self, write_atomic};
+use crate::results::store;
 use crate::results::RunResults;
 use anyhow::Context;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+/// Writes a derived file (re-renderable from results.json at any time) via a temp file and a
+/// rename, so a reader never sees half of it; no fsync: the results file is the durable one.
+fn write_derived(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("report");
+    let tmp = path.with_file_name(format!(".{name}.partial"));
+    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write '{}'", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write '{}'", path.display()))
+}
 
 /// Writes report.md, report.html and charts/*.svg into `dir`; returns the paths written.
 pub fn write_all(run: &RunResults, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
@@ -21,8 +33,7 @@ pub fn write_all(run: &RunResults, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     for c in &charts {
         let path = dir.join(chart_file(&c.id));
         let svg = html::svg::draw(c, false)?;
-        write_atomic(&path, svg.as_bytes())
-            .with_context(|| format!("cannot write '{}'", path.display()))?;
+        write_derived(&path, svg.as_bytes())?;
         written.push(path);
     }
     for (name, format) in [
@@ -31,8 +42,7 @@ pub fn write_all(run: &RunResults, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     ] {
         let path = dir.join(name);
         let bytes = format.exporter().render(run)?;
-        write_atomic(&path, &bytes)
-            .with_context(|| format!("cannot write '{}'", path.display()))?;
+        write_derived(&path, &bytes)?;
         written.push(path);
     }
     Ok(written)

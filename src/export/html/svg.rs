@@ -69,6 +69,7 @@ pub fn draw(chart: &Chart, inline: bool) -> anyhow::Result<String> {
         }
         full.present().map_err(err)?;
     }
+    buf = finish(buf);
     if inline {
         buf = buf.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1);
     }
@@ -132,6 +133,19 @@ fn tick(chart: &Chart, v: f64) -> String {
     }
 }
 
+/// Lines the tallest bar category label takes (one per parameter).
+fn category_lines(chart: &Chart) -> usize {
+    if chart.kind != Kind::Bars {
+        return 1;
+    }
+    chart
+        .categories
+        .iter()
+        .map(|c| c.split(' ').count())
+        .max()
+        .unwrap_or(1)
+}
+
 fn plot<X, Y>(
     root: &DrawingArea<SVGBackend<'_>, Shift>,
     chart: &Chart,
@@ -148,7 +162,7 @@ where
     let mut ctx = ChartBuilder::on(root)
         .caption(&chart.title, ("sans-serif", 21))
         .margin(12)
-        .x_label_area_size(44)
+        .x_label_area_size(30 + 16 * category_lines(chart) as u32)
         .y_label_area_size(78)
         .build_cartesian_2d(x, y)
         .map_err(err)?;
@@ -167,7 +181,8 @@ where
         .y_label_formatter(&ylab)
         .axis_desc_style(("sans-serif", 17))
         .label_style(("sans-serif", 15))
-        .light_line_style(RGBColor(238, 238, 238));
+        .light_line_style(RGBColor(238, 238, 238))
+        .max_light_lines(2);
     if bars {
         mesh.disable_x_mesh().x_labels(0);
     } else {
@@ -226,19 +241,26 @@ where
         for (i, cat) in chart.categories.iter().enumerate() {
             let (px, py) = ctx.backend_coord(&(i as f64 + 0.5, y_base));
             let text = if cat.is_empty() { "all models" } else { cat };
-            root.draw(&Text::new(
-                text.to_string(),
-                (px, py + 6),
-                ("sans-serif", 15)
-                    .into_font()
-                    .into_text_style(root)
-                    .pos(Pos::new(HPos::Center, VPos::Top)),
-            ))
-            .map_err(err)?;
+            // One "k=v" per line, so neighbouring categories never overlap.
+            for (k, part) in text.split(' ').enumerate() {
+                root.draw(&Text::new(
+                    part.to_string(),
+                    (px, py + 6 + 16 * k as i32),
+                    ("sans-serif", 15)
+                        .into_font()
+                        .into_text_style(root)
+                        .pos(Pos::new(HPos::Center, VPos::Top)),
+                ))
+                .map_err(err)?;
+            }
         }
     }
     Ok(())
 }
+
+/// Dashed lines are drawn as one polyline with a sentinel opacity that `dash` turns into an
+/// SVG `stroke-dasharray` afterwards: plotters' own dashed series writes one element per dash.
+const DASH_SENTINELS: [(f64, &str); 2] = [(0.997, "0.997"), (0.996, "0.996")];
 
 fn draw_line<X, Y>(
     ctx: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<X, Y>>,
@@ -250,19 +272,38 @@ where
     Y: plotters::coord::ranged1d::Ranged<ValueType = f64>,
 {
     let c = color(s.style);
-    let st = c.stroke_width(2);
-    match s.style.dash() {
-        (0, _) => {
-            ctx.draw_series(LineSeries::new(pts.iter().copied(), st))
-                .map_err(err)?;
-        }
-        (dash, gap) => {
-            ctx.draw_series(DashedLineSeries::new(pts.iter().copied(), dash, gap, st))
-                .map_err(err)?;
-        }
-    }
+    let st = match DASHES_PX.iter().position(|d| *d == s.style.dash()) {
+        None => c.stroke_width(2),
+        Some(i) => c.mix(DASH_SENTINELS[i].0).stroke_width(2),
+    };
+    ctx.draw_series(LineSeries::new(pts.iter().copied(), st))
+        .map_err(err)?;
     Ok(())
 }
+
+/// Replaces the sentinel opacities with the series' dash patterns, and drops empty paths.
+fn finish(svg: String) -> String {
+    let mut out = String::with_capacity(svg.len());
+    for line in svg.lines() {
+        if line.contains("points=\"\"") {
+            continue;
+        }
+        let mut l = line.to_string();
+        for (i, (_, text)) in DASH_SENTINELS.iter().enumerate() {
+            let (dash, gap) = DASHES_PX[i];
+            l = l.replace(
+                &format!("opacity=\"{text}\""),
+                &format!("opacity=\"1\" stroke-dasharray=\"{dash} {gap}\""),
+            );
+        }
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out
+}
+
+/// (dash, gap) px of the dashed patterns `Style::dash` hands out (solid is not listed).
+const DASHES_PX: [(u32, u32); 2] = [(8, 4), (2, 3)];
 
 /// What sits behind a marker: nothing (data points), a line (line legend) or a box (bar legend).
 #[derive(Clone, Copy, PartialEq)]
