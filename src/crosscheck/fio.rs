@@ -1,5 +1,5 @@
-//! fio jobs equivalent to `storage.randread`: the same data file, block size, number of reads,
-//! queue depth and O_DIRECT flag, with fio's `psync` engine (QD > 1: that many jobs of one
+//! fio jobs equivalent to `storage.randread`: the same data file, block size, queue depth and
+//! O_DIRECT flag (time-based: `runtime_s`), with fio's `psync` engine (QD > 1: that many jobs of one
 //! read each, like ringside's thread pool) and its `io_uring` engine (`iodepth` = QD).
 //! Parsed from `--output-format=json`: IOPS, bandwidth, completion-latency percentiles
 //! (clat_ns), and the job's CPU share; fio does not count syscalls, so that cell says so.
@@ -26,7 +26,7 @@ pub fn version() -> Result<String, String> {
 }
 
 /// One row per fio engine for every distinct randread point among `cases`.
-pub fn randread_rows(cases: &[Case], st: &StorageCtx, _profile: Profile) -> Vec<CaseResult> {
+pub fn randread_rows(cases: &[Case], st: &StorageCtx, profile: Profile) -> Vec<CaseResult> {
     let mut points: Vec<Params> = Vec::new();
     for c in cases {
         if c.workload.id() != "storage.randread" {
@@ -42,13 +42,29 @@ pub fn randread_rows(cases: &[Case], st: &StorageCtx, _profile: Profile) -> Vec<
     let mut rows = Vec::new();
     for p in points {
         for engine in ENGINES {
-            rows.push(row(&p, engine, st, &ver));
+            rows.push(row(&p, engine, st, &ver, runtime_s(profile)));
         }
     }
     rows
 }
 
-fn row(p: &Params, engine: &str, st: &StorageCtx, ver: &Result<String, String>) -> CaseResult {
+/// Seconds each fio job runs (time-based: fio reports IOPS from its ms-resolution runtime, so a
+/// job of a few thousand cached reads would finish in about a millisecond and say nothing).
+pub fn runtime_s(p: Profile) -> u64 {
+    match p {
+        Profile::Smoke => 1,
+        Profile::Quick => 3,
+        Profile::Full => 10,
+    }
+}
+
+fn row(
+    p: &Params,
+    engine: &str,
+    st: &StorageCtx,
+    ver: &Result<String, String>,
+    runtime_s: u64,
+) -> CaseResult {
     let mut r = CaseResult {
         workload: "storage.randread".into(),
         model: format!("fio:{engine}"),
@@ -83,12 +99,7 @@ fn row(p: &Params, engine: &str, st: &StorageCtx, ver: &Result<String, String>) 
         );
     }
     let get = |k: &str| p.0.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let (size, bs, reads, depth) = (
-        get("file_bytes"),
-        get("block_bytes"),
-        get("reads"),
-        get("depth").max(1),
-    );
+    let (size, bs, depth) = (get("file_bytes"), get("block_bytes"), get("depth").max(1));
     let path = match st.data_file_for_crosscheck(size) {
         Ok(p) => p,
         Err(e) => return fail(r, Status::Failed, format!("data file: {e}")),
@@ -99,6 +110,7 @@ fn row(p: &Params, engine: &str, st: &StorageCtx, ver: &Result<String, String>) 
         (1, depth)
     };
     r.knobs["numjobs"] = jobs.into();
+    r.knobs["runtime_s"] = runtime_s.into();
     r.knobs["iodepth"] = iodepth.into();
     let out = Command::new("fio")
         .args([
@@ -110,7 +122,8 @@ fn row(p: &Params, engine: &str, st: &StorageCtx, ver: &Result<String, String>) 
             &format!("--ioengine={engine}"),
             &format!("--iodepth={iodepth}"),
             &format!("--numjobs={jobs}"),
-            &format!("--number_ios={}", (reads / jobs).max(1)),
+            "--time_based",
+            &format!("--runtime={runtime_s}"),
             &format!("--direct={}", u8::from(direct)),
             &format!("--invalidate={}", u8::from(st.drop_caches)),
             "--thread",
