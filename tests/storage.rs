@@ -290,3 +290,123 @@ fn fio_crosscheck_rows_sit_beside_ringside_rows() {
         }
     }
 }
+
+/// Runs ringside with a file-size limit (RLIMIT_FSIZE) so that writes fail mid-run with EFBIG,
+/// as they would with ENOSPC on a full disk.
+#[test]
+fn a_write_error_mid_run_fails_that_case_with_the_errno_and_the_others_go_on() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ringside"));
+    cmd.args([
+        "run",
+        "storage.page_cycle",
+        "storage.small_files",
+        "--profile",
+        "smoke",
+    ])
+    .args([
+        "--models",
+        "blocking,uring",
+        "--quiet",
+        "--format",
+        "json",
+        "--dir",
+    ])
+    .arg(dir.path())
+    .arg("--out")
+    .arg(out.path());
+    // SAFETY: only async-signal-safe calls (setrlimit, signal) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 512 << 10,
+                rlim_max: 512 << 10,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    Command::from_std(cmd)
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "the failed case's files were removed"
+    );
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("results.json")).unwrap()).unwrap();
+    let cases = r["cases"].as_array().unwrap();
+    for c in cases {
+        let id = format!("{} {} {}", c["workload"], c["model"], c["params"]["phase"]);
+        if c["workload"] == "storage.page_cycle" {
+            assert_eq!(
+                c["status"], "failed",
+                "{id}: 1 MiB file over a 512 KiB limit"
+            );
+            let why = c["reason"].as_str().unwrap();
+            assert!(why.contains("errno 27"), "{id}: {why}");
+        } else {
+            assert_eq!(
+                c["status"], "measured",
+                "{id}: 64 KiB files fit: {}",
+                c["reason"]
+            );
+        }
+    }
+    assert_eq!(cases.len(), 2 + 4);
+}
+
+#[test]
+fn ctrl_c_removes_the_files_and_keeps_finished_cases() {
+    use std::process::Stdio;
+    use std::time::Instant;
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ringside"))
+        .args(["run", "storage", "--profile", "quick", "--quiet", "--dir"])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(out.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let results = out.path().join("results.json");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let cases_now = || -> usize {
+        std::fs::read(&results)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["cases"].as_array().map(|a| a.len()))
+            .unwrap_or(0)
+    };
+    while cases_now() < 2 {
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            panic!("no two cases finished before the deadline, or ringside exited early");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: sending SIGINT to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("ringside did not stop after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "files left behind: {left:?}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&results).unwrap()).unwrap();
+    assert_eq!(v["finished"], false);
+    assert!(v["cases"].as_array().unwrap().len() >= 2);
+}
