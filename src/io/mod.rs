@@ -64,8 +64,6 @@ pub trait FileEngine {
     fn open_now(&mut self, file: u32) -> io::Result<()>;
     /// What the engine counted for itself (io_uring_enter calls, SQEs, worker threads...).
     fn counters(&self) -> Counters;
-    /// How it was set up, for the results ("pread/pwrite in the calling thread").
-    fn describe(&self) -> String;
     /// CPU time of threads the engine runs besides the caller (a pool's workers), so far.
     fn workers_cpu(&self) -> crate::measure::cpu::CpuReading {
         Default::default()

@@ -60,8 +60,4 @@ impl FileEngine for SyncFiles {
         c.add("blocking_calls", self.ops);
         c
     }
-
-    fn describe(&self) -> String {
-        "blocking pread/pwrite/fsync/open/close in the calling thread".into()
-    }
 }

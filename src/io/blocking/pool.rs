@@ -188,7 +188,6 @@ impl FileEngine for PoolFiles {
 
     fn counters(&self) -> Counters {
         let mut c = Counters::default();
-        c.add("pool_threads", self.workers.len() as u64);
         c.add("pool_chains", self.chains);
         c.add("blocking_calls", self.ops);
         c.add("reap_wakeups", self.wakeups);
@@ -197,14 +196,6 @@ impl FileEngine for PoolFiles {
 
     fn workers_cpu(&self) -> CpuReading {
         self.cpu_of_workers()
-    }
-
-    fn describe(&self) -> String {
-        format!(
-            "blocking calls on {} worker threads (regular files are not pollable, so \
-             epoll runtimes such as tokio hand file I/O to a blocking pool)",
-            self.workers.len()
-        )
     }
 }
 

@@ -46,7 +46,6 @@ pub struct RingFiles {
     fixed_bufs: bool,
     sqpoll: bool,
     iopoll: bool,
-    flags: Vec<&'static str>,
     pending: usize,
     enters: u64,
     sqes: u64,
@@ -72,7 +71,7 @@ impl RingFiles {
             }
         }
         let entries = (cfg.depth.max(8).next_power_of_two()).min(4096) as u32;
-        let (ring, setup) = ring::build(k, entries, plan)?;
+        let (ring, _setup) = ring::build(k, entries, plan)?;
         let bufs = Buffers::new(cfg.bufs, cfg.buf_len)?;
         let n = cfg.paths.len().max(1) as u32;
         ring.submitter()
@@ -94,7 +93,6 @@ impl RingFiles {
             fixed_bufs: k.fixed_bufs,
             sqpoll: k.sqpoll_idle_ms.is_some(),
             iopoll: k.iopoll,
-            flags: setup.flags,
             pending: 0,
             enters: 0,
             sqes: 0,
@@ -306,21 +304,6 @@ impl FileEngine for RingFiles {
         c.add("sqes", self.sqes);
         c.add("cqes", self.cqes);
         c
-    }
-
-    fn describe(&self) -> String {
-        let mut parts: Vec<&str> = self.flags.clone();
-        if self.fixed_files {
-            parts.push("registered files");
-        }
-        if self.fixed_bufs {
-            parts.push("registered buffers (READ_FIXED/WRITE_FIXED)");
-        }
-        if parts.is_empty() {
-            "io_uring".into()
-        } else {
-            format!("io_uring: {}", parts.join(", "))
-        }
     }
 }
 

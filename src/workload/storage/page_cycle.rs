@@ -36,7 +36,9 @@ impl Workload for PageCycle {
         "each 4 KiB page of a fresh file: write, fsync, read back, verify (blocking vs linked io_uring chains)"
     }
     fn op(&self) -> &'static str {
-        "one 4 KiB page written, fsynced, read back and verified (latency: its batch's submission to completion)"
+        "one 4 KiB page written, fsynced, read back and verified (latency: its batch's submission to \
+         completion). threadpool: the same blocking calls on worker threads, as epoll runtimes \
+         (tokio) do file I/O, because regular files are not pollable"
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
         if let Knobs::Uring(k) = &m.knobs {

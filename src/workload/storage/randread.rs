@@ -38,7 +38,8 @@ impl Workload for RandRead {
         "4 KiB random reads at queue depth 1 and 32, buffered and O_DIRECT"
     }
     fn op(&self) -> &'static str {
-        "one 4 KiB read at a random aligned offset, checked against the stamps written"
+        "one 4 KiB read at a random aligned offset, checked against the stamps written (threadpool: \
+         `depth` workers making blocking preads; regular files are not pollable)"
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
         accepts_storage(m)

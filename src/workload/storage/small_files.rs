@@ -49,7 +49,7 @@ impl Workload for SmallFiles {
                     .with("files", FILES)
                     .with("file_bytes", FILE_BYTES);
                 if threads {
-                    p = p.with("threads", 32);
+                    p = p.with("threads", 64); // file_engine: one per op in flight, at most 64
                 }
                 Point::new(p)
             })
