@@ -74,6 +74,7 @@ fn row(
         reason: None,
         op: "one 4 KiB random read, as fio counts it (completion latency: clat)".into(),
         knobs: serde_json::json!({ "fio_engine": engine }),
+        sqpoll_cpu: None,
         warmups: 0,
         repetitions: 1,
         figures: None,
@@ -205,6 +206,8 @@ pub fn parse(json: &[u8]) -> Result<CaseFigures, String> {
         },
         run_p50_ns: one(p50),
         ops_per_sec: one(iops),
+        runs_p50_ns: vec![p50],
+        runs_ops_per_sec: vec![iops],
         cpu_ns_per_op: CpuPerOp {
             total: per(usr + sys),
             user: Measured::Value(per(usr)),
