@@ -16,6 +16,11 @@ pub enum InputError {
     BadRuns(u32),
     #[error("output directory '{dir}' cannot be written: {why}")]
     OutputDir { dir: String, why: String },
+    #[error(
+        "--contender '{given}': {why}; expected NAME='command with {{port}}', NAME made of \
+         a-z, 0-9 and '-'"
+    )]
+    BadContender { given: String, why: String },
 }
 
 /// Why a case produced no measurement.
