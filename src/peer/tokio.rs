@@ -46,13 +46,16 @@ pub(super) fn serve(listener: std::net::TcpListener, stop: Arc<AtomicBool>) -> a
 /// One connection: read what has arrived, write all of it back, until EOF or an error.
 async fn echo(mut stream: TcpStream) {
     let _ = stream.set_nodelay(true);
-    let mut buf = vec![0u8; BUF_BYTES];
+    // Read into the spare capacity (read_buf): like monoio's owned buffer, nothing is zeroed,
+    // so a connection touches only the memory its messages fill.
+    let mut buf: Vec<u8> = Vec::with_capacity(BUF_BYTES);
     loop {
-        let n = match stream.read(&mut buf).await {
+        buf.clear();
+        match stream.read_buf(&mut buf).await {
             Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        if stream.write_all(&buf[..n]).await.is_err() {
+            Ok(_) => {}
+        }
+        if stream.write_all(&buf).await.is_err() {
             return;
         }
     }
