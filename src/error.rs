@@ -18,6 +18,11 @@ pub enum InputError {
     OutputDir { dir: String, why: String },
     #[error("storage directory '{dir}' cannot be used: {why}")]
     StorageDir { dir: String, why: String },
+    #[error(
+        "--contender '{given}': {why}; expected NAME='command with {{port}}', NAME made of \
+         a-z, 0-9 and '-'"
+    )]
+    BadContender { given: String, why: String },
 }
 
 /// Why a case produced no measurement.

@@ -14,6 +14,7 @@ pub mod export;
 pub mod io;
 pub mod measure;
 pub mod model;
+pub mod peer;
 pub mod plan;
 pub mod registry;
 pub mod results;

@@ -86,6 +86,19 @@ pub static MODELS: &[ModelSpec] = &[
             ..UringKnobs::PLAIN
         }),
     },
+    ModelSpec {
+        id: "tokio",
+        summary:
+            "contender: tokio current_thread runtime (epoll), a read/write_all task per connection",
+        family: Family::Peer,
+        knobs: Knobs::Peer(crate::model::PeerKind::Tokio),
+    },
+    ModelSpec {
+        id: "monoio",
+        summary: "contender: monoio on its io_uring driver, a read/write_all task per connection",
+        family: Family::Peer,
+        knobs: Knobs::Peer(crate::model::PeerKind::Monoio),
+    },
 ];
 
 pub static WORKLOADS: &[&dyn Workload] = &[

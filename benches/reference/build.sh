@@ -3,7 +3,8 @@
 #
 #   benches/reference/build.sh [OUT_DIR]     (default: target/reference, relative to the repo)
 #
-# Produces OUT_DIR/micro_ref. Installs nothing: needs gcc and liburing's headers and library
+# Produces OUT_DIR/micro_ref (and the echo reference servers OUT_DIR/echo_epoll and
+# OUT_DIR/echo_uring). Installs nothing: needs gcc and liburing's headers and library
 # (Debian/Ubuntu package liburing-dev; Fedora liburing-devel).
 set -eu
 
@@ -26,3 +27,9 @@ mkdir -p "$out_dir"
 OUT="$out_dir/micro_ref"
 "$CC" -O2 -Wall -o "$OUT" "$here/micro_ref.c" -luring
 echo "$OUT"
+
+# The echo suite's C reference servers (see README.md, "Echo reference servers").
+"$CC" -O2 -Wall -o "$out_dir/echo_epoll" "$here/echo_epoll.c"
+echo "$out_dir/echo_epoll"
+"$CC" -O2 -Wall -o "$out_dir/echo_uring" "$here/echo_uring.c" -luring
+echo "$out_dir/echo_uring"

@@ -33,8 +33,10 @@ impl ModelSpec {
                 }
                 a
             }
-            Knobs::Peer(PeerKind::Tokio | PeerKind::External) => Availability::Ready,
-            Knobs::Peer(PeerKind::Monoio) => env.io_uring.clone(),
+            // Compiled in (features peer-tokio, peer-monoio), and monoio needs io_uring: only
+            // its io_uring driver is built, never a silent epoll fallback.
+            Knobs::Peer(k @ (PeerKind::Tokio | PeerKind::External)) => crate::peer::built(*k),
+            Knobs::Peer(k @ PeerKind::Monoio) => crate::peer::built(*k).and(&env.io_uring),
         }
     }
 }

@@ -1,0 +1,249 @@
+//! Contenders that are not ringside's own code: `tokio` (current_thread runtime, epoll through
+//! mio), `monoio` (its io_uring driver) and `ext:NAME`, any server command given on the command
+//! line. They are measured from outside by the same code as ringside's own servers: the echo
+//! suite starts `ringside serve --model tokio|monoio` (which calls [`serve_echo`]) or the
+//! external command ([`external::External::start`]) as a child process pinned to its CPU, and
+//! reads that process's CPU time and syscalls.
+//!
+//! Each built-in contender is written the way its own documentation writes an echo server: one
+//! task per connection doing a plain `read` then `write_all` loop with one
+//! [`BUF_BYTES`]-byte buffer, `TCP_NODELAY` set on each accepted connection (as every ringside
+//! echo server should, so that a partial echo never waits on the peer's delayed ACK). The
+//! point is to measure the runtime, not a tuned server: no buffer pool, no batching of our own.
+//! A connection that never reads stalls in `write_all`, so the contender stops reading from it
+//! rather than buffering without bound.
+//!
+//! Stopping: [`serve_echo`] returns within [`STOP_POLL`] (plus the time to drop the runtime)
+//! after `stop` becomes true. The accept future is raced against a timer and kept across
+//! ticks, never dropped and re-created: on io_uring an in-flight ACCEPT whose future is dropped
+//! still completes in the kernel, and the connection it accepted would be lost. Dropping the
+//! runtime closes every connection.
+
+pub mod external;
+#[cfg(feature = "peer-monoio")]
+mod monoio;
+#[cfg(feature = "peer-tokio")]
+mod tokio;
+
+use crate::model::{Availability, PeerKind};
+use std::future::Future;
+use std::io;
+use std::net::TcpListener;
+use std::pin::pin;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+/// Receive buffer of each connection of a built-in contender, bytes. Holds the echo suite's
+/// largest message (16 KiB) in one read.
+pub const BUF_BYTES: usize = 16 * 1024;
+
+/// How often a serving contender looks at its stop flag, and how long it backs off after a
+/// resource error on accept (EMFILE, ENFILE, ENOBUFS, ENOMEM) instead of retrying at once.
+pub const STOP_POLL: Duration = Duration::from_millis(50);
+
+/// Serves TCP echo on `listener` with the built-in contender `kind` on the calling thread until
+/// `stop` becomes true (looked at every [`STOP_POLL`], without busy-waiting), then returns.
+///
+/// Fails when the contender was not built in (feature `peer-tokio` / `peer-monoio`), when its
+/// runtime cannot start (monoio: io_uring unavailable; the legacy epoll driver is never used
+/// instead), or on an accept error that is not about one connection or a passing shortage.
+/// `PeerKind::External` is not served in-process: see [`external::External::start`].
+pub fn serve_echo(
+    kind: PeerKind,
+    listener: TcpListener,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<()> {
+    if let Availability::Unavailable(why) = built(kind) {
+        anyhow::bail!("{} is unavailable: {why}", kind_id(kind));
+    }
+    match kind {
+        #[cfg(feature = "peer-tokio")]
+        PeerKind::Tokio => tokio::serve(listener, stop),
+        #[cfg(feature = "peer-monoio")]
+        PeerKind::Monoio => monoio::serve(listener, stop),
+        PeerKind::External => anyhow::bail!(
+            "an external contender runs its own command (peer::external::External::start), \
+             it is not served in-process"
+        ),
+        #[allow(unreachable_patterns)]
+        _ => {
+            drop((listener, stop));
+            unreachable!("built() refused a contender that was not compiled in")
+        }
+    }
+}
+
+/// Whether contender `kind` can run here, and if not, why: compiled in ([`built`]) and, for
+/// monoio, its io_uring runtime actually starts (tried once per process, then remembered).
+pub fn availability(kind: PeerKind) -> Availability {
+    let b = built(kind);
+    if !b.is_ready() {
+        return b;
+    }
+    match kind {
+        #[cfg(feature = "peer-monoio")]
+        PeerKind::Monoio => monoio::availability(),
+        _ => Availability::Ready,
+    }
+}
+
+/// Whether contender `kind` was compiled into this binary. Static: no probing.
+pub fn built(kind: PeerKind) -> Availability {
+    match kind {
+        PeerKind::Tokio if !cfg!(feature = "peer-tokio") => {
+            Availability::unavailable("built without feature peer-tokio")
+        }
+        PeerKind::Monoio if !cfg!(feature = "peer-monoio") => {
+            Availability::unavailable("built without feature peer-monoio")
+        }
+        _ => Availability::Ready,
+    }
+}
+
+/// What runs when contender `kind` serves: crate, version and driver, for the results'
+/// provenance (a contender's version changes its figures). Versions are those in Cargo.lock
+/// (a test checks they agree).
+pub fn implementation(kind: PeerKind) -> String {
+    match kind {
+        PeerKind::Tokio => format!(
+            "tokio {TOKIO_VERSION}, current_thread runtime (epoll through mio), \
+             task per connection, read/write_all"
+        ),
+        PeerKind::Monoio => format!(
+            "monoio {MONOIO_VERSION}, IoUringDriver (io_uring; the legacy epoll driver is not \
+             compiled in), task per connection, read/write_all"
+        ),
+        PeerKind::External => "an external command (see its model id and command)".into(),
+    }
+}
+
+/// tokio's version in Cargo.lock.
+pub const TOKIO_VERSION: &str = "1.54.1";
+/// monoio's version in Cargo.lock.
+pub const MONOIO_VERSION: &str = "0.2.4";
+
+fn kind_id(kind: PeerKind) -> &'static str {
+    match kind {
+        PeerKind::Tokio => "tokio",
+        PeerKind::Monoio => "monoio",
+        PeerKind::External => "ext",
+    }
+}
+
+/// Polls `main` and `tick` together: `Some(output)` when `main` finishes first, `None` when
+/// `tick` fires first. `main` is borrowed, not consumed, so an unfinished operation (an
+/// io_uring ACCEPT already in the kernel) survives the tick.
+#[cfg_attr(
+    not(any(feature = "peer-tokio", feature = "peer-monoio")),
+    allow(dead_code)
+)]
+pub(crate) async fn or_tick<F, T>(main: &mut F, tick: T) -> Option<F::Output>
+where
+    F: Future + Unpin,
+    T: Future,
+{
+    let mut tick = pin!(tick);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = std::pin::Pin::new(&mut *main).poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        if tick.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// What a serving contender does after a failed accept.
+#[cfg_attr(
+    not(any(feature = "peer-tokio", feature = "peer-monoio")),
+    allow(dead_code)
+)]
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum AcceptError {
+    /// About one connection (reset or aborted before accept, a signal): accept again now.
+    Retry,
+    /// A shortage that passes (out of descriptors, buffers or memory): keep serving the
+    /// connections already open, accept again after [`STOP_POLL`]. Retrying at once would spin.
+    BackOff,
+    /// The listener itself is broken: stop serving.
+    Fatal,
+}
+
+#[cfg_attr(
+    not(any(feature = "peer-tokio", feature = "peer-monoio")),
+    allow(dead_code)
+)]
+pub(crate) fn classify_accept_error(e: &io::Error) -> AcceptError {
+    match e.raw_os_error() {
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM) => AcceptError::BackOff,
+        Some(
+            libc::ECONNABORTED
+            | libc::ECONNRESET
+            | libc::EINTR
+            | libc::EAGAIN
+            | libc::EPROTO
+            | libc::EPERM
+            | libc::ETIMEDOUT
+            | libc::ENETDOWN
+            | libc::ENOPROTOOPT
+            | libc::EHOSTDOWN
+            | libc::ENONET
+            | libc::EHOSTUNREACH
+            | libc::EOPNOTSUPP
+            | libc::ENETUNREACH,
+        ) => AcceptError::Retry,
+        _ => AcceptError::Fatal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_errors_are_classified() {
+        let e = |n| io::Error::from_raw_os_error(n);
+        assert_eq!(
+            classify_accept_error(&e(libc::EMFILE)),
+            AcceptError::BackOff
+        );
+        assert_eq!(
+            classify_accept_error(&e(libc::ECONNABORTED)),
+            AcceptError::Retry
+        );
+        assert_eq!(classify_accept_error(&e(libc::EBADF)), AcceptError::Fatal);
+    }
+
+    #[test]
+    fn versions_match_cargo_lock() {
+        let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.lock"))
+            .expect("Cargo.lock");
+        for (name, v) in [("tokio", TOKIO_VERSION), ("monoio", MONOIO_VERSION)] {
+            let entry = format!("name = \"{name}\"\nversion = \"{v}\"\n");
+            assert!(lock.contains(&entry), "Cargo.lock has no {name} {v}");
+        }
+    }
+
+    #[test]
+    fn built_follows_features() {
+        assert_eq!(
+            built(PeerKind::Tokio).is_ready(),
+            cfg!(feature = "peer-tokio")
+        );
+        assert_eq!(
+            built(PeerKind::Monoio).is_ready(),
+            cfg!(feature = "peer-monoio")
+        );
+        if !cfg!(feature = "peer-tokio") {
+            assert_eq!(
+                built(PeerKind::Tokio).reason(),
+                Some("built without feature peer-tokio")
+            );
+        }
+        assert!(built(PeerKind::External).is_ready());
+    }
+}

@@ -1,0 +1,146 @@
+//! The `monoio` contender: monoio's io_uring driver (`IoUringDriver`, with its timer) on one
+//! thread and one task per connection doing `read` then `write_all` with an owned buffer, as
+//! monoio's own echo example does.
+//!
+//! Only the io_uring driver is compiled in (monoio without its `legacy` feature), so the model
+//! can never silently measure epoll: when io_uring cannot start, the model is unavailable with
+//! the kernel's reason.
+
+use super::{classify_accept_error, or_tick, AcceptError, BUF_BYTES, STOP_POLL};
+use crate::model::Availability;
+use ::monoio::io::{AsyncReadRent, AsyncWriteRentExt};
+use ::monoio::net::{TcpListener, TcpStream};
+use ::monoio::time::TimeDriver;
+use ::monoio::{IoUringDriver, RuntimeBuilder};
+use anyhow::Context;
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::os::fd::{AsRawFd, RawFd};
+use std::pin::pin;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+fn runtime() -> std::io::Result<::monoio::Runtime<TimeDriver<IoUringDriver>>> {
+    RuntimeBuilder::<IoUringDriver>::new()
+        .enable_timer()
+        .build()
+}
+
+/// Starts a monoio io_uring runtime once per process and remembers the outcome.
+pub(super) fn availability() -> Availability {
+    static TRIED: OnceLock<Availability> = OnceLock::new();
+    TRIED
+        .get_or_init(|| match runtime() {
+            Ok(_) => Availability::Ready,
+            Err(e) => Availability::unavailable(format!("monoio's io_uring driver: {e}")),
+        })
+        .clone()
+}
+
+pub(super) fn serve(listener: std::net::TcpListener, stop: Arc<AtomicBool>) -> anyhow::Result<()> {
+    let mut rt = runtime().context(
+        "monoio: its io_uring driver could not start (the legacy epoll driver is not used instead)",
+    )?;
+    let listener_fd = listener.as_raw_fd();
+    rt.block_on(async move {
+        let listener = TcpListener::from_std(listener).context("monoio: adopting the listener")?;
+        let live = Live::default();
+        let mut accept = pin!(listener.accept());
+        let mut result = Ok(());
+        while !stop.load(Ordering::Relaxed) {
+            let Some(accepted) = or_tick(&mut accept, ::monoio::time::sleep(STOP_POLL)).await
+            else {
+                continue;
+            };
+            accept.set(listener.accept());
+            match accepted {
+                Ok((stream, _)) => {
+                    ::monoio::spawn(echo(stream, live.clone()));
+                }
+                Err(e) => match classify_accept_error(&e) {
+                    AcceptError::Retry => {}
+                    AcceptError::BackOff => ::monoio::time::sleep(STOP_POLL).await,
+                    AcceptError::Fatal => {
+                        result = Err(e).context("monoio: accept");
+                        break;
+                    }
+                },
+            }
+        }
+        // Graceful stop. A connection task parked on an io_uring op is referenced only from
+        // the driver's op table, which the driver owns: dropping the runtime would leak the
+        // tasks, the ring and every socket. So shut the sockets down instead: the pending
+        // ACCEPT fails, each pending RECV returns 0 (EOF) and each SEND fails, every task
+        // ends through its normal path and closes its socket, and no op is left in flight.
+        shutdown(listener_fd);
+        for fd in live.fds.borrow().iter() {
+            shutdown(*fd);
+        }
+        let deadline = Instant::now() + DRAIN;
+        while Instant::now() < deadline {
+            if or_tick(&mut accept, ::monoio::time::sleep(Duration::from_millis(5)))
+                .await
+                .is_some()
+            {
+                break;
+            }
+        }
+        while !live.fds.borrow().is_empty() && Instant::now() < deadline {
+            ::monoio::time::sleep(Duration::from_millis(5)).await;
+        }
+        result
+    })
+}
+
+/// Longest a stop waits for the connections to finish after their sockets are shut down.
+const DRAIN: Duration = Duration::from_millis(500);
+
+/// The sockets of the live connections, so that a stop can shut them down.
+#[derive(Clone, Default)]
+struct Live {
+    fds: Rc<RefCell<HashSet<RawFd>>>,
+}
+
+/// Removes a connection's fd from [`Live`] before the socket is closed (it is declared after
+/// the stream, so it drops first), so that a stop never shuts down a reused descriptor.
+struct LiveGuard {
+    live: Live,
+    fd: RawFd,
+}
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        self.live.fds.borrow_mut().remove(&self.fd);
+    }
+}
+
+fn shutdown(fd: RawFd) {
+    // SAFETY: shutdown(2) on a descriptor this runtime owns and has not closed (a connection
+    // leaves `Live` before its close); it touches no memory.
+    unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+}
+
+/// One connection: read what has arrived, write all of it back, until EOF or an error.
+async fn echo(mut stream: TcpStream, live: Live) {
+    let fd = stream.as_raw_fd();
+    live.fds.borrow_mut().insert(fd);
+    let _guard = LiveGuard { live, fd };
+    let _ = stream.set_nodelay(true);
+    let mut buf: Vec<u8> = Vec::with_capacity(BUF_BYTES);
+    loop {
+        // monoio reads into the buffer from its start and sets its length to what arrived.
+        let (res, b) = stream.read(buf).await;
+        buf = b;
+        match res {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let (res, b) = stream.write_all(buf).await;
+        buf = b;
+        if res.is_err() {
+            return;
+        }
+    }
+}
