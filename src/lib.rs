@@ -14,6 +14,7 @@ pub mod io;
 pub mod measure;
 pub mod model;
 pub mod plan;
+pub mod proto;
 pub mod registry;
 pub mod results;
 pub mod runner;

@@ -5,13 +5,18 @@
 pub mod blocking;
 pub mod epoll;
 pub mod readiness;
+pub mod stop;
 pub mod sys;
 pub mod uring;
 
 use crate::error::CaseError;
 use crate::measure::{pin::CpuPlan, Counters};
-use crate::model::{Knobs, ModelSpec};
+use crate::model::{Knobs, ModelSpec, Threading};
+use crate::proto::Protocol;
+use std::net::TcpListener;
+
 use std::io;
+pub use stop::Stop;
 
 /// Shape: move one message through each of N pipes, in one thread.
 ///
@@ -44,5 +49,43 @@ pub fn pipe_batch(
         Knobs::Epoll(t) => Ok(Box::new(epoll::PipeWait::new(set, *t)?)),
         Knobs::Uring(k) => Ok(Box::new(uring::pipe::LinkedPairs::new(set, k, plan)?)),
         Knobs::Peer(_) => Err(CaseError::not_applicable("peers only serve TCP")),
+    }
+}
+
+/// Whether the model has a built-in TCP server (`serve` runs it). Peers serve TCP too, but from
+/// `src/peer/`, not through this factory.
+pub fn serves_tcp(m: &ModelSpec) -> bool {
+    match &m.knobs {
+        Knobs::Blocking(Threading::PerConnection) | Knobs::Epoll(_) => true,
+        Knobs::Blocking(Threading::Pool { .. }) => false,
+        Knobs::Uring(k) => !k.fixed_bufs && (k.multishot || !k.buf_ring),
+        Knobs::Peer(_) => false,
+    }
+}
+
+/// Runs the model's server for `proto` on `listener` until `stop` is requested; returns what
+/// the server counted (accepts, bytes, io_uring_enter calls, ENOBUFS, re-arms, sq_full...).
+///
+/// The listener should have TCP_NODELAY set (accepted sockets inherit it on Linux).
+pub fn serve<P: Protocol>(
+    m: &ModelSpec,
+    listener: TcpListener,
+    proto: P,
+    plan: &CpuPlan,
+    stop: &Stop,
+) -> Result<Counters, CaseError> {
+    if !serves_tcp(m) {
+        return Err(CaseError::not_applicable(format!(
+            "model '{}' has no built-in TCP server",
+            m.id
+        )));
+    }
+    match &m.knobs {
+        Knobs::Blocking(_) => Ok(blocking::server::serve(listener, proto, stop)?),
+        Knobs::Epoll(t) => Ok(epoll::server::serve(listener, proto, *t, stop)?),
+        Knobs::Uring(k) => uring::server::serve(listener, proto, k, plan, stop),
+        Knobs::Peer(_) => Err(CaseError::not_applicable(
+            "peers are served from src/peer, not the built-in servers",
+        )),
     }
 }
