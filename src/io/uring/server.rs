@@ -10,7 +10,9 @@
 //!   connection taking buffers from a shared provided-buffer ring. A buffer whose bytes are the
 //!   reply (echo) is sent from directly and goes back to the ring when its send completes. A
 //!   recv that ends without IORING_CQE_F_MORE is re-armed; on ENOBUFS the connection waits
-//!   until some buffer is recycled (counted: `enobufs`, `recv_rearms`).
+//!   until some buffer is recycled (counted: `enobufs`, `recv_arms`). Backpressure cancels the
+//!   multishot recv, which lags while the peer floods; past `HARD_OUT_BOUND` queued the
+//!   connection is shut down and closed (`overrun_closes`).
 //! - `zc_send` (`uring-zc`): SEND_ZC; a send's buffer is released at its notification CQE.
 //!
 //! Per connection at most one send is in flight (replies stay in order); a reply that is the
@@ -45,6 +47,11 @@ pub const RING_BUFS: u16 = 1024;
 /// How long accepting pauses after EMFILE/ENFILE.
 pub const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 const BGID: u16 = 0;
+/// Multishot only: a connection whose queued output passes this is closed. A multishot recv
+/// cannot be stopped at once: its cancel lands only when the socket runs dry, and a client
+/// that floods while never reading keeps it busy, taking buffers from the shared ring (seen:
+/// 8 MiB past a 256 KiB bound). Closing caps what one client can take from the others.
+pub const HARD_OUT_BOUND: usize = 4 * OUT_BOUND_BYTES;
 
 #[derive(Clone, Copy)]
 enum Fd {
@@ -83,6 +90,8 @@ struct Conn<C> {
     read_done: bool,
     closing: bool,
     starved: bool,
+    /// Multishot recv arms so far (re-arms = arms - 1).
+    arms: u32,
 }
 
 struct Mode {
@@ -299,6 +308,7 @@ impl<P: Protocol> Server<P> {
             Op::AcceptPause => self.arm_accept(),
             Op::Recv => self.on_recv(u, res, flags),
             Op::Send => self.on_send(u, res, flags),
+            Op::CancelRecv => self.on_cancel_recv(u, res),
             Op::Cancel | Op::Close => Ok(()),
         }
     }
@@ -386,6 +396,7 @@ impl<P: Protocol> Server<P> {
             read_done: false,
             closing: false,
             starved: false,
+            arms: 0,
         });
         self.progress(idx)
     }
@@ -412,6 +423,7 @@ impl<P: Protocol> Server<P> {
         }
         let mut recycle = bid;
         let mut enobufs = false;
+        let mut shutdown = None;
         if res > 0 && !conn.closing && !conn.read_done {
             let n = res as usize;
             let input: &[u8] = match (ms, bid, self.bufs.as_ref()) {
@@ -446,6 +458,18 @@ impl<P: Protocol> Server<P> {
                 conn.read_done = true;
             }
             self.c.add("bytes_in", n as u64);
+            if ms && conn.queued > HARD_OUT_BOUND {
+                // The multishot recv outran its cancel: drop the connection (see HARD_OUT_BOUND).
+                self.c.add("overrun_closes", 1);
+                conn.closing = true;
+                match conn.fd {
+                    // SAFETY: shutdown on a socket we own; it stays open until close().
+                    Fd::Raw(fd) => unsafe {
+                        libc::shutdown(fd, libc::SHUT_RDWR);
+                    },
+                    Fd::Fixed(slot) => shutdown = Some(slot),
+                }
+            }
         } else if res == 0 {
             if !conn.read_done {
                 conn.read_done = true;
@@ -475,6 +499,12 @@ impl<P: Protocol> Server<P> {
         if enobufs {
             self.c.add("enobufs", 1);
             self.starved.push(u.idx);
+        }
+        if let Some(slot) = shutdown {
+            let e = opcode::Shutdown::new(types::Fixed(slot), libc::SHUT_RDWR)
+                .build()
+                .user_data(UserData::new(Op::Close, u.idx, u.gen).encode());
+            self.push(e)?;
         }
         self.progress(u.idx)
     }
@@ -526,6 +556,23 @@ impl<P: Protocol> Server<P> {
         self.progress(u.idx)
     }
 
+    /// A multishot recv can miss a cancel (ENOENT/EALREADY) while the kernel is re-issuing it;
+    /// it would then keep taking buffers from a connection over its bound. Cancel again.
+    fn on_cancel_recv(&mut self, u: UserData, res: i32) -> io::Result<()> {
+        if res != -libc::ENOENT && res != -libc::EALREADY {
+            return Ok(());
+        }
+        let Some(conn) = conn_mut(&mut self.conns, u) else {
+            return Ok(());
+        };
+        if conn.recv_armed {
+            self.c.add("cancel_retries", 1);
+            conn.recv_cancelled = false;
+            return self.progress(u.idx);
+        }
+        Ok(())
+    }
+
     /// Re-arms connections that met ENOBUFS, now that a buffer came back.
     fn wake_starved(&mut self) -> io::Result<()> {
         let list = std::mem::take(&mut self.starved);
@@ -554,7 +601,7 @@ impl<P: Protocol> Server<P> {
         };
         let gen = conn.gen;
         let mut sqes: [Option<squeue::Entry>; 2] = [None, None];
-        let mut counted = (false, false, false);
+        let mut counted = (false, false, false, false);
         if conn.read_done && conn.queue.is_empty() {
             conn.closing = true;
         }
@@ -564,7 +611,7 @@ impl<P: Protocol> Server<P> {
                 sqes[0] = Some(
                     opcode::AsyncCancel::new(UserData::new(Op::Recv, idx, gen).encode())
                         .build()
-                        .user_data(UserData::new(Op::Cancel, idx, gen).encode()),
+                        .user_data(UserData::new(Op::CancelRecv, idx, gen).encode()),
                 );
             }
             if conn.send_inflight {
@@ -617,6 +664,8 @@ impl<P: Protocol> Server<P> {
                 let e = if ms {
                     let bgid = bufs.expect("buffer ring").0;
                     counted.0 = true;
+                    counted.3 = conn.arms > 0;
+                    conn.arms += 1;
                     match conn.fd {
                         Fd::Raw(fd) => opcode::RecvMulti::new(types::Fd(fd), bgid).build(),
                         Fd::Fixed(s) => opcode::RecvMulti::new(types::Fixed(s), bgid).build(),
@@ -638,7 +687,7 @@ impl<P: Protocol> Server<P> {
                 sqes[1] = Some(
                     opcode::AsyncCancel::new(ud)
                         .build()
-                        .user_data(UserData::new(Op::Cancel, idx, gen).encode()),
+                        .user_data(UserData::new(Op::CancelRecv, idx, gen).encode()),
                 );
             }
             counted.2 = !may_read && conn.queued > OUT_BOUND_BYTES;
@@ -647,11 +696,20 @@ impl<P: Protocol> Server<P> {
         if counted.0 {
             self.c.add("recv_arms", 1);
         }
+        if counted.3 {
+            self.c.add("recv_rearms", 1);
+        }
         if counted.1 || (counted.2 && !ms) {
             self.c.add("read_pauses", 1);
         }
         for e in sqes.into_iter().flatten() {
             self.push(e)?;
+        }
+        if counted.1 {
+            // Submit the cancel now: every enter that passes first lets the multishot recv
+            // take more buffers.
+            self.c.add("io_uring_enter", 1);
+            self.ring.submit()?;
         }
         Ok(())
     }

@@ -21,8 +21,11 @@ pub enum Op {
     Stop = 4,
     /// The timeout that ends an accept pause (EMFILE/ENFILE).
     AcceptPause = 5,
+    /// A cancel aimed at a connection's send, or at everything.
     Cancel = 6,
     Close = 7,
+    /// A cancel aimed at a connection's recv (retried if the kernel missed it).
+    CancelRecv = 8,
 }
 
 impl Op {
@@ -35,6 +38,7 @@ impl Op {
             5 => Op::AcceptPause,
             6 => Op::Cancel,
             7 => Op::Close,
+            8 => Op::CancelRecv,
             _ => return None,
         })
     }
@@ -95,6 +99,7 @@ mod tests {
             Op::AcceptPause,
             Op::Cancel,
             Op::Close,
+            Op::CancelRecv,
         ] {
             for idx in [0, 1, 12345, u32::MAX] {
                 for gen in [0, 1, GEN_MASK - 1, GEN_MASK] {
