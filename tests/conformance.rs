@@ -462,4 +462,13 @@ fn bad_model_and_protocol_exit_2_naming_the_valid_ones() {
     assert_eq!(o.status.code(), Some(2));
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("gopher") && e.contains("echo"), "{e}");
+    let o = Command::new(&bin)
+        .args(["serve", "--protocol", "http", "--model", "epoll-et"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "http is the next issue: exit 2 for now"
+    );
 }

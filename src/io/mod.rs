@@ -89,3 +89,71 @@ pub fn serve<P: Protocol>(
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Availability;
+    use std::io::{Read, Write};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// The factory runs each family's loop in-process and `Stop` ends it with the connection
+    /// still open (the suite's own path when it serves in-process).
+    #[test]
+    fn serve_echoes_then_stops_on_request() {
+        let env = crate::env::probe();
+        for id in [
+            "blocking",
+            "epoll-lt",
+            "epoll-et",
+            "uring",
+            "uring-multishot",
+        ] {
+            let m = crate::registry::model(id).unwrap();
+            if let Availability::Unavailable(why) = m.availability(&env) {
+                assert!(!m.family.always_available(), "{id}: {why}");
+                continue;
+            }
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            let stop = Arc::new(Stop::new().unwrap());
+            let (tx, rx) = std::sync::mpsc::channel();
+            let s2 = stop.clone();
+            std::thread::spawn(move || {
+                let plan = CpuPlan {
+                    measured: 0,
+                    helper: None,
+                };
+                let _ = tx.send(serve(m, l, crate::proto::Echo, &plan, &s2));
+            });
+            let mut c = std::net::TcpStream::connect(addr).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            c.write_all(b"hello").unwrap();
+            let mut b = [0u8; 5];
+            c.read_exact(&mut b).unwrap();
+            assert_eq!(&b, b"hello", "{id}");
+            stop.request();
+            let counters = rx
+                .recv_timeout(Duration::from_secs(5))
+                .unwrap_or_else(|_| panic!("{id}: did not stop within 5 s"))
+                .unwrap_or_else(|e| panic!("{id}: {e}"));
+            assert_eq!(counters.get("accepts"), 1, "{id}: {counters:?}");
+            assert_eq!(counters.get("bytes_out"), 5, "{id}: {counters:?}");
+        }
+    }
+
+    #[test]
+    fn peers_and_pools_are_not_built_in_servers() {
+        for m in crate::registry::MODELS {
+            if matches!(m.knobs, Knobs::Blocking(_) | Knobs::Epoll(_)) {
+                assert!(
+                    serves_tcp(m) || matches!(m.knobs, Knobs::Blocking(Threading::Pool { .. }))
+                );
+            }
+            if matches!(m.knobs, Knobs::Peer(_)) {
+                assert!(!serves_tcp(m), "{}", m.id);
+            }
+        }
+    }
+}

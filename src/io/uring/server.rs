@@ -143,6 +143,7 @@ pub fn serve<P: Protocol>(
         c: Counters::default(),
         stopping: false,
         scratch: Vec::new(),
+        recycled: false,
     };
     for f in &setup.flags {
         s.c.add(&format!("setup_{}", f.to_ascii_lowercase()), 1);
@@ -185,6 +186,9 @@ struct Server<P: Protocol> {
     c: Counters,
     stopping: bool,
     scratch: Vec<u8>,
+    /// A provided buffer went back to the ring in this batch (connections that met ENOBUFS
+    /// are re-armed at the end of it).
+    recycled: bool,
 }
 
 impl<P: Protocol> Server<P> {
@@ -208,6 +212,10 @@ impl<P: Protocol> Server<P> {
             if let Some(b) = self.bufs.as_mut() {
                 b.commit();
             }
+            if self.recycled && !self.starved.is_empty() {
+                self.wake_starved()?;
+            }
+            self.recycled = false;
         }
         Ok(())
     }
@@ -404,6 +412,7 @@ impl<P: Protocol> Server<P> {
     fn recycle(&mut self, bid: u16) {
         if let Some(b) = self.bufs.as_mut() {
             b.push(bid);
+            self.recycled = true;
         }
     }
 
@@ -551,7 +560,6 @@ impl<P: Protocol> Server<P> {
         }
         if let Some(b) = freed {
             self.recycle(b);
-            self.wake_starved()?;
         }
         self.progress(u.idx)
     }
@@ -573,14 +581,9 @@ impl<P: Protocol> Server<P> {
         Ok(())
     }
 
-    /// Re-arms connections that met ENOBUFS, now that a buffer came back.
+    /// Re-arms connections that met ENOBUFS, now that buffers came back (already committed).
     fn wake_starved(&mut self) -> io::Result<()> {
         let list = std::mem::take(&mut self.starved);
-        if !list.is_empty() {
-            if let Some(b) = self.bufs.as_mut() {
-                b.commit();
-            }
-        }
         for idx in list {
             if let Some(Some(c)) = self.conns.get_mut(idx as usize) {
                 c.starved = false;
