@@ -255,10 +255,12 @@ fn token(idx: usize, gen: u32) -> u64 {
     ((gen as u64) << 32) | idx as u64
 }
 
+/// EPOLLRDHUP only together with EPOLLIN: a half-closed peer keeps RDHUP asserted, and a
+/// level-triggered wait would report it again and again while output drains.
 fn wanted_interest<C>(conn: &Conn<C>) -> u32 {
-    let mut w = libc::EPOLLRDHUP as u32;
+    let mut w = 0;
     if !conn.read_done && conn.pending() <= OUT_BOUND_BYTES {
-        w |= libc::EPOLLIN as u32;
+        w |= (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
     }
     if conn.pending() > 0 {
         w |= libc::EPOLLOUT as u32;
