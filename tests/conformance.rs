@@ -334,6 +334,7 @@ fn a_client_that_never_reads_cannot_grow_the_server() {
         let chunk = vec![0x5au8; 1 << 16];
         let mut sent = 0usize;
         let mut stalled_since: Option<Instant> = None;
+        let mut dropped = false;
         let deadline = Instant::now() + Duration::from_secs(3);
         // Push until 256 MiB went out, or the socket stayed full for 300 ms.
         while sent < OFFER && Instant::now() < deadline {
@@ -360,6 +361,7 @@ fn a_client_that_never_reads_cannot_grow_the_server() {
                         "{id}: dropped the never-reading client after {} MiB",
                         sent >> 20
                     );
+                    dropped = true;
                     break;
                 }
                 Err(e) => panic!("{id}: writing to the server: {e}"),
@@ -379,9 +381,20 @@ fn a_client_that_never_reads_cannot_grow_the_server() {
             grown
         );
         drop(s);
-        let (status, _) = srv.stop();
+        let (status, counters) = srv.stop();
         assert!(status.success(), "{id}: {status}");
+        assert!(
+            !dropped || counters["overrun_closes"].as_u64().unwrap_or(0) > 0,
+            "{id}: reset a client without counting it: {counters}"
+        );
     }
+}
+
+fn is_reset(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+    )
 }
 
 #[test]
@@ -471,4 +484,69 @@ fn bad_model_and_protocol_exit_2_naming_the_valid_ones() {
         Some(2),
         "http is the next issue: exit 2 for now"
     );
+}
+
+#[test]
+fn a_half_closed_client_that_does_not_read_costs_no_cpu() {
+    for m in servers() {
+        let id = m.id;
+        let srv = Server::start(id, None);
+        let mut s = srv.connect();
+        // More than socket buffers hold, so output stays pending at the server.
+        let msg = pattern(3, 8 << 20);
+        s.set_nonblocking(true).unwrap();
+        let mut off = 0;
+        let mut dropped = false;
+        let until = Instant::now() + Duration::from_secs(2);
+        while off < msg.len() && Instant::now() < until {
+            match s.write(&msg[off..]) {
+                Ok(n) => off += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                Err(e) if is_reset(&e) => {
+                    dropped = true;
+                    break;
+                }
+                Err(e) => panic!("{id}: {e}"),
+            }
+        }
+        let _ = s.shutdown(Shutdown::Write);
+        std::thread::sleep(Duration::from_millis(100));
+        let t0 = cpu_ticks(srv.pid());
+        let w0 = Instant::now();
+        std::thread::sleep(Duration::from_millis(700));
+        let ticks = cpu_ticks(srv.pid()) - t0;
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let share = ticks as f64 / hz / w0.elapsed().as_secs_f64();
+        assert!(
+            share < 0.5,
+            "{id}: {:.0}% of a CPU while a half-closed peer does not read: it spins",
+            share * 100.0
+        );
+        // Reading now gets every byte sent, then EOF; or the server reset this flooding
+        // non-reader (never a silent truncation), and its counters say so.
+        s.set_nonblocking(false).unwrap();
+        let mut got = Vec::new();
+        match s.read_to_end(&mut got) {
+            // After a reset already seen by a write, the socket reads what arrived, then EOF.
+            Ok(_) => assert!(
+                got == msg[..off] || (dropped && msg[..off].starts_with(&got)),
+                "{id}: got {} of {off} bytes",
+                got.len()
+            ),
+            Err(e) if is_reset(&e) => dropped = true,
+            Err(e) => panic!("{id}: {e}"),
+        }
+        let (status, counters) = srv.stop();
+        assert!(status.success(), "{id}: {status}");
+        if dropped {
+            assert!(
+                counters["overrun_closes"].as_u64().unwrap_or(0) > 0,
+                "{id}: reset a client without counting it: {counters}"
+            );
+            println!("{id}: reset the half-closed flooder ({counters})");
+        }
+    }
 }

@@ -51,6 +51,11 @@ pub const RING_BUF_BYTES: usize = 8 * 1024;
 /// How long accepting pauses after EMFILE/ENFILE.
 pub const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 const BGID: u16 = 0;
+/// SO_LINGER {on, 0 s}: close sends RST. Static: SQEs point at it.
+static LINGER_RESET: libc::linger = libc::linger {
+    l_onoff: 1,
+    l_linger: 0,
+};
 /// Multishot only: a connection whose queued output passes this is closed. A multishot recv
 /// cannot be stopped at once: its cancel lands only when the socket runs dry, and a client
 /// that floods while never reading keeps it busy, taking buffers from the shared ring (seen:
@@ -96,6 +101,29 @@ struct Conn<C> {
     starved: bool,
     /// Multishot recv arms so far (re-arms = arms - 1).
     arms: u32,
+    /// The msghdr and iovecs of an in-flight sendmsg (allocated on first use).
+    msg: Option<Box<SendMsg>>,
+}
+
+/// Chunks one sendmsg may cover.
+const MAX_IOV: usize = 32;
+
+struct SendMsg {
+    hdr: libc::msghdr,
+    iov: [libc::iovec; MAX_IOV],
+}
+
+impl SendMsg {
+    fn new() -> SendMsg {
+        SendMsg {
+            // SAFETY: msghdr is plain data; all-zero is an empty message.
+            hdr: unsafe { std::mem::zeroed() },
+            iov: [libc::iovec {
+                iov_base: std::ptr::null_mut(),
+                iov_len: 0,
+            }; MAX_IOV],
+        }
+    }
 }
 
 struct Mode {
@@ -409,6 +437,7 @@ impl<P: Protocol> Server<P> {
             closing: false,
             starved: false,
             arms: 0,
+            msg: None,
         });
         self.progress(idx)
     }
@@ -475,10 +504,20 @@ impl<P: Protocol> Server<P> {
                 // The multishot recv outran its cancel: drop the connection (see HARD_OUT_BOUND).
                 self.c.add("overrun_closes", 1);
                 conn.closing = true;
+                // Reset, never a clean FIN: the client must not take a truncated echo for a
+                // whole one. SO_LINGER 0 makes the close send RST; SHUT_RD ends the recv.
                 match conn.fd {
-                    // SAFETY: shutdown on a socket we own; it stays open until close().
+                    // SAFETY: socket options and shutdown on a socket we own; it stays open
+                    // until close().
                     Fd::Raw(fd) => unsafe {
-                        libc::shutdown(fd, libc::SHUT_RDWR);
+                        libc::setsockopt(
+                            fd,
+                            libc::SOL_SOCKET,
+                            libc::SO_LINGER,
+                            (&LINGER_RESET as *const libc::linger).cast(),
+                            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+                        );
+                        libc::shutdown(fd, libc::SHUT_RD);
                     },
                     Fd::Fixed(slot) => shutdown = Some(slot),
                 }
@@ -514,10 +553,23 @@ impl<P: Protocol> Server<P> {
             self.starved.push(u.idx);
         }
         if let Some(slot) = shutdown {
-            let e = opcode::Shutdown::new(types::Fixed(slot), libc::SHUT_RDWR)
+            // Direct descriptors: the same two steps as SQEs, linked so they run in order.
+            let ud = UserData::new(Op::Close, u.idx, u.gen).encode();
+            let linger = opcode::SetSockOpt::new(
+                types::Fixed(slot),
+                libc::SOL_SOCKET as u32,
+                libc::SO_LINGER as u32,
+                (&LINGER_RESET as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as u32,
+            )
+            .build()
+            .flags(squeue::Flags::IO_LINK)
+            .user_data(ud);
+            let shut = opcode::Shutdown::new(types::Fixed(slot), libc::SHUT_RD)
                 .build()
-                .user_data(UserData::new(Op::Close, u.idx, u.gen).encode());
-            self.push(e)?;
+                .user_data(ud);
+            self.push(linger)?;
+            self.push(shut)?;
         }
         self.progress(u.idx)
     }
@@ -541,28 +593,38 @@ impl<P: Protocol> Server<P> {
             res
         };
         conn.send_inflight = false;
-        let mut freed = None;
+        let mut freed: [Option<u16>; MAX_IOV] = [None; MAX_IOV];
         if res >= 0 {
-            let n = res as usize;
+            let mut n = res as usize;
             self.c.add("bytes_out", n as u64);
-            conn.head_off += n;
             conn.queued -= n;
-            let head_len = conn.queue.front().map_or(0, |c| c.len);
-            if conn.head_off >= head_len {
-                conn.head_off = 0;
-                if let Some(ch) = conn.queue.pop_front() {
-                    if let Src::Bid(b) = ch.src {
-                        freed = Some(b);
-                    }
+            // One send may cover several queued chunks (sendmsg) and end inside one.
+            let mut k = 0;
+            while n > 0 {
+                let Some(head) = conn.queue.front() else {
+                    break;
+                };
+                let left = head.len - conn.head_off;
+                if n < left {
+                    conn.head_off += n;
+                    self.c.add("short_sends", 1);
+                    break;
                 }
-            } else {
-                self.c.add("short_sends", 1);
+                n -= left;
+                conn.head_off = 0;
+                if let Some(Chunk {
+                    src: Src::Bid(b), ..
+                }) = conn.queue.pop_front()
+                {
+                    freed[k] = Some(b);
+                    k += 1;
+                }
             }
         } else if res != -libc::EINTR && res != -libc::EAGAIN {
             self.c.add("resets", 1);
             conn.closing = true;
         }
-        if let Some(b) = freed {
+        for b in freed.into_iter().flatten() {
             self.recycle(b);
         }
         self.progress(u.idx)
@@ -609,6 +671,7 @@ impl<P: Protocol> Server<P> {
         let gen = conn.gen;
         let mut sqes: [Option<squeue::Entry>; 2] = [None, None];
         let mut counted = (false, false, false, false);
+        let mut counted_sendmsg = false;
         if conn.read_done && conn.queue.is_empty() {
             conn.closing = true;
         }
@@ -634,7 +697,43 @@ impl<P: Protocol> Server<P> {
         } else {
             // Send the head of the queue.
             if !conn.send_inflight {
-                if let Some(ch) = conn.queue.front() {
+                if conn.queue.len() > 1 && !zc {
+                    // Several chunks (multishot buffers, pipelined replies): one sendmsg
+                    // with an iovec each, so sends keep pace with a multishot recv.
+                    let ring = bufs.map(|b| b.1);
+                    let m = conn.msg.get_or_insert_with(|| Box::new(SendMsg::new()));
+                    let mut k = 0;
+                    for (i, ch) in conn.queue.iter().take(MAX_IOV).enumerate() {
+                        let base = match &ch.src {
+                            Src::RecvBuf => conn.recv_buf.as_ptr(),
+                            // SAFETY: the ring outlives every connection (see teardown).
+                            Src::Bid(b) => unsafe { (*ring.expect("buffer ring")).ptr(*b) },
+                            Src::Owned(v) => v.as_ptr(),
+                        };
+                        let off = if i == 0 { conn.head_off } else { 0 };
+                        m.iov[i] = libc::iovec {
+                            // SAFETY: off < len <= the buffer's length.
+                            iov_base: unsafe { base.add(off) } as *mut libc::c_void,
+                            iov_len: ch.len - off,
+                        };
+                        k += 1;
+                    }
+                    m.hdr.msg_iov = m.iov.as_mut_ptr();
+                    m.hdr.msg_iovlen = k as _;
+                    let ud = UserData::new(Op::Send, idx, gen).encode();
+                    let hdr = &m.hdr as *const libc::msghdr;
+                    let e = match conn.fd {
+                        Fd::Raw(fd) => opcode::SendMsg::new(types::Fd(fd), hdr)
+                            .flags(libc::MSG_NOSIGNAL as u32)
+                            .build(),
+                        Fd::Fixed(s) => opcode::SendMsg::new(types::Fixed(s), hdr)
+                            .flags(libc::MSG_NOSIGNAL as u32)
+                            .build(),
+                    };
+                    conn.send_inflight = true;
+                    counted_sendmsg = true;
+                    sqes[0] = Some(e.user_data(ud));
+                } else if let Some(ch) = conn.queue.front() {
                     let ptr = match &ch.src {
                         Src::RecvBuf => conn.recv_buf.as_ptr(),
                         // SAFETY: the ring outlives every connection (see teardown).
@@ -702,6 +801,9 @@ impl<P: Protocol> Server<P> {
         let _ = mode_fixed;
         if counted.0 {
             self.c.add("recv_arms", 1);
+        }
+        if counted_sendmsg {
+            self.c.add("sendmsgs", 1);
         }
         if counted.3 {
             self.c.add("recv_rearms", 1);
