@@ -33,6 +33,9 @@ pub enum Command {
     },
     /// Models and workloads, with availability on this machine.
     List,
+    /// Run one model's server until SIGINT/SIGTERM: prints `listening on ADDR`, then on exit
+    /// `counters <json>`.
+    Serve(ServeArgs),
     /// Re-render report.md, report.html and the chart SVGs from a saved results file.
     Report {
         /// A results.json written by `ringside run`.
@@ -91,6 +94,22 @@ pub struct RunArgs {
     /// and store fio's figures as their own rows.
     #[arg(long)]
     pub crosscheck: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// Wire protocol: echo (http: not yet).
+    #[arg(long)]
+    pub protocol: String,
+    /// Model id (see `ringside list`).
+    #[arg(long)]
+    pub model: String,
+    /// Address to bind; port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub addr: String,
+    /// CPUs: the server first (it pins itself there), then its helper (SQPOLL poller), e.g. "0,1".
+    #[arg(long)]
+    pub cpus: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -16,6 +16,7 @@ pub mod measure;
 pub mod model;
 pub mod peer;
 pub mod plan;
+pub mod proto;
 pub mod registry;
 pub mod results;
 pub mod runner;

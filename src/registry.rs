@@ -87,6 +87,25 @@ pub static MODELS: &[ModelSpec] = &[
         }),
     },
     ModelSpec {
+        id: "uring-multishot",
+        summary: "io_uring, multishot accept and recv into a provided buffer ring",
+        family: Family::Uring,
+        knobs: Knobs::Uring(UringKnobs {
+            multishot: true,
+            buf_ring: true,
+            ..UringKnobs::PLAIN
+        }),
+    },
+    ModelSpec {
+        id: "uring-zc",
+        summary: "io_uring with SEND_ZC zero-copy sends (for large payloads)",
+        family: Family::Uring,
+        knobs: Knobs::Uring(UringKnobs {
+            zc_send: true,
+            ..UringKnobs::PLAIN
+        }),
+    },
+    ModelSpec {
         id: "tokio",
         summary:
             "contender: tokio current_thread runtime (epoll), a read/write_all task per connection",

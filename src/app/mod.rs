@@ -5,6 +5,7 @@ pub mod env;
 pub mod list;
 pub mod report;
 pub mod run;
+pub mod serve;
 
 use crate::cli::{Cli, Command};
 
@@ -14,6 +15,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(a) => run::run(a),
         Command::Env { json } => env::run(json).map(|_| 0),
         Command::List => list::run().map(|_| 0),
+        Command::Serve(a) => serve::run(a),
         Command::Report {
             results,
             out,

@@ -6,13 +6,18 @@ pub mod blocking;
 pub mod epoll;
 pub mod file;
 pub mod readiness;
+pub mod stop;
 pub mod sys;
 pub mod uring;
 
 use crate::error::CaseError;
 use crate::measure::{pin::CpuPlan, Counters};
-use crate::model::{Knobs, ModelSpec};
+use crate::model::{Knobs, ModelSpec, Threading};
+use crate::proto::Protocol;
+use std::net::TcpListener;
+
 use std::io;
+pub use stop::Stop;
 
 /// Shape: move one message through each of N pipes, in one thread.
 ///
@@ -93,5 +98,111 @@ pub fn file_engine(
             "regular files are always 'ready': epoll_ctl refuses them (EPERM)",
         )),
         Knobs::Peer(_) => Err(CaseError::not_applicable("peers only serve TCP")),
+    }
+}
+
+/// Whether the model has a built-in TCP server (`serve` runs it). Peers serve TCP too, but from
+/// `src/peer/`, not through this factory.
+pub fn serves_tcp(m: &ModelSpec) -> bool {
+    match &m.knobs {
+        Knobs::Blocking(Threading::PerConnection) | Knobs::Epoll(_) => true,
+        Knobs::Blocking(Threading::Pool { .. }) => false,
+        Knobs::Uring(k) => !k.fixed_bufs && (k.multishot || !k.buf_ring),
+        Knobs::Peer(_) => false,
+    }
+}
+
+/// Runs the model's server for `proto` on `listener` until `stop` is requested; returns what
+/// the server counted (accepts, bytes, io_uring_enter calls, ENOBUFS, re-arms, sq_full...).
+///
+/// The listener should have TCP_NODELAY set (accepted sockets inherit it on Linux).
+pub fn serve<P: Protocol>(
+    m: &ModelSpec,
+    listener: TcpListener,
+    proto: P,
+    plan: &CpuPlan,
+    stop: &Stop,
+) -> Result<Counters, CaseError> {
+    if !serves_tcp(m) {
+        return Err(CaseError::not_applicable(format!(
+            "model '{}' has no built-in TCP server",
+            m.id
+        )));
+    }
+    match &m.knobs {
+        Knobs::Blocking(_) => Ok(blocking::server::serve(listener, proto, stop)?),
+        Knobs::Epoll(t) => Ok(epoll::server::serve(listener, proto, *t, stop)?),
+        Knobs::Uring(k) => uring::server::serve(listener, proto, k, plan, stop),
+        Knobs::Peer(_) => Err(CaseError::not_applicable(
+            "peers are served from src/peer, not the built-in servers",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Availability;
+    use std::io::{Read, Write};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// The factory runs each family's loop in-process and `Stop` ends it with the connection
+    /// still open (the suite's own path when it serves in-process).
+    #[test]
+    fn serve_echoes_then_stops_on_request() {
+        let env = crate::env::probe();
+        for id in [
+            "blocking",
+            "epoll-lt",
+            "epoll-et",
+            "uring",
+            "uring-multishot",
+        ] {
+            let m = crate::registry::model(id).unwrap();
+            if let Availability::Unavailable(why) = m.availability(&env) {
+                assert!(!m.family.always_available(), "{id}: {why}");
+                continue;
+            }
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            let stop = Arc::new(Stop::new().unwrap());
+            let (tx, rx) = std::sync::mpsc::channel();
+            let s2 = stop.clone();
+            std::thread::spawn(move || {
+                let plan = CpuPlan {
+                    measured: 0,
+                    helper: None,
+                };
+                let _ = tx.send(serve(m, l, crate::proto::Echo, &plan, &s2));
+            });
+            let mut c = std::net::TcpStream::connect(addr).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            c.write_all(b"hello").unwrap();
+            let mut b = [0u8; 5];
+            c.read_exact(&mut b).unwrap();
+            assert_eq!(&b, b"hello", "{id}");
+            stop.request();
+            let counters = rx
+                .recv_timeout(Duration::from_secs(5))
+                .unwrap_or_else(|_| panic!("{id}: did not stop within 5 s"))
+                .unwrap_or_else(|e| panic!("{id}: {e}"));
+            assert_eq!(counters.get("accepts"), 1, "{id}: {counters:?}");
+            assert_eq!(counters.get("bytes_out"), 5, "{id}: {counters:?}");
+        }
+    }
+
+    #[test]
+    fn peers_and_pools_are_not_built_in_servers() {
+        for m in crate::registry::MODELS {
+            if matches!(m.knobs, Knobs::Blocking(_) | Knobs::Epoll(_)) {
+                assert!(
+                    serves_tcp(m) || matches!(m.knobs, Knobs::Blocking(Threading::Pool { .. }))
+                );
+            }
+            if matches!(m.knobs, Knobs::Peer(_)) {
+                assert!(!serves_tcp(m), "{}", m.id);
+            }
+        }
     }
 }

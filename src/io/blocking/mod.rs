@@ -3,5 +3,6 @@
 pub mod file;
 mod pipe;
 pub mod pool;
+pub mod server;
 
 pub use pipe::PipeLoop;

@@ -1,6 +1,7 @@
 //! epoll: readiness notification, level- or edge-triggered, then non-blocking syscalls.
 
 mod pipe;
+pub mod server;
 
 pub use pipe::PipeWait;
 
@@ -70,6 +71,21 @@ impl Epoll {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// epoll_ctl on `fd` with `events` (EPOLLET added for an edge-triggered instance).
+    pub fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+        let mut flags = events;
+        if self.trigger == Trigger::Edge && op != libc::EPOLL_CTL_DEL {
+            flags |= libc::EPOLLET as u32;
+        }
+        let mut ev = libc::epoll_event {
+            events: flags,
+            u64: token,
+        };
+        // SAFETY: valid epoll fd and event pointer; a bad fd is reported as an error.
+        cvt(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd, &mut ev) })?;
+        Ok(())
     }
 
     pub fn trigger(&self) -> Trigger {

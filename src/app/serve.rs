@@ -1,0 +1,177 @@
+//! `ringside serve`: one model's server on one address until SIGINT/SIGTERM.
+//!
+//! Prints exactly one line `listening on ADDR` (flushed) once the socket is listening, and on
+//! exit one line `counters <json>` with what the server counted for itself, so a suite running
+//! it as a child can store them. Unknown model or protocol: exit 2 naming the valid ones.
+//! A model this machine cannot run: exit 1, stderr `error: unavailable: <why>`.
+
+use crate::cli::ServeArgs;
+use crate::error::InputError;
+use crate::io::{self, Stop};
+use crate::measure::pin::{self, CpuPlan};
+use crate::model::{Availability, Knobs, PeerKind};
+use crate::proto::Echo;
+use crate::registry::{self, MODELS};
+use anyhow::{anyhow, Context};
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Protocols `--protocol` knows (http is the next issue).
+pub const PROTOCOLS: &[&str] = &["echo", "http"];
+/// Listen backlog: room for thousands of connects arriving at once.
+pub const BACKLOG: i32 = 4096;
+
+pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
+    match a.protocol.as_str() {
+        "echo" => {}
+        "http" => return Err(InputError::ProtocolNotYet(a.protocol).into()),
+        _ => {
+            return Err(InputError::UnknownProtocol {
+                given: a.protocol,
+                valid: PROTOCOLS.join(", "),
+            }
+            .into())
+        }
+    }
+    // Built-in servers, and the peers (tokio, monoio) that serve from src/peer/.
+    let serves = |m: &crate::model::ModelSpec| io::serves_tcp(m) || peer_kind(m).is_some();
+    let servers = || {
+        MODELS
+            .iter()
+            .filter(|m| serves(m))
+            .map(|m| m.id)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let Some(model) = registry::model(&a.model) else {
+        return Err(InputError::UnknownModel {
+            given: a.model,
+            valid: servers(),
+        }
+        .into());
+    };
+    if !serves(model) {
+        return Err(InputError::NotAServer {
+            given: a.model,
+            valid: servers(),
+        }
+        .into());
+    }
+    let addr: SocketAddr = a.addr.parse().map_err(|e| InputError::BadAddr {
+        given: a.addr.clone(),
+        why: format!("{e} (expected IP:PORT, e.g. 127.0.0.1:0)"),
+    })?;
+    let online = pin::allowed_cpus();
+    let plan = match &a.cpus {
+        Some(s) => CpuPlan::from_list(&super::run::parse_cpus(s, &online)?),
+        None => CpuPlan::default_for(&online),
+    };
+    if let Availability::Unavailable(why) = model.availability(&crate::env::probe()) {
+        return Err(anyhow!("unavailable: {why}"));
+    }
+    if a.cpus.is_some() {
+        // Threads created from here on (connection threads, the signal thread) inherit it.
+        pin::pin_this_thread(plan.measured).context("pinning the server")?;
+    }
+    let stop = Arc::new(Stop::new()?);
+    block_stop_signals()?;
+    {
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || wait_stop_signal(&stop))?;
+    }
+    let listener = TcpListener::bind(addr).with_context(|| format!("binding {addr}"))?;
+    tune_listener(&listener)?;
+    let local = listener.local_addr()?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening on {local}")?;
+        out.flush()?;
+    }
+    let counters = match peer_kind(model) {
+        Some(kind) => {
+            // Peers stop on a flag they poll; mirror the Stop into one.
+            let flag = Arc::new(AtomicBool::new(false));
+            {
+                let (flag, stop) = (flag.clone(), stop.clone());
+                std::thread::Builder::new()
+                    .name("peer-stop".into())
+                    .spawn(move || {
+                        stop.wait();
+                        flag.store(true, Ordering::SeqCst);
+                    })?;
+            }
+            crate::peer::serve_echo(kind, listener, flag)?;
+            let mut c = crate::measure::Counters::default();
+            c.add("peer_runs", 1);
+            c
+        }
+        None => io::serve(model, listener, Echo, &plan, &stop).map_err(|e| anyhow!("{e}"))?,
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "counters {}", serde_json::to_string(&counters)?)?;
+    out.flush()?;
+    Ok(0)
+}
+
+/// The peer a model row stands for, if it is one that `serve` can run (not `ext:`).
+fn peer_kind(m: &crate::model::ModelSpec) -> Option<PeerKind> {
+    match m.knobs {
+        Knobs::Peer(k @ (PeerKind::Tokio | PeerKind::Monoio)) => Some(k),
+        _ => None,
+    }
+}
+
+/// TCP_NODELAY (inherited by accepted sockets) and a deep backlog.
+fn tune_listener(l: &TcpListener) -> std::io::Result<()> {
+    let one: libc::c_int = 1;
+    // SAFETY: valid socket fd and option pointer/length.
+    io::sys::cvt(unsafe {
+        libc::setsockopt(
+            l.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })?;
+    // listen(2) again on a listening socket only changes its backlog.
+    // SAFETY: valid socket fd.
+    io::sys::cvt(unsafe { libc::listen(l.as_raw_fd(), BACKLOG) })?;
+    Ok(())
+}
+
+fn stop_sigset() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data; sigemptyset/sigaddset initialise it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        set
+    }
+}
+
+/// Blocks SIGINT/SIGTERM in this thread and every thread it creates afterwards, so only the
+/// signal thread's sigwait receives them.
+fn block_stop_signals() -> std::io::Result<()> {
+    let set = stop_sigset();
+    // SAFETY: valid set pointer; the old mask is not needed.
+    let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    if r != 0 {
+        return Err(std::io::Error::from_raw_os_error(r));
+    }
+    Ok(())
+}
+
+fn wait_stop_signal(stop: &Stop) {
+    let set = stop_sigset();
+    let mut sig: libc::c_int = 0;
+    // SAFETY: valid set and output pointers; the signals are blocked in every thread.
+    while unsafe { libc::sigwait(&set, &mut sig) } != 0 {}
+    stop.request();
+}

@@ -1,0 +1,209 @@
+//! The blocking server: one thread per connection, `recv` then send-all.
+//!
+//! Backpressure is structural: a thread blocked in send does not read, so a client that never
+//! reads costs one socket buffer and one parked thread. Threads are bounded by the fd limit
+//! (one socket each) and by `MAX_THREADS`; each has a small stack (`STACK_BYTES`). Past
+//! `MAX_THREADS` live connections, accepting pauses until one ends, the same as EMFILE. The
+//! acceptor waits on the listener and the stop eventfd with poll(2); on stop, every live
+//! socket is shut down, which wakes its thread, and the threads are joined.
+
+use crate::io::stop::Stop;
+use crate::measure::Counters;
+use crate::proto::{Next, Protocol, Reply};
+use std::collections::HashMap;
+use std::io::{self, Read};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// Live connections (threads) at most.
+pub const MAX_THREADS: usize = 16_384;
+/// Stack of a connection thread, bytes.
+pub const STACK_BYTES: usize = 64 * 1024;
+const RECV_BUF: usize = 16 * 1024;
+const ACCEPT_PAUSE_MS: i32 = 100;
+
+type Live = Arc<Mutex<HashMap<u64, TcpStream>>>;
+
+/// Serves `proto` on `listener` until `stop` is requested.
+pub fn serve<P: Protocol>(listener: TcpListener, proto: P, stop: &Stop) -> io::Result<Counters> {
+    listener.set_nonblocking(true)?;
+    let live: Live = Arc::new(Mutex::new(HashMap::new()));
+    let mut threads: Vec<JoinHandle<Counters>> = Vec::new();
+    let mut c = Counters::default();
+    let mut next_id = 0u64;
+    let mut pause = false;
+    loop {
+        let mut fds = [
+            libc::pollfd {
+                fd: listener.as_raw_fd(),
+                events: if pause { 0 } else { libc::POLLIN },
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: stop.fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: two valid pollfds.
+        let r = unsafe {
+            libc::poll(
+                fds.as_mut_ptr(),
+                2,
+                if pause { ACCEPT_PAUSE_MS } else { -1 },
+            )
+        };
+        if r < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return Err(io::Error::last_os_error());
+        }
+        if stop.requested() {
+            break;
+        }
+        pause = false;
+        // Reap finished threads so the list stays as long as the live connections.
+        let mut i = 0;
+        while i < threads.len() {
+            if threads[i].is_finished() {
+                let t = threads.swap_remove(i);
+                if let Ok(tc) = t.join() {
+                    c.merge(&tc);
+                }
+            } else {
+                i += 1;
+            }
+        }
+        loop {
+            if threads.len() >= MAX_THREADS {
+                c.add("accept_pauses", 1);
+                pause = true;
+                break;
+            }
+            match listener.accept() {
+                Ok((s, _)) => {
+                    c.add("accepts", 1);
+                    if s.set_nonblocking(false).is_err() {
+                        continue;
+                    }
+                    let id = next_id;
+                    next_id += 1;
+                    if let Ok(clone) = s.try_clone() {
+                        live.lock().unwrap().insert(id, clone);
+                    }
+                    let (p, l) = (proto.clone(), live.clone());
+                    let spawned = std::thread::Builder::new()
+                        .name("conn".into())
+                        .stack_size(STACK_BYTES)
+                        .spawn(move || {
+                            let c = conn_loop(&p, s);
+                            l.lock().unwrap().remove(&id);
+                            c
+                        });
+                    match spawned {
+                        Ok(t) => threads.push(t),
+                        Err(_) => {
+                            live.lock().unwrap().remove(&id);
+                            c.add("spawn_failures", 1);
+                            pause = true;
+                            break;
+                        }
+                    }
+                }
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EAGAIN) => break,
+                    Some(libc::EINTR) | Some(libc::ECONNABORTED) | Some(libc::EPROTO) => {
+                        c.add("accept_errors", 1)
+                    }
+                    _ => {
+                        // EMFILE/ENFILE/ENOBUFS: wait before trying again.
+                        c.add("accept_pauses", 1);
+                        pause = true;
+                        break;
+                    }
+                },
+            }
+        }
+    }
+    c.add("live_at_stop", live.lock().unwrap().len() as u64);
+    for s in live.lock().unwrap().values() {
+        let _ = s.shutdown(Shutdown::Both);
+    }
+    for t in threads {
+        if let Ok(tc) = t.join() {
+            c.merge(&tc);
+        }
+    }
+    Ok(c)
+}
+
+fn conn_loop<P: Protocol>(proto: &P, mut s: TcpStream) -> Counters {
+    let mut c = Counters::default();
+    let mut st = P::Conn::default();
+    let mut buf = vec![0u8; RECV_BUF];
+    let mut out = Vec::new();
+    loop {
+        let n = match s.read(&mut buf) {
+            Ok(0) => {
+                c.add("peer_fins", 1);
+                if proto.on_eof(&mut st, &mut out) == Reply::Out {
+                    let _ = send_all(&s, &out, &mut c);
+                }
+                break;
+            }
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => {
+                c.add("resets", 1);
+                break;
+            }
+        };
+        c.add("reads", 1);
+        c.add("bytes_in", n as u64);
+        let step = proto.on_bytes(&mut st, &buf[..n], &mut out);
+        let r = match step.reply {
+            Reply::Nothing => Ok(()),
+            Reply::Input => send_all(&s, &buf[..n], &mut c),
+            Reply::Out => {
+                let r = send_all(&s, &out, &mut c);
+                out.clear();
+                r
+            }
+        };
+        if r.is_err() {
+            c.add("resets", 1);
+            break;
+        }
+        if step.next == Next::Close {
+            break;
+        }
+    }
+    c.add("closes", 1);
+    c
+}
+
+/// write_all with MSG_NOSIGNAL (a reset peer is an error, not SIGPIPE), retrying EINTR.
+fn send_all(s: &TcpStream, mut b: &[u8], c: &mut Counters) -> io::Result<()> {
+    while !b.is_empty() {
+        // SAFETY: the slice is valid for reads of its length.
+        let r = unsafe {
+            libc::send(
+                s.as_raw_fd(),
+                b.as_ptr().cast(),
+                b.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        c.add("writes", 1);
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        c.add("bytes_out", r as u64);
+        b = &b[r as usize..];
+    }
+    Ok(())
+}

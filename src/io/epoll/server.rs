@@ -1,0 +1,423 @@
+//! The epoll server: one thread, non-blocking sockets, level- or edge-triggered.
+//!
+//! Per event: level-triggered reads once (the next wait reports the rest); edge-triggered
+//! drains until EAGAIN (an edge is reported once). A reply is sent at once from the receive
+//! buffer; only what the socket does not take is copied into the connection's pending output,
+//! and EPOLLOUT is watched only while something is pending. A connection whose pending output
+//! is over `proto::OUT_BOUND_BYTES` is not read until it drains (EPOLLIN dropped from its
+//! interest), so a client that never reads cannot make the server buffer without bound.
+//! Peer FIN: the pending output is sent, then the socket closed. EMFILE/ENFILE on accept: the
+//! listener leaves the interest set for `ACCEPT_PAUSE_MS` while connections keep being served.
+
+use super::Epoll;
+use crate::io::stop::Stop;
+use crate::io::sys::cvt;
+use crate::measure::Counters;
+use crate::model::Trigger;
+use crate::proto::{Next, Protocol, Reply, OUT_BOUND_BYTES};
+use std::io;
+use std::net::TcpListener;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// How long accepting pauses after EMFILE/ENFILE, ms.
+pub const ACCEPT_PAUSE_MS: i32 = 100;
+const RECV_BUF: usize = 64 * 1024;
+const TOKEN_LISTENER: u64 = u64::MAX;
+const TOKEN_STOP: u64 = u64::MAX - 1;
+
+struct Conn<C> {
+    fd: OwnedFd,
+    gen: u32,
+    state: C,
+    out: Vec<u8>,
+    out_pos: usize,
+    /// The peer sent FIN, or the protocol asked to close: no more reading.
+    read_done: bool,
+    /// Interest currently registered (EPOLLIN/EPOLLOUT bits).
+    interest: u32,
+}
+
+impl<C> Conn<C> {
+    fn pending(&self) -> usize {
+        self.out.len() - self.out_pos
+    }
+}
+
+enum Fate {
+    Keep,
+    Close,
+}
+
+/// Serves `proto` on `listener` until `stop` is requested.
+pub fn serve<P: Protocol>(
+    listener: TcpListener,
+    proto: P,
+    trigger: Trigger,
+    stop: &Stop,
+) -> io::Result<Counters> {
+    listener.set_nonblocking(true)?;
+    let ep = Epoll::new(trigger)?;
+    let lfd = listener.as_raw_fd();
+    ep.ctl(
+        libc::EPOLL_CTL_ADD,
+        lfd,
+        libc::EPOLLIN as u32,
+        TOKEN_LISTENER,
+    )?;
+    ep.ctl(
+        libc::EPOLL_CTL_ADD,
+        stop.fd(),
+        libc::EPOLLIN as u32,
+        TOKEN_STOP,
+    )?;
+    let mut s = Server {
+        ep,
+        proto,
+        conns: Vec::new(),
+        free: Vec::new(),
+        next_gen: 0,
+        buf: vec![0; RECV_BUF],
+        c: Counters::default(),
+    };
+    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
+    let mut paused_until: Option<std::time::Instant> = None;
+    loop {
+        let timeout = match paused_until {
+            Some(t) => {
+                let left = t.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    s.ep.ctl(
+                        libc::EPOLL_CTL_ADD,
+                        lfd,
+                        libc::EPOLLIN as u32,
+                        TOKEN_LISTENER,
+                    )?;
+                    paused_until = None;
+                    -1
+                } else {
+                    left.as_millis() as i32 + 1
+                }
+            }
+            None => -1,
+        };
+        let n = s.ep.wait(&mut events, timeout)?;
+        s.c.add("epoll_waits", 1);
+        s.c.add("events", n as u64);
+        for ev in &events[..n] {
+            match ev.u64 {
+                TOKEN_STOP => return Ok(s.finish()),
+                TOKEN_LISTENER => {
+                    if s.accept_all(lfd) {
+                        s.ep.ctl(libc::EPOLL_CTL_DEL, lfd, 0, 0)?;
+                        paused_until = Some(
+                            std::time::Instant::now()
+                                + std::time::Duration::from_millis(ACCEPT_PAUSE_MS as u64),
+                        );
+                    }
+                }
+                tok => s.on_event(tok, ev.events),
+            }
+        }
+    }
+}
+
+struct Server<P: Protocol> {
+    ep: Epoll,
+    proto: P,
+    conns: Vec<Option<Conn<P::Conn>>>,
+    free: Vec<usize>,
+    next_gen: u32,
+    buf: Vec<u8>,
+    c: Counters,
+}
+
+impl<P: Protocol> Server<P> {
+    fn finish(mut self) -> Counters {
+        let live = self.conns.iter().filter(|c| c.is_some()).count();
+        self.c.add("live_at_stop", live as u64);
+        self.c
+    }
+
+    /// Accepts until EAGAIN. Returns true when accepting must pause (EMFILE/ENFILE).
+    fn accept_all(&mut self, lfd: RawFd) -> bool {
+        loop {
+            // SAFETY: accept4 with null address pointers is valid.
+            let r = unsafe {
+                libc::accept4(
+                    lfd,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                )
+            };
+            match cvt(r) {
+                Ok(fd) => {
+                    self.c.add("accepts", 1);
+                    // SAFETY: fresh fd from accept4.
+                    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+                    if let Err(_e) = self.insert(fd) {
+                        self.c.add("accept_errors", 1);
+                    }
+                }
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EAGAIN) => return false,
+                    Some(libc::EINTR) | Some(libc::ECONNABORTED) | Some(libc::EPROTO) => {
+                        self.c.add("accept_errors", 1)
+                    }
+                    Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS)
+                    | Some(libc::ENOMEM) => {
+                        self.c.add("accept_pauses", 1);
+                        return true;
+                    }
+                    _ => {
+                        self.c.add("accept_errors", 1);
+                        return true;
+                    }
+                },
+            }
+        }
+    }
+
+    fn insert(&mut self, fd: OwnedFd) -> io::Result<()> {
+        let idx = self.free.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.conns.len() - 1
+        });
+        self.next_gen = self.next_gen.wrapping_add(1);
+        let gen = self.next_gen;
+        let interest = libc::EPOLLIN as u32 | libc::EPOLLRDHUP as u32;
+        if let Err(e) = self.ep.ctl(
+            libc::EPOLL_CTL_ADD,
+            fd.as_raw_fd(),
+            interest,
+            token(idx, gen),
+        ) {
+            self.free.push(idx);
+            return Err(e);
+        }
+        self.conns[idx] = Some(Conn {
+            fd,
+            gen,
+            state: P::Conn::default(),
+            out: Vec::new(),
+            out_pos: 0,
+            read_done: false,
+            interest,
+        });
+        Ok(())
+    }
+
+    fn on_event(&mut self, tok: u64, events: u32) {
+        let (idx, gen) = ((tok & 0xffff_ffff) as usize, (tok >> 32) as u32);
+        let Some(Some(conn)) = self.conns.get_mut(idx) else {
+            return;
+        };
+        if conn.gen != gen {
+            return; // an event for a connection closed earlier in this batch
+        }
+        let fate = step(
+            &self.proto,
+            conn,
+            events,
+            self.ep.trigger(),
+            &mut self.buf,
+            &mut self.c,
+        );
+        let fate = match fate {
+            Fate::Keep => {
+                let want = wanted_interest(conn);
+                if want != conn.interest {
+                    conn.interest = want;
+                    self.c.add("epoll_mods", 1);
+                    match self
+                        .ep
+                        .ctl(libc::EPOLL_CTL_MOD, conn.fd.as_raw_fd(), want, tok)
+                    {
+                        Ok(()) => Fate::Keep,
+                        Err(_) => Fate::Close,
+                    }
+                } else {
+                    Fate::Keep
+                }
+            }
+            f => f,
+        };
+        if let Fate::Close = fate {
+            // Closing the fd removes it from the interest set.
+            self.conns[idx] = None;
+            self.free.push(idx);
+            self.c.add("closes", 1);
+        }
+    }
+}
+
+fn token(idx: usize, gen: u32) -> u64 {
+    ((gen as u64) << 32) | idx as u64
+}
+
+/// EPOLLRDHUP only together with EPOLLIN: a half-closed peer keeps RDHUP asserted, and a
+/// level-triggered wait would report it again and again while output drains.
+fn wanted_interest<C>(conn: &Conn<C>) -> u32 {
+    let mut w = 0;
+    if !conn.read_done && conn.pending() <= OUT_BOUND_BYTES {
+        w |= (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
+    }
+    if conn.pending() > 0 {
+        w |= libc::EPOLLOUT as u32;
+    }
+    w
+}
+
+/// Handles one readiness event for one connection.
+fn step<P: Protocol>(
+    proto: &P,
+    conn: &mut Conn<P::Conn>,
+    events: u32,
+    trigger: Trigger,
+    buf: &mut [u8],
+    c: &mut Counters,
+) -> Fate {
+    if events & libc::EPOLLERR as u32 != 0 && events & libc::EPOLLIN as u32 == 0 {
+        c.add("resets", 1);
+        return Fate::Close;
+    }
+    // Flush first: output that was waiting may make room to read again.
+    if conn.pending() > 0 {
+        match flush(conn, c) {
+            Ok(()) => {}
+            Err(_) => {
+                c.add("resets", 1);
+                return Fate::Close;
+            }
+        }
+    }
+    let readable = events & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP) as u32 != 0;
+    // Edge-triggered: the edge is reported once, so drain until EAGAIN. Level-triggered: one
+    // read; the next wait reports what is left.
+    let mut reads_left = if trigger == Trigger::Edge {
+        usize::MAX
+    } else {
+        1
+    };
+    // Reading also resumes after a pause, when output drained below the bound.
+    let resumable = events & libc::EPOLLOUT as u32 != 0;
+    if readable || resumable {
+        while reads_left > 0 && !conn.read_done && conn.pending() <= OUT_BOUND_BYTES {
+            reads_left -= 1;
+            // SAFETY: buf is valid for writes of buf.len() bytes.
+            let r =
+                unsafe { libc::recv(conn.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+            c.add("reads", 1);
+            if r == 0 {
+                conn.read_done = true;
+                c.add("peer_fins", 1);
+                let reply = proto.on_eof(&mut conn.state, &mut conn.out);
+                if reply == Reply::Out && flush(conn, c).is_err() {
+                    c.add("resets", 1);
+                    return Fate::Close;
+                }
+                break;
+            }
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EAGAIN) => {
+                        c.add("eagain", 1);
+                        break;
+                    }
+                    Some(libc::EINTR) => {
+                        reads_left = reads_left.saturating_add(1);
+                        continue;
+                    }
+                    _ => {
+                        c.add("resets", 1);
+                        return Fate::Close;
+                    }
+                }
+            }
+            let n = r as usize;
+            c.add("bytes_in", n as u64);
+            let st = proto.on_bytes(&mut conn.state, &buf[..n], &mut conn.out);
+            let res = match st.reply {
+                Reply::Nothing => Ok(()),
+                Reply::Input => send_input(conn, &buf[..n], c),
+                Reply::Out => flush(conn, c),
+            };
+            if res.is_err() {
+                c.add("resets", 1);
+                return Fate::Close;
+            }
+            if st.next == Next::Close {
+                conn.read_done = true;
+            }
+        }
+        if !conn.read_done && conn.pending() > OUT_BOUND_BYTES {
+            c.add("read_pauses", 1);
+        }
+    }
+    if conn.read_done && conn.pending() == 0 {
+        return Fate::Close;
+    }
+    Fate::Keep
+}
+
+/// Sends `input` directly when nothing is pending; queues what the socket does not take.
+fn send_input<C>(conn: &mut Conn<C>, input: &[u8], c: &mut Counters) -> io::Result<()> {
+    if conn.pending() > 0 {
+        conn.out.extend_from_slice(input);
+        return flush(conn, c);
+    }
+    let sent = send_some(conn.fd.as_raw_fd(), input, c)?;
+    if sent < input.len() {
+        conn.out.clear();
+        conn.out_pos = 0;
+        conn.out.extend_from_slice(&input[sent..]);
+        c.add("partial_sends", 1);
+    }
+    Ok(())
+}
+
+/// Sends pending output until done or EAGAIN.
+fn flush<C>(conn: &mut Conn<C>, c: &mut Counters) -> io::Result<()> {
+    let n = send_some(conn.fd.as_raw_fd(), &conn.out[conn.out_pos..], c)?;
+    conn.out_pos += n;
+    if conn.out_pos == conn.out.len() {
+        conn.out.clear();
+        conn.out_pos = 0;
+        if conn.out.capacity() > 4 * RECV_BUF {
+            conn.out.shrink_to(RECV_BUF);
+        }
+    }
+    Ok(())
+}
+
+/// Sends as much of `b` as the socket takes; Ok(bytes sent), stops at EAGAIN.
+fn send_some(fd: RawFd, b: &[u8], c: &mut Counters) -> io::Result<usize> {
+    let mut put = 0;
+    while put < b.len() {
+        // SAFETY: the slice is valid for reads of its remaining length.
+        let r = unsafe {
+            libc::send(
+                fd,
+                b[put..].as_ptr().cast(),
+                b.len() - put,
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        c.add("writes", 1);
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EAGAIN) => {
+                    c.add("eagain", 1);
+                    break;
+                }
+                Some(libc::EINTR) => continue,
+                _ => return Err(e),
+            }
+        }
+        put += r as usize;
+    }
+    c.add("bytes_out", put as u64);
+    Ok(put)
+}

@@ -1,0 +1,143 @@
+//! A provided-buffer ring (kernel 5.19): `entries` buffers of `buf_len` bytes the kernel picks
+//! from for receives with IOSQE_BUFFER_SELECT, on top of the io-uring crate's
+//! `Submitter::register_buf_ring_with_flags` and `types::BufRingEntry`.
+//!
+//! The entry ring is page-aligned anonymous memory shared with the kernel; the buffers are one
+//! heap block. A buffer id the kernel hands out is the application's until it is pushed back
+//! with `push` and published with `commit` (one tail store for a batch).
+
+use io_uring::types::BufRingEntry;
+use io_uring::Submitter;
+use std::io;
+use std::sync::atomic::{AtomicU16, Ordering};
+
+/// A registered buffer ring. Unregister it (or drop the io_uring) before dropping it: the
+/// kernel may write to its buffers until then.
+pub struct BufRing {
+    ring: *mut BufRingEntry,
+    ring_bytes: usize,
+    entries: u16,
+    tail: u16,
+    bufs: Box<[u8]>,
+    buf_len: usize,
+    bgid: u16,
+    registered: bool,
+}
+
+// SAFETY: the raw pointer is to memory this value owns; it is used from one thread at a time.
+unsafe impl Send for BufRing {}
+
+impl BufRing {
+    /// Maps, registers and fills a ring of `entries` (a power of two, at most 32768) buffers.
+    pub fn new(
+        sub: &Submitter<'_>,
+        bgid: u16,
+        entries: u16,
+        buf_len: usize,
+    ) -> io::Result<BufRing> {
+        if !entries.is_power_of_two()
+            || entries > 32768
+            || buf_len == 0
+            || buf_len > u32::MAX as usize
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "buffer ring: entries must be a power of two <= 32768, buffers 1..4 GiB",
+            ));
+        }
+        let ring_bytes = entries as usize * std::mem::size_of::<BufRingEntry>();
+        // SAFETY: anonymous private mapping; the result is checked against MAP_FAILED.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                ring_bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let mut br = BufRing {
+            ring: p.cast(),
+            ring_bytes,
+            entries,
+            tail: 0,
+            bufs: vec![0u8; entries as usize * buf_len].into_boxed_slice(),
+            buf_len,
+            bgid,
+            registered: false,
+        };
+        // SAFETY: the ring memory is page-aligned (mmap), holds `entries` entries and lives
+        // until `self` drops, which the owner does only after unregistering.
+        unsafe { sub.register_buf_ring_with_flags(p as u64, entries, bgid, 0)? };
+        br.registered = true;
+        for bid in 0..entries {
+            br.push(bid);
+        }
+        br.commit();
+        Ok(br)
+    }
+
+    pub fn bgid(&self) -> u16 {
+        self.bgid
+    }
+
+    pub fn buf_len(&self) -> usize {
+        self.buf_len
+    }
+
+    pub fn entries(&self) -> u16 {
+        self.entries
+    }
+
+    /// Start of buffer `bid`.
+    pub fn ptr(&self, bid: u16) -> *const u8 {
+        self.bufs[bid as usize * self.buf_len..].as_ptr()
+    }
+
+    /// The first `len` bytes of buffer `bid` (the kernel wrote them; the CQE said how many).
+    pub fn buf(&self, bid: u16, len: usize) -> &[u8] {
+        let start = bid as usize * self.buf_len;
+        &self.bufs[start..start + len.min(self.buf_len)]
+    }
+
+    /// Gives buffer `bid` back (visible to the kernel at the next `commit`).
+    pub fn push(&mut self, bid: u16) {
+        let mask = self.entries - 1;
+        // SAFETY: the index is masked into the ring, which holds `entries` entries.
+        let e = unsafe { &mut *self.ring.add((self.tail & mask) as usize) };
+        e.set_addr(self.ptr(bid) as u64);
+        e.set_len(self.buf_len as u32);
+        e.set_bid(bid);
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    /// Publishes every pushed buffer with one release store of the tail.
+    pub fn commit(&mut self) {
+        // SAFETY: `tail` points at the ring's shared tail field (the first entry's resv), a
+        // naturally aligned u16 the kernel reads with acquire semantics.
+        unsafe {
+            let t = BufRingEntry::tail(self.ring) as *const AtomicU16;
+            (*t).store(self.tail, Ordering::Release);
+        }
+    }
+
+    /// Unregisters from the ring; afterwards the kernel no longer touches the buffers.
+    pub fn unregister(&mut self, sub: &Submitter<'_>) -> io::Result<()> {
+        if self.registered {
+            sub.unregister_buf_ring(self.bgid)?;
+            self.registered = false;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for BufRing {
+    fn drop(&mut self) {
+        // SAFETY: unmaps the region mapped in `new`, exactly once.
+        unsafe { libc::munmap(self.ring.cast(), self.ring_bytes) };
+    }
+}

@@ -1,0 +1,552 @@
+//! Every built-in server passes the same conformance test, driven from the registry: each row
+//! of `registry::MODELS` that `io::serves_tcp` is started as `ringside serve --protocol echo`
+//! and checked for exact echo across sizes and split writes, 50 concurrent connections with
+//! distinct content, hostile clients (reset mid-message, half-close, idle, never reading),
+//! EMFILE without spinning, and a clean exit on SIGTERM. A model this machine cannot run is
+//! printed as skipped with its reason; blocking and epoll can never skip.
+
+use ringside::model::{Availability, ModelSpec};
+use ringside::registry::MODELS;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The models under test: every TCP server in the registry that this machine can run.
+fn servers() -> Vec<&'static ModelSpec> {
+    let env = ringside::env::probe();
+    let mut v = Vec::new();
+    for m in MODELS.iter().filter(|m| ringside::io::serves_tcp(m)) {
+        match m.availability(&env) {
+            Availability::Ready => v.push(m),
+            Availability::Unavailable(why) => {
+                assert!(
+                    !m.family.always_available(),
+                    "{} must always be available, got: {why}",
+                    m.id
+                );
+                println!("skipped {}: {why}", m.id);
+            }
+        }
+    }
+    assert!(v.iter().any(|m| m.id == "blocking") && v.iter().any(|m| m.id == "epoll-et"));
+    v
+}
+
+/// A `ringside serve` child, killed on drop.
+struct Server {
+    id: &'static str,
+    child: Child,
+    addr: SocketAddr,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Server {
+    fn start(id: &'static str, nofile: Option<u64>) -> Server {
+        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("ringside"));
+        cmd.args(["serve", "--protocol", "echo", "--model", id])
+            .args(["--addr", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        if let Some(n) = nofile {
+            // SAFETY: setrlimit is async-signal-safe; runs in the child before exec.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let rl = libc::rlimit {
+                        rlim_cur: n,
+                        rlim_max: n,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &rl) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                })
+            };
+        }
+        let mut child = cmd.spawn().expect("spawn ringside serve");
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines() {
+                let Ok(l) = l else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let first = lines
+            .recv_timeout(IO_TIMEOUT)
+            .unwrap_or_else(|_| panic!("{id}: no 'listening on' line within 10 s"));
+        let addr = first
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("{id}: first line '{first}'"))
+            .parse()
+            .unwrap();
+        Server {
+            id,
+            child,
+            addr,
+            lines,
+        }
+    }
+
+    fn connect(&self) -> TcpStream {
+        let s = TcpStream::connect(self.addr).unwrap();
+        s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+        s.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
+        s.set_nodelay(true).unwrap();
+        s
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// SIGTERM; the server must exit 0 within 2 s and print its counters line.
+    fn stop(mut self) -> (ExitStatus, serde_json::Value) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.pid(), libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{}: still running 2 s after SIGTERM",
+                self.id
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(2))
+            .unwrap_or_else(|_| panic!("{}: no counters line", self.id));
+        let json = line
+            .strip_prefix("counters ")
+            .unwrap_or_else(|| panic!("{}: second line '{line}'", self.id));
+        (status, serde_json::from_str(json).unwrap())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Distinct content per (connection, message): catches bytes from another connection.
+fn pattern(conn: usize, len: usize) -> Vec<u8> {
+    let mut v: Vec<u8> = (0..len)
+        .map(|i| (i.wrapping_mul(31) ^ conn.wrapping_mul(97)) as u8)
+        .collect();
+    let tag = (conn as u32).to_le_bytes();
+    for (i, b) in v.iter_mut().take(4).enumerate() {
+        *b = tag[i];
+    }
+    v
+}
+
+fn read_n(s: &mut TcpStream, n: usize, what: &str) -> Vec<u8> {
+    let mut got = vec![0; n];
+    s.read_exact(&mut got)
+        .unwrap_or_else(|e| panic!("{what}: reading {n} echoed bytes: {e}"));
+    got
+}
+
+fn roundtrip(s: &mut TcpStream, msg: &[u8], what: &str) {
+    // Writer thread: a large message does not fit socket buffers while nobody reads.
+    let mut w = s.try_clone().unwrap();
+    let m = msg.to_vec();
+    let t = std::thread::spawn(move || w.write_all(&m));
+    let got = read_n(s, msg.len(), what);
+    t.join().unwrap().unwrap();
+    assert!(got == msg, "{what}: echoed bytes differ from those sent");
+}
+
+fn assert_serves(srv: &Server, what: &str) {
+    let mut s = srv.connect();
+    roundtrip(&mut s, &pattern(7777, 1000), &format!("{}: {what}", srv.id));
+}
+
+fn rss_kib(pid: i32) -> u64 {
+    let st = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    st.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap()
+}
+
+/// CPU ticks (utime + stime) of the server's own threads. SQPOLL's kernel poller (`iou-sqp-*`)
+/// is left out: it spins for its idle time after every submission by design.
+fn cpu_ticks(pid: i32) -> u64 {
+    let mut total = 0;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
+            continue;
+        };
+        let (Some(l), Some(r)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        if stat[l + 1..r].starts_with("iou-sqp") {
+            continue;
+        }
+        let f: Vec<&str> = stat[r + 2..].split_whitespace().collect();
+        total += f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+    }
+    total
+}
+
+#[test]
+fn echoes_exactly_across_sizes_split_writes_and_connections() {
+    for m in servers() {
+        let srv = Server::start(m.id, None);
+        let id = m.id;
+        // Sizes, one connection each and several on one connection.
+        let mut keep = srv.connect();
+        for (i, len) in [1usize, 7, 4096, 65537].into_iter().enumerate() {
+            let mut s = srv.connect();
+            roundtrip(&mut s, &pattern(i, len), &format!("{id}: {len} bytes"));
+            roundtrip(
+                &mut keep,
+                &pattern(100 + i, len),
+                &format!("{id}: {len} bytes, reused"),
+            );
+        }
+        // Split writes: a message dribbled out in pieces comes back whole.
+        let msg = pattern(42, 4096);
+        let mut off = 0;
+        for piece in [1usize, 7, 100, 1, 2000].into_iter().cycle() {
+            if off == msg.len() {
+                break;
+            }
+            let end = (off + piece).min(msg.len());
+            keep.write_all(&msg[off..end]).unwrap();
+            off = end;
+            if piece < 10 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        let got = read_n(&mut keep, msg.len(), id);
+        assert!(got == msg, "{id}: split writes echoed wrongly");
+        // 50 connections, distinct content, all sent before any is read, three rounds.
+        let mut conns: Vec<TcpStream> = (0..50).map(|_| srv.connect()).collect();
+        for round in 0..3 {
+            for (i, c) in conns.iter_mut().enumerate() {
+                c.write_all(&pattern(1000 * round + i, 1500)).unwrap();
+            }
+            for (i, c) in conns.iter_mut().enumerate() {
+                let got = read_n(c, 1500, id);
+                assert!(
+                    got == pattern(1000 * round + i, 1500),
+                    "{id}: connection {i} round {round} got bytes that are not its own"
+                );
+            }
+        }
+        drop(conns);
+        drop(keep);
+        let (status, counters) = srv.stop();
+        assert!(status.success(), "{id}: exit status {status} after SIGTERM");
+        assert!(
+            counters["accepts"].as_u64().unwrap_or(0) >= 55,
+            "{id}: counters {counters}"
+        );
+        println!("{id}: ok, counters {counters}");
+    }
+}
+
+#[test]
+fn survives_resets_half_close_and_idle_clients() {
+    for m in servers() {
+        let srv = Server::start(m.id, None);
+        let id = m.id;
+        let idle = srv.connect(); // connects and never sends
+                                  // Reset mid-message, with output pending at the server.
+        for len in [10usize, 1 << 20] {
+            let mut s = srv.connect();
+            let msg = pattern(5, len);
+            let _ = s.write_all(&msg[..len / 2]);
+            std::thread::sleep(Duration::from_millis(20));
+            let linger = libc::linger {
+                l_onoff: 1,
+                l_linger: 0,
+            };
+            // SAFETY: valid socket and option.
+            unsafe {
+                libc::setsockopt(
+                    s.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_LINGER,
+                    (&linger as *const libc::linger).cast(),
+                    std::mem::size_of::<libc::linger>() as libc::socklen_t,
+                )
+            };
+            drop(s); // RST
+        }
+        assert_serves(&srv, "after resets");
+        // Half-close: the server echoes everything sent, then closes.
+        for len in [1usize, 100_000] {
+            let mut s = srv.connect();
+            let msg = pattern(9, len);
+            let mut w = s.try_clone().unwrap();
+            let m2 = msg.clone();
+            let t = std::thread::spawn(move || {
+                w.write_all(&m2).unwrap();
+                w.shutdown(Shutdown::Write).unwrap();
+            });
+            let mut got = Vec::new();
+            s.read_to_end(&mut got)
+                .unwrap_or_else(|e| panic!("{id}: half-closed client: {e} (no EOF from server?)"));
+            t.join().unwrap();
+            assert!(
+                got == msg,
+                "{id}: half-close: got {} of {len} bytes",
+                got.len()
+            );
+        }
+        assert_serves(&srv, "with an idle client connected");
+        drop(idle);
+        let (status, _) = srv.stop();
+        assert!(status.success(), "{id}: {status}");
+    }
+}
+
+#[test]
+fn a_client_that_never_reads_cannot_grow_the_server() {
+    const OFFER: usize = 256 << 20;
+    for m in servers() {
+        let srv = Server::start(m.id, None);
+        let id = m.id;
+        assert_serves(&srv, "warm-up");
+        let rss0 = rss_kib(srv.pid());
+        let s = srv.connect();
+        s.set_nonblocking(true).unwrap();
+        let chunk = vec![0x5au8; 1 << 16];
+        let mut sent = 0usize;
+        let mut stalled_since: Option<Instant> = None;
+        let mut dropped = false;
+        let deadline = Instant::now() + Duration::from_secs(3);
+        // Push until 256 MiB went out, or the socket stayed full for 300 ms.
+        while sent < OFFER && Instant::now() < deadline {
+            match (&s).write(&chunk) {
+                Ok(n) => {
+                    sent += n;
+                    stalled_since = None;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    let t = *stalled_since.get_or_insert_with(Instant::now);
+                    if t.elapsed() > Duration::from_millis(300) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                // A server may drop such a client (uring-multishot past its hard bound).
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+                    ) =>
+                {
+                    println!(
+                        "{id}: dropped the never-reading client after {} MiB",
+                        sent >> 20
+                    );
+                    dropped = true;
+                    break;
+                }
+                Err(e) => panic!("{id}: writing to the server: {e}"),
+            }
+        }
+        let grown = rss_kib(srv.pid()).saturating_sub(rss0);
+        assert!(
+            sent < 128 << 20,
+            "{id}: the server took {} MiB from a client that never reads",
+            sent >> 20
+        );
+        assert!(grown < 64 << 10, "{id}: RSS grew {} MiB", grown >> 10);
+        assert_serves(&srv, "while a client never reads");
+        println!(
+            "{id}: never-reading client got {} MiB in, server RSS +{} KiB",
+            sent >> 20,
+            grown
+        );
+        drop(s);
+        let (status, counters) = srv.stop();
+        assert!(status.success(), "{id}: {status}");
+        assert!(
+            !dropped || counters["overrun_closes"].as_u64().unwrap_or(0) > 0,
+            "{id}: reset a client without counting it: {counters}"
+        );
+    }
+}
+
+fn is_reset(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+    )
+}
+
+#[test]
+fn emfile_keeps_serving_and_does_not_spin() {
+    for m in servers() {
+        let id = m.id;
+        let srv = Server::start(id, Some(64));
+        let mut first: Vec<TcpStream> = (0..8).map(|_| srv.connect()).collect();
+        for (i, c) in first.iter_mut().enumerate() {
+            roundtrip(c, &pattern(i, 100), id);
+        }
+        // Far more connections than descriptors: the backlog holds them, accept fails.
+        let extra: Vec<TcpStream> = (0..120).map(|_| srv.connect()).collect();
+        std::thread::sleep(Duration::from_millis(300));
+        let t0 = cpu_ticks(srv.pid());
+        let w0 = Instant::now();
+        std::thread::sleep(Duration::from_secs(1));
+        let ticks = cpu_ticks(srv.pid()) - t0;
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let cpu_share = ticks as f64 / hz / w0.elapsed().as_secs_f64();
+        assert!(
+            cpu_share < 0.5,
+            "{id}: {:.0}% of a CPU under EMFILE pressure: it spins",
+            cpu_share * 100.0
+        );
+        for (i, c) in first.iter_mut().enumerate() {
+            roundtrip(
+                c,
+                &pattern(50 + i, 2000),
+                &format!("{id}: existing connection under EMFILE"),
+            );
+        }
+        // Descriptors come back: accepting resumes.
+        drop(extra);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let mut s = srv.connect();
+            s.set_read_timeout(Some(Duration::from_millis(500)))
+                .unwrap();
+            s.write_all(b"again").unwrap();
+            let mut b = [0u8; 5];
+            if s.read_exact(&mut b).is_ok() && &b == b"again" {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{id}: accepting never resumed after EMFILE"
+            );
+        }
+        let (status, counters) = srv.stop();
+        assert!(status.success(), "{id}: {status}");
+        assert!(
+            counters["accept_pauses"].as_u64().unwrap_or(0) > 0,
+            "{id}: accept never failed, the test did not exercise EMFILE: {counters}"
+        );
+        println!(
+            "{id}: EMFILE cpu {:.1}%, counters {counters}",
+            cpu_share * 100.0
+        );
+    }
+}
+
+#[test]
+fn bad_model_and_protocol_exit_2_naming_the_valid_ones() {
+    let bin = assert_cmd::cargo::cargo_bin("ringside");
+    let o = Command::new(&bin)
+        .args(["serve", "--protocol", "echo", "--model", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("nope") && e.contains("epoll-et"), "{e}");
+    let o = Command::new(&bin)
+        .args(["serve", "--protocol", "gopher", "--model", "epoll-et"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("gopher") && e.contains("echo"), "{e}");
+    let o = Command::new(&bin)
+        .args(["serve", "--protocol", "http", "--model", "epoll-et"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "http is the next issue: exit 2 for now"
+    );
+}
+
+#[test]
+fn a_half_closed_client_that_does_not_read_costs_no_cpu() {
+    for m in servers() {
+        let id = m.id;
+        let srv = Server::start(id, None);
+        let mut s = srv.connect();
+        // More than socket buffers hold, so output stays pending at the server.
+        let msg = pattern(3, 8 << 20);
+        s.set_nonblocking(true).unwrap();
+        let mut off = 0;
+        let mut dropped = false;
+        let until = Instant::now() + Duration::from_secs(2);
+        while off < msg.len() && Instant::now() < until {
+            match s.write(&msg[off..]) {
+                Ok(n) => off += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                Err(e) if is_reset(&e) => {
+                    dropped = true;
+                    break;
+                }
+                Err(e) => panic!("{id}: {e}"),
+            }
+        }
+        let _ = s.shutdown(Shutdown::Write);
+        std::thread::sleep(Duration::from_millis(100));
+        let t0 = cpu_ticks(srv.pid());
+        let w0 = Instant::now();
+        std::thread::sleep(Duration::from_millis(700));
+        let ticks = cpu_ticks(srv.pid()) - t0;
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let share = ticks as f64 / hz / w0.elapsed().as_secs_f64();
+        assert!(
+            share < 0.5,
+            "{id}: {:.0}% of a CPU while a half-closed peer does not read: it spins",
+            share * 100.0
+        );
+        // Reading now gets every byte sent, then EOF; or the server reset this flooding
+        // non-reader (never a silent truncation), and its counters say so.
+        s.set_nonblocking(false).unwrap();
+        let mut got = Vec::new();
+        match s.read_to_end(&mut got) {
+            // After a reset already seen by a write, the socket reads what arrived, then EOF.
+            Ok(_) => assert!(
+                got == msg[..off] || (dropped && msg[..off].starts_with(&got)),
+                "{id}: got {} of {off} bytes",
+                got.len()
+            ),
+            Err(e) if is_reset(&e) => dropped = true,
+            Err(e) => panic!("{id}: {e}"),
+        }
+        let (status, counters) = srv.stop();
+        assert!(status.success(), "{id}: {status}");
+        if dropped {
+            assert!(
+                counters["overrun_closes"].as_u64().unwrap_or(0) > 0,
+                "{id}: reset a client without counting it: {counters}"
+            );
+            println!("{id}: reset the half-closed flooder ({counters})");
+        }
+    }
+}
