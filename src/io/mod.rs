@@ -107,7 +107,8 @@ pub fn serves_tcp(m: &ModelSpec) -> bool {
     match &m.knobs {
         Knobs::Blocking(Threading::PerConnection) | Knobs::Epoll(_) => true,
         Knobs::Blocking(Threading::Pool { .. }) => false,
-        Knobs::Uring(k) => !k.fixed_bufs && (k.multishot || !k.buf_ring),
+        // IOPOLL rings poll block devices; sockets cannot be polled that way.
+        Knobs::Uring(k) => !k.fixed_bufs && !k.iopoll && (k.multishot || !k.buf_ring),
         Knobs::Peer(_) => false,
     }
 }
