@@ -362,6 +362,20 @@ pub fn sweep_param(spec: &ChartSpec, cases: &[&CaseResult]) -> Option<&'static s
     })
 }
 
+/// A log y axis only where the spec asks for one and the data spans at least 10x with every
+/// value positive; otherwise linear (and zeros stay on the chart).
+fn settle_y_scale(mut c: Chart) -> Chart {
+    let ys = c.series.iter().flat_map(|s| s.points.iter().map(|p| p.y));
+    let (lo, hi) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
+        (a.min(y), b.max(y))
+    });
+    c.log_y = c.log_y && lo > 0.0 && hi / lo >= 10.0;
+    if c.log_y {
+        c.y_axis.push_str(" (log)");
+    }
+    c
+}
+
 /// Every chart of a run, in workload order.
 pub fn build(run: &RunResults) -> Vec<Chart> {
     let styles = Styles::for_run(run);
@@ -437,8 +451,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
                                 .filter_map(|c| {
                                     let x = c.params.0.get(param)?.as_f64()?;
                                     let y = m.value(c.figures.as_ref()?)?;
-                                    let ok = |v: f64| v > 0.0 || !spec.log_y;
-                                    (ok(y) && (x > 0.0 || !sw.log_x)).then_some(Pt {
+                                    (x > 0.0 || !sw.log_x).then_some(Pt {
                                         x,
                                         y,
                                         whisker: None,
@@ -473,7 +486,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
                         kind: Kind::Lines,
                         metric: m,
                         x_axis: sw.axis.to_string(),
-                        y_axis: format!("{}{}", m.axis(), if spec.log_y { " (log)" } else { "" }),
+                        y_axis: m.axis().to_string(),
                         log_x: sw.log_x,
                         log_y: spec.log_y,
                         categories: Vec::new(),
@@ -539,7 +552,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
             }
         }
     }
-    charts
+    charts.into_iter().map(settle_y_scale).collect()
 }
 
 #[cfg(test)]

@@ -117,7 +117,14 @@ fn y_range(chart: &Chart) -> (f64, f64) {
         return (0.0, 1.0);
     }
     if chart.log_y {
-        (lo / 2.0, hi * 2.0)
+        // At least a decade and a half, so the axis always has labelled ticks.
+        let (lo, hi) = (lo / 2.0, hi * 2.0);
+        if hi / lo < 30.0 {
+            let mid = (lo * hi).sqrt();
+            (mid / 30f64.sqrt(), mid * 30f64.sqrt())
+        } else {
+            (lo, hi)
+        }
     } else {
         (0.0, if hi > 0.0 { hi * 1.12 } else { 1.0 })
     }
@@ -129,6 +136,7 @@ fn tick(chart: &Chart, v: f64) -> String {
     match chart.metric {
         LatencyP50 | LatencyP99 | CpuPerOp => fmt_ns(v),
         OpsPerSec => fmt_rate(v),
+        SyscallsPer100 if v.abs() >= 10.0 => format!("{v:.0}"),
         SyscallsPer100 => fmt_ratio(v),
     }
 }
