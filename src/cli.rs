@@ -79,6 +79,18 @@ pub struct RunArgs {
     /// CPUs: the measured thread first, then its helper (SQPOLL poller), e.g. "1,0".
     #[arg(long)]
     pub cpus: Option<String>,
+    /// Storage suite: directory to make test files in (default: the current directory's
+    /// filesystem). Its filesystem, device and O_DIRECT support are recorded.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Storage suite: drop the page cache before read repetitions (root only; otherwise the
+    /// results say the cache was warm).
+    #[arg(long)]
+    pub drop_caches: bool,
+    /// Storage suite: also run fio jobs equivalent to storage.randread (psync and io_uring)
+    /// and store fio's figures as their own rows.
+    #[arg(long)]
+    pub crosscheck: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -16,6 +16,8 @@ pub enum InputError {
     BadRuns(u32),
     #[error("output directory '{dir}' cannot be written: {why}")]
     OutputDir { dir: String, why: String },
+    #[error("storage directory '{dir}' cannot be used: {why}")]
+    StorageDir { dir: String, why: String },
 }
 
 /// Why a case produced no measurement.

@@ -7,6 +7,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod crosscheck;
 pub mod env;
 pub mod error;
 pub mod export;

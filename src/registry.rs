@@ -3,7 +3,7 @@
 //! nothing else enumerates models or workloads by hand. Adding either is one row here.
 
 use crate::model::{Family, Knobs, ModelSpec, Threading, Trigger, UringKnobs};
-use crate::workload::{micro, Workload};
+use crate::workload::{micro, storage, Workload};
 
 /// SQPOLL poller idle time before it sleeps, ms. Long enough that it stays awake between the
 /// ops of a measured window, short enough not to burn a CPU between cases.
@@ -15,6 +15,12 @@ pub static MODELS: &[ModelSpec] = &[
         summary: "blocking syscalls; servers: one thread per connection",
         family: Family::Blocking,
         knobs: Knobs::Blocking(Threading::PerConnection),
+    },
+    ModelSpec {
+        id: "threadpool",
+        summary: "blocking calls handed to worker threads (how tokio does files: not pollable)",
+        family: Family::Blocking,
+        knobs: Knobs::Blocking(Threading::Pool { threads: None }),
     },
     ModelSpec {
         id: "epoll-lt",
@@ -53,6 +59,25 @@ pub static MODELS: &[ModelSpec] = &[
         }),
     },
     ModelSpec {
+        id: "uring-fixed-bufs",
+        summary: "io_uring with registered files and registered buffers (READ_FIXED/WRITE_FIXED)",
+        family: Family::Uring,
+        knobs: Knobs::Uring(UringKnobs {
+            fixed_files: true,
+            fixed_bufs: true,
+            ..UringKnobs::PLAIN
+        }),
+    },
+    ModelSpec {
+        id: "uring-iopoll",
+        summary: "io_uring with IOPOLL: completions polled from the device (O_DIRECT, poll queues)",
+        family: Family::Uring,
+        knobs: Knobs::Uring(UringKnobs {
+            iopoll: true,
+            ..UringKnobs::PLAIN
+        }),
+    },
+    ModelSpec {
         id: "uring-sqpoll",
         summary: "io_uring with SQPOLL: a kernel thread on another CPU submits, no enter per op",
         family: Family::Uring,
@@ -68,6 +93,10 @@ pub static WORKLOADS: &[&dyn Workload] = &[
     &micro::pipe::Pipe,
     &micro::fd_scaling::FdScaling,
     &micro::batching::Batching,
+    &storage::page_cycle::PageCycle,
+    &storage::randread::RandRead,
+    &storage::seqread::SeqRead,
+    &storage::small_files::SmallFiles,
 ];
 
 /// Suites are the first component of workload ids, in registry order.
@@ -116,6 +145,6 @@ mod tests {
             assert_eq!(w.id().split('.').count(), 2, "{}", w.id());
             assert!(workload(w.id()).is_some());
         }
-        assert_eq!(suites(), vec!["micro"]);
+        assert_eq!(suites(), vec!["micro", "storage"]);
     }
 }

@@ -10,6 +10,7 @@ use crate::results::schema::{CaseResult, RunResults, Status, Warning};
 use crate::results::store::Store;
 use crate::stats::{self, summary::HIGH_SPREAD};
 use crate::ui::Observer;
+use crate::workload::storage::StorageCtx;
 use crate::workload::Ctx;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -53,6 +54,19 @@ pub fn run(
     store: &Store,
     obs: &dyn Observer,
 ) -> anyhow::Result<Outcome> {
+    run_with(cases, budget, env, run, store, obs, None)
+}
+
+/// `run`, with the storage suite's work directory when storage workloads are selected.
+pub fn run_with(
+    cases: &[Case],
+    budget: Budget,
+    env: &EnvReport,
+    run: &mut RunResults,
+    store: &Store,
+    obs: &dyn Observer,
+    storage: Option<&StorageCtx>,
+) -> anyhow::Result<Outcome> {
     // The measured thread is this one: pin it, then open its syscall counter.
     let _ = pin::pin_this_thread(run.plan.measured);
     let meter = Meter::new();
@@ -63,7 +77,7 @@ pub fn run(
             break;
         }
         obs.case_started(i, case);
-        let Some(result) = measure_case(case, budget, env, &plan, &meter) else {
+        let Some(result) = measure_case(case, budget, env, &plan, &meter, storage) else {
             break; // interrupted mid-case: the partial case is dropped
         };
         obs.case_finished(i, &result);
@@ -86,9 +100,11 @@ fn measure_case(
     env: &EnvReport,
     plan: &pin::CpuPlan,
     meter: &Meter,
+    storage: Option<&StorageCtx>,
 ) -> Option<CaseResult> {
     let w = case.workload;
     let m = case.model;
+    let budget = w.budget(budget);
     let mut r = CaseResult {
         workload: w.id().to_string(),
         model: m.id.to_string(),
@@ -143,6 +159,7 @@ fn measure_case(
             plan,
             meter,
             count_syscalls: counting,
+            storage,
         };
         match w.run_once(&ctx, m, point) {
             Ok(s) if counting => counted = Some(s),

@@ -41,6 +41,25 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         dir: dir.display().to_string(),
         why: format!("{e:#}"),
     })?;
+    let storage_ids: Vec<&str> = workloads
+        .iter()
+        .map(|w| w.id())
+        .filter(|id| id.starts_with("storage."))
+        .collect();
+    let storage = if storage_ids.is_empty() {
+        None
+    } else {
+        let parent = match &a.dir {
+            Some(d) => d.clone(),
+            None => std::env::current_dir()?,
+        };
+        let need = crate::workload::storage::space_needed(&storage_ids, profile);
+        Some(crate::workload::storage::StorageCtx::prepare(
+            &parent,
+            need,
+            a.drop_caches,
+        )?)
+    };
     let cases = plan::expand(&workloads, &models, a.models.is_some(), profile);
 
     let env = crate::env::probe();
@@ -65,7 +84,23 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         progress = Progress::new();
         &progress
     };
-    let outcome = runner::run(&cases, budget, &env, &mut results, &store, obs)?;
+    let outcome = runner::run_with(
+        &cases,
+        budget,
+        &env,
+        &mut results,
+        &store,
+        obs,
+        storage.as_ref(),
+    )?;
+    if a.crosscheck && outcome == Outcome::Finished {
+        if let Some(st) = storage.as_ref() {
+            let rows = crate::crosscheck::fio::randread_rows(&cases, st, profile);
+            results.cases.extend(rows);
+            store.save(&results)?;
+        }
+    }
+    drop(storage); // removes the storage work directory
 
     super::report::write_all(&results, &store.dir)?;
     let format: Format = a.format.into();

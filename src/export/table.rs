@@ -139,6 +139,16 @@ pub fn metric_tables(run: &RunResults) -> Vec<Table> {
                     )
                 })
                 .collect();
+            let mut sys_reasons: Vec<String> = Vec::new();
+            for c in cases.iter().filter_map(|c| c.figures.as_ref()) {
+                if let crate::measure::Measured::Unavailable { unavailable } = &c.syscalls_per_op {
+                    let line = format!("syscalls/op unavailable: {unavailable}");
+                    if !sys_reasons.contains(&line) {
+                        sys_reasons.push(line);
+                    }
+                }
+            }
+            footnotes.extend(sys_reasons);
             for c in cases.iter().filter(|c| c.status == Status::Measured) {
                 if let Some(cpu) = c.sqpoll_cpu {
                     footnotes.push(format!("{}: SQPOLL poller pinned to CPU {cpu}", c.label()));

@@ -4,6 +4,7 @@
 
 pub mod blocking;
 pub mod epoll;
+pub mod file;
 pub mod readiness;
 pub mod sys;
 pub mod uring;
@@ -43,6 +44,54 @@ pub fn pipe_batch(
         Knobs::Blocking(_) => Ok(Box::new(blocking::PipeLoop::new(set))),
         Knobs::Epoll(t) => Ok(Box::new(epoll::PipeWait::new(set, *t)?)),
         Knobs::Uring(k) => Ok(Box::new(uring::pipe::LinkedPairs::new(set, k, plan)?)),
+        Knobs::Peer(_) => Err(CaseError::not_applicable("peers only serve TCP")),
+    }
+}
+
+/// Shape: file I/O, fio-style (anchors P1). Ops are submitted in batches and reaped as they
+/// finish; a blocking engine performs them inside `submit` (its submissions complete at once),
+/// a thread pool hands them to workers, io_uring queues SQEs and enters the kernel once per
+/// batch. One storage loop drives every model through this trait.
+pub trait FileEngine {
+    /// Starts `ops` (in order; `link` chains run in order and stop at the first failure).
+    fn submit(&mut self, ops: &[file::FileOp]) -> io::Result<()>;
+    /// Waits until at least `min` ops have finished (counting ones already finished and not
+    /// yet reaped); appends every finished op to `done`.
+    fn reap(&mut self, min: usize, done: &mut Vec<file::Done>) -> io::Result<()>;
+    /// The engine's I/O buffers (registered with the kernel where the model says so).
+    fn bufs(&self) -> &file::Buffers;
+    /// Opens file slot `file` now, outside any measured window (setup).
+    fn open_now(&mut self, file: u32) -> io::Result<()>;
+    /// What the engine counted for itself (io_uring_enter calls, SQEs, worker threads...).
+    fn counters(&self) -> Counters;
+    /// CPU time of threads the engine runs besides the caller (a pool's workers), so far.
+    fn workers_cpu(&self) -> crate::measure::cpu::CpuReading {
+        Default::default()
+    }
+}
+
+/// Builds the file engine of a model. `dev_polls` says whether the file's block device
+/// supports polled I/O (IOPOLL), with the reason when it does not.
+pub fn file_engine(
+    m: &ModelSpec,
+    cfg: file::FileConfig,
+    plan: &CpuPlan,
+    dev_polls: Result<(), String>,
+) -> Result<Box<dyn FileEngine>, CaseError> {
+    match &m.knobs {
+        Knobs::Blocking(crate::model::Threading::PerConnection) => {
+            Ok(Box::new(blocking::file::SyncFiles::new(cfg)?))
+        }
+        Knobs::Blocking(crate::model::Threading::Pool { threads }) => {
+            let n = threads.map(usize::from).unwrap_or(cfg.depth).clamp(1, 64);
+            Ok(Box::new(blocking::pool::PoolFiles::new(cfg, n, plan)?))
+        }
+        Knobs::Uring(k) => Ok(Box::new(uring::file::RingFiles::new(
+            cfg, k, plan, dev_polls,
+        )?)),
+        Knobs::Epoll(_) => Err(CaseError::not_applicable(
+            "regular files are always 'ready': epoll_ctl refuses them (EPERM)",
+        )),
         Knobs::Peer(_) => Err(CaseError::not_applicable("peers only serve TCP")),
     }
 }

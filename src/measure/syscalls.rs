@@ -51,26 +51,48 @@ pub fn tracepoint_id() -> Result<u64, String> {
 }
 
 fn find_tracepoint_id() -> Result<u64, String> {
-    let read = || {
-        TRACEFS_DIRS.iter().find_map(|d| {
-            let s = fs::read_to_string(Path::new(d).join(EVENT)).ok()?;
-            s.trim().parse::<u64>().ok()
-        })
+    let read = || -> Result<u64, (String, io::Error)> {
+        let mut last = None;
+        for d in TRACEFS_DIRS {
+            let p = Path::new(d).join(EVENT);
+            match fs::read_to_string(&p) {
+                Ok(s) => match s.trim().parse::<u64>() {
+                    Ok(id) => return Ok(id),
+                    Err(_) => {
+                        last = Some((p.display().to_string(), io::ErrorKind::InvalidData.into()))
+                    }
+                },
+                Err(e) if last.is_none() || e.kind() != io::ErrorKind::NotFound => {
+                    last = Some((p.display().to_string(), e))
+                }
+                Err(_) => {}
+            }
+        }
+        Err(last.expect("at least one directory tried"))
     };
-    if let Some(id) = read() {
-        return Ok(id);
-    }
+    let first = match read() {
+        Ok(id) => return Ok(id),
+        Err(e) => e,
+    };
     // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 && mount_tracefs().is_ok() {
-        if let Some(id) = read() {
+    let root = unsafe { libc::geteuid() } == 0;
+    if first.1.kind() == io::ErrorKind::NotFound && root && mount_tracefs().is_ok() {
+        if let Ok(id) = read() {
             return Ok(id);
         }
     }
-    Err(format!(
-        "tracepoint raw_syscalls:sys_enter not found: tracefs is not mounted at {} \
-         (as root: mount -t tracefs nodev /sys/kernel/tracing)",
-        TRACEFS_DIRS[0]
-    ))
+    Err(match first.1.kind() {
+        io::ErrorKind::NotFound => format!(
+            "tracepoint raw_syscalls:sys_enter not found: tracefs is not mounted at {} \
+             (as root: mount -t tracefs nodev /sys/kernel/tracing)",
+            TRACEFS_DIRS[0]
+        ),
+        io::ErrorKind::PermissionDenied => format!(
+            "cannot read {} (permission denied): the tracepoint id needs root or read access to tracefs",
+            first.0
+        ),
+        _ => format!("cannot read {}: {}", first.0, first.1),
+    })
 }
 
 fn mount_tracefs() -> io::Result<()> {

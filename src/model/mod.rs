@@ -84,6 +84,9 @@ pub struct UringKnobs {
     pub buf_ring: bool,
     /// SEND_ZC: zero-copy send (pays only for large payloads).
     pub zc_send: bool,
+    /// IORING_SETUP_IOPOLL: completions are polled from the device (O_DIRECT reads and writes
+    /// on a device with poll queues only; never fsync).
+    pub iopoll: bool,
 }
 
 impl UringKnobs {
@@ -96,6 +99,7 @@ impl UringKnobs {
         multishot: false,
         buf_ring: false,
         zc_send: false,
+        iopoll: false,
     };
 }
 

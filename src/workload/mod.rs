@@ -2,6 +2,7 @@
 //! warm-up, timeouts and printing belong to the runner; models belong to `io`.
 
 pub mod micro;
+pub mod storage;
 
 use crate::error::CaseError;
 use crate::measure::{pin::CpuPlan, Meter, Sample};
@@ -22,6 +23,11 @@ pub trait Workload: Sync {
     fn accepts(&self, m: &ModelSpec) -> Result<(), String>;
     /// Parameter points for a profile and model (message sizes, fd counts, batch sizes).
     fn points(&self, profile: Profile, m: &ModelSpec) -> Vec<Point>;
+    /// The repetitions this workload wants out of the profile's budget (default: as given).
+    /// Storage repetitions rewrite whole files, so the storage suite takes fewer.
+    fn budget(&self, b: crate::plan::Budget) -> crate::plan::Budget {
+        b
+    }
     /// One repetition: set up, measure `ctx.ops` ops in one window, tear down.
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError>;
 }
@@ -81,6 +87,8 @@ pub struct Ctx<'a> {
     pub meter: &'a Meter,
     /// This repetition counts syscalls instead of timing: its latencies are discarded.
     pub count_syscalls: bool,
+    /// The storage suite's work directory and cache policy (`None`: no storage workload).
+    pub storage: Option<&'a storage::StorageCtx>,
 }
 
 impl Ctx<'_> {

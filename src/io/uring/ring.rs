@@ -38,6 +38,10 @@ pub fn build(k: &UringKnobs, entries: u32, plan: &CpuPlan) -> Result<(IoUring, S
         setup.flags.push("DEFER_TASKRUN");
         setup.flags.push("SINGLE_ISSUER");
     }
+    if k.iopoll {
+        b.setup_iopoll();
+        setup.flags.push("IOPOLL");
+    }
     let ring = b.build(entries).map_err(|e| refusal(k, e))?;
     Ok((ring, setup))
 }
@@ -45,6 +49,8 @@ pub fn build(k: &UringKnobs, entries: u32, plan: &CpuPlan) -> Result<(IoUring, S
 fn refusal(k: &UringKnobs, e: io::Error) -> CaseError {
     let what = if k.sqpoll_idle_ms.is_some() {
         "io_uring_setup with SQPOLL"
+    } else if k.iopoll {
+        "io_uring_setup with IOPOLL"
     } else if k.defer_taskrun {
         "io_uring_setup with DEFER_TASKRUN|SINGLE_ISSUER"
     } else {

@@ -30,7 +30,9 @@ impl Workload for Batching {
             Knobs::Blocking(_) => Err(
                 "a thread pool hands each call to another thread; this loop is one thread".into(),
             ),
-            Knobs::Uring(k) if k.multishot || k.buf_ring || k.zc_send || k.fixed_bufs => {
+            Knobs::Uring(k)
+                if k.multishot || k.buf_ring || k.zc_send || k.fixed_bufs || k.iopoll =>
+            {
                 Err("knob has no meaning for a pipe write/read pair".into())
             }
             Knobs::Uring(_) => Ok(()),

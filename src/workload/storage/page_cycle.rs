@@ -1,0 +1,159 @@
+//! `storage.page_cycle`: for each 4 KiB page of a fresh file, write the page, fsync, read it
+//! back and verify the bytes. blocking: pwrite/fsync/pread; threadpool: each page's three
+//! calls on a worker; io_uring: write -> fsync -> read linked (IOSQE_IO_LINK), `depth` pages
+//! per batch, one io_uring_enter per batch.
+//!
+//! A page's latency is the time from its batch's submission until the batch has completed
+//! (depth 1: the page's own three calls).
+
+use super::*;
+use crate::io::file::OpKind;
+use crate::workload::{Point, Workload};
+
+pub struct PageCycle;
+
+/// Size of the page-cycle file per profile, bytes (full: 256 MiB = 65,536 pages).
+pub fn file_bytes(p: Profile) -> u64 {
+    match p {
+        Profile::Smoke => 1 << 20,
+        Profile::Quick => 8 << 20,
+        Profile::Full => 256 << 20,
+    }
+}
+
+fn depth(m: &ModelSpec) -> u64 {
+    match &m.knobs {
+        Knobs::Blocking(crate::model::Threading::PerConnection) => 1,
+        _ => 256,
+    }
+}
+
+impl Workload for PageCycle {
+    fn id(&self) -> &'static str {
+        "storage.page_cycle"
+    }
+    fn about(&self) -> &'static str {
+        "each 4 KiB page of a fresh file: write, fsync, read back, verify (blocking vs linked io_uring chains)"
+    }
+    fn op(&self) -> &'static str {
+        "one 4 KiB page written, fsynced, read back and verified (latency: its batch's submission to \
+         completion). threadpool: the same blocking calls on worker threads, as epoll runtimes \
+         (tokio) do file I/O, because regular files are not pollable"
+    }
+    fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
+        if let Knobs::Uring(k) = &m.knobs {
+            if k.iopoll {
+                return Err("IOPOLL rings cannot fsync (polled rings refuse or skip it)".into());
+            }
+        }
+        accepts_storage(m)
+    }
+    fn points(&self, profile: Profile, m: &ModelSpec) -> Vec<Point> {
+        let mut params = fs_params()
+            .with("file_bytes", file_bytes(profile))
+            .with("page_bytes", PAGE)
+            .with("depth", depth(m));
+        if let Knobs::Blocking(crate::model::Threading::Pool { .. }) = &m.knobs {
+            params = params.with("threads", depth(m).min(64));
+        }
+        vec![Point::new(params)]
+    }
+    fn budget(&self, b: Budget) -> Budget {
+        storage_budget(b)
+    }
+    fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
+        let st = storage_ctx(ctx)?;
+        let size = p.params.u64("file_bytes")?;
+        let depth = p.params.u64("depth")?.max(1);
+        let pages = size / PAGE;
+        let path = st.dir.join(format!(
+            "page-cycle-{}.bin",
+            crate::measure::clock::now_ns()
+        ));
+        let _files = TempFiles(vec![path.clone()]);
+        let cfg = FileConfig {
+            paths: vec![cpath(&path)],
+            open_flags: libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC,
+            bufs: 2 * depth as usize,
+            buf_len: PAGE as usize,
+            depth: 3 * depth as usize,
+        };
+        let (run, mut eng) = Run::start(ctx, m, cfg, &st.fs)?;
+        eng.open_now(0)
+            .map_err(|e| failed_io("opening", &path, e))?;
+        let mut fsyncs = 0u64;
+        let mut verified = 0u64;
+        let mut ops = Vec::with_capacity(3 * depth as usize);
+        let mut done = Vec::with_capacity(3 * depth as usize);
+        let sample = run.measure(eng.as_mut(), Counters::default(), |eng, hist| {
+            let mut page = 0u64;
+            while page < pages {
+                check_stop()?;
+                let k = depth.min(pages - page);
+                ops.clear();
+                for j in 0..k {
+                    let pg = page + j;
+                    let (wb, rb) = (2 * j as u32, 2 * j as u32 + 1);
+                    fill_stamped(buf(eng.bufs(), wb, PAGE as usize), pg);
+                    let off = pg * PAGE;
+                    let len = PAGE as u32;
+                    ops.push(file_op(
+                        OpKind::Write {
+                            buf: wb,
+                            offset: off,
+                            len,
+                        },
+                        0,
+                        3 * j,
+                        true,
+                    ));
+                    ops.push(file_op(OpKind::Fsync, 0, 3 * j + 1, true));
+                    ops.push(file_op(
+                        OpKind::Read {
+                            buf: rb,
+                            offset: off,
+                            len,
+                        },
+                        0,
+                        3 * j + 2,
+                        false,
+                    ));
+                }
+                let t0 = crate::measure::clock::now_ns();
+                eng.submit(&ops)?;
+                done.clear();
+                eng.reap(ops.len(), &mut done)?;
+                let dt = crate::measure::clock::now_ns() - t0;
+                hist.record_n(dt, k);
+                for d in &done {
+                    let (j, step) = (d.user / 3, d.user % 3);
+                    match step {
+                        0 => expect_len(d, PAGE, "write")?,
+                        1 => {
+                            d.result().map_err(|e| {
+                                CaseError::Failed(anyhow::anyhow!("fsync failed: {e}"))
+                            })?;
+                            fsyncs += 1;
+                        }
+                        _ => {
+                            expect_len(d, PAGE, "read back")?;
+                            let rb = buf(eng.bufs(), 2 * j as u32 + 1, PAGE as usize);
+                            verified += check_stamped(rb, page + j, true)?;
+                        }
+                    }
+                }
+                page += k;
+            }
+            Ok((pages, pages * PAGE))
+        })?;
+        let mut s = sample;
+        s.counters.add("fsyncs_completed", fsyncs);
+        s.counters.add("bytes_verified", verified);
+        if fsyncs != pages || verified != pages * PAGE {
+            return Err(CaseError::Failed(anyhow::anyhow!(
+                "{fsyncs} fsyncs and {verified} verified bytes for {pages} pages"
+            )));
+        }
+        Ok(s)
+    }
+}

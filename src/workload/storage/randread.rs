@@ -1,0 +1,223 @@
+//! `storage.randread`: 4 KiB reads at random aligned offsets of the run's data file, keeping
+//! `depth` reads in flight: 1 and 32, buffered and O_DIRECT (where the filesystem allows).
+//! blocking: pread (QD 1 only: one thread has one read in flight); threadpool: `depth`
+//! workers; io_uring: `depth` SQEs in flight, refilled as completions arrive, one
+//! io_uring_enter per refill (it submits the new reads and waits for the next completion).
+//!
+//! A read's latency runs from its submission to the reap that saw it complete. Every block's
+//! first and last words are checked against the stamps written; every 64th read in full.
+
+use super::*;
+use crate::io::file::OpKind;
+use crate::workload::{Point, Workload};
+
+pub struct RandRead;
+
+/// Size of the data file per profile, bytes (full: 1 GiB).
+pub fn file_bytes(p: Profile) -> u64 {
+    match p {
+        Profile::Smoke => 4 << 20,
+        Profile::Quick => 64 << 20,
+        Profile::Full => 1 << 30,
+    }
+}
+
+fn reads(p: Profile) -> u64 {
+    match p {
+        Profile::Smoke => 512,
+        Profile::Quick => 4096,
+        Profile::Full => 32768,
+    }
+}
+
+impl Workload for RandRead {
+    fn id(&self) -> &'static str {
+        "storage.randread"
+    }
+    fn about(&self) -> &'static str {
+        "4 KiB random reads at queue depth 1 and 32, buffered and O_DIRECT"
+    }
+    fn op(&self) -> &'static str {
+        "one 4 KiB read at a random aligned offset, checked against the stamps written (threadpool: \
+         `depth` workers making blocking preads; regular files are not pollable)"
+    }
+    fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
+        accepts_storage(m)
+    }
+    fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
+        let mut v = Vec::new();
+        for direct in [false, true] {
+            for qd in [1u64, 32] {
+                v.push(Point::new(
+                    fs_params()
+                        .with("file_bytes", file_bytes(profile))
+                        .with("block_bytes", PAGE)
+                        .with("reads", reads(profile))
+                        .with("depth", qd)
+                        .with("direct", direct),
+                ));
+            }
+        }
+        v
+    }
+    fn budget(&self, b: Budget) -> Budget {
+        storage_budget(b)
+    }
+    fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
+        let depth = p.params.u64("depth")?.max(1);
+        let direct = p.params.0.get("direct").and_then(|v| v.as_bool()) == Some(true);
+        let n = p.params.u64("reads")?;
+        let size = p.params.u64("file_bytes")?;
+        let block = p.params.u64("block_bytes")?;
+        read_case(
+            ctx,
+            m,
+            ReadPlan {
+                depth,
+                direct,
+                n,
+                size,
+                block,
+                random: true,
+            },
+        )
+    }
+}
+
+/// One read case: which reads, how many in flight.
+pub(super) struct ReadPlan {
+    pub depth: u64,
+    pub direct: bool,
+    /// Reads to make (sequential: the whole file once, `size / block`).
+    pub n: u64,
+    pub size: u64,
+    pub block: u64,
+    pub random: bool,
+}
+
+pub(super) fn read_case(ctx: &Ctx<'_>, m: &ModelSpec, rp: ReadPlan) -> Result<Sample, CaseError> {
+    if rp.depth > 1
+        && matches!(
+            m.knobs,
+            Knobs::Blocking(crate::model::Threading::PerConnection)
+        )
+    {
+        return Err(CaseError::not_applicable(
+            "one thread making blocking reads has one read in flight; deeper queues need \
+             threads ('threadpool') or a ring",
+        ));
+    }
+    let st = storage_ctx(ctx)?;
+    if rp.direct {
+        if let Err(why) = &st.fs.o_direct {
+            return Err(CaseError::unavailable(format!(
+                "O_DIRECT refused on {} at {}: {why}",
+                st.fs.fs_type,
+                st.dir.display()
+            )));
+        }
+    }
+    let path = st.data_file(rp.size)?;
+    if !rp.direct {
+        st.before_reads()
+            .map_err(|e| CaseError::Failed(anyhow::anyhow!("dropping caches: {e}")))?;
+    }
+    let mut flags = libc::O_RDONLY;
+    if rp.direct {
+        flags |= libc::O_DIRECT;
+    }
+    let cfg = FileConfig {
+        paths: vec![cpath(&path)],
+        open_flags: flags,
+        bufs: rp.depth as usize,
+        buf_len: rp.block as usize,
+        depth: rp.depth as usize,
+    };
+    let (run, mut eng) = Run::start(ctx, m, cfg, &st.fs)?;
+    eng.open_now(0)
+        .map_err(|e| failed_io("opening", &path, e))?;
+    let blocks = rp.size / rp.block;
+    let mut rng = 0x2545_F491_4F6C_DD1Du64 ^ crate::measure::clock::now_ns();
+    let mut next_seq = 0u64;
+    let mut next_offset = move || {
+        if rp.random {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % blocks) * rp.block
+        } else {
+            let o = (next_seq % blocks) * rp.block;
+            next_seq += 1;
+            o
+        }
+    };
+    let mut verified = 0u64;
+    let d = rp.depth as usize;
+    let mut started = vec![0u64; d];
+    let mut offsets = vec![0u64; d];
+    let mut ops = Vec::with_capacity(d);
+    let mut done = Vec::with_capacity(d);
+    let sample = run.measure(eng.as_mut(), Counters::default(), |eng, hist| {
+        let mut issued = 0u64;
+        let mut finished = 0u64;
+        let now = crate::measure::clock::now_ns;
+        for (slot, o) in offsets.iter_mut().enumerate().take(d.min(rp.n as usize)) {
+            let off = next_offset();
+            *o = off;
+            ops.push(file_op(
+                OpKind::Read {
+                    buf: slot as u32,
+                    offset: off,
+                    len: rp.block as u32,
+                },
+                0,
+                slot as u64,
+                false,
+            ));
+            issued += 1;
+        }
+        let t = now();
+        started[..ops.len()].fill(t);
+        eng.submit(&ops)?;
+        while finished < rp.n {
+            if finished % 1024 == 0 {
+                check_stop()?;
+            }
+            done.clear();
+            eng.reap(1, &mut done)?;
+            let t = now();
+            ops.clear();
+            for c in &done {
+                let slot = c.user as usize;
+                hist.record(t - started[slot]);
+                expect_len(c, rp.block, "read")?;
+                let b = buf(eng.bufs(), slot as u32, rp.block as usize);
+                verified += check_stamped(b, offsets[slot] / PAGE, finished % 64 == 0)?;
+                finished += 1;
+                if issued < rp.n {
+                    let off = next_offset();
+                    offsets[slot] = off;
+                    started[slot] = t;
+                    ops.push(file_op(
+                        OpKind::Read {
+                            buf: slot as u32,
+                            offset: off,
+                            len: rp.block as u32,
+                        },
+                        0,
+                        slot as u64,
+                        false,
+                    ));
+                    issued += 1;
+                }
+            }
+            if !ops.is_empty() {
+                eng.submit(&ops)?;
+            }
+        }
+        Ok((rp.n, rp.n * rp.block))
+    })?;
+    let mut s = sample;
+    s.counters.add("bytes_verified", verified);
+    Ok(s)
+}

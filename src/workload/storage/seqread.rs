@@ -1,0 +1,74 @@
+//! `storage.seqread`: the run's data file read from start to end in blocks of 4 KiB..1 MiB:
+//! MB/s and CPU per MB. blocking: one pread at a time; threadpool and io_uring: 4 reads in
+//! flight (the next blocks), refilled as they complete.
+
+use super::randread::{read_case, ReadPlan};
+use super::*;
+use crate::workload::{Point, Workload};
+
+pub struct SeqRead;
+
+fn depth(m: &ModelSpec) -> u64 {
+    match &m.knobs {
+        Knobs::Blocking(crate::model::Threading::PerConnection) => 1,
+        _ => 4,
+    }
+}
+
+impl Workload for SeqRead {
+    fn id(&self) -> &'static str {
+        "storage.seqread"
+    }
+    fn about(&self) -> &'static str {
+        "a large file read sequentially with block sizes 4 KiB..1 MiB (MB/s, CPU per MB)"
+    }
+    fn op(&self) -> &'static str {
+        "one block read in file order (block_bytes; MB/s = ops/s x block_bytes), stamps checked"
+    }
+    fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
+        if let Knobs::Uring(k) = &m.knobs {
+            if k.iopoll {
+                return Err("buffered reads complete from the page cache: nothing to poll".into());
+            }
+        }
+        accepts_storage(m)
+    }
+    fn points(&self, profile: Profile, m: &ModelSpec) -> Vec<Point> {
+        let sizes: &[u64] = match profile {
+            Profile::Smoke => &[4 << 10, 1 << 20],
+            Profile::Quick => &[4 << 10, 64 << 10, 1 << 20],
+            Profile::Full => &[4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20],
+        };
+        sizes
+            .iter()
+            .map(|&bs| {
+                Point::new(
+                    fs_params()
+                        .with("file_bytes", super::randread::file_bytes(profile))
+                        .with("block_bytes", bs)
+                        .with("depth", depth(m))
+                        .with("direct", false),
+                )
+            })
+            .collect()
+    }
+    fn budget(&self, b: Budget) -> Budget {
+        storage_budget(b)
+    }
+    fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
+        let size = p.params.u64("file_bytes")?;
+        let block = p.params.u64("block_bytes")?;
+        read_case(
+            ctx,
+            m,
+            ReadPlan {
+                depth: p.params.u64("depth")?,
+                direct: false,
+                n: size / block,
+                size,
+                block,
+                random: false,
+            },
+        )
+    }
+}

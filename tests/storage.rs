@@ -1,0 +1,412 @@
+//! The storage suite: every model that claims the file shape moves real bytes through it and
+//! reads them back; bad directories are refused before anything runs; the fio cross-check
+//! stores fio's rows (or says why it could not); no test file is left behind.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use ringside::io::file::{FileConfig, FileOp, OpKind};
+use ringside::measure::pin::CpuPlan;
+use ringside::registry::MODELS;
+use ringside::workload::Workload;
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::time::Duration;
+
+fn ringside() -> Command {
+    let mut c = Command::cargo_bin("ringside").unwrap();
+    c.timeout(Duration::from_secs(240));
+    c
+}
+
+fn op(kind: OpKind, file: u32, user: u64, link: bool) -> FileOp {
+    FileOp {
+        kind,
+        file,
+        user,
+        link,
+    }
+}
+
+#[test]
+fn every_storage_model_writes_fsyncs_and_reads_back_the_same_bytes() {
+    let pc = ringside::workload::storage::page_cycle::PageCycle;
+    let plan = CpuPlan::default_for(&ringside::measure::pin::allowed_cpus());
+    let mut ran = 0;
+    for m in MODELS.iter().filter(|m| pc.accepts(m).is_ok()) {
+        let dir = tempfile::tempdir().unwrap();
+        let paths: Vec<CString> = (0..3)
+            .map(|i| CString::new(dir.path().join(format!("f{i}")).as_os_str().as_bytes()).unwrap())
+            .collect();
+        let cfg = FileConfig {
+            paths,
+            open_flags: libc::O_RDWR | libc::O_CREAT,
+            bufs: 4,
+            buf_len: 4096,
+            depth: 16,
+        };
+        let mut e = match ringside::io::file_engine(m, cfg, &plan, Err("test".into())) {
+            Ok(e) => e,
+            Err(ringside::error::CaseError::Unavailable(why)) => {
+                eprintln!("{}: skipped, unavailable: {why}", m.id);
+                assert!(!m.family.always_available(), "{} must run", m.id);
+                continue;
+            }
+            Err(e) => panic!("{}: {e}", m.id),
+        };
+        // Slot 0 opened as setup; write -> fsync -> read linked, two pages.
+        e.open_now(0).unwrap();
+        for (i, b) in e.bufs().slice(0)[..4096].iter_mut().enumerate() {
+            *b = (i % 251) as u8;
+        }
+        for (i, b) in e.bufs().slice(2)[..4096].iter_mut().enumerate() {
+            *b = (i % 13) as u8 + 7;
+        }
+        let mut ops = Vec::new();
+        for (j, (wb, rb)) in [(0u32, 1u32), (2, 3)].into_iter().enumerate() {
+            let off = j as u64 * 4096;
+            let j = j as u64 * 3;
+            ops.push(op(
+                OpKind::Write {
+                    buf: wb,
+                    offset: off,
+                    len: 4096,
+                },
+                0,
+                j,
+                true,
+            ));
+            ops.push(op(OpKind::Fsync, 0, j + 1, true));
+            ops.push(op(
+                OpKind::Read {
+                    buf: rb,
+                    offset: off,
+                    len: 4096,
+                },
+                0,
+                j + 2,
+                false,
+            ));
+        }
+        e.submit(&ops).unwrap();
+        let mut done = Vec::new();
+        e.reap(ops.len(), &mut done).unwrap();
+        assert_eq!(done.len(), 6, "{}", m.id);
+        for d in &done {
+            let want = if d.user % 3 == 1 { 0 } else { 4096 };
+            assert_eq!(d.res, want, "{}: op {}", m.id, d.user);
+        }
+        assert_eq!(
+            e.bufs().slice(0)[..4096],
+            e.bufs().slice(1)[..4096],
+            "{}",
+            m.id
+        );
+        assert_eq!(
+            e.bufs().slice(2)[..4096],
+            e.bufs().slice(3)[..4096],
+            "{}",
+            m.id
+        );
+        // Slots 1 and 2 opened, written and closed by linked chains (direct descriptors on
+        // io_uring).
+        let mut ops = Vec::new();
+        for f in [1u32, 2] {
+            let u = 10 * f as u64;
+            ops.push(op(OpKind::Open, f, u, true));
+            ops.push(op(
+                OpKind::Write {
+                    buf: 0,
+                    offset: 0,
+                    len: 4096,
+                },
+                f,
+                u + 1,
+                true,
+            ));
+            ops.push(op(OpKind::Close, f, u + 2, false));
+        }
+        e.submit(&ops).unwrap();
+        done.clear();
+        e.reap(ops.len(), &mut done).unwrap();
+        assert_eq!(done.len(), 6, "{}", m.id);
+        assert!(done.iter().all(|d| d.res >= 0), "{}: {done:?}", m.id);
+        let want = e.bufs().slice(0)[..4096].to_vec();
+        drop(e);
+        for f in 1..3 {
+            let got = std::fs::read(dir.path().join(format!("f{f}"))).unwrap();
+            assert_eq!(got, want, "{}: file {f}", m.id);
+        }
+        ran += 1;
+    }
+    assert!(ran >= 2, "blocking and threadpool at least");
+}
+
+#[test]
+fn storage_suite_runs_every_model_verifies_and_leaves_no_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    ringside()
+        .args([
+            "run",
+            "storage",
+            "--profile",
+            "smoke",
+            "--quiet",
+            "--format",
+            "json",
+        ])
+        .arg("--dir")
+        .arg(dir.path())
+        .arg("--out")
+        .arg(out.path())
+        .assert()
+        .success();
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "files left behind: {left:?}");
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("results.json")).unwrap()).unwrap();
+    let cases = r["cases"].as_array().unwrap();
+    assert!(!cases.is_empty());
+    for c in cases {
+        let id = format!("{} {} {}", c["workload"], c["model"], c["params"]);
+        assert_ne!(c["status"], "failed", "{id}: {}", c["reason"]);
+        assert!(c["params"]["fs"].as_str().is_some(), "{id}: fs named");
+        if c["status"] == "measured" {
+            assert!(
+                c["counters"]["bytes_verified"].as_u64().unwrap() > 0,
+                "{id}"
+            );
+        }
+        if c["workload"] == "storage.page_cycle" && c["status"] == "measured" {
+            let pages = c["params"]["file_bytes"].as_u64().unwrap() / 4096;
+            let reps = c["repetitions"].as_u64().unwrap();
+            assert_eq!(
+                c["counters"]["fsyncs_completed"].as_u64().unwrap(),
+                pages * reps,
+                "{id}"
+            );
+        }
+    }
+    for m in ["blocking", "threadpool"] {
+        assert!(
+            cases
+                .iter()
+                .any(|c| c["model"] == m && c["status"] == "measured"),
+            "{m} measured"
+        );
+    }
+}
+
+#[test]
+fn a_missing_or_full_directory_is_refused_by_name_before_anything_runs() {
+    let out = tempfile::tempdir().unwrap();
+    ringside()
+        .args(["run", "storage.page_cycle", "--profile", "smoke", "--quiet"])
+        .args(["--dir", "/nonexistent/ringside-dir"])
+        .arg("--out")
+        .arg(out.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("/nonexistent/ringside-dir"));
+    // /proc takes no files: no free space, and the refusal says how much is needed and free.
+    ringside()
+        .args(["run", "storage.page_cycle", "--profile", "smoke", "--quiet"])
+        .args(["--dir", "/proc"])
+        .arg("--out")
+        .arg(out.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("'/proc'"))
+        .stderr(predicate::str::contains("need").and(predicate::str::contains("free")));
+    // Unwritable: only a non-root user can be refused by permissions.
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        use std::os::unix::fs::PermissionsExt;
+        let ro = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(ro.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+        ringside()
+            .args(["run", "storage.page_cycle", "--profile", "smoke", "--quiet"])
+            .arg("--dir")
+            .arg(ro.path())
+            .arg("--out")
+            .arg(out.path())
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(ro.path().to_str().unwrap()))
+            .stderr(predicate::str::contains("not writable"));
+    } else {
+        eprintln!(
+            "unwritable-by-permission case skipped: running as root, which may write anywhere"
+        );
+    }
+}
+
+#[test]
+fn fio_crosscheck_rows_sit_beside_ringside_rows() {
+    let fio = std::process::Command::new("fio").arg("--version").output();
+    let present = fio.map(|o| o.status.success()).unwrap_or(false);
+    if !present {
+        eprintln!("fio cross-check skipped: fio is not installed (apt-get install fio); checking the rows say so");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    ringside()
+        .args([
+            "run",
+            "storage.randread",
+            "--profile",
+            "smoke",
+            "--quiet",
+            "--crosscheck",
+        ])
+        .args(["--models", "uring", "--format", "json"])
+        .arg("--dir")
+        .arg(dir.path())
+        .arg("--out")
+        .arg(out.path())
+        .assert()
+        .success();
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "no files left"
+    );
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("results.json")).unwrap()).unwrap();
+    let rows: Vec<_> = r["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["model"].as_str().unwrap().starts_with("fio:"))
+        .collect();
+    assert_eq!(rows.len(), 8, "2 engines x 4 randread points");
+    for c in rows {
+        if present {
+            assert_eq!(c["status"], "measured", "{}", c["reason"]);
+            assert!(c["ops_per_sec"]["median"].as_f64().unwrap() > 0.0);
+            assert!(c["latency_ns"]["p50"].as_f64().unwrap() > 0.0);
+        } else {
+            assert_eq!(c["status"], "unavailable");
+            assert_eq!(c["reason"], "fio not installed");
+        }
+    }
+}
+
+/// Runs ringside with a file-size limit (RLIMIT_FSIZE) so that writes fail mid-run with EFBIG,
+/// as they would with ENOSPC on a full disk.
+#[test]
+fn a_write_error_mid_run_fails_that_case_with_the_errno_and_the_others_go_on() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ringside"));
+    cmd.args([
+        "run",
+        "storage.page_cycle",
+        "storage.small_files",
+        "--profile",
+        "smoke",
+    ])
+    .args([
+        "--models",
+        "blocking,uring",
+        "--quiet",
+        "--format",
+        "json",
+        "--dir",
+    ])
+    .arg(dir.path())
+    .arg("--out")
+    .arg(out.path());
+    // SAFETY: only async-signal-safe calls (setrlimit, signal) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 512 << 10,
+                rlim_max: 512 << 10,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    Command::from_std(cmd)
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "the failed case's files were removed"
+    );
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("results.json")).unwrap()).unwrap();
+    let cases = r["cases"].as_array().unwrap();
+    for c in cases {
+        let id = format!("{} {} {}", c["workload"], c["model"], c["params"]["phase"]);
+        if c["workload"] == "storage.page_cycle" {
+            assert_eq!(
+                c["status"], "failed",
+                "{id}: 1 MiB file over a 512 KiB limit"
+            );
+            let why = c["reason"].as_str().unwrap();
+            assert!(why.contains("errno 27"), "{id}: {why}");
+        } else {
+            assert_eq!(
+                c["status"], "measured",
+                "{id}: 64 KiB files fit: {}",
+                c["reason"]
+            );
+        }
+    }
+    assert_eq!(cases.len(), 2 + 4);
+}
+
+#[test]
+fn ctrl_c_removes_the_files_and_keeps_finished_cases() {
+    use std::process::Stdio;
+    use std::time::Instant;
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ringside"))
+        .args(["run", "storage", "--profile", "quick", "--quiet", "--dir"])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(out.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let results = out.path().join("results.json");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let cases_now = || -> usize {
+        std::fs::read(&results)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["cases"].as_array().map(|a| a.len()))
+            .unwrap_or(0)
+    };
+    while cases_now() < 2 {
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            panic!("no two cases finished before the deadline, or ringside exited early");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: sending SIGINT to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("ringside did not stop after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "files left behind: {left:?}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&results).unwrap()).unwrap();
+    assert_eq!(v["finished"], false);
+    assert!(v["cases"].as_array().unwrap().len() >= 2);
+}
