@@ -150,7 +150,8 @@ pub static CHARTS: &[ChartSpec] = &[
         sweep: None,
         metrics: BAR_METRICS,
         log_y: false,
-        verdict: Metric::LatencyP50,
+        // Latency at queue depth 32 is mostly queueing; throughput is the comparable figure.
+        verdict: Metric::OpsPerSec,
     },
     ChartSpec {
         workloads: "net.echo",
@@ -199,9 +200,10 @@ pub fn spec_for(workload: &str) -> &'static ChartSpec {
         .unwrap_or(&DEFAULT_SPEC)
 }
 
-/// Okabe-Ito colours (without its yellow, faint on white) and a mid grey, ordered so
-/// neighbours differ in lightness too.
-pub const PALETTE: [(u8, u8, u8); 8] = [
+/// Okabe-Ito colours (without its yellow, faint on white), a mid grey, then Paul Tol's
+/// indigo, wine and olive: eleven colours that colour-blind readers tell apart, each series
+/// also with its own marker (and line dash), so greyscale prints stay readable.
+pub const PALETTE: [(u8, u8, u8); 11] = [
     (0, 114, 178),   // blue
     (213, 94, 0),    // vermillion
     (0, 158, 115),   // bluish green
@@ -210,6 +212,9 @@ pub const PALETTE: [(u8, u8, u8); 8] = [
     (86, 180, 233),  // sky blue
     (0, 0, 0),       // black
     (128, 128, 128), // grey
+    (51, 34, 136),   // indigo
+    (136, 34, 85),   // wine
+    (153, 153, 51),  // olive
 ];
 
 /// Marker shapes; filled and hollow variants tell series apart in greyscale.
@@ -340,6 +345,85 @@ pub fn params_text(c: &CaseResult, skip: Option<&str>) -> String {
         .join(" ")
 }
 
+/// How a workload's parameters split: `common` ones have one value in every cell (shown once),
+/// `per_model` ones are fixed per model but differ between models (a queue depth the model
+/// needs, a pool's thread count: shown beside the model, not as separate points), and the
+/// rest are the parameter points cells are grouped and compared by.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ParamRoles {
+    pub common: Vec<(String, serde_json::Value)>,
+    pub per_model: Vec<String>,
+}
+
+impl ParamRoles {
+    /// Roles over every cell of `workload` that carries parameters (cells of models that do
+    /// not take part at all have none and say nothing about the points).
+    pub fn of(run: &RunResults, workload: &str) -> ParamRoles {
+        let cases: Vec<&CaseResult> = run
+            .cases
+            .iter()
+            .filter(|c| c.workload == workload && !c.params.0.is_empty())
+            .collect();
+        let mut keys: Vec<&String> = cases.iter().flat_map(|c| c.params.0.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        let mut roles = ParamRoles::default();
+        for k in keys {
+            let vals: Vec<Option<&serde_json::Value>> =
+                cases.iter().map(|c| c.params.0.get(k)).collect();
+            if let Some(Some(v0)) = vals.first() {
+                if vals.iter().all(|v| *v == Some(*v0)) {
+                    roles.common.push((k.clone(), (*v0).clone()));
+                    continue;
+                }
+            }
+            let fixed_per_model = cases.iter().all(|a| {
+                cases
+                    .iter()
+                    .filter(|b| b.label() == a.label())
+                    .all(|b| b.params.0.get(k) == a.params.0.get(k))
+            });
+            if fixed_per_model {
+                roles.per_model.push(k.clone());
+            }
+        }
+        roles
+    }
+
+    /// "k=v k=v" over the point parameters of a cell, except `skip`.
+    pub fn point(&self, c: &CaseResult, skip: Option<&str>) -> String {
+        c.params
+            .0
+            .iter()
+            .filter(|(k, _)| Some(k.as_str()) != skip)
+            .filter(|(k, _)| !self.common.iter().any(|(ck, _)| ck == *k))
+            .filter(|(k, _)| !self.per_model.contains(k))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// "k=v k=v" over a cell's per-model parameters ("depth=256 threads=64").
+    pub fn model_params(&self, c: &CaseResult) -> String {
+        c.params
+            .0
+            .iter()
+            .filter(|(k, _)| self.per_model.contains(k))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// "k=v, k=v" over the common parameters.
+    pub fn common_text(&self) -> String {
+        self.common
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// Workload ids in the order they first appear in the run.
 pub fn workloads(run: &RunResults) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
@@ -422,6 +506,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
     if measured.is_empty() {
         return Vec::new();
     }
+    let roles = ParamRoles::of(run, workload);
     let mut labels: Vec<String> = Vec::new();
     for c in &measured {
         if !labels.contains(&c.label()) {
@@ -435,7 +520,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
             // One chart per metric and per combination of the other params.
             let mut groups: Vec<String> = Vec::new();
             for c in &measured {
-                let g = params_text(c, Some(param));
+                let g = roles.point(c, Some(param));
                 if !groups.contains(&g) {
                     groups.push(g);
                 }
@@ -447,7 +532,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
                         .map(|l| {
                             let mut points: Vec<Pt> = measured
                                 .iter()
-                                .filter(|c| c.label() == *l && params_text(c, Some(param)) == *g)
+                                .filter(|c| c.label() == *l && roles.point(c, Some(param)) == *g)
                                 .filter_map(|c| {
                                     let x = c.params.0.get(param)?.as_f64()?;
                                     let y = m.value(c.figures.as_ref()?)?;
@@ -499,7 +584,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
         _ => {
             let mut categories: Vec<String> = Vec::new();
             for c in &measured {
-                let p = params_text(c, None);
+                let p = roles.point(c, None);
                 if !categories.contains(&p) {
                     categories.push(p);
                 }
@@ -517,7 +602,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
                                 let f = c.figures.as_ref()?;
                                 let y = m.value(f)?;
                                 let x =
-                                    categories.iter().position(|p| *p == params_text(c, None))?;
+                                    categories.iter().position(|p| *p == roles.point(c, None))?;
                                 Some(Pt {
                                     x: x as f64,
                                     y,

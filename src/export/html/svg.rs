@@ -250,7 +250,12 @@ where
             let (px, py) = ctx.backend_coord(&(i as f64 + 0.5, y_base));
             let text = if cat.is_empty() { "all models" } else { cat };
             // One "k=v" per line, so neighbouring categories never overlap.
-            for (k, part) in text.split(' ').enumerate() {
+            let parts: Vec<&str> = if cat.is_empty() {
+                vec![text]
+            } else {
+                text.split(' ').collect()
+            };
+            for (k, part) in parts.into_iter().enumerate() {
                 root.draw(&Text::new(
                     part.to_string(),
                     (px, py + 6 + 16 * k as i32),
