@@ -112,6 +112,14 @@ const BAR_METRICS: &[Metric] = &[
     Metric::CpuPerOp,
 ];
 
+/// Servers: throughput and tail latency against load, and what each op costs.
+const NET_METRICS: &[Metric] = &[
+    Metric::OpsPerSec,
+    Metric::LatencyP99,
+    Metric::SyscallsPer100,
+    Metric::CpuPerOp,
+];
+
 /// Charts for a workload with no row of its own.
 pub const DEFAULT_SPEC: ChartSpec = ChartSpec {
     workloads: "",
@@ -154,35 +162,47 @@ pub static CHARTS: &[ChartSpec] = &[
         verdict: Metric::OpsPerSec,
     },
     ChartSpec {
-        workloads: "net.echo",
+        workloads: "echo.conns",
         sweep: Some(Sweep {
-            params: &["conns", "connections"],
+            params: &["conns"],
             axis: "connections (log)",
             log_x: true,
         }),
-        metrics: &[
-            Metric::OpsPerSec,
-            Metric::LatencyP99,
-            Metric::SyscallsPer100,
-            Metric::CpuPerOp,
-        ],
-        log_y: false,
+        metrics: NET_METRICS,
+        log_y: true,
         verdict: Metric::OpsPerSec,
     },
     ChartSpec {
-        workloads: "net.http",
+        workloads: "echo.payload",
+        sweep: Some(Sweep {
+            params: &["msg_bytes"],
+            axis: "message size, bytes (log)",
+            log_x: true,
+        }),
+        metrics: NET_METRICS,
+        log_y: true,
+        verdict: Metric::OpsPerSec,
+    },
+    ChartSpec {
+        workloads: "http.",
         sweep: Some(Sweep {
             params: &["clients", "conns", "connections"],
-            axis: "clients",
-            log_x: false,
+            axis: "clients (log)",
+            log_x: true,
         }),
-        metrics: &[
-            Metric::OpsPerSec,
-            Metric::LatencyP99,
-            Metric::SyscallsPer100,
-            Metric::CpuPerOp,
-        ],
-        log_y: false,
+        metrics: NET_METRICS,
+        log_y: true,
+        verdict: Metric::OpsPerSec,
+    },
+    ChartSpec {
+        workloads: "net.",
+        sweep: Some(Sweep {
+            params: &["conns", "clients", "connections"],
+            axis: "connections (log)",
+            log_x: true,
+        }),
+        metrics: NET_METRICS,
+        log_y: true,
         verdict: Metric::OpsPerSec,
     },
 ];
@@ -648,6 +668,8 @@ mod tests {
     fn specs_resolve_exact_then_suite_then_default() {
         assert_eq!(spec_for("micro.fd_scaling").workloads, "micro.fd_scaling");
         assert_eq!(spec_for("storage.randread").workloads, "storage.");
+        assert_eq!(spec_for("echo.conns").workloads, "echo.conns");
+        assert_eq!(spec_for("http.clients").workloads, "http.");
         assert_eq!(spec_for("micro.pipe").workloads, "");
         assert_eq!(spec_for("whatever.new").workloads, "");
     }
