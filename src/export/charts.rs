@@ -38,14 +38,16 @@ impl Metric {
         }
     }
 
-    /// Chart title.
-    pub fn title(self) -> &'static str {
-        match self {
-            Metric::LatencyP50 => "latency per op (median, whisker to p99)",
-            Metric::LatencyP99 => "p99 latency per op",
-            Metric::OpsPerSec => "throughput (median of runs, whisker min-max)",
-            Metric::SyscallsPer100 => "syscalls per 100 ops (measured)",
-            Metric::CpuPerOp => "CPU time per op (all threads)",
+    /// Chart title; bars say what their whiskers show.
+    pub fn title(self, bars: bool) -> &'static str {
+        match (self, bars) {
+            (Metric::LatencyP50, true) => "latency per op (median, whisker to p99)",
+            (Metric::LatencyP50, false) => "latency per op (median)",
+            (Metric::LatencyP99, _) => "p99 latency per op",
+            (Metric::OpsPerSec, true) => "throughput (median of runs, whisker min-max)",
+            (Metric::OpsPerSec, false) => "throughput (median of runs)",
+            (Metric::SyscallsPer100, _) => "syscalls per 100 ops (measured)",
+            (Metric::CpuPerOp, _) => "CPU time per op (all threads)",
         }
     }
 
@@ -584,9 +586,9 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
                         id: format!("{workload}-{}{suffix}", m.slug()),
                         workload: workload.to_string(),
                         title: if g.is_empty() {
-                            format!("{workload}: {}", m.title())
+                            format!("{workload}: {}", m.title(false))
                         } else {
-                            format!("{workload} {g}: {}", m.title())
+                            format!("{workload} {g}: {}", m.title(false))
                         },
                         kind: Kind::Lines,
                         metric: m,
@@ -639,7 +641,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
                 charts.push(Chart {
                     id: format!("{workload}-{}", m.slug()),
                     workload: workload.to_string(),
-                    title: format!("{workload}: {}", m.title()),
+                    title: format!("{workload}: {}", m.title(true)),
                     kind: Kind::Bars,
                     metric: m,
                     x_axis: if categories.iter().all(|c| c.is_empty()) {
