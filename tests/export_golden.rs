@@ -452,3 +452,34 @@ fn progress_is_plain_lines_off_a_terminal_and_silent_with_quiet() {
     assert!(!err.contains("[1/1]"), "--quiet printed progress: {err}");
     assert!(d.path().join("b/report.html").exists() && d.path().join("b/report.md").exists());
 }
+
+#[test]
+fn per_model_and_common_params_do_not_split_points() {
+    // Give uring a parameter of its own (as a queue depth or a pool size would be).
+    let mut r = run();
+    for c in r.cases.iter_mut() {
+        if c.workload == "micro.pipe" && c.model == "uring" {
+            c.params = c.params.clone().with("depth", 8);
+        }
+    }
+    let roles = charts::ParamRoles::of(&r, "micro.pipe");
+    assert_eq!(roles.per_model, ["depth"]);
+    assert!(roles.common.is_empty());
+    let batching = charts::ParamRoles::of(&r, "micro.batching");
+    assert_eq!(batching.common_text(), "msg_bytes=64");
+    let tables: Vec<_> = ringside::export::table::metric_tables(&r)
+        .into_iter()
+        .filter(|t| t.title.starts_with("micro.pipe"))
+        .collect();
+    assert_eq!(tables.len(), 2, "still one table per msg_bytes");
+    assert!(
+        tables[0].header.contains(&"uring (depth=8)".to_string()),
+        "{:?}",
+        tables[0].header
+    );
+    let bars = charts::build(&r)
+        .into_iter()
+        .find(|c| c.id == "micro.pipe-latency")
+        .unwrap();
+    assert_eq!(bars.categories, ["msg_bytes=64", "msg_bytes=4096"]);
+}

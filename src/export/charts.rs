@@ -38,14 +38,16 @@ impl Metric {
         }
     }
 
-    /// Chart title.
-    pub fn title(self) -> &'static str {
-        match self {
-            Metric::LatencyP50 => "latency per op (median, whisker to p99)",
-            Metric::LatencyP99 => "p99 latency per op",
-            Metric::OpsPerSec => "throughput (median of runs, whisker min-max)",
-            Metric::SyscallsPer100 => "syscalls per 100 ops (measured)",
-            Metric::CpuPerOp => "CPU time per op (all threads)",
+    /// Chart title; bars say what their whiskers show.
+    pub fn title(self, bars: bool) -> &'static str {
+        match (self, bars) {
+            (Metric::LatencyP50, true) => "latency per op (median, whisker to p99)",
+            (Metric::LatencyP50, false) => "latency per op (median)",
+            (Metric::LatencyP99, _) => "p99 latency per op",
+            (Metric::OpsPerSec, true) => "throughput (median of runs, whisker min-max)",
+            (Metric::OpsPerSec, false) => "throughput (median of runs)",
+            (Metric::SyscallsPer100, _) => "syscalls per 100 ops (measured)",
+            (Metric::CpuPerOp, _) => "CPU time per op (all threads)",
         }
     }
 
@@ -112,6 +114,14 @@ const BAR_METRICS: &[Metric] = &[
     Metric::CpuPerOp,
 ];
 
+/// Servers: throughput and tail latency against load, and what each op costs.
+const NET_METRICS: &[Metric] = &[
+    Metric::OpsPerSec,
+    Metric::LatencyP99,
+    Metric::SyscallsPer100,
+    Metric::CpuPerOp,
+];
+
 /// Charts for a workload with no row of its own.
 pub const DEFAULT_SPEC: ChartSpec = ChartSpec {
     workloads: "",
@@ -150,38 +160,51 @@ pub static CHARTS: &[ChartSpec] = &[
         sweep: None,
         metrics: BAR_METRICS,
         log_y: false,
-        verdict: Metric::LatencyP50,
-    },
-    ChartSpec {
-        workloads: "net.echo",
-        sweep: Some(Sweep {
-            params: &["conns", "connections"],
-            axis: "connections (log)",
-            log_x: true,
-        }),
-        metrics: &[
-            Metric::OpsPerSec,
-            Metric::LatencyP99,
-            Metric::SyscallsPer100,
-            Metric::CpuPerOp,
-        ],
-        log_y: false,
+        // Latency at queue depth 32 is mostly queueing; throughput is the comparable figure.
         verdict: Metric::OpsPerSec,
     },
     ChartSpec {
-        workloads: "net.http",
+        workloads: "echo.conns",
+        sweep: Some(Sweep {
+            params: &["conns"],
+            axis: "connections (log)",
+            log_x: true,
+        }),
+        metrics: NET_METRICS,
+        log_y: true,
+        verdict: Metric::OpsPerSec,
+    },
+    ChartSpec {
+        workloads: "echo.payload",
+        sweep: Some(Sweep {
+            params: &["msg_bytes"],
+            axis: "message size, bytes (log)",
+            log_x: true,
+        }),
+        metrics: NET_METRICS,
+        log_y: true,
+        verdict: Metric::OpsPerSec,
+    },
+    ChartSpec {
+        workloads: "http.",
         sweep: Some(Sweep {
             params: &["clients", "conns", "connections"],
-            axis: "clients",
-            log_x: false,
+            axis: "clients (log)",
+            log_x: true,
         }),
-        metrics: &[
-            Metric::OpsPerSec,
-            Metric::LatencyP99,
-            Metric::SyscallsPer100,
-            Metric::CpuPerOp,
-        ],
-        log_y: false,
+        metrics: NET_METRICS,
+        log_y: true,
+        verdict: Metric::OpsPerSec,
+    },
+    ChartSpec {
+        workloads: "net.",
+        sweep: Some(Sweep {
+            params: &["conns", "clients", "connections"],
+            axis: "connections (log)",
+            log_x: true,
+        }),
+        metrics: NET_METRICS,
+        log_y: true,
         verdict: Metric::OpsPerSec,
     },
 ];
@@ -199,9 +222,10 @@ pub fn spec_for(workload: &str) -> &'static ChartSpec {
         .unwrap_or(&DEFAULT_SPEC)
 }
 
-/// Okabe-Ito colours (without its yellow, faint on white) and a mid grey, ordered so
-/// neighbours differ in lightness too.
-pub const PALETTE: [(u8, u8, u8); 8] = [
+/// Okabe-Ito colours (without its yellow, faint on white), a mid grey, then Paul Tol's
+/// indigo, wine and olive: eleven colours that colour-blind readers tell apart, each series
+/// also with its own marker (and line dash), so greyscale prints stay readable.
+pub const PALETTE: [(u8, u8, u8); 11] = [
     (0, 114, 178),   // blue
     (213, 94, 0),    // vermillion
     (0, 158, 115),   // bluish green
@@ -210,6 +234,9 @@ pub const PALETTE: [(u8, u8, u8); 8] = [
     (86, 180, 233),  // sky blue
     (0, 0, 0),       // black
     (128, 128, 128), // grey
+    (51, 34, 136),   // indigo
+    (136, 34, 85),   // wine
+    (153, 153, 51),  // olive
 ];
 
 /// Marker shapes; filled and hollow variants tell series apart in greyscale.
@@ -340,6 +367,85 @@ pub fn params_text(c: &CaseResult, skip: Option<&str>) -> String {
         .join(" ")
 }
 
+/// How a workload's parameters split: `common` ones have one value in every cell (shown once),
+/// `per_model` ones are fixed per model but differ between models (a queue depth the model
+/// needs, a pool's thread count: shown beside the model, not as separate points), and the
+/// rest are the parameter points cells are grouped and compared by.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ParamRoles {
+    pub common: Vec<(String, serde_json::Value)>,
+    pub per_model: Vec<String>,
+}
+
+impl ParamRoles {
+    /// Roles over every cell of `workload` that carries parameters (cells of models that do
+    /// not take part at all have none and say nothing about the points).
+    pub fn of(run: &RunResults, workload: &str) -> ParamRoles {
+        let cases: Vec<&CaseResult> = run
+            .cases
+            .iter()
+            .filter(|c| c.workload == workload && !c.params.0.is_empty())
+            .collect();
+        let mut keys: Vec<&String> = cases.iter().flat_map(|c| c.params.0.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        let mut roles = ParamRoles::default();
+        for k in keys {
+            let vals: Vec<Option<&serde_json::Value>> =
+                cases.iter().map(|c| c.params.0.get(k)).collect();
+            if let Some(Some(v0)) = vals.first() {
+                if vals.iter().all(|v| *v == Some(*v0)) {
+                    roles.common.push((k.clone(), (*v0).clone()));
+                    continue;
+                }
+            }
+            let fixed_per_model = cases.iter().all(|a| {
+                cases
+                    .iter()
+                    .filter(|b| b.label() == a.label())
+                    .all(|b| b.params.0.get(k) == a.params.0.get(k))
+            });
+            if fixed_per_model {
+                roles.per_model.push(k.clone());
+            }
+        }
+        roles
+    }
+
+    /// "k=v k=v" over the point parameters of a cell, except `skip`.
+    pub fn point(&self, c: &CaseResult, skip: Option<&str>) -> String {
+        c.params
+            .0
+            .iter()
+            .filter(|(k, _)| Some(k.as_str()) != skip)
+            .filter(|(k, _)| !self.common.iter().any(|(ck, _)| ck == *k))
+            .filter(|(k, _)| !self.per_model.contains(k))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// "k=v k=v" over a cell's per-model parameters ("depth=256 threads=64").
+    pub fn model_params(&self, c: &CaseResult) -> String {
+        c.params
+            .0
+            .iter()
+            .filter(|(k, _)| self.per_model.contains(k))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// "k=v, k=v" over the common parameters.
+    pub fn common_text(&self) -> String {
+        self.common
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// Workload ids in the order they first appear in the run.
 pub fn workloads(run: &RunResults) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
@@ -360,6 +466,20 @@ pub fn sweep_param(spec: &ChartSpec, cases: &[&CaseResult]) -> Option<&'static s
             .filter(|c| c.status == Status::Measured)
             .any(|c| c.params.0.get(*p).and_then(|v| v.as_f64()).is_some())
     })
+}
+
+/// A log y axis only where the spec asks for one and the data spans at least 10x with every
+/// value positive; otherwise linear (and zeros stay on the chart).
+fn settle_y_scale(mut c: Chart) -> Chart {
+    let ys = c.series.iter().flat_map(|s| s.points.iter().map(|p| p.y));
+    let (lo, hi) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
+        (a.min(y), b.max(y))
+    });
+    c.log_y = c.log_y && lo > 0.0 && hi / lo >= 10.0;
+    if c.log_y {
+        c.y_axis.push_str(" (log)");
+    }
+    c
 }
 
 /// Every chart of a run, in workload order.
@@ -408,6 +528,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
     if measured.is_empty() {
         return Vec::new();
     }
+    let roles = ParamRoles::of(run, workload);
     let mut labels: Vec<String> = Vec::new();
     for c in &measured {
         if !labels.contains(&c.label()) {
@@ -421,7 +542,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
             // One chart per metric and per combination of the other params.
             let mut groups: Vec<String> = Vec::new();
             for c in &measured {
-                let g = params_text(c, Some(param));
+                let g = roles.point(c, Some(param));
                 if !groups.contains(&g) {
                     groups.push(g);
                 }
@@ -433,12 +554,11 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
                         .map(|l| {
                             let mut points: Vec<Pt> = measured
                                 .iter()
-                                .filter(|c| c.label() == *l && params_text(c, Some(param)) == *g)
+                                .filter(|c| c.label() == *l && roles.point(c, Some(param)) == *g)
                                 .filter_map(|c| {
                                     let x = c.params.0.get(param)?.as_f64()?;
                                     let y = m.value(c.figures.as_ref()?)?;
-                                    let ok = |v: f64| v > 0.0 || !spec.log_y;
-                                    (ok(y) && (x > 0.0 || !sw.log_x)).then_some(Pt {
+                                    (x > 0.0 || !sw.log_x).then_some(Pt {
                                         x,
                                         y,
                                         whisker: None,
@@ -466,14 +586,14 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
                         id: format!("{workload}-{}{suffix}", m.slug()),
                         workload: workload.to_string(),
                         title: if g.is_empty() {
-                            format!("{workload}: {}", m.title())
+                            format!("{workload}: {}", m.title(false))
                         } else {
-                            format!("{workload} {g}: {}", m.title())
+                            format!("{workload} {g}: {}", m.title(false))
                         },
                         kind: Kind::Lines,
                         metric: m,
                         x_axis: sw.axis.to_string(),
-                        y_axis: format!("{}{}", m.axis(), if spec.log_y { " (log)" } else { "" }),
+                        y_axis: m.axis().to_string(),
                         log_x: sw.log_x,
                         log_y: spec.log_y,
                         categories: Vec::new(),
@@ -486,7 +606,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
         _ => {
             let mut categories: Vec<String> = Vec::new();
             for c in &measured {
-                let p = params_text(c, None);
+                let p = roles.point(c, None);
                 if !categories.contains(&p) {
                     categories.push(p);
                 }
@@ -504,7 +624,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
                                 let f = c.figures.as_ref()?;
                                 let y = m.value(f)?;
                                 let x =
-                                    categories.iter().position(|p| *p == params_text(c, None))?;
+                                    categories.iter().position(|p| *p == roles.point(c, None))?;
                                 Some(Pt {
                                     x: x as f64,
                                     y,
@@ -521,7 +641,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
                 charts.push(Chart {
                     id: format!("{workload}-{}", m.slug()),
                     workload: workload.to_string(),
-                    title: format!("{workload}: {}", m.title()),
+                    title: format!("{workload}: {}", m.title(true)),
                     kind: Kind::Bars,
                     metric: m,
                     x_axis: if categories.iter().all(|c| c.is_empty()) {
@@ -539,7 +659,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
             }
         }
     }
-    charts
+    charts.into_iter().map(settle_y_scale).collect()
 }
 
 #[cfg(test)]
@@ -550,6 +670,8 @@ mod tests {
     fn specs_resolve_exact_then_suite_then_default() {
         assert_eq!(spec_for("micro.fd_scaling").workloads, "micro.fd_scaling");
         assert_eq!(spec_for("storage.randread").workloads, "storage.");
+        assert_eq!(spec_for("echo.conns").workloads, "echo.conns");
+        assert_eq!(spec_for("http.clients").workloads, "http.");
         assert_eq!(spec_for("micro.pipe").workloads, "");
         assert_eq!(spec_for("whatever.new").workloads, "");
     }

@@ -98,6 +98,10 @@ fn fig(c: &CaseResult, f: impl Fn(&crate::results::schema::CaseFigures) -> Strin
     }
 }
 
+fn roles_of(run: &RunResults, workload: &str) -> super::charts::ParamRoles {
+    super::charts::ParamRoles::of(run, workload)
+}
+
 /// One table per (workload, parameter point), in the order the cases ran.
 pub fn metric_tables(run: &RunResults) -> Vec<Table> {
     let mut groups: Vec<(String, String, Vec<&CaseResult>)> = Vec::new();
@@ -105,7 +109,9 @@ pub fn metric_tables(run: &RunResults) -> Vec<Table> {
         if c.status == Status::NotApplicable && c.figures.is_none() && c.params.0.is_empty() {
             continue; // listed in the footnotes of the workload's tables below
         }
-        let key = params_text(c);
+        // Grouped by parameter point: parameters common to the workload or fixed per model
+        // (see `charts::ParamRoles`) go to the note and the column headers instead.
+        let key = roles_of(run, &c.workload).point(c, None);
         match groups
             .iter_mut()
             .find(|(w, p, _)| *w == c.workload && *p == key)
@@ -117,8 +123,16 @@ pub fn metric_tables(run: &RunResults) -> Vec<Table> {
     groups
         .into_iter()
         .map(|(workload, params, cases)| {
+            let roles = roles_of(run, &workload);
             let mut header = vec!["metric".to_string()];
-            header.extend(cases.iter().map(|c| c.label()));
+            header.extend(cases.iter().map(|c| {
+                let mp = roles.model_params(c);
+                if mp.is_empty() {
+                    c.label()
+                } else {
+                    format!("{} ({mp})", c.label())
+                }
+            }));
             let rows = METRICS
                 .iter()
                 .map(|(name, cell)| {
@@ -173,9 +187,14 @@ pub fn metric_tables(run: &RunResults) -> Vec<Table> {
             } else {
                 format!("{workload} {params}")
             };
+            let common = roles.common_text();
             Table {
                 title,
-                note: format!("one op = {}", cases[0].op),
+                note: if common.is_empty() {
+                    format!("one op = {}", cases[0].op)
+                } else {
+                    format!("one op = {}; {common}", cases[0].op)
+                },
                 header,
                 rows,
                 footnotes,

@@ -6,7 +6,7 @@
 //! A comparison is "within noise" when the two cells' per-repetition ranges (min..max of the
 //! per-run medians, or of per-run ops/s) overlap.
 
-use super::charts::{params_text, spec_for, sweep_param, workloads, Metric};
+use super::charts::{spec_for, sweep_param, workloads, Metric, ParamRoles};
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status};
 
@@ -128,6 +128,8 @@ pub fn for_workload(run: &RunResults, workload: &str) -> Vec<Verdict> {
         .filter(|c| c.workload == workload)
         .collect();
     let cells: Vec<Cell> = cases.iter().filter_map(|c| cell(m, c)).collect();
+    let roles = ParamRoles::of(run, workload);
+    let params_text = |c: &CaseResult, skip: Option<&str>| roles.point(c, skip);
     let better = |a: f64, b: f64| {
         if higher_is_better(m) {
             a > b

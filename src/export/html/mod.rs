@@ -159,7 +159,7 @@ fn figure(c: &Chart, out: &mut String) -> anyhow::Result<()> {
     let svg = svg::draw(c, true)?;
     let _ = write!(
         out,
-        "<figure class=\"chart\" id=\"c-{}\" data-chart=\"{}\" data-series=\"{}\">{svg}<figcaption>series: {}</figcaption></figure>",
+        "<figure class=\"chart\" id=\"c-{}\" data-chart=\"{}\" data-series=\"{}\">{svg}<figcaption>series: {}{}</figcaption></figure>",
         esc(&c.id),
         esc(&c.id),
         c.series.len(),
@@ -168,7 +168,15 @@ fn figure(c: &Chart, out: &mut String) -> anyhow::Result<()> {
             .iter()
             .map(|s| s.label.as_str())
             .collect::<Vec<_>>()
-            .join(", "))
+            .join(", ")),
+        if c.left_out.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; {} cell(s) of this workload not drawn (not measured; listed below)",
+                c.left_out.len()
+            )
+        }
     );
     Ok(())
 }

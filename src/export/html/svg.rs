@@ -117,7 +117,14 @@ fn y_range(chart: &Chart) -> (f64, f64) {
         return (0.0, 1.0);
     }
     if chart.log_y {
-        (lo / 2.0, hi * 2.0)
+        // At least a decade and a half, so the axis always has labelled ticks.
+        let (lo, hi) = (lo / 2.0, hi * 2.0);
+        if hi / lo < 30.0 {
+            let mid = (lo * hi).sqrt();
+            (mid / 30f64.sqrt(), mid * 30f64.sqrt())
+        } else {
+            (lo, hi)
+        }
     } else {
         (0.0, if hi > 0.0 { hi * 1.12 } else { 1.0 })
     }
@@ -129,6 +136,7 @@ fn tick(chart: &Chart, v: f64) -> String {
     match chart.metric {
         LatencyP50 | LatencyP99 | CpuPerOp => fmt_ns(v),
         OpsPerSec => fmt_rate(v),
+        SyscallsPer100 if v.abs() >= 10.0 => format!("{v:.0}"),
         SyscallsPer100 => fmt_ratio(v),
     }
 }
@@ -242,7 +250,12 @@ where
             let (px, py) = ctx.backend_coord(&(i as f64 + 0.5, y_base));
             let text = if cat.is_empty() { "all models" } else { cat };
             // One "k=v" per line, so neighbouring categories never overlap.
-            for (k, part) in text.split(' ').enumerate() {
+            let parts: Vec<&str> = if cat.is_empty() {
+                vec![text]
+            } else {
+                text.split(' ').collect()
+            };
+            for (k, part) in parts.into_iter().enumerate() {
                 root.draw(&Text::new(
                     part.to_string(),
                     (px, py + 6 + 16 * k as i32),
