@@ -33,6 +33,8 @@ pub enum Command {
     },
     /// Models and workloads, with availability on this machine.
     List,
+    /// Drive a server with the load generator and report what it measured.
+    Load(LoadArgs),
     /// Re-render the Markdown report and the terminal tables from a saved results file.
     Report {
         /// A results.json written by `ringside run`.
@@ -69,6 +71,46 @@ pub struct RunArgs {
     /// CPUs: the measured thread first, then its helper (SQPOLL poller), e.g. "1,0".
     #[arg(long)]
     pub cpus: Option<String>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct LoadArgs {
+    /// The protocol spoken to the server.
+    #[arg(long, value_enum)]
+    pub protocol: LoadProtocolArg,
+    /// The server, HOST:PORT.
+    #[arg(long)]
+    pub target: String,
+    /// Connections (1..=100000).
+    #[arg(long, default_value_t = 50)]
+    pub conns: u64,
+    /// Bytes per message (12..=1048576; each message carries its connection id and sequence).
+    #[arg(long, default_value_t = 64)]
+    pub msg_bytes: u64,
+    /// Measured seconds, after the warm-up.
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Warm-up seconds before the measured window.
+    #[arg(long, default_value_t = 1.0)]
+    pub warmup: f64,
+    /// Open loop: messages per second over all connections, latency from each message's
+    /// intended send time. Default: closed loop.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Event-loop threads (default: one per CPU it is given).
+    #[arg(long)]
+    pub threads: Option<u64>,
+    /// CPUs for the load generator's threads, e.g. "0" or "0-1" (default: not pinned).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Also write the report as JSON to this file (atomically).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum LoadProtocolArg {
+    Echo,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -2,6 +2,7 @@
 
 pub mod env;
 pub mod list;
+pub mod load;
 pub mod report;
 pub mod run;
 
@@ -13,6 +14,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(a) => run::run(a),
         Command::Env { json } => env::run(json).map(|_| 0),
         Command::List => list::run().map(|_| 0),
+        Command::Load(a) => load::run(a),
         Command::Report {
             results,
             out,

@@ -85,7 +85,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
 }
 
 /// "1,0" or "0-1": CPUs this process may use, measured thread first.
-fn parse_cpus(s: &str, allowed: &[u32]) -> Result<Vec<u32>, InputError> {
+pub(crate) fn parse_cpus(s: &str, allowed: &[u32]) -> Result<Vec<u32>, InputError> {
     let bad = |why: String| InputError::BadCpus {
         given: s.to_string(),
         why,
