@@ -96,7 +96,8 @@ fn micro_smoke_run_is_complete_and_counts_syscalls() {
     let env: ringside::env::EnvReport = serde_json::from_value(r["env"].clone()).unwrap();
     for m in ringside::registry::MODELS {
         for w in ringside::registry::WORKLOADS {
-            if w.accepts(m).is_err() {
+            // This run selected the micro suite only.
+            if w.accepts(m).is_err() || !w.id().starts_with("micro.") {
                 continue;
             }
             let mine: Vec<&Value> = cases
