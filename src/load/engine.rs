@@ -16,6 +16,8 @@ use std::time::Duration;
 
 const TICK_NS: u64 = 100_000_000;
 const EVENTS: usize = 256;
+/// Events after which a receive can make progress (data, EOF, or an error to collect).
+const READABLE: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32;
 
 /// Times every thread shares, set by the coordinating thread once all have connected.
 struct Shared {
@@ -365,8 +367,13 @@ fn worker_inner(
         let n = wait(&ep, &mut events, until.saturating_sub(now))?;
         for ev in &events[..n] {
             let c = &mut conns[ev.u64 as usize];
-            if c.st == St::Sending && ev.events & libc::EPOLLIN as u32 != 0 {
-                c.read_pending = true;
+            let readable = ev.events & READABLE != 0;
+            match c.st {
+                St::Sending if readable => c.read_pending = true,
+                // Write space came back while waiting for the echo: nothing to do, and a
+                // recv would only return EAGAIN.
+                St::Receiving if !readable => continue,
+                _ => {}
             }
             lp.drive(c);
         }
