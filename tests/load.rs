@@ -77,6 +77,50 @@ fn resets_are_counted_and_live_connections_drop() {
 }
 
 #[test]
+fn many_connections_spread_over_loopback_source_addresses() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for s in l.incoming().map_while(Result::ok) {
+            let _ = tx.send(s.peer_addr().unwrap().ip());
+            std::thread::spawn(move || common::echo(s, usize::MAX, None));
+        }
+    });
+    let mut c = cfg(addr, 6, 0.2);
+    c.conns_per_source = 2; // the real threshold is 28,000
+    let r = run(&c, 64);
+    assert_eq!(r.live_conns, 6, "{r:?}");
+    let mut peers: Vec<String> = rx.try_iter().map(|ip| ip.to_string()).collect();
+    peers.sort();
+    assert_eq!(
+        peers,
+        [
+            "127.0.0.1",
+            "127.0.0.1",
+            "127.0.0.2",
+            "127.0.0.2",
+            "127.0.0.3",
+            "127.0.0.3"
+        ]
+    );
+}
+
+#[test]
+fn unanswered_messages_are_timeouts() {
+    let addr = serve(Mode::Silent);
+    let mut c = cfg(addr, 3, 0.4);
+    c.msg_timeout = Duration::from_millis(100);
+    let r = run(&c, 64);
+    assert_eq!(r.timeouts, 3, "one per outstanding message: {r:?}");
+    assert_eq!(r.msgs, 0);
+    assert_eq!(
+        r.live_conns, 3,
+        "a silent server still holds the connections"
+    );
+}
+
+#[test]
 fn refused_connections_are_connect_errors() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();

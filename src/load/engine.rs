@@ -3,7 +3,7 @@
 //! try when it is woken. A loop blocks in `epoll_pwait2` with a nanosecond timeout that honours
 //! the window edges, the open-loop schedule and a 100 ms housekeeping tick: no busy loop.
 
-use super::{Config, Edge, Exchange, Report, Response, CLIENT_BOUND_FRACTION, CONNS_PER_SOURCE};
+use super::{Config, Edge, Exchange, Report, Response, CLIENT_BOUND_FRACTION};
 use crate::measure::{clock::now_ns, cpu, pin, Hist};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -533,11 +533,13 @@ fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     crate::io::sys::cvt(r)
 }
 
-/// Loopback targets beyond CONNS_PER_SOURCE connections: 127.0.0.(1 + id / CONNS_PER_SOURCE).
+/// Loopback targets with more than `conns_per_source` connections (default
+/// CONNS_PER_SOURCE): connection `id` binds 127.0.0.(1 + id / conns_per_source).
 fn source_for(cfg: &Config, id: usize) -> Option<Ipv4Addr> {
+    let per = cfg.conns_per_source.max(1);
     match cfg.target.ip() {
-        IpAddr::V4(ip) if ip.is_loopback() && cfg.conns > CONNS_PER_SOURCE => {
-            let k = 1 + id / CONNS_PER_SOURCE;
+        IpAddr::V4(ip) if ip.is_loopback() && cfg.conns > per => {
+            let k = 1 + id / per;
             Some(Ipv4Addr::new(127, 0, 0, k.min(254) as u8))
         }
         _ => None,

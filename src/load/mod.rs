@@ -82,6 +82,9 @@ pub struct Config {
     pub connect_timeout: Duration,
     /// See [`DEFAULT_MSG_TIMEOUT`].
     pub msg_timeout: Duration,
+    /// Connections per loopback source address before the next one is used (see
+    /// [`CONNS_PER_SOURCE`]; lower only to test the spreading).
+    pub conns_per_source: usize,
 }
 
 impl Config {
@@ -97,6 +100,7 @@ impl Config {
             cpus: Vec::new(),
             connect_timeout: Duration::from_secs(10),
             msg_timeout: DEFAULT_MSG_TIMEOUT,
+            conns_per_source: CONNS_PER_SOURCE,
         }
     }
 }

@@ -18,6 +18,8 @@ pub enum Mode {
     Swap { conns: usize },
     /// Connections with an even accept index are reset (RST) after echoing `after_bytes`.
     ResetHalf { after_bytes: usize },
+    /// Reads and discards; never answers.
+    Silent,
     /// Echo, but the first read after `at` (from the first accept) stalls `stall` once.
     StallOnce { at: Duration, stall: Duration },
 }
@@ -48,6 +50,13 @@ fn accept_loop(l: TcpListener, mode: Mode) {
             Mode::Echo => {
                 std::thread::spawn(move || echo(s, usize::MAX, None));
             }
+            Mode::Silent => {
+                std::thread::spawn(move || {
+                    let mut s = s;
+                    let mut buf = [0u8; 4096];
+                    while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+                });
+            }
             Mode::ResetHalf { after_bytes } => {
                 let limit = if i % 2 == 0 { after_bytes } else { usize::MAX };
                 std::thread::spawn(move || echo(s, limit, None));
@@ -72,7 +81,7 @@ fn accept_loop(l: TcpListener, mode: Mode) {
     }
 }
 
-fn echo(mut s: TcpStream, limit: usize, stall: Option<(Instant, Duration, Arc<AtomicBool>)>) {
+pub fn echo(mut s: TcpStream, limit: usize, stall: Option<(Instant, Duration, Arc<AtomicBool>)>) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut done = 0usize;
     loop {
