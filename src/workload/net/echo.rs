@@ -20,7 +20,7 @@ use super::server::Server;
 use crate::error::CaseError;
 use crate::load::{self, echo::Echo, Config, Edge};
 use crate::measure::syscalls::{Scope, SyscallCounter};
-use crate::measure::{cpu, Counters, Measured, Sample};
+use crate::measure::{cpu, pin, Counters, Measured, Sample};
 use crate::model::{Family, Knobs, ModelSpec, Threading};
 use crate::plan::Profile;
 use crate::workload::{Ctx, Params, Point, Workload};
@@ -182,6 +182,25 @@ pub fn measure(
     let plan = ctx.plan;
     let shared = plan.shared();
     let load_cpu = plan.helper.filter(|_| !shared).unwrap_or(plan.measured);
+    // This thread (the runner's, pinned to the measured CPU) reads /proc at the window's edges
+    // and spawns the server's pipe readers: keep all of that off the server's CPU.
+    let _ = pin::pin_this_thread(load_cpu);
+    let res = measure_pinned(ctx, cmd, conns, msg_bytes, warmup, duration, load_cpu);
+    let _ = pin::pin_this_thread(plan.measured);
+    res
+}
+
+fn measure_pinned(
+    ctx: &Ctx<'_>,
+    cmd: Command,
+    conns: usize,
+    msg_bytes: usize,
+    warmup: Duration,
+    duration: Duration,
+    load_cpu: u32,
+) -> Result<Sample, CaseError> {
+    let plan = ctx.plan;
+    let shared = plan.shared();
     let mut server = Server::start(cmd, plan.measured, READY_WITHIN)
         .map_err(|e| CaseError::Failed(anyhow::anyhow!(e)))?;
     let pid = server.pid();
