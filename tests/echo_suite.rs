@@ -36,6 +36,10 @@ fn stand_in_child_process() {
         eprintln!("stand-in: boom, no port for you");
         std::process::exit(3);
     }
+    if mode == "unavailable" {
+        eprintln!("error: unavailable: the stand-in lacks a feature");
+        std::process::exit(1);
+    }
     // SAFETY: the handler only calls async-signal-safe functions.
     unsafe { libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t) };
     let addr = common::serve(common::Mode::Echo);
@@ -143,6 +147,25 @@ fn a_server_that_dies_before_listening_fails_its_cell_with_stderr() {
             assert!(s.contains("before listening") && s.contains("boom"), "{s}");
         }
         other => panic!("expected a failed cell, got {other}"),
+    }
+}
+
+#[test]
+fn a_server_that_says_unavailable_makes_its_cell_unavailable() {
+    let plan = plan();
+    let meter = Meter::new();
+    let ctx = Ctx {
+        ops: 0,
+        warm_ops: 0,
+        plan: &plan,
+        meter: &meter,
+        count_syscalls: false,
+    };
+    let cmd = stand_in("unavailable");
+    match measure(&ctx, cmd, 2, 64, Duration::ZERO, Duration::from_millis(200)) {
+        Err(CaseError::Unavailable(why)) => assert_eq!(why, "the stand-in lacks a feature"),
+        Err(other) => panic!("expected unavailable, got {other}"),
+        Ok(_) => panic!("expected unavailable, got a measurement"),
     }
 }
 

@@ -19,8 +19,9 @@
 use super::server::Server;
 use crate::error::CaseError;
 use crate::load::{self, echo::Echo, Config, Edge};
+use crate::measure::pin::{self, CpuPlan};
 use crate::measure::syscalls::{Scope, SyscallCounter};
-use crate::measure::{cpu, pin, Counters, Measured, Sample};
+use crate::measure::{cpu, Counters, Measured, Sample};
 use crate::model::{Family, Knobs, ModelSpec, Threading};
 use crate::plan::Profile;
 use crate::workload::{Ctx, Params, Point, Workload};
@@ -108,6 +109,9 @@ impl Workload for EchoConns {
         OP
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
+        if m.uring_knobs().is_some_and(|k| k.zc_send) {
+            return Err("SEND_ZC pays only for large payloads: it runs in echo.payload".into());
+        }
         accepts(m)
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
@@ -146,19 +150,25 @@ impl Workload for EchoPayload {
     }
 }
 
-/// `ringside serve --protocol echo --model ID --addr 127.0.0.1:0 --cpus N` from this binary.
-pub fn serve_command(m: &ModelSpec, cpu: u32) -> Result<Command, CaseError> {
+/// `ringside serve --protocol echo --model ID --addr 127.0.0.1:0 --cpus MEASURED[,HELPER]` from
+/// this binary: the server pins itself to the measured CPU; the helper CPU, when the plan has
+/// one, is where an SQPOLL poller goes (shared with the load generator: on two CPUs there is
+/// no third; the results record it as `sqpoll_cpu`).
+pub fn serve_command(m: &ModelSpec, plan: &CpuPlan) -> Result<Command, CaseError> {
     let exe = std::env::current_exe()
         .map_err(|e| CaseError::Failed(anyhow::anyhow!("cannot find this executable: {e}")))?;
+    let cpus = match plan.helper.filter(|_| !plan.shared()) {
+        Some(h) => format!("{},{h}", plan.measured),
+        None => plan.measured.to_string(),
+    };
     let mut c = Command::new(exe);
     c.args(["serve", "--protocol", "echo", "--model", m.id])
-        .args(["--addr", "127.0.0.1:0", "--cpus"])
-        .arg(cpu.to_string());
+        .args(["--addr", "127.0.0.1:0", "--cpus", &cpus]);
     Ok(c)
 }
 
 fn run_point(ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
-    let cmd = serve_command(m, ctx.plan.measured)?;
+    let cmd = serve_command(m, ctx.plan)?;
     measure(
         ctx,
         cmd,
@@ -201,8 +211,7 @@ fn measure_pinned(
 ) -> Result<Sample, CaseError> {
     let plan = ctx.plan;
     let shared = plan.shared();
-    let mut server = Server::start(cmd, plan.measured, READY_WITHIN)
-        .map_err(|e| CaseError::Failed(anyhow::anyhow!(e)))?;
+    let mut server = Server::start(cmd, plan.measured, READY_WITHIN)?;
     let pid = server.pid();
     let counter = ctx
         .count_syscalls
@@ -225,29 +234,26 @@ fn measure_pinned(
             Edge::Close => (cpu1, sys1) = (c, s),
         }
     });
-    let failed = |why: String| CaseError::Failed(anyhow::anyhow!(why));
-    let report = report.map_err(|e| failed(server.fail(&format!("load generator: {e}"))))?;
-    if !server.alive() {
-        return Err(failed(server.fail("server died during the run")));
+    let report = report.map_err(|e| server.fail(&format!("load generator: {e}")))?;
+    if let Some(how) = server.exited() {
+        return Err(server.fail(&format!("server died during the run ({how})")));
     }
     let (Some(c0), Some(c1)) = (cpu0, cpu1) else {
-        return Err(failed(
-            server.fail("cannot read the server's CPU from /proc"),
-        ));
+        return Err(server.fail("cannot read the server's CPU from /proc"));
     };
     if report.live_conns == 0 {
         let why = format!(
             "no connection survived ({})",
             report.first_error.as_deref().unwrap_or("no error recorded")
         );
-        return Err(failed(server.fail(&why)));
+        return Err(server.fail(&why));
     }
     let syscalls = counter.as_ref().map(|c| match c {
         Ok(c) => Measured::Value(c.window(sys0, sys1)),
         Err(why) => Measured::unavailable(why.clone()),
     });
     drop(counter);
-    let (_, server_counters) = server.stop(STOP_WITHIN).map_err(failed)?;
+    let (_, server_counters) = server.stop(STOP_WITHIN)?;
     let mut counters = Counters::default();
     counters.merge(&server_counters);
     counters.add(counter::LOAD_CPU_NS, report.cpu_ns);

@@ -2,6 +2,7 @@
 //! `listening on ADDR`, stopped with SIGTERM, after which its optional final `counters <json>`
 //! line is read. Its stderr is kept (bounded) so a failed cell can show its tail.
 
+use crate::error::CaseError;
 use crate::measure::Counters;
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
@@ -30,7 +31,7 @@ pub struct Server {
 impl Server {
     /// Starts `cmd` with its CPU affinity set to `cpu` before exec (so every thread it ever
     /// makes inherits it) and waits up to `ready_within` for `listening on ADDR`.
-    pub fn start(mut cmd: Command, cpu: u32, ready_within: Duration) -> Result<Server, String> {
+    pub fn start(mut cmd: Command, cpu: u32, ready_within: Duration) -> Result<Server, CaseError> {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -46,9 +47,9 @@ impl Server {
                 Ok(())
             });
         }
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+        let mut child = cmd.spawn().map_err(|e| {
+            CaseError::Failed(anyhow::anyhow!("cannot start {:?}: {e}", cmd.get_program()))
+        })?;
         let (tx, rx) = mpsc::channel();
         let out = child.stdout.take().expect("piped stdout");
         std::thread::spawn(move || {
@@ -125,9 +126,13 @@ impl Server {
         self.child.id()
     }
 
-    /// Still running?
-    pub fn alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+    /// How it ended, if it has (`None`: still running).
+    pub fn exited(&mut self) -> Option<String> {
+        match self.child.try_wait() {
+            Ok(None) => None,
+            Ok(Some(st)) => Some(st.to_string()),
+            Err(e) => Some(format!("cannot wait for it: {e}")),
+        }
     }
 
     /// The last bytes the server wrote to stderr.
@@ -136,17 +141,27 @@ impl Server {
         String::from_utf8_lossy(&k).trim().to_string()
     }
 
-    /// `why`, with the stderr tail.
-    pub fn fail(&self, why: &str) -> String {
+    /// The cell's error: `unavailable` with the server's own reason when its stderr says
+    /// `unavailable: <reason>` (the machine lacks what the model needs), else `failed` with
+    /// `why` and the stderr tail.
+    pub fn fail(&self, why: &str) -> CaseError {
         // Give the stderr reader a moment to drain what a dying server wrote.
         std::thread::sleep(Duration::from_millis(50));
-        match self.stderr_tail() {
-            t if t.is_empty() => format!("{why} (stderr empty)"),
-            t => format!("{why}; stderr tail: {t}"),
+        let tail = self.stderr_tail();
+        if let Some(reason) = tail
+            .lines()
+            .find_map(|l| l.split_once("unavailable: ").map(|(_, r)| r.trim()))
+        {
+            return CaseError::unavailable(reason);
         }
+        CaseError::Failed(anyhow::anyhow!(if tail.is_empty() {
+            format!("{why} (stderr empty)")
+        } else {
+            format!("{why}; stderr tail: {tail}")
+        }))
     }
 
-    fn kill_and_fail(&mut self, why: &str) -> String {
+    fn kill_and_fail(&mut self, why: &str) -> CaseError {
         let _ = self.child.kill();
         let _ = self.child.wait();
         self.fail(why)
@@ -154,7 +169,7 @@ impl Server {
 
     /// SIGTERM, then waits up to `within` for exit (SIGKILL after). Returns the exit status
     /// and the counters of its final `counters <json>` line (numbers only, `server_` prefix).
-    pub fn stop(mut self, within: Duration) -> Result<(ExitStatus, Counters), String> {
+    pub fn stop(mut self, within: Duration) -> Result<(ExitStatus, Counters), CaseError> {
         // SAFETY: kill with a pid we own (our child, not yet reaped).
         unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
         let deadline = Instant::now() + within;
