@@ -83,6 +83,7 @@ fn a_server_child_is_measured_from_outside() {
         let s = measure(
             &ctx,
             stand_in("echo"),
+            &[plan.measured],
             4,
             64,
             Duration::from_millis(100),
@@ -135,6 +136,7 @@ fn a_server_that_dies_before_listening_fails_its_cell_with_stderr() {
     let e = measure(
         &ctx,
         stand_in("die"),
+        &[plan.measured],
         2,
         64,
         Duration::ZERO,
@@ -162,7 +164,16 @@ fn a_server_that_says_unavailable_makes_its_cell_unavailable() {
         count_syscalls: false,
     };
     let cmd = stand_in("unavailable");
-    match measure(&ctx, cmd, 2, 64, Duration::ZERO, Duration::from_millis(200)) {
+    let cpus = [plan.measured];
+    match measure(
+        &ctx,
+        cmd,
+        &cpus,
+        2,
+        64,
+        Duration::ZERO,
+        Duration::from_millis(200),
+    ) {
         Err(CaseError::Unavailable(why)) => assert_eq!(why, "the stand-in lacks a feature"),
         Err(other) => panic!("expected unavailable, got {other}"),
         Ok(_) => panic!("expected unavailable, got a measurement"),

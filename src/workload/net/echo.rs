@@ -150,28 +150,32 @@ impl Workload for EchoPayload {
     }
 }
 
-/// `ringside serve --protocol echo --model ID --addr 127.0.0.1:0 --cpus MEASURED[,HELPER]` from
-/// this binary: the server pins itself to the measured CPU; the helper CPU, when the plan has
-/// one, is where an SQPOLL poller goes (shared with the load generator: on two CPUs there is
-/// no third; the results record it as `sqpoll_cpu`).
-pub fn serve_command(m: &ModelSpec, plan: &CpuPlan) -> Result<Command, CaseError> {
+/// `ringside serve --protocol echo --model ID --addr 127.0.0.1:0 --cpus LIST` from this binary,
+/// and the CPUs the child may use (set before exec, so every thread it makes inherits them):
+/// the measured CPU; for SQPOLL models also the helper CPU, where the poller goes (shared with
+/// the load generator: on two CPUs there is no third; the results record it as `sqpoll_cpu`).
+/// The server pins itself to the first CPU of the list.
+pub fn serve_command(m: &ModelSpec, plan: &CpuPlan) -> Result<(Command, Vec<u32>), CaseError> {
     let exe = std::env::current_exe()
         .map_err(|e| CaseError::Failed(anyhow::anyhow!("cannot find this executable: {e}")))?;
-    let cpus = match plan.helper.filter(|_| !plan.shared()) {
-        Some(h) => format!("{},{h}", plan.measured),
-        None => plan.measured.to_string(),
-    };
+    let sqpoll = m.uring_knobs().is_some_and(|k| k.sqpoll_idle_ms.is_some());
+    let mut cpus = vec![plan.measured];
+    if let Some(h) = plan.helper.filter(|_| sqpoll && !plan.shared()) {
+        cpus.push(h);
+    }
+    let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
     let mut c = Command::new(exe);
     c.args(["serve", "--protocol", "echo", "--model", m.id])
-        .args(["--addr", "127.0.0.1:0", "--cpus", &cpus]);
-    Ok(c)
+        .args(["--addr", "127.0.0.1:0", "--cpus", &list.join(",")]);
+    Ok((c, cpus))
 }
 
 fn run_point(ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
-    let cmd = serve_command(m, ctx.plan)?;
+    let (cmd, cpus) = serve_command(m, ctx.plan)?;
     measure(
         ctx,
         cmd,
+        &cpus,
         p.params.u64("conns")? as usize,
         p.params.u64("msg_bytes")? as usize,
         Duration::from_millis(p.params.u64("warmup_ms")?),
@@ -179,11 +183,13 @@ fn run_point(ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseErro
     )
 }
 
-/// One repetition against the server `cmd` starts: the whole measurement, usable with any
-/// server command that prints `listening on ADDR` (the tests use a stand-in).
+/// One repetition against the server `cmd` starts, confined to `server_cpus`: the whole
+/// measurement, usable with any server command that prints `listening on ADDR` (the tests use
+/// a stand-in).
 pub fn measure(
     ctx: &Ctx<'_>,
     cmd: Command,
+    server_cpus: &[u32],
     conns: usize,
     msg_bytes: usize,
     warmup: Duration,
@@ -195,14 +201,25 @@ pub fn measure(
     // This thread (the runner's, pinned to the measured CPU) reads /proc at the window's edges
     // and spawns the server's pipe readers: keep all of that off the server's CPU.
     let _ = pin::pin_this_thread(load_cpu);
-    let res = measure_pinned(ctx, cmd, conns, msg_bytes, warmup, duration, load_cpu);
+    let res = measure_pinned(
+        ctx,
+        cmd,
+        server_cpus,
+        conns,
+        msg_bytes,
+        warmup,
+        duration,
+        load_cpu,
+    );
     let _ = pin::pin_this_thread(plan.measured);
     res
 }
 
+#[allow(clippy::too_many_arguments)]
 fn measure_pinned(
     ctx: &Ctx<'_>,
     cmd: Command,
+    server_cpus: &[u32],
     conns: usize,
     msg_bytes: usize,
     warmup: Duration,
@@ -211,7 +228,7 @@ fn measure_pinned(
 ) -> Result<Sample, CaseError> {
     let plan = ctx.plan;
     let shared = plan.shared();
-    let mut server = Server::start(cmd, plan.measured, READY_WITHIN)?;
+    let mut server = Server::start(cmd, server_cpus, READY_WITHIN)?;
     let pid = server.pid();
     let counter = ctx
         .count_syscalls

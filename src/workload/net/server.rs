@@ -29,9 +29,20 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `cmd` with its CPU affinity set to `cpu` before exec (so every thread it ever
+    /// Starts `cmd` with its CPU affinity set to `cpus` before exec (so every thread it ever
     /// makes inherits it) and waits up to `ready_within` for `listening on ADDR`.
-    pub fn start(mut cmd: Command, cpu: u32, ready_within: Duration) -> Result<Server, CaseError> {
+    pub fn start(
+        mut cmd: Command,
+        cpus: &[u32],
+        ready_within: Duration,
+    ) -> Result<Server, CaseError> {
+        let mut set: libc::cpu_set_t = empty_cpu_set();
+        for &c in cpus {
+            if (c as usize) < libc::CPU_SETSIZE as usize {
+                // SAFETY: c is below CPU_SETSIZE; the set is ours.
+                unsafe { libc::CPU_SET(c as usize, &mut set) };
+            }
+        }
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -39,8 +50,6 @@ impl Server {
         // sched_setaffinity syscall on data it owns (async-signal-safe).
         unsafe {
             cmd.pre_exec(move || {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(cpu as usize, &mut set);
                 if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
@@ -207,6 +216,11 @@ impl Server {
         }
         Ok((status, counters))
     }
+}
+
+fn empty_cpu_set() -> libc::cpu_set_t {
+    // SAFETY: cpu_set_t is plain data; all zeroes is the empty set.
+    unsafe { std::mem::zeroed() }
 }
 
 impl Drop for Server {
