@@ -36,6 +36,8 @@ pub enum Command {
     /// Run one model's server until SIGINT/SIGTERM: prints `listening on ADDR`, then on exit
     /// `counters <json>`.
     Serve(ServeArgs),
+    /// Drive a server with the load generator and report what it measured.
+    Load(LoadArgs),
     /// Re-render report.md, report.html and the chart SVGs from a saved results file.
     Report {
         /// A results.json written by `ringside run`.
@@ -110,6 +112,46 @@ pub struct ServeArgs {
     /// CPUs: the server first (it pins itself there), then its helper (SQPOLL poller), e.g. "0,1".
     #[arg(long)]
     pub cpus: Option<String>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct LoadArgs {
+    /// The protocol spoken to the server.
+    #[arg(long, value_enum)]
+    pub protocol: LoadProtocolArg,
+    /// The server, HOST:PORT.
+    #[arg(long)]
+    pub target: String,
+    /// Connections (1..=100000).
+    #[arg(long, default_value_t = 50)]
+    pub conns: u64,
+    /// Bytes per message (12..=1048576; each message carries its connection id and sequence).
+    #[arg(long, default_value_t = 64)]
+    pub msg_bytes: u64,
+    /// Measured seconds, after the warm-up.
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Warm-up seconds before the measured window.
+    #[arg(long, default_value_t = 1.0)]
+    pub warmup: f64,
+    /// Open loop: messages per second over all connections, latency from each message's
+    /// intended send time. Default: closed loop.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Event-loop threads (default: one per CPU it is given).
+    #[arg(long)]
+    pub threads: Option<u64>,
+    /// CPUs for the load generator's threads, e.g. "0" or "0-1" (default: not pinned).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Also write the report as JSON to this file (atomically).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum LoadProtocolArg {
+    Echo,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

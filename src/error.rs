@@ -14,6 +14,12 @@ pub enum InputError {
     BadCpus { given: String, why: String },
     #[error("--runs {0}: must be between 1 and 1000")]
     BadRuns(u32),
+    #[error("{flag} {given}: {valid}")]
+    BadValue {
+        flag: &'static str,
+        given: String,
+        valid: String,
+    },
     #[error("output directory '{dir}' cannot be written: {why}")]
     OutputDir { dir: String, why: String },
     #[error("storage directory '{dir}' cannot be used: {why}")]

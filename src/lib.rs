@@ -12,6 +12,7 @@ pub mod env;
 pub mod error;
 pub mod export;
 pub mod io;
+pub mod load;
 pub mod measure;
 pub mod model;
 pub mod peer;

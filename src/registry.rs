@@ -3,7 +3,7 @@
 //! nothing else enumerates models or workloads by hand. Adding either is one row here.
 
 use crate::model::{Family, Knobs, ModelSpec, Threading, Trigger, UringKnobs};
-use crate::workload::{micro, storage, Workload};
+use crate::workload::{micro, net, storage, Workload};
 
 /// SQPOLL poller idle time before it sleeps, ms. Long enough that it stays awake between the
 /// ops of a measured window, short enough not to burn a CPU between cases.
@@ -129,6 +129,8 @@ pub static WORKLOADS: &[&dyn Workload] = &[
     &storage::randread::RandRead,
     &storage::seqread::SeqRead,
     &storage::small_files::SmallFiles,
+    &net::echo::EchoConns,
+    &net::echo::EchoPayload,
 ];
 
 /// Suites are the first component of workload ids, in registry order.
@@ -177,6 +179,6 @@ mod tests {
             assert_eq!(w.id().split('.').count(), 2, "{}", w.id());
             assert!(workload(w.id()).is_some());
         }
-        assert_eq!(suites(), vec!["micro", "storage"]);
+        assert_eq!(suites(), vec!["micro", "storage", "echo"]);
     }
 }

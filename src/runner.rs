@@ -182,6 +182,13 @@ fn measure_case(
     if f.run_p50_ns.rel_mad() > HIGH_SPREAD {
         r.warnings.push(Warning::HighSpread);
     }
+    // Workloads that drive a server flag these per repetition in their counters.
+    if f.counters.get("shared_cpus") > 0 {
+        r.warnings.push(Warning::SharedCpus);
+    }
+    if f.counters.get("client_bound") > 0 {
+        r.warnings.push(Warning::ClientBound);
+    }
     r.figures = Some(f);
     Some(r)
 }

@@ -3,6 +3,7 @@
 pub mod compare;
 pub mod env;
 pub mod list;
+pub mod load;
 pub mod report;
 pub mod run;
 pub mod serve;
@@ -16,6 +17,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Env { json } => env::run(json).map(|_| 0),
         Command::List => list::run().map(|_| 0),
         Command::Serve(a) => serve::run(a),
+        Command::Load(a) => load::run(a),
         Command::Report {
             results,
             out,

@@ -2,6 +2,7 @@
 //! warm-up, timeouts and printing belong to the runner; models belong to `io`.
 
 pub mod micro;
+pub mod net;
 pub mod storage;
 
 use crate::error::CaseError;

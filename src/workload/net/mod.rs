@@ -1,0 +1,6 @@
+//! Network suites: servers measured from outside. A server runs as a child process pinned to
+//! the plan's measured CPU; the load generator (`crate::load`) runs in this process on the
+//! helper CPU.
+
+pub mod echo;
+pub mod server;

@@ -1,0 +1,219 @@
+//! The echo suite's measurement of a server child process, against the stand-in echo server
+//! re-executed from this test binary (so the suite's code is tested before any real server
+//! exists): counts, server CPU and syscalls from outside, the server's `counters` line, and a
+//! server that dies before listening failing its cell with its stderr tail. Then, when this
+//! build has `ringside serve`, a smoke run of `ringside run echo.payload` through the binary.
+
+mod common;
+
+use assert_cmd::Command as Cmd;
+use ringside::error::CaseError;
+use ringside::measure::{pin::CpuPlan, Measured, Meter};
+use ringside::workload::net::echo::{counter, measure};
+use ringside::workload::Ctx;
+use std::io::Write;
+use std::process::Command;
+use std::time::Duration;
+
+const CHILD_ENV: &str = "RINGSIDE_TEST_STAND_IN";
+
+extern "C" fn on_term(_: libc::c_int) {
+    let line = b"counters {\"stand_in\":1}\n";
+    // SAFETY: write and _exit are async-signal-safe; the buffer is static.
+    unsafe {
+        libc::write(1, line.as_ptr().cast(), line.len());
+        libc::_exit(0);
+    }
+}
+
+/// Not a test: the body of the stand-in server child (runs only when CHILD_ENV is set).
+#[test]
+fn stand_in_child_process() {
+    let Ok(mode) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    if mode == "die" {
+        eprintln!("stand-in: boom, no port for you");
+        std::process::exit(3);
+    }
+    if mode == "unavailable" {
+        eprintln!("error: unavailable: the stand-in lacks a feature");
+        std::process::exit(1);
+    }
+    // SAFETY: the handler only calls async-signal-safe functions.
+    unsafe { libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t) };
+    let addr = common::serve(common::Mode::Echo);
+    // libtest has written "test NAME ... " without a newline: start a fresh line.
+    println!("\nlistening on {addr}");
+    std::io::stdout().flush().unwrap();
+    loop {
+        std::thread::sleep(Duration::from_secs(60));
+    }
+}
+
+fn stand_in(mode: &str) -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args([
+        "--exact",
+        "stand_in_child_process",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(CHILD_ENV, mode);
+    c
+}
+
+fn plan() -> CpuPlan {
+    let cpus = ringside::measure::pin::allowed_cpus();
+    CpuPlan::default_for(&cpus)
+}
+
+#[test]
+fn a_server_child_is_measured_from_outside() {
+    let plan = plan();
+    let meter = Meter::new();
+    for counting in [false, true] {
+        let ctx = Ctx {
+            ops: 0,
+            warm_ops: 0,
+            plan: &plan,
+            meter: &meter,
+            count_syscalls: counting,
+        };
+        let s = measure(
+            &ctx,
+            stand_in("echo"),
+            &[plan.measured],
+            4,
+            64,
+            Duration::from_millis(100),
+            Duration::from_millis(400),
+        )
+        .unwrap();
+        assert!(s.ops > 0);
+        assert_eq!(s.latency.len(), s.ops, "one latency per message");
+        assert_eq!(s.bytes, s.ops * 64);
+        assert!(s.wall_ns >= 400_000_000);
+        assert!(s.cpu.total_ns > 0, "the server's CPU is read from outside");
+        assert_eq!(s.counters.get(counter::LIVE_CONNS), 4);
+        assert_eq!(s.counters.get(counter::MISMATCHES), 0);
+        assert_eq!(s.counters.get(counter::CONNECT_ERRORS), 0);
+        assert!(s.counters.get(counter::LOAD_CPU_NS) > 0);
+        assert_eq!(
+            s.counters.get(counter::SHARED_CPUS),
+            u64::from(plan.shared())
+        );
+        assert_eq!(
+            s.counters.get("server_stand_in"),
+            1,
+            "the counters line is read"
+        );
+        match (counting, &s.syscalls) {
+            (false, None) => {}
+            (true, Some(Measured::Value(n))) => {
+                // A blocking echo thread makes at least one read and one write per message.
+                assert!(*n >= 2 * s.ops, "{n} syscalls for {} messages", s.ops)
+            }
+            (true, Some(Measured::Unavailable { unavailable })) => {
+                eprintln!("syscall count skipped: {unavailable}")
+            }
+            other => panic!("unexpected syscalls {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_server_that_dies_before_listening_fails_its_cell_with_stderr() {
+    let plan = plan();
+    let meter = Meter::new();
+    let ctx = Ctx {
+        ops: 0,
+        warm_ops: 0,
+        plan: &plan,
+        meter: &meter,
+        count_syscalls: false,
+    };
+    let e = measure(
+        &ctx,
+        stand_in("die"),
+        &[plan.measured],
+        2,
+        64,
+        Duration::ZERO,
+        Duration::from_millis(200),
+    )
+    .unwrap_err();
+    match e {
+        CaseError::Failed(e) => {
+            let s = format!("{e:#}");
+            assert!(s.contains("before listening") && s.contains("boom"), "{s}");
+        }
+        other => panic!("expected a failed cell, got {other}"),
+    }
+}
+
+#[test]
+fn a_server_that_says_unavailable_makes_its_cell_unavailable() {
+    let plan = plan();
+    let meter = Meter::new();
+    let ctx = Ctx {
+        ops: 0,
+        warm_ops: 0,
+        plan: &plan,
+        meter: &meter,
+        count_syscalls: false,
+    };
+    let cmd = stand_in("unavailable");
+    let cpus = [plan.measured];
+    match measure(
+        &ctx,
+        cmd,
+        &cpus,
+        2,
+        64,
+        Duration::ZERO,
+        Duration::from_millis(200),
+    ) {
+        Err(CaseError::Unavailable(why)) => assert_eq!(why, "the stand-in lacks a feature"),
+        Err(other) => panic!("expected unavailable, got {other}"),
+        Ok(_) => panic!("expected unavailable, got a measurement"),
+    }
+}
+
+#[test]
+fn smoke_run_of_the_echo_suite_when_servers_exist() {
+    let has_serve = Cmd::cargo_bin("ringside")
+        .unwrap()
+        .args(["serve", "--help"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !has_serve {
+        eprintln!("skipped: this build has no `ringside serve` yet (the echo servers)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = Cmd::cargo_bin("ringside")
+        .unwrap()
+        .timeout(Duration::from_secs(300))
+        .args(["run", "echo.payload", "--profile", "smoke", "--runs", "1"])
+        .args([
+            "--models", "epoll-et", "--quiet", "--format", "json", "--out",
+        ])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let cases = v["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 4, "64, 512, 4096, 16384 bytes");
+    for c in cases {
+        assert_eq!(c["status"], "measured", "{c}");
+        assert_eq!(c["counters"]["load_mismatches"], 0);
+        assert_eq!(c["counters"]["load_live_conns"], 50, "one timed repetition");
+        assert!(c["op"].as_str().unwrap().contains("loopback"));
+    }
+}

@@ -1,0 +1,223 @@
+//! The load generator against stand-in echo servers (tests/common): counts add up with zero
+//! mismatches; a server that swaps bytes between connections shows mismatches; one that resets
+//! connections shows resets and fewer live connections; open loop measures latency from the
+//! intended send time, so a single 200 ms stall shows in the tail. No speed is asserted.
+
+mod common;
+
+use assert_cmd::Command;
+use common::{serve, Mode};
+use predicates::prelude::*;
+use ringside::load::{self, echo::Echo, Config, Edge, Report};
+use std::time::Duration;
+
+fn cfg(addr: std::net::SocketAddr, conns: usize, secs: f64) -> Config {
+    let mut c = Config::new(addr, conns, Duration::from_secs_f64(secs));
+    c.warmup = Duration::from_millis(200);
+    c.threads = 2;
+    c.connect_timeout = Duration::from_secs(5);
+    c
+}
+
+fn run(c: &Config, msg: usize) -> Report {
+    let mut edges = Vec::new();
+    let r = load::run(c, &Echo { msg_bytes: msg }, &mut |e| edges.push(e)).unwrap();
+    assert_eq!(
+        edges,
+        vec![Edge::Open, Edge::Close],
+        "window edges announced once each"
+    );
+    r
+}
+
+#[test]
+fn counts_add_up_against_a_correct_server() {
+    let addr = serve(Mode::Echo);
+    for (conns, msg) in [(10, 64), (3, 16384)] {
+        let r = run(&cfg(addr, conns, 0.5), msg);
+        assert!(r.msgs > 0, "{r:?}");
+        assert_eq!(r.mismatches, 0);
+        assert_eq!(
+            r.connect_errors + r.resets + r.io_errors + r.timeouts,
+            0,
+            "{r:?}"
+        );
+        assert_eq!(r.live_conns, conns as u64);
+        assert_eq!(r.bytes, r.msgs * msg as u64);
+        assert_eq!(r.latency.len(), r.msgs, "one latency per counted message");
+        assert!(r.window_ns >= 500_000_000);
+        assert!(r.cpu_ns > 0, "the threads' CPU is measured");
+        assert!(
+            r.cpu_fraction > 0.0 && r.cpu_fraction <= 1.5,
+            "{}",
+            r.cpu_fraction
+        );
+    }
+}
+
+#[test]
+fn bytes_swapped_between_connections_are_mismatches() {
+    let addr = serve(Mode::Swap { conns: 4 });
+    let r = run(&cfg(addr, 4, 0.4), 64);
+    assert!(r.msgs > 0, "{r:?}");
+    // Mismatches count over the whole run, warm-up included; every counted message is one.
+    assert!(r.mismatches >= r.msgs, "{} < {}", r.mismatches, r.msgs);
+}
+
+#[test]
+fn resets_are_counted_and_live_connections_drop() {
+    let addr = serve(Mode::ResetHalf {
+        after_bytes: 64 * 20,
+    });
+    let r = run(&cfg(addr, 4, 0.4), 64);
+    assert_eq!(r.resets, 2, "{r:?}");
+    assert_eq!(r.live_conns, 2);
+    assert_eq!(r.mismatches, 0);
+    assert!(r.first_error.is_some());
+}
+
+#[test]
+fn many_connections_spread_over_loopback_source_addresses() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for s in l.incoming().map_while(Result::ok) {
+            let _ = tx.send(s.peer_addr().unwrap().ip());
+            std::thread::spawn(move || common::echo(s, usize::MAX, None));
+        }
+    });
+    let mut c = cfg(addr, 6, 0.2);
+    c.conns_per_source = 2; // the real threshold is 28,000
+    let r = run(&c, 64);
+    assert_eq!(r.live_conns, 6, "{r:?}");
+    let mut peers: Vec<String> = rx.try_iter().map(|ip| ip.to_string()).collect();
+    peers.sort();
+    assert_eq!(
+        peers,
+        [
+            "127.0.0.1",
+            "127.0.0.1",
+            "127.0.0.2",
+            "127.0.0.2",
+            "127.0.0.3",
+            "127.0.0.3"
+        ]
+    );
+}
+
+#[test]
+fn unanswered_messages_are_timeouts() {
+    let addr = serve(Mode::Silent);
+    let mut c = cfg(addr, 3, 0.4);
+    c.msg_timeout = Duration::from_millis(100);
+    let r = run(&c, 64);
+    assert_eq!(r.timeouts, 3, "one per outstanding message: {r:?}");
+    assert_eq!(r.msgs, 0);
+    assert_eq!(
+        r.live_conns, 3,
+        "a silent server still holds the connections"
+    );
+}
+
+#[test]
+fn refused_connections_are_connect_errors() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    drop(l);
+    let r = run(&cfg(addr, 3, 0.2), 64);
+    assert_eq!(r.connect_errors, 3);
+    assert_eq!(r.live_conns, 0);
+    assert_eq!(r.msgs, 0);
+    assert!(r.first_error.unwrap().contains("refused"));
+}
+
+#[test]
+fn open_loop_latency_runs_from_the_intended_send_time() {
+    // The server stalls 200 ms once, inside the window. Open loop at 1000 msgs/s: about 200
+    // messages fall due during the stall, each measured from when it was due.
+    let addr = serve(Mode::StallOnce {
+        at: Duration::from_millis(600),
+        stall: Duration::from_millis(200),
+    });
+    let mut c = cfg(addr, 2, 1.0);
+    c.threads = 1;
+    c.rate = Some(1000.0);
+    let r = run(&c, 64);
+    assert_eq!(r.mismatches, 0);
+    assert!(
+        r.latency_ns(1.0) >= 190_000_000,
+        "max {}",
+        r.latency_ns(1.0)
+    );
+    assert!(
+        r.latency_ns(0.999) >= 150_000_000,
+        "p99.9 {}",
+        r.latency_ns(0.999)
+    );
+    let late = r.latency.inner().count_between(100_000_000, u64::MAX / 2);
+    assert!(
+        late >= 50,
+        "messages due during the stall wait for it: {late}"
+    );
+    assert!(
+        (700..=1010).contains(&r.msgs),
+        "the schedule, not the server, sets the count: {}",
+        r.msgs
+    );
+}
+
+#[test]
+fn cli_prints_a_summary_and_writes_json() {
+    let addr = serve(Mode::Echo);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("load.json");
+    let mut cmd = Command::cargo_bin("ringside").unwrap();
+    cmd.timeout(Duration::from_secs(30))
+        .args(["load", "--protocol", "echo", "--target"])
+        .arg(addr.to_string())
+        .args(["--conns", "5", "--duration", "0.3", "--warmup", "0.1"])
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("msgs/s").and(predicate::str::contains("p99.9")));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["report"]["live_conns"], 5);
+    assert_eq!(v["report"]["mismatches"], 0);
+    assert!(v["msgs_per_sec"].as_f64().unwrap() > 0.0);
+    assert!(v["latency_ns"]["p99"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn bad_values_exit_2_naming_the_value_and_range() {
+    for (args, needle) in [
+        (
+            vec!["--conns", "0"],
+            "--conns 0: must be between 1 and 100000",
+        ),
+        (
+            vec!["--msg-bytes", "4"],
+            "--msg-bytes 4: must be between 12",
+        ),
+        (vec!["--rate", "0"], "--rate 0: must be messages/s above 0"),
+        (vec!["--duration", "0"], "--duration 0"),
+        (vec!["--threads", "0"], "--threads 0"),
+    ] {
+        let mut cmd = Command::cargo_bin("ringside").unwrap();
+        cmd.timeout(Duration::from_secs(30))
+            .args(["load", "--protocol", "echo", "--target", "127.0.0.1:9"])
+            .args(&args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(needle));
+    }
+    let mut cmd = Command::cargo_bin("ringside").unwrap();
+    cmd.timeout(Duration::from_secs(30))
+        .args(["load", "--protocol", "echo", "--target", "nowhere"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--target nowhere: must be HOST:PORT",
+        ));
+}
