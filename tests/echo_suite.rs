@@ -79,6 +79,7 @@ fn a_server_child_is_measured_from_outside() {
             plan: &plan,
             meter: &meter,
             count_syscalls: counting,
+            storage: None,
         };
         let s = measure(
             &ctx,
@@ -132,6 +133,7 @@ fn a_server_that_dies_before_listening_fails_its_cell_with_stderr() {
         plan: &plan,
         meter: &meter,
         count_syscalls: false,
+        storage: None,
     };
     let e = measure(
         &ctx,
@@ -162,6 +164,7 @@ fn a_server_that_says_unavailable_makes_its_cell_unavailable() {
         plan: &plan,
         meter: &meter,
         count_syscalls: false,
+        storage: None,
     };
     let cmd = stand_in("unavailable");
     let cpus = [plan.measured];
