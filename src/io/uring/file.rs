@@ -50,6 +50,8 @@ pub struct RingFiles {
     enters: u64,
     sqes: u64,
     cqes: u64,
+    /// Reused buffer for the SQEs of one linked chain.
+    chain: Vec<squeue::Entry>,
 }
 
 impl RingFiles {
@@ -97,6 +99,7 @@ impl RingFiles {
             enters: 0,
             sqes: 0,
             cqes: 0,
+            chain: Vec::new(),
         })
     }
 
@@ -224,18 +227,41 @@ enum Target {
 }
 
 impl FileEngine for RingFiles {
+    /// Queues `ops` chain by chain. A linked chain is published to the kernel whole: its SQEs
+    /// are pushed under one SQ handle (the tail moves once) and only after there is room for
+    /// all of them. Otherwise the kernel (or the SQPOLL poller, which reads the SQ at any
+    /// moment) may see a chain cut short, end the link there, and run the rest unordered: a
+    /// read before its write.
     fn submit(&mut self, ops: &[FileOp]) -> io::Result<()> {
-        for op in ops {
-            let e = self.sqe(op)?;
+        let mut chain = std::mem::take(&mut self.chain);
+        let mut rest = ops;
+        while !rest.is_empty() {
+            let len = rest
+                .iter()
+                .position(|op| !op.link)
+                .map_or(rest.len(), |i| i + 1);
+            let (head, tail) = rest.split_at(len);
+            rest = tail;
+            chain.clear();
+            for op in head {
+                chain.push(self.sqe(op)?);
+            }
+            if chain.len() > self.ring.submission().capacity() {
+                return Err(io::Error::other(format!(
+                    "a chain of {} SQEs does not fit a ring of {}",
+                    chain.len(),
+                    self.ring.submission().capacity()
+                )));
+            }
             loop {
-                // SAFETY: every pointer in the SQE (buffer, path) lives in `self` until the
-                // op's CQE has been reaped: the caller waits for its ops before dropping us,
-                // and the ring is dropped before the buffers (field order).
-                let pushed = unsafe { self.ring.submission().push(&e).is_ok() };
-                if pushed {
+                let free = {
+                    let sq = self.ring.submission();
+                    sq.capacity() - sq.len()
+                };
+                if free >= chain.len() {
                     break;
                 }
-                // SQ full: hand what is queued to the kernel and retry.
+                // SQ too full for the whole chain: hand the queued chains to the kernel.
                 if self.sqpoll {
                     self.ring.submit()?;
                     std::hint::spin_loop();
@@ -243,9 +269,15 @@ impl FileEngine for RingFiles {
                     self.enter(0)?;
                 }
             }
-            self.pending += 1;
-            self.sqes += 1;
+            // SAFETY: every pointer in the SQEs (buffer, path) lives in `self` until the op's
+            // CQE has been reaped: the caller waits for its ops before dropping us, and the
+            // ring is dropped before the buffers (field order). Room was checked above.
+            unsafe { self.ring.submission().push_multiple(&chain) }
+                .map_err(|_| io::Error::other("SQ full after making room"))?;
+            self.pending += chain.len();
+            self.sqes += chain.len() as u64;
         }
+        self.chain = chain;
         if self.sqpoll {
             // The poller picks the SQEs up; this enters only to wake it if it slept.
             self.ring.submit()?;

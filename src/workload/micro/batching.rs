@@ -6,7 +6,7 @@ use super::measure_batches;
 use crate::error::CaseError;
 use crate::io;
 use crate::measure::Sample;
-use crate::model::{Knobs, ModelSpec, Threading};
+use crate::model::ModelSpec;
 use crate::plan::Profile;
 use crate::workload::{Ctx, Params, Point, Workload};
 
@@ -25,19 +25,7 @@ impl Workload for Batching {
         "one 64-byte message of a batch of N (batch time / N)"
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
-        match &m.knobs {
-            Knobs::Blocking(Threading::PerConnection) | Knobs::Epoll(_) => Ok(()),
-            Knobs::Blocking(_) => Err(
-                "a thread pool hands each call to another thread; this loop is one thread".into(),
-            ),
-            Knobs::Uring(k)
-                if k.multishot || k.buf_ring || k.zc_send || k.fixed_bufs || k.iopoll =>
-            {
-                Err("knob has no meaning for a pipe write/read pair".into())
-            }
-            Knobs::Uring(_) => Ok(()),
-            Knobs::Peer(_) => Err("peers only serve TCP".into()),
-        }
+        super::accepts_pipe_shape(m)
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         let ns: &[u64] = match profile {

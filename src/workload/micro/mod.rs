@@ -9,7 +9,23 @@ pub mod syscall;
 use crate::error::CaseError;
 use crate::io::PipeBatch;
 use crate::measure::Sample;
+use crate::model::{Knobs, ModelSpec, Threading};
 use crate::workload::Ctx;
+
+/// Which models run the pipe-batch shape (`micro.pipe`, `micro.batching`), and why not.
+pub(crate) fn accepts_pipe_shape(m: &ModelSpec) -> Result<(), String> {
+    match &m.knobs {
+        Knobs::Blocking(Threading::PerConnection) | Knobs::Epoll(_) => Ok(()),
+        Knobs::Blocking(_) => {
+            Err("a thread pool hands each call to another thread; this loop is one thread".into())
+        }
+        Knobs::Uring(k) if k.multishot || k.buf_ring || k.zc_send || k.fixed_bufs || k.iopoll => {
+            Err("knob has no meaning for a pipe write/read pair".into())
+        }
+        Knobs::Uring(_) => Ok(()),
+        Knobs::Peer(_) => Err("peers only serve TCP".into()),
+    }
+}
 
 /// Runs `ctx.ops` messages through a pipe-batch shape of `n` pipes: `ctx.ops / n` timed
 /// batches, each followed by nothing and preceded by the untimed `prepare`. One op is one

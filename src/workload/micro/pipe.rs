@@ -7,7 +7,7 @@ use super::measure_batches;
 use crate::error::CaseError;
 use crate::io;
 use crate::measure::Sample;
-use crate::model::{Knobs, ModelSpec};
+use crate::model::ModelSpec;
 use crate::plan::Profile;
 use crate::workload::{Ctx, Params, Point, Workload};
 
@@ -24,19 +24,7 @@ impl Workload for Pipe {
         "one message written and read back (epoll: the wait + read are timed, the write is not; syscalls count all three)"
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
-        match &m.knobs {
-            Knobs::Blocking(crate::model::Threading::PerConnection) | Knobs::Epoll(_) => Ok(()),
-            Knobs::Blocking(_) => Err(
-                "a thread pool hands each call to another thread; this loop is one thread".into(),
-            ),
-            Knobs::Uring(k)
-                if k.multishot || k.buf_ring || k.zc_send || k.fixed_bufs || k.iopoll =>
-            {
-                Err("knob has no meaning for a pipe write/read pair".into())
-            }
-            Knobs::Uring(_) => Ok(()),
-            Knobs::Peer(_) => Err("peers only serve TCP".into()),
-        }
+        super::accepts_pipe_shape(m)
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         let sizes: &[u64] = match profile {
