@@ -161,19 +161,19 @@ pub(super) fn read_case(ctx: &Ctx<'_>, m: &ModelSpec, rp: ReadPlan) -> Result<Sa
         let mut issued = 0u64;
         let mut finished = 0u64;
         let now = crate::measure::clock::now_ns;
+        // One block read into the slot's buffer; the slot index is the op's user data.
+        let read_at = |slot: usize, off: u64| {
+            let kind = OpKind::Read {
+                buf: slot as u32,
+                offset: off,
+                len: rp.block as u32,
+            };
+            file_op(kind, 0, slot as u64, false)
+        };
         for (slot, o) in offsets.iter_mut().enumerate().take(d.min(rp.n as usize)) {
             let off = next_offset();
             *o = off;
-            ops.push(file_op(
-                OpKind::Read {
-                    buf: slot as u32,
-                    offset: off,
-                    len: rp.block as u32,
-                },
-                0,
-                slot as u64,
-                false,
-            ));
+            ops.push(read_at(slot, off));
             issued += 1;
         }
         let t = now();
@@ -198,16 +198,7 @@ pub(super) fn read_case(ctx: &Ctx<'_>, m: &ModelSpec, rp: ReadPlan) -> Result<Sa
                     let off = next_offset();
                     offsets[slot] = off;
                     started[slot] = t;
-                    ops.push(file_op(
-                        OpKind::Read {
-                            buf: slot as u32,
-                            offset: off,
-                            len: rp.block as u32,
-                        },
-                        0,
-                        slot as u64,
-                        false,
-                    ));
+                    ops.push(read_at(slot, off));
                     issued += 1;
                 }
             }
