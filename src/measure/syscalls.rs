@@ -150,7 +150,15 @@ impl SyscallCounter {
         };
         let mut fds = Vec::with_capacity(tids.len());
         for tid in tids {
-            fds.push(open_one(id, tid).map_err(|e| refusal(&e))?);
+            match open_one(id, tid) {
+                Ok(fd) => fds.push(fd),
+                // A task that exited between the listing and the open (an io-wq worker, a
+                // connection thread) has nothing left to count; the process itself must exist.
+                Err(e)
+                    if e.raw_os_error() == Some(libc::ESRCH)
+                        && matches!(scope, Scope::Process(p) if p as i32 != tid) => {}
+                Err(e) => return Err(refusal(&e)),
+            }
         }
         let mut c = SyscallCounter {
             fds,
