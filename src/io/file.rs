@@ -257,6 +257,19 @@ pub fn exec(op: &FileOp, cfg: &FileConfig, fds: &FdTable, bufs: &Buffers) -> i64
     }
 }
 
+/// Opens file slot `file` now, in the calling thread (setup for the blocking engines).
+pub fn open_now(file: u32, cfg: &FileConfig, fds: &FdTable, bufs: &Buffers) -> io::Result<()> {
+    let op = FileOp {
+        kind: OpKind::Open,
+        file,
+        user: 0,
+        link: false,
+    };
+    let mut r = 0;
+    exec_all(&[op], cfg, fds, bufs, |d| r = d.res);
+    Done { user: 0, res: r }.result().map(|_| ())
+}
+
 /// Runs a batch of ops in order, honouring links: after a failed linked op, the rest of its
 /// chain completes with -ECANCELED, as io_uring does.
 pub fn exec_all(

@@ -1,7 +1,7 @@
 //! Blocking file I/O in the calling thread: pread/pwrite/fsync/open/close. fio's `psync`
 //! engine: every submission completes at once, inside `submit`, and is parked for `reap`.
 
-use crate::io::file::{exec_all, Buffers, Done, FdTable, FileConfig, FileOp, OpKind};
+use crate::io::file::{self, exec_all, Buffers, Done, FdTable, FileConfig, FileOp};
 use crate::io::FileEngine;
 use crate::measure::Counters;
 use std::io;
@@ -44,15 +44,7 @@ impl FileEngine for SyncFiles {
     }
 
     fn open_now(&mut self, file: u32) -> io::Result<()> {
-        let op = FileOp {
-            kind: OpKind::Open,
-            file,
-            user: 0,
-            link: false,
-        };
-        let mut r = 0;
-        exec_all(&[op], &self.cfg, &self.fds, &self.bufs, |d| r = d.res);
-        Done { user: 0, res: r }.result().map(|_| ())
+        file::open_now(file, &self.cfg, &self.fds, &self.bufs)
     }
 
     fn counters(&self) -> Counters {

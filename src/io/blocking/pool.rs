@@ -6,7 +6,7 @@
 //! Workers may run on the measured CPU and the helper CPU; their CPU time and (in the
 //! counting repetition) their syscalls belong to the model.
 
-use crate::io::file::{exec_all, Buffers, Done, FdTable, FileConfig, FileOp, OpKind};
+use crate::io::file::{self, exec_all, Buffers, Done, FdTable, FileConfig, FileOp};
 use crate::io::FileEngine;
 use crate::measure::{cpu::CpuReading, pin::CpuPlan, Counters};
 use std::collections::VecDeque;
@@ -174,16 +174,8 @@ impl FileEngine for PoolFiles {
     }
 
     fn open_now(&mut self, file: u32) -> io::Result<()> {
-        let op = FileOp {
-            kind: OpKind::Open,
-            file,
-            user: 0,
-            link: false,
-        };
         let s = &self.shared;
-        let mut r = 0;
-        exec_all(&[op], &s.cfg, &s.fds, &s.bufs, |d| r = d.res);
-        Done { user: 0, res: r }.result().map(|_| ())
+        file::open_now(file, &s.cfg, &s.fds, &s.bufs)
     }
 
     fn counters(&self) -> Counters {
