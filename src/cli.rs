@@ -96,6 +96,12 @@ pub struct RunArgs {
     /// and store fio's figures as their own rows.
     #[arg(long)]
     pub crosscheck: bool,
+    /// An external server as a contender in the network suites, model `ext:NAME`:
+    /// `NAME='command with {port}'`, or `echo:NAME=...` / `http:NAME=...` for a server that
+    /// speaks one protocol only. Repeatable. It runs pinned like ringside's servers and is
+    /// measured by the same code; it must stay in the foreground (no daemon).
+    #[arg(long = "contender", value_name = "[PROTO:]NAME=CMD")]
+    pub contenders: Vec<String>,
 }
 
 #[derive(clap::Args, Debug)]

@@ -42,7 +42,11 @@ fn stand_in_child_process() {
     }
     // SAFETY: the handler only calls async-signal-safe functions.
     unsafe { libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t) };
-    let addr = common::serve(common::Mode::Echo);
+    let addr = match std::env::var("RINGSIDE_TEST_PORT") {
+        // As an external contender: the port it is told.
+        Ok(port) => common::serve_on(&format!("127.0.0.1:{port}"), common::Mode::Echo),
+        Err(_) => common::serve(common::Mode::Echo),
+    };
     // libtest has written "test NAME ... " without a newline: start a fresh line.
     println!("\nlistening on {addr}");
     std::io::stdout().flush().unwrap();
@@ -225,5 +229,59 @@ fn smoke_run_of_the_echo_suite_when_servers_exist() {
         assert_eq!(c["counters"]["load_mismatches"], 0);
         assert_eq!(c["counters"]["load_live_conns"], 50, "one timed repetition");
         assert!(c["op"].as_str().unwrap().contains("loopback"));
+    }
+}
+
+/// `--contender`: an external command measured like ringside's own servers; one that exits
+/// before opening its port fails its cells with its stderr, and the run goes on.
+#[test]
+fn external_contenders_are_measured_and_a_broken_one_fails_its_cells_only() {
+    let dir = tempfile::tempdir().unwrap();
+    // The stand-in echo server, re-executed from this test binary, as an external command.
+    let me = std::env::current_exe().unwrap();
+    let good = format!(
+        "good={CHILD_ENV}=echo RINGSIDE_TEST_PORT={{port}} {} --exact stand_in_child_process \
+         --nocapture --test-threads=1",
+        me.display()
+    );
+    let broken = "broken=echo 'contender: cannot bind {port}' >&2; exit 3";
+    let out = Cmd::cargo_bin("ringside")
+        .unwrap()
+        .timeout(Duration::from_secs(300))
+        .args(["run", "echo.conns", "--profile", "smoke", "--runs", "1"])
+        .args(["--models", "epoll-lt", "--quiet", "--format", "json"])
+        .args(["--contender", &good, "--contender", broken, "--out"])
+        .arg(dir.path())
+        .assert()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let cases = v["cases"].as_array().unwrap();
+    let of =
+        |m: &str| -> Vec<&serde_json::Value> { cases.iter().filter(|c| c["model"] == m).collect() };
+    assert_eq!(of("epoll-lt").len(), 5, "1, 2, 50, 100, 1000 connections");
+    for c in of("epoll-lt") {
+        assert_eq!(c["status"], "measured", "{c}");
+    }
+    let good = of("ext:good");
+    assert_eq!(good.len(), 5);
+    for c in good {
+        assert_eq!(c["status"], "measured", "{c}");
+        assert_eq!(c["counters"]["load_mismatches"], 0, "{c}");
+        assert!(
+            c["ops_per_sec"]["median"].as_f64().unwrap_or(0.0) > 0.0,
+            "{c}"
+        );
+    }
+    let broken = of("ext:broken");
+    assert_eq!(broken.len(), 5);
+    for c in broken {
+        assert_eq!(c["status"], "failed", "{c}");
+        let why = c["reason"].as_str().unwrap();
+        assert!(
+            why.contains("cannot bind") && why.contains("exited"),
+            "{why}"
+        );
     }
 }

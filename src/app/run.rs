@@ -17,7 +17,16 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     // Everything the user typed is checked before anything is measured.
     let profile: Profile = a.profile.into();
     let workloads = plan::select_workloads(&a.items)?;
-    let models = plan::select_models(a.models.as_deref())?;
+    let mut models = plan::select_models(a.models.as_deref())?;
+    // External contenders join the models they were given for (they are skipped by the suites
+    // that cannot measure them).
+    for spec in &a.contenders {
+        let ext = crate::peer::external::External::parse(spec)?;
+        let m = ext.register();
+        if !models.iter().any(|x| x.id == m.id) {
+            models.push(m);
+        }
+    }
     let mut budget = profile.budget();
     if let Some(n) = a.runs {
         if !(1..=1000).contains(&n) {

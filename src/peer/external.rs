@@ -48,13 +48,19 @@ const CONNECT_TIMEOUT: Duration = Duration::from_millis(200);
 /// Placeholder in the command replaced by the chosen port.
 pub const PORT_PLACEHOLDER: &str = "{port}";
 
-/// An external contender as given on the command line: `NAME=command with {port}`.
+/// Protocols a contender may be restricted to with a `PROTO:` prefix.
+pub const CONTENDER_PROTOCOLS: &[&str] = &["echo", "http"];
+
+/// An external contender as given on the command line: `[PROTO:]NAME=command with {port}`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct External {
     /// `[a-z0-9-]+`; the model id is `ext:NAME`.
     pub name: String,
     /// Shell command containing `{port}` at least once.
     pub command: String,
+    /// The one protocol it speaks (`http:nginx=...`), or `None`: every network suite run
+    /// measures it.
+    pub protocol: Option<&'static str>,
 }
 
 /// How to start an external contender.
@@ -83,8 +89,8 @@ impl Default for StartOpts {
 }
 
 impl External {
-    /// Parses `NAME=command`. NAME must be `[a-z0-9-]+` (at most 40 characters) and the
-    /// command must contain `{port}`.
+    /// Parses `[PROTO:]NAME=command`. PROTO is one of [`CONTENDER_PROTOCOLS`], NAME must be
+    /// `[a-z0-9-]+` (at most 40 characters) and the command must contain `{port}`.
     pub fn parse(spec: &str) -> Result<External, InputError> {
         let bad = |why: &str| InputError::BadContender {
             given: spec.to_string(),
@@ -93,6 +99,18 @@ impl External {
         let (name, command) = spec
             .split_once('=')
             .ok_or_else(|| bad("no '=' after NAME"))?;
+        let (protocol, name) = match name.split_once(':') {
+            Some((p, n)) => match CONTENDER_PROTOCOLS.iter().find(|&&v| v == p) {
+                Some(&v) => (Some(v), n),
+                None => {
+                    return Err(bad(&format!(
+                        "unknown protocol '{p}' before NAME; valid: {}",
+                        CONTENDER_PROTOCOLS.join(", ")
+                    )))
+                }
+            },
+            None => (None, name),
+        };
         if name.is_empty() {
             return Err(bad("NAME is empty"));
         }
@@ -113,7 +131,22 @@ impl External {
         Ok(External {
             name: name.to_string(),
             command: command.to_string(),
+            protocol,
         })
+    }
+
+    /// Whether this contender takes part in suites of `protocol`.
+    pub fn speaks(&self, protocol: &str) -> bool {
+        self.protocol.is_none_or(|p| p == protocol)
+    }
+
+    /// Makes this contender a model for the rest of the process: its row ([`model_for`]) and
+    /// its command, found again from the model id with [`registered`].
+    pub fn register(&self) -> &'static ModelSpec {
+        let mut all = lock(&REGISTERED);
+        all.retain(|e| e.name != self.name);
+        all.push(self.clone());
+        model_for(&self.name)
     }
 
     /// The model id of this contender: `ext:NAME`.
@@ -380,6 +413,14 @@ impl Drop for Running {
     }
 }
 
+static REGISTERED: Mutex<Vec<External>> = Mutex::new(Vec::new());
+
+/// The contender registered ([`External::register`]) under model id `ext:NAME`.
+pub fn registered(model_id: &str) -> Option<External> {
+    let name = model_id.strip_prefix("ext:")?;
+    lock(&REGISTERED).iter().find(|e| e.name == name).cloned()
+}
+
 /// The model row of external contender `name` (`ext:NAME`), created once per name and kept for
 /// the life of the process (a handful of leaked rows, one per `--contender`).
 pub fn model_for(name: &str) -> &'static ModelSpec {
@@ -559,8 +600,15 @@ mod tests {
         assert_eq!(e.command_for(8080), "node echo.js 8080");
         assert_eq!(e.model_id(), "ext:node");
         // '=' inside the command is kept.
+        assert_eq!(e.protocol, None);
+        assert!(e.speaks("echo") && e.speaks("http"));
         let e = External::parse("c-ref2=env A=1 ./srv {port} {port}").unwrap();
         assert_eq!(e.command_for(9), "env A=1 ./srv 9 9");
+        let e = External::parse("http:nginx=nginx -g 'listen {port};'").unwrap();
+        assert_eq!((e.name.as_str(), e.protocol), ("nginx", Some("http")));
+        assert!(e.speaks("http") && !e.speaks("echo"));
+        let err = External::parse("ftp:x=cmd {port}").unwrap_err().to_string();
+        assert!(err.contains("'ftp'") && err.contains("echo, http"), "{err}");
         for bad in [
             "node",
             "=cmd {port}",
@@ -573,6 +621,16 @@ mod tests {
             assert!(err.contains(bad), "{err}");
             assert!(err.contains("{port}"), "{err}");
         }
+    }
+
+    #[test]
+    fn registered_contenders_are_found_by_model_id() {
+        let e = External::parse("echo:reg-test=cat {port}").unwrap();
+        let m = e.register();
+        assert_eq!(m.id, "ext:reg-test");
+        assert_eq!(registered("ext:reg-test"), Some(e));
+        assert_eq!(registered("ext:nobody"), None);
+        assert_eq!(registered("reg-test"), None);
     }
 
     #[test]

@@ -2,5 +2,6 @@
 //! the plan's measured CPU; the load generator (`crate::load`) runs in this process on the
 //! helper CPU.
 
+pub mod cell;
 pub mod echo;
 pub mod server;

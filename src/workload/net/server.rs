@@ -231,3 +231,114 @@ impl Drop for Server {
         }
     }
 }
+
+/// How a cell's server is started: ringside's own `serve` child (or a stand-in printing
+/// `listening on`), or an external contender's command (`--contender`).
+pub enum Launch {
+    /// A command that prints `listening on ADDR`, confined to `cpus`.
+    Child { cmd: Command, cpus: Vec<u32> },
+    /// An external contender, confined to `cpus`; ready once its port accepts connections.
+    External {
+        ext: crate::peer::external::External,
+        cpus: Vec<u32>,
+    },
+}
+
+impl Launch {
+    /// The CPUs the server may use.
+    pub fn cpus(&self) -> &[u32] {
+        match self {
+            Launch::Child { cpus, .. } | Launch::External { cpus, .. } => cpus,
+        }
+    }
+
+    /// Starts it and waits until it accepts connections.
+    pub fn start(self) -> Result<UnderTest, CaseError> {
+        match self {
+            Launch::Child { cmd, cpus } => {
+                Ok(UnderTest::Child(Server::start(cmd, &cpus, READY_WITHIN)?))
+            }
+            Launch::External { ext, cpus } => {
+                let opts = crate::peer::external::StartOpts {
+                    cpus: Some(cpus),
+                    ..Default::default()
+                };
+                let running = ext
+                    .start(&opts)
+                    .map_err(|e| CaseError::Failed(anyhow::anyhow!("{e:#}")))?;
+                // The processes to measure: those of its group when it serves (a master and its
+                // workers), fixed now; a server that forks per connection is under-counted.
+                let pids = running.group_pids();
+                Ok(UnderTest::External { running, pids })
+            }
+        }
+    }
+}
+
+/// How long a server may take to print `listening on`.
+pub const READY_WITHIN: Duration = Duration::from_secs(10);
+
+/// A started server under test, whichever way it was started.
+pub enum UnderTest {
+    Child(Server),
+    External {
+        running: crate::peer::external::Running,
+        pids: Vec<u32>,
+    },
+}
+
+impl UnderTest {
+    pub fn addr(&self) -> SocketAddr {
+        match self {
+            UnderTest::Child(s) => s.addr,
+            UnderTest::External { running, .. } => running.addr(),
+        }
+    }
+
+    /// Every process whose CPU and syscalls are the server's.
+    pub fn pids(&self) -> Vec<u32> {
+        match self {
+            UnderTest::Child(s) => vec![s.pid()],
+            UnderTest::External { pids, running } if pids.is_empty() => vec![running.pid()],
+            UnderTest::External { pids, .. } => pids.clone(),
+        }
+    }
+
+    /// How it ended, if it has (`None`: still serving).
+    pub fn exited(&mut self) -> Option<String> {
+        match self {
+            UnderTest::Child(s) => s.exited(),
+            UnderTest::External { running, .. } => {
+                running.check_alive().err().map(|e| format!("{e:#}"))
+            }
+        }
+    }
+
+    /// The cell's error for `why`, with the server's stderr tail.
+    pub fn fail(&self, why: &str) -> CaseError {
+        match self {
+            UnderTest::Child(s) => s.fail(why),
+            UnderTest::External { running, .. } => {
+                let tail = running.stderr_tail();
+                CaseError::Failed(anyhow::anyhow!(if tail.trim().is_empty() {
+                    format!("{why} (stderr empty)")
+                } else {
+                    format!("{why}; stderr tail: {}", tail.trim())
+                }))
+            }
+        }
+    }
+
+    /// Stops it; ringside's own servers report their counters (`server_` prefix).
+    pub fn stop(self, within: Duration) -> Result<Counters, CaseError> {
+        match self {
+            UnderTest::Child(s) => s.stop(within).map(|(_, c)| c),
+            UnderTest::External { running, .. } => {
+                running
+                    .stop()
+                    .map_err(|e| CaseError::Failed(anyhow::anyhow!("{e:#}")))?;
+                Ok(Counters::default())
+            }
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! One network cell's repetition, whatever the protocol: start the server under test pinned to
+//! the plan's measured CPU, drive it with the load generator pinned to the helper CPU, read the
+//! server's CPU (every task of every process it runs, io_uring's kernel threads included) and,
+//! in the runner's counting repetition, its syscalls at the window's edges; stop it; turn the
+//! load report into a [`Sample`] with the load generator's CPU, errors and warnings as
+//! counters. The echo and HTTP suites differ only in the [`Exchange`] and the counting of
+//! bytes.
+
+use super::server::{Launch, UnderTest};
+use crate::error::CaseError;
+use crate::load::{self, Config, Edge, Exchange, Report};
+use crate::measure::pin;
+use crate::measure::syscalls::{Scope, SyscallCounter};
+use crate::measure::{cpu, Counters, Measured, Sample};
+use crate::workload::Ctx;
+use std::time::Duration;
+
+/// Counter names the network suites store in each Sample (summed over the timed repetitions,
+/// as every counter is: divide by the case's `repetitions` for one repetition's value).
+pub mod counter {
+    pub const LOAD_CPU_NS: &str = "load_cpu_ns";
+    pub const CONNECT_ERRORS: &str = "load_connect_errors";
+    pub const RESETS: &str = "load_resets";
+    pub const IO_ERRORS: &str = "load_io_errors";
+    pub const MISMATCHES: &str = "load_mismatches";
+    pub const TIMEOUTS: &str = "load_timeouts";
+    pub const LIVE_CONNS: &str = "load_live_conns";
+    /// 1 in a repetition whose load generator was saturated (`load::CLIENT_BOUND_FRACTION`).
+    pub const CLIENT_BOUND: &str = "client_bound";
+    /// 1 in a repetition where server and load generator had to share one CPU.
+    pub const SHARED_CPUS: &str = "shared_cpus";
+}
+
+/// How long a server may take to exit after SIGTERM.
+pub const STOP_WITHIN: Duration = Duration::from_secs(5);
+
+/// What the load generator does in one repetition.
+pub struct Load<'a> {
+    pub conns: usize,
+    pub warmup: Duration,
+    pub duration: Duration,
+    /// Open loop: requests/s over all connections; `None`: closed loop.
+    pub rate: Option<f64>,
+    pub exchange: &'a dyn Exchange,
+    /// `Sample::bytes`: the payload of each message (echo) or every byte received (HTTP's
+    /// transfer/s).
+    pub bytes_received: bool,
+}
+
+/// One repetition: the Sample, and the load report it came from.
+pub fn measure(
+    ctx: &Ctx<'_>,
+    launch: Launch,
+    load: &Load<'_>,
+) -> Result<(Sample, Report), CaseError> {
+    let plan = ctx.plan;
+    let shared = plan.shared();
+    let load_cpu = plan.helper.filter(|_| !shared).unwrap_or(plan.measured);
+    // This thread (the runner's, pinned to the measured CPU) reads /proc at the window's edges
+    // and spawns the server's pipe readers: keep all of that off the server's CPU.
+    let _ = pin::pin_this_thread(load_cpu);
+    let res = measure_pinned(ctx, launch, load, load_cpu);
+    let _ = pin::pin_this_thread(plan.measured);
+    res
+}
+
+fn cpu_of(pids: &[u32]) -> Option<cpu::CpuReading> {
+    let mut sum = cpu::CpuReading::default();
+    for &p in pids {
+        let c = cpu::process(p).ok()?;
+        sum.total_ns += c.total_ns;
+        sum.user_ns += c.user_ns;
+        sum.sys_ns += c.sys_ns;
+        sum.ctx_switches += c.ctx_switches;
+    }
+    Some(sum)
+}
+
+fn measure_pinned(
+    ctx: &Ctx<'_>,
+    launch: Launch,
+    load: &Load<'_>,
+    load_cpu: u32,
+) -> Result<(Sample, Report), CaseError> {
+    let plan = ctx.plan;
+    // A SQPOLL server's poller runs on the load generator's CPU when there is no third CPU.
+    let shared = plan.shared() || launch.cpus().contains(&load_cpu);
+    let mut server: UnderTest = launch.start()?;
+    let pids = server.pids();
+    let counters: Option<Result<Vec<SyscallCounter>, String>> = ctx.count_syscalls.then(|| {
+        pids.iter()
+            .map(|&p| SyscallCounter::open(Scope::Process(p)))
+            .collect()
+    });
+    let read_sys = |cs: &Option<Result<Vec<SyscallCounter>, String>>| match cs {
+        Some(Ok(cs)) => cs.iter().map(|c| c.read()).sum(),
+        _ => 0,
+    };
+    let mut cfg = Config::new(server.addr(), load.conns, load.duration);
+    cfg.warmup = load.warmup;
+    cfg.rate = load.rate;
+    cfg.threads = 1;
+    cfg.cpus = vec![load_cpu];
+    let (mut cpu0, mut cpu1) = (None, None);
+    let (mut sys0, mut sys1) = (0, 0);
+    let report = load::run(&cfg, load.exchange, &mut |e| {
+        let c = cpu_of(&pids);
+        let s = read_sys(&counters);
+        match e {
+            Edge::Open => (cpu0, sys0) = (c, s),
+            Edge::Close => (cpu1, sys1) = (c, s),
+        }
+    });
+    let report = report.map_err(|e| server.fail(&format!("load generator: {e}")))?;
+    if let Some(how) = server.exited() {
+        return Err(server.fail(&format!("server died during the run ({how})")));
+    }
+    let (Some(c0), Some(c1)) = (cpu0, cpu1) else {
+        return Err(server.fail("cannot read the server's CPU from /proc"));
+    };
+    if report.live_conns == 0 {
+        let why = format!(
+            "no connection survived ({})",
+            report.first_error.as_deref().unwrap_or("no error recorded")
+        );
+        return Err(server.fail(&why));
+    }
+    let syscalls = counters.as_ref().map(|c| match c {
+        // Less each counter's own start/read cost.
+        Ok(cs) => Measured::Value(
+            sys1.saturating_sub(sys0)
+                .saturating_sub(cs.iter().map(|c| c.window_overhead()).sum()),
+        ),
+        Err(why) => Measured::unavailable(why.clone()),
+    });
+    drop(counters);
+    let server_counters = server.stop(STOP_WITHIN)?;
+    let mut c = Counters::default();
+    c.merge(&server_counters);
+    c.add(counter::LOAD_CPU_NS, report.cpu_ns);
+    c.add(counter::CONNECT_ERRORS, report.connect_errors);
+    c.add(counter::RESETS, report.resets);
+    c.add(counter::IO_ERRORS, report.io_errors);
+    c.add(counter::MISMATCHES, report.mismatches);
+    c.add(counter::TIMEOUTS, report.timeouts);
+    c.add(counter::LIVE_CONNS, report.live_conns);
+    c.add(counter::CLIENT_BOUND, u64::from(report.client_bound));
+    c.add(counter::SHARED_CPUS, u64::from(shared));
+    let sample = Sample {
+        ops: report.msgs,
+        bytes: report.bytes,
+        wall_ns: report.window_ns,
+        timed_ns: report.window_ns,
+        cpu: c1.since(&c0),
+        syscalls,
+        latency: report.latency.clone(),
+        counters: c,
+    };
+    Ok((sample, report))
+}
