@@ -189,6 +189,12 @@ fn measure_case(
     if f.counters.get("client_bound") > 0 {
         r.warnings.push(Warning::ClientBound);
     }
+    if let Some(wrk) = crate::crosscheck::wrk::requests_per_sec(&f.counters) {
+        let ours = f.ops_per_sec.median;
+        if (ours - wrk).abs() > crate::crosscheck::wrk::DISAGREEMENT * wrk {
+            r.warnings.push(Warning::LoadgenDisagrees);
+        }
+    }
     r.figures = Some(f);
     Some(r)
 }

@@ -220,6 +220,8 @@ pub fn parse(json: &[u8]) -> Result<CaseFigures, String> {
         },
         syscalls_per_op: Measured::unavailable("fio does not count syscalls"),
         ops_total: ios,
+        bytes_per_sec: 0.0,
+        cpu_busy: 0.0,
         counters,
         histogram: Hist::new().to_base64(),
     })

@@ -2,3 +2,4 @@
 //! rows of their own beside ringside's (model `fio:<engine>`), never mixed into ours.
 
 pub mod fio;
+pub mod wrk;

@@ -91,6 +91,48 @@ const METRICS: &[Metric] = &[
     }),
 ];
 
+/// Rows added to the tables of the network suites (servers measured from outside), where the
+/// figures exist: the student table's columns (max latency, transfer/s, server CPU%) and the
+/// independent load generator's figure beside ringside's.
+const NET_METRICS: &[Metric] = &[
+    ("max", |c| fig(c, |f| fmt_ns(f.latency_ns.max))),
+    ("transfer/s", |c| {
+        fig(c, |f| fmt_bytes_rate(f.bytes_per_sec))
+    }),
+    ("server CPU %", |c| {
+        fig(c, |f| format!("{:.0}%", f.cpu_busy * 100.0))
+    }),
+];
+
+/// wrk's requests/s in the same cell, when it ran.
+const WRK_METRIC: Metric = ("wrk req/s (same server)", |c| {
+    fig(c, |f| {
+        crate::crosscheck::wrk::requests_per_sec(&f.counters)
+            .map(fmt_rate)
+            .unwrap_or_else(|| "-".into())
+    })
+});
+
+/// Bytes per second, binary units ("4.31 MiB/s").
+pub fn fmt_bytes_rate(b: f64) -> String {
+    let units = ["B/s", "KiB/s", "MiB/s", "GiB/s"];
+    let mut v = b;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < units.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{v:.0} {}", units[i])
+    } else {
+        format!("{v:.2} {}", units[i])
+    }
+}
+
+fn is_net(workload: &str) -> bool {
+    workload.starts_with("echo.") || workload.starts_with("http.")
+}
+
 fn fig(c: &CaseResult, f: impl Fn(&crate::results::schema::CaseFigures) -> String) -> String {
     match (&c.status, &c.figures) {
         (Status::Measured, Some(x)) => f(x),
@@ -133,8 +175,21 @@ pub fn metric_tables(run: &RunResults) -> Vec<Table> {
                     format!("{} ({mp})", c.label())
                 }
             }));
+            let has_wrk = cases.iter().any(|c| {
+                c.figures.as_ref().is_some_and(|f| {
+                    crate::crosscheck::wrk::requests_per_sec(&f.counters).is_some()
+                })
+            });
+            let net: &[Metric] = if is_net(&workload) { NET_METRICS } else { &[] };
+            let wrk: &[Metric] = if has_wrk {
+                std::slice::from_ref(&WRK_METRIC)
+            } else {
+                &[]
+            };
             let rows = METRICS
                 .iter()
+                .chain(net)
+                .chain(wrk)
                 .map(|(name, cell)| {
                     let mut r = vec![name.to_string()];
                     r.extend(cases.iter().map(|c| cell(c)));

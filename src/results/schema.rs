@@ -73,6 +73,9 @@ pub enum Warning {
     HighSpread,
     /// The load generator, not the server, was saturated.
     ClientBound,
+    /// An independent load generator (wrk) measured a requests/s more than 5% away from
+    /// ringside's on the same server and pinning (its figure is in the `wrk_*` counters).
+    LoadgenDisagrees,
 }
 
 impl Warning {
@@ -87,6 +90,10 @@ impl Warning {
             }
             Warning::ClientBound => {
                 "the load generator was saturated, not the server; give it more CPUs"
+            }
+            Warning::LoadgenDisagrees => {
+                "wrk and ringside's load generator disagree by more than 5% on this server; \
+                 compare the wrk_* counters and check which one was saturated"
             }
         }
     }
@@ -129,6 +136,10 @@ impl CaseResult {
     }
 }
 
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
 /// The figures of a measured cell.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CaseFigures {
@@ -142,6 +153,14 @@ pub struct CaseFigures {
     pub ctx_switches_per_op: f64,
     pub syscalls_per_op: Measured<f64>,
     pub ops_total: u64,
+    /// Bytes moved per second of measured window (network suites: what the client received,
+    /// HTTP's transfer/s); 0 where a workload counts no bytes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bytes_per_sec: f64,
+    /// CPU of the measured task(s) per second of measured window, in CPUs (1.0 = one CPU
+    /// busy: a server's CPU%/100); 0 where unknown.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cpu_busy: f64,
     /// The model's own counters, summed over repetitions.
     pub counters: Counters,
     /// The merged HdrHistogram (V2 deflate, base64), so any percentile can be recomputed.

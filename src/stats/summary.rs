@@ -64,7 +64,10 @@ pub fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFigures {
     let mut all = Hist::new();
     let mut counters = Counters::default();
     let (mut ops, mut total, mut user, mut sys, mut ctx) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut bytes, mut wall) = (0u64, 0u64);
     for s in samples {
+        bytes += s.bytes;
+        wall += s.wall_ns;
         all.merge(&s.latency);
         counters.merge(&s.counters);
         ops += s.ops;
@@ -122,6 +125,16 @@ pub fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFigures {
         ctx_switches_per_op: per_op(ctx),
         syscalls_per_op,
         ops_total: ops,
+        bytes_per_sec: if wall == 0 {
+            0.0
+        } else {
+            bytes as f64 * 1e9 / wall as f64
+        },
+        cpu_busy: if wall == 0 {
+            0.0
+        } else {
+            total as f64 / wall as f64
+        },
         counters,
         histogram: all.to_base64(),
         runs_p50_ns: run_p50,

@@ -34,6 +34,10 @@ pub mod counter {
 /// How long a server may take to exit after SIGTERM.
 pub const STOP_WITHIN: Duration = Duration::from_secs(5);
 
+/// A second measurement against the same warmed server after ringside's window (wrk), given
+/// the server's address and the load generator's CPU; its counters join the Sample's.
+pub type After = dyn Fn(std::net::SocketAddr, u32) -> Result<Counters, String>;
+
 /// What the load generator does in one repetition.
 pub struct Load<'a> {
     pub conns: usize,
@@ -45,6 +49,8 @@ pub struct Load<'a> {
     /// `Sample::bytes`: the payload of each message (echo) or every byte received (HTTP's
     /// transfer/s).
     pub bytes_received: bool,
+    /// See [`After`]; a failure is counted (`after_failures`), not fatal.
+    pub after: Option<&'a After>,
 }
 
 /// One repetition: the Sample, and the load report it came from.
@@ -125,6 +131,13 @@ fn measure_pinned(
         );
         return Err(server.fail(&why));
     }
+    let mut extra = Counters::default();
+    if let Some(after) = load.after {
+        match after(server.addr(), load_cpu) {
+            Ok(c) => extra = c,
+            Err(_) => extra.add("after_failures", 1),
+        }
+    }
     let syscalls = counters.as_ref().map(|c| match c {
         // Less each counter's own start/read cost.
         Ok(cs) => Measured::Value(
@@ -137,6 +150,7 @@ fn measure_pinned(
     let server_counters = server.stop(STOP_WITHIN)?;
     let mut c = Counters::default();
     c.merge(&server_counters);
+    c.merge(&extra);
     c.add(counter::LOAD_CPU_NS, report.cpu_ns);
     c.add(counter::CONNECT_ERRORS, report.connect_errors);
     c.add(counter::RESETS, report.resets);
@@ -148,7 +162,7 @@ fn measure_pinned(
     c.add(counter::SHARED_CPUS, u64::from(shared));
     let sample = Sample {
         ops: report.msgs,
-        bytes: report.bytes,
+        bytes: report.bytes, // MERGE-TODO: report.rx_bytes when load.bytes_received
         wall_ns: report.window_ns,
         timed_ns: report.window_ns,
         cpu: c1.since(&c0),

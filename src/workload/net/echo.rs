@@ -241,6 +241,7 @@ fn measure_launch(
         rate: None,
         exchange: &ex,
         bytes_received: false,
+        after: None,
     };
     cell::measure(ctx, launch, &load).map(|(s, _)| s)
 }

@@ -1,0 +1,270 @@
+//! wrk against the same HTTP server, pinned to the same CPU as ringside's load generator, one
+//! thread and the same connections: its requests/s, transfer/s, latency and errors parsed from
+//! its text output (`--latency`). The HTTP suite stores them as `wrk_*` counters of the cell,
+//! beside ringside's own figures, and flags the cell when the two disagree (see
+//! [`DISAGREEMENT`]): a load generator is trusted once an independent one agrees with it.
+
+use crate::measure::Counters;
+use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Relative difference in requests/s beyond which ringside and wrk are said to disagree.
+pub const DISAGREEMENT: f64 = 0.05;
+
+/// Counter names (summed over repetitions like every counter).
+pub mod counter {
+    /// Requests wrk completed.
+    pub const REQUESTS: &str = "wrk_requests";
+    /// wrk's measured time, ns (from its requests and its requests/s).
+    pub const WINDOW_NS: &str = "wrk_window_ns";
+    /// Bytes wrk read.
+    pub const READ_BYTES: &str = "wrk_read_bytes";
+    /// Socket errors of every kind (connect, read, write, timeout).
+    pub const ERRORS: &str = "wrk_errors";
+    pub const NON_2XX: &str = "wrk_non_2xx";
+    /// wrk's mean and max latency, ns (summed over repetitions: divide by them).
+    pub const LATENCY_MEAN_NS: &str = "wrk_latency_mean_ns";
+    pub const LATENCY_MAX_NS: &str = "wrk_latency_max_ns";
+    pub const LATENCY_P99_NS: &str = "wrk_latency_p99_ns";
+}
+
+/// Whether wrk can be run (`wrk -v` prints its version and exits 1).
+pub fn version() -> Result<String, String> {
+    match Command::new("wrk").arg("-v").output() {
+        Ok(o) => {
+            let text = String::from_utf8_lossy(&o.stdout).to_string()
+                + &String::from_utf8_lossy(&o.stderr);
+            text.lines()
+                .find(|l| l.starts_with("wrk "))
+                .map(|l| l.split(" Copyright").next().unwrap_or(l).trim().to_string())
+                .ok_or_else(|| format!("wrk -v printed no version: {}", text.trim()))
+        }
+        Err(_) => Err("wrk not installed".into()),
+    }
+}
+
+/// What one wrk run measured.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WrkRun {
+    pub requests: u64,
+    pub requests_per_sec: f64,
+    pub read_bytes: u64,
+    pub latency_mean_ns: u64,
+    pub latency_max_ns: u64,
+    pub latency_p99_ns: u64,
+    pub errors: u64,
+    pub non_2xx: u64,
+}
+
+impl WrkRun {
+    /// Its time, ns, from its count and rate (wrk prints the duration to 10 ms only).
+    pub fn window_ns(&self) -> u64 {
+        if self.requests_per_sec > 0.0 {
+            (self.requests as f64 / self.requests_per_sec * 1e9) as u64
+        } else {
+            0
+        }
+    }
+
+    pub fn counters(&self) -> Counters {
+        let mut c = Counters::default();
+        c.add(counter::REQUESTS, self.requests);
+        c.add(counter::WINDOW_NS, self.window_ns());
+        c.add(counter::READ_BYTES, self.read_bytes);
+        c.add(counter::ERRORS, self.errors);
+        c.add(counter::NON_2XX, self.non_2xx);
+        c.add(counter::LATENCY_MEAN_NS, self.latency_mean_ns);
+        c.add(counter::LATENCY_MAX_NS, self.latency_max_ns);
+        c.add(counter::LATENCY_P99_NS, self.latency_p99_ns);
+        c
+    }
+}
+
+/// wrk's requests/s over a case's repetitions, from the summed counters; `None` when wrk did
+/// not run.
+pub fn requests_per_sec(c: &Counters) -> Option<f64> {
+    let (n, ns) = (c.get(counter::REQUESTS), c.get(counter::WINDOW_NS));
+    (ns > 0).then(|| n as f64 * 1e9 / ns as f64)
+}
+
+/// Runs `wrk -t1 -cCONNS -dSECS --latency http://ADDR/PATH` pinned to `cpu`. The duration is
+/// whole seconds (wrk's resolution), at least 1.
+pub fn run(
+    addr: SocketAddr,
+    path: &str,
+    conns: usize,
+    duration: Duration,
+    cpu: u32,
+) -> Result<WrkRun, String> {
+    let secs = duration.as_secs().max(1);
+    let url = format!("http://{addr}{path}");
+    let mut cmd = Command::new("wrk");
+    cmd.args([
+        "-t1",
+        &format!("-c{conns}"),
+        &format!("-d{secs}s"),
+        "--latency",
+    ])
+    .args(["--timeout", "5s", &url])
+    .stdin(Stdio::null());
+    // SAFETY: the set is built before the fork; the closure makes one async-signal-safe syscall.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if (cpu as usize) < libc::CPU_SETSIZE as usize {
+        // SAFETY: cpu is below CPU_SETSIZE; the set is ours.
+        unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+    }
+    // SAFETY: runs between fork and exec; sched_setaffinity is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().map_err(|e| format!("cannot run wrk: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "wrk exited with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    parse(&text)
+}
+
+/// Parses wrk's text report.
+pub fn parse(text: &str) -> Result<WrkRun, String> {
+    let mut r = WrkRun::default();
+    let mut seen_rate = false;
+    for line in text.lines().map(str::trim) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["Latency", avg, _stdev, max, ..] => {
+                r.latency_mean_ns = duration_ns(avg)?;
+                r.latency_max_ns = duration_ns(max)?;
+            }
+            ["99%", v] => r.latency_p99_ns = duration_ns(v)?,
+            [n, "requests", "in", _, read, "read"] => {
+                r.requests = n.parse().map_err(|_| format!("bad request count '{n}'"))?;
+                r.read_bytes = size_bytes(read)?;
+            }
+            ["Requests/sec:", v] => {
+                r.requests_per_sec = v.parse().map_err(|_| format!("bad Requests/sec '{v}'"))?;
+                seen_rate = true;
+            }
+            ["Non-2xx", "or", "3xx", "responses:", n] => {
+                r.non_2xx = n.parse().map_err(|_| format!("bad non-2xx count '{n}'"))?;
+            }
+            ["Socket", "errors:", rest @ ..] => {
+                // "connect 0, read 0, write 0, timeout 0"
+                for pair in rest.chunks(2) {
+                    if let [_, n] = pair {
+                        r.errors += n.trim_end_matches(',').parse::<u64>().unwrap_or(0);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if !seen_rate {
+        return Err(format!(
+            "no 'Requests/sec:' in wrk's output: {}",
+            text.trim()
+        ));
+    }
+    Ok(r)
+}
+
+fn duration_ns(s: &str) -> Result<u64, String> {
+    let bad = || format!("bad wrk duration '{s}'");
+    let (num, mult) = if let Some(n) = s.strip_suffix("us") {
+        (n, 1e3)
+    } else if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = s.strip_suffix("ns") {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1e9)
+    } else if let Some(n) = s.strip_suffix('m') {
+        (n, 60e9)
+    } else if let Some(n) = s.strip_suffix('h') {
+        (n, 3600e9)
+    } else {
+        return Err(bad());
+    };
+    let v: f64 = num.parse().map_err(|_| bad())?;
+    Ok((v * mult).round() as u64)
+}
+
+fn size_bytes(s: &str) -> Result<u64, String> {
+    let bad = || format!("bad wrk size '{s}'");
+    let units = [
+        ("TB", 1u64 << 40),
+        ("GB", 1 << 30),
+        ("MB", 1 << 20),
+        ("KB", 1 << 10),
+        ("B", 1),
+    ];
+    for (u, m) in units {
+        if let Some(n) = s.strip_suffix(u) {
+            let v: f64 = n.parse().map_err(|_| bad())?;
+            return Ok((v * m as f64).round() as u64);
+        }
+    }
+    Err(bad())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OUT: &str = "Running 1s test @ http://127.0.0.1:18080/
+  1 threads and 2 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     4.57ms    2.63ms  18.76ms   65.27%
+    Req/Sec   439.00     83.77   520.00     90.00%
+  Latency Distribution
+     50%    4.06ms
+     75%    6.28ms
+     90%    8.00ms
+     99%   12.37ms
+  437 requests in 1.00s, 3.87MB read
+  Socket errors: connect 1, read 2, write 0, timeout 3
+  Non-2xx or 3xx responses: 5
+Requests/sec:    436.35
+Transfer/sec:      3.87MB
+";
+
+    #[test]
+    fn parses_wrk_output() {
+        let r = parse(OUT).unwrap();
+        assert_eq!(r.requests, 437);
+        assert_eq!(r.requests_per_sec, 436.35);
+        assert_eq!(r.read_bytes, (3.87 * 1048576.0f64).round() as u64);
+        assert_eq!(r.latency_mean_ns, 4_570_000);
+        assert_eq!(r.latency_max_ns, 18_760_000);
+        assert_eq!(r.latency_p99_ns, 12_370_000);
+        assert_eq!(r.errors, 6);
+        assert_eq!(r.non_2xx, 5);
+        assert_eq!(r.window_ns(), (437.0 / 436.35 * 1e9) as u64);
+        let c = r.counters();
+        assert_eq!(requests_per_sec(&c).map(|v| v.round()), Some(436.0));
+        assert_eq!(requests_per_sec(&Counters::default()), None);
+    }
+
+    #[test]
+    fn refuses_output_without_a_rate_and_bad_units() {
+        assert!(parse("unable to connect to 127.0.0.1:1 Connection refused")
+            .unwrap_err()
+            .contains("Requests/sec"));
+        assert!(duration_ns("12parsecs").is_err());
+        assert_eq!(duration_ns("520.00us").unwrap(), 520_000);
+        assert_eq!(duration_ns("1.50s").unwrap(), 1_500_000_000);
+        assert_eq!(size_bytes("12.00KB").unwrap(), 12_288);
+        assert!(size_bytes("12QB").is_err());
+    }
+}
