@@ -189,6 +189,9 @@ fn measure_case(
     if f.counters.get("client_bound") > 0 {
         r.warnings.push(Warning::ClientBound);
     }
+    if f.counters.get("both_saturated") > 0 {
+        r.warnings.push(Warning::BothSaturated);
+    }
     if let Some(wrk) = crate::crosscheck::wrk::requests_per_sec(&f.counters) {
         let ours = f.ops_per_sec.median;
         if (ours - wrk).abs() > crate::crosscheck::wrk::DISAGREEMENT * wrk {

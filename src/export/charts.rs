@@ -186,6 +186,19 @@ pub static CHARTS: &[ChartSpec] = &[
         verdict: Metric::OpsPerSec,
     },
     ChartSpec {
+        // Latency against offered load: the knee is where p99 leaves the floor and the
+        // achieved rate stops following the offered one.
+        workloads: "http.rate",
+        sweep: Some(Sweep {
+            params: &["rate_per_sec"],
+            axis: "offered requests/s (log)",
+            log_x: true,
+        }),
+        metrics: &[Metric::LatencyP99, Metric::OpsPerSec, Metric::CpuPerOp],
+        log_y: true,
+        verdict: Metric::LatencyP99,
+    },
+    ChartSpec {
         workloads: "http.",
         sweep: Some(Sweep {
             params: &["clients", "conns", "connections"],
@@ -672,6 +685,7 @@ mod tests {
         assert_eq!(spec_for("storage.randread").workloads, "storage.");
         assert_eq!(spec_for("echo.conns").workloads, "echo.conns");
         assert_eq!(spec_for("http.clients").workloads, "http.");
+        assert_eq!(spec_for("http.rate").workloads, "http.rate");
         assert_eq!(spec_for("micro.pipe").workloads, "");
         assert_eq!(spec_for("whatever.new").workloads, "");
     }

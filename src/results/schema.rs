@@ -73,6 +73,9 @@ pub enum Warning {
     HighSpread,
     /// The load generator, not the server, was saturated.
     ClientBound,
+    /// Server and load generator were both saturated: the figure is the server at capacity,
+    /// with a load generator that had no headroom left.
+    BothSaturated,
     /// An independent load generator (wrk) measured a requests/s more than 5% away from
     /// ringside's on the same server and pinning (its figure is in the `wrk_*` counters).
     LoadgenDisagrees,
@@ -89,7 +92,12 @@ impl Warning {
                 "repetitions disagree by more than 10%; use --profile full or a quieter machine"
             }
             Warning::ClientBound => {
-                "the load generator was saturated, not the server; give it more CPUs"
+                "the load generator was saturated while the server had idle CPU: this figure is \
+                 the client's limit; give the load generator more CPUs"
+            }
+            Warning::BothSaturated => {
+                "server and load generator both ran at 90%+ CPU: the server was at capacity, \
+                 but the load generator had no headroom; more CPUs would separate them"
             }
             Warning::LoadgenDisagrees => {
                 "wrk and ringside's load generator disagree by more than 5% on this server; \

@@ -25,8 +25,14 @@ pub mod counter {
     pub const MISMATCHES: &str = "load_mismatches";
     pub const TIMEOUTS: &str = "load_timeouts";
     pub const LIVE_CONNS: &str = "load_live_conns";
-    /// 1 in a repetition whose load generator was saturated (`load::CLIENT_BOUND_FRACTION`).
+    /// 1 in a repetition whose load generator was saturated (`load::CLIENT_BOUND_FRACTION`)
+    /// while the server was not: the figure is the client's limit, not the server's.
     pub const CLIENT_BOUND: &str = "client_bound";
+    /// 1 in a repetition where both were saturated (each busy >= `CLIENT_BOUND_FRACTION` of
+    /// its CPUs): the server ran at its capacity, so the figure is the server's, but the load
+    /// generator had no headroom left either (on loopback each side pays for delivering what
+    /// it sends).
+    pub const BOTH_SATURATED: &str = "both_saturated";
     /// 1 in a repetition where server and load generator had to share one CPU.
     pub const SHARED_CPUS: &str = "shared_cpus";
 }
@@ -91,6 +97,8 @@ fn measure_pinned(
     let plan = ctx.plan;
     // A SQPOLL server's poller runs on the load generator's CPU when there is no third CPU.
     let shared = plan.shared() || launch.cpus().contains(&load_cpu);
+    // An external contender is confined to its CPUs too, so this holds for every server.
+    let server_cpus = launch.cpus().len();
     let mut server: UnderTest = launch.start()?;
     let pids = server.pids();
     let counters: Option<Result<Vec<SyscallCounter>, String>> = ctx.count_syscalls.then(|| {
@@ -158,14 +166,26 @@ fn measure_pinned(
     c.add(counter::MISMATCHES, report.mismatches);
     c.add(counter::TIMEOUTS, report.timeouts);
     c.add(counter::LIVE_CONNS, report.live_conns);
-    c.add(counter::CLIENT_BOUND, u64::from(report.client_bound));
+    // The server's CPU against the CPUs it was given (SQPOLL's poller may use a second one).
+    let cpu = c1.since(&c0);
+    let server_busy =
+        cpu.total_ns as f64 / report.window_ns.max(1) as f64 / server_cpus.max(1) as f64;
+    let server_saturated = server_busy >= load::CLIENT_BOUND_FRACTION;
+    c.add(
+        counter::CLIENT_BOUND,
+        u64::from(report.client_bound && !server_saturated),
+    );
+    c.add(
+        counter::BOTH_SATURATED,
+        u64::from(report.client_bound && server_saturated),
+    );
     c.add(counter::SHARED_CPUS, u64::from(shared));
     let sample = Sample {
         ops: report.msgs,
         bytes: report.bytes, // MERGE-TODO: report.rx_bytes when load.bytes_received
         wall_ns: report.window_ns,
         timed_ns: report.window_ns,
-        cpu: c1.since(&c0),
+        cpu,
         syscalls,
         latency: report.latency.clone(),
         counters: c,
