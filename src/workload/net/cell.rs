@@ -12,6 +12,7 @@ use crate::load::{self, Config, Edge, Exchange, Report};
 use crate::measure::pin;
 use crate::measure::syscalls::{Scope, SyscallCounter};
 use crate::measure::{cpu, Counters, Measured, Sample};
+use crate::plan::{Budget, Profile};
 use crate::workload::Ctx;
 use std::time::Duration;
 
@@ -35,6 +36,26 @@ pub mod counter {
     pub const BOTH_SATURATED: &str = "both_saturated";
     /// 1 in a repetition where server and load generator had to share one CPU.
     pub const SHARED_CPUS: &str = "shared_cpus";
+}
+
+/// (warm-up, measured) milliseconds per repetition for a profile.
+pub fn timing(profile: Profile) -> (u64, u64) {
+    match profile {
+        Profile::Smoke => (100, 400),
+        Profile::Quick => (200, 1_000),
+        Profile::Full => (2_000, 20_000),
+    }
+}
+
+/// Each repetition starts a server and warms it up itself, so no warm-up repetitions; and a
+/// sweep of ~100 cells at seconds each takes fewer repetitions than the micro loops: smoke 1,
+/// quick 2, full 5 timed repetitions (plus the one that counts syscalls).
+pub fn budget(b: Budget) -> Budget {
+    Budget {
+        warmups: 0,
+        repetitions: (b.repetitions / 5).clamp(1, 5),
+        ..b
+    }
 }
 
 /// How long a server may take to exit after SIGTERM.

@@ -57,28 +57,8 @@ fn accepts(m: &ModelSpec) -> Result<(), String> {
     }
 }
 
-/// (warm-up, measured) milliseconds per repetition for a profile.
-fn timing(profile: Profile) -> (u64, u64) {
-    match profile {
-        Profile::Smoke => (100, 400),
-        Profile::Quick => (200, 1_000),
-        Profile::Full => (2_000, 20_000),
-    }
-}
-
-/// Each repetition starts a server and warms it up itself, so no warm-up repetitions; and a
-/// sweep of ~120 cells at seconds each takes fewer repetitions than the micro loops: smoke 1,
-/// quick 2, full 5 timed repetitions (plus the one that counts syscalls).
-fn echo_budget(b: Budget) -> Budget {
-    Budget {
-        warmups: 0,
-        repetitions: (b.repetitions / 5).clamp(1, 5),
-        ..b
-    }
-}
-
 fn point(profile: Profile, conns: u64, msg: u64) -> Point {
-    let (warm, dur) = timing(profile);
+    let (warm, dur) = cell::timing(profile);
     Point::new(
         Params::new()
             .with("conns", conns)
@@ -98,7 +78,7 @@ impl Workload for EchoConns {
         "echo.conns"
     }
     fn budget(&self, b: Budget) -> Budget {
-        echo_budget(b)
+        cell::budget(b)
     }
     fn about(&self) -> &'static str {
         "TCP echo server per model, 64-byte messages, 1 to 1000 (full: 10,000) connections, loopback"
@@ -129,7 +109,7 @@ impl Workload for EchoPayload {
         "echo.payload"
     }
     fn budget(&self, b: Budget) -> Budget {
-        echo_budget(b)
+        cell::budget(b)
     }
     fn about(&self) -> &'static str {
         "TCP echo server per model, 50 connections, messages of 64 B to 16 KiB, loopback"
