@@ -3,7 +3,7 @@
 //! try when it is woken. A loop blocks in `epoll_pwait2` with a nanosecond timeout that honours
 //! the window edges, the open-loop schedule and a 100 ms housekeeping tick: no busy loop.
 
-use super::{Config, Edge, Exchange, Report, Response, CLIENT_BOUND_FRACTION};
+use super::{Config, Edge, Exchange, Fault, Report, Response, CLIENT_BOUND_FRACTION};
 use crate::measure::{clock::now_ns, cpu, pin, Hist};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -93,6 +93,9 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
         window_ns,
         msgs: 0,
         bytes: 0,
+        rx_bytes: 0,
+        non_2xx: 0,
+        malformed: 0,
         connect_errors: 0,
         resets: 0,
         io_errors: 0,
@@ -112,6 +115,9 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
         let p = p?;
         r.msgs += p.msgs;
         r.bytes += p.bytes;
+        r.rx_bytes += p.rx_bytes;
+        r.non_2xx += p.non_2xx;
+        r.malformed += p.malformed;
         r.connect_errors += p.connect_errors;
         r.resets += p.resets;
         r.io_errors += p.io_errors;
@@ -148,6 +154,9 @@ fn sleep_until(t: u64) {
 struct Counts {
     msgs: u64,
     bytes: u64,
+    rx_bytes: u64,
+    non_2xx: u64,
+    malformed: u64,
     connect_errors: u64,
     resets: u64,
     io_errors: u64,
@@ -160,6 +169,13 @@ struct Counts {
 }
 
 type ThreadOut = io::Result<Counts>;
+
+/// What was wrong with a complete response.
+#[derive(Clone, Copy)]
+enum Bad {
+    Mismatch,
+    Fault(Fault),
+}
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum St {
@@ -469,12 +485,20 @@ impl Loop<'_> {
                     let need = match self.ex.response(&c.out, &c.inb) {
                         Response::NeedMore(n) => n,
                         Response::Complete { len, valid } => {
-                            self.complete(c, len, valid);
+                            self.complete(c, len, if valid { None } else { Some(Bad::Mismatch) });
                             if c.st != St::Sending {
                                 return;
                             }
                             continue;
                         }
+                        Response::Failed { len, kind } => {
+                            self.complete(c, len, Some(Bad::Fault(kind)));
+                            if c.st != St::Sending {
+                                return;
+                            }
+                            continue;
+                        }
+                        Response::Unreadable => return self.fail_unreadable(c),
                     };
                     let have = c.inb.len();
                     c.inb.reserve(need);
@@ -499,18 +523,45 @@ impl Loop<'_> {
         }
     }
 
+    /// A response that cannot be read: count it, close the connection (where the next
+    /// response would start is unknown).
+    fn fail_unreadable(&mut self, c: &mut Conn) {
+        if now_ns() < self.t_close {
+            self.c.malformed += 1;
+        }
+        if self.c.first_error.is_none() {
+            let head = &c.inb[..c.inb.len().min(80)];
+            self.c.first_error = Some(format!(
+                "malformed response: {:?}",
+                String::from_utf8_lossy(head)
+            ));
+        }
+        c.st = St::Dead;
+        c.fd = None;
+    }
+
+    /// Counts an invalid response by kind (whole run: never hidden, even in the warm-up).
+    fn count_bad(&mut self, bad: Bad) {
+        match bad {
+            Bad::Mismatch => self.c.mismatches += 1,
+            Bad::Fault(Fault::Non2xx) => self.c.non_2xx += 1,
+            Bad::Fault(Fault::Malformed) => self.c.malformed += 1,
+        }
+    }
+
     /// A whole response arrived: count it, then start or schedule the next message.
-    fn complete(&mut self, c: &mut Conn, len: usize, valid: bool) {
+    fn complete(&mut self, c: &mut Conn, len: usize, bad: Option<Bad>) {
         let now = now_ns();
         if now >= self.t_open && now < self.t_close {
             self.c.msgs += 1;
             self.c.bytes += c.out.len() as u64;
+            self.c.rx_bytes += len as u64;
             self.c.latency.record(now.saturating_sub(c.origin));
-            if !valid {
-                self.c.mismatches += 1;
+            if let Some(b) = bad {
+                self.count_bad(b);
             }
-        } else if !valid && now < self.t_open {
-            self.c.mismatches += 1; // never hidden, even in the warm-up
+        } else if let (Some(b), true) = (bad, now < self.t_open) {
+            self.count_bad(b);
         }
         c.inb.drain(..len);
         c.seq += 1;

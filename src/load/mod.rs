@@ -20,6 +20,7 @@
 
 pub mod echo;
 mod engine;
+pub mod http;
 
 pub use engine::run;
 
@@ -58,8 +59,23 @@ pub enum Response {
     /// Not complete: at most this many more bytes are expected (the engine reads no more than
     /// that, so it never consumes bytes of a later message).
     NeedMore(usize),
-    /// Complete: the response is `len` bytes; `valid` says whether it was the right one.
+    /// Complete: the response is `len` bytes; `valid` says whether it was the right one (a
+    /// wrong one counts as a mismatch).
     Complete { len: usize, valid: bool },
+    /// Complete, `len` bytes, but an error response of this kind (counted by kind).
+    Failed { len: usize, kind: Fault },
+    /// Cannot be read: malformed, and where it ends cannot be known. Counted as `malformed`;
+    /// the engine closes the connection (it is not reopened: `live_conns` shows the loss).
+    Unreadable,
+}
+
+/// Why a complete response was an error (besides a mismatch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// HTTP: a status outside 2xx.
+    Non2xx,
+    /// Framed correctly but malformed otherwise.
+    Malformed,
 }
 
 /// One load run.
@@ -126,6 +142,9 @@ pub struct Report {
     pub msgs: u64,
     /// Payload bytes of those messages, one direction (each is sent and received once).
     pub bytes: u64,
+    /// Bytes of those messages' responses as received (HTTP: headers included, as wrk's
+    /// transfer/s counts them; echo: equal to `bytes`).
+    pub rx_bytes: u64,
     /// Connections that could not be established (refused, timed out, ...), whole run.
     pub connect_errors: u64,
     /// Connections the server reset or closed (ECONNRESET, EPIPE, EOF), whole run.
@@ -135,6 +154,11 @@ pub struct Report {
     /// Responses that were not the message sent (wrong bytes, another connection's, stale),
     /// whole run: a wrong byte in the warm-up is never hidden.
     pub mismatches: u64,
+    /// Complete responses with a status outside 2xx (HTTP), whole run.
+    pub non_2xx: u64,
+    /// Responses that could not be parsed or framed (HTTP), whole run; each closed its
+    /// connection when its end could not be known.
+    pub malformed: u64,
     /// Messages outstanding longer than the message timeout, whole run.
     pub timeouts: u64,
     /// Connections still open and usable when the window closed.
@@ -162,6 +186,21 @@ impl Report {
     }
     pub fn bytes_per_sec(&self) -> f64 {
         per_sec(self.bytes, self.window_ns)
+    }
+    /// Response bytes received per second (HTTP transfer/s).
+    pub fn rx_bytes_per_sec(&self) -> f64 {
+        per_sec(self.rx_bytes, self.window_ns)
+    }
+    /// Errors of every kind, whole run (connect, resets, other socket errors, mismatches,
+    /// non-2xx, malformed, timeouts).
+    pub fn errors(&self) -> u64 {
+        self.connect_errors
+            + self.resets
+            + self.io_errors
+            + self.mismatches
+            + self.non_2xx
+            + self.malformed
+            + self.timeouts
     }
     /// Latency at quantile q (0..=1), ns; 0 when no message completed.
     pub fn latency_ns(&self, q: f64) -> u64 {

@@ -15,8 +15,10 @@
 //!   connection's unsent output is over [`OUT_BOUND_BYTES`], and resumes when it drains.
 
 pub mod echo;
+pub mod http;
 
 pub use echo::Echo;
+pub use http::Http;
 
 /// A connection's unsent output above which a server stops reading from it, bytes. Bounds the
 /// memory a client that sends and never reads can make the server hold.
