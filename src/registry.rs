@@ -131,6 +131,8 @@ pub static WORKLOADS: &[&dyn Workload] = &[
     &storage::small_files::SmallFiles,
     &net::echo::EchoConns,
     &net::echo::EchoPayload,
+    &net::http::HttpClients,
+    &net::http::HttpRate,
 ];
 
 /// Suites are the first component of workload ids, in registry order.
@@ -179,6 +181,6 @@ mod tests {
             assert_eq!(w.id().split('.').count(), 2, "{}", w.id());
             assert!(workload(w.id()).is_some());
         }
-        assert_eq!(suites(), vec!["micro", "storage", "echo"]);
+        assert_eq!(suites(), vec!["micro", "storage", "echo", "http"]);
     }
 }

@@ -25,6 +25,10 @@ pub mod counter {
     pub const IO_ERRORS: &str = "load_io_errors";
     pub const MISMATCHES: &str = "load_mismatches";
     pub const TIMEOUTS: &str = "load_timeouts";
+    /// HTTP: responses with a status other than 2xx.
+    pub const NON_2XX: &str = "load_non_2xx";
+    /// HTTP: responses that could not be parsed or framed.
+    pub const MALFORMED: &str = "load_malformed";
     pub const LIVE_CONNS: &str = "load_live_conns";
     /// 1 in a repetition whose load generator was saturated (`load::CLIENT_BOUND_FRACTION`)
     /// while the server was not: the figure is the client's limit, not the server's.
@@ -186,6 +190,8 @@ fn measure_pinned(
     c.add(counter::IO_ERRORS, report.io_errors);
     c.add(counter::MISMATCHES, report.mismatches);
     c.add(counter::TIMEOUTS, report.timeouts);
+    c.add(counter::NON_2XX, report.non_2xx);
+    c.add(counter::MALFORMED, report.malformed);
     c.add(counter::LIVE_CONNS, report.live_conns);
     // The server's CPU against the CPUs it was given (SQPOLL's poller may use a second one).
     let cpu = c1.since(&c0);
@@ -203,7 +209,11 @@ fn measure_pinned(
     c.add(counter::SHARED_CPUS, u64::from(shared));
     let sample = Sample {
         ops: report.msgs,
-        bytes: report.bytes, // MERGE-TODO: report.rx_bytes when load.bytes_received
+        bytes: if load.bytes_received {
+            report.rx_bytes
+        } else {
+            report.bytes
+        },
         wall_ns: report.window_ns,
         timed_ns: report.window_ns,
         cpu,

@@ -4,4 +4,5 @@
 
 pub mod cell;
 pub mod echo;
+pub mod http;
 pub mod server;

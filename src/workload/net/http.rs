@@ -1,0 +1,185 @@
+//! The HTTP suite (`ringside run http`): each model's keep-alive HTTP/1.1 server (`ringside
+//! serve --protocol http`, a 13-byte `Hello, World!` body) as a child process pinned to the
+//! plan's measured CPU, driven over loopback by the load generator (wrk's model: keep-alive
+//! connections, one request outstanding each, every response parsed and validated) pinned to
+//! the helper CPU, measured from outside exactly as the echo suite is ([`super::cell`]).
+//!
+//! - `http.clients`: closed loop at 5, 50, 100, 500 and 1000 connections. One op is one
+//!   request answered; bytes are every byte received (wrk's transfer/s). When `wrk` is
+//!   installed, each repetition also runs wrk (one thread, same connections, pinned to the same
+//!   CPU) against the same warmed server after ringside's window; its figures are the cell's
+//!   `wrk_*` counters and a disagreement beyond 5% in requests/s is flagged
+//!   (`loadgen_disagrees`).
+//! - `http.rate`: open loop (wrk2's model) at 100 connections, offered rates rising past the
+//!   point where a server keeps up; latency runs from each request's intended send time, so
+//!   the knee shows as the p99 leaving the floor and the achieved rate falling behind the
+//!   offered one.
+
+use super::cell::{self, Load};
+use super::echo::launch;
+use crate::crosscheck::wrk;
+use crate::error::CaseError;
+use crate::load::http::HttpGet;
+use crate::measure::Sample;
+use crate::model::{Knobs, ModelSpec, PeerKind};
+use crate::peer::external;
+use crate::plan::{Budget, Profile};
+use crate::workload::{Ctx, Params, Point, Workload};
+use std::time::Duration;
+
+const OP_CLOSED: &str = "one HTTP/1.1 GET answered over a keep-alive loopback connection \
+    (closed loop: request sent, whole response received, parsed and validated: 200 and the \
+    13-byte body); latency per request at the client; bytes are all bytes received; CPU, \
+    context switches and syscalls are the server's, measured from outside";
+const OP_OPEN: &str = "one HTTP/1.1 GET answered at an offered rate over 100 keep-alive \
+    loopback connections (open loop: latency from the request's intended send time, so a \
+    server that falls behind shows it); CPU and syscalls are the server's";
+
+/// The path requested (every server answers any path with the same body).
+pub const PATH: &str = "/";
+
+/// Models with an HTTP server: ringside's own (every `io::serves_tcp` model but SEND_ZC,
+/// which pays only for large payloads), the built-in peers (tokio with hyper, monoio), and
+/// external contenders that speak HTTP.
+fn accepts(m: &ModelSpec) -> Result<(), String> {
+    match m.knobs {
+        Knobs::Peer(PeerKind::External) => match external::registered(m.id) {
+            Some(e) if e.speaks("http") => Ok(()),
+            Some(_) => Err("this contender speaks another protocol".into()),
+            None => Err("no --contender command registered for it".into()),
+        },
+        Knobs::Peer(PeerKind::Tokio | PeerKind::Monoio) => Ok(()),
+        _ if m.uring_knobs().is_some_and(|k| k.zc_send) => {
+            Err("SEND_ZC pays only for large payloads, not a 13-byte body".into())
+        }
+        _ if crate::io::serves_tcp(m) => Ok(()),
+        _ => Err("this model has no TCP server".into()),
+    }
+}
+
+/// `http.clients`.
+pub struct HttpClients;
+/// `http.rate`.
+pub struct HttpRate;
+
+impl Workload for HttpClients {
+    fn id(&self) -> &'static str {
+        "http.clients"
+    }
+    fn budget(&self, b: Budget) -> Budget {
+        cell::budget(b)
+    }
+    fn about(&self) -> &'static str {
+        "keep-alive HTTP/1.1 server per model, 5 to 1000 clients, loopback; wrk beside it"
+    }
+    fn op(&self) -> &'static str {
+        OP_CLOSED
+    }
+    fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
+        accepts(m)
+    }
+    fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
+        let (warm, dur) = cell::timing(profile);
+        [5u64, 50, 100, 500, 1000]
+            .into_iter()
+            .map(|c| {
+                Point::new(
+                    Params::new()
+                        .with("clients", c)
+                        .with("duration_ms", dur)
+                        .with("warmup_ms", warm),
+                )
+            })
+            .collect()
+    }
+    fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
+        let conns = p.params.u64("clients")? as usize;
+        let duration = Duration::from_millis(p.params.u64("duration_ms")?);
+        let ex = get(None);
+        // wrk runs in the timed repetitions only: the counting one is slowed by its tracepoint.
+        let with_wrk = !ctx.count_syscalls && wrk::version().is_ok();
+        let after =
+            move |addr, cpu| wrk::run(addr, PATH, conns, duration, cpu).map(|r| r.counters());
+        let load = Load {
+            conns,
+            warmup: Duration::from_millis(p.params.u64("warmup_ms")?),
+            duration,
+            rate: None,
+            exchange: &ex,
+            bytes_received: true,
+            after: with_wrk.then_some(&after as &cell::After),
+        };
+        cell::measure(ctx, launch(m, ctx.plan, "http")?, &load).map(|(s, _)| s)
+    }
+}
+
+/// Offered rates of the open-loop sweep, requests/s over all connections.
+pub fn rates(profile: Profile) -> &'static [u64] {
+    match profile {
+        Profile::Smoke => &[2_000, 20_000],
+        Profile::Quick => &[5_000, 20_000, 40_000, 60_000, 80_000],
+        Profile::Full => &[
+            5_000, 10_000, 20_000, 30_000, 40_000, 50_000, 60_000, 70_000, 80_000, 100_000, 120_000,
+        ],
+    }
+}
+
+impl Workload for HttpRate {
+    fn id(&self) -> &'static str {
+        "http.rate"
+    }
+    fn budget(&self, b: Budget) -> Budget {
+        cell::budget(b)
+    }
+    fn about(&self) -> &'static str {
+        "HTTP latency against offered load (open loop, 100 clients): where each model saturates"
+    }
+    fn op(&self) -> &'static str {
+        OP_OPEN
+    }
+    fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
+        accepts(m)
+    }
+    fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
+        let (warm, dur) = cell::timing(profile);
+        rates(profile)
+            .iter()
+            .map(|&r| {
+                Point::new(
+                    Params::new()
+                        .with("rate_per_sec", r)
+                        .with("clients", 100u64)
+                        .with("duration_ms", dur)
+                        .with("warmup_ms", warm),
+                )
+            })
+            .collect()
+    }
+    fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
+        let ex = get(None);
+        let load = Load {
+            conns: p.params.u64("clients")? as usize,
+            warmup: Duration::from_millis(p.params.u64("warmup_ms")?),
+            duration: Duration::from_millis(p.params.u64("duration_ms")?),
+            rate: Some(p.params.u64("rate_per_sec")? as f64),
+            exchange: &ex,
+            bytes_received: true,
+            after: None,
+        };
+        let (mut s, report) = cell::measure(ctx, launch(m, ctx.plan, "http")?, &load)?;
+        s.counters
+            .add("offered_per_sec", p.params.u64("rate_per_sec")?);
+        // Whole requests/s achieved, to set against the offered rate.
+        s.counters
+            .add("achieved_per_sec", report.msgs_per_sec().round() as u64);
+        Ok(s)
+    }
+}
+
+fn get(body: Option<usize>) -> HttpGet {
+    HttpGet {
+        host: "127.0.0.1".into(),
+        path: PATH.into(),
+        expect_body_bytes: Some(body.unwrap_or(crate::proto::http::DEFAULT_BODY.len())),
+    }
+}
