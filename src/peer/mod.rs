@@ -111,7 +111,8 @@ pub fn serve_proto<P: Protocol>(
 }
 
 /// Serves HTTP/1.1 on `listener` with contender `kind`'s own HTTP server until `stop`:
-/// `200 OK`, `body` with `Content-Length`, `Content-Type: text/plain`, keep-alive, pipelining.
+/// `200 OK`, `body` with `Content-Length`, `Content-Type: text/plain`, keep-alive, pipelined
+/// requests answered in order.
 /// tokio: hyper ([`tokio::serve_http`]). monoio has no HTTP server of its own: serve it with
 /// ringside's HTTP protocol through [`serve_proto`] (or `monoio::serve_http`); asking this
 /// function for it fails saying so. Fails as [`serve_echo`] does otherwise.
@@ -197,7 +198,7 @@ pub fn implementation(kind: PeerKind) -> String {
 pub fn implementation_http(kind: PeerKind) -> String {
     match kind {
         PeerKind::Tokio => format!(
-            "hyper {HYPER_VERSION} server::conn::http1 (keep-alive, pipeline_flush, \
+            "hyper {HYPER_VERSION} server::conn::http1 (keep-alive, pipeline_flush off, \
              header_read_timeout {} s) on tokio {TOKIO_VERSION} current_thread runtime \
              (epoll through mio), task per connection",
             HEADER_READ_TIMEOUT.as_secs()

@@ -3,7 +3,11 @@
 //! - echo: `read` then `write_all`, as tokio's own echo example does;
 //! - any [`Protocol`] (`serve_proto`): the same plain loop, the reply written by the protocol;
 //! - HTTP/1.1 with hyper (`serve_http`): hyper's `server::conn::http1` as hyper's own "hello"
-//!   server example writes it, keep-alive on, pipelined responses flushed together, a fixed body.
+//!   server example writes it, keep-alive on, pipelined requests answered in order, a fixed
+//!   body. hyper's `pipeline_flush` stays off (its default): with it on, hyper 1.12 lifts its
+//!   write-buffer cap (`can_buffer` is `flush_pipeline || write_buf.can_buffer()`), and a client
+//!   that pipelines requests and never reads grew the server to 2 GB RSS for 512 MiB of
+//!   requests here; with it off the client's writes stall after a few MiB (tested).
 
 use super::{
     classify_accept_error, or_tick, AcceptError, BUF_BYTES, HEADER_READ_TIMEOUT, STOP_POLL,
@@ -41,10 +45,10 @@ pub fn serve_proto<P: Protocol>(
 
 /// Serves HTTP/1.1 with hyper: every request (any method and path) is answered `200 OK` with
 /// `body`, `Content-Length` and `Content-Type: text/plain` (and hyper's `Date`). Keep-alive on,
-/// pipelined requests answered in order with their responses flushed together
-/// (`pipeline_flush`), a connection that has not sent a whole request head within
-/// [`HEADER_READ_TIMEOUT`] (idle keep-alive included) is closed. Request bodies are read and
-/// discarded by hyper. Returns within [`STOP_POLL`] of `stop` (plus dropping the runtime).
+/// pipelined requests answered in order (each response flushed: `pipeline_flush` would unbound
+/// the write buffer, see the module doc), a connection that has not sent a whole request head
+/// within [`HEADER_READ_TIMEOUT`] (idle keep-alive included) is closed. Request bodies are read
+/// and discarded by hyper. Returns within [`STOP_POLL`] of `stop` (plus dropping the runtime).
 pub fn serve_http(
     listener: std::net::TcpListener,
     stop: Arc<AtomicBool>,
@@ -56,7 +60,8 @@ pub fn serve_http(
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
         .keep_alive(true)
-        .pipeline_flush(true);
+        // Not `pipeline_flush(true)`: it lifts hyper's write-buffer cap (module doc).
+        .pipeline_flush(false);
     serve_with(listener, stop, move |stream| {
         let (builder, body) = (builder.clone(), body.clone());
         async move {
