@@ -13,7 +13,11 @@
 //! A connection that never reads stalls in `write_all`, so the contender stops reading from it
 //! rather than buffering without bound.
 //!
-//! Stopping: [`serve_echo`] returns within [`STOP_POLL`] (plus the time to drop the runtime)
+//! Beyond echo, each built-in contender serves any sans-I/O [`Protocol`] with the same plain
+//! loop ([`serve_proto`]: read, `on_bytes`, `write_all` the reply), and tokio also serves
+//! HTTP/1.1 with hyper ([`serve_http`]), the way hyper's own examples do.
+//!
+//! Stopping: [`serve_echo`] (and every other `serve_*`) returns within [`STOP_POLL`] (plus the time to drop the runtime)
 //! after `stop` becomes true. The accept future is raced against a timer and kept across
 //! ticks, never dropped and re-created: on io_uring an in-flight ACCEPT whose future is dropped
 //! still completes in the kernel, and the connection it accepted would be lost. Dropping the
@@ -21,11 +25,12 @@
 
 pub mod external;
 #[cfg(feature = "peer-monoio")]
-mod monoio;
+pub mod monoio;
 #[cfg(feature = "peer-tokio")]
-mod tokio;
+pub mod tokio;
 
 use crate::model::{Availability, PeerKind};
+use crate::proto::Protocol;
 use std::future::Future;
 use std::io;
 use std::net::TcpListener;
@@ -75,6 +80,75 @@ pub fn serve_echo(
     }
 }
 
+/// Serves `proto` on `listener` with the built-in contender `kind`'s runtime, one task per
+/// connection running a plain loop (read, `on_bytes`, `write_all` the reply before reading
+/// again), on the calling thread until `stop` becomes true (looked at every [`STOP_POLL`]).
+/// Fails as [`serve_echo`] does.
+pub fn serve_proto<P: Protocol>(
+    kind: PeerKind,
+    listener: TcpListener,
+    proto: P,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<()> {
+    if let Availability::Unavailable(why) = built(kind) {
+        anyhow::bail!("{} is unavailable: {why}", kind_id(kind));
+    }
+    match kind {
+        #[cfg(feature = "peer-tokio")]
+        PeerKind::Tokio => tokio::serve_proto(listener, proto, stop),
+        #[cfg(feature = "peer-monoio")]
+        PeerKind::Monoio => monoio::serve_proto(listener, proto, stop),
+        PeerKind::External => anyhow::bail!(
+            "an external contender runs its own command (peer::external::External::start), \
+             it is not served in-process"
+        ),
+        #[allow(unreachable_patterns)]
+        _ => {
+            drop((listener, proto, stop));
+            unreachable!("built() refused a contender that was not compiled in")
+        }
+    }
+}
+
+/// Serves HTTP/1.1 on `listener` with contender `kind`'s own HTTP server until `stop`:
+/// `200 OK`, `body` with `Content-Length`, `Content-Type: text/plain`, keep-alive, pipelined
+/// requests answered in order.
+/// tokio: hyper ([`tokio::serve_http`]). monoio has no HTTP server of its own: serve it with
+/// ringside's HTTP protocol through [`serve_proto`] (or `monoio::serve_http`); asking this
+/// function for it fails saying so. Fails as [`serve_echo`] does otherwise.
+pub fn serve_http(
+    kind: PeerKind,
+    listener: TcpListener,
+    stop: Arc<AtomicBool>,
+    body: Arc<[u8]>,
+) -> anyhow::Result<()> {
+    if let Availability::Unavailable(why) = built(kind) {
+        anyhow::bail!("{} is unavailable: {why}", kind_id(kind));
+    }
+    match kind {
+        #[cfg(feature = "peer-tokio")]
+        PeerKind::Tokio => tokio::serve_http(listener, stop, body),
+        PeerKind::Monoio => anyhow::bail!(
+            "monoio has no HTTP server of its own: serve ringside's HTTP protocol on it with \
+             peer::serve_proto(PeerKind::Monoio, ..)"
+        ),
+        PeerKind::External => anyhow::bail!(
+            "an external contender runs its own command (peer::external::External::start), \
+             it is not served in-process"
+        ),
+        #[allow(unreachable_patterns)]
+        _ => {
+            drop((listener, stop, body));
+            unreachable!("built() refused a contender that was not compiled in")
+        }
+    }
+}
+
+/// How long a hyper connection may take to send a whole request head, counted from when hyper
+/// starts waiting for it (so an idle keep-alive connection is closed after this long too).
+/// Drops slowloris clients (one header byte per second) without touching other connections.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Whether contender `kind` can run here, and if not, why: compiled in ([`built`]) and, for
 /// monoio, its io_uring runtime actually starts (tried once per process, then remembered).
 pub fn availability(kind: PeerKind) -> Availability {
@@ -119,6 +193,26 @@ pub fn implementation(kind: PeerKind) -> String {
     }
 }
 
+/// What runs when contender `kind` serves HTTP ([`serve_http`] for tokio, [`serve_proto`]
+/// with ringside's HTTP protocol for monoio), for the results' provenance.
+pub fn implementation_http(kind: PeerKind) -> String {
+    match kind {
+        PeerKind::Tokio => format!(
+            "hyper {HYPER_VERSION} server::conn::http1 (keep-alive, pipeline_flush off, \
+             header_read_timeout {} s) on tokio {TOKIO_VERSION} current_thread runtime \
+             (epoll through mio), task per connection",
+            HEADER_READ_TIMEOUT.as_secs()
+        ),
+        PeerKind::Monoio => format!(
+            "ringside's sans-I/O HTTP protocol on monoio {MONOIO_VERSION}, IoUringDriver, \
+             task per connection, read/on_bytes/write_all"
+        ),
+        PeerKind::External => "an external command (see its model id and command)".into(),
+    }
+}
+
+/// hyper's version in Cargo.lock.
+pub const HYPER_VERSION: &str = "1.12.0";
 /// tokio's version in Cargo.lock.
 pub const TOKIO_VERSION: &str = "1.54.1";
 /// monoio's version in Cargo.lock.
@@ -222,7 +316,11 @@ mod tests {
     fn versions_match_cargo_lock() {
         let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.lock"))
             .expect("Cargo.lock");
-        for (name, v) in [("tokio", TOKIO_VERSION), ("monoio", MONOIO_VERSION)] {
+        for (name, v) in [
+            ("tokio", TOKIO_VERSION),
+            ("monoio", MONOIO_VERSION),
+            ("hyper", HYPER_VERSION),
+        ] {
             let entry = format!("name = \"{name}\"\nversion = \"{v}\"\n");
             assert!(lock.contains(&entry), "Cargo.lock has no {name} {v}");
         }

@@ -1,6 +1,8 @@
-//! The `monoio` contender: monoio's io_uring driver (`IoUringDriver`, with its timer) on one
-//! thread and one task per connection doing `read` then `write_all` with an owned buffer, as
-//! monoio's own echo example does.
+//! The `monoio` contenders: monoio's io_uring driver (`IoUringDriver`, with its timer) on one
+//! thread and one task per connection with an owned buffer:
+//! - echo: `read` then `write_all`, as monoio's own echo example does;
+//! - any [`Protocol`] (`serve_proto`, and `serve_http` with ringside's HTTP protocol): the same
+//!   plain loop, the reply written by the protocol.
 //!
 //! Only the io_uring driver is compiled in (monoio without its `legacy` feature), so the model
 //! can never silently measure epoll: when io_uring cannot start, the model is unavailable with
@@ -8,6 +10,7 @@
 
 use super::{classify_accept_error, or_tick, AcceptError, BUF_BYTES, STOP_POLL};
 use crate::model::Availability;
+use crate::proto::{Next, Protocol, Reply};
 use ::monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use ::monoio::net::{TcpListener, TcpStream};
 use ::monoio::time::TimeDriver;
@@ -15,6 +18,7 @@ use ::monoio::{IoUringDriver, RuntimeBuilder};
 use anyhow::Context;
 use std::cell::RefCell;
 use std::collections::HashSet;
+use std::future::Future;
 use std::os::fd::{AsRawFd, RawFd};
 use std::pin::pin;
 use std::rc::Rc;
@@ -40,6 +44,46 @@ pub(super) fn availability() -> Availability {
 }
 
 pub(super) fn serve(listener: std::net::TcpListener, stop: Arc<AtomicBool>) -> anyhow::Result<()> {
+    serve_with(listener, stop, echo)
+}
+
+/// Serves `proto` on `listener`: per connection, read what has arrived, feed it to the
+/// protocol, write the reply it asks for (all of it) before reading again, until EOF, an error
+/// or `Next::Close`. Returns within [`STOP_POLL`] of `stop` plus the drain (at most
+/// [`DRAIN`]), every connection closed. Fails when io_uring cannot start.
+pub fn serve_proto<P: Protocol>(
+    listener: std::net::TcpListener,
+    proto: P,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<()> {
+    serve_with(listener, stop, move |s, live| {
+        proto_conn(s, proto.clone(), live)
+    })
+}
+
+/// HTTP/1.1 on monoio: [`serve_proto`] with the HTTP protocol the caller passes
+/// (`crate::proto::Http`). monoio has no HTTP server of its own in this build; the protocol is
+/// ringside's, so this contender measures monoio's runtime and io_uring driver, not a parser.
+pub fn serve_http<P: Protocol>(
+    listener: std::net::TcpListener,
+    stop: Arc<AtomicBool>,
+    proto: P,
+) -> anyhow::Result<()> {
+    serve_proto(listener, proto, stop)
+}
+
+/// Runs a monoio io_uring runtime accepting on `listener` and spawning `conn(stream, live)` for
+/// each connection until `stop`, then shuts every socket down and drains (see below). `conn`
+/// must register its fd in `live` (through a [`LiveGuard`]) for the stop to reach it.
+fn serve_with<F, Fut>(
+    listener: std::net::TcpListener,
+    stop: Arc<AtomicBool>,
+    mut conn: F,
+) -> anyhow::Result<()>
+where
+    F: FnMut(TcpStream, Live) -> Fut,
+    Fut: Future<Output = ()> + 'static,
+{
     let mut rt = runtime().context(
         "monoio: its io_uring driver could not start (the legacy epoll driver is not used instead)",
     )?;
@@ -57,7 +101,7 @@ pub(super) fn serve(listener: std::net::TcpListener, stop: Arc<AtomicBool>) -> a
             accept.set(listener.accept());
             match accepted {
                 Ok((stream, _)) => {
-                    ::monoio::spawn(echo(stream, live.clone()));
+                    ::monoio::spawn(conn(stream, live.clone()));
                 }
                 Err(e) => match classify_accept_error(&e) {
                     AcceptError::Retry => {}
@@ -110,6 +154,15 @@ struct LiveGuard {
     fd: RawFd,
 }
 
+impl LiveGuard {
+    /// Registers `stream` in `live` until the guard drops.
+    fn new(stream: &TcpStream, live: Live) -> Self {
+        let fd = stream.as_raw_fd();
+        live.fds.borrow_mut().insert(fd);
+        LiveGuard { live, fd }
+    }
+}
+
 impl Drop for LiveGuard {
     fn drop(&mut self) {
         self.live.fds.borrow_mut().remove(&self.fd);
@@ -124,9 +177,7 @@ fn shutdown(fd: RawFd) {
 
 /// One connection: read what has arrived, write all of it back, until EOF or an error.
 async fn echo(mut stream: TcpStream, live: Live) {
-    let fd = stream.as_raw_fd();
-    live.fds.borrow_mut().insert(fd);
-    let _guard = LiveGuard { live, fd };
+    let _guard = LiveGuard::new(&stream, live);
     let _ = stream.set_nodelay(true);
     let mut buf: Vec<u8> = Vec::with_capacity(BUF_BYTES);
     loop {
@@ -140,6 +191,50 @@ async fn echo(mut stream: TcpStream, live: Live) {
         let (res, b) = stream.write_all(buf).await;
         buf = b;
         if res.is_err() {
+            return;
+        }
+    }
+}
+
+/// One connection of a [`Protocol`]: read, `on_bytes`, write the whole reply, repeat. The reply
+/// to one read is written before the next read, so a client that never reads stalls the loop
+/// in `write_all` (unsent output: at most the replies to one [`BUF_BYTES`] read).
+async fn proto_conn<P: Protocol>(mut stream: TcpStream, proto: P, live: Live) {
+    let _guard = LiveGuard::new(&stream, live);
+    let _ = stream.set_nodelay(true);
+    let mut state = P::Conn::default();
+    let mut buf: Vec<u8> = Vec::with_capacity(BUF_BYTES);
+    let mut out: Vec<u8> = Vec::new();
+    loop {
+        // monoio reads into the buffer from its start and sets its length to what arrived.
+        let (res, b) = stream.read(buf).await;
+        buf = b;
+        match res {
+            Ok(0) => {
+                if proto.on_eof(&mut state, &mut out) == Reply::Out {
+                    let _ = stream.write_all(out).await;
+                }
+                return;
+            }
+            Ok(_) => {}
+            Err(_) => return,
+        }
+        let step = proto.on_bytes(&mut state, &buf, &mut out);
+        let sent = match step.reply {
+            Reply::Nothing => Ok(()),
+            Reply::Input => {
+                let (r, b) = stream.write_all(buf).await;
+                buf = b;
+                r.map(drop)
+            }
+            Reply::Out => {
+                let (r, o) = stream.write_all(out).await;
+                out = o;
+                out.clear();
+                r.map(drop)
+            }
+        };
+        if sent.is_err() || step.next == Next::Close {
             return;
         }
     }

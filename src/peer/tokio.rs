@@ -1,15 +1,127 @@
-//! The `tokio` contender: a current_thread runtime (one thread, epoll through mio) and one task
-//! per connection doing `read` then `write_all`, as tokio's own echo example does.
+//! The `tokio` contenders, each on a current_thread runtime (one thread, epoll through mio) with
+//! one task per connection:
+//! - echo: `read` then `write_all`, as tokio's own echo example does;
+//! - any [`Protocol`] (`serve_proto`): the same plain loop, the reply written by the protocol;
+//! - HTTP/1.1 with hyper (`serve_http`): hyper's `server::conn::http1` as hyper's own "hello"
+//!   server example writes it, keep-alive on, pipelined requests answered in order, a fixed
+//!   body. hyper's `pipeline_flush` stays off (its default): with it on, hyper 1.12 lifts its
+//!   write-buffer cap (`can_buffer` is `flush_pipeline || write_buf.can_buffer()`), and a client
+//!   that pipelines requests and never reads grew the server to 2 GB RSS for 512 MiB of
+//!   requests here; with it off the client's writes stall after a few MiB (tested).
 
-use super::{classify_accept_error, or_tick, AcceptError, BUF_BYTES, STOP_POLL};
+use super::{
+    classify_accept_error, or_tick, AcceptError, BUF_BYTES, HEADER_READ_TIMEOUT, STOP_POLL,
+};
+use crate::proto::{Next, Protocol, Reply};
 use ::tokio::io::{AsyncReadExt, AsyncWriteExt};
 use ::tokio::net::{TcpListener, TcpStream};
 use anyhow::Context;
-use std::pin::pin;
+use hyper::body::{Body, Bytes, Frame, SizeHint};
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::server::conn::http1;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
 
 pub(super) fn serve(listener: std::net::TcpListener, stop: Arc<AtomicBool>) -> anyhow::Result<()> {
+    serve_with(listener, stop, echo)
+}
+
+/// Serves `proto` on `listener`: per connection, read what has arrived, feed it to the
+/// protocol, write the reply it asks for (all of it) before reading again, until EOF, an error
+/// or `Next::Close`. Returns within [`STOP_POLL`] of `stop` (plus dropping the runtime).
+pub fn serve_proto<P: Protocol>(
+    listener: std::net::TcpListener,
+    proto: P,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<()> {
+    serve_with(listener, stop, move |s| proto_conn(s, proto.clone()))
+}
+
+/// Serves HTTP/1.1 with hyper: every request (any method and path) is answered `200 OK` with
+/// `body`, `Content-Length` and `Content-Type: text/plain` (and hyper's `Date`). Keep-alive on,
+/// pipelined requests answered in order (each response flushed: `pipeline_flush` would unbound
+/// the write buffer, see the module doc), a connection that has not sent a whole request head
+/// within [`HEADER_READ_TIMEOUT`] (idle keep-alive included) is closed. Request bodies are read
+/// and discarded by hyper. Returns within [`STOP_POLL`] of `stop` (plus dropping the runtime).
+pub fn serve_http(
+    listener: std::net::TcpListener,
+    stop: Arc<AtomicBool>,
+    body: Arc<[u8]>,
+) -> anyhow::Result<()> {
+    let body = Bytes::copy_from_slice(&body);
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .keep_alive(true)
+        // Not `pipeline_flush(true)`: it lifts hyper's write-buffer cap (module doc).
+        .pipeline_flush(false);
+    serve_with(listener, stop, move |stream| {
+        let (builder, body) = (builder.clone(), body.clone());
+        async move {
+            let _ = stream.set_nodelay(true);
+            let service =
+                hyper::service::service_fn(move |_req: Request<hyper::body::Incoming>| {
+                    let body = body.clone();
+                    async move { Ok::<_, Infallible>(hello(body)) }
+                });
+            // An error here is about this connection only (reset, timeout, bad request).
+            let _ = builder
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        }
+    })
+}
+
+fn hello(body: Bytes) -> Response<Fixed> {
+    let mut r = Response::new(Fixed((!body.is_empty()).then_some(body)));
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    r
+}
+
+/// A body known in full: one frame, its exact size hinted, so hyper sends `Content-Length`.
+/// (http-body-util's `Full` in 20 lines, without the dependency.)
+struct Fixed(Option<Bytes>);
+
+impl Body for Fixed {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut TaskContext<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Poll::Ready(self.0.take().map(|b| Ok(Frame::data(b))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_none()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.0.as_ref().map_or(0, |b| b.len() as u64))
+    }
+}
+
+/// Runs a current_thread runtime accepting on `listener` and spawning `conn(stream)` for each
+/// connection until `stop`. Dropping the runtime after `block_on` cancels every connection
+/// task and closes its socket.
+fn serve_with<F, Fut>(
+    listener: std::net::TcpListener,
+    stop: Arc<AtomicBool>,
+    mut conn: F,
+) -> anyhow::Result<()>
+where
+    F: FnMut(TcpStream) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     listener
         .set_nonblocking(true)
         .context("tokio: setting the listener non-blocking")?;
@@ -18,7 +130,6 @@ pub(super) fn serve(listener: std::net::TcpListener, stop: Arc<AtomicBool>) -> a
         .enable_time()
         .build()
         .context("tokio: building the current_thread runtime")?;
-    // Dropping `rt` after block_on cancels every connection task and closes its socket.
     rt.block_on(async move {
         let listener =
             TcpListener::from_std(listener).context("tokio: registering the listener")?;
@@ -30,7 +141,7 @@ pub(super) fn serve(listener: std::net::TcpListener, stop: Arc<AtomicBool>) -> a
             accept.set(listener.accept());
             match accepted {
                 Ok((stream, _)) => {
-                    ::tokio::spawn(echo(stream));
+                    ::tokio::spawn(conn(stream));
                 }
                 Err(e) => match classify_accept_error(&e) {
                     AcceptError::Retry => {}
@@ -56,6 +167,42 @@ async fn echo(mut stream: TcpStream) {
             Ok(_) => {}
         }
         if stream.write_all(&buf).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// One connection of a [`Protocol`]: read, `on_bytes`, write the whole reply, repeat. The reply
+/// to one read is written before the next read, so a client that never reads stalls the loop
+/// in `write_all` (unsent output: at most the replies to one [`BUF_BYTES`] read).
+async fn proto_conn<P: Protocol>(mut stream: TcpStream, proto: P) {
+    let _ = stream.set_nodelay(true);
+    let mut state = P::Conn::default();
+    let mut buf: Vec<u8> = Vec::with_capacity(BUF_BYTES);
+    let mut out: Vec<u8> = Vec::new();
+    loop {
+        buf.clear();
+        match stream.read_buf(&mut buf).await {
+            Ok(0) => {
+                if proto.on_eof(&mut state, &mut out) == Reply::Out {
+                    let _ = stream.write_all(&out).await;
+                }
+                return;
+            }
+            Ok(_) => {}
+            Err(_) => return,
+        }
+        let step = proto.on_bytes(&mut state, &buf, &mut out);
+        let sent = match step.reply {
+            Reply::Nothing => Ok(()),
+            Reply::Input => stream.write_all(&buf).await,
+            Reply::Out => {
+                let r = stream.write_all(&out).await;
+                out.clear();
+                r
+            }
+        };
+        if sent.is_err() || step.next == Next::Close {
             return;
         }
     }
