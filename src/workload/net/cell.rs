@@ -9,6 +9,7 @@
 use super::server::{Launch, UnderTest};
 use crate::error::CaseError;
 use crate::load::{self, Config, Edge, Exchange, Report};
+use crate::measure::clock::now_ns;
 use crate::measure::pin;
 use crate::measure::syscalls::{Scope, SyscallCounter};
 use crate::measure::{cpu, Counters, Measured, Sample};
@@ -142,12 +143,17 @@ fn measure_pinned(
     cfg.cpus = vec![load_cpu];
     let (mut cpu0, mut cpu1) = (None, None);
     let (mut sys0, mut sys1) = (0, 0);
+    // When each edge's readings were taken: a reading taken late (this thread woke late on a
+    // busy machine) covers a shorter or longer span than the client's window.
+    let (mut at0, mut at1) = (0u64, 0u64);
     let report = load::run(&cfg, load.exchange, &mut |e| {
+        let t0 = now_ns();
         let c = cpu_of(&pids);
         let s = read_sys(&counters);
+        let at = t0 / 2 + now_ns() / 2;
         match e {
-            Edge::Open => (cpu0, sys0) = (c, s),
-            Edge::Close => (cpu1, sys1) = (c, s),
+            Edge::Open => (cpu0, sys0, at0) = (c, s, at),
+            Edge::Close => (cpu1, sys1, at1) = (c, s, at),
         }
     });
     let report = report.map_err(|e| server.fail(&format!("load generator: {e}")))?;
@@ -171,12 +177,17 @@ fn measure_pinned(
             Err(_) => extra.add("after_failures", 1),
         }
     }
+    // The server-side figures are rescaled to the client's window (the two spans differ by
+    // the edges' wake-up delays: microseconds on a quiet machine, milliseconds on a busy one),
+    // so that per-op ratios divide like by like.
+    let span = at1.saturating_sub(at0).max(1) as f64;
+    let scale = |v: u64| (v as f64 * report.window_ns as f64 / span).round() as u64;
     let syscalls = counters.as_ref().map(|c| match c {
         // Less each counter's own start/read cost.
-        Ok(cs) => Measured::Value(
+        Ok(cs) => Measured::Value(scale(
             sys1.saturating_sub(sys0)
                 .saturating_sub(cs.iter().map(|c| c.window_overhead()).sum()),
-        ),
+        )),
         Err(why) => Measured::unavailable(why.clone()),
     });
     drop(counters);
@@ -194,7 +205,13 @@ fn measure_pinned(
     c.add(counter::MALFORMED, report.malformed);
     c.add(counter::LIVE_CONNS, report.live_conns);
     // The server's CPU against the CPUs it was given (SQPOLL's poller may use a second one).
-    let cpu = c1.since(&c0);
+    let raw = c1.since(&c0);
+    let cpu = cpu::CpuReading {
+        total_ns: scale(raw.total_ns),
+        user_ns: scale(raw.user_ns),
+        sys_ns: scale(raw.sys_ns),
+        ctx_switches: scale(raw.ctx_switches),
+    };
     let server_busy =
         cpu.total_ns as f64 / report.window_ns.max(1) as f64 / server_cpus.max(1) as f64;
     let server_saturated = server_busy >= load::CLIENT_BOUND_FRACTION;
