@@ -117,11 +117,13 @@ fn a_server_child_is_measured_from_outside() {
             (false, None) => {}
             (true, Some(Measured::Value(n))) => {
                 // A blocking echo thread makes at least one read and one write per message,
-                // less the messages in flight at the window's two edges (one per connection,
-                // whose syscalls may fall outside the server-side window).
+                // less the messages in flight at the window's two edges (one per connection),
+                // and less what the server-side readings' offset from the client's window
+                // moves out of it (they are taken when the coordinating thread wakes, which
+                // on a busy machine is late by milliseconds: 3% of a 400 ms window).
                 let edge = 2 * 2 * s.counters.get(counter::LIVE_CONNS);
                 assert!(
-                    *n + edge >= 2 * s.ops,
+                    *n + edge >= 2 * s.ops * 97 / 100,
                     "{n} syscalls for {} messages",
                     s.ops
                 )
