@@ -12,22 +12,35 @@ use crate::stats::{self, summary::HIGH_SPREAD};
 use crate::ui::Observer;
 use crate::workload::storage::StorageCtx;
 use crate::workload::Ctx;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
+/// Signals (SIGINT/SIGTERM) received so far.
+static SIGNALS: AtomicU32 = AtomicU32::new(0);
+
+/// First signal: request a clean stop (and end a running fio job, which may have been sent the
+/// signal only through us). A second: remove the storage work directory and exit now, with
+/// async-signal-safe calls only.
 extern "C" fn on_sigint(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
+    crate::crosscheck::fio::stop_child();
+    if SIGNALS.fetch_add(1, Ordering::SeqCst) > 0 {
+        crate::workload::storage::remove_work_dir_now();
+        // SAFETY: _exit is async-signal-safe; 130 = interrupted, as on a clean stop.
+        unsafe { libc::_exit(130) };
+    }
 }
 
 /// Makes SIGINT and SIGTERM request a clean stop instead of killing the process. A second
-/// signal kills it (the handler is reset after the first).
+/// signal (either) ends it at once, after removing the storage suite's work directory.
 pub fn install_stop_handler() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    // SAFETY: the handler makes only async-signal-safe calls (atomics, kill, the raw
+    // syscalls of `remove_work_dir_now`, _exit).
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = on_sigint as *const () as usize;
-        sa.sa_flags = libc::SA_RESETHAND;
+        sa.sa_flags = 0;
         libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
         libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
     }

@@ -410,3 +410,178 @@ fn ctrl_c_removes_the_files_and_keeps_finished_cases() {
     assert_eq!(v["finished"], false);
     assert!(v["cases"].as_array().unwrap().len() >= 2);
 }
+
+/// Spawns `ringside run ARGS --quiet --dir DIR --out OUT` and waits until `ready(results)`
+/// holds, failing (and killing the child) after 120 s or if ringside exits first.
+fn spawn_until(
+    args: &[&str],
+    dir: &std::path::Path,
+    out: &std::path::Path,
+    ready: impl Fn(&serde_json::Value) -> bool,
+) -> std::process::Child {
+    use std::process::Stdio;
+    use std::time::Instant;
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ringside"))
+        .arg("run")
+        .args(args)
+        .args(["--quiet", "--dir"])
+        .arg(dir)
+        .arg("--out")
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let results = out.join("results.json");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let v = std::fs::read(&results)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+        if v.as_ref().is_some_and(&ready) {
+            return child;
+        }
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            panic!("ringside did not reach the awaited state in time, or exited early");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits up to 60 s for the child to exit; its exit code (None: killed by a signal).
+fn exit_code(child: &mut std::process::Child) -> Option<i32> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s.code();
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("ringside did not exit after the signals");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn cases(v: &serde_json::Value) -> usize {
+    v["cases"].as_array().map_or(0, |a| a.len())
+}
+
+/// A second signal right after the first (an impatient Ctrl-C Ctrl-C, or SIGTERM from a
+/// supervisor after SIGINT) ends ringside at once, mid-case, and still removes the data file
+/// and the work directory.
+#[test]
+fn a_second_signal_mid_case_still_removes_the_files() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        // O_DIRECT reads at QD1 take long enough that both signals land inside a case.
+        let mut child = spawn_until(
+            &[
+                "storage.randread",
+                "--profile",
+                "quick",
+                "--models",
+                "blocking",
+            ],
+            dir.path(),
+            out.path(),
+            |v| cases(v) >= 1,
+        );
+        let pid = child.id() as i32;
+        // The same signal twice, apart: sent back to back, the second would merge with the
+        // first while it is still pending. (Killed by the second, ringside has no exit code.)
+        for _ in 0..2 {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(pid, sig) };
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(exit_code(&mut child), Some(130), "signal {sig} twice");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "signal {sig} twice: left behind {left:?}");
+    }
+}
+
+/// A signal while the fio cross-check runs ends the fio job (ringside may be the only one
+/// signalled) and the run: the rows of finished jobs are kept, the run says it did not finish,
+/// and no file is left.
+#[test]
+fn a_signal_during_the_fio_crosscheck_stops_fio_and_removes_the_files() {
+    let present = std::process::Command::new("fio")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !present {
+        eprintln!("skipped: fio is not installed (apt-get install fio)");
+        return;
+    }
+    for signals in [1, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        // Quick: 3-second fio jobs, 8 of them; ringside's 4 cases come first.
+        let mut child = spawn_until(
+            &[
+                "storage.randread",
+                "--profile",
+                "quick",
+                "--models",
+                "uring",
+                "--crosscheck",
+            ],
+            dir.path(),
+            out.path(),
+            |v| cases(v) >= 4,
+        );
+        let pid = child.id() as i32;
+        // Give ringside the moment it takes to start fio.
+        std::thread::sleep(Duration::from_millis(500));
+        let fio_children = || -> Vec<i32> {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|p| {
+                    std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                        .is_ok_and(|c| c.contains(dir.path().to_str().unwrap()))
+                })
+                .collect()
+        };
+        let before = fio_children();
+        for _ in 0..signals {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let t = std::time::Instant::now();
+        assert_eq!(exit_code(&mut child), Some(130), "{signals} signal(s)");
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "{signals} signal(s): ringside went on with the cross-check"
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "{signals} signal(s): left behind {left:?}");
+        // fio ends on SIGTERM within its own second or so.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !fio_children().is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{signals} signal(s): fio (pids {before:?}) still running"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if signals == 1 {
+            let v: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(out.path().join("results.json")).unwrap())
+                    .unwrap();
+            assert_eq!(v["finished"], false);
+            let fio_rows = v["cases"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["model"].as_str().unwrap().starts_with("fio:"))
+                .count();
+            assert!(fio_rows < 8, "the cross-check stopped: {fio_rows} rows");
+        }
+    }
+}

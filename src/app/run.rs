@@ -50,6 +50,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         dir: dir.display().to_string(),
         why: format!("{e:#}"),
     })?;
+    // Before the storage work directory exists: a signal from here on removes it.
+    runner::install_stop_handler();
     let storage_ids: Vec<&str> = workloads
         .iter()
         .map(|w| w.id())
@@ -85,7 +87,6 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         cases: Vec::new(),
     };
     store.save(&results)?;
-    runner::install_stop_handler();
     let progress;
     let obs: &dyn Observer = if a.quiet {
         &Silent
@@ -93,7 +94,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         progress = Progress::new();
         &progress
     };
-    let outcome = runner::run_with(
+    let mut outcome = runner::run_with(
         &cases,
         budget,
         &env,
@@ -104,8 +105,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     )?;
     if a.crosscheck && outcome == Outcome::Finished {
         if let Some(st) = storage.as_ref() {
-            let rows = crate::crosscheck::fio::randread_rows(&cases, st, profile);
+            let plan = results.plan.clone();
+            let rows = crate::crosscheck::fio::randread_rows(&cases, st, profile, &plan);
             results.cases.extend(rows);
+            if runner::stop_requested() {
+                // Ctrl-C during the cross-check: the jobs that finished are kept.
+                outcome = Outcome::Interrupted;
+                results.finished = false;
+            }
             store.save(&results)?;
         }
     }

@@ -1,10 +1,37 @@
-//! fio jobs equivalent to `storage.randread`: the same data file, block size, queue depth and
-//! O_DIRECT flag (time-based: `runtime_s`), with fio's `psync` engine (QD > 1: that many jobs of one
-//! read each, like ringside's thread pool) and its `io_uring` engine (`iodepth` = QD).
-//! Parsed from `--output-format=json`: IOPS, bandwidth, completion-latency percentiles
-//! (clat_ns), and the job's CPU share; fio does not count syscalls, so that cell says so.
+//! fio jobs equivalent to `storage.randread`, one per fio engine configuration that matches a
+//! ringside model, run on the same data file after ringside's cases. What makes a job the
+//! matching one (each a difference that was measured to move the figures here):
+//!
+//! - the same file, size, block size, O_DIRECT flag and queue depth; `psync` at QD > 1 is that
+//!   many jobs (threads) of one read each, like the thread pool's workers (fio has no
+//!   hand-off engine: the pool's submit/wake cost is ringside's own and shows as the gap);
+//! - the same CPUs: ringside pins its measured thread to the plan's measured CPU, so the
+//!   psync QD1 and io_uring jobs get `--cpus_allowed=<measured>`; the thread pool's workers
+//!   may use the measured and the helper CPU, so psync at QD > 1 gets both. Unpinned, fio's
+//!   thread may sit on the CPU that does not take the disk's interrupt and pay a cross-CPU
+//!   wake-up per read (at QD1 O_DIRECT that halves its IOPS on a VM);
+//! - the same offsets: uniform random blocks with replacement from a fresh seed
+//!   (`--norandommap --randrepeat=0`; fio's default random map hands out each block once);
+//! - the same io_uring loop: reap every ready completion, queue the refills and submit them
+//!   in one call (`--iodepth_batch_submit=QD --iodepth_batch_complete_min=1
+//!   --iodepth_batch_complete_max=QD`; fio's default submits each refill with its own
+//!   io_uring_enter), non-vectored reads (`--nonvectored=1`), and the ring knobs of the model
+//!   (`registerfiles`, `fixedbufs`, `sqthread_poll` on the helper CPU, `hipri`);
+//! - the same latency: ringside times a read from before its submission to the reap that saw
+//!   it done, which is fio's `lat` (not `clat`, which starts after submission), so the jobs
+//!   record `--lat_percentiles=1 --clat_percentiles=0`.
+//!
+//! What is not the same: fio runs time-based (`runtime_s`, since it reports IOPS from a
+//! millisecond runtime) where ringside makes a fixed number of reads; fio spends user time of
+//! its own per I/O (io_u bookkeeping, stats), which shows as lower IOPS where a read costs
+//! about a microsecond (page-cache hits) and is recorded as CPU/op (fio's usr+sys share);
+//! fio's io_uring engine submits and waits in two io_uring_enter calls where ringside makes
+//! one. Parsed from `--output-format=json`: IOPS, bandwidth, lat percentiles, CPU share; fio
+//! does not count syscalls, so that cell says so.
 
+use crate::measure::pin::CpuPlan;
 use crate::measure::{Counters, Hist, Measured};
+use crate::model::{Knobs, UringKnobs};
 use crate::plan::{Case, Profile};
 use crate::results::schema::{CaseFigures, CaseResult, CpuPerOp, LatencyNs, Status};
 use crate::stats::summary::Spread;
@@ -12,9 +39,80 @@ use crate::workload::storage::StorageCtx;
 use crate::workload::Params;
 use serde_json::Value;
 use std::process::Command;
+use std::sync::atomic::{AtomicI32, Ordering};
 
-/// fio's engines cross-checked.
+/// fio's engines cross-checked for every randread point, whichever models ran.
 pub const ENGINES: [&str; 2] = ["psync", "io_uring"];
+
+/// One fio job configuration: its row name (`fio:<name>`), engine and engine options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FioJob {
+    /// "io_uring+registerfiles+fixedbufs".
+    pub name: String,
+    pub engine: &'static str,
+    /// io_uring engine options, as fio spells them.
+    pub opts: Vec<&'static str>,
+}
+
+impl FioJob {
+    fn plain(engine: &'static str) -> FioJob {
+        FioJob {
+            name: engine.to_string(),
+            engine,
+            opts: Vec::new(),
+        }
+    }
+
+    /// The io_uring job with a model's ring knobs; `None` when fio has no equivalent
+    /// (DEFER_TASKRUN) or the knobs are for sockets.
+    fn uring(k: &UringKnobs) -> Option<FioJob> {
+        if k.defer_taskrun || k.multishot || k.buf_ring || k.zc_send {
+            return None;
+        }
+        let mut opts = Vec::new();
+        if k.fixed_files {
+            opts.push("registerfiles");
+        }
+        if k.fixed_bufs {
+            opts.push("fixedbufs");
+        }
+        if k.sqpoll_idle_ms.is_some() {
+            opts.push("sqthread_poll");
+        }
+        if k.iopoll {
+            opts.push("hipri");
+        }
+        let mut name = "io_uring".to_string();
+        for o in &opts {
+            name.push('+');
+            name.push_str(o);
+        }
+        Some(FioJob {
+            name,
+            engine: "io_uring",
+            opts,
+        })
+    }
+}
+
+/// The fio jobs for the models of `cases`: psync and plain io_uring always, plus the io_uring
+/// job with each selected ring model's knobs.
+pub fn jobs_for(cases: &[Case]) -> Vec<FioJob> {
+    let mut jobs: Vec<FioJob> = ENGINES.iter().map(|e| FioJob::plain(e)).collect();
+    for c in cases {
+        if c.workload.id() != "storage.randread" {
+            continue;
+        }
+        if let Knobs::Uring(k) = &c.model.knobs {
+            if let Some(j) = FioJob::uring(k) {
+                if !jobs.contains(&j) {
+                    jobs.push(j);
+                }
+            }
+        }
+    }
+    jobs
+}
 
 /// Whether fio can be run, and its version ("fio-3.33").
 pub fn version() -> Result<String, String> {
@@ -25,8 +123,28 @@ pub fn version() -> Result<String, String> {
     }
 }
 
-/// One row per fio engine for every distinct randread point among `cases`.
-pub fn randread_rows(cases: &[Case], st: &StorageCtx, profile: Profile) -> Vec<CaseResult> {
+/// The running fio child's pid (0: none), for the signal handler to stop it.
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
+/// Sends SIGTERM to the running fio job, if any (async-signal-safe: an atomic load and kill).
+pub fn stop_child() {
+    let pid = CHILD.load(Ordering::SeqCst);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe; the pid is our own child's (it may have exited
+        // and not been reaped yet, which keeps the pid ours).
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+}
+
+/// One row per fio job for every distinct randread point among `cases`, in the CPU plan's
+/// placement. Stops (returning the rows so far) when Ctrl-C was pressed: a job cut short is
+/// not a row.
+pub fn randread_rows(
+    cases: &[Case],
+    st: &StorageCtx,
+    profile: Profile,
+    plan: &CpuPlan,
+) -> Vec<CaseResult> {
     let mut points: Vec<Params> = Vec::new();
     for c in cases {
         if c.workload.id() != "storage.randread" {
@@ -39,10 +157,18 @@ pub fn randread_rows(cases: &[Case], st: &StorageCtx, profile: Profile) -> Vec<C
         }
     }
     let ver = version();
+    let jobs = jobs_for(cases);
     let mut rows = Vec::new();
     for p in points {
-        for engine in ENGINES {
-            rows.push(row(&p, engine, st, &ver, runtime_s(profile)));
+        for job in &jobs {
+            if crate::runner::stop_requested() {
+                return rows;
+            }
+            let r = row(&p, job, st, &ver, runtime_s(profile), plan);
+            if crate::runner::stop_requested() {
+                return rows;
+            }
+            rows.push(r);
         }
     }
     rows
@@ -58,22 +184,98 @@ pub fn runtime_s(p: Profile) -> u64 {
     }
 }
 
+/// One randread point as a fio job sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct JobPoint {
+    /// File size and block size, bytes.
+    pub size: u64,
+    pub bs: u64,
+    /// Reads in flight (ringside's queue depth).
+    pub depth: u64,
+    pub direct: bool,
+    /// Drop the file's cached pages first (ringside's --drop-caches).
+    pub invalidate: bool,
+    pub runtime_s: u64,
+}
+
+/// fio's command line for one randread point (see the module docs for why each option).
+pub fn args(job: &FioJob, path: &std::path::Path, jp: &JobPoint, plan: &CpuPlan) -> Vec<String> {
+    let JobPoint {
+        size,
+        bs,
+        depth,
+        direct,
+        invalidate,
+        runtime_s,
+    } = *jp;
+    let psync = job.engine == "psync";
+    let (jobs, iodepth) = if psync { (depth, 1) } else { (1, depth) };
+    // psync at QD > 1 stands for the thread pool, whose workers may use both CPUs.
+    let cpus = match plan
+        .helper
+        .filter(|h| psync && depth > 1 && *h != plan.measured)
+    {
+        Some(h) => format!("{},{h}", plan.measured),
+        None => plan.measured.to_string(),
+    };
+    let mut a: Vec<String> = vec![
+        "--name=ringside-randread".into(),
+        format!("--filename={}", path.display()),
+        "--rw=randread".into(),
+        format!("--bs={bs}"),
+        format!("--size={size}"),
+        format!("--ioengine={}", job.engine),
+        format!("--iodepth={iodepth}"),
+        format!("--numjobs={jobs}"),
+        "--time_based".into(),
+        format!("--runtime={runtime_s}"),
+        format!("--direct={}", u8::from(direct)),
+        format!("--invalidate={}", u8::from(invalidate)),
+        "--norandommap".into(),
+        "--randrepeat=0".into(),
+        format!("--cpus_allowed={cpus}"),
+        "--lat_percentiles=1".into(),
+        "--clat_percentiles=0".into(),
+        "--thread".into(),
+        "--group_reporting".into(),
+        "--output-format=json".into(),
+    ];
+    if job.engine == "io_uring" {
+        a.push(format!("--iodepth_batch_submit={iodepth}"));
+        a.push("--iodepth_batch_complete_min=1".into());
+        a.push(format!("--iodepth_batch_complete_max={iodepth}"));
+        a.push("--nonvectored=1".into());
+        for o in &job.opts {
+            a.push(format!("--{o}"));
+            if *o == "sqthread_poll" {
+                if let Some(h) = plan.helper {
+                    a.push(format!("--sqthread_poll_cpu={h}"));
+                }
+            }
+        }
+    }
+    a
+}
+
 fn row(
     p: &Params,
-    engine: &str,
+    job: &FioJob,
     st: &StorageCtx,
     ver: &Result<String, String>,
     runtime_s: u64,
+    plan: &CpuPlan,
 ) -> CaseResult {
     let mut r = CaseResult {
         workload: "storage.randread".into(),
-        model: format!("fio:{engine}"),
+        model: format!("fio:{}", job.name),
         variant: None,
         params: p.clone(),
         status: Status::Measured,
         reason: None,
-        op: "one 4 KiB random read, as fio counts it (completion latency: clat)".into(),
-        knobs: serde_json::json!({ "fio_engine": engine }),
+        op: "one 4 KiB random read, as fio counts it (latency: fio's lat, submission to \
+             completion)"
+            .into(),
+        knobs: serde_json::json!({ "fio_engine": job.engine, "fio_options": job.opts }),
         sqpoll_cpu: None,
         warmups: 0,
         repetitions: 1,
@@ -101,37 +303,55 @@ fn row(
     }
     let get = |k: &str| p.0.get(k).and_then(Value::as_u64).unwrap_or(0);
     let (size, bs, depth) = (get("file_bytes"), get("block_bytes"), get("depth").max(1));
+    if job.opts.contains(&"hipri") {
+        if !direct {
+            return fail(
+                r,
+                Status::NotApplicable,
+                "hipri (polled completions) needs O_DIRECT".into(),
+            );
+        }
+        if let Err(why) = &st.fs.dev_polls {
+            return fail(r, Status::Unavailable, why.clone());
+        }
+    }
+    if job.opts.contains(&"sqthread_poll") && plan.shared() {
+        return fail(
+            r,
+            Status::Unavailable,
+            "sqthread_poll needs a helper CPU apart from the measured one (pass --cpus A,B)".into(),
+        );
+    }
+    if job.engine == "psync" && depth > 1 {
+        r.knobs["note"] = "numjobs threads each making blocking preads: no hand-off".into();
+    }
     let path = match st.data_file_for_crosscheck(size) {
         Ok(p) => p,
         Err(e) => return fail(r, Status::Failed, format!("data file: {e}")),
     };
-    let (jobs, iodepth) = if engine == "psync" {
-        (depth, 1)
-    } else {
-        (1, depth)
+    let jp = JobPoint {
+        size,
+        bs,
+        depth,
+        direct,
+        invalidate: st.drop_caches,
+        runtime_s,
     };
-    r.knobs["numjobs"] = jobs.into();
+    let a = args(job, &path, &jp, plan);
+    r.knobs["fio_args"] = a.clone().into();
     r.knobs["runtime_s"] = runtime_s.into();
-    r.knobs["iodepth"] = iodepth.into();
-    let out = Command::new("fio")
-        .args([
-            "--name=ringside-randread",
-            &format!("--filename={}", path.display()),
-            "--rw=randread",
-            &format!("--bs={bs}"),
-            &format!("--size={size}"),
-            &format!("--ioengine={engine}"),
-            &format!("--iodepth={iodepth}"),
-            &format!("--numjobs={jobs}"),
-            "--time_based",
-            &format!("--runtime={runtime_s}"),
-            &format!("--direct={}", u8::from(direct)),
-            &format!("--invalidate={}", u8::from(st.drop_caches)),
-            "--thread",
-            "--group_reporting",
-            "--output-format=json",
-        ])
-        .output();
+    let child = Command::new("fio")
+        .args(&a)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let child = match child {
+        Ok(c) => c,
+        Err(e) => return fail(r, Status::Failed, format!("running fio: {e}")),
+    };
+    CHILD.store(child.id() as i32, Ordering::SeqCst);
+    let out = child.wait_with_output();
+    CHILD.store(0, Ordering::SeqCst);
     let out = match out {
         Ok(o) => o,
         Err(e) => return fail(r, Status::Failed, format!("running fio: {e}")),
@@ -156,7 +376,9 @@ fn row(
     }
 }
 
-/// Maps fio's JSON (first job, `group_reporting`) to case figures.
+/// Maps fio's JSON (first job, `group_reporting`) to case figures: latency from `lat_ns`
+/// (submission to completion, what ringside times), or `clat_ns` when a job was run without
+/// `--lat_percentiles`.
 pub fn parse(json: &[u8]) -> Result<CaseFigures, String> {
     // fio may print notes before the JSON object.
     let s = String::from_utf8_lossy(json);
@@ -170,7 +392,11 @@ pub fn parse(json: &[u8]) -> Result<CaseFigures, String> {
     };
     let iops = f(&rd["iops"])?;
     let ios = rd["total_ios"].as_u64().unwrap_or(0);
-    let clat = &rd["clat_ns"];
+    let clat = if rd["lat_ns"]["percentile"].is_object() {
+        &rd["lat_ns"]
+    } else {
+        &rd["clat_ns"]
+    };
     let pct = |k: &str| clat["percentile"][k].as_f64().unwrap_or(f64::NAN);
     let runtime_ms = f(&job["job_runtime"]).or_else(|_| f(&rd["runtime"]))?;
     let (usr, sys) = (f(&job["usr_cpu"])?, f(&job["sys_cpu"])?);
@@ -187,6 +413,10 @@ pub fn parse(json: &[u8]) -> Result<CaseFigures, String> {
     counters.add("fio_total_ios", ios);
     counters.add("fio_bw_kib_s", rd["bw"].as_u64().unwrap_or(0));
     counters.add("fio_ctx_switches", job["ctx"].as_u64().unwrap_or(0));
+    counters.add(
+        "fio_clat_mean_ns",
+        rd["clat_ns"]["mean"].as_f64().unwrap_or(0.0) as u64,
+    );
     let one = |x: f64| Spread {
         median: x,
         min: x,
@@ -225,4 +455,107 @@ pub fn parse(json: &[u8]) -> Result<CaseFigures, String> {
         counters,
         histogram: Hist::new().to_base64(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(id: &str) -> &'static crate::model::ModelSpec {
+        crate::registry::MODELS.iter().find(|m| m.id == id).unwrap()
+    }
+
+    fn job_for(id: &str) -> Option<FioJob> {
+        match &model(id).knobs {
+            Knobs::Uring(k) => FioJob::uring(k),
+            _ => None,
+        }
+    }
+
+    const PLAN: CpuPlan = CpuPlan {
+        measured: 1,
+        helper: Some(0),
+    };
+
+    fn point(depth: u64) -> JobPoint {
+        JobPoint {
+            size: 64 << 20,
+            bs: 4096,
+            depth,
+            direct: true,
+            invalidate: false,
+            runtime_s: 3,
+        }
+    }
+
+    fn has(a: &[String], s: &str) -> bool {
+        a.iter().any(|x| x == s)
+    }
+
+    #[test]
+    fn psync_stands_for_blocking_at_qd1_and_the_pool_at_qd32() {
+        let p = std::path::Path::new("/d/data.bin");
+        let a = args(&FioJob::plain("psync"), p, &point(1), &PLAN);
+        assert!(has(&a, "--numjobs=1") && has(&a, "--iodepth=1"), "{a:?}");
+        assert!(
+            has(&a, "--cpus_allowed=1"),
+            "pinned like the measured thread: {a:?}"
+        );
+        let a = args(&FioJob::plain("psync"), p, &point(32), &PLAN);
+        assert!(has(&a, "--numjobs=32") && has(&a, "--iodepth=1"), "{a:?}");
+        assert!(has(&a, "--cpus_allowed=1,0"), "the pool's CPUs: {a:?}");
+        assert!(!a.iter().any(|x| x.starts_with("--iodepth_batch")));
+        for o in ["--norandommap", "--randrepeat=0", "--direct=1", "--thread"] {
+            assert!(has(&a, o), "{o} in {a:?}");
+        }
+    }
+
+    #[test]
+    fn io_uring_batches_like_ringside_and_carries_the_models_knobs() {
+        let p = std::path::Path::new("/d/data.bin");
+        let a = args(&job_for("uring").unwrap(), p, &point(32), &PLAN);
+        for o in [
+            "--ioengine=io_uring",
+            "--iodepth=32",
+            "--numjobs=1",
+            "--cpus_allowed=1",
+            "--iodepth_batch_submit=32",
+            "--iodepth_batch_complete_min=1",
+            "--iodepth_batch_complete_max=32",
+            "--nonvectored=1",
+        ] {
+            assert!(has(&a, o), "{o} in {a:?}");
+        }
+        assert!(!a.iter().any(|x| x == "--registerfiles" || x == "--hipri"));
+        let j = job_for("uring-fixed-bufs").unwrap();
+        assert_eq!(j.name, "io_uring+registerfiles+fixedbufs");
+        let j = job_for("uring-sqpoll").unwrap();
+        let a = args(&j, p, &point(1), &PLAN);
+        assert!(
+            has(&a, "--sqthread_poll") && has(&a, "--sqthread_poll_cpu=0"),
+            "{a:?}"
+        );
+        assert_eq!(job_for("uring-iopoll").unwrap().opts, vec!["hipri"]);
+        assert_eq!(
+            job_for("uring-defer"),
+            None,
+            "fio has no DEFER_TASKRUN option"
+        );
+    }
+
+    #[test]
+    fn latency_comes_from_lat_when_fio_recorded_its_percentiles() {
+        let json = br#"note: a line fio prints first
+        {"jobs":[{"job_runtime":1000,"usr_cpu":10.0,"sys_cpu":40.0,"ctx":5,
+          "read":{"iops":1000.0,"total_ios":1000,"bw":4000,
+            "clat_ns":{"min":1,"max":9,"mean":5.0,"stddev":1.0},
+            "lat_ns":{"min":2,"max":10,"mean":6.0,"stddev":1.0,
+              "percentile":{"50.000000":6,"90.000000":8,"99.000000":9,"99.900000":10}}}}]}"#;
+        let f = parse(json).unwrap();
+        assert_eq!(f.latency_ns.p50, 6.0);
+        assert_eq!(f.latency_ns.min, 2.0);
+        assert_eq!(f.ops_per_sec.median, 1000.0);
+        // 50% of 1 s over 1000 reads.
+        assert!((f.cpu_ns_per_op.total - 500_000.0).abs() < 1.0);
+    }
 }

@@ -138,6 +138,7 @@ impl FileEngine for PoolFiles {
     fn submit(&mut self, ops: &[FileOp]) -> io::Result<()> {
         self.ops += ops.len() as u64;
         let mut j = self.shared.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        let queued = j.queue.len();
         let mut start = 0;
         for (i, op) in ops.iter().enumerate() {
             if !op.link {
@@ -150,8 +151,13 @@ impl FileEngine for PoolFiles {
             j.queue.push_back(ops[start..].to_vec());
             self.chains += 1;
         }
+        let new = j.queue.len() - queued;
         drop(j);
-        self.shared.job_ready.notify_all();
+        // One wake-up per chain queued (as tokio's blocking pool does), not notify_all: that
+        // woke every idle worker for a single read, and all but one went back to sleep.
+        for _ in 0..new.min(self.workers.len()) {
+            self.shared.job_ready.notify_one();
+        }
         Ok(())
     }
 
