@@ -106,9 +106,12 @@ pub struct RunArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
-    /// Wire protocol: echo (http: not yet).
+    /// Wire protocol: echo or http.
     #[arg(long)]
     pub protocol: String,
+    /// HTTP only: response body size, bytes (0..=1048576; default: "Hello, World!").
+    #[arg(long)]
+    pub body_bytes: Option<u64>,
     /// Model id (see `ringside list`).
     #[arg(long)]
     pub model: String,
@@ -134,6 +137,12 @@ pub struct LoadArgs {
     /// Bytes per message (12..=1048576; each message carries its connection id and sequence).
     #[arg(long, default_value_t = 64)]
     pub msg_bytes: u64,
+    /// HTTP only: the request target.
+    #[arg(long, default_value = "/")]
+    pub path: String,
+    /// HTTP only: the Host header (default: the target HOST:PORT).
+    #[arg(long)]
+    pub host: Option<String>,
     /// Measured seconds, after the warm-up.
     #[arg(long, default_value_t = 10.0)]
     pub duration: f64,
@@ -158,6 +167,7 @@ pub struct LoadArgs {
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum LoadProtocolArg {
     Echo,
+    Http,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -3,7 +3,7 @@
 
 use crate::cli::{LoadArgs, LoadProtocolArg};
 use crate::error::InputError;
-use crate::load::{self, echo, Config, Report};
+use crate::load::{self, echo, http::HttpGet, Config, Report};
 use crate::measure::pin;
 use crate::results::store::write_atomic;
 use serde_json::json;
@@ -93,16 +93,165 @@ pub fn config(a: &LoadArgs) -> Result<(Config, usize), InputError> {
     Ok((cfg, msg))
 }
 
+/// The HTTP request from the command line: `--path` must be an origin-form target ("/..."),
+/// `--host` a header value; neither may hold spaces or control characters.
+pub fn http_get(a: &LoadArgs) -> Result<HttpGet, InputError> {
+    let clean = |v: &str| !v.is_empty() && v.bytes().all(|b| b.is_ascii_graphic());
+    if !(a.path.starts_with('/') && clean(&a.path)) {
+        return Err(bad(
+            "--path",
+            &a.path,
+            "must start with '/' and hold no spaces or control characters",
+        ));
+    }
+    let host = a.host.clone().unwrap_or_else(|| a.target.clone());
+    if !clean(&host) {
+        return Err(bad(
+            "--host",
+            &host,
+            "must be a host name or HOST:PORT without spaces or control characters",
+        ));
+    }
+    Ok(HttpGet {
+        host,
+        path: a.path.clone(),
+        expect_body_bytes: None,
+    })
+}
+
 pub fn run(a: LoadArgs) -> anyhow::Result<i32> {
     let (cfg, msg) = config(&a)?;
-    let LoadProtocolArg::Echo = a.protocol;
-    let r = load::run(&cfg, &echo::Echo { msg_bytes: msg }, &mut |_| {})?;
-    print!("{}", summary(&cfg, msg, &r));
+    let (v, text) = match a.protocol {
+        LoadProtocolArg::Echo => {
+            let r = load::run(&cfg, &echo::Echo { msg_bytes: msg }, &mut |_| {})?;
+            let v = to_json(&cfg, msg, &r);
+            let text = summary(&cfg, msg, &r);
+            (v, text)
+        }
+        LoadProtocolArg::Http => {
+            let g = http_get(&a)?;
+            let r = load::run(&cfg, &g, &mut |_| {})?;
+            let v = http_json(&cfg, &g, &r);
+            let text = http_summary(&cfg, &g, &r);
+            (v, text)
+        }
+    };
+    print!("{text}");
     if let Some(path) = &a.json {
-        let v = to_json(&cfg, msg, &r);
         write_atomic(path, &serde_json::to_vec_pretty(&v)?)?;
     }
     Ok(0)
+}
+
+/// The HTTP report as JSON: as the echo one, plus requests/s and transfer/s.
+pub fn http_json(cfg: &Config, g: &HttpGet, r: &Report) -> serde_json::Value {
+    let q = |x| r.latency_ns(x);
+    let (mean, stddev) = mean_stddev(r);
+    json!({
+        "protocol": "http",
+        "target": cfg.target.to_string(),
+        "host": g.host,
+        "path": g.path,
+        "duration_s": cfg.duration.as_secs_f64(),
+        "warmup_s": cfg.warmup.as_secs_f64(),
+        "mode": if cfg.rate.is_some() { "open_loop" } else { "closed_loop" },
+        "cpus": cfg.cpus,
+        "report": r,
+        "requests_per_sec": r.msgs_per_sec(),
+        "transfer_bytes_per_sec": r.rx_bytes_per_sec(),
+        "errors": r.errors(),
+        "latency_ns": {
+            "mean": mean, "stddev": stddev,
+            "p50": q(0.5), "p90": q(0.9), "p99": q(0.99), "p999": q(0.999), "max": q(1.0),
+        },
+        "histogram": r.latency.to_base64(),
+    })
+}
+
+/// Latency mean and standard deviation, ns (0 when nothing completed).
+fn mean_stddev(r: &Report) -> (f64, f64) {
+    if r.latency.is_empty() {
+        (0.0, 0.0)
+    } else {
+        (r.latency.inner().mean(), r.latency.inner().stdev())
+    }
+}
+
+fn bytes_h(b: f64) -> String {
+    if b >= 1e9 {
+        format!("{:.2} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.2} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.2} kB", b / 1e3)
+    } else {
+        format!("{b:.0} B")
+    }
+}
+
+/// A readable HTTP summary (wrk's figures, ringside's names).
+pub fn http_summary(cfg: &Config, g: &HttpGet, r: &Report) -> String {
+    let mode = match cfg.rate {
+        Some(rate) => format!("open loop at {rate} requests/s (latency from intended send time)"),
+        None => "closed loop".to_string(),
+    };
+    let (mean, stddev) = mean_stddev(r);
+    let mut s = format!(
+        "http load on {} (GET {} Host {}): {} connections, {} thread(s), {}, {:.1} s measured after {:.1} s warm-up\n",
+        cfg.target,
+        g.path,
+        g.host,
+        cfg.conns,
+        r.threads,
+        mode,
+        cfg.duration.as_secs_f64(),
+        cfg.warmup.as_secs_f64()
+    );
+    s += &format!(
+        "  requests/s {:.0}   transfer/s {}   requests {}   received {}\n",
+        r.msgs_per_sec(),
+        bytes_h(r.rx_bytes_per_sec()),
+        r.msgs,
+        bytes_h(r.rx_bytes as f64)
+    );
+    s += &format!(
+        "  latency mean {}  stddev {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}\n",
+        us(mean as u64),
+        us(stddev as u64),
+        us(r.latency_ns(0.5)),
+        us(r.latency_ns(0.9)),
+        us(r.latency_ns(0.99)),
+        us(r.latency_ns(0.999)),
+        us(r.latency_ns(1.0))
+    );
+    s += &format!(
+        "  errors {}: connect {}  read {}  write {}  timeout {}  non-2xx {}  malformed {}  wrong body {}  live connections {}/{}\n",
+        r.errors(),
+        r.connect_errors,
+        r.read_errors,
+        r.write_errors,
+        r.timeouts,
+        r.non_2xx,
+        r.malformed,
+        r.mismatches,
+        r.live_conns,
+        cfg.conns
+    );
+    s += &format!(
+        "  load-generator CPU {:.3} s = {:.0}% of {} CPU(s){}\n",
+        r.cpu_ns as f64 / 1e9,
+        r.cpu_fraction * 100.0,
+        r.cpus_available,
+        if r.client_bound {
+            "  [client_bound: the load generator was saturated]"
+        } else {
+            ""
+        }
+    );
+    if let Some(e) = &r.first_error {
+        s += &format!("  first error: {e}\n");
+    }
+    s
 }
 
 /// The report as JSON: the configuration, the counts and the latency percentiles.

@@ -10,7 +10,8 @@ use crate::error::InputError;
 use crate::io::{self, Stop};
 use crate::measure::pin::{self, CpuPlan};
 use crate::model::{Availability, Knobs, PeerKind};
-use crate::proto::Echo;
+use crate::proto::http::MAX_BODY_BYTES;
+use crate::proto::{Echo, Http};
 use crate::registry::{self, MODELS};
 use anyhow::{anyhow, Context};
 use std::io::Write;
@@ -19,15 +20,33 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// Protocols `--protocol` knows (http is the next issue).
+/// Protocols `--protocol` knows.
 pub const PROTOCOLS: &[&str] = &["echo", "http"];
 /// Listen backlog: room for thousands of connects arriving at once.
 pub const BACKLOG: i32 = 4096;
 
 pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
-    match a.protocol.as_str() {
-        "echo" => {}
-        "http" => return Err(InputError::ProtocolNotYet(a.protocol).into()),
+    let http = match (a.protocol.as_str(), a.body_bytes) {
+        ("echo", None) => None,
+        ("echo", Some(n)) => {
+            return Err(InputError::BadValue {
+                flag: "--body-bytes",
+                given: n.to_string(),
+                valid: "applies to --protocol http only".into(),
+            }
+            .into())
+        }
+        ("http", n) => Some(Http::new(match n {
+            Some(n) if n > MAX_BODY_BYTES as u64 => {
+                return Err(InputError::BadValue {
+                    flag: "--body-bytes",
+                    given: n.to_string(),
+                    valid: format!("must be between 0 and {MAX_BODY_BYTES}"),
+                }
+                .into())
+            }
+            n => n.map(|n| n as usize),
+        })),
         _ => {
             return Err(InputError::UnknownProtocol {
                 given: a.protocol,
@@ -35,7 +54,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             }
             .into())
         }
-    }
+    };
     // Built-in servers, and the peers (tokio, monoio) that serve from src/peer/.
     let serves = |m: &crate::model::ModelSpec| io::serves_tcp(m) || peer_kind(m).is_some();
     let servers = || {
@@ -59,6 +78,9 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             valid: servers(),
         }
         .into());
+    }
+    if http.is_some() && peer_kind(model).is_some() {
+        return Err(anyhow!("http for tokio/monoio: not yet"));
     }
     let addr: SocketAddr = a.addr.parse().map_err(|e| InputError::BadAddr {
         given: a.addr.clone(),
@@ -110,7 +132,11 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             c.add("peer_runs", 1);
             c
         }
-        None => io::serve(model, listener, Echo, &plan, &stop).map_err(|e| anyhow!("{e}"))?,
+        None => match http {
+            Some(h) => io::serve(model, listener, h, &plan, &stop),
+            None => io::serve(model, listener, Echo, &plan, &stop),
+        }
+        .map_err(|e| anyhow!("{e}"))?,
     };
     let mut out = std::io::stdout().lock();
     writeln!(out, "counters {}", serde_json::to_string(&counters)?)?;

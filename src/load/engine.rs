@@ -99,6 +99,8 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
         connect_errors: 0,
         resets: 0,
         io_errors: 0,
+        read_errors: 0,
+        write_errors: 0,
         mismatches: 0,
         timeouts: 0,
         live_conns: 0,
@@ -121,6 +123,8 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
         r.connect_errors += p.connect_errors;
         r.resets += p.resets;
         r.io_errors += p.io_errors;
+        r.read_errors += p.read_errors;
+        r.write_errors += p.write_errors;
         r.mismatches += p.mismatches;
         r.timeouts += p.timeouts;
         r.live_conns += p.live;
@@ -160,6 +164,8 @@ struct Counts {
     connect_errors: u64,
     resets: u64,
     io_errors: u64,
+    read_errors: u64,
+    write_errors: u64,
     mismatches: u64,
     timeouts: u64,
     live: u64,
@@ -413,7 +419,12 @@ impl Loop<'_> {
         c.fd = None;
     }
 
-    fn fail_io(&mut self, c: &mut Conn, e: Option<io::Error>) {
+    fn fail_io(&mut self, c: &mut Conn, e: Option<io::Error>, writing: bool) {
+        if writing {
+            self.c.write_errors += 1;
+        } else {
+            self.c.read_errors += 1;
+        }
         match &e {
             None => self.c.resets += 1, // EOF: the server closed it
             Some(e)
@@ -470,7 +481,7 @@ impl Loop<'_> {
                         match e.kind() {
                             io::ErrorKind::WouldBlock => return,
                             io::ErrorKind::Interrupted => continue,
-                            _ => return self.fail_io(c, Some(e)),
+                            _ => return self.fail_io(c, Some(e), true),
                         }
                     }
                     c.sent += r as usize;
@@ -509,11 +520,11 @@ impl Loop<'_> {
                         match e.kind() {
                             io::ErrorKind::WouldBlock => return,
                             io::ErrorKind::Interrupted => continue,
-                            _ => return self.fail_io(c, Some(e)),
+                            _ => return self.fail_io(c, Some(e), false),
                         }
                     }
                     if r == 0 {
-                        return self.fail_io(c, None);
+                        return self.fail_io(c, None, false);
                     }
                     // SAFETY: the kernel initialized `r` bytes after `have`.
                     unsafe { c.inb.set_len(have + r as usize) };

@@ -151,6 +151,10 @@ pub struct Report {
     pub resets: u64,
     /// Other socket errors, whole run.
     pub io_errors: u64,
+    /// Of `resets + io_errors`: those met receiving (EOF included), whole run.
+    pub read_errors: u64,
+    /// Of `resets + io_errors`: those met sending, whole run.
+    pub write_errors: u64,
     /// Responses that were not the message sent (wrong bytes, another connection's, stale),
     /// whole run: a wrong byte in the warm-up is never hidden.
     pub mismatches: u64,

@@ -1,0 +1,128 @@
+//! `ringside serve --protocol http` and `ringside load --protocol http` as a user runs them:
+//! the binary serves on port 0, the load runs half a second, every request is a valid 200;
+//! bad values are refused (exit 2) naming the valid range.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+fn bin() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin("ringside")
+}
+
+/// `ringside serve` child, killed on drop.
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve(args: &[&str]) -> (Serve, String) {
+    let mut child = std::process::Command::new(bin())
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut l = String::new();
+        let _ = BufReader::new(out).read_line(&mut l);
+        let _ = tx.send(l);
+    });
+    let srv = Serve(child);
+    let line = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("no 'listening on' line within 10 s");
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("first line '{line}'"))
+        .to_string();
+    (srv, addr)
+}
+
+#[test]
+fn serve_and_load_http_with_no_errors() {
+    for body in [None, Some("3000")] {
+        let mut args = vec!["--protocol", "http", "--model", "epoll-lt"];
+        if let Some(b) = body {
+            args.extend(["--body-bytes", b]);
+        }
+        let (_srv, addr) = serve(&args);
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("r.json");
+        let o = Command::new(bin())
+            .args(["load", "--protocol", "http", "--target", &addr])
+            .args(["--conns", "4", "--duration", "0.5", "--warmup", "0.2"])
+            .args(["--threads", "1", "--json"])
+            .arg(&json)
+            .timeout(Duration::from_secs(30))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            text.contains("requests/s") && text.contains("transfer/s"),
+            "{text}"
+        );
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        let r = &v["report"];
+        assert!(r["msgs"].as_u64().unwrap() > 0, "{v}");
+        assert_eq!(v["errors"].as_u64(), Some(0), "{v}");
+        assert_eq!(r["live_conns"].as_u64(), Some(4), "{v}");
+        let len = ringside::proto::Http::new(body.map(|b| b.parse().unwrap())).response_bytes();
+        assert_eq!(
+            r["rx_bytes"].as_u64().unwrap(),
+            r["msgs"].as_u64().unwrap() * len as u64,
+            "{v}"
+        );
+        assert!(v["latency_ns"]["mean"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn bad_http_values_are_refused_naming_the_valid_range() {
+    Command::new(bin())
+        .args(["serve", "--protocol", "http", "--model", "epoll-lt"])
+        .args(["--body-bytes", "2000000"])
+        .timeout(Duration::from_secs(10))
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("--body-bytes 2000000")
+                .and(predicate::str::contains("between 0 and 1048576")),
+        );
+    Command::new(bin())
+        .args(["serve", "--protocol", "echo", "--model", "epoll-lt"])
+        .args(["--body-bytes", "10"])
+        .timeout(Duration::from_secs(10))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--protocol http only"));
+    Command::new(bin())
+        .args(["load", "--protocol", "http", "--target", "127.0.0.1:9"])
+        .args(["--path", "no-slash"])
+        .timeout(Duration::from_secs(10))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--path no-slash").and(predicate::str::contains("'/'")));
+    Command::new(bin())
+        .args(["load", "--protocol", "gopher", "--target", "127.0.0.1:9"])
+        .timeout(Duration::from_secs(10))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("http"));
+}
