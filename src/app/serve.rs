@@ -10,7 +10,7 @@ use crate::error::InputError;
 use crate::io::{self, Stop};
 use crate::measure::pin::{self, CpuPlan};
 use crate::model::{Availability, Knobs, PeerKind};
-use crate::proto::http::MAX_BODY_BYTES;
+use crate::proto::http::{body_pattern, DEFAULT_BODY, MAX_BODY_BYTES};
 use crate::proto::{Echo, Http};
 use crate::registry::{self, MODELS};
 use anyhow::{anyhow, Context};
@@ -79,9 +79,6 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         .into());
     }
-    if http.is_some() && peer_kind(model).is_some() {
-        return Err(anyhow!("http for tokio/monoio: not yet"));
-    }
     let addr: SocketAddr = a.addr.parse().map_err(|e| InputError::BadAddr {
         given: a.addr.clone(),
         why: format!("{e} (expected IP:PORT, e.g. 127.0.0.1:0)"),
@@ -127,7 +124,20 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
                         flag.store(true, Ordering::SeqCst);
                     })?;
             }
-            crate::peer::serve_echo(kind, listener, flag)?;
+            match http {
+                // tokio's HTTP contender is hyper's server; monoio has none of its own, so it
+                // runs ringside's sans-I/O HTTP protocol in a plain read/write loop.
+                Some(h) if kind == PeerKind::Tokio => {
+                    let body: Arc<[u8]> = match a.body_bytes {
+                        None => DEFAULT_BODY.into(),
+                        Some(n) => body_pattern(n as usize).into(),
+                    };
+                    drop(h);
+                    crate::peer::serve_http(kind, listener, flag, body)?
+                }
+                Some(h) => crate::peer::serve_proto(kind, listener, h, flag)?,
+                None => crate::peer::serve_echo(kind, listener, flag)?,
+            }
             let mut c = crate::measure::Counters::default();
             c.add("peer_runs", 1);
             c
