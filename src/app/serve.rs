@@ -10,7 +10,7 @@ use crate::error::InputError;
 use crate::io::{self, Stop};
 use crate::measure::pin::{self, CpuPlan};
 use crate::model::{Availability, Knobs, PeerKind};
-use crate::proto::Echo;
+use crate::proto::{Echo, Protocol, WithIdle};
 use crate::registry::{self, MODELS};
 use anyhow::{anyhow, Context};
 use std::io::Write;
@@ -23,6 +23,8 @@ use std::sync::Arc;
 pub const PROTOCOLS: &[&str] = &["echo", "http"];
 /// Listen backlog: room for thousands of connects arriving at once.
 pub const BACKLOG: i32 = 4096;
+/// Largest `--idle-timeout-ms`: one day.
+pub const MAX_IDLE_TIMEOUT_MS: u64 = 86_400_000;
 
 pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     match a.protocol.as_str() {
@@ -64,6 +66,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         given: a.addr.clone(),
         why: format!("{e} (expected IP:PORT, e.g. 127.0.0.1:0)"),
     })?;
+    let idle = idle_override(a.idle_timeout_ms, peer_kind(model).is_some())?;
     let online = pin::allowed_cpus();
     let plan = match &a.cpus {
         Some(s) => CpuPlan::from_list(&super::run::parse_cpus(s, &online)?),
@@ -110,12 +113,42 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             c.add("peer_runs", 1);
             c
         }
-        None => io::serve(model, listener, Echo, &plan, &stop).map_err(|e| anyhow!("{e}"))?,
+        None => {
+            let idle = idle.unwrap_or_else(|| Echo.idle_timeout());
+            let proto = WithIdle { inner: Echo, idle };
+            io::serve(model, listener, proto, &plan, &stop).map_err(|e| anyhow!("{e}"))?
+        }
     };
     let mut out = std::io::stdout().lock();
     writeln!(out, "counters {}", serde_json::to_string(&counters)?)?;
     out.flush()?;
     Ok(0)
+}
+
+/// `--idle-timeout-ms`: `None` keeps the protocol's own limit; `Some(None)` is 0 (never).
+fn idle_override(
+    ms: Option<u64>,
+    peer: bool,
+) -> Result<Option<Option<std::time::Duration>>, InputError> {
+    let Some(ms) = ms else {
+        return Ok(None);
+    };
+    let bad = |valid: &str| InputError::BadValue {
+        flag: "--idle-timeout-ms",
+        given: ms.to_string(),
+        valid: valid.to_string(),
+    };
+    if ms > MAX_IDLE_TIMEOUT_MS {
+        return Err(bad(&format!(
+            "valid: 0 (never) or 1..={MAX_IDLE_TIMEOUT_MS} ms"
+        )));
+    }
+    if peer && ms > 0 {
+        return Err(bad(
+            "only the built-in servers enforce an idle timeout, not the peers (tokio, monoio)",
+        ));
+    }
+    Ok(Some((ms > 0).then(|| std::time::Duration::from_millis(ms))))
 }
 
 /// The peer a model row stands for, if it is one that `serve` can run (not `ext:`).

@@ -5,6 +5,7 @@
 pub mod blocking;
 pub mod epoll;
 pub mod file;
+pub mod idle;
 pub mod readiness;
 pub mod stop;
 pub mod sys;
