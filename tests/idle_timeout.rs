@@ -295,3 +295,41 @@ fn serve_flag_out_of_range_is_refused_naming_the_range() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("built-in servers"));
 }
+
+/// How often the loop woke (epoll_wait / io_uring_enter calls) while one connection sat
+/// silent for 600 ms; `None` for the blocking server, which counts no wake-ups.
+fn wakeups_while_silent(m: &'static ModelSpec, proto: Lines) -> Option<u64> {
+    let srv = Running::start(m, proto);
+    let mut s = srv.connect();
+    round(m.id, &mut s);
+    std::thread::sleep(Duration::from_millis(600));
+    let c = srv.stop();
+    match m.family {
+        ringside::model::Family::Epoll => Some(c.get("epoll_waits")),
+        ringside::model::Family::Uring => Some(c.get("io_uring_enter")),
+        _ => None,
+    }
+}
+
+/// Without a limit (echo's case) an idle server arms no timer: it sleeps until something
+/// happens. With one, it wakes about every tick (the check can see a timer).
+#[test]
+fn without_a_limit_an_idle_loop_never_wakes() {
+    for m in servers() {
+        let Some(none) = wakeups_while_silent(m, Lines { idle: None }) else {
+            continue;
+        };
+        let some = wakeups_while_silent(
+            m,
+            Lines {
+                idle: Some(Duration::from_millis(400)),
+            },
+        )
+        .unwrap();
+        println!("{}: {none} wake-ups without a limit, {some} with", m.id);
+        // Accept, one request, stop: a handful of wake-ups, none from a timer.
+        assert!(none <= 6, "{}: {none} wake-ups without a limit", m.id);
+        // 600 ms at a 100 ms tick: about 6 more.
+        assert!(some >= none + 3, "{}: {some} vs {none}", m.id);
+    }
+}

@@ -13,6 +13,8 @@
 //!   requests are answered in order because the loop sends replies in the order they are made.
 //! - Backpressure belongs to the loop: it stops reading (stops calling `on_bytes`) while a
 //!   connection's unsent output is over [`OUT_BOUND_BYTES`], and resumes when it drains.
+//! - Idle connections belong to the loop too: with [`Protocol::idle_timeout`] set, a
+//!   connection that gets no reply for that long is closed (`idle_closes`); see `io::idle`.
 
 pub mod echo;
 

@@ -115,9 +115,7 @@ pub fn serve<P: Protocol>(
         // Sleep no longer than the next sweep while some connection could go idle.
         let timeout = match s.idle {
             Some(_) if s.conns.len() > s.free.len() => {
-                let ms = next_sweep
-                    .saturating_sub(coarse_now_ns())
-                    .div_ceil(1_000_000);
+                let ms = next_sweep.saturating_sub(s.now).div_ceil(1_000_000);
                 let ms = ms.min(i32::MAX as u64) as i32;
                 if timeout < 0 {
                     ms
@@ -149,7 +147,8 @@ pub fn serve<P: Protocol>(
             }
         }
         if let Some(idle) = s.idle {
-            if s.now >= next_sweep {
+            // A wait that timed out is the tick (the coarse clock may read a few ms short).
+            if n == 0 || s.now >= next_sweep {
                 s.sweep(&idle);
                 next_sweep = s.now + idle.tick.as_nanos() as u64;
             }
