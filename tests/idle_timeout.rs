@@ -296,6 +296,49 @@ fn serve_flag_out_of_range_is_refused_naming_the_range() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("built-in servers"));
 }
 
+/// Pipelines lines and never reads: once the server's output to it is backed up, the server
+/// stops reading (or blocks in send) and so stops replying; the idle limit must then close it
+/// (a write fails with a reset or broken pipe) instead of holding it forever.
+#[test]
+fn a_client_that_never_reads_is_closed_once_replies_stop() {
+    for m in servers() {
+        let srv = Running::start(m, Lines { idle: Some(LIMIT) });
+        let mut s = srv.connect();
+        s.set_write_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        let chunk = b"x\n".repeat(32 * 1024);
+        let t0 = Instant::now();
+        let bound = 2 * CLOSE_BOUND;
+        let mut closed = false;
+        while !closed && t0.elapsed() < bound {
+            match s.write(&chunk) {
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(_) => closed = true,
+            }
+        }
+        // Closing our side frees what the server sent (uring-zc's notifications come then).
+        drop(s);
+        // The server still serves others.
+        let mut other = srv.connect();
+        round(m.id, &mut other);
+        let c = srv.stop();
+        assert!(
+            closed,
+            "{}: a client that never reads is open after {bound:?}: {c:?}",
+            m.id
+        );
+        // uring-multishot may close it first for overrunning its output bound.
+        let closes = c.get("idle_closes") + c.get("overrun_closes");
+        assert_eq!(closes, 1, "{}: {c:?}", m.id);
+        println!(
+            "{}: never-reading client closed after {:?}: {c:?}",
+            m.id,
+            t0.elapsed()
+        );
+    }
+}
+
 /// How often the loop woke (epoll_wait / io_uring_enter calls) while one connection sat
 /// silent for 600 ms; `None` for the blocking server, which counts no wake-ups.
 fn wakeups_while_silent(m: &'static ModelSpec, proto: Lines) -> Option<u64> {

@@ -114,6 +114,8 @@ struct Conn<C> {
     msg: Option<Box<SendMsg>>,
     /// The coarse time of accept or of the last reply, ns (kept only with an idle limit).
     last_ns: u64,
+    /// The socket was closed before the slot (SEND_ZC notification outstanding).
+    fd_closed: bool,
 }
 
 /// Chunks one sendmsg may cover.
@@ -523,6 +525,7 @@ impl<P: Protocol> Server<P> {
             arms: 0,
             msg: None,
             last_ns: self.now,
+            fd_closed: false,
         });
         self.progress(idx)
     }
@@ -772,13 +775,25 @@ impl<P: Protocol> Server<P> {
                         .user_data(UserData::new(Op::CancelRecv, idx, gen).encode()),
                 );
             }
-            if conn.send_inflight {
+            if conn.send_inflight && conn.zc_result.is_some() {
+                // SEND_ZC finished; only its notification is out, which comes when the peer's
+                // stack frees the bytes (over loopback: when the peer reads them, perhaps
+                // never). Close the socket now, keep the slot and buffer until it comes.
+                if !conn.fd_closed {
+                    conn.fd_closed = true;
+                    let fd = conn.fd;
+                    self.reset_now(idx, gen, fd)?;
+                }
+            } else if conn.send_inflight {
                 sqes[1] = Some(
                     opcode::AsyncCancel::new(UserData::new(Op::Send, idx, gen).encode())
                         .build()
                         .user_data(UserData::new(Op::Cancel, idx, gen).encode()),
                 );
             }
+            let Some(Some(conn)) = self.conns.get_mut(idx as usize) else {
+                return Ok(());
+            };
             if !conn.recv_armed && !conn.send_inflight {
                 return self.close(idx);
             }
@@ -922,6 +937,9 @@ impl<P: Protocol> Server<P> {
                 self.recycle(b);
             }
         }
+        if conn.fd_closed {
+            return Ok(());
+        }
         match conn.fd {
             Fd::Raw(fd) => {
                 // SAFETY: the fd came from accept and no op on it is in flight.
@@ -933,6 +951,43 @@ impl<P: Protocol> Server<P> {
                     .build()
                     .user_data(UserData::new(Op::Close, idx, conn.gen).encode());
                 self.push(e)
+            }
+        }
+    }
+
+    /// Closes a closing connection's socket with a reset (its unsent output is dropped) before
+    /// its slot is freed (`zc_early_closes`).
+    fn reset_now(&mut self, idx: u32, gen: u32, fd: Fd) -> io::Result<()> {
+        self.c.add("zc_early_closes", 1);
+        match fd {
+            // SAFETY: a socket we own; the finished send no longer uses the fd (io_uring took
+            // its own file reference while it ran), and nothing else is submitted on it.
+            Fd::Raw(fd) => unsafe {
+                libc::setsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    libc::SO_LINGER,
+                    (&LINGER_RESET as *const libc::linger).cast(),
+                    std::mem::size_of::<libc::linger>() as libc::socklen_t,
+                );
+                libc::close(fd);
+                Ok(())
+            },
+            Fd::Fixed(slot) => {
+                let ud = UserData::new(Op::Close, idx, gen).encode();
+                let linger = opcode::SetSockOpt::new(
+                    types::Fixed(slot),
+                    libc::SOL_SOCKET as u32,
+                    libc::SO_LINGER as u32,
+                    (&LINGER_RESET as *const libc::linger).cast(),
+                    std::mem::size_of::<libc::linger>() as u32,
+                )
+                .build()
+                .flags(squeue::Flags::IO_HARDLINK)
+                .user_data(ud);
+                let close = opcode::Close::new(types::Fixed(slot)).build().user_data(ud);
+                self.push(linger)?;
+                self.push(close)
             }
         }
     }
