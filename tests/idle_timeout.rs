@@ -195,7 +195,8 @@ fn idle_connections_are_closed_and_busy_ones_served_in_every_server() {
             sil_after >= early,
             "{id}: silent closed after only {sil_after:?}"
         );
-        assert!(rounds >= 10, "{id}: only {rounds} rounds");
+        // About 20 at 50 ms; fewer only on a loaded machine.
+        assert!(rounds >= 5, "{id}: only {rounds} rounds");
         // The busy client is still open and served after the idle ones were closed.
         round(id, &mut active);
         let c = srv.stop();
@@ -371,8 +372,9 @@ fn without_a_limit_an_idle_loop_never_wakes() {
         .unwrap();
         println!("{}: {none} wake-ups without a limit, {some} with", m.id);
         // Accept, one request, stop: a handful of wake-ups, none from a timer.
-        assert!(none <= 6, "{}: {none} wake-ups without a limit", m.id);
-        // 600 ms at a 100 ms tick: about 6 more.
+        // (A 10 ms timer would add about 60.)
+        assert!(none <= 8, "{}: {none} wake-ups without a limit", m.id);
+        // A 100 ms tick, at least until the connection is idle-closed at 400 ms: 4 or more.
         assert!(some >= none + 3, "{}: {some} vs {none}", m.id);
     }
 }
