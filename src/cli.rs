@@ -121,6 +121,10 @@ pub struct ServeArgs {
     /// CPUs: the server first (it pins itself there), then its helper (SQPOLL poller), e.g. "0,1".
     #[arg(long)]
     pub cpus: Option<String>,
+    /// Close a connection after this many ms without a reply (slowloris defence), built-in
+    /// servers only; 0: never (0..=86400000). Default: the protocol's own (echo: never).
+    #[arg(long)]
+    pub idle_timeout_ms: Option<u64>,
 }
 
 #[derive(clap::Args, Debug)]

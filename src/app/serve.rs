@@ -11,7 +11,7 @@ use crate::io::{self, Stop};
 use crate::measure::pin::{self, CpuPlan};
 use crate::model::{Availability, Knobs, PeerKind};
 use crate::proto::http::{body_pattern, DEFAULT_BODY, MAX_BODY_BYTES};
-use crate::proto::{Echo, Http};
+use crate::proto::{Echo, Http, Protocol, WithIdle};
 use crate::registry::{self, MODELS};
 use anyhow::{anyhow, Context};
 use std::io::Write;
@@ -24,6 +24,8 @@ use std::sync::Arc;
 pub const PROTOCOLS: &[&str] = &["echo", "http"];
 /// Listen backlog: room for thousands of connects arriving at once.
 pub const BACKLOG: i32 = 4096;
+/// Largest `--idle-timeout-ms`: one day.
+pub const MAX_IDLE_TIMEOUT_MS: u64 = 86_400_000;
 
 pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     let http = match (a.protocol.as_str(), a.body_bytes) {
@@ -83,6 +85,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         given: a.addr.clone(),
         why: format!("{e} (expected IP:PORT, e.g. 127.0.0.1:0)"),
     })?;
+    let idle = idle_override(a.idle_timeout_ms, peer_kind(model).is_some())?;
     let online = pin::allowed_cpus();
     let plan = match &a.cpus {
         Some(s) => CpuPlan::from_list(&super::run::parse_cpus(s, &online)?),
@@ -143,8 +146,14 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             c
         }
         None => match http {
-            Some(h) => io::serve(model, listener, h, &plan, &stop),
-            None => io::serve(model, listener, Echo, &plan, &stop),
+            Some(h) => {
+                let idle = idle.unwrap_or_else(|| h.idle_timeout());
+                io::serve(model, listener, WithIdle { inner: h, idle }, &plan, &stop)
+            }
+            None => {
+                let idle = idle.unwrap_or_else(|| Echo.idle_timeout());
+                io::serve(model, listener, WithIdle { inner: Echo, idle }, &plan, &stop)
+            }
         }
         .map_err(|e| anyhow!("{e}"))?,
     };
@@ -152,6 +161,32 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     writeln!(out, "counters {}", serde_json::to_string(&counters)?)?;
     out.flush()?;
     Ok(0)
+}
+
+/// `--idle-timeout-ms`: `None` keeps the protocol's own limit; `Some(None)` is 0 (never).
+fn idle_override(
+    ms: Option<u64>,
+    peer: bool,
+) -> Result<Option<Option<std::time::Duration>>, InputError> {
+    let Some(ms) = ms else {
+        return Ok(None);
+    };
+    let bad = |valid: &str| InputError::BadValue {
+        flag: "--idle-timeout-ms",
+        given: ms.to_string(),
+        valid: valid.to_string(),
+    };
+    if ms > MAX_IDLE_TIMEOUT_MS {
+        return Err(bad(&format!(
+            "valid: 0 (never) or 1..={MAX_IDLE_TIMEOUT_MS} ms"
+        )));
+    }
+    if peer && ms > 0 {
+        return Err(bad(
+            "only the built-in servers enforce an idle timeout, not the peers (tokio, monoio)",
+        ));
+    }
+    Ok(Some((ms > 0).then(|| std::time::Duration::from_millis(ms))))
 }
 
 /// The peer a model row stands for, if it is one that `serve` can run (not `ext:`).

@@ -5,6 +5,7 @@
 pub mod blocking;
 pub mod epoll;
 pub mod file;
+pub mod idle;
 pub mod readiness;
 pub mod stop;
 pub mod sys;
@@ -115,6 +116,8 @@ pub fn serves_tcp(m: &ModelSpec) -> bool {
 
 /// Runs the model's server for `proto` on `listener` until `stop` is requested; returns what
 /// the server counted (accepts, bytes, io_uring_enter calls, ENOBUFS, re-arms, sq_full...).
+/// Connections that get no reply for `proto.idle_timeout()` are closed (`idle_closes`; see
+/// [`idle`]); with `None` the loops neither read the clock nor arm a timer.
 ///
 /// The listener should have TCP_NODELAY set (accepted sockets inherit it on Linux).
 pub fn serve<P: Protocol>(

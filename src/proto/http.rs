@@ -29,6 +29,10 @@ use std::sync::Arc;
 pub const DEFAULT_BODY: &[u8] = b"Hello, World!";
 /// The largest request head (request line and header fields, blank line included), bytes.
 pub const MAX_HEADER_BYTES: usize = 8 * 1024;
+/// A connection that has made no reply for this long is closed (slowloris: a client sending
+/// a header byte a second never completes a request). The same bound as hyper's header read
+/// timeout in the tokio contender; `ringside serve --idle-timeout-ms` overrides it.
+pub const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// The most header fields in one request (more: 431).
 pub const MAX_HEADERS: usize = 128;
 /// The largest body `Http::new(Some(n))` accepts, bytes.
@@ -289,6 +293,10 @@ impl Protocol for Http {
 
     fn id(&self) -> &'static str {
         "http"
+    }
+
+    fn idle_timeout(&self) -> Option<std::time::Duration> {
+        Some(IDLE_TIMEOUT)
     }
 
     fn on_bytes(&self, conn: &mut HttpConn, mut input: &[u8], out: &mut Vec<u8>) -> Step {

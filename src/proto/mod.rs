@@ -13,6 +13,8 @@
 //!   requests are answered in order because the loop sends replies in the order they are made.
 //! - Backpressure belongs to the loop: it stops reading (stops calling `on_bytes`) while a
 //!   connection's unsent output is over [`OUT_BOUND_BYTES`], and resumes when it drains.
+//! - Idle connections belong to the loop too: with [`Protocol::idle_timeout`] set, a
+//!   connection that gets no reply for that long is closed (`idle_closes`); see `io::idle`.
 
 pub mod echo;
 pub mod http;
@@ -64,5 +66,69 @@ pub trait Protocol: Clone + Send + Sync + 'static {
     /// (e.g. an error for a truncated request); the loop then flushes and closes.
     fn on_eof(&self, _conn: &mut Self::Conn, _out: &mut Vec<u8>) -> Reply {
         Reply::Nothing
+    }
+    /// A connection that has gone this long without the protocol making a reply (counted from
+    /// accept, then from each reply: `Reply::Input` or `Reply::Out`) is closed by the server
+    /// loop; slowloris defence. `None` (echo): never.
+    fn idle_timeout(&self) -> Option<std::time::Duration> {
+        None
+    }
+}
+
+/// `inner` with its idle timeout replaced by `idle` (`ringside serve --idle-timeout-ms`);
+/// everything else delegates.
+#[derive(Clone, Copy, Debug)]
+pub struct WithIdle<P> {
+    pub inner: P,
+    /// The timeout the server loops enforce; `None`: never.
+    pub idle: Option<std::time::Duration>,
+}
+
+impl<P: Protocol> Protocol for WithIdle<P> {
+    type Conn = P::Conn;
+
+    fn id(&self) -> &'static str {
+        self.inner.id()
+    }
+
+    #[inline]
+    fn on_bytes(&self, conn: &mut Self::Conn, input: &[u8], out: &mut Vec<u8>) -> Step {
+        self.inner.on_bytes(conn, input, out)
+    }
+
+    #[inline]
+    fn on_eof(&self, conn: &mut Self::Conn, out: &mut Vec<u8>) -> Reply {
+        self.inner.on_eof(conn, out)
+    }
+
+    #[inline]
+    fn idle_timeout(&self) -> Option<std::time::Duration> {
+        self.idle
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn with_idle_overrides_only_the_timeout() {
+        let d = std::time::Duration::from_millis(250);
+        let w = WithIdle {
+            inner: Echo,
+            idle: Some(d),
+        };
+        assert_eq!(Echo.idle_timeout(), None, "echo never times out");
+        assert_eq!(w.idle_timeout(), Some(d));
+        assert_eq!(w.id(), "echo");
+        let mut out = Vec::new();
+        let s = w.on_bytes(&mut (), b"x", &mut out);
+        assert_eq!(s.reply, Reply::Input);
+        assert_eq!(w.on_eof(&mut (), &mut out), Reply::Nothing);
+        let never = WithIdle {
+            inner: Echo,
+            idle: None,
+        };
+        assert_eq!(never.idle_timeout(), None);
     }
 }

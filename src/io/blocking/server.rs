@@ -6,7 +6,13 @@
 //! `MAX_THREADS` live connections, accepting pauses until one ends, the same as EMFILE. The
 //! acceptor waits on the listener and the stop eventfd with poll(2); on stop, every live
 //! socket is shut down, which wakes its thread, and the threads are joined.
+//!
+//! Idle limit (`Protocol::idle_timeout`, slowloris defence): each connection's socket gets
+//! SO_RCVTIMEO and SO_SNDTIMEO of one sweep tick, so a thread blocked in read or send wakes
+//! to check how long ago its protocol last replied, and closes past the limit
+//! (`idle_closes`). Without a limit nothing is set and the clock is never read.
 
+use crate::io::idle::{coarse_now_ns, Idle};
 use crate::io::stop::Stop;
 use crate::measure::Counters;
 use crate::proto::{Next, Protocol, Reply};
@@ -142,17 +148,35 @@ fn conn_loop<P: Protocol>(proto: &P, mut s: TcpStream) -> Counters {
     let mut st = P::Conn::default();
     let mut buf = vec![0u8; RECV_BUF];
     let mut out = Vec::new();
+    // Idle limit: reads and sends wake every tick (SO_RCVTIMEO/SO_SNDTIMEO) to check it.
+    let idle = Idle::new(proto.idle_timeout());
+    let mut last = 0;
+    if let Some(i) = &idle {
+        if s.set_read_timeout(Some(i.tick)).is_err() || s.set_write_timeout(Some(i.tick)).is_err() {
+            c.add("resets", 1);
+            c.add("closes", 1);
+            return c;
+        }
+        last = coarse_now_ns();
+    }
     loop {
         let n = match s.read(&mut buf) {
             Ok(0) => {
                 c.add("peer_fins", 1);
                 if proto.on_eof(&mut st, &mut out) == Reply::Out {
-                    let _ = send_all(&s, &out, &mut c);
+                    let _ = send_all(&s, &out, &mut c, idle.as_ref().map(|i| (i, last)));
                 }
                 break;
             }
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if is_timeout(&e) && idle.is_some() => {
+                if idle.is_some_and(|i| i.expired(last, coarse_now_ns())) {
+                    c.add("idle_closes", 1);
+                    break;
+                }
+                continue;
+            }
             Err(_) => {
                 c.add("resets", 1);
                 break;
@@ -161,17 +185,34 @@ fn conn_loop<P: Protocol>(proto: &P, mut s: TcpStream) -> Counters {
         c.add("reads", 1);
         c.add("bytes_in", n as u64);
         let step = proto.on_bytes(&mut st, &buf[..n], &mut out);
+        if let Some(i) = &idle {
+            let now = coarse_now_ns();
+            if step.reply != Reply::Nothing {
+                last = now;
+            } else if i.expired(last, now) {
+                c.add("idle_closes", 1);
+                break;
+            }
+        }
+        let deadline = idle.as_ref().map(|i| (i, last));
         let r = match step.reply {
             Reply::Nothing => Ok(()),
-            Reply::Input => send_all(&s, &buf[..n], &mut c),
+            Reply::Input => send_all(&s, &buf[..n], &mut c, deadline),
             Reply::Out => {
-                let r = send_all(&s, &out, &mut c);
+                let r = send_all(&s, &out, &mut c, deadline);
                 out.clear();
                 r
             }
         };
-        if r.is_err() {
-            c.add("resets", 1);
+        if let Err(e) = r {
+            c.add(
+                if is_timeout(&e) {
+                    "idle_closes"
+                } else {
+                    "resets"
+                },
+                1,
+            );
             break;
         }
         if step.next == Next::Close {
@@ -182,8 +223,23 @@ fn conn_loop<P: Protocol>(proto: &P, mut s: TcpStream) -> Counters {
     c
 }
 
-/// write_all with MSG_NOSIGNAL (a reset peer is an error, not SIGPIPE), retrying EINTR.
-fn send_all(s: &TcpStream, mut b: &[u8], c: &mut Counters) -> io::Result<()> {
+/// A read or send that SO_RCVTIMEO/SO_SNDTIMEO ended (EAGAIN on a blocking socket).
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// write_all with MSG_NOSIGNAL (a reset peer is an error, not SIGPIPE), retrying EINTR. With
+/// an idle limit and the time of the last reply, a send that times out (SO_SNDTIMEO) is
+/// retried until the limit passes, then fails with `TimedOut`.
+fn send_all(
+    s: &TcpStream,
+    mut b: &[u8],
+    c: &mut Counters,
+    idle: Option<(&Idle, u64)>,
+) -> io::Result<()> {
     while !b.is_empty() {
         // SAFETY: the slice is valid for reads of its length.
         let r = unsafe {
@@ -198,6 +254,12 @@ fn send_all(s: &TcpStream, mut b: &[u8], c: &mut Counters) -> io::Result<()> {
         if r < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            if let (true, Some((i, last))) = (is_timeout(&e), idle) {
+                if i.expired(last, coarse_now_ns()) {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
                 continue;
             }
             return Err(e);

@@ -8,8 +8,14 @@
 //! interest), so a client that never reads cannot make the server buffer without bound.
 //! Peer FIN: the pending output is sent, then the socket closed. EMFILE/ENFILE on accept: the
 //! listener leaves the interest set for `ACCEPT_PAUSE_MS` while connections keep being served.
+//!
+//! Idle limit (`Protocol::idle_timeout`, slowloris defence): the coarse clock is read once per
+//! wait that returns, each reply stamps its connection, and while connections are open
+//! epoll_wait's timeout is the time to the next sweep, which closes every connection past the
+//! limit (`idle_closes`). Without a limit the wait stays infinite and the clock is never read.
 
 use super::Epoll;
+use crate::io::idle::{coarse_now_ns, Idle};
 use crate::io::stop::Stop;
 use crate::io::sys::cvt;
 use crate::measure::Counters;
@@ -35,6 +41,8 @@ struct Conn<C> {
     read_done: bool,
     /// Interest currently registered (EPOLLIN/EPOLLOUT bits).
     interest: u32,
+    /// The coarse time of accept or of the last reply, ns (kept only with an idle limit).
+    last_ns: u64,
 }
 
 impl<C> Conn<C> {
@@ -56,6 +64,7 @@ pub fn serve<P: Protocol>(
     stop: &Stop,
 ) -> io::Result<Counters> {
     listener.set_nonblocking(true)?;
+    let proto_idle = proto.idle_timeout();
     let ep = Epoll::new(trigger)?;
     let lfd = listener.as_raw_fd();
     ep.ctl(
@@ -78,7 +87,10 @@ pub fn serve<P: Protocol>(
         next_gen: 0,
         buf: vec![0; RECV_BUF],
         c: Counters::default(),
+        idle: Idle::new(proto_idle),
+        now: 0,
     };
+    let mut next_sweep = 0u64;
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
     let mut paused_until: Option<std::time::Instant> = None;
     loop {
@@ -100,9 +112,25 @@ pub fn serve<P: Protocol>(
             }
             None => -1,
         };
+        // Sleep no longer than the next sweep while some connection could go idle.
+        let timeout = match s.idle {
+            Some(_) if s.conns.len() > s.free.len() => {
+                let ms = next_sweep.saturating_sub(s.now).div_ceil(1_000_000);
+                let ms = ms.min(i32::MAX as u64) as i32;
+                if timeout < 0 {
+                    ms
+                } else {
+                    timeout.min(ms)
+                }
+            }
+            _ => timeout,
+        };
         let n = s.ep.wait(&mut events, timeout)?;
         s.c.add("epoll_waits", 1);
         s.c.add("events", n as u64);
+        if s.idle.is_some() {
+            s.now = coarse_now_ns();
+        }
         for ev in &events[..n] {
             match ev.u64 {
                 TOKEN_STOP => return Ok(s.finish()),
@@ -118,6 +146,13 @@ pub fn serve<P: Protocol>(
                 tok => s.on_event(tok, ev.events),
             }
         }
+        if let Some(idle) = s.idle {
+            // A wait that timed out is the tick (the coarse clock may read a few ms short).
+            if n == 0 || s.now >= next_sweep {
+                s.sweep(&idle);
+                next_sweep = s.now + idle.tick.as_nanos() as u64;
+            }
+        }
     }
 }
 
@@ -129,6 +164,10 @@ struct Server<P: Protocol> {
     next_gen: u32,
     buf: Vec<u8>,
     c: Counters,
+    /// The idle limit, if the protocol has one.
+    idle: Option<Idle>,
+    /// Coarse time read after the last wait, ns (0 without an idle limit).
+    now: u64,
 }
 
 impl<P: Protocol> Server<P> {
@@ -203,8 +242,24 @@ impl<P: Protocol> Server<P> {
             out_pos: 0,
             read_done: false,
             interest,
+            last_ns: self.now,
         });
         Ok(())
+    }
+
+    /// Closes every connection whose protocol has not replied for the idle limit.
+    fn sweep(&mut self, idle: &Idle) {
+        for idx in 0..self.conns.len() {
+            if let Some(conn) = &self.conns[idx] {
+                if idle.expired(conn.last_ns, self.now) {
+                    // Closing the fd removes it from the interest set.
+                    self.conns[idx] = None;
+                    self.free.push(idx);
+                    self.c.add("idle_closes", 1);
+                    self.c.add("closes", 1);
+                }
+            }
+        }
     }
 
     fn on_event(&mut self, tok: u64, events: u32) {
@@ -222,6 +277,7 @@ impl<P: Protocol> Server<P> {
             self.ep.trigger(),
             &mut self.buf,
             &mut self.c,
+            self.idle.map(|_| self.now),
         );
         let fate = match fate {
             Fate::Keep => {
@@ -276,6 +332,7 @@ fn step<P: Protocol>(
     trigger: Trigger,
     buf: &mut [u8],
     c: &mut Counters,
+    now: Option<u64>,
 ) -> Fate {
     if events & libc::EPOLLERR as u32 != 0 && events & libc::EPOLLIN as u32 == 0 {
         c.add("resets", 1);
@@ -338,6 +395,9 @@ fn step<P: Protocol>(
             let n = r as usize;
             c.add("bytes_in", n as u64);
             let st = proto.on_bytes(&mut conn.state, &buf[..n], &mut conn.out);
+            if let (Some(t), true) = (now, st.reply != Reply::Nothing) {
+                conn.last_ns = t;
+            }
             let res = match st.reply {
                 Reply::Nothing => Ok(()),
                 Reply::Input => send_input(conn, &buf[..n], c),

@@ -22,11 +22,20 @@
 //! buffers are never freed under the kernel. The slab is indexed by user_data, never by fd.
 //! SQ full: submit and retry (`sq_full`); CQ overflow is read from the ring (`cq_overflow`).
 //! Stop: a poll on the stop eventfd; then every op is cancelled and its CQE awaited.
+//!
+//! Idle limit (`Protocol::idle_timeout`, slowloris defence): a timeout SQE fires every sweep
+//! tick (multishot, IORING_TIMEOUT_MULTISHOT; re-armed one-shot where the kernel refuses it);
+//! the coarse clock is read once per batch of completions, each reply stamps its connection,
+//! and the tick's completion marks every connection past the limit `closing`, which goes
+//! through the same cancel-then-close path as a reset (`idle_closes`): in-flight ops complete,
+//! buffers are recycled, direct descriptors are closed with a close SQE on their slot.
+//! Without a limit no timer is armed and the clock is never read.
 
 use super::bufring::BufRing;
 use super::ring;
 use super::user_data::{Op, UserData};
 use crate::error::CaseError;
+use crate::io::idle::{coarse_now_ns, Idle};
 use crate::io::stop::Stop;
 use crate::measure::{pin::CpuPlan, Counters};
 use crate::model::UringKnobs;
@@ -103,6 +112,10 @@ struct Conn<C> {
     arms: u32,
     /// The msghdr and iovecs of an in-flight sendmsg (allocated on first use).
     msg: Option<Box<SendMsg>>,
+    /// The coarse time of accept or of the last reply, ns (kept only with an idle limit).
+    last_ns: u64,
+    /// The socket was closed before the slot (SEND_ZC notification outstanding).
+    fd_closed: bool,
 }
 
 /// Chunks one sendmsg may cover.
@@ -176,7 +189,12 @@ pub fn serve<P: Protocol>(
         stopping: false,
         scratch: Vec::new(),
         recycled: false,
+        idle: None,
+        tick_multishot: true,
+        now: 0,
     };
+    s.idle =
+        Idle::new(s.proto.idle_timeout()).map(|i| (i, Box::new(types::Timespec::from(i.tick))));
     for f in &setup.flags {
         s.c.add(&format!("setup_{}", f.to_ascii_lowercase()), 1);
     }
@@ -221,6 +239,13 @@ struct Server<P: Protocol> {
     /// A provided buffer went back to the ring in this batch (connections that met ENOBUFS
     /// are re-armed at the end of it).
     recycled: bool,
+    /// The idle limit, if the protocol has one, and the sweep tick's timespec (boxed: an SQE
+    /// points at it).
+    idle: Option<(Idle, Box<types::Timespec>)>,
+    /// The tick timer is multishot (cleared when the kernel refuses it).
+    tick_multishot: bool,
+    /// Coarse time read after the last batch of completions, ns (0 without an idle limit).
+    now: u64,
 }
 
 impl<P: Protocol> Server<P> {
@@ -230,10 +255,16 @@ impl<P: Protocol> Server<P> {
             .user_data(UserData::global(Op::Stop).encode());
         self.push(poll)?;
         self.arm_accept()?;
+        if self.idle.is_some() {
+            self.arm_tick()?;
+        }
         let timespec = types::Timespec::from(ACCEPT_PAUSE);
         while !self.stopping {
             self.enter(1)?;
             self.reap();
+            if self.idle.is_some() {
+                self.now = coarse_now_ns();
+            }
             let mut i = 0;
             while i < self.cqes.len() {
                 let (ud, res, flags) = self.cqes[i];
@@ -349,8 +380,63 @@ impl<P: Protocol> Server<P> {
             Op::Recv => self.on_recv(u, res, flags),
             Op::Send => self.on_send(u, res, flags),
             Op::CancelRecv => self.on_cancel_recv(u, res),
+            Op::IdleTick => self.on_tick(res, flags),
             Op::Cancel | Op::Close => Ok(()),
         }
+    }
+
+    /// Arms the idle-sweep timer: multishot (one SQE for the server's life) unless the kernel
+    /// refused it, then one-shot, re-armed at each tick.
+    fn arm_tick(&mut self) -> io::Result<()> {
+        let Some((_, ts)) = &self.idle else {
+            return Ok(());
+        };
+        let flags = if self.tick_multishot {
+            types::TimeoutFlags::MULTISHOT
+        } else {
+            types::TimeoutFlags::empty()
+        };
+        let e = opcode::Timeout::new(&**ts as *const types::Timespec)
+            .flags(flags)
+            .build()
+            .user_data(UserData::global(Op::IdleTick).encode());
+        self.push(e)
+    }
+
+    /// A sweep tick: every connection past the idle limit starts closing.
+    fn on_tick(&mut self, res: i32, flags: u32) -> io::Result<()> {
+        if res == -libc::EINVAL && self.tick_multishot {
+            // Kernels before 6.4 have no multishot timeouts.
+            self.tick_multishot = false;
+            self.c.add("idle_tick_oneshot", 1);
+            return self.arm_tick();
+        }
+        if res == -libc::ECANCELED || self.stopping {
+            return Ok(());
+        }
+        if res != -libc::ETIME {
+            // Not a timer expiry: stop sweeping rather than re-arm into the same error.
+            self.c.add("idle_tick_errors", 1);
+            return Ok(());
+        }
+        if let Some((idle, _)) = self.idle {
+            let now = self.now;
+            for idx in 0..self.conns.len() {
+                let Some(conn) = self.conns[idx].as_mut() else {
+                    continue;
+                };
+                if conn.closing || !idle.expired(conn.last_ns, now) {
+                    continue;
+                }
+                conn.closing = true;
+                self.c.add("idle_closes", 1);
+                self.progress(idx as u32)?;
+            }
+        }
+        if !cqueue::more(flags) {
+            self.arm_tick()?;
+        }
+        Ok(())
     }
 
     fn on_accept(&mut self, res: i32, flags: u32, pause: &types::Timespec) -> io::Result<()> {
@@ -438,6 +524,8 @@ impl<P: Protocol> Server<P> {
             starved: false,
             arms: 0,
             msg: None,
+            last_ns: self.now,
+            fd_closed: false,
         });
         self.progress(idx)
     }
@@ -474,6 +562,9 @@ impl<P: Protocol> Server<P> {
             };
             self.scratch.clear();
             let step = proto.on_bytes(&mut conn.state, input, &mut self.scratch);
+            if self.idle.is_some() && step.reply != Reply::Nothing {
+                conn.last_ns = self.now;
+            }
             match step.reply {
                 Reply::Nothing => {}
                 Reply::Input => {
@@ -684,13 +775,25 @@ impl<P: Protocol> Server<P> {
                         .user_data(UserData::new(Op::CancelRecv, idx, gen).encode()),
                 );
             }
-            if conn.send_inflight {
+            if conn.send_inflight && conn.zc_result.is_some() {
+                // SEND_ZC finished; only its notification is out, which comes when the peer's
+                // stack frees the bytes (over loopback: when the peer reads them, perhaps
+                // never). Close the socket now, keep the slot and buffer until it comes.
+                if !conn.fd_closed {
+                    conn.fd_closed = true;
+                    let fd = conn.fd;
+                    self.reset_now(idx, gen, fd)?;
+                }
+            } else if conn.send_inflight {
                 sqes[1] = Some(
                     opcode::AsyncCancel::new(UserData::new(Op::Send, idx, gen).encode())
                         .build()
                         .user_data(UserData::new(Op::Cancel, idx, gen).encode()),
                 );
             }
+            let Some(Some(conn)) = self.conns.get_mut(idx as usize) else {
+                return Ok(());
+            };
             if !conn.recv_armed && !conn.send_inflight {
                 return self.close(idx);
             }
@@ -834,6 +937,9 @@ impl<P: Protocol> Server<P> {
                 self.recycle(b);
             }
         }
+        if conn.fd_closed {
+            return Ok(());
+        }
         match conn.fd {
             Fd::Raw(fd) => {
                 // SAFETY: the fd came from accept and no op on it is in flight.
@@ -845,6 +951,43 @@ impl<P: Protocol> Server<P> {
                     .build()
                     .user_data(UserData::new(Op::Close, idx, conn.gen).encode());
                 self.push(e)
+            }
+        }
+    }
+
+    /// Closes a closing connection's socket with a reset (its unsent output is dropped) before
+    /// its slot is freed (`zc_early_closes`).
+    fn reset_now(&mut self, idx: u32, gen: u32, fd: Fd) -> io::Result<()> {
+        self.c.add("zc_early_closes", 1);
+        match fd {
+            // SAFETY: a socket we own; the finished send no longer uses the fd (io_uring took
+            // its own file reference while it ran), and nothing else is submitted on it.
+            Fd::Raw(fd) => unsafe {
+                libc::setsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    libc::SO_LINGER,
+                    (&LINGER_RESET as *const libc::linger).cast(),
+                    std::mem::size_of::<libc::linger>() as libc::socklen_t,
+                );
+                libc::close(fd);
+                Ok(())
+            },
+            Fd::Fixed(slot) => {
+                let ud = UserData::new(Op::Close, idx, gen).encode();
+                let linger = opcode::SetSockOpt::new(
+                    types::Fixed(slot),
+                    libc::SOL_SOCKET as u32,
+                    libc::SO_LINGER as u32,
+                    (&LINGER_RESET as *const libc::linger).cast(),
+                    std::mem::size_of::<libc::linger>() as u32,
+                )
+                .build()
+                .flags(squeue::Flags::IO_HARDLINK)
+                .user_data(ud);
+                let close = opcode::Close::new(types::Fixed(slot)).build().user_data(ud);
+                self.push(linger)?;
+                self.push(close)
             }
         }
     }

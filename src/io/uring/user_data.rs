@@ -26,6 +26,8 @@ pub enum Op {
     Close = 7,
     /// A cancel aimed at a connection's recv (retried if the kernel missed it).
     CancelRecv = 8,
+    /// The idle-sweep timer (only with an idle limit).
+    IdleTick = 9,
 }
 
 impl Op {
@@ -39,6 +41,7 @@ impl Op {
             6 => Op::Cancel,
             7 => Op::Close,
             8 => Op::CancelRecv,
+            9 => Op::IdleTick,
             _ => return None,
         })
     }
@@ -100,6 +103,7 @@ mod tests {
             Op::Cancel,
             Op::Close,
             Op::CancelRecv,
+            Op::IdleTick,
         ] {
             for idx in [0, 1, 12345, u32::MAX] {
                 for gen in [0, 1, GEN_MASK - 1, GEN_MASK] {
