@@ -126,3 +126,78 @@ fn bad_http_values_are_refused_naming_the_valid_range() {
         .code(2)
         .stderr(predicate::str::contains("http"));
 }
+
+/// Slowloris against `ringside serve --protocol http`: a client that sends a request's header
+/// one byte at a time never completes it and is closed once the idle limit passes, while a
+/// keep-alive client beside it is answered every time.
+#[test]
+fn slowloris_is_timed_out_while_other_clients_are_served() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    const LIMIT_MS: u64 = 1000;
+    for model in ["epoll-et", "uring", "blocking"] {
+        let (_srv, addr) = serve(&[
+            "--protocol",
+            "http",
+            "--model",
+            model,
+            "--idle-timeout-ms",
+            &LIMIT_MS.to_string(),
+        ]);
+        let t0 = std::time::Instant::now();
+        let mut slow = TcpStream::connect(&addr).unwrap();
+        slow.set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        let mut good = TcpStream::connect(&addr).unwrap();
+        good.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let head =
+            b"GET / HTTP/1.1\r\nHost: x\r\nUser-Agent: slowloris\r\nX-Pad: aaaaaaaaaaaaaaaa\r\n";
+        let (mut sent, mut served) = (0, 0);
+        let closed_after = loop {
+            assert!(
+                t0.elapsed() < Duration::from_secs(8),
+                "{model}: slowloris client still open after {:?} ({sent} bytes sent)",
+                t0.elapsed()
+            );
+            // One header byte every 200 ms (never the blank line that ends the header).
+            if sent < head.len() {
+                if slow.write_all(&head[sent..sent + 1]).is_err() {
+                    break t0.elapsed();
+                }
+                sent += 1;
+            }
+            let mut b = [0u8; 64];
+            match slow.read(&mut b) {
+                Ok(0) => break t0.elapsed(),
+                Ok(n) => panic!("{model}: answer to an incomplete request: {:?}", &b[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break t0.elapsed(),
+                Err(_) => {} // read timeout: still open
+            }
+            // Meanwhile the keep-alive client is answered.
+            good.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                .unwrap();
+            let mut resp = Vec::new();
+            while !resp.ends_with(b"Hello, World!") {
+                let mut b = [0u8; 512];
+                let n = good.read(&mut b).unwrap();
+                assert!(n > 0, "{model}: the good client was closed");
+                resp.extend_from_slice(&b[..n]);
+            }
+            served += 1;
+            std::thread::sleep(Duration::from_millis(150));
+        };
+        assert!(
+            closed_after >= Duration::from_millis(LIMIT_MS * 9 / 10),
+            "{model}: closed after {closed_after:?}, before the {LIMIT_MS} ms limit"
+        );
+        assert!(
+            served >= 3,
+            "{model}: only {served} requests served meanwhile"
+        );
+        // Still served after the slow client went.
+        good.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let mut b = [0u8; 512];
+        assert!(good.read(&mut b).unwrap() > 0, "{model}");
+    }
+}

@@ -152,7 +152,13 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             }
             None => {
                 let idle = idle.unwrap_or_else(|| Echo.idle_timeout());
-                io::serve(model, listener, WithIdle { inner: Echo, idle }, &plan, &stop)
+                io::serve(
+                    model,
+                    listener,
+                    WithIdle { inner: Echo, idle },
+                    &plan,
+                    &stop,
+                )
             }
         }
         .map_err(|e| anyhow!("{e}"))?,
