@@ -249,16 +249,20 @@ fn content_length(v: &[u8]) -> Option<u64> {
     Some(v.iter().fold(0u64, |n, &d| n * 10 + (d - b'0') as u64))
 }
 
-/// httparse refuses any version but 1.x as a malformed request line; a request line that does
-/// name a version (`HTTP/` and a digit after the target) gets 505 instead of 400.
+/// httparse refuses any version but 1.x as a malformed request line; a request line whose
+/// version token (after the method and the target, which httparse has accepted when it
+/// reports a version error) is `HTTP/` and a digit gets 505 instead of 400. Only bytes up to
+/// where httparse stopped decide, so a split read answers the same.
 fn names_other_version(buf: &[u8]) -> bool {
-    let line_end = buf
+    let start = buf
         .iter()
-        .position(|&b| b == b'\r' || b == b'\n')
+        .position(|&b| b != b'\r' && b != b'\n')
         .unwrap_or(buf.len());
-    buf[..line_end]
-        .windows(7)
-        .any(|w| &w[..6] == b" HTTP/" && w[6].is_ascii_digit())
+    let mut parts = buf[start..].splitn(3, |&b| b == b' ');
+    let (_method, _target) = (parts.next(), parts.next());
+    parts
+        .next()
+        .is_some_and(|v| v.len() > 5 && v.starts_with(b"HTTP/") && v[5].is_ascii_digit())
 }
 
 impl Http {
@@ -430,7 +434,8 @@ mod tests {
     #[test]
     fn a_request_split_at_every_byte_gives_the_same_output() {
         let h = Http::new(None);
-        let reqs: [&[u8]; 6] = [
+        let reqs: [&[u8]; 7] = [
+            b"GET / HTTP\x1e\0\0/2. / HTTP/1\x0e1\r\n\r\n",
             GET,
             b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\n\r\n",
             b"GET / HTTP/1.1\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\n\r\n",
@@ -535,7 +540,7 @@ mod tests {
     #[test]
     fn each_error_is_answered_once_then_closed() {
         let h = Http::new(None);
-        let cases: [(&[u8], &[u8]); 11] = [
+        let cases: [(&[u8], &[u8]); 13] = [
             (b"\x00\x01garbage\r\n\r\n", RESPONSE_400),
             (b"GET / HTTP/1.1\r\nBad Header\r\n\r\n", RESPONSE_400),
             (
@@ -562,6 +567,10 @@ mod tests {
                 RESPONSE_501,
             ),
             (b"GET / FTP/1.1\r\n\r\n", RESPONSE_400),
+            // Found by fuzzing: a later " HTTP/1" on the line must not turn a 400 into a 505
+            // (a split read stops before it).
+            (b"GET / HTTP\x1e\0\0/2. / HTTP/1\x0e1\r\n\r\n", RESPONSE_400),
+            (b"\r\nGET / HTTP/2.0\r\n\r\n", RESPONSE_505),
         ];
         for (req, want) in cases {
             // After a good request, so the error follows a 200 on the same connection.

@@ -1,0 +1,41 @@
+//! The HTTP response reader (`load::http::HttpGet::response`) on arbitrary bytes, read the
+//! way the load engine reads (never more than `NeedMore` asks): no panic, `NeedMore` never 0,
+//! a complete response never longer than what was received, and the verdict on exactly its
+//! own bytes the same as on the bytes that completed it.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use ringside::load::http::HttpGet;
+use ringside::load::{Exchange, Response};
+
+fuzz_target!(|data: &[u8]| {
+    let [expect, step, wire @ ..] = data else {
+        return;
+    };
+    let g = HttpGet {
+        host: "h".into(),
+        path: "/".into(),
+        expect_body_bytes: (*expect != 0).then_some(*expect as usize - 1),
+    };
+    // Reads of at most `step` bytes (0: as much as asked), as a socket delivers them.
+    let step = if *step == 0 { usize::MAX } else { *step as usize };
+    let mut got = 0usize;
+    loop {
+        let r = g.response(b"", &wire[..got]);
+        match r {
+            Response::NeedMore(n) => {
+                assert!(n > 0, "NeedMore(0) stalls the engine");
+                if got == wire.len() {
+                    return;
+                }
+                got += n.min(step).min(wire.len() - got);
+            }
+            Response::Complete { len, .. } | Response::Failed { len, .. } => {
+                assert!(len > 0 && len <= got, "len {len} of {got} received");
+                assert_eq!(g.response(b"", &wire[..len]), r, "verdict depends on later bytes");
+                return;
+            }
+            Response::Unreadable => return,
+        }
+    }
+});
