@@ -28,6 +28,13 @@ pub mod counter {
     pub const LATENCY_MEAN_NS: &str = "wrk_latency_mean_ns";
     pub const LATENCY_MAX_NS: &str = "wrk_latency_max_ns";
     pub const LATENCY_P99_NS: &str = "wrk_latency_p99_ns";
+    /// wrk's own CPU (user + sys of the process, from wait4), ns.
+    pub const CPU_NS: &str = "wrk_cpu_ns";
+    /// wrk's whole run, start to exit, ns.
+    pub const RUN_NS: &str = "wrk_run_ns";
+    /// 1 in a repetition where wrk used at least 90% of its one CPU: its figure is then its
+    /// own limit, not the server's.
+    pub const SATURATED: &str = "wrk_saturated";
 }
 
 /// Whether wrk can be run (`wrk -v` prints its version and exits 1).
@@ -56,6 +63,10 @@ pub struct WrkRun {
     pub latency_p99_ns: u64,
     pub errors: u64,
     pub non_2xx: u64,
+    /// wrk's own CPU over its whole run (user + sys), ns; 0 when not measured.
+    pub cpu_ns: u64,
+    /// wrk's whole run, ns (start to exit); 0 when not measured.
+    pub run_ns: u64,
 }
 
 impl WrkRun {
@@ -78,7 +89,17 @@ impl WrkRun {
         c.add(counter::LATENCY_MEAN_NS, self.latency_mean_ns);
         c.add(counter::LATENCY_MAX_NS, self.latency_max_ns);
         c.add(counter::LATENCY_P99_NS, self.latency_p99_ns);
+        c.add(counter::CPU_NS, self.cpu_ns);
+        c.add(counter::RUN_NS, self.run_ns);
+        c.add(counter::SATURATED, u64::from(self.saturated()));
         c
+    }
+
+    /// Whether wrk's one thread kept its CPU at least 90% busy over its run (a saturated
+    /// client measures itself).
+    pub fn saturated(&self) -> bool {
+        self.run_ns > 0
+            && self.cpu_ns as f64 >= crate::load::CLIENT_BOUND_FRACTION * self.run_ns as f64
     }
 }
 
@@ -87,6 +108,12 @@ impl WrkRun {
 pub fn requests_per_sec(c: &Counters) -> Option<f64> {
     let (n, ns) = (c.get(counter::REQUESTS), c.get(counter::WINDOW_NS));
     (ns > 0).then(|| n as f64 * 1e9 / ns as f64)
+}
+
+/// wrk's CPU over its runs, as a fraction of its one CPU; `None` when not measured.
+pub fn cpu_busy(c: &Counters) -> Option<f64> {
+    let (cpu, run) = (c.get(counter::CPU_NS), c.get(counter::RUN_NS));
+    (run > 0).then(|| cpu as f64 / run as f64)
 }
 
 /// Runs `wrk -t1 -cCONNS -dSECS --latency http://ADDR/PATH` pinned to `cpu`. The duration is
@@ -124,16 +151,38 @@ pub fn run(
             Ok(())
         });
     }
-    let out = cmd.output().map_err(|e| format!("cannot run wrk: {e}"))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        return Err(format!(
-            "wrk exited with {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let t0 = crate::measure::clock::now_ns();
+    let mut child = cmd.spawn().map_err(|e| format!("cannot run wrk: {e}"))?;
+    // Its output is a few hundred bytes: it fits the pipes, so reading after the exit is safe.
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain data the kernel fills in.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child by pid, with valid status and rusage pointers; the
+    // child is reaped here, so std's Child is not waited for again.
+    let r = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut ru) };
+    let run_ns = crate::measure::clock::now_ns().saturating_sub(t0);
+    if r < 0 {
+        let e = std::io::Error::last_os_error();
+        let _ = child.kill();
+        return Err(format!("cannot wait for wrk: {e}"));
     }
-    parse(&text)
+    let mut text = String::new();
+    let mut err = String::new();
+    if let Some(mut o) = child.stdout.take() {
+        let _ = std::io::Read::read_to_string(&mut o, &mut text);
+    }
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut err);
+    }
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        return Err(format!("wrk failed (wait status {status}): {}", err.trim()));
+    }
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    let mut run = parse(&text)?;
+    run.cpu_ns = tv(ru.ru_utime) + tv(ru.ru_stime);
+    run.run_ns = run_ns;
+    Ok(run)
 }
 
 /// Parses wrk's text report.

@@ -102,16 +102,38 @@ const NET_METRICS: &[Metric] = &[
     ("server CPU %", |c| {
         fig(c, |f| format!("{:.0}%", f.cpu_busy * 100.0))
     }),
+    ("load gen CPU %", |c| {
+        fig(c, |f| {
+            let (cpu, win) = (
+                f.counters.get("load_cpu_ns"),
+                f.counters.get("load_window_ns"),
+            );
+            if win == 0 {
+                "-".into()
+            } else {
+                format!("{:.0}%", cpu as f64 * 100.0 / win as f64)
+            }
+        })
+    }),
 ];
 
-/// wrk's requests/s in the same cell, when it ran.
-const WRK_METRIC: Metric = ("wrk req/s (same server)", |c| {
-    fig(c, |f| {
-        crate::crosscheck::wrk::requests_per_sec(&f.counters)
-            .map(fmt_rate)
-            .unwrap_or_else(|| "-".into())
-    })
-});
+/// wrk's requests/s in the same cell, and its own CPU, when it ran.
+const WRK_METRICS: &[Metric] = &[
+    ("wrk req/s (same server)", |c| {
+        fig(c, |f| {
+            crate::crosscheck::wrk::requests_per_sec(&f.counters)
+                .map(fmt_rate)
+                .unwrap_or_else(|| "-".into())
+        })
+    }),
+    ("wrk CPU % (its one thread)", |c| {
+        fig(c, |f| {
+            crate::crosscheck::wrk::cpu_busy(&f.counters)
+                .map(|b| format!("{:.0}%", b * 100.0))
+                .unwrap_or_else(|| "-".into())
+        })
+    }),
+];
 
 /// Bytes per second, binary units ("4.31 MiB/s").
 pub fn fmt_bytes_rate(b: f64) -> String {
@@ -181,11 +203,7 @@ pub fn metric_tables(run: &RunResults) -> Vec<Table> {
                 })
             });
             let net: &[Metric] = if is_net(&workload) { NET_METRICS } else { &[] };
-            let wrk: &[Metric] = if has_wrk {
-                std::slice::from_ref(&WRK_METRIC)
-            } else {
-                &[]
-            };
+            let wrk: &[Metric] = if has_wrk { WRK_METRICS } else { &[] };
             let rows = METRICS
                 .iter()
                 .chain(net)

@@ -21,6 +21,8 @@ use std::time::Duration;
 /// as every counter is: divide by the case's `repetitions` for one repetition's value).
 pub mod counter {
     pub const LOAD_CPU_NS: &str = "load_cpu_ns";
+    /// The measured window, ns (with LOAD_CPU_NS: the load generator's CPU %).
+    pub const LOAD_WINDOW_NS: &str = "load_window_ns";
     pub const CONNECT_ERRORS: &str = "load_connect_errors";
     pub const RESETS: &str = "load_resets";
     pub const IO_ERRORS: &str = "load_io_errors";
@@ -196,6 +198,7 @@ fn measure_pinned(
     c.merge(&server_counters);
     c.merge(&extra);
     c.add(counter::LOAD_CPU_NS, report.cpu_ns);
+    c.add(counter::LOAD_WINDOW_NS, report.window_ns);
     c.add(counter::CONNECT_ERRORS, report.connect_errors);
     c.add(counter::RESETS, report.resets);
     c.add(counter::IO_ERRORS, report.io_errors);
