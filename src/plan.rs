@@ -29,6 +29,9 @@ pub struct Budget {
     pub ops: u64,
     /// Ops run inside each repetition before its window opens.
     pub warm_ops: u64,
+    /// `repetitions` was given by the user (`--runs`): workloads that scale the profile's
+    /// repetitions down (servers, storage) keep it as given.
+    pub runs_given: bool,
 }
 
 impl Profile {
@@ -49,18 +52,21 @@ impl Profile {
                 repetitions: 3,
                 ops: 300,
                 warm_ops: 50,
+                runs_given: false,
             },
             Profile::Quick => Budget {
                 warmups: 1,
                 repetitions: 10,
                 ops: 2_000,
                 warm_ops: 200,
+                runs_given: false,
             },
             Profile::Full => Budget {
                 warmups: 2,
                 repetitions: 30,
                 ops: 5_000,
                 warm_ops: 500,
+                runs_given: false,
             },
         }
     }

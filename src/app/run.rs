@@ -33,6 +33,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             return Err(InputError::BadRuns(n).into());
         }
         budget.repetitions = n;
+        budget.runs_given = true;
     }
     let online = pin::allowed_cpus();
     let plan = match &a.cpus {

@@ -56,11 +56,15 @@ pub fn timing(profile: Profile) -> (u64, u64) {
 
 /// Each repetition starts a server and warms it up itself, so no warm-up repetitions; and a
 /// sweep of ~100 cells at seconds each takes fewer repetitions than the micro loops: smoke 1,
-/// quick 2, full 5 timed repetitions (plus the one that counts syscalls).
+/// quick 2, full 5 timed repetitions (plus the one that counts syscalls); `--runs N` as given.
 pub fn budget(b: Budget) -> Budget {
     Budget {
         warmups: 0,
-        repetitions: (b.repetitions / 5).clamp(1, 5),
+        repetitions: if b.runs_given {
+            b.repetitions
+        } else {
+            (b.repetitions / 5).clamp(1, 5)
+        },
         ..b
     }
 }

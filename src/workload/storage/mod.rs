@@ -236,7 +236,11 @@ pub fn space_needed(ids: &[&str], profile: Profile) -> u64 {
 pub fn storage_budget(b: Budget) -> Budget {
     Budget {
         warmups: 0,
-        repetitions: (b.repetitions / 3).clamp(1, 5),
+        repetitions: if b.runs_given {
+            b.repetitions
+        } else {
+            (b.repetitions / 3).clamp(1, 5)
+        },
         ..b
     }
 }
