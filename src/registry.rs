@@ -97,6 +97,20 @@ pub static MODELS: &[ModelSpec] = &[
         }),
     },
     ModelSpec {
+        id: "uring-tuned",
+        summary: "io_uring with every server knob that pays on small messages: \
+                  DEFER_TASKRUN|SINGLE_ISSUER, registered files, multishot accept and recv \
+                  into a provided buffer ring",
+        family: Family::Uring,
+        knobs: Knobs::Uring(UringKnobs {
+            defer_taskrun: true,
+            fixed_files: true,
+            multishot: true,
+            buf_ring: true,
+            ..UringKnobs::PLAIN
+        }),
+    },
+    ModelSpec {
         id: "uring-zc",
         summary: "io_uring with SEND_ZC zero-copy sends (for large payloads)",
         family: Family::Uring,

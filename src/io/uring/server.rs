@@ -14,6 +14,9 @@
 //!   multishot recv, which lags while the peer floods; past `HARD_OUT_BOUND` queued the
 //!   connection is shut down and closed (`overrun_closes`).
 //! - `zc_send` (`uring-zc`): SEND_ZC; a send's buffer is released at its notification CQE.
+//! - `uring-tuned` turns on together what the rows above try one at a time (DEFER_TASKRUN,
+//!   direct descriptors, multishot accept and recv into the buffer ring): what an expert's
+//!   small-message server uses, so that the best of io_uring meets epoll and the contenders.
 //!
 //! Per connection at most one send is in flight (replies stay in order); a reply that is the
 //! input is sent from the receive buffer without a copy. Backpressure: a connection with more
