@@ -205,11 +205,11 @@ fn measure_case(
     if f.counters.get("both_saturated") > 0 {
         r.warnings.push(Warning::BothSaturated);
     }
-    if let Some(wrk) = crate::crosscheck::wrk::requests_per_sec(&f.counters) {
-        let ours = f.ops_per_sec.median;
-        if (ours - wrk).abs() > crate::crosscheck::wrk::DISAGREEMENT * wrk {
-            r.warnings.push(Warning::LoadgenDisagrees);
-        }
+    use crate::crosscheck::wrk::{agreement, Agreement};
+    match agreement(&f.counters, f.ops_per_sec.median, samples.len() as u64) {
+        Some(Agreement::WrkBound) => r.warnings.push(Warning::WrkBound),
+        Some(Agreement::Disagrees) => r.warnings.push(Warning::LoadgenDisagrees),
+        Some(Agreement::Agrees) | None => {}
     }
     r.figures = Some(f);
     Some(r)

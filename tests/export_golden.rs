@@ -225,6 +225,14 @@ fn verdicts_are_computed_with_noise_and_crossovers() {
     assert!(v
         .iter()
         .all(|v| v.within_noise && v.line().ends_with("(within noise)")));
+    // A crossing within noise is no evidence: counted in one line, not listed.
+    assert!(!v.iter().any(|v| v.text.starts_with("crossover")), "{v:?}");
+    assert!(
+        v.iter().any(|v| v.text.contains("crossover")
+            && v.text.contains("along fds not listed")
+            && v.text.starts_with(|c: char| c.is_ascii_digit())),
+        "{v:?}"
+    );
 }
 
 #[test]

@@ -110,6 +110,31 @@ pub fn requests_per_sec(c: &Counters) -> Option<f64> {
     (ns > 0).then(|| n as f64 * 1e9 / ns as f64)
 }
 
+/// How ringside's requests/s (`ours`, the median of `reps` timed repetitions) stands against
+/// wrk's on the same server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Agreement {
+    /// Within [`DISAGREEMENT`].
+    Agrees,
+    /// wrk measured less while it used 90%+ of its CPU in every repetition: its figure is its
+    /// own limit, not the server's.
+    WrkBound,
+    /// Apart by more than [`DISAGREEMENT`], and not explained by wrk's saturation.
+    Disagrees,
+}
+
+/// `None` when wrk did not run.
+pub fn agreement(c: &Counters, ours: f64, reps: u64) -> Option<Agreement> {
+    let wrk = requests_per_sec(c)?;
+    Some(if (ours - wrk).abs() <= DISAGREEMENT * wrk {
+        Agreement::Agrees
+    } else if ours > wrk && reps > 0 && c.get(counter::SATURATED) >= reps {
+        Agreement::WrkBound
+    } else {
+        Agreement::Disagrees
+    })
+}
+
 /// wrk's CPU over its runs, as a fraction of its one CPU; `None` when not measured.
 pub fn cpu_busy(c: &Counters) -> Option<f64> {
     let (cpu, run) = (c.get(counter::CPU_NS), c.get(counter::RUN_NS));
@@ -315,5 +340,24 @@ Transfer/sec:      3.87MB
         assert_eq!(duration_ns("1.50s").unwrap(), 1_500_000_000);
         assert_eq!(size_bytes("12.00KB").unwrap(), 12_288);
         assert!(size_bytes("12QB").is_err());
+    }
+
+    #[test]
+    fn agreement_names_wrk_bound_only_when_wrk_was_saturated_every_time_and_measured_less() {
+        // Two repetitions of wrk: 200,000 requests in 2 s = 100,000/s.
+        let mut c = Counters::default();
+        c.add(counter::REQUESTS, 200_000);
+        c.add(counter::WINDOW_NS, 2_000_000_000);
+        assert_eq!(agreement(&Counters::default(), 1.0, 2), None);
+        assert_eq!(agreement(&c, 104_000.0, 2), Some(Agreement::Agrees));
+        assert_eq!(agreement(&c, 96_000.0, 2), Some(Agreement::Agrees));
+        assert_eq!(agreement(&c, 130_000.0, 2), Some(Agreement::Disagrees));
+        c.add(counter::SATURATED, 1);
+        // Saturated in one repetition of two: not explained.
+        assert_eq!(agreement(&c, 130_000.0, 2), Some(Agreement::Disagrees));
+        c.add(counter::SATURATED, 1);
+        assert_eq!(agreement(&c, 130_000.0, 2), Some(Agreement::WrkBound));
+        // wrk saturated yet faster than ringside: that is a disagreement to look into.
+        assert_eq!(agreement(&c, 70_000.0, 2), Some(Agreement::Disagrees));
     }
 }

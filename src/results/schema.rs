@@ -79,6 +79,9 @@ pub enum Warning {
     /// An independent load generator (wrk) measured a requests/s more than 5% away from
     /// ringside's on the same server and pinning (its figure is in the `wrk_*` counters).
     LoadgenDisagrees,
+    /// wrk measured fewer requests/s than ringside's load generator while it used 90%+ of its
+    /// one CPU in every repetition: wrk's figure is wrk's limit.
+    WrkBound,
 }
 
 impl Warning {
@@ -102,6 +105,11 @@ impl Warning {
             Warning::LoadgenDisagrees => {
                 "wrk and ringside's load generator disagree by more than 5% on this server; \
                  compare the wrk_* counters and check which one was saturated"
+            }
+            Warning::WrkBound => {
+                "wrk saturated its CPU and measured fewer requests/s than ringside's load \
+                 generator: its figure is wrk's own limit, not the server's (benches/loadgen_vs_wrk.sh \
+                 compares the two with the server as the bottleneck)"
             }
         }
     }
