@@ -42,10 +42,15 @@ fn stand_in_child_process() {
     }
     // SAFETY: the handler only calls async-signal-safe functions.
     unsafe { libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t) };
+    let serving = if mode == "reset_half" {
+        common::Mode::ResetHalf { after_bytes: 640 }
+    } else {
+        common::Mode::Echo
+    };
     let addr = match std::env::var("RINGSIDE_TEST_PORT") {
         // As an external contender: the port it is told.
-        Ok(port) => common::serve_on(&format!("127.0.0.1:{port}"), common::Mode::Echo),
-        Err(_) => common::serve(common::Mode::Echo),
+        Ok(port) => common::serve_on(&format!("127.0.0.1:{port}"), serving),
+        Err(_) => common::serve(serving),
     };
     // libtest has written "test NAME ... " without a newline: start a fresh line.
     println!("\nlistening on {addr}");
@@ -101,6 +106,7 @@ fn a_server_child_is_measured_from_outside() {
         assert!(s.wall_ns >= 400_000_000);
         assert!(s.cpu.total_ns > 0, "the server's CPU is read from outside");
         assert_eq!(s.counters.get(counter::LIVE_CONNS), 4);
+        assert_eq!(s.counters.get(counter::LOST_CONNS), 0);
         assert_eq!(s.counters.get(counter::MISMATCHES), 0);
         assert_eq!(s.counters.get(counter::CONNECT_ERRORS), 0);
         assert!(s.counters.get(counter::LOAD_CPU_NS) > 0);
@@ -134,6 +140,35 @@ fn a_server_child_is_measured_from_outside() {
             other => panic!("unexpected syscalls {other:?}"),
         }
     }
+}
+
+#[test]
+fn connections_the_server_drops_are_counted_lost() {
+    let plan = plan();
+    let meter = Meter::new();
+    let ctx = Ctx {
+        ops: 0,
+        warm_ops: 0,
+        plan: &plan,
+        meter: &meter,
+        count_syscalls: false,
+        storage: None,
+    };
+    // Half of the 4 connections are reset after ten 64-byte echoes.
+    let s = measure(
+        &ctx,
+        stand_in("reset_half"),
+        &[plan.measured],
+        4,
+        64,
+        Duration::from_millis(100),
+        Duration::from_millis(400),
+    )
+    .unwrap();
+    assert_eq!(s.counters.get(counter::LIVE_CONNS), 2, "{:?}", s.counters);
+    assert_eq!(s.counters.get(counter::LOST_CONNS), 2, "{:?}", s.counters);
+    assert!(s.counters.get(counter::RESETS) >= 2, "{:?}", s.counters);
+    assert_eq!(s.counters.get(counter::MISMATCHES), 0);
 }
 
 #[test]
@@ -230,6 +265,7 @@ fn smoke_run_of_the_echo_suite_when_servers_exist() {
         assert_eq!(c["status"], "measured", "{c}");
         assert_eq!(c["counters"]["load_mismatches"], 0);
         assert_eq!(c["counters"]["load_live_conns"], 50, "one timed repetition");
+        assert_eq!(c["counters"]["load_lost_conns"], 0, "{c}");
         assert!(c["op"].as_str().unwrap().contains("loopback"));
     }
 }

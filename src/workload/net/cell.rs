@@ -33,6 +33,9 @@ pub mod counter {
     /// HTTP: responses that could not be parsed or framed.
     pub const MALFORMED: &str = "load_malformed";
     pub const LIVE_CONNS: &str = "load_live_conns";
+    /// Connections asked for but not live at the end (refused, reset, closed): 0 when none was
+    /// lost. Unlike LIVE_CONNS, its sum over repetitions reads as it is.
+    pub const LOST_CONNS: &str = "load_lost_conns";
     /// 1 in a repetition whose load generator was saturated (`load::CLIENT_BOUND_FRACTION`)
     /// while the server was not: the figure is the client's limit, not the server's.
     pub const CLIENT_BOUND: &str = "client_bound";
@@ -211,6 +214,10 @@ fn measure_pinned(
     c.add(counter::NON_2XX, report.non_2xx);
     c.add(counter::MALFORMED, report.malformed);
     c.add(counter::LIVE_CONNS, report.live_conns);
+    c.add(
+        counter::LOST_CONNS,
+        (report.conns_requested as u64).saturating_sub(report.live_conns),
+    );
     // The server's CPU against the CPUs it was given (SQPOLL's poller may use a second one).
     let raw = c1.since(&c0);
     let cpu = cpu::CpuReading {
