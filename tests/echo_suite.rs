@@ -77,19 +77,23 @@ fn plan() -> CpuPlan {
     CpuPlan::default_for(&cpus)
 }
 
+fn ctx<'a>(plan: &'a CpuPlan, meter: &'a Meter, count_syscalls: bool) -> Ctx<'a> {
+    Ctx {
+        ops: 0,
+        warm_ops: 0,
+        plan,
+        meter,
+        count_syscalls,
+        storage: None,
+    }
+}
+
 #[test]
 fn a_server_child_is_measured_from_outside() {
     let plan = plan();
     let meter = Meter::new();
     for counting in [false, true] {
-        let ctx = Ctx {
-            ops: 0,
-            warm_ops: 0,
-            plan: &plan,
-            meter: &meter,
-            count_syscalls: counting,
-            storage: None,
-        };
+        let ctx = ctx(&plan, &meter, counting);
         let s = measure(
             &ctx,
             stand_in("echo"),
@@ -146,14 +150,7 @@ fn a_server_child_is_measured_from_outside() {
 fn connections_the_server_drops_are_counted_lost() {
     let plan = plan();
     let meter = Meter::new();
-    let ctx = Ctx {
-        ops: 0,
-        warm_ops: 0,
-        plan: &plan,
-        meter: &meter,
-        count_syscalls: false,
-        storage: None,
-    };
+    let ctx = ctx(&plan, &meter, false);
     // Half of the 4 connections are reset after ten 64-byte echoes.
     let s = measure(
         &ctx,
@@ -175,14 +172,7 @@ fn connections_the_server_drops_are_counted_lost() {
 fn a_server_that_dies_before_listening_fails_its_cell_with_stderr() {
     let plan = plan();
     let meter = Meter::new();
-    let ctx = Ctx {
-        ops: 0,
-        warm_ops: 0,
-        plan: &plan,
-        meter: &meter,
-        count_syscalls: false,
-        storage: None,
-    };
+    let ctx = ctx(&plan, &meter, false);
     let e = measure(
         &ctx,
         stand_in("die"),
@@ -206,14 +196,7 @@ fn a_server_that_dies_before_listening_fails_its_cell_with_stderr() {
 fn a_server_that_says_unavailable_makes_its_cell_unavailable() {
     let plan = plan();
     let meter = Meter::new();
-    let ctx = Ctx {
-        ops: 0,
-        warm_ops: 0,
-        plan: &plan,
-        meter: &meter,
-        count_syscalls: false,
-        storage: None,
-    };
+    let ctx = ctx(&plan, &meter, false);
     let cmd = stand_in("unavailable");
     let cpus = [plan.measured];
     match measure(
