@@ -2,6 +2,7 @@
 //! setup), statistics, and an atomic save of the results after every case. Ctrl-C stops after
 //! the repetition in progress and keeps every finished case (`"finished": false`).
 
+use crate::crosscheck::wrk::{agreement, Agreement};
 use crate::env::EnvReport;
 use crate::error::CaseError;
 use crate::measure::{pin, Meter, Sample};
@@ -205,7 +206,6 @@ fn measure_case(
     if f.counters.get("both_saturated") > 0 {
         r.warnings.push(Warning::BothSaturated);
     }
-    use crate::crosscheck::wrk::{agreement, Agreement};
     match agreement(&f.counters, f.ops_per_sec.median, samples.len() as u64) {
         Some(Agreement::WrkBound) => r.warnings.push(Warning::WrkBound),
         Some(Agreement::Disagrees) => r.warnings.push(Warning::LoadgenDisagrees),

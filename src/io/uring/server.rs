@@ -467,12 +467,12 @@ impl<P: Protocol> Server<P> {
         let more = self.mode.ms_accept && cqueue::more(flags);
         if !more {
             self.accepts_armed -= 1;
-            if self.mode.ms_accept && res != -libc::ECANCELED {
-                self.c.add("accept_rearms", 1);
-            }
         }
         if res >= 0 {
             self.c.add("accepts", 1);
+            if self.mode.ms_accept && !more {
+                self.c.add("accept_rearms", 1);
+            }
             let fd = if self.mode.fixed {
                 Fd::Fixed(res as u32)
             } else {
