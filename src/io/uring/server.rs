@@ -566,7 +566,7 @@ impl<P: Protocol> Server<P> {
         let bid = cqueue::buffer_select(flags);
         let more = self.mode.ms_recv && cqueue::more(flags);
         let ms = self.mode.ms_recv;
-        let proto = self.proto.clone();
+        let proto = &self.proto;
         let Some(conn) = conn_mut(&mut self.conns, u) else {
             if let Some(b) = bid {
                 self.recycle(b);
