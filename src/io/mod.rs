@@ -12,7 +12,7 @@ pub mod sys;
 pub mod uring;
 
 use crate::error::CaseError;
-use crate::measure::{pin::CpuPlan, Counters};
+use crate::measure::{pin::CpuPlan, CounterSet, Counters};
 use crate::model::{Knobs, ModelSpec, Threading};
 use crate::proto::Protocol;
 use std::net::TcpListener;
@@ -116,6 +116,8 @@ pub fn serves_tcp(m: &ModelSpec) -> bool {
 
 /// Runs the model's server for `proto` on `listener` until `stop` is requested; returns what
 /// the server counted (accepts, bytes, io_uring_enter calls, ENOBUFS, re-arms, sq_full...).
+/// Each family counts in its own struct of plain integers; this is the edge where it becomes
+/// the name -> value map.
 /// Connections that get no reply for `proto.idle_timeout()` are closed (`idle_closes`; see
 /// [`idle`]); with `None` the loops neither read the clock nor arm a timer.
 ///
@@ -134,9 +136,9 @@ pub fn serve<P: Protocol>(
         )));
     }
     match &m.knobs {
-        Knobs::Blocking(_) => Ok(blocking::server::serve(listener, proto, stop)?),
-        Knobs::Epoll(t) => Ok(epoll::server::serve(listener, proto, *t, stop)?),
-        Knobs::Uring(k) => uring::server::serve(listener, proto, k, plan, stop),
+        Knobs::Blocking(_) => Ok(blocking::server::serve(listener, proto, stop)?.to_counters()),
+        Knobs::Epoll(t) => Ok(epoll::server::serve(listener, proto, *t, stop)?.to_counters()),
+        Knobs::Uring(k) => Ok(uring::server::serve(listener, proto, k, plan, stop)?.to_counters()),
         Knobs::Peer(_) => Err(CaseError::not_applicable(
             "peers are served from src/peer, not the built-in servers",
         )),

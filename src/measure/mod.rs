@@ -75,6 +75,78 @@ impl Counters {
     }
 }
 
+/// A fixed set of plain `u64` counters, declared with [`counter_set!`]: what a hot loop keeps
+/// for itself (one value per thread, bumped as `c.accepts += 1`: no lookup, no allocation,
+/// no atomics), merged field by field, and turned into the name -> value [`Counters`] map only
+/// at the edges (the `ringside serve` counters line, a Sample's counters).
+pub trait CounterSet: Default {
+    /// The counters' names, which are their JSON names (each field is named as its key).
+    const NAMES: &'static [&'static str];
+    /// Adds `other` into `self`, field by field (merging threads or repetitions).
+    fn merge(&mut self, other: &Self);
+    /// Calls `f` with each counter's name and value, in declaration order.
+    fn for_each(&self, f: &mut dyn FnMut(&'static str, u64));
+    /// The counter called `name`, for the few set by name outside any hot loop (setup flags).
+    fn by_name(&mut self, name: &str) -> Option<&mut u64>;
+    /// The name -> value map of the edges. A counter still at zero is left out (`get` reads
+    /// it as 0), as it was when the map itself counted and held only what was touched.
+    fn to_counters(&self) -> Counters {
+        let mut c = Counters::default();
+        self.for_each(&mut |k, v| {
+            if v != 0 {
+                c.0.insert(k.to_string(), v);
+            }
+        });
+        c
+    }
+}
+
+/// Declares a struct of `u64` counters whose field names are their JSON names, and implements
+/// [`CounterSet`] for it: the field list is written once.
+///
+/// ```
+/// ringside::counter_set! {
+///     /// What a loop counted.
+///     pub struct Loop { accepts, bytes_in }
+/// }
+/// use ringside::measure::CounterSet;
+/// let mut a = Loop::default();
+/// a.accepts += 2;
+/// let mut b = Loop { bytes_in: 5, ..Loop::default() };
+/// b.merge(&a);
+/// assert_eq!(b.to_counters().get("accepts"), 2);
+/// assert_eq!(Loop::NAMES, &["accepts", "bytes_in"]);
+/// ```
+#[macro_export]
+macro_rules! counter_set {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($(#[$fmeta:meta])* $field:ident),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        $vis struct $name {
+            $($(#[$fmeta])* pub $field: u64,)*
+        }
+
+        impl $crate::measure::CounterSet for $name {
+            const NAMES: &'static [&'static str] = &[$(stringify!($field)),*];
+
+            fn merge(&mut self, other: &Self) {
+                $(self.$field += other.$field;)*
+            }
+
+            fn for_each(&self, f: &mut dyn FnMut(&'static str, u64)) {
+                $(f(stringify!($field), self.$field);)*
+            }
+
+            fn by_name(&mut self, name: &str) -> Option<&mut u64> {
+                match name {
+                    $(stringify!($field) => Some(&mut self.$field),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
 /// One repetition of one case.
 #[derive(Clone, Debug)]
 pub struct Sample {
@@ -222,6 +294,43 @@ mod tests {
         );
         let back: Measured<f64> = serde_json::from_str(r#"{"unavailable":"x"}"#).unwrap();
         assert_eq!(back, Measured::unavailable("x"));
+    }
+
+    counter_set! {
+        struct Two { accepts, bytes_out }
+    }
+
+    #[test]
+    fn a_counter_set_merges_and_maps_by_its_field_names() {
+        let mut a = Two {
+            accepts: 1,
+            bytes_out: 0,
+        };
+        a.merge(&Two {
+            accepts: 2,
+            bytes_out: 7,
+        });
+        assert_eq!(
+            a,
+            Two {
+                accepts: 3,
+                bytes_out: 7
+            }
+        );
+        let c = a.to_counters();
+        assert_eq!(c.get("accepts"), 3);
+        assert_eq!(c.get("bytes_out"), 7);
+        assert_eq!(
+            serde_json::to_string(&c).unwrap(),
+            r#"{"accepts":3,"bytes_out":7}"#
+        );
+        // Zeros are left out of the map, as untouched names were before.
+        let zero = Two::default().to_counters();
+        assert!(zero.0.is_empty(), "{zero:?}");
+        *a.by_name("bytes_out").unwrap() += 1;
+        assert_eq!(a.bytes_out, 8);
+        assert!(a.by_name("nope").is_none());
+        assert_eq!(Two::NAMES, &["accepts", "bytes_out"]);
     }
 
     #[test]

@@ -14,7 +14,7 @@
 
 use crate::io::idle::{coarse_now_ns, Idle};
 use crate::io::stop::Stop;
-use crate::measure::Counters;
+use crate::measure::CounterSet;
 use crate::proto::{Next, Protocol, Reply};
 use std::collections::HashMap;
 use std::io::{self, Read};
@@ -30,14 +30,32 @@ pub const STACK_BYTES: usize = 64 * 1024;
 const RECV_BUF: usize = 16 * 1024;
 const ACCEPT_PAUSE_MS: i32 = 100;
 
+crate::counter_set! {
+    /// What the blocking server counts for itself: one set per thread (the acceptor's and
+    /// each connection's), merged as the threads are joined.
+    pub struct BlockingCounters {
+        accepts, accept_errors, accept_pauses,
+        /// Connection threads the system refused to create (accepting pauses).
+        spawn_failures,
+        /// recv and send calls.
+        reads, writes,
+        bytes_in, bytes_out,
+        peer_fins, resets, idle_closes, closes, live_at_stop,
+    }
+}
+
 type Live = Arc<Mutex<HashMap<u64, TcpStream>>>;
 
 /// Serves `proto` on `listener` until `stop` is requested.
-pub fn serve<P: Protocol>(listener: TcpListener, proto: P, stop: &Stop) -> io::Result<Counters> {
+pub fn serve<P: Protocol>(
+    listener: TcpListener,
+    proto: P,
+    stop: &Stop,
+) -> io::Result<BlockingCounters> {
     listener.set_nonblocking(true)?;
     let live: Live = Arc::new(Mutex::new(HashMap::new()));
-    let mut threads: Vec<JoinHandle<Counters>> = Vec::new();
-    let mut c = Counters::default();
+    let mut threads: Vec<JoinHandle<BlockingCounters>> = Vec::new();
+    let mut c = BlockingCounters::default();
     let mut next_id = 0u64;
     let mut pause = false;
     loop {
@@ -82,13 +100,13 @@ pub fn serve<P: Protocol>(listener: TcpListener, proto: P, stop: &Stop) -> io::R
         }
         loop {
             if threads.len() >= MAX_THREADS {
-                c.add("accept_pauses", 1);
+                c.accept_pauses += 1;
                 pause = true;
                 break;
             }
             match listener.accept() {
                 Ok((s, _)) => {
-                    c.add("accepts", 1);
+                    c.accepts += 1;
                     if s.set_nonblocking(false).is_err() {
                         continue;
                     }
@@ -110,7 +128,7 @@ pub fn serve<P: Protocol>(listener: TcpListener, proto: P, stop: &Stop) -> io::R
                         Ok(t) => threads.push(t),
                         Err(_) => {
                             live.lock().unwrap().remove(&id);
-                            c.add("spawn_failures", 1);
+                            c.spawn_failures += 1;
                             pause = true;
                             break;
                         }
@@ -119,11 +137,11 @@ pub fn serve<P: Protocol>(listener: TcpListener, proto: P, stop: &Stop) -> io::R
                 Err(e) => match e.raw_os_error() {
                     Some(libc::EAGAIN) => break,
                     Some(libc::EINTR) | Some(libc::ECONNABORTED) | Some(libc::EPROTO) => {
-                        c.add("accept_errors", 1)
+                        c.accept_errors += 1
                     }
                     _ => {
                         // EMFILE/ENFILE/ENOBUFS: wait before trying again.
-                        c.add("accept_pauses", 1);
+                        c.accept_pauses += 1;
                         pause = true;
                         break;
                     }
@@ -131,7 +149,7 @@ pub fn serve<P: Protocol>(listener: TcpListener, proto: P, stop: &Stop) -> io::R
             }
         }
     }
-    c.add("live_at_stop", live.lock().unwrap().len() as u64);
+    c.live_at_stop += live.lock().unwrap().len() as u64;
     for s in live.lock().unwrap().values() {
         let _ = s.shutdown(Shutdown::Both);
     }
@@ -143,8 +161,8 @@ pub fn serve<P: Protocol>(listener: TcpListener, proto: P, stop: &Stop) -> io::R
     Ok(c)
 }
 
-fn conn_loop<P: Protocol>(proto: &P, mut s: TcpStream) -> Counters {
-    let mut c = Counters::default();
+fn conn_loop<P: Protocol>(proto: &P, mut s: TcpStream) -> BlockingCounters {
+    let mut c = BlockingCounters::default();
     let mut st = P::Conn::default();
     let mut buf = vec![0u8; RECV_BUF];
     let mut out = Vec::new();
@@ -153,8 +171,8 @@ fn conn_loop<P: Protocol>(proto: &P, mut s: TcpStream) -> Counters {
     let mut last = 0;
     if let Some(i) = &idle {
         if s.set_read_timeout(Some(i.tick)).is_err() || s.set_write_timeout(Some(i.tick)).is_err() {
-            c.add("resets", 1);
-            c.add("closes", 1);
+            c.resets += 1;
+            c.closes += 1;
             return c;
         }
         last = coarse_now_ns();
@@ -162,7 +180,7 @@ fn conn_loop<P: Protocol>(proto: &P, mut s: TcpStream) -> Counters {
     loop {
         let n = match s.read(&mut buf) {
             Ok(0) => {
-                c.add("peer_fins", 1);
+                c.peer_fins += 1;
                 if proto.on_eof(&mut st, &mut out) == Reply::Out {
                     let _ = send_all(&s, &out, &mut c, idle.as_ref().map(|i| (i, last)));
                 }
@@ -172,25 +190,25 @@ fn conn_loop<P: Protocol>(proto: &P, mut s: TcpStream) -> Counters {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) if is_timeout(&e) && idle.is_some() => {
                 if idle.is_some_and(|i| i.expired(last, coarse_now_ns())) {
-                    c.add("idle_closes", 1);
+                    c.idle_closes += 1;
                     break;
                 }
                 continue;
             }
             Err(_) => {
-                c.add("resets", 1);
+                c.resets += 1;
                 break;
             }
         };
-        c.add("reads", 1);
-        c.add("bytes_in", n as u64);
+        c.reads += 1;
+        c.bytes_in += n as u64;
         let step = proto.on_bytes(&mut st, &buf[..n], &mut out);
         if let Some(i) = &idle {
             let now = coarse_now_ns();
             if step.reply != Reply::Nothing {
                 last = now;
             } else if i.expired(last, now) {
-                c.add("idle_closes", 1);
+                c.idle_closes += 1;
                 break;
             }
         }
@@ -205,21 +223,18 @@ fn conn_loop<P: Protocol>(proto: &P, mut s: TcpStream) -> Counters {
             }
         };
         if let Err(e) = r {
-            c.add(
-                if is_timeout(&e) {
-                    "idle_closes"
-                } else {
-                    "resets"
-                },
-                1,
-            );
+            if is_timeout(&e) {
+                c.idle_closes += 1;
+            } else {
+                c.resets += 1;
+            }
             break;
         }
         if step.next == Next::Close {
             break;
         }
     }
-    c.add("closes", 1);
+    c.closes += 1;
     c
 }
 
@@ -237,7 +252,7 @@ fn is_timeout(e: &io::Error) -> bool {
 fn send_all(
     s: &TcpStream,
     mut b: &[u8],
-    c: &mut Counters,
+    c: &mut BlockingCounters,
     idle: Option<(&Idle, u64)>,
 ) -> io::Result<()> {
     while !b.is_empty() {
@@ -250,7 +265,7 @@ fn send_all(
                 libc::MSG_NOSIGNAL,
             )
         };
-        c.add("writes", 1);
+        c.writes += 1;
         if r < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
@@ -264,7 +279,7 @@ fn send_all(
             }
             return Err(e);
         }
-        c.add("bytes_out", r as u64);
+        c.bytes_out += r as u64;
         b = &b[r as usize..];
     }
     Ok(())

@@ -18,7 +18,6 @@ use super::Epoll;
 use crate::io::idle::{coarse_now_ns, Idle};
 use crate::io::stop::Stop;
 use crate::io::sys::cvt;
-use crate::measure::Counters;
 use crate::model::Trigger;
 use crate::proto::{Next, Protocol, Reply, OUT_BOUND_BYTES};
 use std::io;
@@ -28,6 +27,25 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 /// How long accepting pauses after EMFILE/ENFILE, ms.
 pub const ACCEPT_PAUSE_MS: i32 = 100;
 const RECV_BUF: usize = 64 * 1024;
+
+crate::counter_set! {
+    /// What the epoll server counts for itself (one thread: one set).
+    pub struct EpollCounters {
+        /// epoll_wait calls that returned, and the events they reported.
+        epoll_waits, events,
+        accepts, accept_errors, accept_pauses,
+        /// recv and send calls, and those that met EAGAIN.
+        reads, writes, eagain,
+        bytes_in, bytes_out,
+        /// A reply the socket did not take whole; the rest waits for EPOLLOUT.
+        partial_sends,
+        /// EPOLL_CTL_MOD calls (interest follows pending output).
+        epoll_mods,
+        /// Reads skipped because the connection's pending output is over the bound.
+        read_pauses,
+        peer_fins, resets, idle_closes, closes, live_at_stop,
+    }
+}
 const TOKEN_LISTENER: u64 = u64::MAX;
 const TOKEN_STOP: u64 = u64::MAX - 1;
 
@@ -62,7 +80,7 @@ pub fn serve<P: Protocol>(
     proto: P,
     trigger: Trigger,
     stop: &Stop,
-) -> io::Result<Counters> {
+) -> io::Result<EpollCounters> {
     listener.set_nonblocking(true)?;
     let proto_idle = proto.idle_timeout();
     let ep = Epoll::new(trigger)?;
@@ -86,7 +104,7 @@ pub fn serve<P: Protocol>(
         free: Vec::new(),
         next_gen: 0,
         buf: vec![0; RECV_BUF],
-        c: Counters::default(),
+        c: EpollCounters::default(),
         idle: Idle::new(proto_idle),
         now: 0,
     };
@@ -126,8 +144,8 @@ pub fn serve<P: Protocol>(
             _ => timeout,
         };
         let n = s.ep.wait(&mut events, timeout)?;
-        s.c.add("epoll_waits", 1);
-        s.c.add("events", n as u64);
+        s.c.epoll_waits += 1;
+        s.c.events += n as u64;
         if s.idle.is_some() {
             s.now = coarse_now_ns();
         }
@@ -163,7 +181,7 @@ struct Server<P: Protocol> {
     free: Vec<usize>,
     next_gen: u32,
     buf: Vec<u8>,
-    c: Counters,
+    c: EpollCounters,
     /// The idle limit, if the protocol has one.
     idle: Option<Idle>,
     /// Coarse time read after the last wait, ns (0 without an idle limit).
@@ -171,9 +189,9 @@ struct Server<P: Protocol> {
 }
 
 impl<P: Protocol> Server<P> {
-    fn finish(mut self) -> Counters {
+    fn finish(mut self) -> EpollCounters {
         let live = self.conns.iter().filter(|c| c.is_some()).count();
-        self.c.add("live_at_stop", live as u64);
+        self.c.live_at_stop += live as u64;
         self.c
     }
 
@@ -191,25 +209,25 @@ impl<P: Protocol> Server<P> {
             };
             match cvt(r) {
                 Ok(fd) => {
-                    self.c.add("accepts", 1);
+                    self.c.accepts += 1;
                     // SAFETY: fresh fd from accept4.
                     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
                     if let Err(_e) = self.insert(fd) {
-                        self.c.add("accept_errors", 1);
+                        self.c.accept_errors += 1;
                     }
                 }
                 Err(e) => match e.raw_os_error() {
                     Some(libc::EAGAIN) => return false,
                     Some(libc::EINTR) | Some(libc::ECONNABORTED) | Some(libc::EPROTO) => {
-                        self.c.add("accept_errors", 1)
+                        self.c.accept_errors += 1
                     }
                     Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS)
                     | Some(libc::ENOMEM) => {
-                        self.c.add("accept_pauses", 1);
+                        self.c.accept_pauses += 1;
                         return true;
                     }
                     _ => {
-                        self.c.add("accept_errors", 1);
+                        self.c.accept_errors += 1;
                         return true;
                     }
                 },
@@ -255,8 +273,8 @@ impl<P: Protocol> Server<P> {
                     // Closing the fd removes it from the interest set.
                     self.conns[idx] = None;
                     self.free.push(idx);
-                    self.c.add("idle_closes", 1);
-                    self.c.add("closes", 1);
+                    self.c.idle_closes += 1;
+                    self.c.closes += 1;
                 }
             }
         }
@@ -284,7 +302,7 @@ impl<P: Protocol> Server<P> {
                 let want = wanted_interest(conn);
                 if want != conn.interest {
                     conn.interest = want;
-                    self.c.add("epoll_mods", 1);
+                    self.c.epoll_mods += 1;
                     match self
                         .ep
                         .ctl(libc::EPOLL_CTL_MOD, conn.fd.as_raw_fd(), want, tok)
@@ -302,7 +320,7 @@ impl<P: Protocol> Server<P> {
             // Closing the fd removes it from the interest set.
             self.conns[idx] = None;
             self.free.push(idx);
-            self.c.add("closes", 1);
+            self.c.closes += 1;
         }
     }
 }
@@ -331,11 +349,11 @@ fn step<P: Protocol>(
     events: u32,
     trigger: Trigger,
     buf: &mut [u8],
-    c: &mut Counters,
+    c: &mut EpollCounters,
     now: Option<u64>,
 ) -> Fate {
     if events & libc::EPOLLERR as u32 != 0 && events & libc::EPOLLIN as u32 == 0 {
-        c.add("resets", 1);
+        c.resets += 1;
         return Fate::Close;
     }
     // Flush first: output that was waiting may make room to read again.
@@ -343,7 +361,7 @@ fn step<P: Protocol>(
         match flush(conn, c) {
             Ok(()) => {}
             Err(_) => {
-                c.add("resets", 1);
+                c.resets += 1;
                 return Fate::Close;
             }
         }
@@ -364,13 +382,13 @@ fn step<P: Protocol>(
             // SAFETY: buf is valid for writes of buf.len() bytes.
             let r =
                 unsafe { libc::recv(conn.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-            c.add("reads", 1);
+            c.reads += 1;
             if r == 0 {
                 conn.read_done = true;
-                c.add("peer_fins", 1);
+                c.peer_fins += 1;
                 let reply = proto.on_eof(&mut conn.state, &mut conn.out);
                 if reply == Reply::Out && flush(conn, c).is_err() {
-                    c.add("resets", 1);
+                    c.resets += 1;
                     return Fate::Close;
                 }
                 break;
@@ -379,7 +397,7 @@ fn step<P: Protocol>(
                 let e = io::Error::last_os_error();
                 match e.raw_os_error() {
                     Some(libc::EAGAIN) => {
-                        c.add("eagain", 1);
+                        c.eagain += 1;
                         break;
                     }
                     Some(libc::EINTR) => {
@@ -387,13 +405,13 @@ fn step<P: Protocol>(
                         continue;
                     }
                     _ => {
-                        c.add("resets", 1);
+                        c.resets += 1;
                         return Fate::Close;
                     }
                 }
             }
             let n = r as usize;
-            c.add("bytes_in", n as u64);
+            c.bytes_in += n as u64;
             let st = proto.on_bytes(&mut conn.state, &buf[..n], &mut conn.out);
             if let (Some(t), true) = (now, st.reply != Reply::Nothing) {
                 conn.last_ns = t;
@@ -404,7 +422,7 @@ fn step<P: Protocol>(
                 Reply::Out => flush(conn, c),
             };
             if res.is_err() {
-                c.add("resets", 1);
+                c.resets += 1;
                 return Fate::Close;
             }
             if st.next == Next::Close {
@@ -412,7 +430,7 @@ fn step<P: Protocol>(
             }
         }
         if !conn.read_done && conn.pending() > OUT_BOUND_BYTES {
-            c.add("read_pauses", 1);
+            c.read_pauses += 1;
         }
     }
     if conn.read_done && conn.pending() == 0 {
@@ -422,7 +440,7 @@ fn step<P: Protocol>(
 }
 
 /// Sends `input` directly when nothing is pending; queues what the socket does not take.
-fn send_input<C>(conn: &mut Conn<C>, input: &[u8], c: &mut Counters) -> io::Result<()> {
+fn send_input<C>(conn: &mut Conn<C>, input: &[u8], c: &mut EpollCounters) -> io::Result<()> {
     if conn.pending() > 0 {
         conn.out.extend_from_slice(input);
         return flush(conn, c);
@@ -432,13 +450,13 @@ fn send_input<C>(conn: &mut Conn<C>, input: &[u8], c: &mut Counters) -> io::Resu
         conn.out.clear();
         conn.out_pos = 0;
         conn.out.extend_from_slice(&input[sent..]);
-        c.add("partial_sends", 1);
+        c.partial_sends += 1;
     }
     Ok(())
 }
 
 /// Sends pending output until done or EAGAIN.
-fn flush<C>(conn: &mut Conn<C>, c: &mut Counters) -> io::Result<()> {
+fn flush<C>(conn: &mut Conn<C>, c: &mut EpollCounters) -> io::Result<()> {
     let n = send_some(conn.fd.as_raw_fd(), &conn.out[conn.out_pos..], c)?;
     conn.out_pos += n;
     if conn.out_pos == conn.out.len() {
@@ -452,7 +470,7 @@ fn flush<C>(conn: &mut Conn<C>, c: &mut Counters) -> io::Result<()> {
 }
 
 /// Sends as much of `b` as the socket takes; Ok(bytes sent), stops at EAGAIN.
-fn send_some(fd: RawFd, b: &[u8], c: &mut Counters) -> io::Result<usize> {
+fn send_some(fd: RawFd, b: &[u8], c: &mut EpollCounters) -> io::Result<usize> {
     let mut put = 0;
     while put < b.len() {
         // SAFETY: the slice is valid for reads of its remaining length.
@@ -464,12 +482,12 @@ fn send_some(fd: RawFd, b: &[u8], c: &mut Counters) -> io::Result<usize> {
                 libc::MSG_NOSIGNAL,
             )
         };
-        c.add("writes", 1);
+        c.writes += 1;
         if r < 0 {
             let e = io::Error::last_os_error();
             match e.raw_os_error() {
                 Some(libc::EAGAIN) => {
-                    c.add("eagain", 1);
+                    c.eagain += 1;
                     break;
                 }
                 Some(libc::EINTR) => continue,
@@ -478,6 +496,6 @@ fn send_some(fd: RawFd, b: &[u8], c: &mut Counters) -> io::Result<usize> {
         }
         put += r as usize;
     }
-    c.add("bytes_out", put as u64);
+    c.bytes_out += put as u64;
     Ok(put)
 }

@@ -7,6 +7,15 @@ use crate::model::UringKnobs;
 use io_uring::IoUring;
 use std::io;
 
+/// Every flag `build` may record in `Setup::flags`.
+pub const SETUP_FLAGS: &[&str] = &[
+    "SQPOLL",
+    "SQ_AFF",
+    "DEFER_TASKRUN",
+    "SINGLE_ISSUER",
+    "IOPOLL",
+];
+
 /// How a ring was set up, recorded with the counters of every case that used it.
 #[derive(Clone, Debug, Default)]
 pub struct Setup {

@@ -40,7 +40,7 @@ use super::user_data::{Op, UserData};
 use crate::error::CaseError;
 use crate::io::idle::{coarse_now_ns, Idle};
 use crate::io::stop::Stop;
-use crate::measure::{pin::CpuPlan, Counters};
+use crate::measure::{pin::CpuPlan, CounterSet};
 use crate::model::UringKnobs;
 use crate::proto::{Next, Protocol, Reply, OUT_BOUND_BYTES};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
@@ -77,6 +77,43 @@ static LINGER_RESET: libc::linger = libc::linger {
 /// that floods while never reading keeps it busy, taking buffers from the shared ring (seen:
 /// 8 MiB past a 256 KiB bound). Closing caps what one client can take from the others.
 pub const HARD_OUT_BOUND: usize = 4 * OUT_BOUND_BYTES;
+
+crate::counter_set! {
+    /// What the io_uring server counts for itself (one thread, one ring: one set).
+    pub struct UringCounters {
+        /// How the ring was set up (1 per flag `ring::build` set: `setup_<flag>`).
+        setup_sqpoll, setup_sq_aff, setup_defer_taskrun, setup_single_issuer, setup_iopoll,
+        /// Slots of the sparse registered file table (direct descriptors).
+        fixed_slots,
+        /// io_uring_enter calls, SQEs they submitted, CQEs reaped, pushes that met a full SQ.
+        io_uring_enter, sqes, cqes, sq_full,
+        /// CQ overflows the ring reported at the end.
+        cq_overflow,
+        accepts,
+        /// A multishot accept that ended on a success and was armed again.
+        accept_rearms,
+        accept_errors, accept_pauses,
+        bytes_in, bytes_out,
+        /// A send that covered part of the queue's head.
+        short_sends,
+        /// Sends of several queued chunks as one sendmsg.
+        sendmsgs,
+        /// Receives armed (multishot: arms and re-arms after the first), multishot receives
+        /// that met an empty buffer ring, cancels re-sent because the kernel missed one.
+        recv_arms, recv_rearms, enobufs, cancel_retries,
+        /// Receives held back (or cancelled) because the output is over the bound.
+        read_pauses,
+        /// The idle timer fell back to one-shot; a tick that was not a timer expiry.
+        idle_tick_oneshot, idle_tick_errors,
+        peer_fins, resets, idle_closes,
+        /// Connections closed for passing `HARD_OUT_BOUND`, and sockets closed before their
+        /// slot because a SEND_ZC notification was still out.
+        overrun_closes, zc_early_closes,
+        closes, live_at_stop,
+        /// Teardown gave up waiting for the kernel and leaked the buffers instead.
+        teardown_leaked,
+    }
+}
 
 #[derive(Clone, Copy)]
 enum Fd {
@@ -160,7 +197,7 @@ pub fn serve<P: Protocol>(
     k: &UringKnobs,
     plan: &CpuPlan,
     stop: &Stop,
-) -> Result<Counters, CaseError> {
+) -> Result<UringCounters, CaseError> {
     if k.fixed_bufs {
         return Err(CaseError::not_applicable(
             "registered buffers are not used by the TCP servers",
@@ -193,7 +230,7 @@ pub fn serve<P: Protocol>(
         accepts_armed: 0,
         accept_paused: false,
         cqes: Vec::with_capacity(2 * SQ_ENTRIES as usize),
-        c: Counters::default(),
+        c: UringCounters::default(),
         stopping: false,
         scratch: Vec::new(),
         recycled: false,
@@ -204,7 +241,11 @@ pub fn serve<P: Protocol>(
     s.idle =
         Idle::new(s.proto.idle_timeout()).map(|i| (i, Box::new(types::Timespec::from(i.tick))));
     for f in &setup.flags {
-        s.c.add(&format!("setup_{}", f.to_ascii_lowercase()), 1);
+        let name = format!("setup_{}", f.to_ascii_lowercase());
+        match s.c.by_name(&name) {
+            Some(v) => *v += 1,
+            None => debug_assert!(false, "no counter for ring setup flag {f}"),
+        }
     }
     if s.mode.fixed {
         // The table's size is bounded by RLIMIT_NOFILE; a full table makes accept fail with
@@ -214,7 +255,7 @@ pub fn serve<P: Protocol>(
             .submitter()
             .register_files_sparse(slots)
             .map_err(|e| CaseError::unavailable(format!("sparse registered file table: {e}")))?;
-        s.c.add("fixed_slots", slots as u64);
+        s.c.fixed_slots += slots as u64;
     }
     if s.mode.ms_recv {
         let br = BufRing::new(&s.ring.submitter(), BGID, RING_BUFS, RING_BUF_BYTES)
@@ -244,7 +285,7 @@ struct Server<P: Protocol> {
     /// An EMFILE-style pause is under way: nothing re-arms accepting until its timeout.
     accept_paused: bool,
     cqes: Vec<(u64, i32, u32)>,
-    c: Counters,
+    c: UringCounters,
     stopping: bool,
     scratch: Vec<u8>,
     /// A provided buffer went back to the ring in this batch (connections that met ENOBUFS
@@ -297,10 +338,10 @@ impl<P: Protocol> Server<P> {
     /// Submits and waits for `want` completions; EINTR and EBUSY (CQ backlog) retried.
     fn enter(&mut self, want: usize) -> io::Result<()> {
         loop {
-            self.c.add("io_uring_enter", 1);
+            self.c.io_uring_enter += 1;
             match self.ring.submit_and_wait(want) {
                 Ok(n) => {
-                    self.c.add("sqes", n as u64);
+                    self.c.sqes += n as u64;
                     return Ok(());
                 }
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
@@ -316,7 +357,7 @@ impl<P: Protocol> Server<P> {
         for cqe in &mut cq {
             self.cqes.push((cqe.user_data(), cqe.result(), cqe.flags()));
         }
-        self.c.add("cqes", self.cqes.len() as u64);
+        self.c.cqes += self.cqes.len() as u64;
     }
 
     /// Pushes an SQE; when the SQ is full, submits and retries (counted as `sq_full`).
@@ -328,10 +369,10 @@ impl<P: Protocol> Server<P> {
             if unsafe { self.ring.submission().push(&e) }.is_ok() {
                 return Ok(());
             }
-            self.c.add("sq_full", 1);
-            self.c.add("io_uring_enter", 1);
+            self.c.sq_full += 1;
+            self.c.io_uring_enter += 1;
             match self.ring.submit() {
-                Ok(n) => self.c.add("sqes", n as u64),
+                Ok(n) => self.c.sqes += n as u64,
                 Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
                     // CQ backlog: let the caller's next enter reap it; wait for room here.
                     self.ring.submitter().squeue_wait().ok();
@@ -432,7 +473,7 @@ impl<P: Protocol> Server<P> {
         if res == -libc::EINVAL && self.tick_multishot {
             // Kernels before 6.4 have no multishot timeouts.
             self.tick_multishot = false;
-            self.c.add("idle_tick_oneshot", 1);
+            self.c.idle_tick_oneshot += 1;
             return self.arm_tick();
         }
         if res == -libc::ECANCELED || self.stopping {
@@ -440,7 +481,7 @@ impl<P: Protocol> Server<P> {
         }
         if res != -libc::ETIME {
             // Not a timer expiry: stop sweeping rather than re-arm into the same error.
-            self.c.add("idle_tick_errors", 1);
+            self.c.idle_tick_errors += 1;
             return Ok(());
         }
         if let Some((idle, _)) = self.idle {
@@ -453,7 +494,7 @@ impl<P: Protocol> Server<P> {
                     continue;
                 }
                 conn.closing = true;
-                self.c.add("idle_closes", 1);
+                self.c.idle_closes += 1;
                 self.progress(idx as u32)?;
             }
         }
@@ -469,9 +510,9 @@ impl<P: Protocol> Server<P> {
             self.accepts_armed -= 1;
         }
         if res >= 0 {
-            self.c.add("accepts", 1);
+            self.c.accepts += 1;
             if self.mode.ms_accept && !more {
-                self.c.add("accept_rearms", 1);
+                self.c.accept_rearms += 1;
             }
             let fd = if self.mode.fixed {
                 Fd::Fixed(res as u32)
@@ -484,7 +525,7 @@ impl<P: Protocol> Server<P> {
         match -res {
             libc::ECANCELED => Ok(()),
             libc::EINTR | libc::ECONNABORTED | libc::EPROTO | libc::EAGAIN => {
-                self.c.add("accept_errors", 1);
+                self.c.accept_errors += 1;
                 self.arm_accepts()
             }
             _ => {
@@ -492,13 +533,13 @@ impl<P: Protocol> Server<P> {
                 // unexpected: stop accepting for a while, keep serving the others. Never
                 // re-arm at once: a persistent error would spin.
                 if res != -libc::EMFILE && res != -libc::ENFILE {
-                    self.c.add("accept_errors", 1);
+                    self.c.accept_errors += 1;
                 }
                 if self.accept_paused {
                     return Ok(()); // another accept in flight met the same error
                 }
                 self.accept_paused = true;
-                self.c.add("accept_pauses", 1);
+                self.c.accept_pauses += 1;
                 if self.accepts_armed > 0 {
                     // The multishot accept, or the other single-shot ones, are still armed:
                     // cancel them all; the pause's end re-arms.
@@ -615,10 +656,10 @@ impl<P: Protocol> Server<P> {
             if step.next == Next::Close {
                 conn.read_done = true;
             }
-            self.c.add("bytes_in", n as u64);
+            self.c.bytes_in += n as u64;
             if ms && conn.queued > HARD_OUT_BOUND {
                 // The multishot recv outran its cancel: drop the connection (see HARD_OUT_BOUND).
-                self.c.add("overrun_closes", 1);
+                self.c.overrun_closes += 1;
                 conn.closing = true;
                 // Reset, never a clean FIN: the client must not take a truncated echo for a
                 // whole one. SO_LINGER 0 makes the close send RST; SHUT_RD ends the recv.
@@ -641,7 +682,7 @@ impl<P: Protocol> Server<P> {
         } else if res == 0 {
             if !conn.read_done {
                 conn.read_done = true;
-                self.c.add("peer_fins", 1);
+                self.c.peer_fins += 1;
                 self.scratch.clear();
                 if proto.on_eof(&mut conn.state, &mut self.scratch) == Reply::Out {
                     let out = std::mem::take(&mut self.scratch);
@@ -658,14 +699,14 @@ impl<P: Protocol> Server<P> {
         } else if res == -libc::ECANCELED {
             // Cancelled for backpressure or close: progress() decides.
         } else if res < 0 && res != -libc::EINTR && res != -libc::EAGAIN {
-            self.c.add("resets", 1);
+            self.c.resets += 1;
             conn.closing = true;
         }
         if let Some(b) = recycle {
             self.recycle(b);
         }
         if enobufs {
-            self.c.add("enobufs", 1);
+            self.c.enobufs += 1;
             self.starved.push(u.idx);
         }
         if let Some(slot) = shutdown {
@@ -712,7 +753,7 @@ impl<P: Protocol> Server<P> {
         let mut freed: [Option<u16>; MAX_IOV] = [None; MAX_IOV];
         if res >= 0 {
             let mut n = res as usize;
-            self.c.add("bytes_out", n as u64);
+            self.c.bytes_out += n as u64;
             conn.queued -= n;
             // One send may cover several queued chunks (sendmsg) and end inside one.
             let mut k = 0;
@@ -723,7 +764,7 @@ impl<P: Protocol> Server<P> {
                 let left = head.len - conn.head_off;
                 if n < left {
                     conn.head_off += n;
-                    self.c.add("short_sends", 1);
+                    self.c.short_sends += 1;
                     break;
                 }
                 n -= left;
@@ -737,7 +778,7 @@ impl<P: Protocol> Server<P> {
                 }
             }
         } else if res != -libc::EINTR && res != -libc::EAGAIN {
-            self.c.add("resets", 1);
+            self.c.resets += 1;
             conn.closing = true;
         }
         for b in freed.into_iter().flatten() {
@@ -756,7 +797,7 @@ impl<P: Protocol> Server<P> {
             return Ok(());
         };
         if conn.recv_armed {
-            self.c.add("cancel_retries", 1);
+            self.c.cancel_retries += 1;
             conn.recv_cancelled = false;
             return self.progress(u.idx);
         }
@@ -928,16 +969,16 @@ impl<P: Protocol> Server<P> {
         }
         let _ = mode_fixed;
         if counted.0 {
-            self.c.add("recv_arms", 1);
+            self.c.recv_arms += 1;
         }
         if counted_sendmsg {
-            self.c.add("sendmsgs", 1);
+            self.c.sendmsgs += 1;
         }
         if counted.3 {
-            self.c.add("recv_rearms", 1);
+            self.c.recv_rearms += 1;
         }
         if counted.1 || (counted.2 && !ms) {
-            self.c.add("read_pauses", 1);
+            self.c.read_pauses += 1;
         }
         for e in sqes.into_iter().flatten() {
             self.push(e)?;
@@ -945,7 +986,7 @@ impl<P: Protocol> Server<P> {
         if counted.1 {
             // Submit the cancel now: every enter that passes first lets the multishot recv
             // take more buffers.
-            self.c.add("io_uring_enter", 1);
+            self.c.io_uring_enter += 1;
             self.ring.submit()?;
         }
         Ok(())
@@ -956,7 +997,7 @@ impl<P: Protocol> Server<P> {
             return Ok(());
         };
         self.free.push(idx);
-        self.c.add("closes", 1);
+        self.c.closes += 1;
         for ch in &conn.queue {
             if let Src::Bid(b) = ch.src {
                 self.recycle(b);
@@ -983,7 +1024,7 @@ impl<P: Protocol> Server<P> {
     /// Closes a closing connection's socket with a reset (its unsent output is dropped) before
     /// its slot is freed (`zc_early_closes`).
     fn reset_now(&mut self, idx: u32, gen: u32, fd: Fd) -> io::Result<()> {
-        self.c.add("zc_early_closes", 1);
+        self.c.zc_early_closes += 1;
         match fd {
             // SAFETY: a socket we own; the finished send no longer uses the fd (io_uring took
             // its own file reference while it ran), and nothing else is submitted on it.
@@ -1021,7 +1062,7 @@ impl<P: Protocol> Server<P> {
     /// the kernel; then closes what is left.
     fn teardown(&mut self) -> io::Result<()> {
         let live = self.conns.iter().filter(|c| c.is_some()).count();
-        self.c.add("live_at_stop", live as u64);
+        self.c.live_at_stop += live as u64;
         let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::any())
             .build()
             .user_data(UserData::global(Op::Cancel).encode());
@@ -1038,7 +1079,7 @@ impl<P: Protocol> Server<P> {
                 break;
             }
             let args = types::SubmitArgs::new().timespec(&ts);
-            self.c.add("io_uring_enter", 1);
+            self.c.io_uring_enter += 1;
             match self.ring.submitter().submit_with_args(1, &args) {
                 Ok(_) => {}
                 Err(e)
@@ -1076,7 +1117,7 @@ impl<P: Protocol> Server<P> {
             .any(|c| c.recv_armed || c.send_inflight);
         if still_busy {
             // The kernel may still write to these buffers: leak them rather than free them.
-            self.c.add("teardown_leaked", 1);
+            self.c.teardown_leaked += 1;
             std::mem::forget(std::mem::take(&mut self.conns));
             if let Some(b) = self.bufs.take() {
                 std::mem::forget(b);
@@ -1092,8 +1133,7 @@ impl<P: Protocol> Server<P> {
             self.close(idx)?;
         }
         self.ring.submit().ok();
-        self.c
-            .add("cq_overflow", self.ring.completion().overflow() as u64);
+        self.c.cq_overflow += self.ring.completion().overflow() as u64;
         if let Some(mut b) = self.bufs.take() {
             if b.unregister(&self.ring.submitter()).is_err() {
                 // Still registered: leak it rather than free memory the kernel may touch.
@@ -1119,4 +1159,18 @@ fn nofile_soft() -> u64 {
     // SAFETY: valid pointer to an rlimit we own.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) };
     rl.rlim_cur
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_ring_setup_flag_has_a_counter() {
+        let mut c = UringCounters::default();
+        for f in ring::SETUP_FLAGS {
+            let name = format!("setup_{}", f.to_ascii_lowercase());
+            assert!(c.by_name(&name).is_some(), "{name}");
+        }
+    }
 }
