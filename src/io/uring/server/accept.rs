@@ -1,0 +1,136 @@
+//! Accepting: `ACCEPT_DEPTH` single-shot accepts in flight, or one multishot accept; into the
+//! registered file table with direct descriptors. An accept error that is about resources
+//! pauses accepting (every armed accept is cancelled, a timeout ends the pause) while the
+//! connections already open keep being served.
+
+use super::super::user_data::{Op, UserData};
+use super::conn::{Conn, Fd};
+use super::{Server, ACCEPT_DEPTH};
+use crate::proto::Protocol;
+use io_uring::{cqueue, opcode, types};
+use std::io;
+use std::time::Duration;
+
+pub(super) struct Acceptor {
+    /// Accept SQEs in flight (a multishot accept counts once).
+    armed: u32,
+    /// A pause is under way: nothing re-arms accepting until its timeout.
+    paused: bool,
+    /// The pause's length (the timeout SQE points at it).
+    pause: types::Timespec,
+}
+
+impl Acceptor {
+    pub fn new(pause: Duration) -> Acceptor {
+        Acceptor {
+            armed: 0,
+            paused: false,
+            pause: types::Timespec::from(pause),
+        }
+    }
+}
+
+impl<P: Protocol> Server<P> {
+    /// Tops accepting up: one multishot accept, or `ACCEPT_DEPTH` single-shot ones. Nothing
+    /// while a pause is under way.
+    pub(super) fn arm_accepts(&mut self) -> io::Result<()> {
+        let depth = if self.mode.ms_accept { 1 } else { ACCEPT_DEPTH };
+        while !self.accept.paused && self.accept.armed < depth {
+            self.arm_accept()?;
+        }
+        Ok(())
+    }
+
+    fn arm_accept(&mut self) -> io::Result<()> {
+        let ud = UserData::global(Op::Accept).encode();
+        let lfd = types::Fd(self.lfd);
+        // Direct descriptors have no close-on-exec flag (the kernel rejects it).
+        let flags = if self.mode.fixed {
+            0
+        } else {
+            libc::SOCK_CLOEXEC
+        };
+        let e = if self.mode.ms_accept {
+            opcode::AcceptMulti::new(lfd)
+                .allocate_file_index(self.mode.fixed)
+                .flags(flags)
+                .build()
+        } else {
+            let a = opcode::Accept::new(lfd, std::ptr::null_mut(), std::ptr::null_mut());
+            let slot = self.mode.fixed.then(types::DestinationSlot::auto_target);
+            a.flags(flags).file_index(slot).build()
+        };
+        self.accept.armed += 1;
+        self.push(e.user_data(ud))
+    }
+
+    pub(super) fn on_accept(&mut self, res: i32, flags: u32) -> io::Result<()> {
+        let more = self.mode.ms_accept && cqueue::more(flags);
+        if !more {
+            self.accept.armed -= 1;
+        }
+        if res >= 0 {
+            self.c.accepts += 1;
+            if self.mode.ms_accept && !more {
+                self.c.accept_rearms += 1;
+            }
+            let fd = if self.mode.fixed {
+                Fd::Fixed(res as u32)
+            } else {
+                Fd::Raw(res)
+            };
+            self.open(fd)?;
+            return self.arm_accepts();
+        }
+        match -res {
+            libc::ECANCELED => Ok(()),
+            libc::EINTR | libc::ECONNABORTED | libc::EPROTO | libc::EAGAIN => {
+                self.c.accept_errors += 1;
+                self.arm_accepts()
+            }
+            _ => {
+                // EMFILE/ENFILE/ENOBUFS/ENOMEM (out of descriptors or memory) and anything
+                // unexpected: stop accepting for a while, keep serving the others. Never
+                // re-arm at once: a persistent error would spin.
+                if res != -libc::EMFILE && res != -libc::ENFILE {
+                    self.c.accept_errors += 1;
+                }
+                self.pause_accepting()
+            }
+        }
+    }
+
+    /// Stops accepting until the pause's timeout: every accept still armed is cancelled.
+    fn pause_accepting(&mut self) -> io::Result<()> {
+        if self.accept.paused {
+            return Ok(()); // another accept in flight met the same error
+        }
+        self.accept.paused = true;
+        self.c.accept_pauses += 1;
+        if self.accept.armed > 0 {
+            // The multishot accept, or the other single-shot ones, are still armed: cancel
+            // them all; the pause's end re-arms.
+            let all = types::CancelBuilder::user_data(UserData::global(Op::Accept).encode()).all();
+            let c = opcode::AsyncCancel2::new(all)
+                .build()
+                .user_data(UserData::global(Op::Cancel).encode());
+            self.push(c)?;
+        }
+        let t = opcode::Timeout::new(&self.accept.pause as *const types::Timespec)
+            .build()
+            .user_data(UserData::global(Op::AcceptPause).encode());
+        self.push(t)
+    }
+
+    pub(super) fn on_accept_pause_end(&mut self) -> io::Result<()> {
+        self.accept.paused = false;
+        self.arm_accepts()
+    }
+
+    /// A new connection: a slot, then its first receive.
+    fn open(&mut self, fd: Fd) -> io::Result<()> {
+        let (own_buf, now) = (!self.mode.ms_recv, self.now);
+        let idx = self.conns.insert(|gen| Conn::new(gen, fd, own_buf, now));
+        self.progress(idx)
+    }
+}

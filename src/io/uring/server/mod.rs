@@ -1,0 +1,386 @@
+//! The io_uring servers: one thread, one ring, every model row's knobs read here or in
+//! `ring::build`.
+//!
+//! - plain (`uring`, `uring-defer`, `uring-sqpoll`): `ACCEPT_DEPTH` single-shot accepts in
+//!   flight, recv into the connection's own buffer, send; sockets stay blocking, so the
+//!   kernel's fast poll arms readiness internally instead of returning EAGAIN.
+//! - `fixed_files` (`uring-fixed`): accept straight into a sparse registered file table
+//!   (IORING_FILE_INDEX_ALLOC); every op uses the slot (IOSQE_FIXED_FILE), close is an SQE.
+//! - `multishot` + `buf_ring` (`uring-multishot`): one multishot accept, one multishot recv per
+//!   connection taking buffers from a shared provided-buffer ring. A buffer whose bytes are the
+//!   reply (echo) is sent from directly and goes back to the ring when its send completes. A
+//!   recv that ends without IORING_CQE_F_MORE is re-armed; on ENOBUFS the connection waits
+//!   until some buffer is recycled (counted: `enobufs`, `recv_arms`). Backpressure cancels the
+//!   multishot recv, which lags while the peer floods; past `HARD_OUT_BOUND` queued the
+//!   connection is shut down and closed (`overrun_closes`).
+//! - `zc_send` (`uring-zc`): SEND_ZC; a send's buffer is released at its notification CQE.
+//! - `uring-tuned` turns on together what the rows above try one at a time (DEFER_TASKRUN,
+//!   direct descriptors, multishot accept and recv into the buffer ring): what an expert's
+//!   small-message server uses, so that the best of io_uring meets epoll and the contenders.
+//!
+//! Per connection at most one send is in flight (replies stay in order); a reply that is the
+//! input is sent from the receive buffer without a copy. Backpressure: a connection with more
+//! than `proto::OUT_BOUND_BYTES` queued is not re-armed for receive (multishot: its recv is
+//! cancelled) until it drains. A connection closes only once none of its ops is in flight:
+//! buffers are never freed under the kernel. The slab is indexed by user_data, never by fd.
+//! SQ full: submit and retry (`sq_full`); CQ overflow is read from the ring (`cq_overflow`).
+//! Stop: a poll on the stop eventfd; then every op is cancelled and its CQE awaited.
+//!
+//! Idle limit (`Protocol::idle_timeout`, slowloris defence): a timeout SQE fires every sweep
+//! tick (multishot, IORING_TIMEOUT_MULTISHOT; re-armed one-shot where the kernel refuses it);
+//! the coarse clock is read once per batch of completions, each reply stamps its connection,
+//! and the tick's completion marks every connection past the limit `closing`, which goes
+//! through the same cancel-then-close path as a reset (`idle_closes`): in-flight ops complete,
+//! buffers are recycled, direct descriptors are closed with a close SQE on their slot.
+//! Without a limit no timer is armed and the clock is never read.
+//!
+//! Layout, one file per concern (tokio-rs/io-uring's `examples/tcp_echo.rs` is the model: every
+//! SQE carries a token naming its operation and connection, and each connection records which
+//! of its operations are in flight as explicit states, never as loose flags):
+//! - this file: `serve`, the loop (enter, reap, dispatch each CQE by its `Op`), SQ pushes;
+//! - `conn`: the connection slab and a connection's states (`conn::Phase` for its life,
+//!   `conn::RecvOp` and `conn::SendOp` for its one receive and one send), its output queue,
+//!   and `progress`, which decides its next operations from those states;
+//! - `accept`: single-shot or multishot accept, direct descriptors, pauses;
+//! - `recv`: plain recv into the connection's buffer, multishot recv from the provided-buffer
+//!   ring (ENOBUFS, recycling, re-arming), backpressure cancels;
+//! - `send`: send, sendmsg of several queued chunks, SEND_ZC and its notification;
+//! - `teardown`: a closing connection's cancels, the reset (SO_LINGER 0, then SHUT_RD or close),
+//!   freeing the slot, the idle sweep, and the stop: cancel everything and await every CQE.
+
+/// Builds `$build` with `$t` bound to the connection's target: `types::Fd` for a plain
+/// descriptor, `types::Fixed` for a direct one (the io-uring crate types the two apart).
+macro_rules! on_fd {
+    ($fd:expr, |$t:ident| $build:expr) => {
+        match $fd {
+            $crate::io::uring::server::conn::Fd::Raw(fd) => {
+                let $t = ::io_uring::types::Fd(fd);
+                $build
+            }
+            $crate::io::uring::server::conn::Fd::Fixed(slot) => {
+                let $t = ::io_uring::types::Fixed(slot);
+                $build
+            }
+        }
+    };
+}
+
+mod accept;
+mod conn;
+mod recv;
+mod send;
+mod teardown;
+
+use self::accept::Acceptor;
+use self::conn::Slab;
+use self::recv::Provided;
+use self::teardown::Sweep;
+use super::bufring::BufRing;
+use super::ring;
+use super::user_data::{Op, UserData};
+use crate::error::CaseError;
+use crate::io::idle::{coarse_now_ns, Idle};
+use crate::io::stop::Stop;
+use crate::measure::{pin::CpuPlan, CounterSet};
+use crate::model::UringKnobs;
+use crate::proto::{Protocol, OUT_BOUND_BYTES};
+use io_uring::{opcode, squeue, types, IoUring};
+use std::io;
+use std::net::TcpListener;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+/// SQ entries (the CQ gets twice as many).
+pub const SQ_ENTRIES: u32 = 2048;
+/// Receive buffer per connection (plain), bytes.
+pub const RECV_BUF: usize = 16 * 1024;
+/// Buffers in the provided-buffer ring (multishot). Echo holds a buffer until its send
+/// completes, so the pool must exceed the connections active in one batch: at 1000
+/// connections a 1024-buffer pool ran dry 29 times per 1000 messages (ENOBUFS, re-arm).
+pub const RING_BUFS: u16 = 4096;
+/// Size of one provided buffer, bytes (pool: 32 MiB, touched as it cycles).
+pub const RING_BUF_BYTES: usize = 8 * 1024;
+/// How long accepting pauses after EMFILE/ENFILE.
+pub const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+/// Single-shot accepts kept in flight. One at a time accepts one connection per trip through
+/// the ring, and while established connections keep the ring busy each trip takes a while:
+/// 1000 clients connecting at once waited up to 1.2 s (the whole run) to be accepted.
+pub const ACCEPT_DEPTH: u32 = 64;
+const BGID: u16 = 0;
+/// Multishot only: a connection whose queued output passes this is closed. A multishot recv
+/// cannot be stopped at once: its cancel lands only when the socket runs dry, and a client
+/// that floods while never reading keeps it busy, taking buffers from the shared ring (seen:
+/// 8 MiB past a 256 KiB bound). Closing caps what one client can take from the others.
+pub const HARD_OUT_BOUND: usize = 4 * OUT_BOUND_BYTES;
+
+crate::counter_set! {
+    /// What the io_uring server counts for itself (one thread, one ring: one set).
+    pub struct UringCounters {
+        /// How the ring was set up (1 per flag `ring::build` set: `setup_<flag>`).
+        setup_sqpoll, setup_sq_aff, setup_defer_taskrun, setup_single_issuer, setup_iopoll,
+        /// Slots of the sparse registered file table (direct descriptors).
+        fixed_slots,
+        /// io_uring_enter calls, SQEs they submitted, CQEs reaped, pushes that met a full SQ.
+        io_uring_enter, sqes, cqes, sq_full,
+        /// CQ overflows the ring reported at the end.
+        cq_overflow,
+        accepts,
+        /// A multishot accept that ended on a success and was armed again.
+        accept_rearms,
+        accept_errors, accept_pauses,
+        bytes_in, bytes_out,
+        /// A send that covered part of the queue's head.
+        short_sends,
+        /// Sends of several queued chunks as one sendmsg.
+        sendmsgs,
+        /// Receives armed (multishot: arms and re-arms after the first), multishot receives
+        /// that met an empty buffer ring, cancels re-sent because the kernel missed one.
+        recv_arms, recv_rearms, enobufs, cancel_retries,
+        /// Receives held back (or cancelled) because the output is over the bound.
+        read_pauses,
+        /// The idle timer fell back to one-shot; a tick that was not a timer expiry.
+        idle_tick_oneshot, idle_tick_errors,
+        peer_fins, resets, idle_closes,
+        /// Connections closed for passing `HARD_OUT_BOUND`, and sockets closed before their
+        /// slot because a SEND_ZC notification was still out.
+        overrun_closes, zc_early_closes,
+        closes, live_at_stop,
+        /// Teardown gave up waiting for the kernel and leaked the buffers instead.
+        teardown_leaked,
+    }
+}
+
+/// The knobs the server reads, fixed for its life.
+struct Mode {
+    /// Direct descriptors: accept into the registered file table, every op on the slot.
+    fixed: bool,
+    /// One multishot accept instead of `ACCEPT_DEPTH` single-shot ones.
+    ms_accept: bool,
+    /// Multishot recv from the provided-buffer ring instead of recv into the connection's
+    /// own buffer.
+    ms_recv: bool,
+    /// SEND_ZC for single sends.
+    zc: bool,
+}
+
+/// Serves `proto` on `listener` with the ring `k` describes, until `stop` is requested.
+pub fn serve<P: Protocol>(
+    listener: TcpListener,
+    proto: P,
+    k: &UringKnobs,
+    plan: &CpuPlan,
+    stop: &Stop,
+) -> Result<UringCounters, CaseError> {
+    if k.fixed_bufs {
+        return Err(CaseError::not_applicable(
+            "registered buffers are not used by the TCP servers",
+        ));
+    }
+    if k.buf_ring && !k.multishot {
+        return Err(CaseError::not_applicable(
+            "the servers use the buffer ring only with multishot recv",
+        ));
+    }
+    listener.set_nonblocking(false)?;
+    let (ring, setup) = ring::build(k, SQ_ENTRIES, plan)?;
+    let mode = Mode {
+        fixed: k.fixed_files,
+        ms_accept: k.multishot,
+        ms_recv: k.multishot && k.buf_ring,
+        zc: k.zc_send,
+    };
+    let sweep = Idle::new(proto.idle_timeout()).map(Sweep::new);
+    let mut s = Server {
+        ring,
+        proto,
+        mode,
+        provided: None,
+        conns: Slab::default(),
+        accept: Acceptor::new(ACCEPT_PAUSE),
+        lfd: listener.as_raw_fd(),
+        stop_fd: stop.fd(),
+        cqes: Vec::with_capacity(2 * SQ_ENTRIES as usize),
+        c: UringCounters::default(),
+        stopping: false,
+        scratch: Vec::new(),
+        sweep,
+        now: 0,
+    };
+    for f in &setup.flags {
+        let name = format!("setup_{}", f.to_ascii_lowercase());
+        match s.c.by_name(&name) {
+            Some(v) => *v += 1,
+            None => debug_assert!(false, "no counter for ring setup flag {f}"),
+        }
+    }
+    if s.mode.fixed {
+        // The table's size is bounded by RLIMIT_NOFILE; a full table makes accept fail with
+        // ENFILE, handled like EMFILE.
+        let slots = nofile_soft().clamp(16, 65_536) as u32;
+        s.ring
+            .submitter()
+            .register_files_sparse(slots)
+            .map_err(|e| CaseError::unavailable(format!("sparse registered file table: {e}")))?;
+        s.c.fixed_slots += slots as u64;
+    }
+    if s.mode.ms_recv {
+        let br = BufRing::new(&s.ring.submitter(), BGID, RING_BUFS, RING_BUF_BYTES)
+            .map_err(|e| CaseError::unavailable(format!("provided buffer ring: {e}")))?;
+        s.provided = Some(Provided::new(br));
+    }
+    let r = s.run();
+    let teardown = s.teardown();
+    r?;
+    teardown?;
+    Ok(s.c)
+}
+
+struct Server<P: Protocol> {
+    ring: IoUring,
+    proto: P,
+    mode: Mode,
+    /// The provided-buffer ring (multishot recv only).
+    provided: Option<Provided>,
+    conns: Slab<P::Conn>,
+    accept: Acceptor,
+    lfd: RawFd,
+    stop_fd: RawFd,
+    /// The last batch of completions: (user_data, result, flags).
+    cqes: Vec<(u64, i32, u32)>,
+    c: UringCounters,
+    stopping: bool,
+    /// Where the protocol writes a reply before it becomes an owned chunk.
+    scratch: Vec<u8>,
+    /// The idle limit and its sweep timer, if the protocol has a limit.
+    sweep: Option<Sweep>,
+    /// Coarse time read after the last batch of completions, ns (0 without an idle limit).
+    now: u64,
+}
+
+impl<P: Protocol> Server<P> {
+    fn run(&mut self) -> io::Result<()> {
+        let poll = opcode::PollAdd::new(types::Fd(self.stop_fd), libc::POLLIN as u32)
+            .build()
+            .user_data(UserData::global(Op::Stop).encode());
+        self.push(poll)?;
+        self.arm_accepts()?;
+        self.arm_tick()?;
+        while !self.stopping {
+            self.enter(1)?;
+            self.reap();
+            if self.sweep.is_some() {
+                self.now = coarse_now_ns();
+            }
+            let mut cqes = std::mem::take(&mut self.cqes);
+            for &(ud, res, flags) in &cqes {
+                self.on_cqe(ud, res, flags)?;
+            }
+            cqes.clear();
+            self.cqes = cqes;
+            self.end_of_batch()?;
+        }
+        Ok(())
+    }
+
+    fn on_cqe(&mut self, ud: u64, res: i32, flags: u32) -> io::Result<()> {
+        let Some(u) = UserData::decode(ud) else {
+            return Ok(());
+        };
+        match u.op {
+            Op::Stop => {
+                self.stopping = true;
+                Ok(())
+            }
+            Op::Accept => self.on_accept(res, flags),
+            Op::AcceptPause => self.on_accept_pause_end(),
+            Op::Recv => self.on_recv(u, res, flags),
+            Op::Send => self.on_send(u, res, flags),
+            Op::CancelRecv => self.on_cancel_recv(u, res),
+            Op::IdleTick => self.on_tick(res, flags),
+            Op::Cancel | Op::Close => Ok(()),
+        }
+    }
+
+    /// Submits and waits for `want` completions; EINTR and EBUSY (CQ backlog) retried.
+    fn enter(&mut self, want: usize) -> io::Result<()> {
+        loop {
+            self.c.io_uring_enter += 1;
+            match self.ring.submit_and_wait(want) {
+                Ok(n) => {
+                    self.c.sqes += n as u64;
+                    return Ok(());
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Submits what is queued now, without waiting (counted as an enter).
+    fn submit(&mut self) -> io::Result<()> {
+        self.c.io_uring_enter += 1;
+        self.ring.submit()?;
+        Ok(())
+    }
+
+    fn reap(&mut self) {
+        let mut cq = self.ring.completion();
+        cq.sync();
+        for cqe in &mut cq {
+            self.cqes.push((cqe.user_data(), cqe.result(), cqe.flags()));
+        }
+        self.c.cqes += self.cqes.len() as u64;
+    }
+
+    /// Pushes an SQE; when the SQ is full, submits and retries (counted as `sq_full`).
+    fn push(&mut self, e: squeue::Entry) -> io::Result<()> {
+        loop {
+            // SAFETY: every buffer an SQE points at (connection receive buffers, provided
+            // buffers, owned reply chunks, sendmsg headers, the timespecs, the linger value)
+            // stays alive and unmoved until its CQE is reaped: connections are freed only
+            // with no op in flight, and teardown waits (or leaks).
+            if unsafe { self.ring.submission().push(&e) }.is_ok() {
+                return Ok(());
+            }
+            self.c.sq_full += 1;
+            self.c.io_uring_enter += 1;
+            match self.ring.submit() {
+                Ok(n) => self.c.sqes += n as u64,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    // CQ backlog: let the caller's next enter reap it; wait for room here.
+                    self.ring.submitter().squeue_wait().ok();
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(e) => return Err(e),
+            }
+            if self.ring.submission().is_full() {
+                self.ring.submitter().squeue_wait().ok();
+            }
+        }
+    }
+}
+
+fn nofile_soft() -> u64 {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: valid pointer to an rlimit we own.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) };
+    rl.rlim_cur
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_ring_setup_flag_has_a_counter() {
+        let mut c = UringCounters::default();
+        for f in ring::SETUP_FLAGS {
+            let name = format!("setup_{}", f.to_ascii_lowercase());
+            assert!(c.by_name(&name).is_some(), "{name}");
+        }
+    }
+}
