@@ -2,6 +2,7 @@
 //! a model to its implementation with one `match` on the family. Nothing here knows about
 //! statistics or output.
 
+pub mod accept;
 pub mod blocking;
 pub mod epoll;
 pub mod file;

@@ -17,7 +17,8 @@
 //! loop ([`serve_proto`]: read, `on_bytes`, `write_all` the reply), and tokio also serves
 //! HTTP/1.1 with hyper ([`serve_http`]), the way hyper's own examples do.
 //!
-//! Stopping: [`serve_echo`] (and every other `serve_*`) returns within [`STOP_POLL`] (plus the time to drop the runtime)
+//! Stopping: [`serve_echo`] (and every other `serve_*`) returns within [`STOP_POLL`] (plus the
+//! time to drop the runtime; plus [`crate::io::accept::ACCEPT_PAUSE`] while accepting is paused)
 //! after `stop` becomes true. The accept future is raced against a timer and kept across
 //! ticks, never dropped and re-created: on io_uring an in-flight ACCEPT whose future is dropped
 //! still completes in the kernel, and the connection it accepted would be lost. Dropping the
@@ -32,7 +33,6 @@ pub mod tokio;
 use crate::model::{Availability, PeerKind};
 use crate::proto::Protocol;
 use std::future::Future;
-use std::io;
 use std::net::TcpListener;
 use std::pin::pin;
 use std::sync::atomic::AtomicBool;
@@ -44,8 +44,7 @@ use std::time::Duration;
 /// largest message (16 KiB) in one read.
 pub const BUF_BYTES: usize = 16 * 1024;
 
-/// How often a serving contender looks at its stop flag, and how long it backs off after a
-/// resource error on accept (EMFILE, ENFILE, ENOBUFS, ENOMEM) instead of retrying at once.
+/// How often a serving contender looks at its stop flag.
 pub const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// Serves TCP echo on `listener` with the built-in contender `kind` on the calling thread until
@@ -53,7 +52,9 @@ pub const STOP_POLL: Duration = Duration::from_millis(50);
 ///
 /// Fails when the contender was not built in (feature `peer-tokio` / `peer-monoio`), when its
 /// runtime cannot start (monoio: io_uring unavailable; the legacy epoll driver is never used
-/// instead), or on an accept error that is not about one connection or a passing shortage.
+/// instead), or on an accept error that is fatal by the one policy of [`crate::io::accept`],
+/// the same as ringside's own servers (which also decides what is retried at once and what
+/// pauses accepting for [`crate::io::accept::ACCEPT_PAUSE`]).
 /// `PeerKind::External` is not served in-process: see [`external::External::start`].
 pub fn serve_echo(
     kind: PeerKind,
@@ -251,66 +252,9 @@ where
     .await
 }
 
-/// What a serving contender does after a failed accept.
-#[cfg_attr(
-    not(any(feature = "peer-tokio", feature = "peer-monoio")),
-    allow(dead_code)
-)]
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum AcceptError {
-    /// About one connection (reset or aborted before accept, a signal): accept again now.
-    Retry,
-    /// A shortage that passes (out of descriptors, buffers or memory): keep serving the
-    /// connections already open, accept again after [`STOP_POLL`]. Retrying at once would spin.
-    BackOff,
-    /// The listener itself is broken: stop serving.
-    Fatal,
-}
-
-#[cfg_attr(
-    not(any(feature = "peer-tokio", feature = "peer-monoio")),
-    allow(dead_code)
-)]
-pub(crate) fn classify_accept_error(e: &io::Error) -> AcceptError {
-    match e.raw_os_error() {
-        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM) => AcceptError::BackOff,
-        Some(
-            libc::ECONNABORTED
-            | libc::ECONNRESET
-            | libc::EINTR
-            | libc::EAGAIN
-            | libc::EPROTO
-            | libc::EPERM
-            | libc::ETIMEDOUT
-            | libc::ENETDOWN
-            | libc::ENOPROTOOPT
-            | libc::EHOSTDOWN
-            | libc::ENONET
-            | libc::EHOSTUNREACH
-            | libc::EOPNOTSUPP
-            | libc::ENETUNREACH,
-        ) => AcceptError::Retry,
-        _ => AcceptError::Fatal,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn accept_errors_are_classified() {
-        let e = |n| io::Error::from_raw_os_error(n);
-        assert_eq!(
-            classify_accept_error(&e(libc::EMFILE)),
-            AcceptError::BackOff
-        );
-        assert_eq!(
-            classify_accept_error(&e(libc::ECONNABORTED)),
-            AcceptError::Retry
-        );
-        assert_eq!(classify_accept_error(&e(libc::EBADF)), AcceptError::Fatal);
-    }
 
     #[test]
     fn versions_match_cargo_lock() {

@@ -8,7 +8,8 @@
 //! can never silently measure epoll: when io_uring cannot start, the model is unavailable with
 //! the kernel's reason.
 
-use super::{classify_accept_error, or_tick, AcceptError, BUF_BYTES, STOP_POLL};
+use super::{or_tick, BUF_BYTES, STOP_POLL};
+use crate::io::accept::{accept_error_action, AcceptAction, ACCEPT_PAUSE};
 use crate::model::Availability;
 use crate::proto::{Next, Protocol, Reply};
 use ::monoio::io::{AsyncReadRent, AsyncWriteRentExt};
@@ -103,10 +104,10 @@ where
                 Ok((stream, _)) => {
                     ::monoio::spawn(conn(stream, live.clone()));
                 }
-                Err(e) => match classify_accept_error(&e) {
-                    AcceptError::Retry => {}
-                    AcceptError::BackOff => ::monoio::time::sleep(STOP_POLL).await,
-                    AcceptError::Fatal => {
+                Err(e) => match accept_error_action(&e) {
+                    AcceptAction::Wait | AcceptAction::Retry => {}
+                    AcceptAction::Pause => ::monoio::time::sleep(ACCEPT_PAUSE).await,
+                    AcceptAction::Fatal => {
                         result = Err(e).context("monoio: accept");
                         break;
                     }

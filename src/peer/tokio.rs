@@ -9,9 +9,8 @@
 //!   that pipelines requests and never reads grew the server to 2 GB RSS for 512 MiB of
 //!   requests here; with it off the client's writes stall after a few MiB (tested).
 
-use super::{
-    classify_accept_error, or_tick, AcceptError, BUF_BYTES, HEADER_READ_TIMEOUT, STOP_POLL,
-};
+use super::{or_tick, BUF_BYTES, HEADER_READ_TIMEOUT, STOP_POLL};
+use crate::io::accept::{accept_error_action, AcceptAction, ACCEPT_PAUSE};
 use crate::proto::{Next, Protocol, Reply};
 use ::tokio::io::{AsyncReadExt, AsyncWriteExt};
 use ::tokio::net::{TcpListener, TcpStream};
@@ -143,10 +142,10 @@ where
                 Ok((stream, _)) => {
                     ::tokio::spawn(conn(stream));
                 }
-                Err(e) => match classify_accept_error(&e) {
-                    AcceptError::Retry => {}
-                    AcceptError::BackOff => ::tokio::time::sleep(STOP_POLL).await,
-                    AcceptError::Fatal => return Err(e).context("tokio: accept"),
+                Err(e) => match accept_error_action(&e) {
+                    AcceptAction::Wait | AcceptAction::Retry => {}
+                    AcceptAction::Pause => ::tokio::time::sleep(ACCEPT_PAUSE).await,
+                    AcceptAction::Fatal => return Err(e).context("tokio: accept"),
                 },
             }
         }

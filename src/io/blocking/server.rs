@@ -3,8 +3,8 @@
 //! Backpressure is structural: a thread blocked in send does not read, so a client that never
 //! reads costs one socket buffer and one parked thread. Threads are bounded by the fd limit
 //! (one socket each) and by `MAX_THREADS`; each has a small stack (`STACK_BYTES`). Past
-//! `MAX_THREADS` live connections, accepting pauses until one ends, the same as EMFILE. The
-//! acceptor waits on the listener and the stop eventfd with poll(2); on stop, every live
+//! `MAX_THREADS` live connections, accepting pauses until one ends, the same as EMFILE (accept
+//! errors follow the one policy of `io::accept`; a fatal one ends the server). The acceptor waits on the listener and the stop eventfd with poll(2); on stop, every live
 //! socket is shut down, which wakes its thread, and the threads are joined.
 //!
 //! Idle limit (`Protocol::idle_timeout`, slowloris defence): each connection's socket gets
@@ -12,6 +12,7 @@
 //! to check how long ago its protocol last replied, and closes past the limit
 //! (`idle_closes`). Without a limit nothing is set and the clock is never read.
 
+use crate::io::accept::{accept_error_action, AcceptAction, ACCEPT_PAUSE};
 use crate::io::idle::{coarse_now_ns, Idle};
 use crate::io::stop::Stop;
 use crate::measure::CounterSet;
@@ -28,12 +29,13 @@ pub const MAX_THREADS: usize = 16_384;
 /// Stack of a connection thread, bytes.
 pub const STACK_BYTES: usize = 64 * 1024;
 const RECV_BUF: usize = 16 * 1024;
-const ACCEPT_PAUSE_MS: i32 = 100;
 
 crate::counter_set! {
     /// What the blocking server counts for itself: one set per thread (the acceptor's and
     /// each connection's), merged as the threads are joined.
     pub struct BlockingCounters {
+        /// Connections accepted; accepts failed on one connection (retried at once, see
+        /// `io::accept`); pauses of accepting (EMFILE..., or `MAX_THREADS` live).
         accepts, accept_errors, accept_pauses,
         /// Connection threads the system refused to create (accepting pauses).
         spawn_failures,
@@ -58,7 +60,8 @@ pub fn serve<P: Protocol>(
     let mut c = BlockingCounters::default();
     let mut next_id = 0u64;
     let mut pause = false;
-    loop {
+    let mut fatal = None;
+    'serve: loop {
         let mut fds = [
             libc::pollfd {
                 fd: listener.as_raw_fd(),
@@ -76,7 +79,11 @@ pub fn serve<P: Protocol>(
             libc::poll(
                 fds.as_mut_ptr(),
                 2,
-                if pause { ACCEPT_PAUSE_MS } else { -1 },
+                if pause {
+                    ACCEPT_PAUSE.as_millis() as i32
+                } else {
+                    -1
+                },
             )
         };
         if r < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
@@ -134,16 +141,17 @@ pub fn serve<P: Protocol>(
                         }
                     }
                 }
-                Err(e) => match e.raw_os_error() {
-                    Some(libc::EAGAIN) => break,
-                    Some(libc::EINTR) | Some(libc::ECONNABORTED) | Some(libc::EPROTO) => {
-                        c.accept_errors += 1
-                    }
-                    _ => {
-                        // EMFILE/ENFILE/ENOBUFS: wait before trying again.
+                Err(e) => match accept_error_action(&e) {
+                    AcceptAction::Wait => break,
+                    AcceptAction::Retry => c.accept_errors += 1,
+                    AcceptAction::Pause => {
                         c.accept_pauses += 1;
                         pause = true;
                         break;
+                    }
+                    AcceptAction::Fatal => {
+                        fatal = Some(io::Error::new(e.kind(), format!("accept: {e}")));
+                        break 'serve;
                     }
                 },
             }
@@ -158,7 +166,10 @@ pub fn serve<P: Protocol>(
             c.merge(&tc);
         }
     }
-    Ok(c)
+    match fatal {
+        Some(e) => Err(e),
+        None => Ok(c),
+    }
 }
 
 fn conn_loop<P: Protocol>(proto: &P, mut s: TcpStream) -> BlockingCounters {

@@ -6,8 +6,9 @@
 //! and EPOLLOUT is watched only while something is pending. A connection whose pending output
 //! is over `proto::OUT_BOUND_BYTES` is not read until it drains (EPOLLIN dropped from its
 //! interest), so a client that never reads cannot make the server buffer without bound.
-//! Peer FIN: the pending output is sent, then the socket closed. EMFILE/ENFILE on accept: the
-//! listener leaves the interest set for `ACCEPT_PAUSE_MS` while connections keep being served.
+//! Peer FIN: the pending output is sent, then the socket closed. Accept errors follow the one
+//! policy of `io::accept`: on a pause (EMFILE, ENFILE...) the listener leaves the interest set
+//! for `ACCEPT_PAUSE` while connections keep being served; a fatal one ends the server.
 //!
 //! Idle limit (`Protocol::idle_timeout`, slowloris defence): the coarse clock is read once per
 //! wait that returns, each reply stamps its connection, and while connections are open
@@ -15,6 +16,7 @@
 //! limit (`idle_closes`). Without a limit the wait stays infinite and the clock is never read.
 
 use super::Epoll;
+use crate::io::accept::{accept_error_action, AcceptAction, ACCEPT_PAUSE};
 use crate::io::idle::{coarse_now_ns, Idle};
 use crate::io::stop::Stop;
 use crate::io::sys::cvt;
@@ -24,8 +26,6 @@ use std::io;
 use std::net::TcpListener;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-/// How long accepting pauses after EMFILE/ENFILE, ms.
-pub const ACCEPT_PAUSE_MS: i32 = 100;
 const RECV_BUF: usize = 64 * 1024;
 
 crate::counter_set! {
@@ -33,6 +33,8 @@ crate::counter_set! {
     pub struct EpollCounters {
         /// epoll_wait calls that returned, and the events they reported.
         epoll_waits, events,
+        /// Connections accepted; accepts failed on one connection (retried at once, see
+        /// `io::accept`); pauses of accepting (EMFILE...).
         accepts, accept_errors, accept_pauses,
         /// recv and send calls, and those that met EAGAIN.
         reads, writes, eagain,
@@ -153,12 +155,9 @@ pub fn serve<P: Protocol>(
             match ev.u64 {
                 TOKEN_STOP => return Ok(s.finish()),
                 TOKEN_LISTENER => {
-                    if s.accept_all(lfd) {
+                    if s.accept_all(lfd)? {
                         s.ep.ctl(libc::EPOLL_CTL_DEL, lfd, 0, 0)?;
-                        paused_until = Some(
-                            std::time::Instant::now()
-                                + std::time::Duration::from_millis(ACCEPT_PAUSE_MS as u64),
-                        );
+                        paused_until = Some(std::time::Instant::now() + ACCEPT_PAUSE);
                     }
                 }
                 tok => s.on_event(tok, ev.events),
@@ -195,8 +194,8 @@ impl<P: Protocol> Server<P> {
         self.c
     }
 
-    /// Accepts until EAGAIN. Returns true when accepting must pause (EMFILE/ENFILE).
-    fn accept_all(&mut self, lfd: RawFd) -> bool {
+    /// Accepts until the backlog is empty. Ok(true): accepting must pause (`io::accept`).
+    fn accept_all(&mut self, lfd: RawFd) -> io::Result<bool> {
         loop {
             // SAFETY: accept4 with null address pointers is valid.
             let r = unsafe {
@@ -216,19 +215,15 @@ impl<P: Protocol> Server<P> {
                         self.c.accept_errors += 1;
                     }
                 }
-                Err(e) => match e.raw_os_error() {
-                    Some(libc::EAGAIN) => return false,
-                    Some(libc::EINTR) | Some(libc::ECONNABORTED) | Some(libc::EPROTO) => {
-                        self.c.accept_errors += 1
-                    }
-                    Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS)
-                    | Some(libc::ENOMEM) => {
+                Err(e) => match accept_error_action(&e) {
+                    AcceptAction::Wait => return Ok(false),
+                    AcceptAction::Retry => self.c.accept_errors += 1,
+                    AcceptAction::Pause => {
                         self.c.accept_pauses += 1;
-                        return true;
+                        return Ok(true);
                     }
-                    _ => {
-                        self.c.accept_errors += 1;
-                        return true;
+                    AcceptAction::Fatal => {
+                        return Err(io::Error::new(e.kind(), format!("accept: {e}")))
                     }
                 },
             }

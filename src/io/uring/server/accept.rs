@@ -1,11 +1,13 @@
 //! Accepting: `ACCEPT_DEPTH` single-shot accepts in flight, or one multishot accept; into the
-//! registered file table with direct descriptors. An accept error that is about resources
-//! pauses accepting (every armed accept is cancelled, a timeout ends the pause) while the
-//! connections already open keep being served.
+//! registered file table with direct descriptors. Errors follow the one policy of
+//! `io::accept`: one about a connection re-arms at once; a pause (EMFILE...) cancels every armed
+//! accept and a timeout of `ACCEPT_PAUSE` ends it, while the connections already open keep
+//! being served; a fatal one ends the server.
 
 use super::super::user_data::{Op, UserData};
 use super::conn::{Conn, Fd};
 use super::{Server, ACCEPT_DEPTH};
+use crate::io::accept::{accept_action, AcceptAction};
 use crate::proto::Protocol;
 use io_uring::{cqueue, opcode, types};
 use std::io;
@@ -82,20 +84,20 @@ impl<P: Protocol> Server<P> {
             self.open(fd)?;
             return self.arm_accepts();
         }
-        match -res {
-            libc::ECANCELED => Ok(()),
-            libc::EINTR | libc::ECONNABORTED | libc::EPROTO | libc::EAGAIN => {
+        if res == -libc::ECANCELED {
+            return Ok(()); // a pause cancelled it, or the stop
+        }
+        match accept_action(-res) {
+            AcceptAction::Wait => self.arm_accepts(),
+            AcceptAction::Retry => {
                 self.c.accept_errors += 1;
                 self.arm_accepts()
             }
-            _ => {
-                // EMFILE/ENFILE/ENOBUFS/ENOMEM (out of descriptors or memory) and anything
-                // unexpected: stop accepting for a while, keep serving the others. Never
-                // re-arm at once: a persistent error would spin.
-                if res != -libc::EMFILE && res != -libc::ENFILE {
-                    self.c.accept_errors += 1;
-                }
-                self.pause_accepting()
+            // Never re-arm at once: a persistent error would spin.
+            AcceptAction::Pause => self.pause_accepting(),
+            AcceptAction::Fatal => {
+                let e = io::Error::from_raw_os_error(-res);
+                Err(io::Error::new(e.kind(), format!("accept: {e}")))
             }
         }
     }

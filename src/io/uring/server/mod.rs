@@ -79,6 +79,7 @@ use super::bufring::BufRing;
 use super::ring;
 use super::user_data::{Op, UserData};
 use crate::error::CaseError;
+use crate::io::accept::ACCEPT_PAUSE;
 use crate::io::idle::{coarse_now_ns, Idle};
 use crate::io::stop::Stop;
 use crate::measure::{pin::CpuPlan, CounterSet};
@@ -88,7 +89,6 @@ use io_uring::{opcode, squeue, types, IoUring};
 use std::io;
 use std::net::TcpListener;
 use std::os::fd::{AsRawFd, RawFd};
-use std::time::Duration;
 
 /// SQ entries (the CQ gets twice as many).
 pub const SQ_ENTRIES: u32 = 2048;
@@ -100,8 +100,6 @@ pub const RECV_BUF: usize = 16 * 1024;
 pub const RING_BUFS: u16 = 4096;
 /// Size of one provided buffer, bytes (pool: 32 MiB, touched as it cycles).
 pub const RING_BUF_BYTES: usize = 8 * 1024;
-/// How long accepting pauses after EMFILE/ENFILE.
-pub const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 /// Single-shot accepts kept in flight. One at a time accepts one connection per trip through
 /// the ring, and while established connections keep the ring busy each trip takes a while:
 /// 1000 clients connecting at once waited up to 1.2 s (the whole run) to be accepted.
@@ -127,6 +125,8 @@ crate::counter_set! {
         accepts,
         /// A multishot accept that ended on a success and was armed again.
         accept_rearms,
+        /// Accepts failed on one connection (re-armed at once, see `io::accept`); pauses of
+        /// accepting (EMFILE...).
         accept_errors, accept_pauses,
         bytes_in, bytes_out,
         /// A send that covered part of the queue's head.
