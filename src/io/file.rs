@@ -127,10 +127,27 @@ impl Buffers {
         // SAFETY: in bounds of the allocation (checked above).
         unsafe { self.ptr.add(i as usize * self.len) }
     }
-    /// Buffer `i` as a slice. The caller must not hold it while an op on `i` is in flight.
+    /// Buffer `i` as a mutable slice; panics when out of range.
+    ///
+    /// # Safety
+    ///
+    /// For as long as the slice lives, nothing else touches buffer `i`: no op that uses it is
+    /// in flight (submitted and not yet reaped: the kernel or a pool worker reads or writes it
+    /// then), and no other slice of buffer `i` from this method is alive. (The buffers are
+    /// shared with the kernel and with worker threads, which the borrow checker cannot see;
+    /// the caller knows from its own submit/reap bookkeeping which buffers are idle.)
+    ///
+    /// Safe code cannot call it (two live `&mut` of one buffer, or one the kernel writes to,
+    /// would be undefined behaviour):
+    ///
+    /// ```compile_fail,E0133
+    /// let bufs = ringside::io::file::Buffers::new(1, 4096).unwrap();
+    /// bufs.slice(0)[0] = 1;
+    /// ```
     #[allow(clippy::mut_from_ref)]
-    pub fn slice(&self, i: u32) -> &mut [u8] {
-        // SAFETY: in bounds; exclusivity per buffer is the engine contract (see type docs).
+    pub unsafe fn slice(&self, i: u32) -> &mut [u8] {
+        // SAFETY: in bounds (ptr checks `i`, each buffer is `len` bytes); exclusive for the
+        // slice's life by the caller's contract above.
         unsafe { std::slice::from_raw_parts_mut(self.ptr(i), self.len) }
     }
     /// iovecs for io_uring buffer registration.

@@ -439,9 +439,16 @@ fn file_op(kind: crate::io::file::OpKind, file: u32, user: u64, link: bool) -> F
     }
 }
 
+/// The first `len` bytes of buffer `i`.
+///
+/// # Safety
+///
+/// As [`Buffers::slice`]: no op using buffer `i` is in flight, and no other slice of it is
+/// alive, while the returned one lives.
 #[allow(clippy::mut_from_ref)]
-fn buf(bufs: &Buffers, i: u32, len: usize) -> &mut [u8] {
-    &mut bufs.slice(i)[..len]
+unsafe fn buf(bufs: &Buffers, i: u32, len: usize) -> &mut [u8] {
+    // SAFETY: the caller's contract is the one `slice` asks for.
+    unsafe { &mut bufs.slice(i)[..len] }
 }
 
 /// "64.0 MiB".

@@ -94,7 +94,9 @@ impl Workload for PageCycle {
                 for j in 0..k {
                     let pg = page + j;
                     let (wb, rb) = (2 * j as u32, 2 * j as u32 + 1);
-                    fill_stamped(buf(eng.bufs(), wb, PAGE as usize), pg);
+                    // SAFETY: every op of the previous batch was reaped (reap waits for all
+                    // of them), so no op uses buffer `wb`; the slice ends with this statement.
+                    fill_stamped(unsafe { buf(eng.bufs(), wb, PAGE as usize) }, pg);
                     let off = pg * PAGE;
                     let len = PAGE as u32;
                     ops.push(file_op(
@@ -137,7 +139,9 @@ impl Workload for PageCycle {
                         }
                         _ => {
                             expect_len(d, PAGE, "read back")?;
-                            let rb = buf(eng.bufs(), 2 * j as u32 + 1, PAGE as usize);
+                            // SAFETY: the batch's ops were all reaped above, and this is the
+                            // only slice of the buffer, dropped before the next submit.
+                            let rb = unsafe { buf(eng.bufs(), 2 * j as u32 + 1, PAGE as usize) };
                             verified += check_stamped(rb, page + j, true)?;
                         }
                     }
