@@ -5,141 +5,15 @@
 //! EMFILE without spinning, and a clean exit on SIGTERM. A model this machine cannot run is
 //! printed as skipped with its reason; blocking and epoll can never skip.
 
-use ringside::model::{Availability, ModelSpec};
-use ringside::registry::MODELS;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+mod common;
+
+use common::child::Server;
+use common::net::{read_n, reset};
+use common::servers::servers;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-const IO_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The models under test: every TCP server in the registry that this machine can run.
-fn servers() -> Vec<&'static ModelSpec> {
-    let env = ringside::env::probe();
-    let mut v = Vec::new();
-    for m in MODELS.iter().filter(|m| ringside::io::serves_tcp(m)) {
-        match m.availability(&env) {
-            Availability::Ready => v.push(m),
-            Availability::Unavailable(why) => {
-                assert!(
-                    !m.family.always_available(),
-                    "{} must always be available, got: {why}",
-                    m.id
-                );
-                println!("skipped {}: {why}", m.id);
-            }
-        }
-    }
-    assert!(v.iter().any(|m| m.id == "blocking") && v.iter().any(|m| m.id == "epoll-et"));
-    v
-}
-
-/// A `ringside serve` child, killed on drop.
-struct Server {
-    id: &'static str,
-    child: Child,
-    addr: SocketAddr,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Server {
-    fn start(id: &'static str, nofile: Option<u64>) -> Server {
-        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("ringside"));
-        cmd.args(["serve", "--protocol", "echo", "--model", id])
-            .args(["--addr", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        if let Some(n) = nofile {
-            // SAFETY: setrlimit is async-signal-safe; runs in the child before exec.
-            unsafe {
-                cmd.pre_exec(move || {
-                    let rl = libc::rlimit {
-                        rlim_cur: n,
-                        rlim_max: n,
-                    };
-                    if libc::setrlimit(libc::RLIMIT_NOFILE, &rl) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                })
-            };
-        }
-        let mut child = cmd.spawn().expect("spawn ringside serve");
-        let out = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for l in BufReader::new(out).lines() {
-                let Ok(l) = l else { break };
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
-        let first = lines
-            .recv_timeout(IO_TIMEOUT)
-            .unwrap_or_else(|_| panic!("{id}: no 'listening on' line within 10 s"));
-        let addr = first
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("{id}: first line '{first}'"))
-            .parse()
-            .unwrap();
-        Server {
-            id,
-            child,
-            addr,
-            lines,
-        }
-    }
-
-    fn connect(&self) -> TcpStream {
-        let s = TcpStream::connect(self.addr).unwrap();
-        s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-        s.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
-        s.set_nodelay(true).unwrap();
-        s
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    /// SIGTERM; the server must exit 0 within 2 s and print its counters line.
-    fn stop(mut self) -> (ExitStatus, serde_json::Value) {
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(self.pid(), libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(2);
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{}: still running 2 s after SIGTERM",
-                self.id
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        let line = self
-            .lines
-            .recv_timeout(Duration::from_secs(2))
-            .unwrap_or_else(|_| panic!("{}: no counters line", self.id));
-        let json = line
-            .strip_prefix("counters ")
-            .unwrap_or_else(|| panic!("{}: second line '{line}'", self.id));
-        (status, serde_json::from_str(json).unwrap())
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Distinct content per (connection, message): catches bytes from another connection.
 fn pattern(conn: usize, len: usize) -> Vec<u8> {
@@ -151,13 +25,6 @@ fn pattern(conn: usize, len: usize) -> Vec<u8> {
         *b = tag[i];
     }
     v
-}
-
-fn read_n(s: &mut TcpStream, n: usize, what: &str) -> Vec<u8> {
-    let mut got = vec![0; n];
-    s.read_exact(&mut got)
-        .unwrap_or_else(|e| panic!("{what}: reading {n} echoed bytes: {e}"));
-    got
 }
 
 fn roundtrip(s: &mut TcpStream, msg: &[u8], what: &str) {
@@ -175,42 +42,10 @@ fn assert_serves(srv: &Server, what: &str) {
     roundtrip(&mut s, &pattern(7777, 1000), &format!("{}: {what}", srv.id));
 }
 
-fn rss_kib(pid: i32) -> u64 {
-    let st = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    st.lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap()
-}
-
-/// CPU ticks (utime + stime) of the server's own threads. SQPOLL's kernel poller (`iou-sqp-*`)
-/// is left out: it spins for its idle time after every submission by design.
-fn cpu_ticks(pid: i32) -> u64 {
-    let mut total = 0;
-    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .flatten()
-    {
-        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
-            continue;
-        };
-        let (Some(l), Some(r)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        if stat[l + 1..r].starts_with("iou-sqp") {
-            continue;
-        }
-        let f: Vec<&str> = stat[r + 2..].split_whitespace().collect();
-        total += f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
-    }
-    total
-}
-
 #[test]
 fn echoes_exactly_across_sizes_split_writes_and_connections() {
     for m in servers() {
-        let srv = Server::start(m.id, None);
+        let srv = Server::echo(m.id);
         let id = m.id;
         // Sizes, one connection each and several on one connection.
         let mut keep = srv.connect();
@@ -268,7 +103,7 @@ fn echoes_exactly_across_sizes_split_writes_and_connections() {
 #[test]
 fn survives_resets_half_close_and_idle_clients() {
     for m in servers() {
-        let srv = Server::start(m.id, None);
+        let srv = Server::echo(m.id);
         let id = m.id;
         let idle = srv.connect(); // connects and never sends
                                   // Reset mid-message, with output pending at the server.
@@ -277,21 +112,7 @@ fn survives_resets_half_close_and_idle_clients() {
             let msg = pattern(5, len);
             let _ = s.write_all(&msg[..len / 2]);
             std::thread::sleep(Duration::from_millis(20));
-            let linger = libc::linger {
-                l_onoff: 1,
-                l_linger: 0,
-            };
-            // SAFETY: valid socket and option.
-            unsafe {
-                libc::setsockopt(
-                    s.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_LINGER,
-                    (&linger as *const libc::linger).cast(),
-                    std::mem::size_of::<libc::linger>() as libc::socklen_t,
-                )
-            };
-            drop(s); // RST
+            reset(s); // RST
         }
         assert_serves(&srv, "after resets");
         // Half-close: the server echoes everything sent, then closes.
@@ -325,10 +146,10 @@ fn survives_resets_half_close_and_idle_clients() {
 fn a_client_that_never_reads_cannot_grow_the_server() {
     const OFFER: usize = 256 << 20;
     for m in servers() {
-        let srv = Server::start(m.id, None);
+        let srv = Server::echo(m.id);
         let id = m.id;
         assert_serves(&srv, "warm-up");
-        let rss0 = rss_kib(srv.pid());
+        let rss0 = srv.rss_kib();
         let s = srv.connect();
         s.set_nonblocking(true).unwrap();
         let chunk = vec![0x5au8; 1 << 16];
@@ -367,7 +188,7 @@ fn a_client_that_never_reads_cannot_grow_the_server() {
                 Err(e) => panic!("{id}: writing to the server: {e}"),
             }
         }
-        let grown = rss_kib(srv.pid()).saturating_sub(rss0);
+        let grown = srv.rss_kib().saturating_sub(rss0);
         assert!(
             sent < 128 << 20,
             "{id}: the server took {} MiB from a client that never reads",
@@ -401,7 +222,7 @@ fn is_reset(e: &std::io::Error) -> bool {
 fn emfile_keeps_serving_and_does_not_spin() {
     for m in servers() {
         let id = m.id;
-        let srv = Server::start(id, Some(64));
+        let srv = Server::start(id, "echo", &[], Some(64));
         let mut first: Vec<TcpStream> = (0..8).map(|_| srv.connect()).collect();
         for (i, c) in first.iter_mut().enumerate() {
             roundtrip(c, &pattern(i, 100), id);
@@ -409,10 +230,10 @@ fn emfile_keeps_serving_and_does_not_spin() {
         // Far more connections than descriptors: the backlog holds them, accept fails.
         let extra: Vec<TcpStream> = (0..120).map(|_| srv.connect()).collect();
         std::thread::sleep(Duration::from_millis(300));
-        let t0 = cpu_ticks(srv.pid());
+        let t0 = srv.cpu_ticks();
         let w0 = Instant::now();
         std::thread::sleep(Duration::from_secs(1));
-        let ticks = cpu_ticks(srv.pid()) - t0;
+        let ticks = srv.cpu_ticks() - t0;
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
         let cpu_share = ticks as f64 / hz / w0.elapsed().as_secs_f64();
@@ -487,7 +308,7 @@ fn bad_model_and_protocol_exit_2_naming_the_valid_ones() {
 fn a_half_closed_client_that_does_not_read_costs_no_cpu() {
     for m in servers() {
         let id = m.id;
-        let srv = Server::start(id, None);
+        let srv = Server::echo(id);
         let mut s = srv.connect();
         // More than socket buffers hold, so output stays pending at the server.
         let msg = pattern(3, 8 << 20);
@@ -510,10 +331,10 @@ fn a_half_closed_client_that_does_not_read_costs_no_cpu() {
         }
         let _ = s.shutdown(Shutdown::Write);
         std::thread::sleep(Duration::from_millis(100));
-        let t0 = cpu_ticks(srv.pid());
+        let t0 = srv.cpu_ticks();
         let w0 = Instant::now();
         std::thread::sleep(Duration::from_millis(700));
-        let ticks = cpu_ticks(srv.pid()) - t0;
+        let ticks = srv.cpu_ticks() - t0;
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
         let share = ticks as f64 / hz / w0.elapsed().as_secs_f64();

@@ -6,111 +6,31 @@
 //! pipelines requests and never reads (bounded memory, others still served), garbage bytes,
 //! abrupt resets. A model this machine cannot run is printed as skipped with its reason.
 
-use ringside::model::{Availability, ModelSpec};
+mod common;
+
+use common::child::Server;
+use common::net::{read_n, reset};
+use common::servers::servers;
 use ringside::proto::http::{RESPONSE_400, RESPONSE_431, RESPONSE_501, RESPONSE_505};
 use ringside::proto::Http;
-use ringside::registry::MODELS;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-const IO_TIMEOUT: Duration = Duration::from_secs(10);
 const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: t\r\n\r\n";
 
-fn servers() -> Vec<&'static ModelSpec> {
-    let env = ringside::env::probe();
-    let mut v = Vec::new();
-    for m in MODELS.iter().filter(|m| ringside::io::serves_tcp(m)) {
-        match m.availability(&env) {
-            Availability::Ready => v.push(m),
-            Availability::Unavailable(why) => {
-                assert!(
-                    !m.family.always_available(),
-                    "{} must always be available, got: {why}",
-                    m.id
-                );
-                println!("skipped {}: {why}", m.id);
-            }
-        }
-    }
-    assert!(v.iter().any(|m| m.id == "blocking") && v.iter().any(|m| m.id == "epoll-et"));
-    v
+/// `ringside serve --protocol http --model ID`.
+fn start(id: &'static str) -> Server {
+    Server::start(id, "http", &[], None)
 }
 
-/// A `ringside serve --protocol http` child, killed on drop.
-struct Server {
-    id: &'static str,
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start(id: &'static str) -> Server {
-        let mut child = Command::new(assert_cmd::cargo::cargo_bin("ringside"))
-            .args(["serve", "--protocol", "http", "--model", id])
-            .args(["--addr", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn ringside serve");
-        let out = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for l in BufReader::new(out).lines() {
-                let Ok(l) = l else { break };
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
-        let first = rx
-            .recv_timeout(IO_TIMEOUT)
-            .unwrap_or_else(|_| panic!("{id}: no 'listening on' line within 10 s"));
-        let addr = first
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("{id}: first line '{first}'"))
-            .parse()
-            .unwrap();
-        Server { id, child, addr }
-    }
-
-    fn connect(&self) -> TcpStream {
-        let s = TcpStream::connect(self.addr).unwrap();
-        s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-        s.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
-        s.set_nodelay(true).unwrap();
-        s
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    /// One keep-alive GET answered exactly on a fresh connection.
-    fn assert_serves(&self, what: &str) {
-        let mut s = self.connect();
-        s.write_all(GET).unwrap();
-        let ok = Http::new(None);
-        let got = read_n(&mut s, ok.response_bytes(), &format!("{}: {what}", self.id));
-        assert_eq!(got, ok.response(), "{}: {what}", self.id);
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn read_n(s: &mut TcpStream, n: usize, what: &str) -> Vec<u8> {
-    let mut got = vec![0; n];
-    s.read_exact(&mut got)
-        .unwrap_or_else(|e| panic!("{what}: reading {n} bytes: {e}"));
-    got
+/// One keep-alive GET answered exactly on a fresh connection.
+fn assert_serves(srv: &Server, what: &str) {
+    let mut s = srv.connect();
+    s.write_all(GET).unwrap();
+    let ok = Http::new(None);
+    let got = read_n(&mut s, ok.response_bytes(), &format!("{}: {what}", srv.id));
+    assert_eq!(got, ok.response(), "{}: {what}", srv.id);
 }
 
 /// Everything until the server closes. A reset after the last byte (the server closed with
@@ -149,38 +69,11 @@ fn ok_with(conn: Option<&str>, head_only: bool) -> Vec<u8> {
     s.into_bytes()
 }
 
-fn rss_kib(pid: i32) -> u64 {
-    let st = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    st.lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap()
-}
-
-fn reset(s: TcpStream) {
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    // SAFETY: valid socket and option.
-    unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
-    drop(s); // RST
-}
-
 #[test]
 fn keep_alive_pipelining_close_and_errors_are_exact() {
     let ok = ok_with(None, false);
     for m in servers() {
-        let srv = Server::start(m.id);
+        let srv = start(m.id);
         let id = m.id;
         // Keep-alive: several requests one after the other on one connection.
         let mut s = srv.connect();
@@ -275,7 +168,7 @@ fn keep_alive_pipelining_close_and_errors_are_exact() {
                 text(&req[..req.len().min(40)])
             );
         }
-        srv.assert_serves("after the error cases");
+        assert_serves(&srv, "after the error cases");
         println!("{id}: ok");
     }
 }
@@ -284,9 +177,9 @@ fn keep_alive_pipelining_close_and_errors_are_exact() {
 fn hostile_clients_do_not_hurt_the_server() {
     const OFFER: usize = 256 << 20;
     for m in servers() {
-        let srv = Server::start(m.id);
+        let srv = start(m.id);
         let id = m.id;
-        srv.assert_serves("warm-up");
+        assert_serves(&srv, "warm-up");
         // Garbage bytes: at most a 400, then closed; others still served.
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         for len in [1usize, 100, 70_000] {
@@ -307,7 +200,7 @@ fn hostile_clients_do_not_hurt_the_server() {
                 text(&got)
             );
         }
-        srv.assert_serves("after garbage");
+        assert_serves(&srv, "after garbage");
         // Abrupt resets: mid-head, and after a pipelined burst whose responses are pending.
         for burst in [&b"GET / HT"[..], &GET.repeat(2000)] {
             let mut s = srv.connect();
@@ -315,10 +208,10 @@ fn hostile_clients_do_not_hurt_the_server() {
             std::thread::sleep(Duration::from_millis(20));
             reset(s);
         }
-        srv.assert_serves("after resets");
+        assert_serves(&srv, "after resets");
         // A client pipelining requests and never reading: the server stops reading once its
         // output is over the bound, so neither what it takes nor its memory grows.
-        let rss0 = rss_kib(srv.pid());
+        let rss0 = srv.rss_kib();
         let s = srv.connect();
         s.set_nonblocking(true).unwrap();
         let chunk = GET.repeat(1000);
@@ -350,14 +243,14 @@ fn hostile_clients_do_not_hurt_the_server() {
                 Err(e) => panic!("{id}: writing to the server: {e}"),
             }
         }
-        let grown = rss_kib(srv.pid()).saturating_sub(rss0);
+        let grown = srv.rss_kib().saturating_sub(rss0);
         assert!(
             sent < 128 << 20,
             "{id}: the server took {} MiB of requests from a client that never reads",
             sent >> 20
         );
         assert!(grown < 64 << 10, "{id}: RSS grew {} MiB", grown >> 10);
-        srv.assert_serves("while a client pipelines and never reads");
+        assert_serves(&srv, "while a client pipelines and never reads");
         println!(
             "{id}: never-reading pipeliner sent {} KiB ({} requests){}, server RSS +{grown} KiB",
             sent >> 10,
@@ -369,6 +262,6 @@ fn hostile_clients_do_not_hurt_the_server() {
             }
         );
         drop(s);
-        srv.assert_serves("after the pipeliner left");
+        assert_serves(&srv, "after the pipeliner left");
     }
 }

@@ -6,16 +6,16 @@
 //! With no limit, a silent client is still open (and still served) after a second. Then
 //! `ringside serve --idle-timeout-ms` end to end, and its range check.
 
-use ringside::io::Stop;
-use ringside::measure::pin::{allowed_cpus, CpuPlan};
-use ringside::measure::Counters;
-use ringside::model::{Availability, ModelSpec};
+mod common;
+
+use common::child::Server;
+use common::inproc::Running;
+use common::servers::servers;
+use ringside::model::ModelSpec;
 use ringside::proto::{Next, Protocol, Reply, Step};
-use ringside::registry::MODELS;
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Command, Stdio};
-use std::sync::{mpsc, Arc};
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const LIMIT: Duration = Duration::from_millis(300);
@@ -61,67 +61,6 @@ impl Protocol for Lines {
 
     fn idle_timeout(&self) -> Option<Duration> {
         self.idle
-    }
-}
-
-fn servers() -> Vec<&'static ModelSpec> {
-    let env = ringside::env::probe();
-    let mut v = Vec::new();
-    for m in MODELS.iter().filter(|m| ringside::io::serves_tcp(m)) {
-        match m.availability(&env) {
-            Availability::Ready => v.push(m),
-            Availability::Unavailable(why) => {
-                assert!(!m.family.always_available(), "{}: {why}", m.id);
-                println!("skipped {}: {why}", m.id);
-            }
-        }
-    }
-    assert!(v.iter().any(|m| m.id == "blocking") && v.iter().any(|m| m.id == "epoll-et"));
-    v
-}
-
-/// An in-process server; `stop` ends it and returns its counters (within 5 s).
-struct Running {
-    id: &'static str,
-    addr: SocketAddr,
-    stop: Arc<Stop>,
-    done: mpsc::Receiver<Result<Counters, String>>,
-}
-
-impl Running {
-    fn start(m: &'static ModelSpec, proto: Lines) -> Running {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let stop = Arc::new(Stop::new().unwrap());
-        let (tx, done) = mpsc::channel();
-        let s2 = stop.clone();
-        std::thread::spawn(move || {
-            let plan = CpuPlan::default_for(&allowed_cpus());
-            let r = ringside::io::serve(m, l, proto, &plan, &s2).map_err(|e| e.to_string());
-            let _ = tx.send(r);
-        });
-        Running {
-            id: m.id,
-            addr,
-            stop,
-            done,
-        }
-    }
-
-    fn connect(&self) -> TcpStream {
-        let s = TcpStream::connect(self.addr).unwrap();
-        s.set_nodelay(true).unwrap();
-        s.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
-        s
-    }
-
-    fn stop(self) -> Counters {
-        self.stop.request();
-        let id = self.id;
-        self.done
-            .recv_timeout(Duration::from_secs(5))
-            .unwrap_or_else(|_| panic!("{id}: did not stop within 5 s"))
-            .unwrap_or_else(|e| panic!("{id}: {e}"))
     }
 }
 
@@ -242,24 +181,8 @@ fn ringside_serve(args: &[&str]) -> Command {
 #[test]
 fn serve_flag_closes_idle_echo_connections_and_reports_them() {
     for model in ["epoll-lt", "blocking"] {
-        let mut child = ringside_serve(&["--model", model, "--idle-timeout-ms", "200"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let (tx, lines) = mpsc::channel();
-        let out = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for l in BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = tx.send(l);
-            }
-        });
-        let first = lines.recv_timeout(Duration::from_secs(10)).unwrap();
-        let addr: SocketAddr = first
-            .strip_prefix("listening on ")
-            .unwrap()
-            .parse()
-            .unwrap();
+        let srv = Server::start(model, "echo", &["--idle-timeout-ms", "200"], None);
+        let addr = srv.addr;
         let mut s = TcpStream::connect(addr).unwrap();
         s.write_all(b"hi").unwrap();
         s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
@@ -267,15 +190,8 @@ fn serve_flag_closes_idle_echo_connections_and_reports_them() {
         s.read_exact(&mut b).unwrap();
         assert_eq!(&b, b"hi");
         assert!(closed_within(&mut s, CLOSE_BOUND), "{model}: not closed");
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        let line = lines
-            .recv_timeout(Duration::from_secs(5))
-            .unwrap_or_else(|_| panic!("{model}: no counters line"));
-        let _ = child.wait();
-        let json = line.strip_prefix("counters ").unwrap();
-        let v: serde_json::Value = serde_json::from_str(json).unwrap();
-        assert_eq!(v["idle_closes"], 1, "{model}: {line}");
+        let (_, v) = srv.stop_within(Duration::from_secs(5));
+        assert_eq!(v["idle_closes"], 1, "{model}: {v}");
     }
 }
 

@@ -6,66 +6,29 @@
 //! connections, a client that never reads stalls the server instead of growing it; hyper too).
 //! Each server stops within a second of its flag, closing its connections.
 
-use ringside::model::{Availability, PeerKind};
-use ringside::peer::{availability, serve_http, serve_proto, HEADER_READ_TIMEOUT};
+mod common;
+
+use common::inproc::Peer;
+use common::net::connect;
+use common::servers::{peer_ready as ready, peers};
+use ringside::model::PeerKind;
+use ringside::peer::{serve_http, serve_proto, HEADER_READ_TIMEOUT};
 use ringside::proto::{Next, Protocol, Reply, Step};
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::{Duration, Instant};
 
-const IO_TIMEOUT: Duration = Duration::from_secs(10);
 const BODY: &[u8] = b"Hello, World!";
 
-struct Server {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    thread: JoinHandle<anyhow::Result<()>>,
+fn start_hyper() -> Peer {
+    Peer::start(|l, stop| serve_http(PeerKind::Tokio, l, stop, Arc::from(BODY)))
 }
 
-fn start<F>(serve: F) -> Server
-where
-    F: FnOnce(TcpListener, Arc<AtomicBool>) -> anyhow::Result<()> + Send + 'static,
-{
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    let thread = thread::spawn(move || serve(listener, s));
-    Server { addr, stop, thread }
-}
-
-fn start_hyper() -> Server {
-    start(|l, stop| serve_http(PeerKind::Tokio, l, stop, Arc::from(BODY)))
-}
-
-fn start_lines(kind: PeerKind) -> Server {
-    start(move |l, stop| serve_proto(kind, l, Lines, stop))
-}
-
-impl Server {
-    /// Sets the flag; the server must return within a second, without error.
-    fn stop_within_a_second(self) {
-        let t0 = Instant::now();
-        self.stop.store(true, Ordering::Relaxed);
-        while !self.thread.is_finished() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(1),
-                "server still running 1 s after stop"
-            );
-            thread::sleep(Duration::from_millis(5));
-        }
-        self.thread.join().unwrap().expect("serve failed");
-    }
-}
-
-fn connect(addr: SocketAddr) -> TcpStream {
-    let s = TcpStream::connect_timeout(&addr, IO_TIMEOUT).unwrap();
-    s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-    s.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
-    s
+fn start_lines(kind: PeerKind) -> Peer {
+    Peer::start(move |l, stop| serve_proto(kind, l, Lines, stop))
 }
 
 /// The next read on `s` sees EOF or a reset, never data or a timeout.
@@ -76,21 +39,6 @@ fn assert_closed(s: &mut impl Read, what: &str) {
         Ok(n) => panic!("{what}: {n} unexpected bytes: {:?}", &b[..n]),
         Err(e) if e.kind() == ErrorKind::ConnectionReset => {}
         Err(e) => panic!("{what}: connection not closed: {e}"),
-    }
-}
-
-fn ready(kind: PeerKind) -> bool {
-    match availability(kind) {
-        Availability::Ready => true,
-        Availability::Unavailable(why) => {
-            // tokio needs nothing from the machine: only a build without it may skip it.
-            assert!(
-                kind != PeerKind::Tokio || why.contains("built without"),
-                "tokio unavailable: {why}"
-            );
-            eprintln!("skipped {kind:?}: unavailable: {why}");
-            false
-        }
     }
 }
 
@@ -423,7 +371,7 @@ fn monoio_serves_a_protocol_and_stops() {
 /// client's writes stall too (the server holds one read's answers, not everything sent).
 #[test]
 fn never_reading_client_stalls_the_protocol_loop_and_the_server_still_stops() {
-    for kind in [PeerKind::Tokio, PeerKind::Monoio] {
+    for kind in peers() {
         if ready(kind) {
             stalls(
                 &format!("{kind:?}"),
@@ -445,7 +393,7 @@ fn never_reading_pipelining_client_stalls_hyper_and_the_server_still_stops() {
 
 /// Writes `chunk` until a write stalls for 500 ms (the server stopped reading); fails if the
 /// server takes 256 MiB without stalling. Then the server must still stop.
-fn stalls(kind: &str, server: Server, chunk: &[u8]) {
+fn stalls(kind: &str, server: Peer, chunk: &[u8]) {
     {
         let mut s = connect(server.addr);
         s.set_write_timeout(Some(Duration::from_millis(500)))
@@ -494,7 +442,7 @@ fn idle_servers_stop_within_a_second() {
         thread::sleep(Duration::from_millis(120));
         server.stop_within_a_second();
     }
-    for kind in [PeerKind::Tokio, PeerKind::Monoio] {
+    for kind in peers() {
         if ready(kind) {
             let server = start_lines(kind);
             thread::sleep(Duration::from_millis(120));

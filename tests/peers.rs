@@ -3,58 +3,28 @@
 //! a second of its flag, closing its connections; an external command is waited for, measured
 //! by the pid holding its port, and killed, or fails with its stderr tail.
 
-use ringside::model::{Availability, PeerKind};
+mod common;
+
+use common::inproc::Peer;
+use common::net::connect;
+use common::servers::{peer_ready, peers};
+use ringside::model::PeerKind;
 use ringside::peer::external::{External, StartOpts};
 use ringside::peer::{availability, serve_echo};
 use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::{Duration, Instant};
 
-const IO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Message sizes: odd, around the contenders' 16 KiB buffer, and well beyond it.
 const SIZES: &[usize] = &[1, 7, 63, 64, 511, 4097, 16383, 16384, 16385, 65537];
 const CONNS: usize = 20;
 
-struct Server {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    thread: JoinHandle<anyhow::Result<()>>,
-}
-
-fn start(kind: PeerKind) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    let thread = thread::spawn(move || serve_echo(kind, listener, s));
-    Server { addr, stop, thread }
-}
-
-impl Server {
-    /// Sets the flag; the server must return within a second, without error.
-    fn stop_within_a_second(self) {
-        let t0 = Instant::now();
-        self.stop.store(true, Ordering::Relaxed);
-        while !self.thread.is_finished() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(1),
-                "server still running 1 s after stop"
-            );
-            thread::sleep(Duration::from_millis(5));
-        }
-        self.thread.join().unwrap().expect("serve_echo failed");
-    }
-}
-
-fn connect(addr: SocketAddr) -> TcpStream {
-    let s = TcpStream::connect_timeout(&addr, IO_TIMEOUT).unwrap();
-    s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-    s.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
-    s
+fn start(kind: PeerKind) -> Peer {
+    Peer::start(move |l, stop| serve_echo(kind, l, stop))
 }
 
 /// Content unique to (connection, message), so that bytes crossing connections are caught.
@@ -87,17 +57,8 @@ fn round_trip(s: &mut TcpStream, msg: &[u8], chunks: usize) {
 }
 
 fn echoes_exactly(kind: PeerKind) {
-    match availability(kind) {
-        Availability::Ready => {}
-        Availability::Unavailable(why) => {
-            // tokio needs nothing from the machine: only a build without it may skip it.
-            assert!(
-                kind != PeerKind::Tokio || why.contains("built without"),
-                "tokio unavailable: {why}"
-            );
-            eprintln!("skipped {kind:?}: unavailable: {why}");
-            return;
-        }
+    if !peer_ready(kind) {
+        return;
     }
     let server = start(kind);
     let addr = server.addr;
@@ -150,7 +111,7 @@ fn monoio_echoes_exactly_and_stops() {
 
 #[test]
 fn idle_server_stops_within_a_second() {
-    for kind in [PeerKind::Tokio, PeerKind::Monoio] {
+    for kind in peers() {
         if availability(kind).is_ready() {
             let server = start(kind);
             thread::sleep(Duration::from_millis(120));
@@ -163,7 +124,7 @@ fn idle_server_stops_within_a_second() {
 /// stall once the socket buffers fill) rather than buffer without bound, and still stop.
 #[test]
 fn never_reading_client_stalls_and_the_server_still_stops() {
-    for kind in [PeerKind::Tokio, PeerKind::Monoio] {
+    for kind in peers() {
         if !availability(kind).is_ready() {
             continue;
         }
