@@ -19,7 +19,7 @@ pub enum Op {
     Send = 3,
     /// The poll on the stop eventfd.
     Stop = 4,
-    /// The timeout that ends an accept pause (EMFILE/ENFILE).
+    /// The timeout that ends an accept pause (EMFILE, ENFILE...: see `io::accept`).
     AcceptPause = 5,
     /// A cancel aimed at a connection's send, or at everything.
     Cancel = 6,
