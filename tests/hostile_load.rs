@@ -531,7 +531,8 @@ fn sigint_in_a_background_job_prints_and_saves_the_partial_run_exit_130() {
     );
 }
 
-// -- item 1 at the cell: a contender whose echoes do not verify fails its cells --
+// -- items 1 and 4 at the cell: a contender whose responses do not verify, or that announces
+// a 100 GB body, fails its cells; the run goes on --
 
 const CHILD_ENV: &str = "RINGSIDE_HOSTILE";
 
@@ -550,6 +551,13 @@ fn hostile_child_process() {
                 answer(
                     s,
                     || b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nno",
+                    false,
+                )
+            }),
+            "http-huge-length" => std::thread::spawn(move || {
+                answer(
+                    s,
+                    || b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\nabc",
                     false,
                 )
             }),
@@ -575,6 +583,7 @@ fn a_contender_whose_responses_do_not_verify_fails_its_cells() {
         .args(["--runs", "1", "--quiet", "--models", "threadpool"])
         .args(["--contender", &child("inv", "echo", "invert")])
         .args(["--contender", &child("badlen", "http", "http-bad-length")])
+        .args(["--contender", &child("huge", "http", "http-huge-length")])
         .arg("--out")
         .arg(dir.path())
         .output()
@@ -600,4 +609,12 @@ fn a_contender_whose_responses_do_not_verify_fails_its_cells() {
         let why = c["reason"].as_str().unwrap();
         assert!(why.contains("mismatch"), "{why}");
     }
+    // A server announcing a 100 GB body fails its cells; the run goes on and writes its report.
+    assert_eq!(of("ext:huge", "http.rate").len(), 2, "{v}");
+    for c in of("ext:huge", "http.rate") {
+        assert_eq!(c["status"], "failed", "{c}");
+        let why = c["reason"].as_str().unwrap();
+        assert!(why.contains("Content-Length over"), "{why}");
+    }
+    assert!(dir.path().join("report.md").exists());
 }
