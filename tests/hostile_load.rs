@@ -471,6 +471,67 @@ fn connection_close_responses_are_counted_and_reconnected() {
     }
 }
 
+/// A reconnect that never completes (the server's accept queue is full, so its SYN is
+/// dropped) is a connect error after the connect timeout, and the connection is lost, not
+/// counted live.
+#[test]
+fn a_reconnect_that_hangs_times_out_as_a_connect_error() {
+    use std::os::fd::FromRawFd;
+    // A listener with a backlog of 0: the kernel queues one connection, then drops SYNs.
+    // SAFETY: plain socket calls on a fresh fd, handed to TcpListener once listening.
+    let l = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0);
+        let mut sin: libc::sockaddr_in = std::mem::zeroed();
+        sin.sin_family = libc::AF_INET as libc::sa_family_t;
+        sin.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        assert_eq!(
+            libc::bind(fd, (&sin as *const libc::sockaddr_in).cast(), len),
+            0
+        );
+        assert_eq!(libc::listen(fd, 0), 0);
+        TcpListener::from_raw_fd(fd)
+    };
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut b = [0u8; 4096];
+        let mut have = Vec::new();
+        while !have.windows(4).any(|w| w == b"\r\n\r\n") {
+            match s.read(&mut b) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => have.extend_from_slice(&b[..n]),
+            }
+        }
+        // Fill the accept queue (never accepted), then answer and close.
+        let _filler = TcpStream::connect(addr).unwrap();
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        drop(s);
+        std::thread::sleep(Duration::from_secs(30));
+        drop(l);
+    });
+    let mut c = ringside::load::Config::new(addr, 1, Duration::from_millis(1200));
+    c.warmup = Duration::ZERO;
+    c.connect_timeout = Duration::from_millis(300);
+    let g = ringside::load::http::HttpGet {
+        host: addr.to_string(),
+        path: "/".into(),
+        expect_body_bytes: Some(0),
+    };
+    let r = ringside::load::run(&c, &g, &mut |_| {}).unwrap();
+    assert_eq!((r.msgs, r.reconnects), (1, 1), "{r:?}");
+    assert_eq!(r.connect_errors, 1, "{r:?}");
+    assert_eq!(r.live_conns, 0, "{r:?}");
+    assert!(
+        r.first_error
+            .as_deref()
+            .unwrap_or("")
+            .contains("reconnect timed out"),
+        "{r:?}"
+    );
+}
+
 // -- item 15: SIGINT in a background job of a non-interactive shell --
 
 #[test]

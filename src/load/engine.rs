@@ -522,6 +522,7 @@ fn worker_inner(
     let mut cpu0: Option<u64> = None;
     let mut next_tick = t_start + TICK_NS;
     let msg_timeout = cfg.msg_timeout.as_nanos() as u64;
+    let connect_timeout = cfg.connect_timeout.as_nanos() as u64;
     loop {
         lp.t_close = lp.t_close.min(shared.stop_at.load(Ordering::Relaxed));
         let mut now = now_ns();
@@ -550,6 +551,12 @@ fn worker_inner(
                 {
                     c.timed_out = true;
                     lp.count(Kind::Timeout, now);
+                } else if c.st == St::Connecting
+                    && c.reconnecting
+                    && now.saturating_sub(c.origin) > connect_timeout
+                {
+                    let e = io::Error::new(io::ErrorKind::TimedOut, "reconnect timed out");
+                    lp.fail_connect(c, e);
                 }
             }
         }
@@ -666,6 +673,7 @@ impl Loop<'_> {
                 c.fd = Some(fd);
                 c.st = St::Connecting;
                 c.reconnecting = true;
+                c.origin = now; // for the connect timeout
             }
             Err(e) => self.fail_connect(c, e),
         }
