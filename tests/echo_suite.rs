@@ -164,7 +164,12 @@ fn connections_the_server_drops_are_counted_lost() {
     .unwrap();
     assert_eq!(s.counters.get(counter::LIVE_CONNS), 2, "{:?}", s.counters);
     assert_eq!(s.counters.get(counter::LOST_CONNS), 2, "{:?}", s.counters);
-    assert!(s.counters.get(counter::RESETS) >= 2, "{:?}", s.counters);
+    // The resets come in the warm-up: counted apart from the window's errors.
+    assert!(
+        s.counters.get(counter::RESETS) + s.counters.get(counter::WARMUP_ERRORS) >= 2,
+        "{:?}",
+        s.counters
+    );
     assert_eq!(s.counters.get(counter::MISMATCHES), 0);
 }
 

@@ -2,7 +2,7 @@
 //! bytes LE) and the sequence number (8 bytes LE), followed by bytes derived from both; the
 //! response must be exactly the message.
 
-use super::{Exchange, Response};
+use super::{Exchange, Response, Verdict};
 
 /// Header: connection id (u32 LE) then sequence number (u64 LE).
 pub const HEADER_BYTES: usize = 12;
@@ -32,9 +32,17 @@ impl Exchange for Echo {
         if got.len() < sent.len() {
             Response::NeedMore(sent.len() - got.len())
         } else {
+            let got = &got[..sent.len()];
+            let verdict = if got == sent {
+                Verdict::Valid
+            } else {
+                let at = sent.iter().zip(got).position(|(a, b)| a != b).unwrap_or(0);
+                Verdict::Mismatch { at: at as u64 }
+            };
             Response::Complete {
-                len: sent.len(),
-                valid: got[..sent.len()] == *sent,
+                len: sent.len() as u64,
+                verdict,
+                close: false,
             }
         }
     }
@@ -59,15 +67,37 @@ mod tests {
             assert_eq!(
                 e.response(&a, &a),
                 Response::Complete {
-                    len: n,
-                    valid: true
+                    len: n as u64,
+                    verdict: Verdict::Valid,
+                    close: false
                 }
             );
+            // Another connection's message differs in the connection id (byte 0), a later
+            // one of the same connection in the sequence number (byte 4).
             assert_eq!(
                 e.response(&a, &b),
                 Response::Complete {
-                    len: n,
-                    valid: false
+                    len: n as u64,
+                    verdict: Verdict::Mismatch { at: 0 },
+                    close: false
+                }
+            );
+            assert_eq!(
+                e.response(&a, &c),
+                Response::Complete {
+                    len: n as u64,
+                    verdict: Verdict::Mismatch { at: 4 },
+                    close: false
+                }
+            );
+            let mut late = a.clone();
+            late[n - 1] ^= 1;
+            assert_eq!(
+                e.response(&a, &late),
+                Response::Complete {
+                    len: n as u64,
+                    verdict: Verdict::Mismatch { at: n as u64 - 1 },
+                    close: false
                 }
             );
         }

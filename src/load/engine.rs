@@ -2,15 +2,25 @@
 //! registered once, edge-triggered, for reading and writing; a connection's state says what to
 //! try when it is woken. A loop blocks in `epoll_pwait2` with a nanosecond timeout that honours
 //! the window edges, the open-loop schedule and a 100 ms housekeeping tick: no busy loop.
+//!
+//! Counting: a response counts as an op only when it verified and completed inside the
+//! window; every error (socket errors, timeouts, responses that did not verify) is counted
+//! over the same window, and what happened in the warm-up is summed apart. No length a peer
+//! sends is allocated: a receive asks for at most what the protocol still needs, capped at
+//! [`READ_CHUNK`] (or the connection's own message size), and the rest of a response the
+//! protocol judged from its head is read into a per-thread scratch buffer and dropped.
 
-use super::{Config, Edge, Exchange, Fault, Report, Response, CLIENT_BOUND_FRACTION};
+use super::{
+    Config, Edge, Exchange, Fault, Mismatch, Report, Response, Verdict, CLIENT_BOUND_FRACTION,
+    GAP_BUCKETS, READ_CHUNK,
+};
 use crate::measure::{clock::now_ns, cpu, pin, Hist};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Duration;
 
@@ -18,6 +28,8 @@ const TICK_NS: u64 = 100_000_000;
 const EVENTS: usize = 256;
 /// Events after which a receive can make progress (data, EOF, or an error to collect).
 const READABLE: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32;
+/// How often the coordinating thread looks at [`Config::stop`].
+const STOP_POLL: Duration = Duration::from_millis(20);
 
 /// Times every thread shares, set by the coordinating thread once all have connected.
 struct Shared {
@@ -25,10 +37,17 @@ struct Shared {
     t_start: AtomicU64,
     t_open: AtomicU64,
     t_close: AtomicU64,
+    /// When the run was stopped early (`u64::MAX`: it was not): the window closes there.
+    stop_at: AtomicU64,
+}
+
+fn stop_requested(stop: Option<&AtomicBool>) -> bool {
+    stop.is_some_and(|s| s.load(Ordering::SeqCst))
 }
 
 /// Runs the load and returns its report. `edge` is called at the opening and the closing of
-/// the measured window, from the calling thread, while the load runs.
+/// the measured window, from the calling thread, while the load runs (when the run is stopped
+/// before the window opens, neither is called).
 pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::Result<Report> {
     if cfg.conns == 0 || cfg.threads == 0 {
         return Err(io::Error::new(
@@ -43,7 +62,9 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
         t_start: AtomicU64::new(0),
         t_open: AtomicU64::new(0),
         t_close: AtomicU64::new(0),
+        stop_at: AtomicU64::new(u64::MAX),
     };
+    let mut interrupted = false;
     let parts: Vec<ThreadOut> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
@@ -65,19 +86,28 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
         shared.t_open.store(t_open, Ordering::SeqCst);
         shared.t_close.store(t_close, Ordering::SeqCst);
         shared.barrier.wait();
-        sleep_until(t_open);
-        edge(Edge::Open);
-        sleep_until(t_close);
-        edge(Edge::Close);
+        let opened = !stop_requested(cfg.stop) && wait_until(t_open, cfg.stop);
+        if opened {
+            edge(Edge::Open);
+        }
+        if !opened || !wait_until(t_close, cfg.stop) {
+            interrupted = true;
+            shared.stop_at.store(now_ns(), Ordering::SeqCst);
+        }
+        if opened {
+            edge(Edge::Close);
+        }
         handles
             .into_iter()
             .map(|h| h.join().expect("load thread panicked"))
             .collect()
     });
-    let window_ns = shared
+    let t_open = shared.t_open.load(Ordering::SeqCst);
+    let t_close = shared
         .t_close
         .load(Ordering::SeqCst)
-        .saturating_sub(shared.t_open.load(Ordering::SeqCst));
+        .min(shared.stop_at.load(Ordering::SeqCst));
+    let window_ns = t_close.saturating_sub(t_open);
     let cpus_available = threads.min(if cfg.cpus.is_empty() {
         pin::allowed_cpus().len()
     } else {
@@ -91,19 +121,25 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
         threads,
         rate_per_sec: cfg.rate,
         window_ns,
+        interrupted,
         msgs: 0,
         bytes: 0,
         rx_bytes: 0,
-        non_2xx: 0,
-        malformed: 0,
         connect_errors: 0,
         resets: 0,
         io_errors: 0,
         read_errors: 0,
         write_errors: 0,
         mismatches: 0,
+        first_mismatch: None,
+        non_2xx: 0,
+        malformed: 0,
         timeouts: 0,
+        reconnects: 0,
+        warmup_errors: 0,
+        warmup_invalid: 0,
         live_conns: 0,
+        longest_gap_ns: 0,
         first_error: None,
         cpu_ns: 0,
         cpus_available,
@@ -113,6 +149,9 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
         latency: Hist::new(),
     };
     let mut max_thread = 0u64;
+    let mut first_error: Option<(u64, String)> = None;
+    let mut first_mismatch: Option<(u64, Mismatch)> = None;
+    let mut gaps: Option<Gaps> = None;
     for p in parts {
         let p = p?;
         r.msgs += p.msgs;
@@ -127,14 +166,32 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
         r.write_errors += p.write_errors;
         r.mismatches += p.mismatches;
         r.timeouts += p.timeouts;
+        r.reconnects += p.reconnects;
+        r.warmup_errors += p.warmup_errors;
+        r.warmup_invalid += p.warmup_invalid;
         r.live_conns += p.live;
         r.cpu_ns += p.cpu_ns;
         max_thread = max_thread.max(p.cpu_ns);
         r.latency.merge(&p.latency);
-        if r.first_error.is_none() {
-            r.first_error = p.first_error;
+        if let Some(e) = p.first_error {
+            if first_error.as_ref().is_none_or(|f| e.0 < f.0) {
+                first_error = Some(e);
+            }
+        }
+        if let Some(m) = p.first_mismatch {
+            if first_mismatch.as_ref().is_none_or(|f| m.0 < f.0) {
+                first_mismatch = Some(m);
+            }
+        }
+        match (&mut gaps, p.gaps) {
+            (Some(g), Some(q)) => g.merge(&q),
+            (g @ None, q) => *g = q,
+            _ => {}
         }
     }
+    r.first_error = first_error.map(|e| e.1);
+    r.first_mismatch = first_mismatch.map(|m| m.1);
+    r.longest_gap_ns = gaps.map_or(window_ns, |g| g.longest(t_close));
     if window_ns > 0 {
         r.cpu_fraction = r.cpu_ns as f64 / (window_ns as f64 * cpus_available.max(1) as f64);
         r.max_thread_fraction = max_thread as f64 / window_ns as f64;
@@ -144,13 +201,73 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
     Ok(r)
 }
 
-fn sleep_until(t: u64) {
+/// Sleeps until `t`; with a stop flag, in slices of [`STOP_POLL`], returning false as soon as
+/// the flag is set (true: `t` was reached).
+fn wait_until(t: u64, stop: Option<&AtomicBool>) -> bool {
     loop {
+        if stop_requested(stop) {
+            return false;
+        }
         let now = now_ns();
         if now >= t {
-            return;
+            return true;
         }
-        std::thread::sleep(Duration::from_nanos(t - now));
+        let mut d = Duration::from_nanos(t - now);
+        if stop.is_some() {
+            d = d.min(STOP_POLL);
+        }
+        std::thread::sleep(d);
+    }
+}
+
+/// When responses completed inside the window, per bucket of window/[`GAP_BUCKETS`]: the
+/// first and last completion time in each. Merged over threads, consecutive non-empty buckets
+/// give every gap with no completion on any thread that spans a bucket boundary, exactly; a
+/// gap inside one bucket is shorter than the bucket.
+struct Gaps {
+    t_open: u64,
+    res: u64,
+    first: Vec<u64>,
+    last: Vec<u64>,
+}
+
+impl Gaps {
+    fn new(t_open: u64, window_ns: u64) -> Gaps {
+        Gaps {
+            t_open,
+            res: window_ns.div_ceil(GAP_BUCKETS as u64).max(1),
+            first: vec![u64::MAX; GAP_BUCKETS],
+            last: vec![0; GAP_BUCKETS],
+        }
+    }
+
+    #[inline]
+    fn record(&mut self, now: u64) {
+        let b = (((now - self.t_open) / self.res) as usize).min(GAP_BUCKETS - 1);
+        self.first[b] = self.first[b].min(now);
+        self.last[b] = self.last[b].max(now);
+    }
+
+    fn merge(&mut self, o: &Gaps) {
+        for b in 0..GAP_BUCKETS {
+            self.first[b] = self.first[b].min(o.first[b]);
+            self.last[b] = self.last[b].max(o.last[b]);
+        }
+    }
+
+    /// The longest span in [t_open, t_close) with no completion.
+    fn longest(&self, t_close: u64) -> u64 {
+        if t_close <= self.t_open {
+            return 0;
+        }
+        let (mut prev, mut longest) = (self.t_open, 0u64);
+        for b in 0..GAP_BUCKETS {
+            if self.first[b] != u64::MAX {
+                longest = longest.max(self.first[b].saturating_sub(prev));
+                prev = self.last[b];
+            }
+        }
+        longest.max(t_close.saturating_sub(prev))
     }
 }
 
@@ -168,19 +285,37 @@ struct Counts {
     write_errors: u64,
     mismatches: u64,
     timeouts: u64,
+    reconnects: u64,
+    warmup_errors: u64,
+    warmup_invalid: u64,
     live: u64,
     cpu_ns: u64,
-    first_error: Option<String>,
+    /// With the time it was seen, to pick the earliest over threads.
+    first_error: Option<(u64, String)>,
+    first_mismatch: Option<(u64, Mismatch)>,
     latency: Hist,
+    gaps: Option<Gaps>,
 }
 
 type ThreadOut = io::Result<Counts>;
 
-/// What was wrong with a complete response.
-#[derive(Clone, Copy)]
-enum Bad {
+/// What went wrong, for counting.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Connect,
+    Reset,
+    Io,
+    Timeout,
     Mismatch,
-    Fault(Fault),
+    Non2xx,
+    Malformed,
+}
+
+impl Kind {
+    /// A response that did not verify (not a socket error).
+    fn invalid(self) -> bool {
+        matches!(self, Kind::Mismatch | Kind::Non2xx | Kind::Malformed)
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -193,17 +328,31 @@ enum St {
     Dead,
 }
 
+/// A response judged before all of it arrived: the rest is discarded, then it completes.
+#[derive(Clone, Copy)]
+struct Done {
+    len: u64,
+    verdict: Verdict,
+    close: bool,
+}
+
 struct Conn {
     fd: Option<OwnedFd>,
     /// Index in this thread's connection table.
     idx: usize,
     /// Global connection id (carried in every message).
     id: u32,
+    /// Source address bound before connecting (see [`source_for`]).
+    source: Option<Ipv4Addr>,
     st: St,
     seq: u64,
     out: Vec<u8>,
     sent: usize,
     inb: Vec<u8>,
+    /// A response whose verdict is known and whose last `discard` bytes are still to be read
+    /// and dropped.
+    pending: Option<Done>,
+    discard: u64,
     /// Latency origin of the outstanding message: first send (closed) or due time (open).
     origin: u64,
     /// Open loop: when the next message is due.
@@ -211,6 +360,8 @@ struct Conn {
     timed_out: bool,
     /// Readable while still sending (a large message echoes before it is all sent).
     read_pending: bool,
+    /// Connecting again after a `Connection: close` response (live, not lost).
+    reconnecting: bool,
 }
 
 struct Loop<'a> {
@@ -221,6 +372,10 @@ struct Loop<'a> {
     /// Open loop: ns between two messages of one connection.
     interval: Option<u64>,
     due: BinaryHeap<Reverse<(u64, usize)>>,
+    ep: RawFd,
+    target: SocketAddr,
+    /// Where discarded response bytes land, READ_CHUNK bytes.
+    scratch: Vec<u8>,
 }
 
 fn worker(
@@ -241,6 +396,16 @@ fn worker(
     res
 }
 
+/// Registers `fd` with the loop's epoll, edge-triggered, for reading and writing.
+fn register(ep: RawFd, fd: &OwnedFd, idx: usize) -> io::Result<()> {
+    let mut ev = libc::epoll_event {
+        events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLET | libc::EPOLLRDHUP) as u32,
+        u64: idx as u64,
+    };
+    // SAFETY: valid epoll fd, socket fd and event.
+    cvt(unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd.as_raw_fd(), &mut ev) }).map(|_| ())
+}
+
 fn worker_inner(
     cfg: &Config,
     ex: &dyn Exchange,
@@ -258,11 +423,14 @@ fn worker_inner(
         ex,
         c: Counts::default(),
         t_open: 0,
-        t_close: 0,
+        t_close: u64::MAX,
         interval: cfg
             .rate
             .map(|r| (cfg.conns as f64 * 1e9 / r.max(1e-9)).max(1.0) as u64),
         due: BinaryHeap::new(),
+        ep: ep.as_raw_fd(),
+        target: cfg.target,
+        scratch: vec![0u8; READ_CHUNK],
     };
     let mut conns: Vec<Conn> = Vec::with_capacity(ids.len());
     for (k, id) in ids.clone().enumerate() {
@@ -270,27 +438,23 @@ fn worker_inner(
             fd: None,
             idx: k,
             id: id as u32,
+            source: source_for(cfg, id),
             st: St::Dead,
             seq: 0,
             out: Vec::new(),
             sent: 0,
             inb: Vec::new(),
+            pending: None,
+            discard: 0,
             origin: 0,
             due: 0,
             timed_out: false,
             read_pending: false,
+            reconnecting: false,
         };
-        match connect(cfg.target, source_for(cfg, id)) {
+        match connect(cfg.target, c.source) {
             Ok(fd) => {
-                let mut ev = libc::epoll_event {
-                    events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLET | libc::EPOLLRDHUP)
-                        as u32,
-                    u64: k as u64,
-                };
-                // SAFETY: valid epoll fd, socket fd and event.
-                cvt(unsafe {
-                    libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, fd.as_raw_fd(), &mut ev)
-                })?;
+                register(lp.ep, &fd, k)?;
                 c.fd = Some(fd);
                 c.st = St::Connecting;
             }
@@ -300,15 +464,16 @@ fn worker_inner(
     }
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS];
 
-    // Connect phase: wait for every pending connect to resolve, up to the connect timeout.
+    // Connect phase: wait for every pending connect to resolve, up to the connect timeout
+    // (or a stop).
     let deadline = now_ns() + cfg.connect_timeout.as_nanos() as u64;
     let mut pending = conns.iter().filter(|c| c.st == St::Connecting).count();
-    while pending > 0 {
+    while pending > 0 && !stop_requested(cfg.stop) {
         let now = now_ns();
         if now >= deadline {
             break;
         }
-        let n = wait(&ep, &mut events, deadline - now)?;
+        let n = wait(&ep, &mut events, (deadline - now).min(TICK_NS))?;
         for ev in &events[..n] {
             let c = &mut conns[ev.u64 as usize];
             if c.st != St::Connecting {
@@ -321,11 +486,18 @@ fn worker_inner(
             pending -= 1;
         }
     }
+    let stopped = stop_requested(cfg.stop);
     for c in conns.iter_mut().filter(|c| c.st == St::Connecting) {
-        lp.fail_connect(
-            c,
-            io::Error::new(io::ErrorKind::TimedOut, "connect timed out"),
-        );
+        if stopped {
+            // Interrupted while connecting: not a connect error.
+            c.st = St::Dead;
+            c.fd = None;
+        } else {
+            lp.fail_connect(
+                c,
+                io::Error::new(io::ErrorKind::TimedOut, "connect timed out"),
+            );
+        }
     }
 
     shared.barrier.wait();
@@ -334,6 +506,7 @@ fn worker_inner(
     let t_start = shared.t_start.load(Ordering::SeqCst);
     lp.t_open = shared.t_open.load(Ordering::SeqCst);
     lp.t_close = shared.t_close.load(Ordering::SeqCst);
+    lp.c.gaps = Some(Gaps::new(lp.t_open, lp.t_close - lp.t_open));
 
     // Traffic: closed loop sends now; open loop schedules message 0 of connection `id` at
     // t_start + id/rate, so the whole schedule is evenly spread.
@@ -349,7 +522,9 @@ fn worker_inner(
     let mut cpu0: Option<u64> = None;
     let mut next_tick = t_start + TICK_NS;
     let msg_timeout = cfg.msg_timeout.as_nanos() as u64;
+    let connect_timeout = cfg.connect_timeout.as_nanos() as u64;
     loop {
+        lp.t_close = lp.t_close.min(shared.stop_at.load(Ordering::Relaxed));
         let mut now = now_ns();
         if cpu0.is_none() && now >= lp.t_open {
             cpu0 = Some(cpu::this_thread().total_ns);
@@ -375,7 +550,13 @@ fn worker_inner(
                     && now.saturating_sub(c.origin) > msg_timeout
                 {
                     c.timed_out = true;
-                    lp.c.timeouts += 1;
+                    lp.count(Kind::Timeout, now);
+                } else if c.st == St::Connecting
+                    && c.reconnecting
+                    && now.saturating_sub(c.origin) > connect_timeout
+                {
+                    let e = io::Error::new(io::ErrorKind::TimedOut, "reconnect timed out");
+                    lp.fail_connect(c, e);
                 }
             }
         }
@@ -387,10 +568,16 @@ fn worker_inner(
             until = until.min(due);
         }
         let n = wait(&ep, &mut events, until.saturating_sub(now))?;
+        // A stop during the wait closes the window before these events are counted.
+        lp.t_close = lp.t_close.min(shared.stop_at.load(Ordering::Relaxed));
         for ev in &events[..n] {
             let c = &mut conns[ev.u64 as usize];
             let readable = ev.events & READABLE != 0;
             match c.st {
+                St::Connecting => {
+                    lp.connected(c);
+                    continue;
+                }
                 St::Sending if readable => c.read_pending = true,
                 // Write space came back while waiting for the echo: nothing to do, and a
                 // recv would only return EAGAIN.
@@ -404,47 +591,122 @@ fn worker_inner(
     lp.c.cpu_ns = end.saturating_sub(cpu0.unwrap_or(end));
     lp.c.live = conns
         .iter()
-        .filter(|c| !matches!(c.st, St::Dead | St::Connecting))
+        .filter(|c| match c.st {
+            St::Dead => false,
+            St::Connecting => c.reconnecting,
+            _ => true,
+        })
         .count() as u64;
     Ok(lp.c)
 }
 
 impl Loop<'_> {
-    fn fail_connect(&mut self, c: &mut Conn, e: io::Error) {
-        self.c.connect_errors += 1;
-        if self.c.first_error.is_none() {
-            self.c.first_error = Some(format!("connect: {e}"));
+    /// Counts one error of `kind` seen at `now`: in the window's counts, or in the warm-up's.
+    /// (Connects before the traffic starts have `t_open` 0: they count in the window's.)
+    fn count(&mut self, kind: Kind, now: u64) {
+        if now < self.t_open {
+            self.c.warmup_errors += 1;
+            if kind.invalid() {
+                self.c.warmup_invalid += 1;
+            }
+            return;
         }
+        let c = &mut self.c;
+        match kind {
+            Kind::Connect => c.connect_errors += 1,
+            Kind::Reset => c.resets += 1,
+            Kind::Io => c.io_errors += 1,
+            Kind::Timeout => c.timeouts += 1,
+            Kind::Mismatch => c.mismatches += 1,
+            Kind::Non2xx => c.non_2xx += 1,
+            Kind::Malformed => c.malformed += 1,
+        }
+    }
+
+    fn note_error(&mut self, now: u64, what: impl FnOnce() -> String) {
+        if self.c.first_error.is_none() {
+            self.c.first_error = Some((now, what()));
+        }
+    }
+
+    fn fail_connect(&mut self, c: &mut Conn, e: io::Error) {
+        let now = now_ns();
+        self.count(Kind::Connect, now);
+        self.note_error(now, || format!("connect: {e}"));
         c.st = St::Dead;
         c.fd = None;
+        c.reconnecting = false;
+    }
+
+    /// A connect under way resolved (the socket became writable or failed).
+    fn connected(&mut self, c: &mut Conn) {
+        match so_error(c.fd.as_ref().map_or(-1, |f| f.as_raw_fd())) {
+            Err(e) => self.fail_connect(c, e),
+            Ok(()) => {
+                c.reconnecting = false;
+                c.st = St::Idle;
+                let now = now_ns();
+                match self.interval {
+                    None => self.start(c, now),
+                    Some(_) if c.due <= now => self.start(c, c.due),
+                    Some(_) => self.due.push(Reverse((c.due, c.idx))),
+                }
+            }
+        }
+    }
+
+    /// The server closes after the response just counted: open the connection again.
+    fn reconnect(&mut self, c: &mut Conn) {
+        c.fd = None; // closing removes it from the epoll set
+        c.inb.clear();
+        c.pending = None;
+        c.discard = 0;
+        let now = now_ns();
+        if now >= self.t_open {
+            self.c.reconnects += 1;
+        }
+        match connect(self.target, c.source).and_then(|fd| {
+            register(self.ep, &fd, c.idx)?;
+            Ok(fd)
+        }) {
+            Ok(fd) => {
+                c.fd = Some(fd);
+                c.st = St::Connecting;
+                c.reconnecting = true;
+                c.origin = now; // for the connect timeout
+            }
+            Err(e) => self.fail_connect(c, e),
+        }
     }
 
     fn fail_io(&mut self, c: &mut Conn, e: Option<io::Error>, writing: bool) {
-        if writing {
-            self.c.write_errors += 1;
-        } else {
-            self.c.read_errors += 1;
-        }
-        match &e {
-            None => self.c.resets += 1, // EOF: the server closed it
+        let now = now_ns();
+        let kind = match &e {
+            None => Kind::Reset, // EOF: the server closed it
             Some(e)
                 if matches!(
                     e.raw_os_error(),
                     Some(libc::ECONNRESET | libc::EPIPE | libc::ECONNABORTED)
                 ) =>
             {
-                self.c.resets += 1
+                Kind::Reset
             }
-            Some(_) => self.c.io_errors += 1,
+            Some(_) => Kind::Io,
+        };
+        if now >= self.t_open {
+            if writing {
+                self.c.write_errors += 1;
+            } else {
+                self.c.read_errors += 1;
+            }
         }
-        if self.c.first_error.is_none() {
-            self.c.first_error = Some(match e {
-                None => "connection closed by the server".into(),
-                Some(e) => format!("socket: {e}"),
-            });
-        }
+        self.count(kind, now);
+        self.note_error(now, || match e {
+            None => "connection closed by the server".into(),
+            Some(e) => format!("socket: {e}"),
+        });
         c.st = St::Dead;
-        c.fd = None; // closing removes it from the epoll set
+        c.fd = None;
     }
 
     /// Starts the connection's next message with latency measured from `origin`.
@@ -492,103 +754,168 @@ impl Loop<'_> {
                         }
                     }
                 }
+                St::Receiving if c.pending.is_some() => {
+                    if c.discard == 0 {
+                        let d = c.pending.take().expect("pending response");
+                        self.complete(c, d);
+                        if c.st != St::Sending {
+                            return;
+                        }
+                        continue;
+                    }
+                    let want = c.discard.min(READ_CHUNK as u64) as usize;
+                    // SAFETY: scratch holds READ_CHUNK >= want writable bytes.
+                    let r = unsafe { libc::recv(fd, self.scratch.as_mut_ptr().cast(), want, 0) };
+                    match self.received(c, r) {
+                        Some(n) => c.discard -= n as u64,
+                        None => return,
+                    }
+                }
                 St::Receiving => {
                     let need = match self.ex.response(&c.out, &c.inb) {
-                        Response::NeedMore(n) => n,
-                        Response::Complete { len, valid } => {
-                            self.complete(c, len, if valid { None } else { Some(Bad::Mismatch) });
+                        // Our own message size bounds what an echo holds; nothing a peer
+                        // announces is reserved beyond READ_CHUNK at a time.
+                        Response::NeedMore(n) => n.min(READ_CHUNK.max(c.out.len())),
+                        Response::Complete {
+                            len,
+                            verdict,
+                            close,
+                        } => {
+                            let d = Done {
+                                len,
+                                verdict,
+                                close,
+                            };
+                            if matches!(verdict, Verdict::Fault(_)) && self.c.first_error.is_none()
+                            {
+                                let head = describe(&c.inb);
+                                self.note_error(now_ns(), || format!("error response: {head}"));
+                            }
+                            let held = c.inb.len() as u64;
+                            if len > held {
+                                // Judged from what is held: drop the rest as it arrives.
+                                c.discard = len - held;
+                                c.inb.clear();
+                                c.pending = Some(d);
+                                continue;
+                            }
+                            self.complete(c, d);
                             if c.st != St::Sending {
                                 return;
                             }
                             continue;
                         }
-                        Response::Failed { len, kind } => {
-                            self.complete(c, len, Some(Bad::Fault(kind)));
-                            if c.st != St::Sending {
-                                return;
-                            }
-                            continue;
-                        }
-                        Response::Unreadable => return self.fail_unreadable(c),
+                        Response::Unreadable(why) => return self.fail_unreadable(c, why),
                     };
                     let have = c.inb.len();
                     c.inb.reserve(need);
                     // SAFETY: `need` bytes of spare capacity were reserved just above.
                     let r = unsafe { libc::recv(fd, c.inb.as_mut_ptr().add(have).cast(), need, 0) };
-                    if r < 0 {
-                        let e = io::Error::last_os_error();
-                        match e.kind() {
-                            io::ErrorKind::WouldBlock => return,
-                            io::ErrorKind::Interrupted => continue,
-                            _ => return self.fail_io(c, Some(e), false),
-                        }
+                    match self.received(c, r) {
+                        // SAFETY: the kernel initialized `n` bytes after `have`.
+                        Some(n) => unsafe { c.inb.set_len(have + n) },
+                        None => return,
                     }
-                    if r == 0 {
-                        return self.fail_io(c, None, false);
-                    }
-                    // SAFETY: the kernel initialized `r` bytes after `have`.
-                    unsafe { c.inb.set_len(have + r as usize) };
                 }
                 St::Idle | St::Connecting | St::Dead => return,
             }
         }
     }
 
+    /// A recv's result: the bytes received, or `None` when the connection must wait (or
+    /// failed, which is counted and closes it). EINTR comes back as 0 bytes.
+    fn received(&mut self, c: &mut Conn, r: isize) -> Option<usize> {
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock => None,
+                io::ErrorKind::Interrupted => Some(0),
+                _ => {
+                    self.fail_io(c, Some(e), false);
+                    None
+                }
+            };
+        }
+        if r == 0 {
+            self.fail_io(c, None, false);
+            return None;
+        }
+        Some(r as usize)
+    }
+
     /// A response that cannot be read: count it, close the connection (where the next
     /// response would start is unknown).
-    fn fail_unreadable(&mut self, c: &mut Conn) {
-        if now_ns() < self.t_close {
-            self.c.malformed += 1;
-        }
-        if self.c.first_error.is_none() {
-            let head = &c.inb[..c.inb.len().min(80)];
-            self.c.first_error = Some(format!(
-                "malformed response: {:?}",
-                String::from_utf8_lossy(head)
-            ));
-        }
+    fn fail_unreadable(&mut self, c: &mut Conn, why: &str) {
+        let now = now_ns();
+        self.count(Kind::Malformed, now);
+        let head = describe(&c.inb);
+        self.note_error(now, || format!("malformed response ({why}): {head}"));
         c.st = St::Dead;
         c.fd = None;
     }
 
-    /// Counts an invalid response by kind (whole run: never hidden, even in the warm-up).
-    fn count_bad(&mut self, bad: Bad) {
-        match bad {
-            Bad::Mismatch => self.c.mismatches += 1,
-            Bad::Fault(Fault::Non2xx) => self.c.non_2xx += 1,
-            Bad::Fault(Fault::Malformed) => self.c.malformed += 1,
-        }
-    }
-
-    /// A whole response arrived: count it, then start or schedule the next message.
-    fn complete(&mut self, c: &mut Conn, len: usize, bad: Option<Bad>) {
+    /// A whole response arrived: count it (an op when valid and inside the window), then
+    /// start or schedule the next message, or reconnect when the server closes.
+    fn complete(&mut self, c: &mut Conn, d: Done) {
         let now = now_ns();
-        if now >= self.t_open && now < self.t_close {
-            self.c.msgs += 1;
-            self.c.bytes += c.out.len() as u64;
-            self.c.rx_bytes += len as u64;
-            self.c.latency.record(now.saturating_sub(c.origin));
-            if let Some(b) = bad {
-                self.count_bad(b);
-            }
-        } else if let (Some(b), true) = (bad, now < self.t_open) {
-            self.count_bad(b);
-        }
-        c.inb.drain(..len);
-        c.seq += 1;
-        c.st = St::Idle;
-        match self.interval {
-            None => self.start(c, now),
-            Some(iv) => {
-                c.due += iv;
-                if c.due <= now {
-                    self.start(c, c.due);
-                } else {
-                    self.due.push(Reverse((c.due, c.idx)));
+        let in_window = now >= self.t_open && now < self.t_close;
+        match d.verdict {
+            Verdict::Valid if in_window => {
+                self.c.msgs += 1;
+                self.c.bytes += c.out.len() as u64;
+                self.c.rx_bytes += d.len;
+                self.c.latency.record(now.saturating_sub(c.origin));
+                if let Some(g) = self.c.gaps.as_mut() {
+                    g.record(now);
                 }
             }
+            Verdict::Valid => {}
+            Verdict::Mismatch { at } => {
+                self.note_error(now, || {
+                    format!(
+                        "mismatched response to message {} on connection {} (first wrong byte {at})",
+                        c.seq, c.id
+                    )
+                });
+                if self.c.first_mismatch.is_none() {
+                    self.c.first_mismatch = Some((
+                        now,
+                        Mismatch {
+                            conn: c.id,
+                            msg: c.seq,
+                            offset: at,
+                            in_warmup: now < self.t_open,
+                        },
+                    ));
+                }
+                self.count(Kind::Mismatch, now);
+            }
+            Verdict::Fault(Fault::Non2xx) => self.count(Kind::Non2xx, now),
+            Verdict::Fault(Fault::Malformed) => self.count(Kind::Malformed, now),
+        }
+        let held = (d.len.min(c.inb.len() as u64)) as usize;
+        c.inb.drain(..held);
+        c.seq += 1;
+        c.st = St::Idle;
+        if let Some(iv) = self.interval {
+            c.due += iv;
+        }
+        if d.close {
+            return self.reconnect(c);
+        }
+        match self.interval {
+            None => self.start(c, now),
+            Some(_) if c.due <= now => self.start(c, c.due),
+            Some(_) => self.due.push(Reverse((c.due, c.idx))),
         }
     }
+}
+
+/// The start of a response, for a message: its first line, at most 80 bytes.
+fn describe(b: &[u8]) -> String {
+    let line = b.split(|&x| x == b'\n').next().unwrap_or(b"");
+    let line = &line[..line.len().min(80)];
+    format!("{:?}", String::from_utf8_lossy(line).trim_end())
 }
 
 fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {

@@ -5,18 +5,28 @@
 //! the body delimited by Content-Length (or chunked transfer coding, decoded), and the body
 //! length compared with the expected one when given. Verdicts:
 //! - 2xx with the expected body length: valid;
-//! - 2xx with another body length: `Complete { valid: false }` (a mismatch: wrong content);
-//! - any other status: `Failed { kind: Non2xx }`;
+//! - 2xx with another body length: a mismatch (wrong content), at the first byte past the
+//!   shorter of the two bodies;
+//! - any other status: `Fault::Non2xx`;
 //! - a head or framing that cannot be parsed, or a length that cannot be known (no
 //!   Content-Length and not chunked, conflicting lengths, a head over
-//!   [`MAX_RESPONSE_HEAD_BYTES`]): `Unreadable`; the engine counts it as malformed and closes
+//!   [`MAX_RESPONSE_HEAD_BYTES`] or with more than [`MAX_RESPONSE_HEADERS`] fields, a
+//!   Content-Length over [`MAX_RESPONSE_BODY_BYTES`], a chunked body over
+//!   [`MAX_CHUNKED_BODY_BYTES`]): `Unreadable`; the engine counts it as malformed and closes
 //!   the connection, since where the next response starts is unknown.
+//!
+//! No length a server sends becomes an allocation: a Content-Length body is judged from the
+//! head alone and the engine reads and discards it in bounded pieces (`load::READ_CHUNK`);
+//! only a head (at most [`MAX_RESPONSE_HEAD_BYTES`]) and a chunked body (at most
+//! [`MAX_CHUNKED_BODY_BYTES`], decoded in place) are held.
 //!
 //! `NeedMore` asks for up to [`HEAD_READ_BYTES`] while the head is incomplete (one request is
 //! outstanding per connection, so nothing past this response can arrive), and never for more
-//! than the rest of the response once its length is known.
+//! than the rest of the response once its length is known. A response that says the server
+//! closes after it (`Connection: close`, or HTTP/1.0 without `keep-alive`) is counted, and the
+//! engine reconnects.
 
-use super::{Exchange, Fault, Response};
+use super::{Exchange, Fault, Response, Verdict};
 use std::mem::MaybeUninit;
 
 /// The largest response head accepted, bytes.
@@ -25,6 +35,14 @@ pub const MAX_RESPONSE_HEAD_BYTES: usize = 64 * 1024;
 pub const HEAD_READ_BYTES: usize = 16 * 1024;
 /// Header fields parsed per response, at most (more: unreadable).
 pub const MAX_RESPONSE_HEADERS: usize = 64;
+/// The largest Content-Length accepted, bytes (1 GiB; more: malformed). Such a body is never
+/// held: it is read and discarded in pieces.
+pub const MAX_RESPONSE_BODY_BYTES: u64 = 1 << 30;
+/// The largest chunked body accepted, bytes on the wire (1 MiB; more: malformed). A chunked
+/// body is held until its end to be decoded, so this bounds what one connection holds.
+pub const MAX_CHUNKED_BODY_BYTES: usize = 1 << 20;
+/// Trailer fields after a chunked body, at most.
+const MAX_TRAILERS: usize = 16;
 
 /// `GET {path} HTTP/1.1` with `Host: {host}`, keep-alive.
 #[derive(Clone, Debug)]
@@ -60,71 +78,86 @@ impl Exchange for HttpGet {
         {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) if got.len() >= MAX_RESPONSE_HEAD_BYTES => {
-                return Response::Unreadable
+                return Response::Unreadable("head over 64 KiB")
             }
             Ok(httparse::Status::Partial) => {
                 return Response::NeedMore(HEAD_READ_BYTES.min(MAX_RESPONSE_HEAD_BYTES - got.len()))
             }
-            Err(_) => return Response::Unreadable,
+            Err(httparse::Error::TooManyHeaders) => {
+                return Response::Unreadable("more than 64 header fields")
+            }
+            Err(_) => return Response::Unreadable("head does not parse"),
         };
         if head > MAX_RESPONSE_HEAD_BYTES {
-            return Response::Unreadable;
+            return Response::Unreadable("head over 64 KiB");
         }
         let code = r.code.unwrap_or(0);
         let mut framing: Option<Framing> = None;
+        let (mut close, mut keep_alive) = (false, false);
         for h in r.headers.iter() {
             let name = h.name.as_bytes();
             if name.eq_ignore_ascii_case(b"content-length") {
                 let Some(n) = content_length(h.value) else {
-                    return Response::Unreadable;
+                    return Response::Unreadable("Content-Length is not a number");
                 };
                 match framing {
                     None => framing = Some(Framing::Length(n)),
                     Some(Framing::Length(m)) if m == n => {}
-                    _ => return Response::Unreadable, // conflicting lengths
+                    Some(Framing::Length(_)) => {
+                        return Response::Unreadable("conflicting Content-Length values")
+                    }
+                    Some(Framing::Chunked) => {} // chunked wins (RFC 9112 6.3)
                 }
             } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
                 let last = h.value.rsplit(|&b| b == b',').next().unwrap_or(b"");
                 if !last.trim_ascii().eq_ignore_ascii_case(b"chunked") {
-                    return Response::Unreadable;
+                    return Response::Unreadable("Transfer-Encoding other than chunked");
                 }
                 // Chunked wins over Content-Length (RFC 9112 6.3).
                 framing = Some(Framing::Chunked);
+            } else if name.eq_ignore_ascii_case(b"connection") {
+                for t in h.value.split(|&b| b == b',') {
+                    let t = t.trim_ascii();
+                    close |= t.eq_ignore_ascii_case(b"close");
+                    keep_alive |= t.eq_ignore_ascii_case(b"keep-alive");
+                }
             }
         }
+        // HTTP/1.0 closes unless it says keep-alive.
+        close |= r.version == Some(0) && !keep_alive;
         // 1xx, 204 and 304 have no body whatever the headers say.
         let bodiless = (100..200).contains(&code) || code == 204 || code == 304;
         let (len, body) = if bodiless {
-            (head, 0)
+            (head as u64, 0)
         } else {
             match framing {
-                Some(Framing::Length(n)) => {
-                    let Some(total) = usize::try_from(n).ok().and_then(|n| n.checked_add(head))
-                    else {
-                        return Response::Unreadable;
-                    };
-                    if got.len() < total {
-                        return Response::NeedMore(total - got.len());
-                    }
-                    (total, n as usize)
+                // Judged from the head: the body's bytes are read and discarded by the engine.
+                Some(Framing::Length(n)) if n > MAX_RESPONSE_BODY_BYTES => {
+                    return Response::Unreadable("Content-Length over the 1 GiB cap")
                 }
+                Some(Framing::Length(n)) => (head as u64 + n, n),
                 Some(Framing::Chunked) => match chunked(&got[head..]) {
-                    Chunked::Done { len, body } => (head + len, body),
+                    Chunked::Done { len, body } => ((head + len) as u64, body as u64),
                     Chunked::NeedMore(n) => return Response::NeedMore(n),
-                    Chunked::Bad => return Response::Unreadable,
+                    Chunked::Bad(why) => return Response::Unreadable(why),
                 },
-                None => return Response::Unreadable, // length unknowable on keep-alive
+                None => return Response::Unreadable("no Content-Length on a keep-alive response"),
             }
         };
-        if !(200..300).contains(&code) {
-            return Response::Failed {
-                len,
-                kind: Fault::Non2xx,
-            };
-        }
+        let verdict = if !(200..300).contains(&code) {
+            Verdict::Fault(Fault::Non2xx)
+        } else {
+            match self.expect_body_bytes {
+                Some(e) if e as u64 != body => Verdict::Mismatch {
+                    at: head as u64 + body.min(e as u64),
+                },
+                _ => Verdict::Valid,
+            }
+        };
         Response::Complete {
             len,
-            valid: self.expect_body_bytes.is_none_or(|e| e == body),
+            verdict,
+            close,
         }
     }
 }
@@ -145,57 +178,68 @@ enum Chunked {
         body: usize,
     },
     NeedMore(usize),
-    Bad,
+    Bad(&'static str),
 }
 
 /// The smallest end of a chunked body: `0\r\n\r\n`.
 const LAST_CHUNK_MIN: usize = 5;
 
-/// Walks a chunked body from its start; asks only for bytes that must still come.
+/// Walks a chunked body from its start; asks only for bytes that must still come, and never
+/// for a body past [`MAX_CHUNKED_BODY_BYTES`].
 fn chunked(b: &[u8]) -> Chunked {
+    const OVER: Chunked = Chunked::Bad("chunked body over the 1 MiB cap");
     let (mut pos, mut body) = (0usize, 0usize);
     loop {
         let rest = &b[pos..];
         match httparse::parse_chunk_size(rest) {
-            Err(_) => return Chunked::Bad,
+            Err(_) => return Chunked::Bad("bad chunk size line"),
             Ok(httparse::Status::Partial) => {
                 // A size line of 4 KiB is not a size line.
                 if rest.len() > 4096 {
-                    return Chunked::Bad;
+                    return Chunked::Bad("chunk size line over 4 KiB");
+                }
+                if pos + rest.len() >= MAX_CHUNKED_BODY_BYTES {
+                    return OVER;
                 }
                 return Chunked::NeedMore(if rest.is_empty() { LAST_CHUNK_MIN } else { 1 });
             }
             Ok(httparse::Status::Complete((line, 0))) => {
                 // Trailer section: header lines, then an empty line.
                 let after = &rest[line..];
-                let mut tr = [httparse::EMPTY_HEADER; 16];
+                let mut tr = [httparse::EMPTY_HEADER; MAX_TRAILERS];
                 return match httparse::parse_headers(after, &mut tr) {
                     Ok(httparse::Status::Complete((n, _))) => Chunked::Done {
                         len: pos + line + n,
                         body,
                     },
-                    Ok(httparse::Status::Partial) if after.len() > MAX_RESPONSE_HEAD_BYTES => {
-                        Chunked::Bad
+                    Ok(httparse::Status::Partial)
+                        if pos + line + after.len() >= MAX_CHUNKED_BODY_BYTES =>
+                    {
+                        OVER
                     }
                     Ok(httparse::Status::Partial) => {
                         Chunked::NeedMore(if after.is_empty() { 2 } else { 1 })
                     }
-                    Err(_) => Chunked::Bad,
+                    Err(_) => Chunked::Bad("bad chunked trailer"),
                 };
             }
             Ok(httparse::Status::Complete((line, size))) => {
-                let Some(size) = usize::try_from(size).ok().filter(|&s| s <= 1 << 40) else {
-                    return Chunked::Bad;
+                // Data, its CRLF and at least the last chunk must fit under the cap.
+                let Some(end) = usize::try_from(size)
+                    .ok()
+                    .and_then(|s| (line + 2).checked_add(s))
+                    .filter(|&e| pos + e + LAST_CHUNK_MIN <= MAX_CHUNKED_BODY_BYTES)
+                else {
+                    return OVER;
                 };
-                let end = line + size + 2; // data and its CRLF
                 if rest.len() < end {
                     return Chunked::NeedMore(end - rest.len() + LAST_CHUNK_MIN);
                 }
-                if &rest[line + size..end] != b"\r\n" {
-                    return Chunked::Bad;
+                if &rest[end - 2..end] != b"\r\n" {
+                    return Chunked::Bad("chunk data not followed by CRLF");
                 }
                 pos += end;
-                body += size;
+                body += end - line - 2;
             }
         }
     }
@@ -215,21 +259,44 @@ mod tests {
 
     const OK: &[u8] = b"HTTP/1.1 200 OK\r\nServer: ringside\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nHello, World!";
 
+    fn done(len: usize, verdict: Verdict) -> Response {
+        Response::Complete {
+            len: len as u64,
+            verdict,
+            close: false,
+        }
+    }
+
     /// Feeds `resp` the way the engine does: read at most what NeedMore asks for, in pieces
-    /// of at most `piece` bytes; returns the verdict and the bytes consumed.
+    /// of at most `piece` bytes, and once complete the rest of `len` (discarded); returns the
+    /// verdict and the bytes the response spans on the wire. Asserts what the engine relies on:
+    /// never `NeedMore(0)`, never more held than a head and a chunked body at their caps.
     fn drive(g: &HttpGet, wire: &[u8], piece: usize) -> (Response, usize) {
         let mut got = Vec::new();
         loop {
-            match g.response(b"", &got) {
+            let r = g.response(b"", &got);
+            match r {
                 Response::NeedMore(n) => {
                     assert!(n > 0, "NeedMore(0) would stall");
+                    assert!(
+                        got.len() + n <= MAX_RESPONSE_HEAD_BYTES + MAX_CHUNKED_BODY_BYTES,
+                        "asks to hold {} + {n}",
+                        got.len()
+                    );
                     let k = n.min(piece).min(wire.len() - got.len());
                     if k == 0 {
-                        return (Response::NeedMore(n), got.len());
+                        return (r, got.len());
                     }
                     got.extend_from_slice(&wire[got.len()..got.len() + k]);
                 }
-                other => return (other, got.len()),
+                Response::Complete { len, .. } => {
+                    assert!(len > 0, "an empty response would never end");
+                    return (r, (len as usize).min(wire.len()));
+                }
+                Response::Unreadable(why) => {
+                    assert!(!why.is_empty());
+                    return (r, got.len());
+                }
             }
         }
     }
@@ -249,41 +316,41 @@ mod tests {
         wire.extend_from_slice(OK);
         for piece in [1, 2, 7, 50, 1 << 20] {
             let (r, used) = drive(&g, &wire, piece);
-            assert_eq!(
-                r,
-                Response::Complete {
-                    len: OK.len(),
-                    valid: true
-                },
-                "piece {piece}"
-            );
-            if piece == 1 {
-                assert_eq!(used, OK.len(), "never past the end once the head is known");
-            }
+            assert_eq!(r, done(OK.len(), Verdict::Valid), "piece {piece}");
+            assert_eq!(used, OK.len(), "piece {piece}");
         }
-        // Whatever the first read took, once the head is parsed no more is asked than the rest.
+        // Judged from the head: the body's bytes are not needed for the verdict.
+        let head = OK.len() - 13;
         for cut in 0..OK.len() {
             match g.response(b"", &OK[..cut]) {
-                Response::NeedMore(n) if cut >= OK.len() - 13 => assert_eq!(n, OK.len() - cut),
-                Response::NeedMore(n) => assert!(n > 0),
-                r => panic!("cut {cut}: {r:?}"),
+                Response::NeedMore(n) => assert!(n > 0 && cut < head, "cut {cut}"),
+                r => {
+                    assert!(cut >= head, "cut {cut}");
+                    assert_eq!(r, done(OK.len(), Verdict::Valid), "cut {cut}");
+                }
             }
         }
-        // The wrong body length is a mismatch; no expectation accepts any length.
+        // The wrong body length is a mismatch at the first byte past the shorter body; no
+        // expectation accepts any length.
         assert_eq!(
             get(Some(12)).response(b"", OK),
-            Response::Complete {
-                len: OK.len(),
-                valid: false
-            }
+            done(
+                OK.len(),
+                Verdict::Mismatch {
+                    at: head as u64 + 12
+                }
+            )
         );
         assert_eq!(
-            get(None).response(b"", OK),
-            Response::Complete {
-                len: OK.len(),
-                valid: true
-            }
+            get(Some(20)).response(b"", OK),
+            done(
+                OK.len(),
+                Verdict::Mismatch {
+                    at: head as u64 + 13
+                }
+            )
         );
+        assert_eq!(get(None).response(b"", OK), done(OK.len(), Verdict::Valid));
     }
 
     #[test]
@@ -294,13 +361,45 @@ mod tests {
             b"HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n",
             b"HTTP/1.1 304 Not Modified\r\nContent-Length: 99\r\n\r\n",
         ] {
-            let len = wire.len();
             assert_eq!(
                 g.response(b"", wire),
-                Response::Failed {
-                    len,
-                    kind: Fault::Non2xx
-                }
+                done(wire.len(), Verdict::Fault(Fault::Non2xx))
+            );
+        }
+    }
+
+    #[test]
+    fn connection_close_and_http_1_0_say_the_server_closes() {
+        let g = get(None);
+        for (wire, close) in [
+            (
+                &b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"[..],
+                true,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nConnection: Upgrade, CLOSE\r\nContent-Length: 0\r\n\r\n",
+                true,
+            ),
+            (b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", true),
+            (
+                b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\r\n",
+                false,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\r\n",
+                false,
+            ),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false),
+        ] {
+            assert_eq!(
+                g.response(b"", wire),
+                Response::Complete {
+                    len: wire.len() as u64,
+                    verdict: Verdict::Valid,
+                    close
+                },
+                "{:?}",
+                String::from_utf8_lossy(wire)
             );
         }
     }
@@ -313,23 +412,113 @@ mod tests {
             v.resize(MAX_RESPONSE_HEAD_BYTES + 10, b'a');
             v
         };
-        for wire in [
-            &b"garbage\r\n\r\n"[..],
-            b"HTTP/1.1 200 OK\r\n\r\n", // no length on keep-alive
-            b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
-            b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabXX",
-            b"HTTP/2 200\r\n\r\n",
-            &big_head,
+        let many_fields = {
+            let mut v = b"HTTP/1.1 200 OK\r\n".to_vec();
+            for i in 0..=MAX_RESPONSE_HEADERS {
+                v.extend_from_slice(format!("X-{i}: y\r\n").as_bytes());
+            }
+            v.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+            v
+        };
+        for (wire, why) in [
+            (&b"garbage\r\n\r\n"[..], "does not parse"),
+            (b"HTTP/1.1 200 OK\r\n\r\n", "no Content-Length"),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
+                "not a number",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+                "conflicting",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+                "Transfer-Encoding",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                "chunk size",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabXX",
+                "CRLF",
+            ),
+            (b"HTTP/2 200\r\n\r\n", "does not parse"),
+            (&big_head, "64 KiB"),
+            (&many_fields, "header fields"),
+            // Lengths a server may not make us hold or wait for.
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\nabc",
+                "Content-Length over",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 1073741825\r\n\r\n",
+                "Content-Length over",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFF\r\nabc",
+                "chunked body over",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFF\r\n",
+                "chunked body over",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n100000\r\n",
+                "chunked body over",
+            ),
         ] {
+            match drive(&g, wire, 1 << 20).0 {
+                Response::Unreadable(w) => assert!(
+                    w.contains(why),
+                    "{w} for {:?}",
+                    String::from_utf8_lossy(&wire[..wire.len().min(80)])
+                ),
+                r => panic!(
+                    "{r:?} for {:?}",
+                    String::from_utf8_lossy(&wire[..wire.len().min(80)])
+                ),
+            }
+        }
+        // At the caps: accepted.
+        let at_cap =
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {MAX_RESPONSE_BODY_BYTES}\r\n\r\n");
+        assert!(matches!(
+            g.response(b"", at_cap.as_bytes()),
+            Response::Complete { len, verdict: Verdict::Valid, .. }
+                if len == at_cap.len() as u64 + MAX_RESPONSE_BODY_BYTES
+        ));
+    }
+
+    /// Chunked bodies up to the cap decode; one chunk past it is refused, however it is split.
+    #[test]
+    fn a_chunked_body_at_the_cap_decodes_and_past_it_is_malformed() {
+        let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let wire_of = |size: usize| {
+            let mut v = head.to_vec();
+            v.extend_from_slice(format!("{size:x}\r\n").as_bytes());
+            v.resize(v.len() + size, b'z');
+            v.extend_from_slice(b"\r\n0\r\n\r\n");
+            v
+        };
+        // size line + data + CRLF + last chunk = the cap exactly.
+        let wire_len = |size: usize| format!("{size:x}\r\n").len() + size + 2 + LAST_CHUNK_MIN;
+        let fits = (0..MAX_CHUNKED_BODY_BYTES)
+            .rev()
+            .find(|&s| wire_len(s) <= MAX_CHUNKED_BODY_BYTES)
+            .unwrap();
+        let w = wire_of(fits);
+        assert_eq!(w.len() - head.len(), MAX_CHUNKED_BODY_BYTES);
+        for piece in [4096, 1 << 20] {
             assert_eq!(
-                drive(&g, wire, 1 << 20).0,
-                Response::Unreadable,
-                "{:?}",
-                String::from_utf8_lossy(&wire[..wire.len().min(80)])
+                drive(&get(Some(fits)), &w, piece),
+                (done(w.len(), Verdict::Valid), w.len())
             );
+            let w = wire_of(fits + 1);
+            assert!(matches!(
+                drive(&get(None), &w, piece).0,
+                Response::Unreadable(_)
+            ));
         }
     }
 
@@ -341,34 +530,15 @@ mod tests {
         two.extend_from_slice(OK);
         for piece in [1, 3, 1 << 20] {
             let (r, used) = drive(&g, &two, piece);
-            assert_eq!(
-                r,
-                Response::Complete {
-                    len: wire.len(),
-                    valid: true
-                },
-                "piece {piece}"
-            );
-            if piece == 1 {
-                assert_eq!(
-                    used,
-                    wire.len(),
-                    "never past the end once the head is known"
-                );
-            }
+            assert_eq!(r, done(wire.len(), Verdict::Valid), "piece {piece}");
+            assert_eq!(used, wire.len(), "never past the end");
         }
         let plain = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
         let mut two = plain.to_vec();
         two.extend_from_slice(OK);
         assert_eq!(
             drive(&get(Some(0)), &two, 1),
-            (
-                Response::Complete {
-                    len: plain.len(),
-                    valid: true
-                },
-                plain.len()
-            )
+            (done(plain.len(), Verdict::Valid), plain.len())
         );
     }
 
@@ -378,10 +548,55 @@ mod tests {
         let g = get(Some(1000));
         assert_eq!(
             drive(&g, h.response(), 1 << 20).0,
-            Response::Complete {
-                len: h.response_bytes(),
-                valid: true
-            }
+            done(h.response_bytes(), Verdict::Valid)
         );
+    }
+
+    /// Fuzz-style bound test (the cargo-fuzz target `http_response` checks the same on
+    /// libFuzzer's inputs): seeds of every shape, mutated byte by byte with a fixed-seed
+    /// generator, read in random pieces. Whatever the bytes: no panic, never `NeedMore(0)`,
+    /// never more held than a head and a chunked body at their caps, and the verdict on
+    /// exactly the response's own bytes the one given.
+    #[test]
+    fn mutated_responses_never_ask_to_hold_more_than_the_caps() {
+        let seeds: [&[u8]; 5] = [
+            OK,
+            b"HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\nConnection: close\r\n\r\nnop",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nHello\r\n8;x=1\r\n, World!\r\n0\r\nT: x\r\n\r\n",
+            b"HTTP/1.0 200 OK\r\nContent-Length: 99999999999\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFF\r\n",
+        ];
+        let alphabet = b"0123456789abcdefABCDEF:;\r\n \tHTTP/1.chunkedContent-Length";
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..20_000 {
+            let mut wire = seeds[round % seeds.len()].to_vec();
+            for _ in 0..1 + rnd() % 4 {
+                let at = (rnd() as usize) % (wire.len() + 1);
+                match rnd() % 3 {
+                    0 if at < wire.len() => wire[at] = alphabet[rnd() as usize % alphabet.len()],
+                    1 => wire.insert(at, alphabet[rnd() as usize % alphabet.len()]),
+                    _ if at < wire.len() => {
+                        wire.remove(at);
+                    }
+                    _ => {}
+                }
+            }
+            let expect = (rnd() % 2 == 0).then_some(13);
+            let piece = 1 + rnd() as usize % 64;
+            let g = get(expect);
+            let (r, _) = drive(&g, &wire, piece);
+            if let Response::Complete { len, .. } = r {
+                // The verdict on exactly its own bytes is the one given.
+                if len as usize <= wire.len() {
+                    assert_eq!(g.response(b"", &wire[..len as usize]), r, "{wire:?}");
+                }
+            }
+        }
     }
 }

@@ -13,10 +13,15 @@
 //!
 //! Every response is checked by the protocol's [`Exchange`] (the echo one compares every byte
 //! with what the connection sent, and each message carries its connection id and sequence
-//! number, so bytes from another connection or a stale message are mismatches). Only messages
-//! that complete inside the measured window (after the warm-up) are counted. The threads' own
-//! CPU over that window is read from their CPU-time clocks (exact) and `client_bound` is set
-//! when it shows the client was saturated (see [`CLIENT_BOUND_FRACTION`]).
+//! number, so bytes from another connection or a stale message are mismatches). A message is
+//! an op only when its response verified and completed inside the measured window (after the
+//! warm-up); errors of every kind are counted over that same window, the warm-up's apart, and
+//! [`Report::unverified`] says why a run whose responses did not all verify is a failure.
+//! No length a peer announces is allocated (see [`READ_CHUNK`]). A `Connection: close`
+//! response is counted and its connection reopened. [`Config::stop`] ends a run early with
+//! the window closed where it stopped. The threads' own CPU over the window is read from
+//! their CPU-time clocks (exact) and `client_bound` is set when it shows the client was
+//! saturated (see [`CLIENT_BOUND_FRACTION`]).
 
 pub mod echo;
 mod engine;
@@ -27,6 +32,7 @@ pub use engine::run;
 use crate::measure::Hist;
 use serde::Serialize;
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 /// Connections per loopback source address: beyond this many, connections bind
@@ -53,20 +59,44 @@ pub trait Exchange: Sync {
     fn response(&self, sent: &[u8], got: &[u8]) -> Response;
 }
 
+/// Bytes one receive asks for at most beyond a connection's own message size: whatever a
+/// peer announces, the engine's buffers grow only with bytes that actually arrived, at most
+/// this many at a time.
+pub const READ_CHUNK: usize = 64 * 1024;
+
 /// What a protocol makes of the bytes received so far.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Response {
     /// Not complete: at most this many more bytes are expected (the engine reads no more than
     /// that, so it never consumes bytes of a later message).
     NeedMore(usize),
-    /// Complete: the response is `len` bytes; `valid` says whether it was the right one (a
-    /// wrong one counts as a mismatch).
-    Complete { len: usize, valid: bool },
-    /// Complete, `len` bytes, but an error response of this kind (counted by kind).
-    Failed { len: usize, kind: Fault },
-    /// Cannot be read: malformed, and where it ends cannot be known. Counted as `malformed`;
-    /// the engine closes the connection (it is not reopened: `live_conns` shows the loss).
-    Unreadable,
+    /// The response is `len` bytes and its verdict is known. When `len` is more than was
+    /// received, the rest is content the verdict does not depend on (an HTTP body whose length
+    /// alone is checked): the engine reads it in pieces of at most [`READ_CHUNK`] and discards
+    /// it, and the response completes when its last byte has arrived.
+    Complete {
+        len: u64,
+        verdict: Verdict,
+        /// The server closes the connection after this response (HTTP `Connection: close`,
+        /// HTTP/1.0 without keep-alive): the engine counts it, then reconnects.
+        close: bool,
+    },
+    /// Cannot be read: malformed, and where it ends cannot be known (the reason says why).
+    /// Counted as `malformed`; the engine closes the connection (it is not reopened:
+    /// `live_conns` shows the loss).
+    Unreadable(&'static str),
+}
+
+/// Whether a complete response is the right one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The response expected: the message is one op.
+    Valid,
+    /// Not the response to the message sent (wrong bytes, another connection's, stale, wrong
+    /// length); `at` is the first byte offset in the response that differs from the expected.
+    Mismatch { at: u64 },
+    /// An error response of this kind.
+    Fault(Fault),
 }
 
 /// Why a complete response was an error (besides a mismatch).
@@ -76,6 +106,19 @@ pub enum Fault {
     Non2xx,
     /// Framed correctly but malformed otherwise.
     Malformed,
+}
+
+/// Where the first mismatch was seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Mismatch {
+    /// Connection id (0-based, as carried in echo messages).
+    pub conn: u32,
+    /// The message's sequence number on that connection (0-based).
+    pub msg: u64,
+    /// First byte offset in the response that differs from the expected one.
+    pub offset: u64,
+    /// Seen in the warm-up (not in the window's counts, still a failure).
+    pub in_warmup: bool,
 }
 
 /// One load run.
@@ -101,7 +144,13 @@ pub struct Config {
     /// Connections per loopback source address before the next one is used (see
     /// [`CONNS_PER_SOURCE`]; lower only to test the spreading).
     pub conns_per_source: usize,
+    /// Set (by a signal handler) to end the run early: the window closes when it is seen
+    /// (within [`STOP_WITHIN`]) and the report says `interrupted`.
+    pub stop: Option<&'static AtomicBool>,
 }
+
+/// How soon a set [`Config::stop`] ends the run, at most.
+pub const STOP_WITHIN: Duration = Duration::from_millis(100);
 
 impl Config {
     /// Closed loop, one thread, 1 s warm-up, default timeouts.
@@ -117,6 +166,7 @@ impl Config {
             connect_timeout: Duration::from_secs(10),
             msg_timeout: DEFAULT_MSG_TIMEOUT,
             conns_per_source: CONNS_PER_SOURCE,
+            stop: None,
         }
     }
 }
@@ -129,45 +179,66 @@ pub enum Edge {
     Close,
 }
 
-/// What a load run measured. Counts cover the measured window unless said otherwise.
+/// What a load run measured. Every count covers the measured window (after the warm-up), the
+/// same window for successes and errors, unless said otherwise; what went wrong in the
+/// warm-up is summed in `warmup_errors` / `warmup_invalid`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
     pub conns_requested: usize,
     pub threads: usize,
     /// Open-loop target rate, messages/s (`None`: closed loop).
     pub rate_per_sec: Option<f64>,
-    /// Measured window, ns.
+    /// Measured window, ns (shorter than asked when interrupted).
     pub window_ns: u64,
-    /// Messages whose full, valid or not, response arrived inside the window.
+    /// The run was stopped early ([`Config::stop`]): the counts cover the window up to then.
+    pub interrupted: bool,
+    /// Messages whose full and valid response arrived inside the window: the ops. A response
+    /// that does not verify (mismatch, non-2xx, malformed) is never one.
     pub msgs: u64,
     /// Payload bytes of those messages, one direction (each is sent and received once).
     pub bytes: u64,
     /// Bytes of those messages' responses as received (HTTP: headers included, as wrk's
     /// transfer/s counts them; echo: equal to `bytes`).
     pub rx_bytes: u64,
-    /// Connections that could not be established (refused, timed out, ...), whole run.
+    /// Connections that could not be established: at the start (before the warm-up), and on
+    /// reconnecting inside the window.
     pub connect_errors: u64,
-    /// Connections the server reset or closed (ECONNRESET, EPIPE, EOF), whole run.
+    /// Connections the server reset or closed (ECONNRESET, EPIPE, EOF).
     pub resets: u64,
-    /// Other socket errors, whole run.
+    /// Other socket errors.
     pub io_errors: u64,
-    /// Of `resets + io_errors`: those met receiving (EOF included), whole run.
+    /// Of `resets + io_errors`: those met receiving (EOF included).
     pub read_errors: u64,
-    /// Of `resets + io_errors`: those met sending, whole run.
+    /// Of `resets + io_errors`: those met sending.
     pub write_errors: u64,
-    /// Responses that were not the message sent (wrong bytes, another connection's, stale),
-    /// whole run: a wrong byte in the warm-up is never hidden.
+    /// Responses that were not the message sent (wrong bytes, another connection's, stale;
+    /// HTTP: a body of another length than expected).
     pub mismatches: u64,
-    /// Complete responses with a status outside 2xx (HTTP), whole run.
+    /// The first mismatch seen, warm-up included (`None`: none).
+    pub first_mismatch: Option<Mismatch>,
+    /// Complete responses with a status outside 2xx (HTTP).
     pub non_2xx: u64,
-    /// Responses that could not be parsed or framed (HTTP), whole run; each closed its
-    /// connection when its end could not be known.
+    /// Responses that could not be parsed or framed, or announced a length over the reader's
+    /// caps (HTTP); each closed its connection when its end could not be known.
     pub malformed: u64,
-    /// Messages outstanding longer than the message timeout, whole run.
+    /// Messages outstanding longer than the message timeout.
     pub timeouts: u64,
+    /// Connections closed by a valid `Connection: close` response and opened again (wrk's
+    /// behaviour); not errors.
+    pub reconnects: u64,
+    /// Errors of every kind in the warm-up (not in the counts above).
+    pub warmup_errors: u64,
+    /// Of `warmup_errors`: responses that did not verify (mismatch, non-2xx, malformed). A
+    /// server that answers wrongly only in the warm-up still fails the run.
+    pub warmup_invalid: u64,
     /// Connections still open and usable when the window closed.
     pub live_conns: u64,
-    /// The first connect or socket error seen, for the reader.
+    /// The longest time inside the window with no response completed on any connection, ns
+    /// (the whole window when none completed): a stall shorter than the message timeout shows
+    /// here. Exact to within window/[`GAP_BUCKETS`].
+    pub longest_gap_ns: u64,
+    /// The first error seen (connect, socket, or a response that did not verify, warm-up
+    /// included), for the reader.
     pub first_error: Option<String>,
     /// CPU of the load generator's threads over the window, ns (CPU-time clocks: exact).
     pub cpu_ns: u64,
@@ -179,10 +250,14 @@ pub struct Report {
     pub max_thread_fraction: f64,
     /// See [`CLIENT_BOUND_FRACTION`].
     pub client_bound: bool,
-    /// Per-message latency, ns.
+    /// Per-message latency, ns (valid responses in the window only).
     #[serde(skip)]
     pub latency: Hist,
 }
+
+/// The window is cut into this many buckets to find the longest gap with no completion over
+/// every thread (each thread marks the first and last completion in each bucket).
+pub const GAP_BUCKETS: usize = 4096;
 
 impl Report {
     pub fn msgs_per_sec(&self) -> f64 {
@@ -195,7 +270,7 @@ impl Report {
     pub fn rx_bytes_per_sec(&self) -> f64 {
         per_sec(self.rx_bytes, self.window_ns)
     }
-    /// Errors of every kind, whole run (connect, resets, other socket errors, mismatches,
+    /// Errors of every kind in the window (connect, resets, other socket errors, mismatches,
     /// non-2xx, malformed, timeouts).
     pub fn errors(&self) -> u64 {
         self.connect_errors
@@ -206,13 +281,52 @@ impl Report {
             + self.malformed
             + self.timeouts
     }
-    /// Latency at quantile q (0..=1), ns; 0 when no message completed.
-    pub fn latency_ns(&self, q: f64) -> u64 {
-        if self.latency.is_empty() {
-            0
-        } else {
-            self.latency.quantile(q)
+    /// Latency at quantile q (0..=1), ns; `None` when no message completed.
+    pub fn latency_ns(&self, q: f64) -> Option<u64> {
+        (!self.latency.is_empty()).then(|| self.latency.quantile(q))
+    }
+    /// Why the responses cannot be trusted, or `None` when every response received verified
+    /// (window and warm-up): "N mismatched responses (first at byte B of message M on
+    /// connection C), ...". A run with such responses is a failure: a server that answers
+    /// wrongly is not measured.
+    pub fn unverified(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.mismatches > 0 {
+            parts.push(format!("{} mismatched responses", self.mismatches));
         }
+        if self.non_2xx > 0 {
+            parts.push(format!("{} non-2xx responses", self.non_2xx));
+        }
+        if self.malformed > 0 {
+            parts.push(format!("{} malformed responses", self.malformed));
+        }
+        if self.warmup_invalid > 0 {
+            parts.push(format!(
+                "{} responses in the warm-up did not verify",
+                self.warmup_invalid
+            ));
+        }
+        if parts.is_empty() {
+            return None;
+        }
+        let mut s = parts.join(", ");
+        if let Some(m) = &self.first_mismatch {
+            s += &format!(
+                "; first mismatch at byte {} of message {} on connection {}{}",
+                m.offset,
+                m.msg,
+                m.conn,
+                if m.in_warmup { " (warm-up)" } else { "" }
+            );
+        }
+        if let Some(e) = self
+            .first_error
+            .as_deref()
+            .filter(|_| self.first_mismatch.is_none() || self.non_2xx + self.malformed > 0)
+        {
+            s += &format!("; first error: {e}");
+        }
+        Some(s)
     }
 }
 

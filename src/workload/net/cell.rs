@@ -3,7 +3,9 @@
 //! server's CPU (every task of every process it runs, io_uring's kernel threads included) and,
 //! in the runner's counting repetition, its syscalls at the window's edges; stop it; turn the
 //! load report into a [`Sample`] with the load generator's CPU, errors and warnings as
-//! counters. The echo and HTTP suites differ only in the [`Exchange`] and the counting of
+//! counters. A repetition in which any response did not verify (a mismatched echo, a wrong
+//! HTTP body, a non-2xx or malformed response, in the window or the warm-up) fails the cell,
+//! with the count and the first wrong byte's offset: those responses are never ops. The echo and HTTP suites differ only in the [`Exchange`] and the counting of
 //! bytes.
 
 use super::server::{Launch, UnderTest};
@@ -32,6 +34,11 @@ pub mod counter {
     pub const NON_2XX: &str = "load_non_2xx";
     /// HTTP: responses that could not be parsed or framed.
     pub const MALFORMED: &str = "load_malformed";
+    /// Connections reopened after a `Connection: close` response (not errors).
+    pub const RECONNECTS: &str = "load_reconnects";
+    /// Errors of every kind in the warm-up (the other error counters cover the window only,
+    /// as the ops do).
+    pub const WARMUP_ERRORS: &str = "load_warmup_errors";
     pub const LIVE_CONNS: &str = "load_live_conns";
     /// Connections asked for but not live at the end (refused, reset, closed): 0 when none was
     /// lost. Unlike LIVE_CONNS, its sum over repetitions reads as it is.
@@ -172,9 +179,25 @@ fn measure_pinned(
     let (Some(c0), Some(c1)) = (cpu0, cpu1) else {
         return Err(server.fail("cannot read the server's CPU from /proc"));
     };
+    // A server whose responses did not verify is not measured: its cell fails, saying how
+    // many and where the first wrong byte was.
+    if let Some(why) = report.unverified() {
+        let _ = server.stop(STOP_WITHIN);
+        return Err(CaseError::Failed(anyhow::anyhow!(
+            "the server's responses did not verify: {why}"
+        )));
+    }
     if report.live_conns == 0 {
         let why = format!(
             "no connection survived ({})",
+            report.first_error.as_deref().unwrap_or("no error recorded")
+        );
+        return Err(server.fail(&why));
+    }
+    if report.msgs == 0 {
+        let why = format!(
+            "no response completed in the measured window ({} timeouts; {})",
+            report.timeouts,
             report.first_error.as_deref().unwrap_or("no error recorded")
         );
         return Err(server.fail(&why));
@@ -213,6 +236,8 @@ fn measure_pinned(
     c.add(counter::TIMEOUTS, report.timeouts);
     c.add(counter::NON_2XX, report.non_2xx);
     c.add(counter::MALFORMED, report.malformed);
+    c.add(counter::RECONNECTS, report.reconnects);
+    c.add(counter::WARMUP_ERRORS, report.warmup_errors);
     c.add(counter::LIVE_CONNS, report.live_conns);
     c.add(
         counter::LOST_CONNS,

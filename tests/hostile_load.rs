@@ -1,0 +1,681 @@
+//! `ringside load` and the network cells against hostile stand-in servers (threads in this
+//! test binary, or this binary re-executed as an external contender): echoes that do not
+//! verify are not ops and fail the run; error counters cover the same window as successes;
+//! a peer's lengths never become our allocations; a bad --json path is refused before
+//! measuring; no completion is "n/a" and exit 1, a stall shows as the longest gap;
+//! `Connection: close` is counted and reconnected; SIGINT in a background job stops, prints
+//! and saves what was measured, exit 130.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin("ringside")
+}
+
+/// What a run of `ringside load` gave.
+struct Ran {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    json: Option<serde_json::Value>,
+    took: Duration,
+}
+
+impl std::fmt::Debug for Ran {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {:?} after {:?}\n--- stdout\n{}--- stderr\n{}--- json\n{}",
+            self.code,
+            self.took,
+            self.stdout,
+            self.stderr,
+            self.json
+                .as_ref()
+                .map(|v| serde_json::to_string_pretty(v).unwrap())
+                .unwrap_or_default()
+        )
+    }
+}
+
+/// `ringside load --protocol PROTO --target ADDR ARGS... --json FILE`.
+fn load(proto: &str, addr: SocketAddr, args: &[&str]) -> Ran {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("load.json");
+    let t0 = Instant::now();
+    let o: Output = assert_cmd::Command::new(bin())
+        .args(["load", "--protocol", proto, "--target", &addr.to_string()])
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    Ran {
+        code: o.status.code(),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        json: std::fs::read(&json)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok()),
+        took: t0.elapsed(),
+    }
+}
+
+const SHORT: [&str; 6] = ["--duration", "0.4", "--warmup", "0.2", "--threads", "1"];
+
+fn u(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// A listener whose every connection is served by `f` on a thread of its own.
+fn serve_with(f: fn(TcpStream)) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().map_while(Result::ok) {
+            let _ = s.set_nodelay(true);
+            std::thread::spawn(move || f(s));
+        }
+    });
+    addr
+}
+
+/// Echoes every byte inverted.
+fn inverting(mut s: TcpStream) {
+    let mut b = vec![0u8; 65536];
+    while let Ok(n @ 1..) = s.read(&mut b) {
+        b[..n].iter_mut().for_each(|x| *x = !*x);
+        if s.write_all(&b[..n]).is_err() {
+            return;
+        }
+    }
+}
+
+/// Echoes everything twice.
+fn doubling(mut s: TcpStream) {
+    let mut b = vec![0u8; 65536];
+    while let Ok(n @ 1..) = s.read(&mut b) {
+        let mut two = b[..n].to_vec();
+        two.extend_from_slice(&b[..n]);
+        if s.write_all(&two).is_err() {
+            return;
+        }
+    }
+}
+
+/// Reads request heads and answers each with `resp`; closes after each answer when `close`.
+fn http_server(resp: &'static [u8], close: bool) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().map_while(Result::ok) {
+            std::thread::spawn(move || answer(s, || resp, close));
+        }
+    });
+    addr
+}
+
+fn answer(mut s: TcpStream, resp: impl Fn() -> &'static [u8], close: bool) {
+    let _ = s.set_nodelay(true);
+    let mut buf = [0u8; 4096];
+    let mut have = Vec::new();
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => have.extend_from_slice(&buf[..n]),
+        }
+        while let Some(p) = have.windows(4).position(|w| w == b"\r\n\r\n") {
+            have.drain(..p + 4);
+            if s.write_all(resp()).is_err() {
+                return;
+            }
+            if close {
+                let _ = s.shutdown(std::net::Shutdown::Both);
+                return;
+            }
+        }
+    }
+}
+
+// -- item 1: a message whose echo does not verify is not an op --
+
+#[test]
+fn inverted_echoes_are_not_ops_and_fail_the_load() {
+    let addr = serve_with(inverting);
+    let r = load("echo", addr, &[&["--conns", "3"][..], &SHORT].concat());
+    assert_eq!(r.code, Some(1), "{r:?}");
+    let v = r
+        .json
+        .as_ref()
+        .expect("the JSON is written also on failure");
+    let rep = &v["report"];
+    assert_eq!(u(&rep["msgs"]), 0, "no inverted echo is an op: {r:?}");
+    assert!(u(&rep["mismatches"]) > 0, "{r:?}");
+    assert_eq!(v["msgs_per_sec"].as_f64(), Some(0.0), "{r:?}");
+    assert_eq!(u(&rep["first_mismatch"]["offset"]), 0, "{r:?}");
+    assert!(v["latency_ns"]["p50"].is_null(), "{r:?}");
+    assert!(
+        r.stderr.contains("mismatch") && r.stderr.contains("byte 0"),
+        "the error names the count and the first offset: {r:?}"
+    );
+}
+
+#[test]
+fn doubled_echoes_are_mismatches_from_the_sequence_number_on() {
+    let addr = serve_with(doubling);
+    let r = load("echo", addr, &[&["--conns", "2"][..], &SHORT].concat());
+    assert_eq!(r.code, Some(1), "{r:?}");
+    let rep = &r.json.as_ref().unwrap()["report"];
+    // Each connection's first message verifies (in the warm-up); every later one meets the
+    // previous message's second copy, which differs first in the sequence number (byte 4).
+    assert_eq!(u(&rep["msgs"]), 0, "{r:?}");
+    assert!(u(&rep["mismatches"]) > 0, "{r:?}");
+    assert_eq!(u(&rep["first_mismatch"]["offset"]), 4, "{r:?}");
+}
+
+/// A 404 is non-2xx, a head that does not parse is malformed: neither is a request answered,
+/// and either fails the load.
+#[test]
+fn http_responses_that_do_not_validate_are_not_requests() {
+    for (resp, field) in [
+        (
+            &b"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\nno"[..],
+            "non_2xx",
+        ),
+        (b"HTTP/1.1 200 OK\r\nFoo\r\n\r\n", "malformed"),
+    ] {
+        let addr = http_server(resp, false);
+        let r = load("http", addr, &[&["--conns", "2"][..], &SHORT].concat());
+        assert_eq!(r.code, Some(1), "{r:?}");
+        let rep = &r.json.as_ref().unwrap()["report"];
+        assert_eq!(u(&rep["msgs"]), 0, "{field}: {r:?}");
+        assert!(u(&rep[field]) + u(&rep["warmup_invalid"]) > 0, "{r:?}");
+        let name = if field == "non_2xx" { "non-2xx" } else { field };
+        assert!(r.stderr.contains(name), "{r:?}");
+    }
+}
+
+// -- item 2: errors over the same window as successes --
+
+/// Echo inverted for the first 100 ms after the first accept, correct after.
+fn corrupt_at_first(mut s: TcpStream) {
+    static T0: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let t0 = *T0.get_or_init(Instant::now);
+    let mut b = vec![0u8; 65536];
+    while let Ok(n @ 1..) = s.read(&mut b) {
+        if t0.elapsed() < Duration::from_millis(100) {
+            b[..n].iter_mut().for_each(|x| *x = !*x);
+        }
+        if s.write_all(&b[..n]).is_err() {
+            return;
+        }
+    }
+}
+
+#[test]
+fn warm_up_errors_are_not_counted_in_the_window_but_still_fail_the_run() {
+    let addr = serve_with(corrupt_at_first);
+    let r = load(
+        "echo",
+        addr,
+        &[
+            "--conns",
+            "2",
+            "--duration",
+            "0.4",
+            "--warmup",
+            "0.4",
+            "--threads",
+            "1",
+        ],
+    );
+    let rep = &r.json.as_ref().unwrap()["report"];
+    assert!(u(&rep["msgs"]) > 0, "{r:?}");
+    assert_eq!(u(&rep["mismatches"]), 0, "the window had none: {r:?}");
+    assert!(u(&rep["warmup_invalid"]) > 0, "{r:?}");
+    assert!(
+        u(&rep["warmup_errors"]) >= u(&rep["warmup_invalid"]),
+        "{r:?}"
+    );
+    assert_eq!(u(&r.json.as_ref().unwrap()["errors"]), 0, "{r:?}");
+    assert_eq!(
+        r.code,
+        Some(1),
+        "a wrong byte in the warm-up still fails: {r:?}"
+    );
+    assert!(r.stderr.contains("warm-up"), "{r:?}");
+}
+
+// -- item 4: no peer-controlled allocation --
+
+#[test]
+fn huge_lengths_from_the_server_are_malformed_not_an_abort() {
+    for (resp, needle) in [
+        (
+            &b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\nabc"[..],
+            "Content-Length",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFF\r\nabc",
+            "chunk",
+        ),
+    ] {
+        let addr = http_server(resp, false);
+        let r = load("http", addr, &[&["--conns", "2"][..], &SHORT].concat());
+        assert_eq!(r.code, Some(1), "exit 1, not an abort: {r:?}");
+        let rep = &r.json.as_ref().unwrap()["report"];
+        assert_eq!(u(&rep["msgs"]), 0, "{r:?}");
+        assert_eq!(
+            u(&rep["malformed"]) + u(&rep["warmup_invalid"]),
+            2,
+            "one per connection, then it is closed: {r:?}"
+        );
+        assert!(r.stdout.contains(needle), "{needle}: {r:?}");
+    }
+}
+
+/// Many header lines (more than the reader parses) and a long header: malformed, bounded.
+#[test]
+fn header_floods_are_malformed() {
+    static FLOOD: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    let flood = FLOOD.get_or_init(|| {
+        let mut v = b"HTTP/1.1 200 OK\r\n".to_vec();
+        for i in 0..2000 {
+            v.extend_from_slice(format!("X-{i}: y\r\n").as_bytes());
+        }
+        v.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+        v
+    });
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().map_while(Result::ok) {
+            std::thread::spawn(move || answer(s, || &flood[..], false));
+        }
+    });
+    let r = load("http", addr, &[&["--conns", "2"][..], &SHORT].concat());
+    assert_eq!(r.code, Some(1), "{r:?}");
+    let rep = &r.json.as_ref().unwrap()["report"];
+    assert_eq!(u(&rep["msgs"]), 0, "{r:?}");
+    assert_eq!(u(&rep["malformed"]) + u(&rep["warmup_invalid"]), 2, "{r:?}");
+}
+
+/// A legal body far larger than any read: read and discarded in pieces, every response a
+/// valid request.
+#[test]
+fn a_large_body_is_read_in_pieces_and_counted() {
+    static BIG: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    const BODY: usize = 3_000_000;
+    let big = BIG.get_or_init(|| {
+        let mut v = format!("HTTP/1.1 200 OK\r\nContent-Length: {BODY}\r\n\r\n").into_bytes();
+        v.resize(v.len() + BODY, b'x');
+        v
+    });
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming().map_while(Result::ok) {
+            std::thread::spawn(move || answer(s, || &big[..], false));
+        }
+    });
+    let mut c = ringside::load::Config::new(addr, 2, Duration::from_millis(400));
+    c.warmup = Duration::from_millis(100);
+    let g = ringside::load::http::HttpGet {
+        host: addr.to_string(),
+        path: "/".into(),
+        expect_body_bytes: Some(BODY),
+    };
+    let r = ringside::load::run(&c, &g, &mut |_| {}).unwrap();
+    assert!(r.msgs > 0, "{r:?}");
+    assert_eq!(r.errors(), 0, "{r:?}");
+    assert_eq!(r.rx_bytes, r.msgs * big.len() as u64, "{r:?}");
+}
+
+// -- item 12: --json checked before measuring --
+
+#[test]
+fn an_unwritable_json_path_is_refused_before_measuring() {
+    let addr = common::serve(common::Mode::Echo);
+    let dir = tempfile::tempdir().unwrap();
+    for (path, why) in [
+        ("/nonexistent/x.json".to_string(), "/nonexistent/x.json"),
+        (dir.path().display().to_string(), "directory"),
+    ] {
+        let t0 = Instant::now();
+        let o = assert_cmd::Command::new(bin())
+            .args(["load", "--protocol", "echo", "--target", &addr.to_string()])
+            .args(["--duration", "5", "--warmup", "0", "--json", &path])
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{path}: {err}");
+        assert!(
+            err.contains("--json") && err.contains(&path) && err.contains(why),
+            "{err}"
+        );
+        assert!(o.stdout.is_empty(), "nothing measured");
+        assert!(
+            t0.elapsed() < Duration::from_secs(4),
+            "refused before the 5 s load"
+        );
+    }
+}
+
+// -- item 13: no completion, and stalls under the timeout --
+
+#[test]
+fn no_completed_message_is_na_and_exit_1() {
+    let addr = common::serve(common::Mode::Silent);
+    let r = load("echo", addr, &[&["--conns", "2"][..], &SHORT].concat());
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(
+        r.stdout.contains("latency n/a") || r.stdout.contains("p50 n/a"),
+        "{r:?}"
+    );
+    assert!(!r.stdout.contains("0.0 us"), "{r:?}");
+    assert!(r.stderr.contains("no message completed"), "{r:?}");
+    let v = r.json.as_ref().unwrap();
+    assert!(v["latency_ns"]["p50"].is_null(), "{r:?}");
+    assert!(
+        u(&v["report"]["longest_gap_ns"]) >= 390_000_000,
+        "the whole window: {r:?}"
+    );
+    // HTTP too.
+    let r = load("http", addr, &[&["--conns", "2"][..], &SHORT].concat());
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(r.stdout.contains("n/a"), "{r:?}");
+    assert!(
+        r.json.as_ref().unwrap()["latency_ns"]["mean"].is_null(),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn a_stall_under_the_timeout_shows_as_the_longest_gap() {
+    // One connection: the server stalls 300 ms once, inside the window (the first read after
+    // 500 ms from the accept; the window opens at 200 ms).
+    let addr = common::serve(common::Mode::StallOnce {
+        at: Duration::from_millis(500),
+        stall: Duration::from_millis(300),
+    });
+    let r = load(
+        "echo",
+        addr,
+        &[
+            "--conns",
+            "1",
+            "--duration",
+            "1",
+            "--warmup",
+            "0.2",
+            "--threads",
+            "1",
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let gap = u(&r.json.as_ref().unwrap()["report"]["longest_gap_ns"]);
+    assert!(
+        (280_000_000..800_000_000).contains(&gap),
+        "gap {gap}: {r:?}"
+    );
+    assert!(r.stdout.contains("longest gap"), "{r:?}");
+    // Two connections on two threads: one stalls, the other keeps completing, so there is no
+    // gap with no completion at all (the gap is over every thread, not per thread).
+    let addr = common::serve(common::Mode::StallOnce {
+        at: Duration::from_millis(500),
+        stall: Duration::from_millis(600),
+    });
+    let r = load(
+        "echo",
+        addr,
+        &[
+            "--conns",
+            "2",
+            "--duration",
+            "1",
+            "--warmup",
+            "0.2",
+            "--threads",
+            "2",
+        ],
+    );
+    let gap = u(&r.json.as_ref().unwrap()["report"]["longest_gap_ns"]);
+    assert!(gap < 300_000_000, "gap {gap}: {r:?}");
+}
+
+// -- item 14: Connection: close is counted, then reconnected --
+
+#[test]
+fn connection_close_responses_are_counted_and_reconnected() {
+    for resp in [
+        &b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"[..],
+        b"HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+    ] {
+        let addr = http_server(resp, true);
+        let r = load("http", addr, &[&["--conns", "3"][..], &SHORT].concat());
+        assert_eq!(r.code, Some(0), "{r:?}");
+        let rep = &r.json.as_ref().unwrap()["report"];
+        let msgs = u(&rep["msgs"]);
+        assert!(msgs > 3, "{r:?}");
+        assert!(u(&rep["reconnects"]) >= msgs - 3, "one per response: {r:?}");
+        assert_eq!(u(&rep["read_errors"]) + u(&rep["resets"]), 0, "{r:?}");
+        assert_eq!(u(&rep["live_conns"]), 3, "{r:?}");
+        assert!(r.stdout.contains("reconnects"), "{r:?}");
+    }
+}
+
+/// A reconnect that never completes (the server's accept queue is full, so its SYN is
+/// dropped) is a connect error after the connect timeout, and the connection is lost, not
+/// counted live.
+#[test]
+fn a_reconnect_that_hangs_times_out_as_a_connect_error() {
+    use std::os::fd::FromRawFd;
+    // A listener with a backlog of 0: the kernel queues one connection, then drops SYNs.
+    // SAFETY: plain socket calls on a fresh fd, handed to TcpListener once listening.
+    let l = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0);
+        let mut sin: libc::sockaddr_in = std::mem::zeroed();
+        sin.sin_family = libc::AF_INET as libc::sa_family_t;
+        sin.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        assert_eq!(
+            libc::bind(fd, (&sin as *const libc::sockaddr_in).cast(), len),
+            0
+        );
+        assert_eq!(libc::listen(fd, 0), 0);
+        TcpListener::from_raw_fd(fd)
+    };
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut b = [0u8; 4096];
+        let mut have = Vec::new();
+        while !have.windows(4).any(|w| w == b"\r\n\r\n") {
+            match s.read(&mut b) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => have.extend_from_slice(&b[..n]),
+            }
+        }
+        // Fill the accept queue (never accepted), then answer and close.
+        let _filler = TcpStream::connect(addr).unwrap();
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        drop(s);
+        std::thread::sleep(Duration::from_secs(30));
+        drop(l);
+    });
+    let mut c = ringside::load::Config::new(addr, 1, Duration::from_millis(1200));
+    c.warmup = Duration::ZERO;
+    c.connect_timeout = Duration::from_millis(300);
+    let g = ringside::load::http::HttpGet {
+        host: addr.to_string(),
+        path: "/".into(),
+        expect_body_bytes: Some(0),
+    };
+    let r = ringside::load::run(&c, &g, &mut |_| {}).unwrap();
+    assert_eq!((r.msgs, r.reconnects), (1, 1), "{r:?}");
+    assert_eq!(r.connect_errors, 1, "{r:?}");
+    assert_eq!(r.live_conns, 0, "{r:?}");
+    assert!(
+        r.first_error
+            .as_deref()
+            .unwrap_or("")
+            .contains("reconnect timed out"),
+        "{r:?}"
+    );
+}
+
+// -- item 15: SIGINT in a background job of a non-interactive shell --
+
+#[test]
+fn sigint_in_a_background_job_prints_and_saves_the_partial_run_exit_130() {
+    let addr = common::serve(common::Mode::Echo);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("partial.json");
+    // `cmd &` in a non-interactive sh starts cmd with SIGINT ignored.
+    let script = format!(
+        "'{}' load --protocol echo --target {addr} --conns 2 --threads 1 --warmup 0.2 \
+         --duration 30 --json '{}' & echo $!; wait $!",
+        bin().display(),
+        json.display()
+    );
+    let mut sh = Command::new("sh")
+        .args(["-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = sh.stdout.take().unwrap();
+    let mut first = Vec::new();
+    let mut b = [0u8; 1];
+    while out.read(&mut b).unwrap() == 1 && b[0] != b'\n' {
+        first.push(b[0]);
+    }
+    let pid: i32 = String::from_utf8_lossy(&first).trim().parse().unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    // SAFETY: kill with the pid of the job this test started.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = sh.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > Duration::from_secs(10) {
+            // SAFETY: as above; the job did not stop on SIGINT.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let _ = sh.wait();
+            panic!("ringside load ignored SIGINT in a background job");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(
+        rest.contains("interrupted") && rest.contains("msgs/s"),
+        "{rest}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["report"]["interrupted"], true, "{v}");
+    assert!(u(&v["report"]["msgs"]) > 0, "{v}");
+    let w = u(&v["report"]["window_ns"]);
+    assert!(
+        (500_000_000..5_000_000_000).contains(&w),
+        "the window measured until the signal: {w}"
+    );
+}
+
+// -- items 1 and 4 at the cell: a contender whose responses do not verify, or that announces
+// a 100 GB body, fails its cells; the run goes on --
+
+const CHILD_ENV: &str = "RINGSIDE_HOSTILE";
+
+/// Not a test: the body of a hostile contender (runs only when CHILD_ENV is set).
+#[test]
+fn hostile_child_process() {
+    let Ok(mode) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let port = std::env::var("RINGSIDE_TEST_PORT").unwrap();
+    let l = TcpListener::bind(format!("127.0.0.1:{port}")).unwrap();
+    for s in l.incoming().map_while(Result::ok) {
+        match mode.as_str() {
+            "invert" => std::thread::spawn(move || inverting(s)),
+            "http-bad-length" => std::thread::spawn(move || {
+                answer(
+                    s,
+                    || b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nno",
+                    false,
+                )
+            }),
+            "http-huge-length" => std::thread::spawn(move || {
+                answer(
+                    s,
+                    || b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\nabc",
+                    false,
+                )
+            }),
+            m => panic!("unknown mode {m}"),
+        };
+    }
+}
+
+#[test]
+fn a_contender_whose_responses_do_not_verify_fails_its_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    let me = std::env::current_exe().unwrap();
+    let child = |name: &str, proto: &str, mode: &str| {
+        format!(
+            "{proto}:{name}={CHILD_ENV}={mode} RINGSIDE_TEST_PORT={{port}} {} --exact \
+             hostile_child_process --nocapture --test-threads=1",
+            me.display()
+        )
+    };
+    let _ = assert_cmd::Command::new(bin())
+        .timeout(Duration::from_secs(300))
+        .args(["run", "echo.payload", "http.rate", "--profile", "smoke"])
+        .args(["--runs", "1", "--quiet", "--models", "threadpool"])
+        .args(["--contender", &child("inv", "echo", "invert")])
+        .args(["--contender", &child("badlen", "http", "http-bad-length")])
+        .args(["--contender", &child("huge", "http", "http-huge-length")])
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("results.json")).unwrap()).unwrap();
+    let cases = v["cases"].as_array().unwrap();
+    let of = |m: &str, w: &str| -> Vec<&serde_json::Value> {
+        cases
+            .iter()
+            .filter(|c| c["model"] == m && c["workload"] == w)
+            .collect()
+    };
+    assert_eq!(of("ext:inv", "echo.payload").len(), 4, "{v}");
+    for c in of("ext:inv", "echo.payload") {
+        assert_eq!(c["status"], "failed", "{c}");
+        let why = c["reason"].as_str().unwrap();
+        assert!(why.contains("mismatch") && why.contains("byte 0"), "{why}");
+    }
+    assert_eq!(of("ext:badlen", "http.rate").len(), 2, "{v}");
+    for c in of("ext:badlen", "http.rate") {
+        assert_eq!(c["status"], "failed", "{c}");
+        let why = c["reason"].as_str().unwrap();
+        assert!(why.contains("mismatch"), "{why}");
+    }
+    // A server announcing a 100 GB body fails its cells; the run goes on and writes its report.
+    assert_eq!(of("ext:huge", "http.rate").len(), 2, "{v}");
+    for c in of("ext:huge", "http.rate") {
+        assert_eq!(c["status"], "failed", "{c}");
+        let why = c["reason"].as_str().unwrap();
+        assert!(why.contains("Content-Length over"), "{why}");
+    }
+    assert!(dir.path().join("report.md").exists());
+}
