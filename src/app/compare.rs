@@ -6,7 +6,6 @@
 use crate::export::table::{fmt_ns, fmt_rate, Table};
 use crate::results::store;
 use crate::stats::compare::{compare, Change, Method, ALPHA};
-use std::io::Write;
 use std::path::Path;
 
 fn pct(c: &Change) -> String {
@@ -113,6 +112,6 @@ pub fn run(base: &Path, new: &Path, threshold: f64) -> anyhow::Result<i32> {
             regressions.join("; ")
         );
     }
-    std::io::stdout().write_all(out.as_bytes())?;
+    super::stdout::print(&out)?;
     Ok(if regressions.is_empty() { 0 } else { 1 })
 }

@@ -7,6 +7,7 @@ pub mod load;
 pub mod report;
 pub mod run;
 pub mod serve;
+pub mod stdout;
 
 use crate::cli::{Cli, Command};
 

@@ -459,6 +459,59 @@ impl ParamRoles {
     }
 }
 
+/// The part of chart file names that names the workload: the workload id itself when the
+/// registry knows it (a validated id), else a slug of it made of `A-Z a-z 0-9 _ . -` that cannot
+/// name a directory (no `/`, no leading dot, no `..`), at most 64 characters, with a hash of the
+/// raw id so that two ids that slug alike stay apart. A results file is input: its strings
+/// never become paths as they are.
+pub fn file_slug(workload: &str) -> String {
+    if crate::registry::workload(workload).is_some() {
+        return workload.to_string();
+    }
+    let mapped: String = workload
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "_.-".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    // A lone '.' or '-' stays; a run of them ("../") becomes one dash; none leads or trails.
+    let mut slug = String::new();
+    let mut sep: Option<char> = None;
+    let mut run = 0;
+    for c in mapped.chars() {
+        if c == '.' || c == '-' {
+            run += 1;
+            sep = Some(if run == 1 { c } else { '-' });
+            continue;
+        }
+        if let Some(s) = sep.take() {
+            if !slug.is_empty() {
+                slug.push(s);
+            }
+        }
+        run = 0;
+        slug.push(c);
+        if slug.len() >= 64 {
+            break;
+        }
+    }
+    if slug == workload {
+        return slug;
+    }
+    if slug.is_empty() {
+        slug.push_str("workload");
+    }
+    // FNV-1a, 32 bits: stable across runs and versions.
+    let h = workload.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ b as u32).wrapping_mul(0x0100_0193)
+    });
+    format!("{slug}-{h:08x}")
+}
+
 /// Workload ids in the order they first appear in the run.
 pub fn workloads(run: &RunResults) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
@@ -596,7 +649,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
                         String::new()
                     };
                     charts.push(Chart {
-                        id: format!("{workload}-{}{suffix}", m.slug()),
+                        id: format!("{}-{}{suffix}", file_slug(workload), m.slug()),
                         workload: workload.to_string(),
                         title: if g.is_empty() {
                             format!("{workload}: {}", m.title(false))
@@ -652,7 +705,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
                     continue;
                 }
                 charts.push(Chart {
-                    id: format!("{workload}-{}", m.slug()),
+                    id: format!("{}-{}", file_slug(workload), m.slug()),
                     workload: workload.to_string(),
                     title: format!("{workload}: {}", m.title(true)),
                     kind: Kind::Bars,
@@ -688,6 +741,38 @@ mod tests {
         assert_eq!(spec_for("http.rate").workloads, "http.rate");
         assert_eq!(spec_for("micro.pipe").workloads, "");
         assert_eq!(spec_for("whatever.new").workloads, "");
+    }
+
+    #[test]
+    fn file_slugs_never_name_a_directory() {
+        assert_eq!(file_slug("micro.pipe"), "micro.pipe");
+        for raw in [
+            "../../../x",
+            "a/b",
+            "/etc/evil",
+            "..",
+            ".",
+            "",
+            "a\\b",
+            "x\0y",
+            "é/è",
+        ] {
+            let s = file_slug(raw);
+            assert!(
+                !s.is_empty()
+                    && !s.starts_with('.')
+                    && !s.contains("..")
+                    && s.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c)),
+                "{raw:?} -> {s:?}"
+            );
+        }
+        assert!(file_slug("../../../x").starts_with("x-"));
+        assert!(file_slug("a/b").starts_with("a-b-"));
+        assert_ne!(file_slug("a/b"), file_slug("a\\b"));
+        assert!(file_slug(&"z".repeat(10_000)).len() < 80);
+        // A safe id the registry does not know (a newer ringside's workload) keeps its name.
+        assert_eq!(file_slug("net.quic"), "net.quic");
     }
 
     #[test]
