@@ -28,6 +28,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             base,
             new,
             threshold,
-        } => compare::run(&base, &new, threshold),
+            allow_untested,
+        } => compare::run(&base, &new, threshold, allow_untested),
     }
 }
