@@ -57,6 +57,11 @@ pub enum Command {
         /// Percent change in median latency or ops/s that counts as a regression.
         #[arg(long, default_value_t = 5.0)]
         threshold: f64,
+        /// Do not fail on what cannot be tested: a change beyond the threshold with too few
+        /// repetitions for the test to reach its significance level, and cells only one file
+        /// has. A regression, a measured cell that failed and an unfinished NEW still fail.
+        #[arg(long)]
+        allow_untested: bool,
     },
 }
 

@@ -1,12 +1,15 @@
-//! `ringside compare BASE.json NEW.json [--threshold PCT]`: per common cell, the change in
-//! median latency and ops/s with its significance, the cells only one run has, and what
-//! differs between the two environments. Exit 1 when a cell regresses significantly beyond
-//! the threshold, 2 for a bad file or threshold.
+//! `ringside compare BASE.json NEW.json [--threshold PCT] [--allow-untested]`: per common
+//! cell, the change in median latency and ops/s with its significance, the cells only one run
+//! has, and what differs between the two environments. Exit 1 when the gate fails (see
+//! [`crate::stats::compare::Comparison::gate`]: a significant regression beyond the threshold,
+//! a measured cell that failed, an unfinished NEW, nothing compared; and unless
+//! `--allow-untested`, a change beyond the threshold too few repetitions to test and cells
+//! only one file has), 2 for a bad file or threshold.
 
 use crate::export::table::{fmt_ns, fmt_rate, Table};
 use crate::results::store;
 use crate::stats::compare::{compare, Change, Method, ALPHA};
-use std::io::Write;
+use std::fmt::Write;
 use std::path::Path;
 
 fn pct(c: &Change) -> String {
@@ -22,7 +25,7 @@ fn p(c: &Change) -> String {
     }
 }
 
-pub fn run(base: &Path, new: &Path, threshold: f64) -> anyhow::Result<i32> {
+pub fn run(base: &Path, new: &Path, threshold: f64, allow_untested: bool) -> anyhow::Result<i32> {
     if !threshold.is_finite() || threshold < 0.0 {
         eprintln!("error: --threshold {threshold} is not a percentage >= 0 (e.g. 5)");
         return Ok(2);
@@ -62,8 +65,17 @@ pub fn run(base: &Path, new: &Path, threshold: f64) -> anyhow::Result<i32> {
                     "REGRESSION".into()
                 } else if c.improvement {
                     "improved".into()
+                } else if let Some(why) = &c.untested {
+                    format!("UNTESTED: {why}")
                 } else if c.p50.significant || c.ops.significant {
                     format!("changed within {threshold}%")
+                } else if let Some((nb, nn)) = c.p50.too_few.or(c.ops.too_few) {
+                    let n = if nb == nn {
+                        format!("n={nb}")
+                    } else {
+                        format!("n={nb} and {nn}")
+                    };
+                    format!("within {threshold}% ({n}: too few to test)")
                 } else {
                     "no significant change".into()
                 },
@@ -79,6 +91,14 @@ pub fn run(base: &Path, new: &Path, threshold: f64) -> anyhow::Result<i32> {
     }
     for k in &cmp.not_compared {
         footnotes.push(format!("not compared: {k}"));
+    }
+    for (file, finished) in [(base, cmp.base_finished), (new, cmp.new_finished)] {
+        if !finished {
+            footnotes.push(format!(
+                "{} is an unfinished run (interrupted): only the cells it kept are compared",
+                file.display()
+            ));
+        }
     }
     let t = Table {
         title: format!("{} -> {}", base.display(), new.display()),
@@ -100,19 +120,33 @@ pub fn run(base: &Path, new: &Path, threshold: f64) -> anyhow::Result<i32> {
             out += &format!("  {k}: {vb} -> {vn}\n");
         }
     }
-    let regressions: Vec<&str> = cmp.regressions().map(|c| c.cell.as_str()).collect();
-    if regressions.is_empty() {
-        out += &format!(
-            "\nno significant regression beyond {threshold}% in {} common cells\n",
+    let fails = cmp.gate(threshold, allow_untested);
+    out.push('\n');
+    if fails.is_empty() {
+        let _ = writeln!(
+            out,
+            "no significant regression beyond {threshold}% in {} common cells",
             cmp.cells.len()
         );
+        let allowed = cmp.untested().count()
+            + cmp.only_base.len()
+            + cmp.only_new.len()
+            + cmp.no_longer_measured.len();
+        if allowed > 0 {
+            let _ = writeln!(
+                out,
+                "passed with --allow-untested: {} untested change(s) beyond {threshold}%, {} \
+                 cell(s) in one file only, {} no longer measured",
+                cmp.untested().count(),
+                cmp.only_base.len() + cmp.only_new.len(),
+                cmp.no_longer_measured.len()
+            );
+        }
     } else {
-        out += &format!(
-            "\n{} regression(s) beyond {threshold}%: {}\n",
-            regressions.len(),
-            regressions.join("; ")
-        );
+        for f in &fails {
+            let _ = writeln!(out, "FAIL: {f}");
+        }
     }
-    std::io::stdout().write_all(out.as_bytes())?;
-    Ok(if regressions.is_empty() { 0 } else { 1 })
+    super::stdout::print(&out)?;
+    Ok(if fails.is_empty() { 0 } else { 1 })
 }

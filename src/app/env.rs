@@ -6,7 +6,6 @@
 
 use crate::env::{EnvReport, Reading, RlimitPair};
 use std::fmt::Display;
-use std::io::Write;
 
 /// Prints the environment report: pretty JSON with `json`, else a grouped listing.
 pub fn run(json: bool) -> anyhow::Result<()> {
@@ -16,7 +15,7 @@ pub fn run(json: bool) -> anyhow::Result<()> {
     } else {
         render(&report)
     };
-    std::io::stdout().lock().write_all(out.as_bytes())?;
+    super::stdout::print(&out)?;
     Ok(())
 }
 

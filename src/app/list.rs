@@ -1,15 +1,22 @@
 //! `ringside list`: models and workloads from the registry, with availability here.
 
 use crate::registry::{MODELS, WORKLOADS};
+use std::fmt::Write;
 
 pub fn run() -> anyhow::Result<()> {
     let env = crate::env::probe();
-    println!("models:");
+    let mut out = String::from("models:\n");
     let w = MODELS.iter().map(|m| m.id.len()).max().unwrap_or(0);
     for m in MODELS {
-        println!("  {:<w$}  {}  [{}]", m.id, m.summary, m.availability(&env));
+        let _ = writeln!(
+            out,
+            "  {:<w$}  {}  [{}]",
+            m.id,
+            m.summary,
+            m.availability(&env)
+        );
     }
-    println!("\nworkloads:");
+    out.push_str("\nworkloads:\n");
     let w = WORKLOADS.iter().map(|x| x.id().len()).max().unwrap_or(0);
     for x in WORKLOADS {
         let models: Vec<&str> = MODELS
@@ -17,7 +24,8 @@ pub fn run() -> anyhow::Result<()> {
             .filter(|m| x.accepts(m).is_ok())
             .map(|m| m.id)
             .collect();
-        println!(
+        let _ = writeln!(
+            out,
             "  {:<w$}  {}\n  {:<w$}  models: {}",
             x.id(),
             x.about(),
@@ -25,5 +33,6 @@ pub fn run() -> anyhow::Result<()> {
             models.join(", ")
         );
     }
+    super::stdout::print(&out)?;
     Ok(())
 }

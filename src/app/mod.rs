@@ -7,6 +7,7 @@ pub mod load;
 pub mod report;
 pub mod run;
 pub mod serve;
+pub mod stdout;
 
 use crate::cli::{Cli, Command};
 
@@ -27,6 +28,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             base,
             new,
             threshold,
-        } => compare::run(&base, &new, threshold),
+            allow_untested,
+        } => compare::run(&base, &new, threshold, allow_untested),
     }
 }

@@ -6,7 +6,6 @@ use crate::export::{charts, html, Format};
 use crate::results::store;
 use crate::results::RunResults;
 use anyhow::Context;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Writes a derived file (re-renderable from results.json at any time) via a temp file and a
@@ -65,7 +64,7 @@ pub fn run(results: &Path, out: Option<&Path>, format: Format) -> anyhow::Result
     });
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create '{}'", dir.display()))?;
     write_all(&run, &dir)?;
-    std::io::stdout().write_all(&format.exporter().render(&run)?)?;
+    super::stdout::write(&format.exporter().render(&run)?)?;
     if !run.finished {
         eprintln!("note: this run is unfinished (interrupted); the report shows the cells it kept");
     }

@@ -7,9 +7,16 @@
 //! the default bars, so a new suite shows up without touching this file; registering its
 //! chart kinds is one row.
 
+//!
+//! Everything here is linear in the cells of a run: cells are grouped once through hash maps
+//! (by workload, parameter point, group and label), never found by scanning the cells again
+//! for each point (a 4,000-point workload took 31 s that way).
+
 use crate::registry::MODELS;
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// A figure a chart can plot, with its unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -300,7 +307,8 @@ impl Style {
 /// and models the registry does not know (peers, older files) follow, in sorted order.
 #[derive(Clone, Debug)]
 pub struct Styles {
-    extra: Vec<String>,
+    /// Position of each label the registry does not know, in sorted order.
+    extra: HashMap<String, usize>,
 }
 
 impl Styles {
@@ -313,13 +321,15 @@ impl Styles {
             .collect();
         extra.sort();
         extra.dedup();
-        Styles { extra }
+        Styles {
+            extra: extra.into_iter().enumerate().map(|(i, l)| (l, i)).collect(),
+        }
     }
 
     pub fn of(&self, label: &str) -> Style {
         let slot = match MODELS.iter().position(|m| m.id == label) {
             Some(i) => i,
-            None => MODELS.len() + self.extra.iter().position(|l| l == label).unwrap_or(0),
+            None => MODELS.len() + self.extra.get(label).copied().unwrap_or(0),
         };
         Style { slot }
     }
@@ -365,8 +375,9 @@ pub struct Chart {
     pub categories: Vec<String>,
     /// Series in style order; only series with at least one point.
     pub series: Vec<Series>,
-    /// Cells of this workload left out of the chart, with why ("epoll-lt: unavailable: ...").
-    pub left_out: Vec<String>,
+    /// Cells of this workload left out of the chart, with why ("epoll-lt: unavailable: ...");
+    /// shared by every chart of the workload.
+    pub left_out: Arc<[String]>,
 }
 
 /// "k=v k=v" over the params except `skip`.
@@ -397,26 +408,35 @@ impl ParamRoles {
         let cases: Vec<&CaseResult> = run
             .cases
             .iter()
-            .filter(|c| c.workload == workload && !c.params.0.is_empty())
+            .filter(|c| c.workload == workload)
             .collect();
-        let mut keys: Vec<&String> = cases.iter().flat_map(|c| c.params.0.keys()).collect();
-        keys.sort();
-        keys.dedup();
+        ParamRoles::of_cases(&cases)
+    }
+
+    /// [`ParamRoles::of`] over the cells of one workload: linear in cells times parameters.
+    pub fn of_cases(cases: &[&CaseResult]) -> ParamRoles {
+        let cases: Vec<&CaseResult> = cases
+            .iter()
+            .copied()
+            .filter(|c| !c.params.0.is_empty())
+            .collect();
+        let labels: Vec<String> = cases.iter().map(|c| c.label()).collect();
+        let keys: std::collections::BTreeSet<&String> =
+            cases.iter().flat_map(|c| c.params.0.keys()).collect();
         let mut roles = ParamRoles::default();
         for k in keys {
-            let vals: Vec<Option<&serde_json::Value>> =
-                cases.iter().map(|c| c.params.0.get(k)).collect();
-            if let Some(Some(v0)) = vals.first() {
-                if vals.iter().all(|v| *v == Some(*v0)) {
-                    roles.common.push((k.clone(), (*v0).clone()));
+            let first = cases.first().and_then(|c| c.params.0.get(k));
+            if let Some(v0) = first {
+                if cases.iter().all(|c| c.params.0.get(k) == Some(v0)) {
+                    roles.common.push((k.clone(), v0.clone()));
                     continue;
                 }
             }
-            let fixed_per_model = cases.iter().all(|a| {
-                cases
-                    .iter()
-                    .filter(|b| b.label() == a.label())
-                    .all(|b| b.params.0.get(k) == a.params.0.get(k))
+            // Fixed per model: every cell of a label has the value its first cell has.
+            let mut per_label: HashMap<&str, Option<&serde_json::Value>> = HashMap::new();
+            let fixed_per_model = cases.iter().zip(&labels).all(|(c, l)| {
+                let v = c.params.0.get(k);
+                *per_label.entry(l.as_str()).or_insert(v) == v
             });
             if fixed_per_model {
                 roles.per_model.push(k.clone());
@@ -459,15 +479,98 @@ impl ParamRoles {
     }
 }
 
-/// Workload ids in the order they first appear in the run.
-pub fn workloads(run: &RunResults) -> Vec<String> {
-    let mut v: Vec<String> = Vec::new();
-    for c in &run.cases {
-        if !v.contains(&c.workload) {
-            v.push(c.workload.clone());
+/// The part of chart file names that names the workload: the workload id itself when the
+/// registry knows it (a validated id), else a slug of it made of `A-Z a-z 0-9 _ . -` that cannot
+/// name a directory (no `/`, no leading dot, no `..`), at most 64 characters, with a hash of the
+/// raw id so that two ids that slug alike stay apart. A results file is input: its strings
+/// never become paths as they are.
+pub fn file_slug(workload: &str) -> String {
+    if crate::registry::workload(workload).is_some() {
+        return workload.to_string();
+    }
+    let mapped: String = workload
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "_.-".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    // A lone '.' or '-' stays; a run of them ("../") becomes one dash; none leads or trails.
+    let mut slug = String::new();
+    let mut sep: Option<char> = None;
+    let mut run = 0;
+    for c in mapped.chars() {
+        if c == '.' || c == '-' {
+            run += 1;
+            sep = Some(if run == 1 { c } else { '-' });
+            continue;
+        }
+        if let Some(s) = sep.take() {
+            if !slug.is_empty() {
+                slug.push(s);
+            }
+        }
+        run = 0;
+        slug.push(c);
+        if slug.len() >= 64 {
+            break;
         }
     }
-    v
+    if slug == workload && !slug.is_empty() {
+        return slug;
+    }
+    if slug.is_empty() {
+        slug.push_str("workload");
+    }
+    // FNV-1a, 32 bits: stable across runs and versions.
+    let h = workload.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ b as u32).wrapping_mul(0x0100_0193)
+    });
+    format!("{slug}-{h:08x}")
+}
+
+/// Workload ids in the order they first appear in the run.
+pub fn workloads(run: &RunResults) -> Vec<String> {
+    by_workload(run)
+        .into_iter()
+        .map(|(w, _)| w.to_string())
+        .collect()
+}
+
+/// The cells of each workload, workloads in the order they first appear, cells in run order.
+pub fn by_workload(run: &RunResults) -> Vec<(&str, Vec<&CaseResult>)> {
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut out: Vec<(&str, Vec<&CaseResult>)> = Vec::new();
+    for c in &run.cases {
+        let i = *index.entry(c.workload.as_str()).or_insert_with(|| {
+            out.push((c.workload.as_str(), Vec::new()));
+            out.len() - 1
+        });
+        out[i].1.push(c);
+    }
+    out
+}
+
+/// Distinct values in first-seen order, with the index of each: `order[index[v]] == v`.
+#[derive(Default)]
+pub(crate) struct Ordered {
+    pub order: Vec<String>,
+    index: HashMap<String, usize>,
+}
+
+impl Ordered {
+    /// The index of `v`, added at the end if new.
+    pub fn add(&mut self, v: String) -> usize {
+        if let Some(&i) = self.index.get(&v) {
+            return i;
+        }
+        self.order.push(v.clone());
+        self.index.insert(v, self.order.len() - 1);
+        self.order.len() - 1
+    }
 }
 
 /// The sweep parameter a workload's cases actually carry as numbers, if its spec has one.
@@ -499,8 +602,8 @@ fn settle_y_scale(mut c: Chart) -> Chart {
 pub fn build(run: &RunResults) -> Vec<Chart> {
     let styles = Styles::for_run(run);
     let mut out = Vec::new();
-    for w in workloads(run) {
-        out.extend(for_workload(run, &w, &styles));
+    for (w, cases) in by_workload(run) {
+        out.extend(for_cases(w, &cases, &styles));
     }
     out
 }
@@ -517,8 +620,13 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
         .iter()
         .filter(|c| c.workload == workload)
         .collect();
+    for_cases(workload, &cases, styles)
+}
+
+/// The charts of one workload from its cells (in run order).
+pub fn for_cases(workload: &str, cases: &[&CaseResult], styles: &Styles) -> Vec<Chart> {
     let spec = spec_for(workload);
-    let left_out: Vec<String> = cases
+    let left_out: Arc<[String]> = cases
         .iter()
         .filter(|c| c.status != Status::Measured || c.figures.is_none())
         .map(|c| {
@@ -541,33 +649,44 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
     if measured.is_empty() {
         return Vec::new();
     }
-    let roles = ParamRoles::of(run, workload);
-    let mut labels: Vec<String> = Vec::new();
-    for c in &measured {
-        if !labels.contains(&c.label()) {
-            labels.push(c.label());
-        }
-    }
+    let roles = ParamRoles::of_cases(cases);
+    // Labels in style order; each measured cell's label index.
+    let cell_labels: Vec<String> = measured.iter().map(|c| c.label()).collect();
+    let mut labels: Vec<String> = cell_labels.clone();
+    labels.sort();
+    labels.dedup();
     labels.sort_by_key(|l| styles.of(l).slot);
+    let label_index: HashMap<&str, usize> = labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.as_str(), i))
+        .collect();
+    let li: Vec<usize> = cell_labels
+        .iter()
+        .map(|l| label_index[l.as_str()])
+        .collect();
     let mut charts = Vec::new();
     match (sweep_param(spec, &measured), spec.sweep) {
         (Some(param), Some(sw)) => {
-            // One chart per metric and per combination of the other params.
-            let mut groups: Vec<String> = Vec::new();
-            for c in &measured {
-                let g = roles.point(c, Some(param));
-                if !groups.contains(&g) {
-                    groups.push(g);
+            // One chart per metric and per combination of the other params; in each group,
+            // the cells of each label (only the labels the group has).
+            let mut groups = Ordered::default();
+            let mut members: Vec<BTreeMap<usize, Vec<&CaseResult>>> = Vec::new();
+            for (c, &l) in measured.iter().zip(&li) {
+                let g = groups.add(roles.point(c, Some(param)));
+                if g == members.len() {
+                    members.push(BTreeMap::new());
                 }
+                members[g].entry(l).or_default().push(c);
             }
-            for (gi, g) in groups.iter().enumerate() {
+            let ngroups = groups.order.len();
+            for (gi, (g, by_label)) in groups.order.iter().zip(&members).enumerate() {
                 for &m in spec.metrics {
-                    let series = labels
+                    let series = by_label
                         .iter()
-                        .map(|l| {
-                            let mut points: Vec<Pt> = measured
+                        .map(|(&l, cells)| {
+                            let mut points: Vec<Pt> = cells
                                 .iter()
-                                .filter(|c| c.label() == *l && roles.point(c, Some(param)) == *g)
                                 .filter_map(|c| {
                                     let x = c.params.0.get(param)?.as_f64()?;
                                     let y = m.value(c.figures.as_ref()?)?;
@@ -580,8 +699,8 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
                                 .collect();
                             points.sort_by(|a, b| a.x.total_cmp(&b.x));
                             Series {
-                                label: l.clone(),
-                                style: styles.of(l),
+                                label: labels[l].clone(),
+                                style: styles.of(&labels[l]),
                                 points,
                             }
                         })
@@ -590,13 +709,13 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
                     if series.is_empty() {
                         continue;
                     }
-                    let suffix = if groups.len() > 1 {
+                    let suffix = if ngroups > 1 {
                         format!("-{}", gi + 1)
                     } else {
                         String::new()
                     };
                     charts.push(Chart {
-                        id: format!("{workload}-{}{suffix}", m.slug()),
+                        id: format!("{}-{}{suffix}", file_slug(workload), m.slug()),
                         workload: workload.to_string(),
                         title: if g.is_empty() {
                             format!("{workload}: {}", m.title(false))
@@ -617,27 +736,26 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
             }
         }
         _ => {
-            let mut categories: Vec<String> = Vec::new();
-            for c in &measured {
-                let p = roles.point(c, None);
-                if !categories.contains(&p) {
-                    categories.push(p);
-                }
+            // Categories in first-seen order; each label's cells with their category.
+            let mut categories = Ordered::default();
+            let mut by_label: Vec<Vec<(usize, &CaseResult)>> = vec![Vec::new(); labels.len()];
+            for (c, &l) in measured.iter().zip(&li) {
+                let x = categories.add(roles.point(c, None));
+                by_label[l].push((x, c));
             }
+            let all_empty = categories.order.iter().all(|c| c.is_empty());
             for &m in spec.metrics {
                 let series = labels
                     .iter()
-                    .map(|l| Series {
+                    .zip(&by_label)
+                    .map(|(l, cells)| Series {
                         label: l.clone(),
                         style: styles.of(l),
-                        points: measured
+                        points: cells
                             .iter()
-                            .filter(|c| c.label() == *l)
-                            .filter_map(|c| {
+                            .filter_map(|&(x, c)| {
                                 let f = c.figures.as_ref()?;
                                 let y = m.value(f)?;
-                                let x =
-                                    categories.iter().position(|p| *p == roles.point(c, None))?;
                                 Some(Pt {
                                     x: x as f64,
                                     y,
@@ -652,12 +770,12 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
                     continue;
                 }
                 charts.push(Chart {
-                    id: format!("{workload}-{}", m.slug()),
+                    id: format!("{}-{}", file_slug(workload), m.slug()),
                     workload: workload.to_string(),
                     title: format!("{workload}: {}", m.title(true)),
                     kind: Kind::Bars,
                     metric: m,
-                    x_axis: if categories.iter().all(|c| c.is_empty()) {
+                    x_axis: if all_empty {
                         "model".into()
                     } else {
                         "parameters".into()
@@ -665,7 +783,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
                     y_axis: m.axis().to_string(),
                     log_x: false,
                     log_y: spec.log_y,
-                    categories: categories.clone(),
+                    categories: categories.order.clone(),
                     series,
                     left_out: left_out.clone(),
                 });
@@ -688,6 +806,38 @@ mod tests {
         assert_eq!(spec_for("http.rate").workloads, "http.rate");
         assert_eq!(spec_for("micro.pipe").workloads, "");
         assert_eq!(spec_for("whatever.new").workloads, "");
+    }
+
+    #[test]
+    fn file_slugs_never_name_a_directory() {
+        assert_eq!(file_slug("micro.pipe"), "micro.pipe");
+        for raw in [
+            "../../../x",
+            "a/b",
+            "/etc/evil",
+            "..",
+            ".",
+            "",
+            "a\\b",
+            "x\0y",
+            "é/è",
+        ] {
+            let s = file_slug(raw);
+            assert!(
+                !s.is_empty()
+                    && !s.starts_with('.')
+                    && !s.contains("..")
+                    && s.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c)),
+                "{raw:?} -> {s:?}"
+            );
+        }
+        assert!(file_slug("../../../x").starts_with("x-"));
+        assert!(file_slug("a/b").starts_with("a-b-"));
+        assert_ne!(file_slug("a/b"), file_slug("a\\b"));
+        assert!(file_slug(&"z".repeat(10_000)).len() < 80);
+        // A safe id the registry does not know (a newer ringside's workload) keeps its name.
+        assert_eq!(file_slug("net.quic"), "net.quic");
     }
 
     #[test]

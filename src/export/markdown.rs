@@ -1,6 +1,6 @@
 //! Markdown: the same tables as the terminal, as GitHub tables, with the run's context.
 
-use super::table::{metric_tables, Table};
+use super::table::{metric_tables_by_workload, Table};
 use super::Exporter;
 use super::{charts, verdict};
 use crate::results::RunResults;
@@ -62,13 +62,15 @@ impl Exporter for Markdown {
             run.timer.overhead_ns,
             run.timer.clocksource,
         );
-        let tables = metric_tables(run);
-        for w in charts::workloads(run) {
+        let mut tables: std::collections::HashMap<String, Vec<Table>> =
+            metric_tables_by_workload(run).into_iter().collect();
+        let styles = charts::Styles::for_run(run);
+        for (w, cases) in charts::by_workload(run) {
             out += &format!("## {w}\n\n");
-            for c in charts::build_for(run, &w) {
+            for c in charts::for_cases(w, &cases, &styles) {
                 out += &format!("![{}]({})\n\n", c.title, chart_file(&c.id));
             }
-            let verdicts = verdict::for_workload(run, &w);
+            let verdicts = verdict::for_cases(w, &cases);
             if !verdicts.is_empty() {
                 out += "Verdicts:\n\n";
                 for v in verdicts {
@@ -76,10 +78,7 @@ impl Exporter for Markdown {
                 }
                 out.push('\n');
             }
-            for t in tables
-                .iter()
-                .filter(|t| t.title == w || t.title.starts_with(&format!("{w} ")))
-            {
+            for t in tables.remove(w).unwrap_or_default().iter() {
                 out += &render_table(t);
                 out.push('\n');
             }

@@ -162,118 +162,145 @@ fn fig(c: &CaseResult, f: impl Fn(&crate::results::schema::CaseFigures) -> Strin
     }
 }
 
-fn roles_of(run: &RunResults, workload: &str) -> super::charts::ParamRoles {
-    super::charts::ParamRoles::of(run, workload)
-}
-
 /// One table per (workload, parameter point), in the order the cases ran.
 pub fn metric_tables(run: &RunResults) -> Vec<Table> {
-    let mut groups: Vec<(String, String, Vec<&CaseResult>)> = Vec::new();
-    for c in &run.cases {
-        if c.status == Status::NotApplicable && c.figures.is_none() && c.params.0.is_empty() {
-            continue; // listed in the footnotes of the workload's tables below
-        }
+    metric_tables_by_workload(run)
+        .into_iter()
+        .flat_map(|(_, ts)| ts)
+        .collect()
+}
+
+/// [`metric_tables`] with the workload each table belongs to: workloads in the order they
+/// first ran, each with its tables in the order their points first ran. Linear in the cells:
+/// each cell is keyed once, and found through a hash map.
+pub fn metric_tables_by_workload(run: &RunResults) -> Vec<(String, Vec<Table>)> {
+    use super::charts::{by_workload, Ordered, ParamRoles};
+    let mut out = Vec::new();
+    for (workload, cases) in by_workload(run) {
+        let roles = ParamRoles::of_cases(&cases);
         // Grouped by parameter point: parameters common to the workload or fixed per model
-        // (see `charts::ParamRoles`) go to the note and the column headers instead.
-        let key = roles_of(run, &c.workload).point(c, None);
-        match groups
-            .iter_mut()
-            .find(|(w, p, _)| *w == c.workload && *p == key)
-        {
-            Some(g) => g.2.push(c),
-            None => groups.push((c.workload.clone(), key, vec![c])),
+        // (see `charts::ParamRoles`) go to the note and the column headers instead. Cells of
+        // models that take no part at all (n/a, no params) are listed in the footnotes.
+        let mut points = Ordered::default();
+        let mut groups: Vec<Vec<&CaseResult>> = Vec::new();
+        let mut not_applicable: Vec<&CaseResult> = Vec::new();
+        for c in cases.iter().copied() {
+            if c.status == Status::NotApplicable && c.params.0.is_empty() {
+                not_applicable.push(c);
+                if c.figures.is_none() {
+                    continue;
+                }
+            }
+            let g = points.add(roles.point(c, None));
+            if g == groups.len() {
+                groups.push(Vec::new());
+            }
+            groups[g].push(c);
+        }
+        let tables = points
+            .order
+            .iter()
+            .zip(groups)
+            .map(|(params, cases)| table_of(workload, params, &cases, &roles, &not_applicable))
+            .collect();
+        out.push((workload.to_string(), tables));
+    }
+    out
+}
+
+/// The table of one parameter point of a workload.
+fn table_of(
+    workload: &str,
+    params: &str,
+    cases: &[&CaseResult],
+    roles: &super::charts::ParamRoles,
+    not_applicable: &[&CaseResult],
+) -> Table {
+    let workload = workload.to_string();
+    let params = params.to_string();
+    let mut header = vec!["metric".to_string()];
+    header.extend(cases.iter().map(|c| {
+        let mp = roles.model_params(c);
+        if mp.is_empty() {
+            c.label()
+        } else {
+            format!("{} ({mp})", c.label())
+        }
+    }));
+    let has_wrk = cases.iter().any(|c| {
+        c.figures
+            .as_ref()
+            .is_some_and(|f| crate::crosscheck::wrk::requests_per_sec(&f.counters).is_some())
+    });
+    let net: &[Metric] = if is_net(&workload) { NET_METRICS } else { &[] };
+    let wrk: &[Metric] = if has_wrk { WRK_METRICS } else { &[] };
+    let rows = METRICS
+        .iter()
+        .chain(net)
+        .chain(wrk)
+        .map(|(name, cell)| {
+            let mut r = vec![name.to_string()];
+            r.extend(cases.iter().map(|c| cell(c)));
+            r
+        })
+        .collect();
+    let mut footnotes: Vec<String> = cases
+        .iter()
+        .filter(|c| c.status != Status::Measured)
+        .map(|c| {
+            format!(
+                "{}: {}: {}",
+                c.label(),
+                c.status,
+                c.reason.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    let mut sys_reasons: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for c in cases.iter().filter_map(|c| c.figures.as_ref()) {
+        if let crate::measure::Measured::Unavailable { unavailable } = &c.syscalls_per_op {
+            let line = format!("syscalls/op unavailable: {unavailable}");
+            if seen.insert(line.clone()) {
+                sys_reasons.push(line);
+            }
         }
     }
-    groups
-        .into_iter()
-        .map(|(workload, params, cases)| {
-            let roles = roles_of(run, &workload);
-            let mut header = vec!["metric".to_string()];
-            header.extend(cases.iter().map(|c| {
-                let mp = roles.model_params(c);
-                if mp.is_empty() {
-                    c.label()
-                } else {
-                    format!("{} ({mp})", c.label())
-                }
-            }));
-            let has_wrk = cases.iter().any(|c| {
-                c.figures.as_ref().is_some_and(|f| {
-                    crate::crosscheck::wrk::requests_per_sec(&f.counters).is_some()
-                })
-            });
-            let net: &[Metric] = if is_net(&workload) { NET_METRICS } else { &[] };
-            let wrk: &[Metric] = if has_wrk { WRK_METRICS } else { &[] };
-            let rows = METRICS
-                .iter()
-                .chain(net)
-                .chain(wrk)
-                .map(|(name, cell)| {
-                    let mut r = vec![name.to_string()];
-                    r.extend(cases.iter().map(|c| cell(c)));
-                    r
-                })
-                .collect();
-            let mut footnotes: Vec<String> = cases
-                .iter()
-                .filter(|c| c.status != Status::Measured)
-                .map(|c| {
-                    format!(
-                        "{}: {}: {}",
-                        c.label(),
-                        c.status,
-                        c.reason.as_deref().unwrap_or("")
-                    )
-                })
-                .collect();
-            let mut sys_reasons: Vec<String> = Vec::new();
-            for c in cases.iter().filter_map(|c| c.figures.as_ref()) {
-                if let crate::measure::Measured::Unavailable { unavailable } = &c.syscalls_per_op {
-                    let line = format!("syscalls/op unavailable: {unavailable}");
-                    if !sys_reasons.contains(&line) {
-                        sys_reasons.push(line);
-                    }
-                }
-            }
-            footnotes.extend(sys_reasons);
-            for c in cases.iter().filter(|c| c.status == Status::Measured) {
-                if let Some(cpu) = c.sqpoll_cpu {
-                    footnotes.push(format!("{}: SQPOLL poller pinned to CPU {cpu}", c.label()));
-                }
-            }
-            for c in cases.iter().filter(|c| !c.warnings.is_empty()) {
-                for w in &c.warnings {
-                    footnotes.push(format!("{}: warning: {}", c.label(), w.advice()));
-                }
-            }
-            for c in run.cases.iter().filter(|c| {
-                c.workload == workload && c.status == Status::NotApplicable && c.params.0.is_empty()
-            }) {
-                footnotes.push(format!(
-                    "{}: n/a: {}",
-                    c.label(),
-                    c.reason.as_deref().unwrap_or("")
-                ));
-            }
-            let title = if params.is_empty() {
-                workload.clone()
-            } else {
-                format!("{workload} {params}")
-            };
-            let common = roles.common_text();
-            Table {
-                title,
-                note: if common.is_empty() {
-                    format!("one op = {}", cases[0].op)
-                } else {
-                    format!("one op = {}; {common}", cases[0].op)
-                },
-                header,
-                rows,
-                footnotes,
-            }
-        })
-        .collect()
+    footnotes.extend(sys_reasons);
+    for c in cases.iter().filter(|c| c.status == Status::Measured) {
+        if let Some(cpu) = c.sqpoll_cpu {
+            footnotes.push(format!("{}: SQPOLL poller pinned to CPU {cpu}", c.label()));
+        }
+    }
+    for c in cases.iter().filter(|c| !c.warnings.is_empty()) {
+        for w in &c.warnings {
+            footnotes.push(format!("{}: warning: {}", c.label(), w.advice()));
+        }
+    }
+    for c in not_applicable {
+        footnotes.push(format!(
+            "{}: n/a: {}",
+            c.label(),
+            c.reason.as_deref().unwrap_or("")
+        ));
+    }
+    let title = if params.is_empty() {
+        workload.clone()
+    } else {
+        format!("{workload} {params}")
+    };
+    let common = roles.common_text();
+    Table {
+        title,
+        note: if common.is_empty() {
+            format!("one op = {}", cases[0].op)
+        } else {
+            format!("one op = {}; {common}", cases[0].op)
+        },
+        header,
+        rows,
+        footnotes,
+    }
 }
 
 /// The name an enum value has in the JSON results ("not_applicable").

@@ -6,9 +6,10 @@
 //! A comparison is "within noise" when the two cells' per-repetition ranges (min..max of the
 //! per-run medians, or of per-run ops/s) overlap; crossovers within noise are only counted.
 
-use super::charts::{spec_for, sweep_param, workloads, Metric, ParamRoles};
+use super::charts::{by_workload, spec_for, sweep_param, Metric, Ordered, ParamRoles};
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status};
+use std::collections::{BTreeMap, HashMap};
 
 /// One computed sentence.
 #[derive(Clone, Debug, PartialEq)]
@@ -49,6 +50,9 @@ fn overlap(a: Option<(f64, f64)>, b: Option<(f64, f64)>) -> bool {
         _ => false,
     }
 }
+
+/// One group of a sweep: its cells in run order, and each label's cells.
+type Members<'c, 'a> = (Vec<&'c Cell<'a>>, BTreeMap<usize, Vec<&'c Cell<'a>>>);
 
 struct Cell<'a> {
     c: &'a CaseResult,
@@ -120,15 +124,22 @@ fn best_against_rest(m: Metric, here: &[&Cell], at: &str, out: &mut Vec<Verdict>
 
 /// Verdicts of one workload.
 pub fn for_workload(run: &RunResults, workload: &str) -> Vec<Verdict> {
-    let spec = spec_for(workload);
-    let m = spec.verdict;
     let cases: Vec<&CaseResult> = run
         .cases
         .iter()
         .filter(|c| c.workload == workload)
         .collect();
+    for_cases(workload, &cases)
+}
+
+/// Verdicts of one workload from its cells, in run order. Cells are grouped once (by point,
+/// group and label), so the work is linear in the cells, times the number of series for the
+/// crossovers between every two of them.
+pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
+    let spec = spec_for(workload);
+    let m = spec.verdict;
     let cells: Vec<Cell> = cases.iter().filter_map(|c| cell(m, c)).collect();
-    let roles = ParamRoles::of(run, workload);
+    let roles = ParamRoles::of_cases(cases);
     let params_text = |c: &CaseResult, skip: Option<&str>| roles.point(c, skip);
     let better = |a: f64, b: f64| {
         if higher_is_better(m) {
@@ -138,59 +149,60 @@ pub fn for_workload(run: &RunResults, workload: &str) -> Vec<Verdict> {
         }
     };
     let mut out = Vec::new();
-    match sweep_param(spec, &cases) {
+    match sweep_param(spec, cases) {
         None => {
-            let mut groups: Vec<String> = Vec::new();
+            let mut groups = Ordered::default();
+            let mut here: Vec<Vec<&Cell>> = Vec::new();
             for c in &cells {
-                let g = params_text(c.c, None);
-                if !groups.contains(&g) {
-                    groups.push(g);
+                let g = groups.add(params_text(c.c, None));
+                if g == here.len() {
+                    here.push(Vec::new());
                 }
+                here[g].push(c);
             }
-            for g in groups {
-                let here: Vec<&Cell> = cells
-                    .iter()
-                    .filter(|c| params_text(c.c, None) == g)
-                    .collect();
+            for (g, here) in groups.order.iter().zip(&here) {
                 let at = if g.is_empty() {
                     String::new()
                 } else {
                     format!(" at {g}")
                 };
-                best_against_rest(m, &here, &at, &mut out);
+                best_against_rest(m, here, &at, &mut out);
             }
         }
         Some(param) => {
             let x = |c: &CaseResult| c.params.0.get(param).and_then(|v| v.as_f64());
-            let mut groups: Vec<String> = Vec::new();
-            let mut labels: Vec<String> = Vec::new();
+            // Labels in first-seen order; per group, each label's cells in run order.
+            let mut groups = Ordered::default();
+            let mut labels = Ordered::default();
+            let mut members: Vec<Members> = Vec::new();
             for c in &cells {
-                let g = params_text(c.c, Some(param));
-                if !groups.contains(&g) {
-                    groups.push(g);
+                let g = groups.add(params_text(c.c, Some(param)));
+                let l = labels.add(c.c.label());
+                if g == members.len() {
+                    members.push(Default::default());
                 }
-                if !labels.contains(&c.c.label()) {
-                    labels.push(c.c.label());
-                }
+                members[g].0.push(c);
+                members[g].1.entry(l).or_default().push(c);
             }
-            for g in &groups {
+            for (g, (in_group, by_label)) in groups.order.iter().zip(&members) {
                 let at = if g.is_empty() {
                     String::new()
                 } else {
                     format!(" ({g})")
                 };
-                let series = |l: &str| -> Vec<(f64, &Cell)> {
-                    let mut v: Vec<(f64, &Cell)> = cells
-                        .iter()
-                        .filter(|c| c.c.label() == l && params_text(c.c, Some(param)) == *g)
-                        .filter_map(|c| Some((x(c.c)?, c)))
-                        .collect();
-                    v.sort_by(|a, b| a.0.total_cmp(&b.0));
-                    v
-                };
+                // Each label's series along the sweep, sorted by x (stable: run order at ties).
+                let series: Vec<(usize, Vec<(f64, &Cell)>)> = by_label
+                    .iter()
+                    .map(|(&l, cs)| {
+                        let mut v: Vec<(f64, &Cell)> =
+                            cs.iter().filter_map(|c| Some((x(c.c)?, *c))).collect();
+                        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+                        (l, v)
+                    })
+                    .collect();
                 // What the sweep does to each series: last point against first.
-                for l in &labels {
-                    let s = series(l);
+                for (l, s) in &series {
+                    let l = &labels.order[*l];
                     if let (Some(first), Some(last)) = (s.first(), s.last()) {
                         if first.0 == last.0 {
                             continue;
@@ -212,14 +224,14 @@ pub fn for_workload(run: &RunResults, workload: &str) -> Vec<Verdict> {
                     }
                 }
                 // At the far end of the sweep: the best series against the others.
-                let far = cells
+                let far = in_group
                     .iter()
-                    .filter(|c| params_text(c.c, Some(param)) == *g)
                     .filter_map(|c| x(c.c))
                     .fold(f64::NEG_INFINITY, f64::max);
-                let here: Vec<&Cell> = cells
+                let here: Vec<&Cell> = in_group
                     .iter()
-                    .filter(|c| params_text(c.c, Some(param)) == *g && x(c.c) == Some(far))
+                    .copied()
+                    .filter(|c| x(c.c) == Some(far))
                     .collect();
                 let at_far = format!(
                     " at {param}={far}{}",
@@ -230,16 +242,18 @@ pub fn for_workload(run: &RunResults, workload: &str) -> Vec<Verdict> {
                 // One whose repetitions overlap at either point is no evidence of a crossing:
                 // those are counted, not listed (on a noisy machine there are dozens).
                 let mut noisy = 0;
-                for (i, la) in labels.iter().enumerate() {
-                    for lb in labels.iter().skip(i + 1) {
-                        let sa = series(la);
-                        let sb = series(lb);
+                for (i, (la, sa)) in series.iter().enumerate() {
+                    for (lb, sb) in series.iter().skip(i + 1) {
+                        let (la, lb) = (&labels.order[*la], &labels.order[*lb]);
+                        // The first cell of `sb` at each x.
+                        let mut at_x: HashMap<u64, &Cell> = HashMap::new();
+                        for (xb, cb) in sb {
+                            at_x.entry(xb.to_bits()).or_insert(cb);
+                        }
                         let common: Vec<(f64, &Cell, &Cell)> = sa
                             .iter()
                             .filter_map(|(xa, ca)| {
-                                sb.iter()
-                                    .find(|(xb, _)| xb == xa)
-                                    .map(|(_, cb)| (*xa, *ca, *cb))
+                                at_x.get(&xa.to_bits()).map(|cb| (*xa, *ca, *cb))
                             })
                             .collect();
                         for w in common.windows(2) {
@@ -278,7 +292,7 @@ pub fn for_workload(run: &RunResults, workload: &str) -> Vec<Verdict> {
         }
     }
     if workload == "http.rate" {
-        out.extend(capacity(&cases));
+        out.extend(capacity(cases));
     }
     out
 }
@@ -291,17 +305,20 @@ pub const CAPACITY_P99_NS: f64 = 10e6;
 pub const KEEP_UP: f64 = 0.95;
 
 fn capacity(cases: &[&CaseResult]) -> Vec<Verdict> {
-    let mut labels: Vec<String> = Vec::new();
+    let mut labels = Ordered::default();
+    let mut by_label: Vec<Vec<&CaseResult>> = Vec::new();
     for c in cases {
-        if !labels.contains(&c.label()) {
-            labels.push(c.label());
+        let l = labels.add(c.label());
+        if l == by_label.len() {
+            by_label.push(Vec::new());
         }
+        by_label[l].push(c);
     }
     let mut out = Vec::new();
-    for l in labels {
-        let mut pts: Vec<(f64, bool)> = cases
+    for (l, cs) in labels.order.iter().zip(&by_label) {
+        let mut pts: Vec<(f64, bool)> = cs
             .iter()
-            .filter(|c| c.label() == l && c.status == Status::Measured)
+            .filter(|c| c.status == Status::Measured)
             .filter_map(|c| {
                 let f = c.figures.as_ref()?;
                 let offered = c.params.0.get("rate_per_sec")?.as_f64()?;
@@ -347,12 +364,9 @@ fn capacity(cases: &[&CaseResult]) -> Vec<Verdict> {
 
 /// Verdicts of every workload, in workload order.
 pub fn all(run: &RunResults) -> Vec<(String, Vec<Verdict>)> {
-    workloads(run)
+    by_workload(run)
         .into_iter()
-        .map(|w| {
-            let v = for_workload(run, &w);
-            (w, v)
-        })
+        .map(|(w, cases)| (w.to_string(), for_cases(w, &cases)))
         .collect()
 }
 

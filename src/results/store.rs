@@ -56,11 +56,73 @@ impl Store {
     }
 }
 
-/// Loads a results file, naming the file and the problem (missing, not JSON, truncated, other
-/// schema version).
+/// The largest results file `report` and `compare` read: 64 MiB. A full run of every suite
+/// with contenders writes a few MiB (about 1.5-6 KiB per cell, histogram included, for
+/// several hundred cells); anything past this is not a results file, and reading it would only
+/// spend memory.
+pub const MAX_RESULTS_BYTES: u64 = 64 << 20;
+
+/// What kind of file `m` is, for a refusal.
+fn kind(m: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a plain file"
+    }
+}
+
+/// Reads a results file: a regular file of at most [`MAX_RESULTS_BYTES`], checked before it
+/// is opened (a FIFO would block, a device never ends) and again while reading (a file that
+/// grows, or one whose size the kernel does not report, as in /proc).
+fn read_bounded(path: &Path) -> anyhow::Result<Vec<u8>> {
+    use std::io::Read;
+    let cap_mib = MAX_RESULTS_BYTES >> 20;
+    let m = fs::metadata(path)
+        .with_context(|| format!("cannot read results file '{}'", path.display()))?;
+    if !m.is_file() {
+        bail!(
+            "'{}' is not a regular file ({}); a results file is the results.json a run wrote",
+            path.display(),
+            kind(&m)
+        );
+    }
+    if m.len() > MAX_RESULTS_BYTES {
+        bail!(
+            "'{}' is {} MiB, which exceeds {cap_mib} MiB, the most a results file may be",
+            path.display(),
+            m.len() >> 20
+        );
+    }
+    let f = File::open(path)
+        .with_context(|| format!("cannot read results file '{}'", path.display()))?;
+    let mut bytes = Vec::with_capacity(m.len() as usize);
+    f.take(MAX_RESULTS_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read results file '{}'", path.display()))?;
+    if bytes.len() as u64 > MAX_RESULTS_BYTES {
+        bail!(
+            "'{}' exceeds {cap_mib} MiB, the most a results file may be (it grew while being \
+             read, or did not report its size)",
+            path.display()
+        );
+    }
+    Ok(bytes)
+}
+
+/// Loads a results file, naming the file and the problem (missing, not a regular file, larger
+/// than [`MAX_RESULTS_BYTES`], not JSON, truncated, other schema version).
 pub fn load(path: &Path) -> anyhow::Result<RunResults> {
-    let bytes =
-        fs::read(path).with_context(|| format!("cannot read results file '{}'", path.display()))?;
+    let bytes = read_bounded(path)?;
     let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
         if e.is_eof() {
             anyhow::anyhow!("'{}' is truncated: JSON ends early ({e})", path.display())
@@ -113,5 +175,9 @@ mod tests {
         assert!(format!("{:#}", load(&p).unwrap_err()).contains("not JSON"));
         fs::write(&p, b"{\"schema_version\": 7}").unwrap();
         assert!(format!("{:#}", load(&p).unwrap_err()).contains("schema_version 7"));
+        let e = format!("{:#}", load(d.path()).unwrap_err());
+        assert!(e.contains("not a regular file (a directory)"), "{e}");
+        let e = format!("{:#}", load(Path::new("/dev/null")).unwrap_err());
+        assert!(e.contains("not a regular file (a character device)"), "{e}");
     }
 }

@@ -2,6 +2,12 @@
 //! significance from the repetitions (two-sided Mann-Whitney U on the per-run values: exact
 //! for small samples without ties, normal approximation with tie correction otherwise), and
 //! the differences between the two environments.
+//!
+//! A test can only find what its sample sizes allow: the smallest two-sided p Mann-Whitney
+//! can give for n1 and n2 values is 2 / C(n1 + n2, n1) (0.1 for 3 against 3), so below 4
+//! repetitions a side no change is ever significant at alpha 0.05. Such a change beyond the
+//! threshold is reported as untested, never as "no significant change"; [`Comparison::gate`]
+//! says what makes `ringside compare` exit 1.
 
 use crate::results::{CaseResult, RunResults, Status};
 use crate::stats::median;
@@ -9,8 +15,41 @@ use crate::stats::median;
 /// Significance level of every test here.
 pub const ALPHA: f64 = 0.05;
 
-/// Two-sided p-value of the Mann-Whitney U test; `None` with fewer than 2 values a side.
+/// The smallest two-sided p-value the Mann-Whitney U test can reach with `n1` and `n2`
+/// values: both samples completely apart, the one arrangement in C(n1 + n2, n1) (per tail)
+/// that is most extreme. Ties only coarsen the distribution, so no p is ever smaller.
+pub fn min_p(n1: usize, n2: usize) -> f64 {
+    if n1 == 0 || n2 == 0 {
+        return 1.0;
+    }
+    // C(n1 + n2, k) as a product of ratios; it only grows, so overflow is to +inf (p -> 0).
+    let k = n1.min(n2);
+    let mut c = 1.0f64;
+    for i in 1..=k {
+        c = c * (n1 + n2 - k + i) as f64 / i as f64;
+    }
+    (2.0 / c).min(1.0)
+}
+
+/// Whether `n1` against `n2` values can ever be significant at `alpha`.
+pub fn testable(n1: usize, n2: usize, alpha: f64) -> bool {
+    n1 >= 2 && n2 >= 2 && min_p(n1, n2) < alpha
+}
+
+/// The fewest repetitions per side with which a change can be significant at `alpha`
+/// (4 at 0.05: 2/70 = 0.029, while 3 gives 2/20 = 0.1).
+pub fn reps_needed(alpha: f64) -> usize {
+    (2..=1000).find(|&n| testable(n, n, alpha)).unwrap_or(1000)
+}
+
+/// Two-sided p-value of the Mann-Whitney U test; `None` with fewer than 2 values a side. Never
+/// below [`min_p`] (the normal approximation used with ties could otherwise claim more than
+/// the samples can show).
 pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<f64> {
+    mann_whitney_raw(a, b).map(|p| p.max(min_p(a.len(), b.len())))
+}
+
+fn mann_whitney_raw(a: &[f64], b: &[f64]) -> Option<f64> {
     let (n1, n2) = (a.len(), b.len());
     if n1 < 2 || n2 < 2 {
         return None;
@@ -120,6 +159,9 @@ pub struct Change {
     pub p: Option<f64>,
     pub significant: bool,
     pub method: Method,
+    /// (base, new) repetitions when they are too few for the test to ever reach [`ALPHA`]:
+    /// then `significant` is false whatever the change.
+    pub too_few: Option<(usize, usize)>,
 }
 
 fn change(
@@ -134,6 +176,7 @@ fn change(
     } else {
         (new - base) / base * 100.0
     };
+    let sizes = (base_runs.len(), new_runs.len());
     match mann_whitney(base_runs, new_runs) {
         Some(p) => Change {
             base,
@@ -142,16 +185,21 @@ fn change(
             p: Some(p),
             significant: p < ALPHA,
             method: Method::MannWhitney,
+            too_few: (!testable(sizes.0, sizes.1, ALPHA)).then_some(sizes),
         },
         None => {
             let ((b0, b1), (n0, n1)) = ranges;
+            // One repetition on a side (its runs recorded): nothing to test with, and a range
+            // of one value is "apart" from any other.
+            let too_few = (sizes.0 == 1 || sizes.1 == 1).then_some(sizes);
             Change {
                 base,
                 new,
                 pct,
                 p: None,
-                significant: b1 < n0 || n1 < b0,
+                significant: too_few.is_none() && (b1 < n0 || n1 < b0),
                 method: Method::Spread,
+                too_few,
             }
         }
     }
@@ -170,6 +218,22 @@ pub struct CellChange {
     pub regression: bool,
     /// Faster or more throughput, significantly and beyond the threshold.
     pub improvement: bool,
+    /// A change beyond the threshold (either way) that the repetitions are too few to test:
+    /// "too few repetitions to test (n=3; need >= 4)".
+    pub untested: Option<String>,
+}
+
+/// "too few repetitions to test (n=3; need >= 4)" for `(base, new)` repetitions.
+pub fn too_few_text((nb, nn): (usize, usize)) -> String {
+    let n = if nb == nn {
+        format!("n={nb}")
+    } else {
+        format!("n={nb} and {nn}")
+    };
+    format!(
+        "too few repetitions to test ({n}; need >= {})",
+        reps_needed(ALPHA)
+    )
 }
 
 /// Everything `ringside compare` reports.
@@ -180,6 +244,14 @@ pub struct Comparison {
     pub only_new: Vec<String>,
     /// Cells in both runs but not measured in one or both, with the statuses and reasons.
     pub not_compared: Vec<String>,
+    /// Cells measured in BASE that `failed` in NEW, with NEW's reason (part of `not_compared`).
+    pub became_failed: Vec<String>,
+    /// Cells measured in BASE that NEW did not measure for another reason (unavailable, not
+    /// applicable): no longer tested (part of `not_compared`).
+    pub no_longer_measured: Vec<String>,
+    /// Whether each file is a finished run (`"finished": true`).
+    pub base_finished: bool,
+    pub new_finished: bool,
     /// (what, base value, new value) for every environment fact that differs.
     pub env_diff: Vec<(String, String, String)>,
 }
@@ -188,6 +260,81 @@ impl Comparison {
     pub fn regressions(&self) -> impl Iterator<Item = &CellChange> {
         self.cells.iter().filter(|c| c.regression)
     }
+
+    /// Changes beyond the threshold the repetitions cannot test.
+    pub fn untested(&self) -> impl Iterator<Item = &CellChange> {
+        self.cells.iter().filter(|c| c.untested.is_some())
+    }
+
+    /// Why `ringside compare` fails (exit 1), one sentence each; empty: it passes. Always: a
+    /// significant regression, a measured cell that failed, an unfinished NEW run, and a
+    /// comparison of nothing. Unless `allow_untested`: a change beyond the threshold that is
+    /// too few repetitions to test, cells only one file has, and cells NEW no longer measured.
+    pub fn gate(&self, threshold_pct: f64, allow_untested: bool) -> Vec<String> {
+        let mut why = Vec::new();
+        let names = |v: Vec<&str>| v.join("; ");
+        let regs: Vec<&str> = self.regressions().map(|c| c.cell.as_str()).collect();
+        if !regs.is_empty() {
+            why.push(format!(
+                "{} regression(s) beyond {threshold_pct}%: {}",
+                regs.len(),
+                names(regs)
+            ));
+        }
+        if !self.became_failed.is_empty() {
+            why.push(format!(
+                "{} cell(s) measured in BASE failed in NEW: {}",
+                self.became_failed.len(),
+                self.became_failed.join("; ")
+            ));
+        }
+        if !self.new_finished {
+            why.push(
+                "NEW is an unfinished run (\"finished\": false): cells it never reached are \
+                 not compared"
+                    .into(),
+            );
+        }
+        if self.cells.is_empty() {
+            why.push("no cell was compared: the two files have no measured cell in common".into());
+        }
+        if allow_untested {
+            return why;
+        }
+        let untested: Vec<&str> = self.untested().map(|c| c.cell.as_str()).collect();
+        if !untested.is_empty() {
+            why.push(format!(
+                "{} change(s) beyond {threshold_pct}% cannot be tested, {}: {} (more \
+                 repetitions, or --allow-untested)",
+                untested.len(),
+                reps_hint(self),
+                names(untested)
+            ));
+        }
+        let one_sided = self.only_base.len() + self.only_new.len();
+        if one_sided > 0 {
+            why.push(format!(
+                "{one_sided} cell(s) are in one file only (--allow-untested to accept)"
+            ));
+        }
+        if !self.no_longer_measured.is_empty() {
+            why.push(format!(
+                "{} cell(s) measured in BASE are not measured in NEW: {} (--allow-untested to \
+                 accept)",
+                self.no_longer_measured.len(),
+                self.no_longer_measured.join("; ")
+            ));
+        }
+        why
+    }
+}
+
+/// "too few repetitions to test" with the sizes of the first untested cell.
+fn reps_hint(cmp: &Comparison) -> String {
+    cmp.untested()
+        .find_map(|c| c.p50.too_few.or(c.ops.too_few))
+        .map(too_few_text)
+        .unwrap_or_else(|| "too few repetitions to test".into())
 }
 
 /// The key cells are matched by: workload, label and params.
@@ -257,10 +404,20 @@ fn context(run: &RunResults) -> Vec<(String, String)> {
 /// Compares `new` against `base`; a cell regresses when its median latency rises or its
 /// ops/s falls by more than `threshold_pct` percent, significantly.
 pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Comparison {
-    let mut cmp = Comparison::default();
+    let mut cmp = Comparison {
+        base_finished: base.finished,
+        new_finished: new.finished,
+        ..Comparison::default()
+    };
+    // First cell of each key in NEW (a key seen twice keeps its first cell, as before).
+    let mut in_new: std::collections::HashMap<String, &CaseResult> = Default::default();
+    for n in &new.cases {
+        in_new.entry(cell_key(n)).or_insert(n);
+    }
+    let in_base: std::collections::HashSet<String> = base.cases.iter().map(cell_key).collect();
     for b in &base.cases {
         let key = cell_key(b);
-        let Some(n) = new.cases.iter().find(|n| cell_key(n) == key) else {
+        let Some(&n) = in_new.get(&key) else {
             cmp.only_base.push(key);
             continue;
         };
@@ -276,6 +433,14 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
                     c.reason.as_deref().unwrap_or("no reason recorded")
                 ),
             };
+            if figs.0.is_some() {
+                let line = format!("{key}: {}", why(n));
+                if n.status == Status::Failed {
+                    cmp.became_failed.push(line);
+                } else {
+                    cmp.no_longer_measured.push(line);
+                }
+            }
             cmp.not_compared
                 .push(format!("{key}: base {}; new {}", why(b), why(n)));
             continue;
@@ -312,17 +477,25 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
         let improvement = !regression
             && ((p50.significant && p50.pct < -threshold_pct)
                 || (ops.significant && ops.pct > threshold_pct));
+        let beyond = |c: &Change| c.pct.abs() > threshold_pct;
+        let untested = [&p50, &ops]
+            .into_iter()
+            .find(|c| beyond(c) && c.too_few.is_some())
+            .filter(|_| !regression && !improvement)
+            .and_then(|c| c.too_few)
+            .map(too_few_text);
         cmp.cells.push(CellChange {
             cell: key,
             p50,
             ops,
             regression,
             improvement,
+            untested,
         });
     }
     for n in &new.cases {
         let key = cell_key(n);
-        if !base.cases.iter().any(|b| cell_key(b) == key) {
+        if !in_base.contains(&key) {
             cmp.only_new.push(key);
         }
     }
@@ -371,6 +544,30 @@ mod tests {
         let e: Vec<f64> = (0..30).map(|i| (i / 2) as f64).collect();
         let f: Vec<f64> = (0..30).map(|i| 100.0 + (i / 2) as f64).collect();
         assert!(mann_whitney(&e, &f).unwrap() < 1e-6);
+    }
+
+    #[test]
+    fn smallest_attainable_p_and_repetitions_needed() {
+        assert!((min_p(3, 3) - 0.1).abs() < 1e-12);
+        assert!((min_p(4, 4) - 2.0 / 70.0).abs() < 1e-12);
+        assert!((min_p(5, 5) - 2.0 / 252.0).abs() < 1e-12);
+        assert!((min_p(3, 5) - 2.0 / 56.0).abs() < 1e-12);
+        assert_eq!(min_p(1, 1), 1.0);
+        assert!(min_p(2000, 2000) < 1e-300);
+        assert!(!testable(3, 3, ALPHA) && testable(4, 4, ALPHA) && testable(3, 5, ALPHA));
+        assert!(!testable(2, 4, ALPHA)); // 2/15 = 0.13
+        assert_eq!(reps_needed(0.05), 4);
+        assert_eq!(reps_needed(0.01), 5); // 2/252 = 0.0079
+                                          // The exact minimum is what the test itself gives for completely separated samples.
+        for n in 2..=8 {
+            let a: Vec<f64> = (0..n).map(|i| i as f64).collect();
+            let b: Vec<f64> = (0..n).map(|i| 100.0 + i as f64).collect();
+            let p = mann_whitney(&a, &b).unwrap();
+            assert!((p - min_p(n, n)).abs() < 1e-12, "n={n}: {p}");
+        }
+        // Ties take the normal approximation, which may not claim more than the sizes allow.
+        let p = mann_whitney(&[1.0, 1.0, 2.0], &[9.0, 9.0, 9.0]).unwrap();
+        assert!(p >= 0.1, "{p}");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 pub mod svg;
 
 use super::charts::{self, Chart};
-use super::table::{metric_tables, Table};
+use super::table::{metric_tables_by_workload, Table};
 use super::verdict;
 use super::Exporter;
 use crate::registry;
@@ -231,9 +231,10 @@ impl Exporter for Html {
         );
 
         let styles = charts::Styles::for_run(run);
-        let tables = metric_tables(run);
+        let mut tables: std::collections::HashMap<String, Vec<Table>> =
+            metric_tables_by_workload(run).into_iter().collect();
         let mut suite = "";
-        for w in &workloads {
+        for (w, cases) in charts::by_workload(run) {
             let s = w.split('.').next().unwrap_or(w);
             if s != suite {
                 if !suite.is_empty() {
@@ -256,10 +257,10 @@ impl Exporter for Html {
             if let Some(x) = registry::workload(w) {
                 let _ = write!(b, "<p class=\"note\">{}</p>", esc(x.about()));
             }
-            if let Some(c) = run.cases.iter().find(|c| &c.workload == w) {
+            if let Some(c) = cases.first() {
                 let _ = write!(b, "<p class=\"note\">one op = {}</p>", esc(&c.op));
             }
-            let cs = charts::for_workload(run, w, &styles);
+            let cs = charts::for_cases(w, &cases, &styles);
             if !cs.is_empty() {
                 b.push_str("<div class=\"charts\">");
                 for c in &cs {
@@ -267,7 +268,7 @@ impl Exporter for Html {
                 }
                 b.push_str("</div>");
             }
-            let vs = verdict::for_workload(run, w);
+            let vs = verdict::for_cases(w, &cases);
             if !vs.is_empty() {
                 b.push_str("<h4>Verdicts</h4><ul class=\"verdicts\">");
                 for v in &vs {
@@ -285,10 +286,7 @@ impl Exporter for Html {
                 b.push_str("</ul>");
             }
             b.push_str("<h4>Tables</h4>");
-            for t in tables
-                .iter()
-                .filter(|t| t.title == *w || t.title.starts_with(&format!("{w} ")))
-            {
+            for t in tables.remove(w).unwrap_or_default().iter() {
                 let _ = write!(
                     b,
                     "<p class=\"note\"><b>{}</b> — {}</p>",
@@ -297,7 +295,7 @@ impl Exporter for Html {
                 );
                 table_html(t, &mut b);
             }
-            let missing = not_measured(run, Some(w));
+            let missing = not_measured_in(&cases);
             if !missing.is_empty() {
                 b.push_str("<h4>Cells not measured</h4><ul class=\"unmeasured\">");
                 for m in &missing {
@@ -331,9 +329,18 @@ impl Exporter for Html {
 
 /// Every cell that was not measured, with its status and reason (one workload or all).
 pub fn not_measured(run: &RunResults, workload: Option<&str>) -> Vec<String> {
-    run.cases
+    let cases: Vec<&crate::results::CaseResult> = run
+        .cases
         .iter()
         .filter(|c| workload.is_none_or(|w| c.workload == w))
+        .collect();
+    not_measured_in(&cases)
+}
+
+/// [`not_measured`] over given cells.
+pub fn not_measured_in(cases: &[&crate::results::CaseResult]) -> Vec<String> {
+    cases
+        .iter()
         .filter(|c| c.status != Status::Measured)
         .map(|c| {
             let p = charts::params_text(c, None);

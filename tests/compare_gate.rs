@@ -1,0 +1,212 @@
+//! `ringside compare` as a CI gate that can fail: a change it cannot test (too few
+//! repetitions for the test to ever reach its alpha), cells only one file has, a measured
+//! cell that became `failed` and an unfinished NEW file all exit 1, and say why.
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results.json")
+}
+
+fn ringside() -> Command {
+    let mut c = Command::cargo_bin("ringside").unwrap();
+    c.timeout(Duration::from_secs(60));
+    c
+}
+
+fn load() -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(fixture()).unwrap()).unwrap()
+}
+
+fn save(dir: &Path, name: &str, v: &serde_json::Value) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_vec_pretty(v).unwrap()).unwrap();
+    p
+}
+
+fn is_cell(c: &serde_json::Value, workload: &str, model: &str, msg: u64) -> bool {
+    c["workload"] == workload && c["model"] == model && c["params"]["msg_bytes"] == msg
+}
+
+/// Keeps the first `n` repetitions of every measured cell.
+fn keep_runs(v: &mut serde_json::Value, n: usize) {
+    for c in v["cases"].as_array_mut().unwrap() {
+        for f in ["runs_p50_ns", "runs_ops_per_sec"] {
+            if let Some(a) = c.get_mut(f).and_then(|a| a.as_array_mut()) {
+                a.truncate(n);
+            }
+        }
+        if c["status"] == "measured" {
+            c["repetitions"] = n.into();
+        }
+    }
+}
+
+fn scale_cell(v: &mut serde_json::Value, workload: &str, model: &str, msg: u64, by: f64) {
+    for c in v["cases"].as_array_mut().unwrap() {
+        if is_cell(c, workload, model, msg) {
+            for x in c["runs_p50_ns"].as_array_mut().unwrap() {
+                *x = (x.as_f64().unwrap() * by).into();
+            }
+            for x in c["runs_ops_per_sec"].as_array_mut().unwrap() {
+                *x = (x.as_f64().unwrap() / by).into();
+            }
+        }
+    }
+}
+
+fn compare(base: &Path, new: &Path, extra: &[&str]) -> (i32, String) {
+    let a = ringside()
+        .arg("compare")
+        .arg(base)
+        .arg(new)
+        .args(extra)
+        .assert();
+    let o = a.get_output();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr),
+    )
+}
+
+#[test]
+fn three_repetitions_cannot_pass_a_2x_slowdown() {
+    let d = tempfile::tempdir().unwrap();
+    let mut base = load();
+    keep_runs(&mut base, 3);
+    let mut new = base.clone();
+    scale_cell(&mut new, "micro.pipe", "uring", 64, 2.0);
+    let (b, n) = (
+        save(d.path(), "b.json", &base),
+        save(d.path(), "n.json", &new),
+    );
+    let (code, out) = compare(&b, &n, &[]);
+    assert_eq!(code, 1, "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("micro.pipe uring msg_bytes=64 "))
+        .unwrap_or_else(|| panic!("cell missing:\n{out}"));
+    // Exact Mann-Whitney at 3 vs 3 cannot go below p = 0.1; 4 vs 4 can (2/70 < 0.05).
+    assert!(
+        line.contains("too few repetitions to test (n=3; need >= 4)"),
+        "{line}"
+    );
+    assert!(!line.contains("no significant change"), "{line}");
+    assert!(out.contains("cannot be tested"), "{out}");
+    // Unchanged cells with 3 repetitions are not a reason to fail.
+    let (code, out) = compare(&b, &save(d.path(), "same.json", &base), &[]);
+    assert_eq!(code, 0, "{out}");
+    // Asked for: the untested change is still shown, and passes.
+    let (code, out) = compare(&b, &n, &["--allow-untested"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("too few repetitions to test (n=3; need >= 4)"),
+        "{out}"
+    );
+    // With 4 repetitions the same slowdown is tested, and is a regression.
+    let mut base4 = load();
+    keep_runs(&mut base4, 4);
+    let mut new4 = base4.clone();
+    scale_cell(&mut new4, "micro.pipe", "uring", 64, 2.0);
+    let (code, out) = compare(
+        &save(d.path(), "b4.json", &base4),
+        &save(d.path(), "n4.json", &new4),
+        &["--allow-untested"],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("REGRESSION"), "{out}");
+}
+
+#[test]
+fn cells_in_one_file_only_fail_the_gate() {
+    let d = tempfile::tempdir().unwrap();
+    let b = fixture();
+    // Nothing in common: a gate that compares nothing must not pass, whatever the flags.
+    let mut only_pipe = load();
+    only_pipe["cases"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|c| c["workload"] == "micro.pipe");
+    let mut only_syscall = load();
+    only_syscall["cases"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|c| c["workload"] == "micro.syscall");
+    let (p, s) = (
+        save(d.path(), "pipe.json", &only_pipe),
+        save(d.path(), "syscall.json", &only_syscall),
+    );
+    for extra in [&[][..], &["--allow-untested"][..]] {
+        let (code, out) = compare(&p, &s, extra);
+        assert_eq!(code, 1, "{extra:?}: {out}");
+        assert!(out.contains("no cell was compared"), "{out}");
+    }
+    // One cell missing from NEW: named, exit 1; allowed with --allow-untested.
+    let mut dropped = load();
+    dropped["cases"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|c| !is_cell(c, "micro.pipe", "epoll-lt", 4096));
+    let n = save(d.path(), "dropped.json", &dropped);
+    let (code, out) = compare(&b, &n, &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("only in") && out.contains("micro.pipe epoll-lt msg_bytes=4096"),
+        "{out}"
+    );
+    let (code, out) = compare(&b, &n, &["--allow-untested"]);
+    assert_eq!(code, 0, "{out}");
+    // And a cell only NEW has is as untested as one only BASE has.
+    let (code, out) = compare(&n, &b, &[]);
+    assert_eq!(code, 1, "{out}");
+}
+
+#[test]
+fn a_measured_cell_that_failed_fails_the_gate() {
+    let d = tempfile::tempdir().unwrap();
+    let mut new = load();
+    for c in new["cases"].as_array_mut().unwrap() {
+        if is_cell(c, "micro.pipe", "epoll-lt", 64) {
+            let o = c.as_object_mut().unwrap();
+            o.retain(|k, _| {
+                [
+                    "workload", "model", "params", "op", "knobs", "warmups", "warnings",
+                ]
+                .contains(&k.as_str())
+            });
+            o.insert("status".into(), "failed".into());
+            o.insert("reason".into(), "server died during the run".into());
+            o.insert("repetitions".into(), 0.into());
+        }
+    }
+    let n = save(d.path(), "failed.json", &new);
+    for extra in [&[][..], &["--allow-untested"][..]] {
+        let (code, out) = compare(&fixture(), &n, extra);
+        assert_eq!(code, 1, "{extra:?}: {out}");
+        assert!(
+            out.contains("micro.pipe epoll-lt msg_bytes=64")
+                && out.contains("failed")
+                && out.contains("server died during the run"),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn an_unfinished_new_file_fails_the_gate() {
+    let d = tempfile::tempdir().unwrap();
+    let mut new = load();
+    new["finished"] = false.into();
+    let n = save(d.path(), "unfinished.json", &new);
+    for extra in [&[][..], &["--allow-untested"][..]] {
+        let (code, out) = compare(&fixture(), &n, extra);
+        assert_eq!(code, 1, "{extra:?}: {out}");
+        assert!(out.contains("unfinished"), "{out}");
+    }
+    // An unfinished BASE is only noted.
+    let (code, out) = compare(&n, &fixture(), &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("unfinished"), "{out}");
+}
