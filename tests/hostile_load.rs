@@ -679,3 +679,49 @@ fn a_contender_whose_responses_do_not_verify_fails_its_cells() {
     }
     assert!(dir.path().join("report.md").exists());
 }
+
+// -- issue 12 item 6: a closed stdout (`ringside load ... | head -0`) --
+
+#[test]
+fn a_closed_stdout_ends_printing_quietly_and_keeps_the_verdict_and_json() {
+    let addr = common::standin::serve(common::standin::Mode::Echo);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("load.json");
+    let mut child = Command::new(bin())
+        .args(["load", "--protocol", "echo", "--target", &addr.to_string()])
+        .args(["--conns", "2"])
+        .args(SHORT)
+        .arg("--json")
+        .arg(&json)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the only reader: every write fails with EPIPE
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("ringside load still running after 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{status}; stderr:\n{err}");
+    assert!(
+        !err.contains("panicked") && !err.to_lowercase().contains("broken pipe"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(u(&v["report"]["msgs"]) > 0, "{v}");
+}

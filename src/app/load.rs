@@ -11,7 +11,6 @@ use crate::measure::pin;
 use crate::results::store::write_atomic;
 use anyhow::Context;
 use serde_json::json;
-use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -207,8 +206,9 @@ pub fn run(a: LoadArgs) -> anyhow::Result<i32> {
             (r, v, text)
         }
     };
-    print!("{text}");
-    let _ = std::io::stdout().flush();
+    // A closed stdout (`ringside load ... | head -1`) ends printing quietly; the run's
+    // verdict and --json below still stand.
+    super::stdout::print(&text)?;
     if let Some(path) = &a.json {
         write_atomic(path, &serde_json::to_vec_pretty(&v)?)
             .with_context(|| format!("cannot write --json '{}'", path.display()))?;
