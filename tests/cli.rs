@@ -135,3 +135,82 @@ fn list_shows_every_registered_model_and_workload() {
         assert!(text.contains(w.id()), "list misses workload {}", w.id());
     }
 }
+
+/// `ringside serve --model uring-sqpoll` with one CPU cannot start its model (the SQPOLL poller
+/// needs a second CPU): it must say so without ever printing `listening on`, and exit with the
+/// unavailable code, so that a suite reads the cell as unavailable. A model that comes up (one
+/// of each server family) still announces, and stops on SIGTERM.
+#[test]
+fn serve_announces_listening_only_once_its_model_is_up() {
+    use ringside::model::Availability;
+    use std::io::Read;
+    let env = ringside::env::probe();
+    let ready = |id: &str| {
+        let m = ringside::registry::model(id).unwrap();
+        matches!(m.availability(&env), Availability::Ready)
+    };
+    let cpu = ringside::measure::pin::allowed_cpus()[0].to_string();
+    let out = ringside()
+        .args(["serve", "--protocol", "echo", "--model", "uring-sqpoll"])
+        .args(["--cpus", &cpu])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stdout.contains("listening on"),
+        "announced before the model was up: {stdout}"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(ringside::child::EXIT_UNAVAILABLE),
+        "{stderr}"
+    );
+    assert!(stderr.contains("unavailable"), "{stderr}");
+    if ready("uring-sqpoll") {
+        assert!(stderr.contains("SQPOLL"), "refused at setup: {stderr}");
+    }
+    for model in ["blocking", "epoll-lt", "uring"] {
+        if !ready(model) {
+            eprintln!("{model} skipped: unavailable here");
+            continue;
+        }
+        let mut s = std::process::Command::new(assert_cmd::cargo::cargo_bin("ringside"))
+            .args(["serve", "--protocol", "echo", "--model", model])
+            .args(["--cpus", &cpu])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut so = s.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut b = [0u8; 256];
+            let n = so.read(&mut b).unwrap_or(0);
+            let _ = tx.send(String::from_utf8_lossy(&b[..n]).to_string());
+            // Read on: the counters line comes on SIGTERM.
+            let _ = so.read_to_end(&mut Vec::new());
+        });
+        let line = rx.recv_timeout(Duration::from_secs(10));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(s.id() as i32, libc::SIGTERM) };
+        let t0 = std::time::Instant::now();
+        let stopped = loop {
+            if let Some(st) = s.try_wait().unwrap() {
+                break Some(st);
+            }
+            if t0.elapsed() > Duration::from_secs(5) {
+                let _ = s.kill();
+                let _ = s.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let line = line.unwrap_or_else(|_| panic!("{model} announced nothing within 10 s"));
+        assert!(line.starts_with("listening on "), "{model}: {line}");
+        assert!(
+            stopped.is_some_and(|st| st.success()),
+            "{model}: {stopped:?} on SIGTERM"
+        );
+    }
+}

@@ -40,6 +40,7 @@ pub fn serve<P: Protocol>(listener: TcpListener, proto: P, stop: &Stop) -> io::R
     let mut c = Counters::default();
     let mut next_id = 0u64;
     let mut pause = false;
+    stop.ready();
     loop {
         let mut fds = [
             libc::pollfd {

@@ -221,6 +221,7 @@ pub fn serve<P: Protocol>(
             .map_err(|e| CaseError::unavailable(format!("provided buffer ring: {e}")))?;
         s.bufs = Some(br);
     }
+    stop.ready();
     let r = s.run();
     let teardown = s.teardown();
     r?;
