@@ -6,7 +6,7 @@
 //! counters. The echo and HTTP suites differ only in the [`Exchange`] and the counting of
 //! bytes.
 
-use super::server::{Launch, UnderTest};
+use super::launch::{Launch, UnderTest};
 use crate::error::CaseError;
 use crate::load::{self, Config, Edge, Exchange, Report};
 use crate::measure::clock::now_ns;
