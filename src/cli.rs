@@ -33,8 +33,8 @@ pub enum Command {
     },
     /// Models and workloads, with availability on this machine.
     List,
-    /// Run one model's server until SIGINT/SIGTERM: prints `listening on ADDR`, then on exit
-    /// `counters <json>`.
+    /// Run one model's server until SIGINT/SIGTERM: prints `listening on ADDR` once the model
+    /// is up, then on exit `counters <json>`. Exits 69 when the model cannot run here.
     Serve(ServeArgs),
     /// Drive a server with the load generator and report what it measured.
     Load(LoadArgs),
@@ -74,9 +74,14 @@ pub struct RunArgs {
     /// Comma-separated model ids (default: every model).
     #[arg(long, value_delimiter = ',')]
     pub models: Option<Vec<String>>,
-    /// Output directory (default: ringside-results/<UTC timestamp>).
+    /// Output directory (default: ringside-results/<UTC timestamp>). One that holds the
+    /// results.json of an earlier run is refused unless --force.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Replace the earlier run in --out DIR: its results.json, report and charts are removed
+    /// before this run writes its own (other files in DIR are left alone).
+    #[arg(long)]
+    pub force: bool,
     /// Measured repetitions per case (overrides the profile).
     #[arg(long)]
     pub runs: Option<u32>,
@@ -86,7 +91,8 @@ pub struct RunArgs {
     /// No progress output.
     #[arg(long)]
     pub quiet: bool,
-    /// CPUs: the measured thread first, then its helper (SQPOLL poller), e.g. "1,0".
+    /// CPUs: the measured thread first, then its helper (SQPOLL poller, load generator), e.g.
+    /// "1,0"; the two must differ.
     #[arg(long)]
     pub cpus: Option<String>,
     /// Storage suite: directory to make test files in (default: the current directory's

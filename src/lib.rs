@@ -6,6 +6,7 @@
 //! the workloads that drive them in `workload`, and the two registries in `registry`.
 
 pub mod app;
+pub mod child;
 pub mod cli;
 pub mod crosscheck;
 pub mod env;

@@ -135,3 +135,157 @@ fn list_shows_every_registered_model_and_workload() {
         assert!(text.contains(w.id()), "list misses workload {}", w.id());
     }
 }
+
+#[test]
+fn duplicate_cpus_are_refused_saying_they_must_differ() {
+    let cpus = ringside::measure::pin::allowed_cpus();
+    let c = cpus[0];
+    let mut lists = vec![format!("{c},{c}")];
+    if let Some(d) = cpus.get(1) {
+        lists.push(format!("{c},{d},{d}"));
+    }
+    for list in &lists {
+        ringside()
+            .args(["run", "micro.syscall", "--profile", "smoke", "--quiet"])
+            .args(["--cpus", list])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(format!("'{list}'")))
+            .stderr(predicate::str::contains("must differ"))
+            .stdout(predicate::str::is_empty());
+        ringside()
+            .args(["serve", "--protocol", "echo", "--model", "epoll-lt"])
+            .args(["--cpus", list])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("must differ"))
+            .stdout(predicate::str::is_empty());
+    }
+}
+
+#[test]
+fn two_contenders_with_one_name_are_refused_by_name() {
+    ringside()
+        .args(["run", "micro.syscall", "--profile", "smoke", "--quiet"])
+        .args(["--contender", "twin=./a {port}"])
+        .args(["--contender", "echo:twin=./b {port}"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("'twin'").and(predicate::str::contains("twice")))
+        .stdout(predicate::str::is_empty());
+}
+
+/// `--out DIR` holding an earlier run's results.json is refused (nothing in it touched) unless
+/// `--force`, which also removes that run's charts; a directory without results.json is used
+/// as it is.
+#[test]
+fn an_out_dir_with_earlier_results_needs_force_which_clears_its_charts() {
+    let d = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        let mut c = ringside();
+        c.args(["run", "micro.syscall", "--profile", "smoke", "--runs", "1"])
+            .args(["--quiet", "--format", "json", "--out"])
+            .arg(d.path())
+            .args(extra);
+        c
+    };
+    std::fs::write(d.path().join("notes.txt"), b"mine").unwrap();
+    run(&[]).assert().success();
+    let results = d.path().join("results.json");
+    let first = std::fs::read(&results).unwrap();
+    let stale = d.path().join("charts").join("stale-old-run.svg");
+    std::fs::create_dir_all(stale.parent().unwrap()).unwrap();
+    std::fs::write(&stale, b"<svg/>").unwrap();
+    run(&[])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(d.path().display().to_string()))
+        .stderr(predicate::str::contains("--force"))
+        .stdout(predicate::str::is_empty());
+    assert_eq!(std::fs::read(&results).unwrap(), first, "results untouched");
+    assert!(stale.exists(), "nothing removed without --force");
+    run(&["--force"]).assert().success();
+    assert!(!stale.exists(), "the old run's chart is gone");
+    assert_ne!(std::fs::read(&results).unwrap(), first, "a new run");
+    assert!(d.path().join("report.html").exists());
+    assert_eq!(std::fs::read(d.path().join("notes.txt")).unwrap(), b"mine");
+}
+
+/// `ringside serve --model uring-sqpoll` with one CPU cannot start its model (the SQPOLL poller
+/// needs a second CPU): it must say so without ever printing `listening on`, and exit with the
+/// unavailable code, so that a suite reads the cell as unavailable. A model that comes up (one
+/// of each server family) still announces, and stops on SIGTERM.
+#[test]
+fn serve_announces_listening_only_once_its_model_is_up() {
+    use ringside::model::Availability;
+    use std::io::Read;
+    let env = ringside::env::probe();
+    let ready = |id: &str| {
+        let m = ringside::registry::model(id).unwrap();
+        matches!(m.availability(&env), Availability::Ready)
+    };
+    let cpu = ringside::measure::pin::allowed_cpus()[0].to_string();
+    let out = ringside()
+        .args(["serve", "--protocol", "echo", "--model", "uring-sqpoll"])
+        .args(["--cpus", &cpu])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stdout.contains("listening on"),
+        "announced before the model was up: {stdout}"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(ringside::child::EXIT_UNAVAILABLE),
+        "{stderr}"
+    );
+    assert!(stderr.contains("unavailable"), "{stderr}");
+    if ready("uring-sqpoll") {
+        assert!(stderr.contains("SQPOLL"), "refused at setup: {stderr}");
+    }
+    for model in ["blocking", "epoll-lt", "uring"] {
+        if !ready(model) {
+            eprintln!("{model} skipped: unavailable here");
+            continue;
+        }
+        let mut s = std::process::Command::new(assert_cmd::cargo::cargo_bin("ringside"))
+            .args(["serve", "--protocol", "echo", "--model", model])
+            .args(["--cpus", &cpu])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut so = s.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut b = [0u8; 256];
+            let n = so.read(&mut b).unwrap_or(0);
+            let _ = tx.send(String::from_utf8_lossy(&b[..n]).to_string());
+            // Read on: the counters line comes on SIGTERM.
+            let _ = so.read_to_end(&mut Vec::new());
+        });
+        let line = rx.recv_timeout(Duration::from_secs(10));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(s.id() as i32, libc::SIGTERM) };
+        let t0 = std::time::Instant::now();
+        let stopped = loop {
+            if let Some(st) = s.try_wait().unwrap() {
+                break Some(st);
+            }
+            if t0.elapsed() > Duration::from_secs(5) {
+                let _ = s.kill();
+                let _ = s.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let line = line.unwrap_or_else(|_| panic!("{model} announced nothing within 10 s"));
+        assert!(line.starts_with("listening on "), "{model}: {line}");
+        assert!(
+            stopped.is_some_and(|st| st.success()),
+            "{model}: {stopped:?} on SIGTERM"
+        );
+    }
+}

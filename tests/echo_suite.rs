@@ -38,7 +38,7 @@ fn stand_in_child_process() {
     }
     if mode == "unavailable" {
         eprintln!("error: unavailable: the stand-in lacks a feature");
-        std::process::exit(1);
+        std::process::exit(ringside::child::EXIT_UNAVAILABLE);
     }
     // SAFETY: the handler only calls async-signal-safe functions.
     unsafe { libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t) };
@@ -85,6 +85,7 @@ fn ctx<'a>(plan: &'a CpuPlan, meter: &'a Meter, count_syscalls: bool) -> Ctx<'a>
         meter,
         count_syscalls,
         storage: None,
+        contenders: &ringside::model::contender::NO_CONTENDERS,
     }
 }
 

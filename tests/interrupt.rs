@@ -59,3 +59,119 @@ fn ctrl_c_keeps_finished_cases() {
         .collect();
     assert!(leftovers.is_empty(), "temp files left behind");
 }
+
+/// A second Ctrl-C ends the run at once, mid-repetition: it says what was kept and where and
+/// how to render it, writes the report from the kept cases, and leaves no server running.
+#[test]
+fn a_second_ctrl_c_says_what_was_kept_and_writes_the_report() {
+    use std::io::Read;
+    let d = tempfile::tempdir().unwrap();
+    // Echo repetitions last over a second each: both signals land inside one.
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("ringside"))
+        .args([
+            "run",
+            "echo.conns",
+            "--profile",
+            "quick",
+            "--models",
+            "epoll-lt",
+        ])
+        .args(["--quiet", "--out"])
+        .arg(d.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let results = d.path().join("results.json");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let cases_now = || -> usize {
+        std::fs::read(&results)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["cases"].as_array().map(|a| a.len()))
+            .unwrap_or(0)
+    };
+    while cases_now() < 1 {
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no case finished in 120 s, or ringside exited first");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Into the next case's repetition.
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = child.id() as i32;
+    let kids = children_of(pid as u32);
+    for _ in 0..2 {
+        // SAFETY: sending SIGINT to our own child.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("ringside did not exit within 20 s of the second Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Its server child went with it.
+    let t0 = Instant::now();
+    let left = || -> Vec<u32> { kids.iter().copied().filter(|&p| alive(p)).collect() };
+    while !left().is_empty() && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left = left();
+    for &p in &left {
+        // SAFETY: killing what our child left behind.
+        unsafe { libc::kill(p as i32, libc::SIGKILL) };
+    }
+    let err = reader.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(
+        err.contains(&results.display().to_string()) && err.contains("ringside report"),
+        "says where the kept results are and how to render them: {err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&results).unwrap()).unwrap();
+    assert_eq!(v["finished"], false);
+    assert!(!v["cases"].as_array().unwrap().is_empty());
+    assert!(
+        d.path().join("report.md").exists(),
+        "the report of the kept cases: {err}"
+    );
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+/// Running: present and neither a zombie nor dead.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        let rest = &s[s.rfind(')').unwrap_or(0) + 1..];
+        !matches!(rest.split_whitespace().next(), Some("Z" | "X"))
+    })
+}
+
+/// Live processes whose parent is `ppid`.
+fn children_of(ppid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
+                let rest = &s[s.rfind(')').unwrap_or(0) + 1..];
+                let mut f = rest.split_whitespace();
+                f.next() != Some("Z") && f.next() == Some(ppid.to_string().as_str())
+            })
+        })
+        .collect()
+}

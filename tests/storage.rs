@@ -332,10 +332,12 @@ fn a_write_error_mid_run_fails_that_case_with_the_errno_and_the_others_go_on() {
             Ok(())
         });
     }
+    // A failed cell is a failed run: exit 1, saying which cells failed.
     Command::from_std(cmd)
         .timeout(Duration::from_secs(120))
         .assert()
-        .success();
+        .code(1)
+        .stderr(predicates::str::contains("failed"));
     assert!(
         std::fs::read_dir(dir.path()).unwrap().next().is_none(),
         "the failed case's files were removed"

@@ -1,16 +1,21 @@
-//! `ringside run`: validate the selection, probe the machine, measure, save, print.
+//! `ringside run`: validate the selection, probe the machine, sweep what a killed run left,
+//! measure, save, print; exit 1 when a cell failed.
 
 use crate::cli::RunArgs;
 use crate::error::InputError;
 use crate::export::Format;
 use crate::measure::{clock, pin};
-use crate::plan::{self, Profile};
-use crate::results::schema::{RunResults, Version, SCHEMA_VERSION};
+use crate::model::contender::CONTENDER_PROTOCOLS;
+use crate::model::Catalog;
+use crate::plan::{self, Case, Profile};
+use crate::registry;
+use crate::results::schema::{CaseResult, RunResults, Status, Version, SCHEMA_VERSION};
 use crate::results::store::Store;
 use crate::runner::{self, Outcome};
 use crate::ui::{Observer, Progress, Silent};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub fn run(a: RunArgs) -> anyhow::Result<i32> {
@@ -20,9 +25,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     let mut models = plan::select_models(a.models.as_deref())?;
     // External contenders join the models they were given for (they are skipped by the suites
     // that cannot measure them).
-    for spec in &a.contenders {
-        let ext = crate::peer::external::External::parse(spec)?;
-        let m = ext.register();
+    let contenders = Catalog::from_specs(&a.contenders)?;
+    for m in contenders.models() {
         if !models.iter().any(|x| x.id == m.id) {
             models.push(m);
         }
@@ -44,35 +48,53 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
         .as_secs();
-    let dir = a.out.clone().unwrap_or_else(|| {
-        PathBuf::from("ringside-results").join(utc_stamp(started).replace(':', "-"))
-    });
-    let store = Store::create(&dir).map_err(|e| InputError::OutputDir {
-        dir: dir.display().to_string(),
-        why: format!("{e:#}"),
-    })?;
-    // Before the storage work directory exists: a signal from here on removes it.
-    runner::install_stop_handler();
+    let dir = match &a.out {
+        Some(d) => {
+            refuse_earlier_run(d, a.force)?;
+            d.clone()
+        }
+        None => fresh_default_dir(started),
+    };
     let storage_ids: Vec<&str> = workloads
         .iter()
         .map(|w| w.id())
         .filter(|id| id.starts_with("storage."))
         .collect();
+    let storage_parent = match &a.dir {
+        Some(d) => d.clone(),
+        None => std::env::current_dir()?,
+    };
+    // Before the storage work directory exists: a signal from here on removes it. A second
+    // signal says what was kept and renders the report from it (see `on_abort`).
+    runner::install_stop_handler(Some(on_abort(dir.clone())));
     let storage = if storage_ids.is_empty() {
         None
     } else {
-        let parent = match &a.dir {
-            Some(d) => d.clone(),
-            None => std::env::current_dir()?,
-        };
         let need = crate::workload::storage::space_needed(&storage_ids, profile);
         Some(crate::workload::storage::StorageCtx::prepare(
-            &parent,
+            &storage_parent,
             need,
             a.drop_caches,
         )?)
     };
-    let cases = plan::expand(&workloads, &models, a.models.is_some(), profile);
+    // What a ringside killed before it could clean up left: stopped or removed, and named.
+    for said in crate::child::sweep_stale().into_iter().chain(
+        crate::workload::storage::sweep_stale_work_dirs(&storage_parent),
+    ) {
+        eprintln!("ringside: {said}");
+    }
+    if a.force {
+        clear_earlier_run(&dir)?;
+    }
+    let store = Store::create(&dir).map_err(|e| InputError::OutputDir {
+        dir: dir.display().to_string(),
+        why: format!("{e:#}"),
+    })?;
+    let cases = keep_contenders_to_their_protocol(
+        plan::expand(&workloads, &models, a.models.is_some(), profile),
+        &contenders,
+        a.models.is_some(),
+    );
 
     let env = crate::env::probe();
     let mut results = RunResults {
@@ -103,6 +125,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         &store,
         obs,
         storage.as_ref(),
+        &contenders,
     )?;
     if a.crosscheck && outcome == Outcome::Finished {
         if let Some(st) = storage.as_ref() {
@@ -114,24 +137,200 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
                 outcome = Outcome::Interrupted;
                 results.finished = false;
             }
-            store.save(&results)?;
+            if !runner::aborting() {
+                store.save(&results)?;
+            }
+        }
+    }
+    if runner::aborting() {
+        // A second signal: the abort thread reports what was saved and ends the process.
+        loop {
+            std::thread::park();
         }
     }
     drop(storage); // removes the storage work directory
 
-    super::report::write_all(&results, &store.dir)?;
+    {
+        let _one_writer = lock(&REPORTING);
+        super::report::write_all(&results, &store.dir)?;
+    }
     let format: Format = a.format.into();
-    std::io::stdout().write_all(&format.exporter().render(&results)?)?;
+    // A closed stdout ends printing quietly; the verdict below still stands.
+    super::stdout::write(&format.exporter().render(&results)?)?;
     eprintln!("results: {}", store.results_path().display());
     eprintln!("report: {}", store.dir.join("report.html").display());
+    let failed: Vec<&CaseResult> = results
+        .cases
+        .iter()
+        .filter(|c| c.status == Status::Failed)
+        .collect();
+    if !failed.is_empty() {
+        eprintln!(
+            "failed: {} of {} cells (each with its reason in the report); the first:",
+            failed.len(),
+            results.cases.len()
+        );
+        for c in failed.iter().take(5) {
+            eprintln!(
+                "  {} {}{}: {}",
+                c.workload,
+                c.model,
+                params_note(c),
+                c.reason.as_deref().unwrap_or("no reason recorded")
+            );
+        }
+    }
     Ok(match outcome {
-        Outcome::Finished => 0,
+        Outcome::Finished if failed.is_empty() => 0,
+        Outcome::Finished => 1,
         Outcome::Interrupted => {
             eprintln!(
                 "interrupted: {} finished cases kept (\"finished\": false)",
                 results.cases.len()
             );
             130
+        }
+    })
+}
+
+/// ` (conns=50, msg_bytes=64)`: a case's parameters, for a line naming it.
+fn params_note(c: &CaseResult) -> String {
+    let p: Vec<String> = c.params.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    if p.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", p.join(", "))
+    }
+}
+
+/// Refuses `--out DIR` when DIR holds the results.json of an earlier run, unless `force`.
+fn refuse_earlier_run(dir: &Path, force: bool) -> Result<(), InputError> {
+    if force || std::fs::symlink_metadata(dir.join(RESULTS)).is_err() {
+        return Ok(());
+    }
+    Err(InputError::BadValue {
+        flag: "--out",
+        given: dir.display().to_string(),
+        valid: "holds the results.json of an earlier run; pass --force to replace that run (its \
+                results, report and charts are removed first), or choose another directory"
+            .into(),
+    })
+}
+
+/// What a run writes in its directory: removed by `--force` before a new run writes there.
+const RESULTS: &str = "results.json";
+const REPORTS: [&str; 2] = ["report.md", "report.html"];
+
+/// Removes an earlier run's results.json, report and chart SVGs from `dir` (nothing else).
+fn clear_earlier_run(dir: &Path) -> Result<(), InputError> {
+    let bad = |e: std::io::Error| InputError::OutputDir {
+        dir: dir.display().to_string(),
+        why: format!("cannot remove the earlier run: {e}"),
+    };
+    let gone = |r: std::io::Result<()>| match r {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(bad(e)),
+        _ => Ok(()),
+    };
+    for f in std::iter::once(RESULTS).chain(REPORTS) {
+        gone(std::fs::remove_file(dir.join(f)))?;
+    }
+    let charts = dir.join("charts");
+    if let Ok(entries) = std::fs::read_dir(&charts) {
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().ends_with(".svg") {
+                gone(std::fs::remove_file(e.path()))?;
+            }
+        }
+        // Left when it holds something else.
+        let _ = std::fs::remove_dir(&charts);
+    }
+    Ok(())
+}
+
+/// `ringside-results/<UTC timestamp>`, or `<timestamp>-2`, `-3`, ... when a run started in the
+/// same second already wrote there.
+fn fresh_default_dir(started: u64) -> PathBuf {
+    let base = PathBuf::from("ringside-results").join(utc_stamp(started).replace(':', "-"));
+    let mut dir = base.clone();
+    let mut n = 2;
+    while std::fs::symlink_metadata(dir.join(RESULTS)).is_ok() {
+        dir = base.with_file_name(format!(
+            "{}-{n}",
+            base.file_name().unwrap_or_default().to_string_lossy()
+        ));
+        n += 1;
+    }
+    dir
+}
+
+/// A contender given for one protocol (`echo:NAME=...`) takes part in that protocol's suite
+/// only: its cases in the other network suite become one not-applicable row per workload when
+/// the models were named, and none otherwise (as `plan::expand` does for any model).
+fn keep_contenders_to_their_protocol(
+    cases: Vec<Case>,
+    contenders: &Catalog,
+    models_named: bool,
+) -> Vec<Case> {
+    let mut out: Vec<Case> = Vec::with_capacity(cases.len());
+    for c in cases {
+        let suite = registry::suite_of(c.workload.id());
+        let other = contenders.get(c.model.id).is_some_and(|e| {
+            CONTENDER_PROTOCOLS.contains(&suite) && !e.speaks(suite) && c.point.is_some()
+        });
+        if !other {
+            out.push(c);
+        } else if models_named
+            && !out
+                .iter()
+                .any(|o| o.workload.id() == c.workload.id() && o.model.id == c.model.id)
+        {
+            out.push(Case {
+                point: None,
+                not_applicable: Some("this contender speaks another protocol".into()),
+                ..c
+            });
+        }
+    }
+    out
+}
+
+/// Held while a report is written: the abort thread and the run's own end never write one
+/// at the same time.
+static REPORTING: Mutex<()> = Mutex::new(());
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// On a second signal (from the abort thread, while the run's thread may be mid-case): says
+/// what was kept and where, and renders the report from the results saved so far.
+fn on_abort(dir: PathBuf) -> runner::OnAbort {
+    Box::new(move || {
+        let results = dir.join(RESULTS);
+        let kept = match crate::results::store::load(&results) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("interrupted again: stopped at once; nothing was saved ({e:#})");
+                return;
+            }
+        };
+        eprintln!(
+            "interrupted again: stopped at once; {} finished cases kept in {} (\"finished\": \
+             false)",
+            kept.cases.len(),
+            results.display()
+        );
+        let _one_writer = lock(&REPORTING);
+        match super::report::write_all(&kept, &dir) {
+            Ok(_) => eprintln!(
+                "report: {} (render it again with `ringside report {}`)",
+                dir.join("report.html").display(),
+                results.display()
+            ),
+            Err(e) => eprintln!(
+                "no report written ({e:#}); render one with `ringside report {}`",
+                results.display()
+            ),
         }
     })
 }
@@ -165,9 +364,12 @@ pub(crate) fn parse_cpus(s: &str, allowed: &[u32]) -> Result<Vec<u32>, InputErro
                     list.join(",")
                 )));
             }
-            if !v.contains(&c) {
-                v.push(c);
+            if v.contains(&c) {
+                return Err(bad(format!(
+                    "CPU {c} is listed twice; the measured CPU and its helper must differ"
+                )));
             }
+            v.push(c);
         }
     }
     if v.is_empty() {
@@ -216,5 +418,12 @@ mod tests {
         let e = parse_cpus("7", &[0, 1]).unwrap_err().to_string();
         assert!(e.contains("'7'") && e.contains("available: 0,1"), "{e}");
         assert!(parse_cpus("x", &[0]).is_err());
+        for dup in ["0,0", "0,1,1", "0-1,1", "1,0-1"] {
+            let e = parse_cpus(dup, &[0, 1]).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("'{dup}'")) && e.contains("must differ"),
+                "{e}"
+            );
+        }
     }
 }

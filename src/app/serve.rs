@@ -1,12 +1,17 @@
 //! `ringside serve`: one model's server on one address until SIGINT/SIGTERM.
 //!
-//! Prints exactly one line `listening on ADDR` (flushed) once the socket is listening, and on
-//! exit one line `counters <json>` with what the server counted for itself, so a suite running
-//! it as a child can store them. Unknown model or protocol: exit 2 naming the valid ones.
-//! A model this machine cannot run: exit 1, stderr `error: unavailable: <why>`.
+//! Prints exactly one line `listening on ADDR` (flushed) once the model is up — its setup
+//! (ring, registered tables, buffer ring) succeeded and the socket listens — and on exit one
+//! line `counters <json>` with what the server counted for itself, so a suite running it as a
+//! child can store them. Unknown model or protocol, bad CPUs: exit 2 naming the valid ones.
+//! A model this machine cannot run (refused by the availability probe or by the kernel at
+//! setup): exit [`EXIT_UNAVAILABLE`] without announcing, stderr `error: unavailable: <why>`.
+//! (The peers, tokio and monoio, announce before their runtime starts: their setup failures
+//! are caught by the availability probe.)
 
+use crate::child::{announce, EXIT_UNAVAILABLE};
 use crate::cli::ServeArgs;
-use crate::error::InputError;
+use crate::error::{CaseError, InputError};
 use crate::io::{self, Stop};
 use crate::measure::pin::{self, CpuPlan};
 use crate::model::{Availability, Knobs, PeerKind};
@@ -92,7 +97,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         None => CpuPlan::default_for(&online),
     };
     if let Availability::Unavailable(why) = model.availability(&crate::env::probe()) {
-        return Err(anyhow!("unavailable: {why}"));
+        return Ok(unavailable(&why));
     }
     if a.cpus.is_some() {
         // Threads created from here on (connection threads, the signal thread) inherit it.
@@ -109,13 +114,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     let listener = TcpListener::bind(addr).with_context(|| format!("binding {addr}"))?;
     tune_listener(&listener)?;
     let local = listener.local_addr()?;
-    {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "listening on {local}")?;
-        out.flush()?;
-    }
+    let listening = format!("listening on {local}");
     let counters = match peer_kind(model) {
         Some(kind) => {
+            announce(&listening)?;
             // Peers stop on a flag they poll; mirror the Stop into one.
             let flag = Arc::new(AtomicBool::new(false));
             {
@@ -145,28 +147,45 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             c.add("peer_runs", 1);
             c
         }
-        None => match http {
-            Some(h) => {
-                let idle = idle.unwrap_or_else(|| h.idle_timeout());
-                io::serve(model, listener, WithIdle { inner: h, idle }, &plan, &stop)
-            }
-            None => {
-                let idle = idle.unwrap_or_else(|| Echo.idle_timeout());
-                io::serve(
-                    model,
-                    listener,
-                    WithIdle { inner: Echo, idle },
-                    &plan,
-                    &stop,
-                )
+        None => {
+            // Announced by the server itself once its setup succeeded.
+            stop.on_ready(move || {
+                // A parent that is gone kills this process (PR_SET_PDEATHSIG): nothing to do.
+                let _ = announce(&listening);
+            });
+            let served = match http {
+                Some(h) => {
+                    let idle = idle.unwrap_or_else(|| h.idle_timeout());
+                    io::serve(model, listener, WithIdle { inner: h, idle }, &plan, &stop)
+                }
+                None => {
+                    let idle = idle.unwrap_or_else(|| Echo.idle_timeout());
+                    io::serve(
+                        model,
+                        listener,
+                        WithIdle { inner: Echo, idle },
+                        &plan,
+                        &stop,
+                    )
+                }
+            };
+            match served {
+                Ok(c) => c,
+                Err(CaseError::Unavailable(why)) => return Ok(unavailable(&why)),
+                Err(e) => return Err(anyhow!("{e}")),
             }
         }
-        .map_err(|e| anyhow!("{e}"))?,
     };
     let mut out = std::io::stdout().lock();
     writeln!(out, "counters {}", serde_json::to_string(&counters)?)?;
     out.flush()?;
     Ok(0)
+}
+
+/// Says why the model cannot run here and gives the exit code that says so to a supervisor.
+fn unavailable(why: &str) -> i32 {
+    eprintln!("error: unavailable: {why}");
+    EXIT_UNAVAILABLE
 }
 
 /// `--idle-timeout-ms`: `None` keeps the protocol's own limit; `Some(None)` is 0 (never).

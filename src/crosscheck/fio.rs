@@ -114,12 +114,34 @@ pub fn jobs_for(cases: &[Case]) -> Vec<FioJob> {
     jobs
 }
 
+/// Bytes of fio's output read: its JSON report of one job is tens of KiB; more is not a report
+/// (it is read and dropped, never stored).
+pub const OUTPUT_MAX: usize = 4 << 20;
+/// Bytes of fio's stderr kept for an error message.
+const STDERR_MAX: usize = 16 << 10;
+/// How long a job may run beyond its runtime before it is killed (fio lays out the file
+/// first).
+const OVERRUN: std::time::Duration = std::time::Duration::from_secs(120);
+
+fn capture(within: std::time::Duration) -> crate::child::Capture {
+    crate::child::Capture {
+        stdout_max: OUTPUT_MAX,
+        stderr_max: STDERR_MAX,
+        within,
+        cpus: None,
+    }
+}
+
 /// Whether fio can be run, and its version ("fio-3.33").
 pub fn version() -> Result<String, String> {
-    match Command::new("fio").arg("--version").output() {
+    let mut cmd = Command::new("fio");
+    cmd.arg("--version");
+    let cap = capture(std::time::Duration::from_secs(10));
+    match crate::child::run_captured(cmd, &cap, |_| {}) {
         Ok(o) if o.status.success() => Ok(String::from_utf8_lossy(&o.stdout).trim().to_string()),
         Ok(o) => Err(format!("fio --version failed: {}", o.status)),
-        Err(_) => Err("fio not installed".into()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err("fio not installed".into()),
+        Err(e) => Err(format!("fio --version: {e}")),
     }
 }
 
@@ -340,17 +362,11 @@ fn row(
     let a = args(job, &path, &jp, plan);
     r.knobs["fio_args"] = a.clone().into();
     r.knobs["runtime_s"] = runtime_s.into();
-    let child = Command::new("fio")
-        .args(&a)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn();
-    let child = match child {
-        Ok(c) => c,
-        Err(e) => return fail(r, Status::Failed, format!("running fio: {e}")),
-    };
-    CHILD.store(child.id() as i32, Ordering::SeqCst);
-    let out = child.wait_with_output();
+    let mut cmd = Command::new("fio");
+    cmd.args(&a);
+    let cap = capture(std::time::Duration::from_secs(runtime_s) + OVERRUN);
+    let out =
+        crate::child::run_captured(cmd, &cap, |pid| CHILD.store(pid as i32, Ordering::SeqCst));
     CHILD.store(0, Ordering::SeqCst);
     let out = match out {
         Ok(o) => o,
@@ -364,6 +380,16 @@ fn row(
                 "fio exited with {}: {}",
                 out.status,
                 String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        );
+    }
+    if out.stdout_over {
+        return fail(
+            r,
+            Status::Failed,
+            format!(
+                "fio printed more than {} MiB: not its JSON report",
+                OUTPUT_MAX >> 20
             ),
         );
     }

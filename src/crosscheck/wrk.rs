@@ -4,10 +4,10 @@
 //! beside ringside's own figures, and flags the cell when the two disagree (see
 //! [`DISAGREEMENT`]): a load generator is trusted once an independent one agrees with it.
 
+use crate::child;
 use crate::measure::Counters;
 use std::net::SocketAddr;
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 /// Relative difference in requests/s beyond which ringside and wrk are said to disagree.
@@ -37,9 +37,28 @@ pub mod counter {
     pub const SATURATED: &str = "wrk_saturated";
 }
 
+/// Bytes of wrk's stdout read: its report is under 2 KiB; more is not a report (it is read and
+/// dropped, never stored).
+pub const OUTPUT_MAX: usize = 1 << 20;
+/// Bytes of wrk's stderr kept for an error message.
+const STDERR_MAX: usize = 16 << 10;
+/// How long wrk may run beyond its duration before it is killed.
+const OVERRUN: Duration = Duration::from_secs(30);
+
+fn capture(within: Duration, cpus: Option<Vec<u32>>) -> child::Capture {
+    child::Capture {
+        stdout_max: OUTPUT_MAX,
+        stderr_max: STDERR_MAX,
+        within,
+        cpus,
+    }
+}
+
 /// Whether wrk can be run (`wrk -v` prints its version and exits 1).
 pub fn version() -> Result<String, String> {
-    match Command::new("wrk").arg("-v").output() {
+    let mut cmd = Command::new("wrk");
+    cmd.arg("-v");
+    match child::run_captured(cmd, &capture(Duration::from_secs(10), None), |_| {}) {
         Ok(o) => {
             let text = String::from_utf8_lossy(&o.stdout).to_string()
                 + &String::from_utf8_lossy(&o.stderr);
@@ -48,7 +67,8 @@ pub fn version() -> Result<String, String> {
                 .map(|l| l.split(" Copyright").next().unwrap_or(l).trim().to_string())
                 .ok_or_else(|| format!("wrk -v printed no version: {}", text.trim()))
         }
-        Err(_) => Err("wrk not installed".into()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err("wrk not installed".into()),
+        Err(e) => Err(format!("wrk -v: {e}")),
     }
 }
 
@@ -142,7 +162,8 @@ pub fn cpu_busy(c: &Counters) -> Option<f64> {
 }
 
 /// Runs `wrk -t1 -cCONNS -dSECS --latency http://ADDR/PATH` pinned to `cpu`. The duration is
-/// whole seconds (wrk's resolution), at least 1.
+/// whole seconds (wrk's resolution), at least 1. Its output is read bounded ([`OUTPUT_MAX`]),
+/// and a wrk still running [`OVERRUN`] after its duration is killed.
 pub fn run(
     addr: SocketAddr,
     path: &str,
@@ -159,54 +180,28 @@ pub fn run(
         &format!("-d{secs}s"),
         "--latency",
     ])
-    .args(["--timeout", "5s", &url])
-    .stdin(Stdio::null());
-    // SAFETY: the set is built before the fork; the closure makes one async-signal-safe syscall.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    if (cpu as usize) < libc::CPU_SETSIZE as usize {
-        // SAFETY: cpu is below CPU_SETSIZE; the set is ours.
-        unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+    .args(["--timeout", "5s", &url]);
+    let cap = capture(Duration::from_secs(secs) + OVERRUN, Some(vec![cpu]));
+    let out = child::run_captured(cmd, &cap, |_| {}).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "cannot run wrk: not installed".to_string(),
+        _ => format!("wrk: {e}"),
+    })?;
+    if !out.status.success() {
+        return Err(format!(
+            "wrk failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
     }
-    // SAFETY: runs between fork and exec; sched_setaffinity is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+    if out.stdout_over {
+        return Err(format!(
+            "wrk printed more than {} MiB: not its report",
+            OUTPUT_MAX >> 20
+        ));
     }
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let t0 = crate::measure::clock::now_ns();
-    let mut child = cmd.spawn().map_err(|e| format!("cannot run wrk: {e}"))?;
-    // Its output is a few hundred bytes: it fits the pipes, so reading after the exit is safe.
-    let mut status: libc::c_int = 0;
-    // SAFETY: rusage is plain data the kernel fills in.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child by pid, with valid status and rusage pointers; the
-    // child is reaped here, so std's Child is not waited for again.
-    let r = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut ru) };
-    let run_ns = crate::measure::clock::now_ns().saturating_sub(t0);
-    if r < 0 {
-        let e = std::io::Error::last_os_error();
-        let _ = child.kill();
-        return Err(format!("cannot wait for wrk: {e}"));
-    }
-    let mut text = String::new();
-    let mut err = String::new();
-    if let Some(mut o) = child.stdout.take() {
-        let _ = std::io::Read::read_to_string(&mut o, &mut text);
-    }
-    if let Some(mut e) = child.stderr.take() {
-        let _ = std::io::Read::read_to_string(&mut e, &mut err);
-    }
-    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-        return Err(format!("wrk failed (wait status {status}): {}", err.trim()));
-    }
-    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
-    let mut run = parse(&text)?;
-    run.cpu_ns = tv(ru.ru_utime) + tv(ru.ru_stime);
-    run.run_ns = run_ns;
+    let mut run = parse(&String::from_utf8_lossy(&out.stdout))?;
+    run.cpu_ns = out.cpu_ns;
+    run.run_ns = out.wall_ns;
     Ok(run)
 }
 

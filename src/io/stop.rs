@@ -5,12 +5,17 @@ use crate::io::sys::cvt;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
-/// Ask a server to stop; the loop notices within one wakeup.
+/// Ask a server to stop; the loop notices within one wakeup. Also carries what to do once the
+/// server is up ([`Stop::on_ready`]).
 pub struct Stop {
     fd: OwnedFd,
     flag: AtomicBool,
+    ready: Mutex<Option<OnReady>>,
 }
+
+type OnReady = Box<dyn FnOnce() + Send>;
 
 impl Stop {
     pub fn new() -> io::Result<Stop> {
@@ -20,7 +25,23 @@ impl Stop {
             // SAFETY: fresh fd we own.
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
             flag: AtomicBool::new(false),
+            ready: Mutex::new(None),
         })
+    }
+
+    /// Runs `f` once the server's setup has succeeded (see [`Stop::ready`]): `ringside serve`
+    /// announces `listening on` there, so that a model that cannot start never announces.
+    pub fn on_ready(&self, f: impl FnOnce() + Send + 'static) {
+        *self.ready.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(f));
+    }
+
+    /// Called by every server once its setup (ring, tables, buffers) has succeeded, just
+    /// before it serves; runs the [`Stop::on_ready`] action, once.
+    pub fn ready(&self) {
+        let f = self.ready.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(f) = f {
+            f();
+        }
     }
 
     /// Requests the stop (async-signal-safe apart from the atomic store: one write(2)).
@@ -74,5 +95,19 @@ mod tests {
         // SAFETY: as above.
         assert_eq!(unsafe { libc::poll(&mut p, 1, 0) }, 1);
         assert!(s.requested());
+    }
+
+    #[test]
+    fn the_ready_action_runs_once() {
+        let s = Stop::new().unwrap();
+        s.ready(); // none set: nothing happens
+        let n = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let m = n.clone();
+        s.on_ready(move || {
+            m.fetch_add(1, Ordering::SeqCst);
+        });
+        s.ready();
+        s.ready();
+        assert_eq!(n.load(Ordering::SeqCst), 1);
     }
 }

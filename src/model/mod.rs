@@ -1,11 +1,13 @@
 //! What a model is: an id, a one-line summary, a family (the code) and knobs (the data).
 //! The table of models lives in `registry.rs`; availability is decided in `probe.rs` from the
-//! environment probe alone.
+//! environment probe alone; external contenders become rows of a run's `contender::Catalog`.
 
 mod avail;
+pub mod contender;
 pub mod probe;
 
 pub use avail::Availability;
+pub use contender::Catalog;
 
 use serde::Serialize;
 

@@ -90,6 +90,8 @@ pub struct Ctx<'a> {
     pub count_syscalls: bool,
     /// The storage suite's work directory and cache policy (`None`: no storage workload).
     pub storage: Option<&'a storage::StorageCtx>,
+    /// The run's external contenders (`--contender`): the commands of the `ext:` models.
+    pub contenders: &'a crate::model::Catalog,
 }
 
 impl Ctx<'_> {

@@ -60,6 +60,7 @@ pub fn serve<P: Protocol>(
     let mut c = BlockingCounters::default();
     let mut next_id = 0u64;
     let mut pause = false;
+    stop.ready();
     let mut fatal = None;
     'serve: loop {
         let mut fds = [

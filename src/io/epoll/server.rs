@@ -99,6 +99,7 @@ pub fn serve<P: Protocol>(
         libc::EPOLLIN as u32,
         TOKEN_STOP,
     )?;
+    stop.ready();
     let mut s = Server {
         ep,
         proto,

@@ -8,7 +8,7 @@
 //! with the count and the first wrong byte's offset: those responses are never ops. The echo and HTTP suites differ only in the [`Exchange`] and the counting of
 //! bytes.
 
-use super::server::{Launch, UnderTest};
+use super::launch::{Launch, UnderTest};
 use crate::error::CaseError;
 use crate::load::{self, Config, Edge, Exchange, Report};
 use crate::measure::clock::now_ns;

@@ -17,13 +17,12 @@
 //! `client_bound` / `shared_cpus` become warnings.
 
 use super::cell;
-use super::server::Launch;
+use super::launch::Launch;
 use crate::error::CaseError;
 use crate::load::echo::Echo;
 use crate::measure::pin::CpuPlan;
 use crate::measure::Sample;
 use crate::model::{Knobs, ModelSpec, PeerKind};
-use crate::peer::external;
 use crate::plan::{Budget, Profile};
 use crate::workload::{Ctx, Params, Point, Workload};
 use std::process::Command;
@@ -43,12 +42,10 @@ fn serves_tcp(m: &ModelSpec) -> bool {
 }
 
 fn accepts(m: &ModelSpec) -> Result<(), String> {
+    // Which protocol a contender speaks is its catalog entry's to say (the run keeps it to
+    // the suites of that protocol).
     if let Knobs::Peer(PeerKind::External) = m.knobs {
-        return match external::registered(m.id) {
-            Some(e) if e.speaks("echo") => Ok(()),
-            Some(_) => Err("this contender speaks another protocol".into()),
-            None => Err("no --contender command registered for it".into()),
-        };
+        return Ok(());
     }
     if serves_tcp(m) {
         Ok(())
@@ -156,7 +153,7 @@ pub fn serve_command(
 }
 
 fn run_point(ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
-    let launch = launch(m, ctx.plan, "echo")?;
+    let launch = launch(ctx, m, "echo")?;
     measure_launch(
         ctx,
         launch,
@@ -167,22 +164,19 @@ fn run_point(ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseErro
     )
 }
 
-/// How model `m`'s server for `protocol` is started: an external contender's command, or
-/// `ringside serve` ([`serve_command`]).
-pub fn launch(m: &ModelSpec, plan: &CpuPlan, protocol: &str) -> Result<Launch, CaseError> {
+/// How model `m`'s server for `protocol` is started: an external contender's command (from
+/// the run's catalog), or `ringside serve` ([`serve_command`]).
+pub fn launch(ctx: &Ctx<'_>, m: &ModelSpec, protocol: &str) -> Result<Launch, CaseError> {
     if let Knobs::Peer(PeerKind::External) = m.knobs {
-        let ext = external::registered(m.id).ok_or_else(|| {
-            CaseError::Failed(anyhow::anyhow!(
-                "no --contender command registered for {}",
-                m.id
-            ))
+        let ext = ctx.contenders.get(m.id).cloned().ok_or_else(|| {
+            CaseError::Failed(anyhow::anyhow!("no --contender command for {}", m.id))
         })?;
         return Ok(Launch::External {
             ext,
-            cpus: vec![plan.measured],
+            cpus: vec![ctx.plan.measured],
         });
     }
-    let (cmd, cpus) = serve_command(m, plan, protocol)?;
+    let (cmd, cpus) = serve_command(m, ctx.plan, protocol)?;
     Ok(Launch::Child { cmd, cpus })
 }
 

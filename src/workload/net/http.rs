@@ -22,7 +22,6 @@ use crate::error::CaseError;
 use crate::load::http::HttpGet;
 use crate::measure::Sample;
 use crate::model::{Knobs, ModelSpec, PeerKind};
-use crate::peer::external;
 use crate::plan::{Budget, Profile};
 use crate::workload::{Ctx, Params, Point, Workload};
 use std::time::Duration;
@@ -43,11 +42,9 @@ pub const PATH: &str = "/";
 /// external contenders that speak HTTP.
 fn accepts(m: &ModelSpec) -> Result<(), String> {
     match m.knobs {
-        Knobs::Peer(PeerKind::External) => match external::registered(m.id) {
-            Some(e) if e.speaks("http") => Ok(()),
-            Some(_) => Err("this contender speaks another protocol".into()),
-            None => Err("no --contender command registered for it".into()),
-        },
+        // Which protocol a contender speaks is its catalog entry's to say (the run keeps it to
+        // the suites of that protocol).
+        Knobs::Peer(PeerKind::External) => Ok(()),
         Knobs::Peer(PeerKind::Tokio | PeerKind::Monoio) => Ok(()),
         _ if m.uring_knobs().is_some_and(|k| k.zc_send) => {
             Err("SEND_ZC pays only for large payloads, not a 13-byte body".into())
@@ -109,7 +106,7 @@ impl Workload for HttpClients {
             bytes_received: true,
             after: with_wrk.then_some(&after as &cell::After),
         };
-        cell::measure(ctx, launch(m, ctx.plan, "http")?, &load).map(|(s, _)| s)
+        cell::measure(ctx, launch(ctx, m, "http")?, &load).map(|(s, _)| s)
     }
 }
 
@@ -166,7 +163,7 @@ impl Workload for HttpRate {
             bytes_received: true,
             after: None,
         };
-        let (mut s, report) = cell::measure(ctx, launch(m, ctx.plan, "http")?, &load)?;
+        let (mut s, report) = cell::measure(ctx, launch(ctx, m, "http")?, &load)?;
         s.counters
             .add("offered_per_sec", p.params.u64("rate_per_sec")?);
         // Whole requests/s achieved, to set against the offered rate.

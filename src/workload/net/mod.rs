@@ -5,4 +5,4 @@
 pub mod cell;
 pub mod echo;
 pub mod http;
-pub mod server;
+pub mod launch;

@@ -2,8 +2,9 @@
 //! files — per I/O model, through the one `FileEngine` shape (`io::file_engine`).
 //!
 //! Every case runs in a work directory made under `--dir` (default: the current directory's
-//! filesystem) and removed at the end of the run; every repetition removes the files it made
-//! (RAII guards), also when it fails or is interrupted. Read workloads read a data file written
+//! filesystem), marked with its owner (`OWNER_FILE`) and removed at the end of the run (or, if
+//! ringside was killed first, by the next run's sweep, `sweep_stale_work_dirs`); every
+//! repetition removes the files it made (RAII guards), also when it fails or is interrupted. Read workloads read a data file written
 //! once per run and fsynced; with `--drop-caches` (root only) the page cache is dropped before
 //! each read repetition, otherwise the results record that the cache was warm.
 //!
@@ -109,6 +110,66 @@ pub fn remove_work_dir_now() {
     }
 }
 
+/// The file in a work directory naming the ringside that made it (`PID:START`, see
+/// `child::owner_token`), so that a later run can tell a stale directory from a live one.
+pub const OWNER_FILE: &str = ".ringside-owner";
+
+/// Prefix of every work directory's name: `ringside-storage-PID-N`.
+const WORK_DIR_PREFIX: &str = "ringside-storage-";
+
+/// Removes the work directories under `parent` that a ringside no longer running left (killed
+/// before it could remove them): named `ringside-storage-PID-N`, with an owner file naming a
+/// ringside that is gone, or none and a PID that runs no process. Returns one sentence per
+/// directory removed (or that could not be).
+pub fn sweep_stale_work_dirs(parent: &Path) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    let mut said = Vec::new();
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(WORK_DIR_PREFIX)) else {
+            continue;
+        };
+        let Some((pid, n)) = rest.split_once('-') else {
+            continue;
+        };
+        let (Ok(pid), true) = (pid.parse::<u32>(), n.bytes().all(|b| b.is_ascii_digit())) else {
+            continue;
+        };
+        // A directory, not a link to one.
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let path = e.path();
+        let mut owner = String::new();
+        let marked = std::fs::File::open(path.join(OWNER_FILE))
+            .and_then(|f| io::Read::read_to_string(&mut io::Read::take(f, 256), &mut owner))
+            .is_ok();
+        let stale = if marked {
+            !crate::child::owner_alive(&owner)
+        } else {
+            !Path::new(&format!("/proc/{pid}")).exists()
+        };
+        if !stale {
+            continue;
+        }
+        said.push(match std::fs::remove_dir_all(&path) {
+            Ok(()) => format!(
+                "removed stale storage work directory {} (left by ringside pid {pid}, which is \
+                 no longer running)",
+                path.display()
+            ),
+            Err(e) => format!(
+                "cannot remove stale storage work directory {} (left by ringside pid {pid}): \
+                 {e}",
+                path.display()
+            ),
+        });
+    }
+    said
+}
+
 impl StorageCtx {
     /// Makes a work directory under `parent` after checking it exists, is writable and has
     /// room for `need_bytes`. The refusal names the directory, the space needed and free.
@@ -134,14 +195,17 @@ impl StorageCtx {
             )));
         }
         let dir = parent.join(format!(
-            "ringside-storage-{}-{}",
+            "{WORK_DIR_PREFIX}{}-{}",
             std::process::id(),
             crate::measure::clock::now_ns() % 1_000_000
         ));
         // Published before the directory exists, so that no moment has it unknown to the
         // signal handler.
         WORK_DIR.store(cpath(&dir).into_raw(), Ordering::SeqCst);
-        if let Err(e) = std::fs::create_dir(&dir) {
+        let made = std::fs::create_dir(&dir)
+            .and_then(|()| std::fs::write(dir.join(OWNER_FILE), crate::child::owner_token()));
+        if let Err(e) = made {
+            let _ = std::fs::remove_dir_all(&dir);
             WORK_DIR.store(std::ptr::null_mut(), Ordering::SeqCst);
             return Err(bad(format!("not writable: {e}")));
         }

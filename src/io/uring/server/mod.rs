@@ -228,6 +228,7 @@ pub fn serve<P: Protocol>(
             .map_err(|e| CaseError::unavailable(format!("provided buffer ring: {e}")))?;
         s.provided = Some(Provided::new(br));
     }
+    stop.ready();
     let r = s.run();
     let teardown = s.teardown();
     r?;

@@ -1,0 +1,285 @@
+//! How a network cell's server under test is launched and ended: ringside's own `ringside
+//! serve` (or a stand-in that prints `listening on ADDR`) or an external contender's command,
+//! both supervised children ([`crate::child`]: pinned before exec, dying with ringside,
+//! stopped with SIGTERM then SIGKILL, stderr tail kept). A `ringside serve` child is ready once
+//! it prints `listening on ADDR` (after its model's setup succeeded); on SIGTERM it prints
+//! `counters <json>`, read here. A child that exits with [`child::EXIT_UNAVAILABLE`] makes the
+//! cell `unavailable` (its last stderr line is the reason); any other failure makes it `failed`
+//! with its stderr tail.
+
+use crate::child::{self, NotReady, Ready, Spec};
+use crate::error::CaseError;
+use crate::measure::Counters;
+use crate::peer::external::{External, Running, StartOpts};
+use std::net::SocketAddr;
+use std::process::Command;
+use std::time::Duration;
+
+/// How long a server may take to print `listening on`.
+pub const READY_WITHIN: Duration = Duration::from_secs(10);
+
+/// Lines of a server's stderr quoted in a failed cell's reason.
+const STDERR_TAIL_LINES: usize = 20;
+
+/// A `ringside serve` child's readiness line, and its counters line on exit.
+const LISTENING: &str = "listening on ";
+const COUNTERS: &str = "counters ";
+
+/// How a cell's server is started: ringside's own `serve` child (or a stand-in printing
+/// `listening on`), or an external contender's command (`--contender`).
+pub enum Launch {
+    /// A command that prints `listening on ADDR`, confined to `cpus`.
+    Child { cmd: Command, cpus: Vec<u32> },
+    /// An external contender, confined to `cpus`; ready once its port accepts connections.
+    External { ext: External, cpus: Vec<u32> },
+}
+
+impl Launch {
+    /// The CPUs the server may use.
+    pub fn cpus(&self) -> &[u32] {
+        match self {
+            Launch::Child { cpus, .. } | Launch::External { cpus, .. } => cpus,
+        }
+    }
+
+    /// Starts it and waits until it accepts connections.
+    pub fn start(self) -> Result<UnderTest, CaseError> {
+        match self {
+            Launch::Child { cmd, cpus } => {
+                let program = cmd.get_program().to_owned();
+                let mut child = Spec::new("server", cmd)
+                    .cpus(&cpus)
+                    .keep_lines(&[LISTENING, COUNTERS])
+                    .grace(Duration::from_secs(1))
+                    .spawn()
+                    .map_err(|e| {
+                        CaseError::Failed(anyhow::anyhow!("cannot start {program:?}: {e}"))
+                    })?;
+                match child.wait_ready(Ready::Line(LISTENING), READY_WITHIN) {
+                    Ok(Some(addr)) => Ok(UnderTest::Child { child, addr }),
+                    Ok(None) => unreachable!("a line carries the address"),
+                    Err(e) => {
+                        let why = match e {
+                            NotReady::Exited(st) => {
+                                format!("server exited ({st}) before listening")
+                            }
+                            NotReady::ClosedStdout(st) => format!(
+                                "server closed stdout before listening ({})",
+                                st.map_or("still running".into(), |s| s.to_string())
+                            ),
+                            NotReady::TimedOut(d) => {
+                                format!("server did not print 'listening on' within {d:?}")
+                            }
+                        };
+                        child.stop();
+                        Err(verdict(&child, &why))
+                    }
+                }
+            }
+            Launch::External { ext, cpus } => {
+                let opts = StartOpts {
+                    cpus: Some(cpus),
+                    ..Default::default()
+                };
+                let running = ext
+                    .start(&opts)
+                    .map_err(|e| CaseError::Failed(anyhow::anyhow!("{e:#}")))?;
+                // The processes to measure: those of its group when it serves (a master and its
+                // workers), fixed now; a server that forks per connection is under-counted.
+                let pids = running.group_pids();
+                Ok(UnderTest::External { running, pids })
+            }
+        }
+    }
+}
+
+/// The cell's error for a child that failed: `unavailable` when it exited with
+/// [`child::EXIT_UNAVAILABLE`] (the reason: its last stderr line, less any `error:` and
+/// `unavailable:` lead), else `failed` with `why` and its stderr tail.
+fn verdict(c: &child::Child, why: &str) -> CaseError {
+    let tail = c.stderr_tail(STDERR_TAIL_LINES);
+    if c.said_unavailable() {
+        let last = tail
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        let reason = last
+            .split_once("unavailable: ")
+            .map_or(last, |(_, r)| r)
+            .trim();
+        return CaseError::unavailable(if reason.is_empty() {
+            format!(
+                "{} exited {}: unavailable here",
+                c.what(),
+                child::EXIT_UNAVAILABLE
+            )
+        } else {
+            reason.to_string()
+        });
+    }
+    let tail = tail.trim();
+    CaseError::Failed(anyhow::anyhow!(if tail.is_empty() {
+        format!("{why} (stderr empty)")
+    } else {
+        format!("{why}; stderr tail: {tail}")
+    }))
+}
+
+/// A started server under test, whichever way it was started.
+pub enum UnderTest {
+    Child {
+        child: child::Child,
+        addr: SocketAddr,
+    },
+    External {
+        running: Running,
+        pids: Vec<u32>,
+    },
+}
+
+impl UnderTest {
+    pub fn addr(&self) -> SocketAddr {
+        match self {
+            UnderTest::Child { addr, .. } => *addr,
+            UnderTest::External { running, .. } => running.addr(),
+        }
+    }
+
+    /// Every process whose CPU and syscalls are the server's.
+    pub fn pids(&self) -> Vec<u32> {
+        match self {
+            UnderTest::Child { child, .. } => vec![child.pid()],
+            UnderTest::External { pids, running } if pids.is_empty() => vec![running.pid()],
+            UnderTest::External { pids, .. } => pids.clone(),
+        }
+    }
+
+    /// How it ended, if it has (`None`: still serving).
+    pub fn exited(&mut self) -> Option<String> {
+        match self {
+            UnderTest::Child { child, .. } => child.try_exit().map(|s| s.to_string()),
+            UnderTest::External { running, .. } => {
+                running.check_alive().err().map(|e| format!("{e:#}"))
+            }
+        }
+    }
+
+    /// The cell's error for `why`, with the server's stderr tail (`unavailable` when it exited
+    /// saying so).
+    pub fn fail(&self, why: &str) -> CaseError {
+        match self {
+            UnderTest::Child { child, .. } => verdict(child, why),
+            UnderTest::External { running, .. } => verdict(running.child(), why),
+        }
+    }
+
+    /// Stops it (SIGTERM, SIGKILL after `within`); ringside's own servers report their
+    /// counters (`server_` prefix). A server that needed SIGKILL or exited with an error fails
+    /// the cell.
+    pub fn stop(self, within: Duration) -> Result<Counters, CaseError> {
+        match self {
+            UnderTest::Child { mut child, .. } => {
+                let s = child.stop_within(within);
+                if s.killed {
+                    let why = format!("server did not exit within {within:?} of SIGTERM");
+                    return Err(verdict(&child, &why));
+                }
+                let Some(status) = s.status else {
+                    return Err(verdict(&child, "server could not be reaped"));
+                };
+                if !status.success() {
+                    return Err(verdict(
+                        &child,
+                        &format!("server exited with {status} on SIGTERM"),
+                    ));
+                }
+                Ok(server_counters(child.line(COUNTERS).as_deref()))
+            }
+            UnderTest::External { running, .. } => {
+                running
+                    .stop()
+                    .map_err(|e| CaseError::Failed(anyhow::anyhow!("{e:#}")))?;
+                Ok(Counters::default())
+            }
+        }
+    }
+}
+
+/// The numbers of a `counters <json>` line, each name prefixed `server_`.
+fn server_counters(line: Option<&str>) -> Counters {
+    let mut counters = Counters::default();
+    if let Some(Ok(serde_json::Value::Object(m))) = line.map(serde_json::from_str) {
+        for (k, v) in m {
+            if let Some(n) = v.as_u64() {
+                counters.add(&format!("server_{k}"), n);
+            }
+        }
+    }
+    counters
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Launch {
+        let mut c = Command::new("sh");
+        c.arg("-c").arg(script);
+        Launch::Child {
+            cmd: c,
+            cpus: crate::measure::pin::allowed_cpus(),
+        }
+    }
+
+    #[test]
+    fn unavailable_is_the_exit_code_not_a_word_on_stderr() {
+        match sh("echo 'error: unavailable: no SQPOLL here' >&2; exit 69").start() {
+            Err(CaseError::Unavailable(why)) => assert_eq!(why, "no SQPOLL here"),
+            Err(e) => panic!("expected unavailable, got {e}"),
+            Ok(_) => panic!("expected unavailable, got a server"),
+        }
+        match sh("echo 'error: unavailable: no SQPOLL here' >&2; exit 1").start() {
+            Err(CaseError::Failed(e)) => {
+                let s = format!("{e:#}");
+                assert!(
+                    s.contains("before listening") && s.contains("no SQPOLL"),
+                    "{s}"
+                );
+            }
+            Err(e) => panic!("expected failed, got {e}"),
+            Ok(_) => panic!("expected failed, got a server"),
+        }
+    }
+
+    #[test]
+    fn counters_are_read_from_the_last_line_and_stop_is_checked() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = l.local_addr().unwrap();
+        // Announces, then on SIGTERM prints its counters and exits 0.
+        let s = sh(&format!(
+            "trap 'echo \"counters {{\\\"accepts\\\":3,\\\"x\\\":\\\"y\\\"}}\"; exit 0' TERM; \
+             echo 'listening on {a}'; while :; do sleep 0.05; done"
+        ))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.addr(), a);
+        let c = s
+            .stop(Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.get("server_accepts"), 3);
+        // One that ignores SIGTERM fails the cell after the bound.
+        let s = sh(&format!(
+            "trap '' TERM; echo 'listening on {a}'; while :; do sleep 0.05; done"
+        ))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+        match s.stop(Duration::from_millis(200)) {
+            Err(CaseError::Failed(e)) => {
+                assert!(format!("{e:#}").contains("did not exit"), "{e:#}")
+            }
+            _ => panic!("a server that ignores SIGTERM must fail its cell"),
+        }
+        drop(l);
+    }
+}
