@@ -13,7 +13,6 @@ use crate::results::schema::{CaseResult, RunResults, Status, Version, SCHEMA_VER
 use crate::results::store::Store;
 use crate::runner::{self, Outcome};
 use crate::ui::{Observer, Progress, Silent};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
