@@ -15,6 +15,10 @@
 #        DURATION   measured seconds per run (default 5); WARMUP (default 1)
 #        CONNS      connections (default 50); MSG bytes per message (default 64)
 #        SERVER_CPU (default 1), LOAD_CPU (default 0)
+#        RATE       offered messages/s over all connections (default 40000; 0: closed loop). At
+#                   a fixed rate both builds serve the same traffic, so the figure is the server's
+#                   CPU per message at equal offered load, not a closed loop's coupled pair.
+# The load generator is always OLD's `ringside load`, so only the server differs between runs.
 # Takes /tmp/ringside-bench.lock for the whole run. Prints one line per run, then per model the
 # median and mean ns of server CPU per message of each build and NEW/OLD of the medians.
 # Resolution: USER_HZ ticks (10 ms) over DURATION s; at 5 s that is about 0.2% of a busy CPU.
@@ -34,6 +38,7 @@ ROUNDS=${3:-5}
 MODELS=${MODELS:-epoll-lt uring-tuned}
 MODELS=${MODELS//,/ }
 DURATION=${DURATION:-5}
+RATE=${RATE:-40000}
 WARMUP=${WARMUP:-1}
 CONNS=${CONNS:-50}
 MSG=${MSG:-64}
@@ -87,8 +92,11 @@ run_one() {
         exit 1
     fi
     c0=$(cpu_ticks "$server_pid")
-    if ! "$bin" load --protocol echo --target "$addr" --conns "$CONNS" --msg-bytes "$MSG" \
-        --duration "$DURATION" --warmup "$WARMUP" --cpus "$LOAD_CPU" >"$tmp/load.out" 2>&1; then
+    local rate=()
+    [ "$RATE" != 0 ] && rate=(--rate "$RATE")
+    if ! "$tmp/old" load --protocol echo --target "$addr" --conns "$CONNS" --msg-bytes "$MSG" \
+        --duration "$DURATION" --warmup "$WARMUP" --cpus "$LOAD_CPU" "${rate[@]}" \
+        >"$tmp/load.out" 2>&1; then
         echo "$model: ringside load failed: $(tail -n 5 "$tmp/load.out")" >&2
         exit 1
     fi
@@ -116,6 +124,7 @@ echo "server CPU per echo message: $CONNS connections, $MSG B, ${WARMUP}+${DURAT
     "server on CPU $SERVER_CPU, load on CPU $LOAD_CPU, $ROUNDS rounds"
 echo "OLD = $OLD"
 echo "NEW = $NEW"
+echo "load = OLD's ringside load, ${RATE} msgs/s offered (0: closed loop)"
 printf '%-14s %5s %5s %12s %12s\n' model round build ns/msg messages
 for model in $MODELS; do
     for r in $(seq "$ROUNDS"); do
