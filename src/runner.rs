@@ -293,6 +293,9 @@ fn measure_case(case: &Case, set: &Setting<'_>) -> Option<CaseResult> {
     if f.counters.get("both_saturated") > 0 {
         r.warnings.push(Warning::BothSaturated);
     }
+    if f.counters.get(crate::measure::CPU_OVER_ALLOWED_NS) > 0 {
+        r.warnings.push(Warning::CpuOverAllowed);
+    }
     match agreement(&f.counters, f.ops_per_sec.median, samples.len() as u64) {
         Some(Agreement::WrkBound) => r.warnings.push(Warning::WrkBound),
         Some(Agreement::Disagrees) => r.warnings.push(Warning::LoadgenDisagrees),

@@ -105,6 +105,29 @@ fn list_env_report_compare_stop_quietly_on_a_closed_stdout() {
     assert_quiet(&["compare", fx, slow.to_str().unwrap()], 1);
 }
 
+#[test]
+fn run_with_a_closed_stdout_keeps_its_results() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("run");
+    assert_quiet(
+        &[
+            "run",
+            "micro.syscall",
+            "--profile",
+            "smoke",
+            "--runs",
+            "2",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        0,
+    );
+    let r = ringside::results::store::load(&out.join("results.json")).unwrap();
+    assert!(r.finished && !r.cases.is_empty());
+    assert!(out.join("report.html").is_file());
+}
+
 fn report_refuses(path: &Path, needles: &[&str]) {
     let d = tempfile::tempdir().unwrap();
     let child = bin()

@@ -74,6 +74,11 @@ pub fn this_thread() -> CpuReading {
     }
 }
 
+/// The calling thread's exact CPU time, ns (one clock read, no rusage).
+pub fn this_thread_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(0)
+}
+
 /// The whole calling process (every thread, including io_uring's kernel-created tasks).
 pub fn this_process() -> CpuReading {
     CpuReading {
@@ -82,25 +87,271 @@ pub fn this_process() -> CpuReading {
     }
 }
 
-/// Every current task of another process, from /proc (clock-tick resolution for CPU time).
+/// Every current task of another process, from /proc (clock-tick resolution for the split;
+/// `total_ns` from the process CPU clock, read after the /proc walk: to time a window's edges,
+/// use [`processes`], which reads the clocks first and says when).
 pub fn process(pid: u32) -> io::Result<CpuReading> {
-    let mut r = tasks_matching(pid, |_| true)?;
+    let mut r = tasks_where(pid, |_, _| true)?;
     r.total_ns = clock_ns(process_clock(pid)).unwrap_or(r.user_ns + r.sys_ns);
     Ok(r)
 }
 
-/// Tasks of `pid` that io_uring created (`iou-sqp-*` SQPOLL pollers, `iou-wrk-*` io-wq workers).
-/// Only for the calling process: exact totals need a thread CPU clock of our own thread group.
-pub fn io_workers() -> io::Result<CpuReading> {
-    tasks_matching(std::process::id(), |comm| comm.starts_with("iou-"))
+/// The calling thread's id.
+pub fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
 }
 
-fn tasks_matching(pid: u32, keep: impl Fn(&str) -> bool) -> io::Result<CpuReading> {
+/// The exact CPU time of one thread of this process (`None`: it has exited).
+pub fn thread_ns(tid: u32) -> Option<u64> {
+    clock_ns(thread_clock(tid))
+}
+
+/// The CPUs task `tid` may run on (`None`: it has exited), as a set of CPU numbers.
+pub fn affinity(tid: u32) -> Option<Vec<u32>> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer and size.
+    let r = unsafe {
+        libc::sched_getaffinity(
+            tid as libc::pid_t,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &mut set,
+        )
+    };
+    (r == 0).then(|| {
+        (0..libc::CPU_SETSIZE as u32)
+            // SAFETY: c is below CPU_SETSIZE.
+            .filter(|&c| unsafe { libc::CPU_ISSET(c as usize, &set) })
+            .collect()
+    })
+}
+
+/// The distinct CPUs `tids` may use between them (sorted): their CPU time over a span can
+/// never exceed the span times their number. An SQPOLL poller pins itself to its CPU only once
+/// it first runs: read this at both ends of a span and take the union.
+pub fn cpus_allowed(tids: &[u32]) -> Vec<u32> {
+    let mut all: Vec<u32> = tids.iter().filter_map(|&t| affinity(t)).flatten().collect();
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
+/// Caps `total_ns` of CPU at what `cpus` CPUs can give in `wall_ns`: `(capped, excess)`. A
+/// reading above the cap is an accounting error (clocks read over another span than the wall
+/// time, tasks that are not the window's); the caller records the excess, never drops it
+/// silently.
+pub fn cap_to_allowed(total_ns: u64, wall_ns: u64, cpus: usize) -> (u64, u64) {
+    let cap = (wall_ns as u128 * cpus.max(1) as u128).min(u64::MAX as u128) as u64;
+    if total_ns > cap {
+        (cap, total_ns - cap)
+    } else {
+        (total_ns, 0)
+    }
+}
+
+/// Excess above [`cap_to_allowed`]'s cap that is still clock-domain noise (the CPU clocks run on
+/// the scheduler's clock, the wall on CLOCK_MONOTONIC): 1% of the cap plus 10 us. Past this,
+/// the excess is recorded as `cpu_over_allowed_ns`.
+pub fn cap_tolerance(wall_ns: u64, cpus: usize) -> u64 {
+    wall_ns.saturating_mul(cpus.max(1) as u64) / 100 + 10_000
+}
+
+/// `PF_IO_WORKER` in a task's flags: a thread io_uring created (SQPOLL poller or io-wq
+/// worker). Their names (`iou-sqp-*`, `iou-wrk-*`) are set only once they first run.
+const PF_IO_WORKER: u64 = 0x10;
+
+/// A task of this process: id, name, and whether io_uring created it.
+struct Task {
+    tid: u32,
+    comm: String,
+    io: bool,
+}
+
+/// The tasks of this process, from /proc/self/task/*/stat.
+fn own_tasks() -> Vec<Task> {
+    let Ok(dir) = fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let tid = e.file_name().to_str()?.parse::<u32>().ok()?;
+            let stat = fs::read_to_string(e.path().join("stat")).ok()?;
+            let (head, rest) = stat.rsplit_once(')')?;
+            let comm = head
+                .split_once('(')
+                .map(|(_, c)| c)
+                .unwrap_or("")
+                .to_string();
+            // Fields after the name: state ppid pgrp session tty_nr tpgid flags.
+            let flags = rest.split_whitespace().nth(6)?.parse::<u64>().ok()?;
+            Some(Task {
+                tid,
+                comm,
+                io: flags & PF_IO_WORKER != 0,
+            })
+        })
+        .collect()
+}
+
+/// The SQPOLL pollers of this process's open rings, as their fdinfo names them (`SqThread:`),
+/// one per poller.
+fn open_pollers() -> Vec<i64> {
+    let mut out = Vec::new();
+    let Ok(dir) = fs::read_dir("/proc/self/fd") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Ok(link) = fs::read_link(e.path()) else {
+            continue;
+        };
+        if link.as_os_str() != "anon_inode:[io_uring]" {
+            continue;
+        }
+        let info = std::path::Path::new("/proc/self/fdinfo").join(e.file_name());
+        let Ok(text) = fs::read_to_string(info) else {
+            continue;
+        };
+        if let Some(v) = text
+            .lines()
+            .find_map(|l| l.strip_prefix("SqThread:"))
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .filter(|&v| v > 0)
+        {
+            out.push(v);
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// How long a window waits, at most, for the SQPOLL poller of a ring closed just before it to
+/// exit (the kernel stops it in its own time, a few ms; meanwhile it spins on the helper CPU).
+pub const POLLER_EXIT_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// io_uring's kernel tasks of this process whose CPU a window of the calling thread counts:
+/// every io-wq worker (shared by the rings of a task), and the SQPOLL pollers of the rings
+/// still open, as their fdinfo names them. Tasks are told by the kernel's `PF_IO_WORKER` flag,
+/// not by name (a new poller carries its creator's name, and fdinfo names the creator, until
+/// it first runs: that is waited for). The poller of a ring closed moments ago is no window's:
+/// it is waited for (at most [`POLLER_EXIT_WAIT`]: it spins on the helper CPU until the kernel
+/// stops it) and, if still there, left out. When fdinfo names pollers by ids this process
+/// cannot see (another pid namespace), the `iou-sqp-*` tasks are counted, once there are no
+/// more of them than open rings with a poller (or the wait ends).
+pub fn io_tasks() -> Vec<u32> {
+    let deadline = std::time::Instant::now() + POLLER_EXIT_WAIT;
+    loop {
+        let tasks = own_tasks();
+        let open = open_pollers();
+        let late = std::time::Instant::now() >= deadline;
+        let task = |p: i64| tasks.iter().find(|t| i64::from(t.tid) == p);
+        let io = tasks.iter().filter(|t| t.io);
+        let poller_named = |t: &&Task| t.comm.starts_with("iou-sqp-");
+        if open.iter().all(|&p| task(p).is_some()) {
+            // fdinfo and /proc agree on ids. A poller that has not run yet is named by its
+            // creator's id: wait for it to start.
+            let started = open.iter().all(|&p| task(p).is_some_and(|t| t.io));
+            let pollers: Vec<u32> = open
+                .iter()
+                .filter_map(|&p| task(p))
+                .map(|t| t.tid)
+                .collect();
+            // io tasks that are neither an open ring's poller nor a worker: closed rings'.
+            let lingering = io
+                .clone()
+                .any(|t| poller_named(&t) && !pollers.contains(&t.tid));
+            if (started && !lingering) || late {
+                return io
+                    .filter(|t| pollers.contains(&t.tid) || !poller_named(t))
+                    .map(|t| t.tid)
+                    .collect();
+            }
+        } else {
+            let named = io.clone().filter(poller_named).count();
+            if named <= open.len() || late {
+                return io.map(|t| t.tid).collect();
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_micros(500));
+    }
+}
+
+/// Every task (thread) id of this process.
+pub fn task_ids() -> Vec<u32> {
+    let Ok(dir) = fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .collect()
+}
+
+/// io_uring tasks of this process born since `existing` (every task id then) was listed: all
+/// of their CPU is since then.
+pub fn io_tasks_since(existing: &[u32]) -> Vec<u32> {
+    own_tasks()
+        .into_iter()
+        .filter(|t| t.io && !existing.contains(&t.tid))
+        .map(|t| t.tid)
+        .collect()
+}
+
+/// Tick-sampled user/sys and context switches of tasks `tids` of this process (for the split
+/// of an exact total, never the total itself).
+pub fn ticks_of(tids: &[u32]) -> CpuReading {
+    tasks_where(std::process::id(), |tid, _| tids.contains(&tid)).unwrap_or_default()
+}
+
+/// CPU of other processes for a window measured from outside (a server under load):
+/// `total_ns` from their process CPU clocks read back to back, `at_ns` the monotonic time at
+/// the middle of those reads (time the window's edges by it, not by the slow /proc walk), the
+/// tick split and context switches from /proc after, and the CPUs their tasks may use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcessesReading {
+    pub cpu: CpuReading,
+    pub at_ns: u64,
+    pub cpus_allowed: usize,
+}
+
+/// [`ProcessesReading`] of `pids`; `None` when one of them is gone.
+pub fn processes(pids: &[u32]) -> Option<ProcessesReading> {
+    let a = crate::measure::clock::now_ns();
+    let mut total = 0u64;
+    for &p in pids {
+        total += clock_ns(process_clock(p))?;
+    }
+    let b = crate::measure::clock::now_ns();
+    let mut r = ProcessesReading {
+        at_ns: a / 2 + b / 2,
+        ..Default::default()
+    };
+    let mut tids = Vec::new();
+    for &p in pids {
+        let t = tasks_where(p, |tid, _| {
+            tids.push(tid);
+            true
+        })
+        .ok()?;
+        r.cpu.user_ns += t.user_ns;
+        r.cpu.sys_ns += t.sys_ns;
+        r.cpu.ctx_switches += t.ctx_switches;
+    }
+    r.cpu.total_ns = total;
+    r.cpus_allowed = cpus_allowed(&tids).len();
+    Some(r)
+}
+
+fn tasks_where(pid: u32, mut keep: impl FnMut(u32, &str) -> bool) -> io::Result<CpuReading> {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     let mut r = CpuReading::default();
     for e in fs::read_dir(format!("/proc/{pid}/task"))? {
         let dir = e?.path();
+        let tid = dir
+            .file_name()
+            .and_then(|n| n.to_str()?.parse::<u32>().ok())
+            .unwrap_or(0);
         let Ok(stat) = fs::read_to_string(dir.join("stat")) else {
             continue;
         };
@@ -108,7 +359,7 @@ fn tasks_matching(pid: u32, keep: impl Fn(&str) -> bool) -> io::Result<CpuReadin
             continue;
         };
         let comm = head.split_once('(').map(|(_, c)| c).unwrap_or("");
-        if !keep(comm) {
+        if !keep(tid, comm) {
             continue;
         }
         let f: Vec<&str> = rest.split_whitespace().collect();
@@ -116,10 +367,6 @@ fn tasks_matching(pid: u32, keep: impl Fn(&str) -> bool) -> io::Result<CpuReadin
         r.user_ns += ticks(11) * 1_000_000_000 / hz;
         r.sys_ns += ticks(12) * 1_000_000_000 / hz;
         if pid == std::process::id() {
-            let tid = dir
-                .file_name()
-                .and_then(|n| n.to_str()?.parse::<u32>().ok())
-                .unwrap_or(0);
             r.total_ns += clock_ns(thread_clock(tid)).unwrap_or(0);
         }
         if let Ok(status) = fs::read_to_string(dir.join("status")) {
@@ -160,5 +407,22 @@ mod tests {
             "the process includes this thread"
         );
         assert!(process(u32::MAX).is_err());
+        let r = processes(&[std::process::id()]).unwrap();
+        assert!(r.cpu.total_ns >= b.total_ns && r.at_ns > 0 && r.cpus_allowed >= 1);
+        assert!(processes(&[u32::MAX]).is_none());
+        assert_eq!(
+            affinity(gettid()).unwrap(),
+            crate::measure::pin::allowed_cpus()
+        );
+    }
+
+    #[test]
+    fn cpu_above_what_the_cpus_can_give_is_capped_and_the_excess_returned() {
+        assert_eq!(cap_to_allowed(900, 1000, 1), (900, 0));
+        assert_eq!(cap_to_allowed(1000, 1000, 1), (1000, 0));
+        assert_eq!(cap_to_allowed(1030, 1000, 1), (1000, 30));
+        assert_eq!(cap_to_allowed(7980, 1000, 2), (2000, 5980));
+        assert_eq!(cap_to_allowed(5, 0, 0), (0, 5));
+        assert_eq!(cap_tolerance(1_000_000, 2), 30_000);
     }
 }

@@ -154,7 +154,8 @@ pub struct Sample {
     pub ops: u64,
     /// Bytes moved, when the workload moves data.
     pub bytes: u64,
-    /// Wall time of the measured window, ns.
+    /// Wall time of the measured window, ns: the span `cpu` was read over (for windows of
+    /// this thread, from the first CPU clock read at the start to the last at the end).
     pub wall_ns: u64,
     /// Sum of per-op times (timer overhead excluded), ns; `wall_ns` less harness bookkeeping.
     pub timed_ns: u64,
@@ -189,13 +190,31 @@ impl Meter {
     }
 
     /// Starts a window; with `count_syscalls`, a syscall counter on this thread is opened for
-    /// it (and closed with it). Readings are taken in an order that keeps the /proc reads and
-    /// the counter's own syscalls out of the window.
+    /// it (and closed with it).
+    ///
+    /// The CPU it records is that of its tasks (this thread, and io_uring's kernel tasks that
+    /// work for it: see [`cpu::io_tasks`]) over exactly its wall time: the slow parts (listing
+    /// the tasks, /proc, rusage) happen outside, and the exact CPU clocks are read right at
+    /// the edges, inside the span `wall_ns` measures. So CPU over wall can never exceed the
+    /// CPUs those tasks may use; if it does, the reading is capped there and the excess kept
+    /// as the `cpu_over_allowed_ns` counter. Syscall counting stops before the CPU clocks are
+    /// read, so their reads are not counted either.
     pub fn window(&self, count_syscalls: bool) -> Window<'_> {
         let hist = Hist::new(); // allocated before the counter starts counting
         let counter =
             count_syscalls.then(|| syscalls::SyscallCounter::open(syscalls::Scope::ThisThread));
-        let cpu0 = thread_and_io_workers(true);
+        let tid = cpu::gettid();
+        let tasks = cpu::io_tasks();
+        let existing = cpu::task_ids();
+        let mut all = tasks.clone();
+        all.push(tid);
+        let allowed = cpu::cpus_allowed(&all);
+        let ticks0 = ticks(&tasks);
+        // This thread's clock first at the start and last at the end, right beside the wall
+        // clock: its CPU span is the wall span; the other tasks' are inside it.
+        let a0 = clock::now_ns();
+        let own0 = cpu::this_thread_ns();
+        let clocks0: Vec<Option<u64>> = tasks.iter().map(|&t| cpu::thread_ns(t)).collect();
         let sys0 = match &counter {
             Some(Ok(c)) => c.read(),
             _ => 0,
@@ -203,11 +222,16 @@ impl Meter {
         Window {
             meter: self,
             counter,
-            cpu0,
+            tasks,
+            existing,
+            allowed,
+            ticks0,
+            clocks0,
+            own0,
+            a0,
             sys0,
             hist,
             timed_ns: 0,
-            t0: clock::now_ns(),
         }
     }
 }
@@ -216,11 +240,34 @@ impl Meter {
 pub struct Window<'m> {
     meter: &'m Meter,
     counter: Option<Result<syscalls::SyscallCounter, String>>,
-    cpu0: cpu::CpuReading,
+    /// io_uring tasks counted, with their CPU clocks at the start.
+    tasks: Vec<u32>,
+    clocks0: Vec<Option<u64>>,
+    /// Every task of the process at the start (a task not among them was born in the window).
+    existing: Vec<u32>,
+    /// CPUs this thread and `tasks` may use between them, at the start.
+    allowed: Vec<u32>,
+    /// Tick-sampled split and context switches at the start (this thread and `tasks`).
+    ticks0: cpu::CpuReading,
+    /// This thread's CPU clock at the start.
+    own0: u64,
+    /// When the CPU clocks began to be read: the start of the CPU span.
+    a0: u64,
     sys0: u64,
     hist: Hist,
     timed_ns: u64,
-    t0: u64,
+}
+
+/// Tick-sampled user/sys and context switches of this thread and `tasks`.
+fn ticks(tasks: &[u32]) -> cpu::CpuReading {
+    let t = cpu::this_thread();
+    let w = cpu::ticks_of(tasks);
+    cpu::CpuReading {
+        total_ns: 0,
+        user_ns: t.user_ns + w.user_ns,
+        sys_ns: t.sys_ns + w.sys_ns,
+        ctx_switches: t.ctx_switches + w.ctx_switches,
+    }
 }
 
 impl Window<'_> {
@@ -240,19 +287,56 @@ impl Window<'_> {
     }
 
     /// Closes the window.
-    pub fn finish(self, ops: u64, bytes: u64, counters: Counters) -> Sample {
-        let t1 = clock::now_ns();
-        let syscalls = self.counter.as_ref().map(|c| match c {
-            Ok(c) => Measured::Value(c.window(self.sys0, c.read())),
-            Err(r) => Measured::unavailable(r.clone()),
-        });
-        let cpu = thread_and_io_workers(false).since(&self.cpu0);
+    pub fn finish(self, ops: u64, bytes: u64, mut counters: Counters) -> Sample {
+        let sys1 = self.counter.as_ref().map(|c| c.as_ref().map(|c| c.read()));
+        // The exact clocks first; then the tasks born during the window (io-wq workers a
+        // blocking op started), all of whose CPU is the window's (read just after its end).
+        let clocks1: Vec<Option<u64>> = self.tasks.iter().map(|&t| cpu::thread_ns(t)).collect();
+        let own1 = cpu::this_thread_ns();
+        let a1 = clock::now_ns();
+        let born = cpu::io_tasks_since(&self.existing);
+        let born_ns: u64 = born.iter().filter_map(|&t| cpu::thread_ns(t)).sum();
+        let syscalls = self
+            .counter
+            .as_ref()
+            .zip(sys1)
+            .map(|(c, s1)| match (c, s1) {
+                (Ok(c), Ok(s1)) => Measured::Value(c.window(self.sys0, s1)),
+                (Err(r), _) | (_, Err(r)) => Measured::unavailable(r.clone()),
+            });
+        // A task that exited during the window has no end reading: its share is lost rather
+        // than its whole lifetime subtracted from the others'.
+        let tasks_ns: u64 = self
+            .clocks0
+            .iter()
+            .zip(&clocks1)
+            .map(|(c0, c1)| match (c0, c1) {
+                (Some(a), Some(b)) => b.saturating_sub(*a),
+                _ => 0,
+            })
+            .sum();
+        let mut all = self.tasks.clone();
+        all.extend(&born);
+        let t1 = ticks(&all);
+        let wall_ns = a1 - self.a0;
+        all.push(cpu::gettid());
+        let mut allowed = self.allowed.clone();
+        allowed.extend(cpu::cpus_allowed(&all));
+        allowed.sort_unstable();
+        allowed.dedup();
+        let allowed = allowed.len();
+        let measured = own1.saturating_sub(self.own0) + tasks_ns + born_ns;
+        let (total_ns, excess) = cpu::cap_to_allowed(measured, wall_ns, allowed);
+        if excess > cpu::cap_tolerance(wall_ns, allowed) {
+            counters.add(CPU_OVER_ALLOWED_NS, excess);
+        }
+        let split = t1.since(&self.ticks0);
         Sample {
             ops,
             bytes,
-            wall_ns: t1 - self.t0,
+            wall_ns,
             timed_ns: self.timed_ns,
-            cpu,
+            cpu: cpu::CpuReading { total_ns, ..split },
             syscalls,
             latency: self.hist,
             counters,
@@ -260,25 +344,10 @@ impl Window<'_> {
     }
 }
 
-/// The calling thread plus io_uring's kernel-created tasks of this process (`iou-sqp-*`,
-/// `iou-wrk-*`), whose CPU belongs to the model that created them. Reading /proc costs this
-/// thread CPU time, so at the `start` of a window it happens before this thread's clock is
-/// read, and at the end after.
-fn thread_and_io_workers(start: bool) -> cpu::CpuReading {
-    let (t, w) = if start {
-        let w = cpu::io_workers().unwrap_or_default();
-        (cpu::this_thread(), w)
-    } else {
-        let t = cpu::this_thread();
-        (t, cpu::io_workers().unwrap_or_default())
-    };
-    cpu::CpuReading {
-        total_ns: t.total_ns + w.total_ns,
-        user_ns: t.user_ns + w.user_ns,
-        sys_ns: t.sys_ns + w.sys_ns,
-        ctx_switches: t.ctx_switches + w.ctx_switches,
-    }
-}
+/// Counter: CPU time a window read above what its tasks' CPUs could give in its wall time (an
+/// accounting error, capped away from the figures; the cell is flagged
+/// [`crate::results::Warning::CpuOverAllowed`]).
+pub const CPU_OVER_ALLOWED_NS: &str = "cpu_over_allowed_ns";
 
 #[cfg(test)]
 mod tests {

@@ -82,6 +82,9 @@ pub enum Warning {
     /// wrk measured fewer requests/s than ringside's load generator while it used 90%+ of its
     /// one CPU in every repetition: wrk's figure is wrk's limit.
     WrkBound,
+    /// The CPU read for the cell's tasks exceeded what the CPUs they may use could give in
+    /// the measured time (counter `cpu_over_allowed_ns`): an accounting error, capped.
+    CpuOverAllowed,
 }
 
 impl Warning {
@@ -105,6 +108,10 @@ impl Warning {
             Warning::LoadgenDisagrees => {
                 "wrk and ringside's load generator disagree by more than 5% on this server; \
                  compare the wrk_* counters and check which one was saturated"
+            }
+            Warning::CpuOverAllowed => {
+                "more CPU time was read than the cell's CPUs could give in its wall time (see \
+                 cpu_over_allowed_ns): the CPU figures are capped at that limit; please report it"
             }
             Warning::WrkBound => {
                 "wrk saturated its CPU and measured fewer requests/s than ringside's load \
@@ -174,7 +181,8 @@ pub struct CaseFigures {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub bytes_per_sec: f64,
     /// CPU of the measured task(s) per second of measured window, in CPUs (1.0 = one CPU
-    /// busy: a server's CPU%/100); 0 where unknown.
+    /// busy: a server's CPU%/100); 0 where unknown. Never above the CPUs those tasks may use:
+    /// a reading above is capped and the cell warned `cpu_over_allowed`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cpu_busy: f64,
     /// The model's own counters, summed over repetitions.
