@@ -118,18 +118,6 @@ pub fn measure(
     res
 }
 
-fn cpu_of(pids: &[u32]) -> Option<cpu::CpuReading> {
-    let mut sum = cpu::CpuReading::default();
-    for &p in pids {
-        let c = cpu::process(p).ok()?;
-        sum.total_ns += c.total_ns;
-        sum.user_ns += c.user_ns;
-        sum.sys_ns += c.sys_ns;
-        sum.ctx_switches += c.ctx_switches;
-    }
-    Some(sum)
-}
-
 fn measure_pinned(
     ctx: &Ctx<'_>,
     launch: Launch,
@@ -163,8 +151,10 @@ fn measure_pinned(
     // busy machine) covers a shorter or longer span than the client's window.
     let (mut at0, mut at1) = (0u64, 0u64);
     let report = load::run(&cfg, load.exchange, &mut |e| {
+        // The CPU clocks are read back to back and timed by their own reads
+        // (`ProcessesReading::at_ns`), not by the slow /proc walk that follows them.
+        let c = cpu::processes(&pids);
         let t0 = now_ns();
-        let c = cpu_of(&pids);
         let s = read_sys(&counters);
         let at = t0 / 2 + now_ns() / 2;
         match e {
@@ -212,8 +202,11 @@ fn measure_pinned(
     // The server-side figures are rescaled to the client's window (the two spans differ by
     // the edges' wake-up delays: microseconds on a quiet machine, milliseconds on a busy one),
     // so that per-op ratios divide like by like.
-    let span = at1.saturating_sub(at0).max(1) as f64;
-    let scale = |v: u64| (v as f64 * report.window_ns as f64 / span).round() as u64;
+    let rescale = |v: u64, span: u64| {
+        (v as f64 * report.window_ns as f64 / span.max(1) as f64).round() as u64
+    };
+    let scale = |v: u64| rescale(v, at1.saturating_sub(at0));
+    let cpu_scale = |v: u64| rescale(v, c1.at_ns.saturating_sub(c0.at_ns));
     let syscalls = counters.as_ref().map(|c| match c {
         // Less each counter's own start/read cost.
         Ok(cs) => Measured::Value(scale(
@@ -244,12 +237,19 @@ fn measure_pinned(
         (report.conns_requested as u64).saturating_sub(report.live_conns),
     );
     // The server's CPU against the CPUs it was given (SQPOLL's poller may use a second one).
-    let raw = c1.since(&c0);
+    // A reading above what the CPUs its tasks may use can give in the window is an accounting
+    // error: capped, and the excess beyond clock noise kept (warning `cpu_over_allowed`).
+    let raw = c1.cpu.since(&c0.cpu);
+    let allowed = c0.cpus_allowed.max(c1.cpus_allowed);
+    let (total_ns, over) = cpu::cap_to_allowed(cpu_scale(raw.total_ns), report.window_ns, allowed);
+    if over > cpu::cap_tolerance(report.window_ns, allowed) {
+        c.add(crate::measure::CPU_OVER_ALLOWED_NS, over);
+    }
     let cpu = cpu::CpuReading {
-        total_ns: scale(raw.total_ns),
-        user_ns: scale(raw.user_ns),
-        sys_ns: scale(raw.sys_ns),
-        ctx_switches: scale(raw.ctx_switches),
+        total_ns,
+        user_ns: cpu_scale(raw.user_ns),
+        sys_ns: cpu_scale(raw.sys_ns),
+        ctx_switches: cpu_scale(raw.ctx_switches),
     };
     let server_busy =
         cpu.total_ns as f64 / report.window_ns.max(1) as f64 / server_cpus.max(1) as f64;
