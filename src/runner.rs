@@ -7,7 +7,6 @@ mod fio;
 
 pub use fio::randread_rows as fio_randread_rows;
 
-use crate::crosscheck::wrk::{agreement, Agreement};
 use crate::env::EnvReport;
 use crate::error::CaseError;
 use crate::measure::{pin, Meter, Sample};
@@ -16,6 +15,7 @@ use crate::plan::{Budget, Case};
 use crate::results::schema::{CaseResult, RunResults, Status, Warning};
 use crate::results::store::Store;
 use crate::shutdown::{aborting, stop_requested};
+use crate::stats::wrk::{agreement, Agreement};
 use crate::stats::{self, summary::HIGH_SPREAD};
 use crate::ui::Observer;
 use crate::workload::storage::StorageCtx;
