@@ -12,6 +12,7 @@ use crate::error::CaseError;
 use crate::measure::{pin, Meter, Sample};
 use crate::model::Catalog;
 use crate::plan::{Budget, Case};
+use crate::profile::Profile;
 use crate::results::schema::{CaseResult, RunResults, Status, Warning};
 use crate::results::store::Store;
 use crate::shutdown::{aborting, stop_requested};
@@ -30,7 +31,8 @@ pub enum Outcome {
 
 /// Measures every case in order, appending results to `run` and saving after each (the
 /// storage suite's work directory when storage workloads are selected; the run's external
-/// contenders for the `ext:` models).
+/// contenders for the `ext:` models). With `fio_crosscheck` (`--crosscheck`, the run's
+/// profile) and a storage suite, the fio rows of `storage.randread` follow the cases.
 #[allow(clippy::too_many_arguments)]
 pub fn run_with(
     cases: &[Case],
@@ -41,6 +43,7 @@ pub fn run_with(
     obs: &dyn Observer,
     storage: Option<&StorageCtx>,
     contenders: &Catalog,
+    fio_crosscheck: Option<Profile>,
 ) -> anyhow::Result<Outcome> {
     // The measured thread is this one: pin it, then open its syscall counter.
     let _ = pin::pin_this_thread(run.plan.measured);
@@ -70,6 +73,12 @@ pub fn run_with(
         obs.case_finished(i, &result);
         run.cases.push(result);
         store.save(run)?;
+    }
+    // The fio cross-check, once every case was measured: a job cut short by Ctrl-C is not a
+    // row, the jobs that finished are kept.
+    if let (Some(profile), Some(st), false) = (fio_crosscheck, storage, stop_requested()) {
+        run.cases
+            .extend(fio::randread_rows(cases, st, profile, &plan));
     }
     let outcome = if stop_requested() {
         Outcome::Interrupted

@@ -116,7 +116,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         progress = Progress::new();
         &progress
     };
-    let mut outcome = runner::run_with(
+    let outcome = runner::run_with(
         &cases,
         budget,
         &env,
@@ -125,22 +125,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         obs,
         storage.as_ref(),
         &contenders,
+        a.crosscheck.then_some(profile),
     )?;
-    if a.crosscheck && outcome == Outcome::Finished {
-        if let Some(st) = storage.as_ref() {
-            let plan = results.plan.clone();
-            let rows = runner::fio_randread_rows(&cases, st, profile, &plan);
-            results.cases.extend(rows);
-            if crate::shutdown::stop_requested() {
-                // Ctrl-C during the cross-check: the jobs that finished are kept.
-                outcome = Outcome::Interrupted;
-                results.finished = false;
-            }
-            if !crate::shutdown::aborting() {
-                store.save(&results)?;
-            }
-        }
-    }
     if crate::shutdown::aborting() {
         // A second signal: the abort thread reports what was saved and ends the process.
         loop {
