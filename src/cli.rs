@@ -2,7 +2,7 @@
 //! plain types the rest of the code uses.
 
 use crate::export::Format;
-use crate::plan::Profile;
+use crate::profile::Profile;
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 

@@ -6,6 +6,7 @@
 //! the workloads that drive them in `workload`, and the two registries in `registry`.
 
 pub mod app;
+pub mod avail;
 pub mod child;
 pub mod cli;
 pub mod crosscheck;
@@ -18,10 +19,12 @@ pub mod measure;
 pub mod model;
 pub mod peer;
 pub mod plan;
+pub mod profile;
 pub mod proto;
 pub mod registry;
 pub mod results;
 pub mod runner;
+pub mod shutdown;
 pub mod stats;
 pub mod ui;
 pub mod workload;

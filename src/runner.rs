@@ -3,122 +3,24 @@
 //! the repetition in progress and keeps every finished case (`"finished": false`); a second
 //! Ctrl-C stops at once, keeping what was saved.
 
-use crate::crosscheck::wrk::{agreement, Agreement};
+mod fio;
+
+pub use fio::randread_rows as fio_randread_rows;
+
 use crate::env::EnvReport;
 use crate::error::CaseError;
 use crate::measure::{pin, Meter, Sample};
 use crate::model::Catalog;
 use crate::plan::{Budget, Case};
+use crate::profile::Profile;
 use crate::results::schema::{CaseResult, RunResults, Status, Warning};
 use crate::results::store::Store;
+use crate::shutdown::{aborting, stop_requested};
+use crate::stats::wrk::{agreement, Agreement};
 use crate::stats::{self, summary::HIGH_SPREAD};
 use crate::ui::Observer;
 use crate::workload::storage::StorageCtx;
 use crate::workload::Ctx;
-use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
-use std::time::Duration;
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-/// Signals (SIGINT/SIGTERM) received so far.
-static SIGNALS: AtomicU32 = AtomicU32::new(0);
-
-/// Write end of the pipe that wakes the abort thread (-1: none).
-static ABORT_FD: AtomicI32 = AtomicI32::new(-1);
-
-/// How long the abort thread's work (saying what was kept, rendering the report) may take
-/// before the process exits anyway.
-pub const ABORT_WITHIN: Duration = Duration::from_secs(10);
-
-/// First signal: request a clean stop (and end a running fio job, which may have been sent the
-/// signal only through us). Second: remove the storage work directory and wake the abort
-/// thread, which says what was kept, renders the report and exits 130; the run's own thread
-/// saves nothing more. Third (or a second with no abort thread): exit now. Async-signal-safe
-/// calls only.
-extern "C" fn on_sigint(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-    crate::crosscheck::fio::stop_child();
-    let n = SIGNALS.fetch_add(1, Ordering::SeqCst);
-    if n == 0 {
-        return;
-    }
-    crate::workload::storage::remove_work_dir_now();
-    let fd = ABORT_FD.load(Ordering::SeqCst);
-    if n == 1 && fd >= 0 {
-        let b = 1u8;
-        // SAFETY: write(2) of one byte from the stack to our pipe: async-signal-safe.
-        if unsafe { libc::write(fd, (&b as *const u8).cast(), 1) } == 1 {
-            return;
-        }
-    }
-    // SAFETY: _exit is async-signal-safe; 130 = interrupted, as on a clean stop.
-    unsafe { libc::_exit(130) };
-}
-
-/// What the abort thread does on a second signal before the process exits 130 (say what was
-/// kept and where, render the report), bounded by [`ABORT_WITHIN`].
-pub type OnAbort = Box<dyn FnOnce() + Send>;
-
-/// Makes SIGINT and SIGTERM request a clean stop instead of killing the process. A second
-/// signal (either) ends it without waiting for the repetition in progress: the storage work
-/// directory is removed, `on_abort` runs on a thread of its own, and the process exits 130. A
-/// third ends it at once.
-pub fn install_stop_handler(on_abort: Option<OnAbort>) {
-    if let Some(f) = on_abort {
-        if let Ok((r, w)) = crate::child::pipe_cloexec() {
-            let spawned = std::thread::Builder::new()
-                .name("abort".into())
-                .spawn(move || abort_thread(r, f));
-            if spawned.is_ok() {
-                ABORT_FD.store(w.into_raw_fd(), Ordering::SeqCst);
-            }
-        }
-    }
-    // SAFETY: the handler makes only async-signal-safe calls (atomics, kill, write, the raw
-    // syscalls of `remove_work_dir_now`, _exit).
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_sigint as *const () as usize;
-        sa.sa_flags = 0;
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
-    }
-}
-
-fn abort_thread(wake: OwnedFd, f: OnAbort) {
-    let mut b = 0u8;
-    loop {
-        // SAFETY: read(2) of one byte into a stack variable from our pipe.
-        let n = unsafe { libc::read(wake.as_raw_fd(), (&mut b as *mut u8).cast(), 1) };
-        if n == 1 {
-            break;
-        }
-        if n == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return;
-        }
-    }
-    let (tx, rx) = std::sync::mpsc::channel();
-    let _ = std::thread::Builder::new()
-        .name("abort-report".into())
-        .spawn(move || {
-            f();
-            let _ = tx.send(());
-        });
-    let _ = rx.recv_timeout(ABORT_WITHIN);
-    crate::workload::storage::remove_work_dir_now();
-    std::process::exit(130);
-}
-
-/// True once Ctrl-C was pressed.
-pub fn stop_requested() -> bool {
-    STOP.load(Ordering::SeqCst)
-}
-
-/// True once a second signal came: the process is about to exit; save nothing more.
-pub fn aborting() -> bool {
-    SIGNALS.load(Ordering::SeqCst) >= 2
-}
 
 /// How the run ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -129,7 +31,8 @@ pub enum Outcome {
 
 /// Measures every case in order, appending results to `run` and saving after each (the
 /// storage suite's work directory when storage workloads are selected; the run's external
-/// contenders for the `ext:` models).
+/// contenders for the `ext:` models). With `fio_crosscheck` (`--crosscheck`, the run's
+/// profile) and a storage suite, the fio rows of `storage.randread` follow the cases.
 #[allow(clippy::too_many_arguments)]
 pub fn run_with(
     cases: &[Case],
@@ -140,6 +43,7 @@ pub fn run_with(
     obs: &dyn Observer,
     storage: Option<&StorageCtx>,
     contenders: &Catalog,
+    fio_crosscheck: Option<Profile>,
 ) -> anyhow::Result<Outcome> {
     // The measured thread is this one: pin it, then open its syscall counter.
     let _ = pin::pin_this_thread(run.plan.measured);
@@ -169,6 +73,12 @@ pub fn run_with(
         obs.case_finished(i, &result);
         run.cases.push(result);
         store.save(run)?;
+    }
+    // The fio cross-check, once every case was measured: a job cut short by Ctrl-C is not a
+    // row, the jobs that finished are kept.
+    if let (Some(profile), Some(st), false) = (fio_crosscheck, storage, stop_requested()) {
+        run.cases
+            .extend(fio::randread_rows(cases, st, profile, &plan));
     }
     let outcome = if stop_requested() {
         Outcome::Interrupted

@@ -89,7 +89,7 @@ fn output_of_wrk_and_fio_is_read_bounded() {
     let m = plan::select_models(Some(&["blocking".into()])).unwrap();
     let cases = plan::expand(&w, &m, true, Profile::Smoke);
     let plan = CpuPlan::default_for(&pin::allowed_cpus());
-    let rows = ringside::crosscheck::fio::randread_rows(&cases, &st, Profile::Smoke, &plan);
+    let rows = ringside::runner::fio_randread_rows(&cases, &st, Profile::Smoke, &plan);
     let tried: Vec<_> = rows
         .iter()
         .filter(|r| r.status != Status::Unavailable)

@@ -65,7 +65,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     };
     // Before the storage work directory exists: a signal from here on removes it. A second
     // signal says what was kept and renders the report from it (see `on_abort`).
-    runner::install_stop_handler(Some(on_abort(dir.clone())));
+    crate::shutdown::install_stop_handler(Some(on_abort(dir.clone())));
     let storage = if storage_ids.is_empty() {
         None
     } else {
@@ -116,7 +116,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         progress = Progress::new();
         &progress
     };
-    let mut outcome = runner::run_with(
+    let outcome = runner::run_with(
         &cases,
         budget,
         &env,
@@ -125,23 +125,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         obs,
         storage.as_ref(),
         &contenders,
+        a.crosscheck.then_some(profile),
     )?;
-    if a.crosscheck && outcome == Outcome::Finished {
-        if let Some(st) = storage.as_ref() {
-            let plan = results.plan.clone();
-            let rows = crate::crosscheck::fio::randread_rows(&cases, st, profile, &plan);
-            results.cases.extend(rows);
-            if runner::stop_requested() {
-                // Ctrl-C during the cross-check: the jobs that finished are kept.
-                outcome = Outcome::Interrupted;
-                results.finished = false;
-            }
-            if !runner::aborting() {
-                store.save(&results)?;
-            }
-        }
-    }
-    if runner::aborting() {
+    if crate::shutdown::aborting() {
         // A second signal: the abort thread reports what was saved and ends the process.
         loop {
             std::thread::park();
@@ -303,7 +289,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// On a second signal (from the abort thread, while the run's thread may be mid-case): says
 /// what was kept and where, and renders the report from the results saved so far.
-fn on_abort(dir: PathBuf) -> runner::OnAbort {
+fn on_abort(dir: PathBuf) -> crate::shutdown::OnAbort {
     Box::new(move || {
         let results = dir.join(RESULTS);
         let kept = match crate::results::store::load(&results) {

@@ -28,18 +28,15 @@
 //! fio's io_uring engine submits and waits in two io_uring_enter calls where ringside makes
 //! one. Parsed from `--output-format=json`: IOPS, bandwidth, lat percentiles, CPU share; fio
 //! does not count syscalls, so that cell says so.
+//!
+//! This module runs fio and reads its report into plain figures ([`FioFigures`]); the rows of
+//! the results are made by the runner (`runner::fio`), like every other row.
 
 use crate::measure::pin::CpuPlan;
-use crate::measure::{Counters, Hist, Measured};
-use crate::model::{Knobs, UringKnobs};
-use crate::plan::{Case, Profile};
-use crate::results::schema::{CaseFigures, CaseResult, CpuPerOp, LatencyNs, Status};
-use crate::stats::summary::Spread;
-use crate::workload::storage::StorageCtx;
-use crate::workload::Params;
+use crate::model::UringKnobs;
+use crate::profile::Profile;
 use serde_json::Value;
 use std::process::Command;
-use std::sync::atomic::{AtomicI32, Ordering};
 
 /// fio's engines cross-checked for every randread point, whichever models ran.
 pub const ENGINES: [&str; 2] = ["psync", "io_uring"];
@@ -95,19 +92,14 @@ impl FioJob {
     }
 }
 
-/// The fio jobs for the models of `cases`: psync and plain io_uring always, plus the io_uring
-/// job with each selected ring model's knobs.
-pub fn jobs_for(cases: &[Case]) -> Vec<FioJob> {
+/// The fio jobs for the ring knobs of the selected randread models: psync and plain io_uring
+/// always, plus the io_uring job with each model's knobs.
+pub fn jobs_for<'a>(knobs: impl IntoIterator<Item = &'a UringKnobs>) -> Vec<FioJob> {
     let mut jobs: Vec<FioJob> = ENGINES.iter().map(|e| FioJob::plain(e)).collect();
-    for c in cases {
-        if c.workload.id() != "storage.randread" {
-            continue;
-        }
-        if let Knobs::Uring(k) = &c.model.knobs {
-            if let Some(j) = FioJob::uring(k) {
-                if !jobs.contains(&j) {
-                    jobs.push(j);
-                }
+    for k in knobs {
+        if let Some(j) = FioJob::uring(k) {
+            if !jobs.contains(&j) {
+                jobs.push(j);
             }
         }
     }
@@ -143,57 +135,6 @@ pub fn version() -> Result<String, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err("fio not installed".into()),
         Err(e) => Err(format!("fio --version: {e}")),
     }
-}
-
-/// The running fio child's pid (0: none), for the signal handler to stop it.
-static CHILD: AtomicI32 = AtomicI32::new(0);
-
-/// Sends SIGTERM to the running fio job, if any (async-signal-safe: an atomic load and kill).
-pub fn stop_child() {
-    let pid = CHILD.load(Ordering::SeqCst);
-    if pid > 0 {
-        // SAFETY: kill is async-signal-safe; the pid is our own child's (it may have exited
-        // and not been reaped yet, which keeps the pid ours).
-        unsafe { libc::kill(pid, libc::SIGTERM) };
-    }
-}
-
-/// One row per fio job for every distinct randread point among `cases`, in the CPU plan's
-/// placement. Stops (returning the rows so far) when Ctrl-C was pressed: a job cut short is
-/// not a row.
-pub fn randread_rows(
-    cases: &[Case],
-    st: &StorageCtx,
-    profile: Profile,
-    plan: &CpuPlan,
-) -> Vec<CaseResult> {
-    let mut points: Vec<Params> = Vec::new();
-    for c in cases {
-        if c.workload.id() != "storage.randread" {
-            continue;
-        }
-        if let Some(p) = &c.point {
-            if !points.contains(&p.params) {
-                points.push(p.params.clone());
-            }
-        }
-    }
-    let ver = version();
-    let jobs = jobs_for(cases);
-    let mut rows = Vec::new();
-    for p in points {
-        for job in &jobs {
-            if crate::runner::stop_requested() {
-                return rows;
-            }
-            let r = row(&p, job, st, &ver, runtime_s(profile), plan);
-            if crate::runner::stop_requested() {
-                return rows;
-            }
-            rows.push(r);
-        }
-    }
-    rows
 }
 
 /// Seconds each fio job runs (time-based: fio reports IOPS from its ms-resolution runtime, so a
@@ -279,133 +220,60 @@ pub fn args(job: &FioJob, path: &std::path::Path, jp: &JobPoint, plan: &CpuPlan)
     a
 }
 
-fn row(
-    p: &Params,
-    job: &FioJob,
-    st: &StorageCtx,
-    ver: &Result<String, String>,
-    runtime_s: u64,
-    plan: &CpuPlan,
-) -> CaseResult {
-    let mut r = CaseResult {
-        workload: "storage.randread".into(),
-        model: format!("fio:{}", job.name),
-        variant: None,
-        params: p.clone(),
-        status: Status::Measured,
-        reason: None,
-        op: "one 4 KiB random read, as fio counts it (latency: fio's lat, submission to \
-             completion)"
-            .into(),
-        knobs: serde_json::json!({ "fio_engine": job.engine, "fio_options": job.opts }),
-        sqpoll_cpu: None,
-        warmups: 0,
-        repetitions: 1,
-        figures: None,
-        warnings: Vec::new(),
-    };
-    let fail = |mut r: CaseResult, status: Status, why: String| {
-        r.status = status;
-        r.reason = Some(why);
-        r.repetitions = 0;
-        r
-    };
-    let ver = match ver {
-        Ok(v) => v.clone(),
-        Err(why) => return fail(r, Status::Unavailable, why.clone()),
-    };
-    r.knobs["fio_version"] = ver.into();
-    let direct = p.0.get("direct").and_then(Value::as_bool) == Some(true);
-    if direct && st.fs.o_direct.is_err() {
-        return fail(
-            r,
-            Status::Unavailable,
-            "O_DIRECT refused on this filesystem".into(),
-        );
-    }
-    let get = |k: &str| p.0.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let (size, bs, depth) = (get("file_bytes"), get("block_bytes"), get("depth").max(1));
-    if job.opts.contains(&"hipri") {
-        if !direct {
-            return fail(
-                r,
-                Status::NotApplicable,
-                "hipri (polled completions) needs O_DIRECT".into(),
-            );
-        }
-        if let Err(why) = &st.fs.dev_polls {
-            return fail(r, Status::Unavailable, why.clone());
-        }
-    }
-    if job.opts.contains(&"sqthread_poll") && plan.shared() {
-        return fail(
-            r,
-            Status::Unavailable,
-            "sqthread_poll needs a helper CPU apart from the measured one (pass --cpus A,B)".into(),
-        );
-    }
-    if job.engine == "psync" && depth > 1 {
-        r.knobs["note"] = "numjobs threads each making blocking preads: no hand-off".into();
-    }
-    let path = match st.data_file_for_crosscheck(size) {
-        Ok(p) => p,
-        Err(e) => return fail(r, Status::Failed, format!("data file: {e}")),
-    };
-    let jp = JobPoint {
-        size,
-        bs,
-        depth,
-        direct,
-        invalidate: st.drop_caches,
-        runtime_s,
-    };
-    let a = args(job, &path, &jp, plan);
-    r.knobs["fio_args"] = a.clone().into();
-    r.knobs["runtime_s"] = runtime_s.into();
+/// Runs fio with `args` (from [`args`]) and reads its report. A job cut short, a failed fio or
+/// an output that is not its report is an error naming why.
+pub fn run(args: &[String], runtime_s: u64) -> Result<FioFigures, String> {
     let mut cmd = Command::new("fio");
-    cmd.args(&a);
+    cmd.args(args);
     let cap = capture(std::time::Duration::from_secs(runtime_s) + OVERRUN);
-    let out =
-        crate::child::run_captured(cmd, &cap, |pid| CHILD.store(pid as i32, Ordering::SeqCst));
-    CHILD.store(0, Ordering::SeqCst);
-    let out = match out {
-        Ok(o) => o,
-        Err(e) => return fail(r, Status::Failed, format!("running fio: {e}")),
-    };
+    let out = crate::child::run_captured(cmd, &cap, |pid| crate::shutdown::watch_child(pid as i32));
+    crate::shutdown::forget_child();
+    let out = out.map_err(|e| format!("running fio: {e}"))?;
     if !out.status.success() {
-        return fail(
-            r,
-            Status::Failed,
-            format!(
-                "fio exited with {}: {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-        );
+        return Err(format!(
+            "fio exited with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
     }
     if out.stdout_over {
-        return fail(
-            r,
-            Status::Failed,
-            format!(
-                "fio printed more than {} MiB: not its JSON report",
-                OUTPUT_MAX >> 20
-            ),
-        );
+        return Err(format!(
+            "fio printed more than {} MiB: not its JSON report",
+            OUTPUT_MAX >> 20
+        ));
     }
-    match parse(&out.stdout) {
-        Ok(f) => {
-            r.figures = Some(f);
-            r
-        }
-        Err(why) => fail(r, Status::Failed, why),
-    }
+    parse(&out.stdout)
 }
 
-/// Maps fio's JSON (first job, `group_reporting`) to case figures: latency from `lat_ns`
-/// (submission to completion, what ringside times), or `clat_ns` when a job was run without
+/// What one fio job reported, in plain numbers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FioFigures {
+    /// Latency, ns: min, p50, p90, p99, p99.9, max, mean, stddev.
+    pub lat_min: f64,
+    pub lat_p50: f64,
+    pub lat_p90: f64,
+    pub lat_p99: f64,
+    pub lat_p999: f64,
+    pub lat_max: f64,
+    pub lat_mean: f64,
+    pub lat_stddev: f64,
+    pub iops: f64,
+    pub total_ios: u64,
+    pub bw_kib_s: u64,
+    pub ctx_switches: u64,
+    /// Context switches per read.
+    pub ctx_per_op: f64,
+    pub clat_mean_ns: u64,
+    /// CPU per read, ns: user, system.
+    pub cpu_user_per_op: f64,
+    pub cpu_sys_per_op: f64,
+    pub cpu_total_per_op: f64,
+}
+
+/// Reads fio's JSON (first job, `group_reporting`): latency from `lat_ns` (submission to
+/// completion, what ringside times), or `clat_ns` when a job was run without
 /// `--lat_percentiles`.
-pub fn parse(json: &[u8]) -> Result<CaseFigures, String> {
+pub fn parse(json: &[u8]) -> Result<FioFigures, String> {
     // fio may print notes before the JSON object.
     let s = String::from_utf8_lossy(json);
     let start = s.find('{').ok_or("no JSON in fio's output")?;
@@ -434,52 +302,28 @@ pub fn parse(json: &[u8]) -> Result<CaseFigures, String> {
             pc / 100.0 * runtime_ms * 1e6 / ios as f64
         }
     };
-    let p50 = pct("50.000000");
-    let mut counters = Counters::default();
-    counters.add("fio_total_ios", ios);
-    counters.add("fio_bw_kib_s", rd["bw"].as_u64().unwrap_or(0));
-    counters.add("fio_ctx_switches", job["ctx"].as_u64().unwrap_or(0));
-    counters.add(
-        "fio_clat_mean_ns",
-        rd["clat_ns"]["mean"].as_f64().unwrap_or(0.0) as u64,
-    );
-    let one = |x: f64| Spread {
-        median: x,
-        min: x,
-        max: x,
-        mad: 0.0,
-    };
-    Ok(CaseFigures {
-        latency_ns: LatencyNs {
-            min: f(&clat["min"])?,
-            p50,
-            p90: pct("90.000000"),
-            p99: pct("99.000000"),
-            p999: pct("99.900000"),
-            max: f(&clat["max"])?,
-            mean: f(&clat["mean"])?,
-            stddev: f(&clat["stddev"])?,
-        },
-        run_p50_ns: one(p50),
-        ops_per_sec: one(iops),
-        runs_p50_ns: vec![p50],
-        runs_ops_per_sec: vec![iops],
-        cpu_ns_per_op: CpuPerOp {
-            total: per(usr + sys),
-            user: Measured::Value(per(usr)),
-            sys: Measured::Value(per(sys)),
-        },
-        ctx_switches_per_op: if ios == 0 {
+    Ok(FioFigures {
+        lat_min: f(&clat["min"])?,
+        lat_p50: pct("50.000000"),
+        lat_p90: pct("90.000000"),
+        lat_p99: pct("99.000000"),
+        lat_p999: pct("99.900000"),
+        lat_max: f(&clat["max"])?,
+        lat_mean: f(&clat["mean"])?,
+        lat_stddev: f(&clat["stddev"])?,
+        iops,
+        total_ios: ios,
+        bw_kib_s: rd["bw"].as_u64().unwrap_or(0),
+        ctx_switches: job["ctx"].as_u64().unwrap_or(0),
+        ctx_per_op: if ios == 0 {
             0.0
         } else {
             job["ctx"].as_f64().unwrap_or(0.0) / ios as f64
         },
-        syscalls_per_op: Measured::unavailable("fio does not count syscalls"),
-        ops_total: ios,
-        bytes_per_sec: 0.0,
-        cpu_busy: 0.0,
-        counters,
-        histogram: Hist::new().to_base64(),
+        clat_mean_ns: rd["clat_ns"]["mean"].as_f64().unwrap_or(0.0) as u64,
+        cpu_user_per_op: per(usr),
+        cpu_sys_per_op: per(sys),
+        cpu_total_per_op: per(usr + sys),
     })
 }
 
@@ -490,6 +334,8 @@ mod tests {
     fn model(id: &str) -> &'static crate::model::ModelSpec {
         crate::registry::MODELS.iter().find(|m| m.id == id).unwrap()
     }
+
+    use crate::model::Knobs;
 
     fn job_for(id: &str) -> Option<FioJob> {
         match &model(id).knobs {
@@ -578,10 +424,10 @@ mod tests {
             "lat_ns":{"min":2,"max":10,"mean":6.0,"stddev":1.0,
               "percentile":{"50.000000":6,"90.000000":8,"99.000000":9,"99.900000":10}}}}]}"#;
         let f = parse(json).unwrap();
-        assert_eq!(f.latency_ns.p50, 6.0);
-        assert_eq!(f.latency_ns.min, 2.0);
-        assert_eq!(f.ops_per_sec.median, 1000.0);
+        assert_eq!(f.lat_p50, 6.0);
+        assert_eq!(f.lat_min, 2.0);
+        assert_eq!(f.iops, 1000.0);
         // 50% of 1 s over 1000 reads.
-        assert!((f.cpu_ns_per_op.total - 500_000.0).abs() < 1.0);
+        assert!((f.cpu_total_per_op - 500_000.0).abs() < 1.0);
     }
 }

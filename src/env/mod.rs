@@ -25,7 +25,7 @@ pub mod explain;
 mod sys;
 mod uring;
 
-use crate::model::Availability;
+use crate::avail::Availability;
 use serde::de::{Deserializer, Error as _};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};

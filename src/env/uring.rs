@@ -17,7 +17,7 @@
 
 use super::explain::{self, Evidence};
 use super::Reading;
-use crate::model::Availability;
+use crate::avail::Availability;
 use io_uring::types::{BufRingEntry, Fd, Fixed, Timespec};
 use io_uring::{cqueue, opcode, IoUring, Parameters, Probe};
 use std::any::Any;

@@ -121,14 +121,14 @@ const NET_METRICS: &[Metric] = &[
 const WRK_METRICS: &[Metric] = &[
     ("wrk req/s (same server)", |c| {
         fig(c, |f| {
-            crate::crosscheck::wrk::requests_per_sec(&f.counters)
+            crate::stats::wrk::requests_per_sec(&f.counters)
                 .map(fmt_rate)
                 .unwrap_or_else(|| "-".into())
         })
     }),
     ("wrk CPU % (its one thread)", |c| {
         fig(c, |f| {
-            crate::crosscheck::wrk::cpu_busy(&f.counters)
+            crate::stats::wrk::cpu_busy(&f.counters)
                 .map(|b| format!("{:.0}%", b * 100.0))
                 .unwrap_or_else(|| "-".into())
         })
@@ -230,7 +230,7 @@ fn table_of(
     let has_wrk = cases.iter().any(|c| {
         c.figures
             .as_ref()
-            .is_some_and(|f| crate::crosscheck::wrk::requests_per_sec(&f.counters).is_some())
+            .is_some_and(|f| crate::stats::wrk::requests_per_sec(&f.counters).is_some())
     });
     let net: &[Metric] = if is_net(&workload) { NET_METRICS } else { &[] };
     let wrk: &[Metric] = if has_wrk { WRK_METRICS } else { &[] };

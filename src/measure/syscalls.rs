@@ -6,7 +6,7 @@
 //! cannot be opened (tracefs missing, `perf_event_paranoid`, seccomp), the reason travels into
 //! the results as `unavailable: <reason>`.
 
-use crate::model::Availability;
+use crate::avail::Availability;
 use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

@@ -2,11 +2,10 @@
 //! The table of models lives in `registry.rs`; availability is decided in `probe.rs` from the
 //! environment probe alone; external contenders become rows of a run's `contender::Catalog`.
 
-mod avail;
 pub mod contender;
 pub mod probe;
 
-pub use avail::Availability;
+pub use crate::avail::Availability;
 pub use contender::Catalog;
 
 use serde::Serialize;

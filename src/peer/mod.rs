@@ -30,7 +30,8 @@ pub mod monoio;
 #[cfg(feature = "peer-tokio")]
 pub mod tokio;
 
-use crate::model::{Availability, PeerKind};
+use crate::avail::Availability;
+use crate::model::PeerKind;
 use crate::proto::Protocol;
 use std::future::Future;
 use std::net::TcpListener;
@@ -164,18 +165,7 @@ pub fn availability(kind: PeerKind) -> Availability {
     }
 }
 
-/// Whether contender `kind` was compiled into this binary. Static: no probing.
-pub fn built(kind: PeerKind) -> Availability {
-    match kind {
-        PeerKind::Tokio if !cfg!(feature = "peer-tokio") => {
-            Availability::unavailable("built without feature peer-tokio")
-        }
-        PeerKind::Monoio if !cfg!(feature = "peer-monoio") => {
-            Availability::unavailable("built without feature peer-monoio")
-        }
-        _ => Availability::Ready,
-    }
-}
+pub use crate::model::probe::built;
 
 /// What runs when contender `kind` serves: crate, version and driver, for the results'
 /// provenance (a contender's version changes its figures). Versions are those in Cargo.lock

@@ -9,8 +9,8 @@
 //! the kernel's reason.
 
 use super::{or_tick, BUF_BYTES, STOP_POLL};
+use crate::avail::Availability;
 use crate::io::accept::{accept_error_action, AcceptAction, ACCEPT_PAUSE};
-use crate::model::Availability;
 use crate::proto::{Next, Protocol, Reply};
 use ::monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use ::monoio::net::{TcpListener, TcpStream};

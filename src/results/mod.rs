@@ -1,7 +1,11 @@
 //! Results: the serde schema (`schema_version` 1) and its atomic storage. `report` and
 //! `compare` work from these files alone.
 
+pub mod params;
 pub mod schema;
+pub mod spread;
 pub mod store;
 
+pub use params::Params;
 pub use schema::{CaseResult, RunResults, Status, Warning, SCHEMA_VERSION};
+pub use spread::Spread;

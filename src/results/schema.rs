@@ -1,10 +1,10 @@
 //! The results schema. Field names carry their unit; a figure is a number or an
 //! `{"unavailable": "<reason>"}`, never a placeholder.
 
+use super::params::Params;
+use super::spread::Spread;
 use crate::env::EnvReport;
 use crate::measure::{clock::TimerCalibration, pin::CpuPlan, Counters, Measured};
-use crate::stats::Spread;
-use crate::workload::Params;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

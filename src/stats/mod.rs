@@ -3,5 +3,6 @@
 
 pub mod compare;
 pub mod summary;
+pub mod wrk;
 
 pub use summary::{mad, median, summarize, Spread};

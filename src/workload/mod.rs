@@ -8,9 +8,7 @@ pub mod storage;
 use crate::error::CaseError;
 use crate::measure::{pin::CpuPlan, Meter, Sample};
 use crate::model::ModelSpec;
-use crate::plan::Profile;
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use crate::profile::Profile;
 
 /// A workload: one row of `registry::WORKLOADS`.
 pub trait Workload: Sync {
@@ -26,7 +24,7 @@ pub trait Workload: Sync {
     fn points(&self, profile: Profile, m: &ModelSpec) -> Vec<Point>;
     /// The repetitions this workload wants out of the profile's budget (default: as given).
     /// Storage repetitions rewrite whole files, so the storage suite takes fewer.
-    fn budget(&self, b: crate::plan::Budget) -> crate::plan::Budget {
+    fn budget(&self, b: crate::profile::Budget) -> crate::profile::Budget {
         b
     }
     /// One repetition: set up, measure `ctx.ops` ops in one window, tear down.
@@ -50,33 +48,7 @@ impl Point {
     }
 }
 
-/// Named parameters, as recorded in the results ("msg_bytes": 64).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Params(pub BTreeMap<String, serde_json::Value>);
-
-impl Params {
-    pub fn new() -> Params {
-        Params::default()
-    }
-    pub fn with(mut self, key: &str, v: impl Into<serde_json::Value>) -> Params {
-        self.0.insert(key.to_string(), v.into());
-        self
-    }
-    /// A numeric parameter the workload itself set; missing means a programming error, which
-    /// fails the case rather than the run.
-    pub fn u64(&self, key: &str) -> Result<u64, CaseError> {
-        self.0
-            .get(key)
-            .and_then(|v| v.as_u64())
-            .ok_or_else(|| CaseError::Failed(anyhow::anyhow!("parameter '{key}' missing")))
-    }
-    pub fn str(&self, key: &str) -> Result<&str, CaseError> {
-        self.0
-            .get(key)
-            .and_then(|v| v.as_str())
-            .ok_or_else(|| CaseError::Failed(anyhow::anyhow!("parameter '{key}' missing")))
-    }
-}
+pub use crate::results::Params;
 
 /// What a repetition gets from the runner.
 pub struct Ctx<'a> {

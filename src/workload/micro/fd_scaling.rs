@@ -6,7 +6,7 @@ use crate::error::CaseError;
 use crate::io::readiness::{Mechanism, Watched};
 use crate::measure::{Counters, Sample};
 use crate::model::{Knobs, ModelSpec, Threading};
-use crate::plan::Profile;
+use crate::profile::Profile;
 use crate::workload::{Ctx, Params, Point, Workload};
 
 pub struct FdScaling;

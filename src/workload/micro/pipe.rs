@@ -8,7 +8,7 @@ use crate::error::CaseError;
 use crate::io;
 use crate::measure::Sample;
 use crate::model::ModelSpec;
-use crate::plan::Profile;
+use crate::profile::Profile;
 use crate::workload::{Ctx, Params, Point, Workload};
 
 pub struct Pipe;

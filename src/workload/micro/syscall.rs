@@ -4,7 +4,7 @@
 use crate::error::CaseError;
 use crate::measure::{Counters, Sample};
 use crate::model::{Family, ModelSpec};
-use crate::plan::Profile;
+use crate::profile::Profile;
 use crate::workload::{Ctx, Params, Point, Workload};
 
 pub struct Syscall;

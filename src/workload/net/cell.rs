@@ -15,7 +15,7 @@ use crate::measure::clock::now_ns;
 use crate::measure::pin;
 use crate::measure::syscalls::{Scope, SyscallCounter};
 use crate::measure::{cpu, Counters, Measured, Sample};
-use crate::plan::{Budget, Profile};
+use crate::profile::{Budget, Profile};
 use crate::workload::Ctx;
 use std::time::Duration;
 

@@ -23,7 +23,7 @@ use crate::load::echo::Echo;
 use crate::measure::pin::CpuPlan;
 use crate::measure::Sample;
 use crate::model::{Knobs, ModelSpec, PeerKind};
-use crate::plan::{Budget, Profile};
+use crate::profile::{Budget, Profile};
 use crate::workload::{Ctx, Params, Point, Workload};
 use std::process::Command;
 use std::time::Duration;

@@ -22,7 +22,7 @@ use crate::error::CaseError;
 use crate::load::http::HttpGet;
 use crate::measure::Sample;
 use crate::model::{Knobs, ModelSpec, PeerKind};
-use crate::plan::{Budget, Profile};
+use crate::profile::{Budget, Profile};
 use crate::workload::{Ctx, Params, Point, Workload};
 use std::time::Duration;
 

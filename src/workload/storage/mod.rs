@@ -27,13 +27,12 @@ use crate::io::file::{Buffers, Done, FileConfig, FileOp};
 use crate::io::FileEngine;
 use crate::measure::{syscalls, Counters, Hist, Measured, Sample};
 use crate::model::{Knobs, ModelSpec};
-use crate::plan::{Budget, Profile};
+use crate::profile::{Budget, Profile};
 use crate::workload::{Ctx, Params};
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// Bytes of one page / random read, and the alignment O_DIRECT needs.
@@ -52,63 +51,6 @@ pub struct StorageCtx {
 }
 
 static FS_PARAMS: OnceLock<Params> = OnceLock::new();
-
-/// The work directory of the run as a NUL-terminated path (leaked: a signal handler may read
-/// it at any moment, so it is never freed), or null when there is none.
-static WORK_DIR: AtomicPtr<libc::c_char> = AtomicPtr::new(std::ptr::null_mut());
-
-/// Removes the run's work directory and the files in it (it holds no subdirectories) with
-/// raw syscalls only — open, getdents64, unlinkat, rmdir — so that a signal handler may call
-/// it: a second Ctrl-C ends the process at once, and must not leave test files behind.
-pub fn remove_work_dir_now() {
-    let dir = WORK_DIR.load(Ordering::SeqCst);
-    if dir.is_null() {
-        return;
-    }
-    // SAFETY: `dir` is a leaked NUL-terminated string, never freed. Only async-signal-safe
-    // syscalls follow; the buffer is on the stack, and every dirent read from it lies within
-    // the length getdents64 returned.
-    unsafe {
-        let fd = libc::open(dir, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC);
-        if fd >= 0 {
-            let mut buf = [0u8; 4096];
-            // Unlinking while reading may make getdents skip entries: read again from the
-            // start until a pass finds nothing to remove (bounded).
-            for _ in 0..64 {
-                libc::lseek(fd, 0, libc::SEEK_SET);
-                let mut removed = 0;
-                loop {
-                    let n = libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len());
-                    if n <= 0 {
-                        break;
-                    }
-                    let mut off = 0usize;
-                    while off < n as usize {
-                        let d = buf.as_ptr().add(off);
-                        // struct linux_dirent64: u64 ino, i64 off, u16 reclen, u8 type, name.
-                        let reclen = u16::from_ne_bytes([*d.add(16), *d.add(17)]) as usize;
-                        let name = d.add(19) as *const libc::c_char;
-                        let dot = *name == b'.' as libc::c_char
-                            && (*name.add(1) == 0
-                                || (*name.add(1) == b'.' as libc::c_char && *name.add(2) == 0));
-                        if !dot && libc::unlinkat(fd, name, 0) == 0 {
-                            removed += 1;
-                        }
-                        if reclen == 0 {
-                            break;
-                        }
-                        off += reclen;
-                    }
-                }
-                if removed == 0 {
-                    break;
-                }
-            }
-            libc::close(fd);
-        }
-        libc::rmdir(dir);
-    }
-}
 
 /// The file in a work directory naming the ringside that made it (`PID:START`, see
 /// `child::owner_token`), so that a later run can tell a stale directory from a live one.
@@ -201,12 +143,12 @@ impl StorageCtx {
         ));
         // Published before the directory exists, so that no moment has it unknown to the
         // signal handler.
-        WORK_DIR.store(cpath(&dir).into_raw(), Ordering::SeqCst);
+        crate::shutdown::set_work_dir(cpath(&dir));
         let made = std::fs::create_dir(&dir)
             .and_then(|()| std::fs::write(dir.join(OWNER_FILE), crate::child::owner_token()));
         if let Err(e) = made {
             let _ = std::fs::remove_dir_all(&dir);
-            WORK_DIR.store(std::ptr::null_mut(), Ordering::SeqCst);
+            crate::shutdown::clear_work_dir();
             return Err(bad(format!("not writable: {e}")));
         }
         let fs = FsInfo::probe(&dir);
@@ -266,7 +208,7 @@ impl StorageCtx {
 impl Drop for StorageCtx {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
-        WORK_DIR.store(std::ptr::null_mut(), Ordering::SeqCst);
+        crate::shutdown::clear_work_dir();
     }
 }
 
@@ -479,7 +421,7 @@ impl<'c, 'a> Run<'c, 'a> {
 
 /// Stops a repetition when Ctrl-C was pressed (its files are removed by their guards).
 fn check_stop() -> Result<(), CaseError> {
-    if crate::runner::stop_requested() {
+    if crate::shutdown::stop_requested() {
         Err(CaseError::Failed(anyhow::anyhow!(
             "interrupted (Ctrl-C) during the repetition; its files were removed"
         )))

@@ -1,0 +1,69 @@
+//! How much to measure: the profiles (smoke, quick, full) and the budget of repetitions and
+//! sizes each gives. A leaf: the workloads, the plan and the cross-checks all read it.
+
+use serde::{Deserialize, Serialize};
+
+/// How much to measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Profile {
+    /// Seconds: for tests and CI. Few points, few repetitions.
+    Smoke,
+    /// The default: minutes on 2 cores.
+    Quick,
+    /// The published studies' sizes: 30 runs x 5,000 ops per config.
+    Full,
+}
+
+/// Repetitions and sizes for a profile.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Budget {
+    /// Discarded repetitions before the measured ones.
+    pub warmups: u32,
+    pub repetitions: u32,
+    /// Ops per repetition for micro workloads.
+    pub ops: u64,
+    /// Ops run inside each repetition before its window opens.
+    pub warm_ops: u64,
+    /// `repetitions` was given by the user (`--runs`): workloads that scale the profile's
+    /// repetitions down (servers, storage) keep it as given.
+    pub runs_given: bool,
+}
+
+impl Profile {
+    pub const ALL: [Profile; 3] = [Profile::Smoke, Profile::Quick, Profile::Full];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Smoke => "smoke",
+            Profile::Quick => "quick",
+            Profile::Full => "full",
+        }
+    }
+
+    pub fn budget(self) -> Budget {
+        match self {
+            Profile::Smoke => Budget {
+                warmups: 1,
+                repetitions: 3,
+                ops: 300,
+                warm_ops: 50,
+                runs_given: false,
+            },
+            Profile::Quick => Budget {
+                warmups: 1,
+                repetitions: 10,
+                ops: 2_000,
+                warm_ops: 200,
+                runs_given: false,
+            },
+            Profile::Full => Budget {
+                warmups: 2,
+                repetitions: 30,
+                ops: 5_000,
+                warm_ops: 500,
+                runs_given: false,
+            },
+        }
+    }
+}
