@@ -1,9 +1,10 @@
 //! ringside: a native benchmark lab that puts Linux's I/O models side by side.
 //!
-//! Layers (each a pure function of the one before, see `shared/DESIGN.md`):
+//! Layers (each a pure function of the one before, see `docs/ARCHITECTURE.md`):
 //! `measure` -> samples, `stats` -> case results, `results` (schema + atomic store),
 //! `export`/`ui` (tables, JSON, CSV, Markdown, progress). The I/O models live in `io`,
 //! the workloads that drive them in `workload`, and the two registries in `registry`.
+//! The top-level modules form layers without circles (checked by `tests/module_graph.rs`).
 
 pub mod app;
 pub mod avail;
