@@ -332,13 +332,7 @@ fn tail(cfg: &Config, r: &Report) -> String {
         }
     );
     if let Some(m) = &r.first_mismatch {
-        s += &format!(
-            "  first mismatch: byte {} of message {} on connection {}{}\n",
-            m.offset,
-            m.msg,
-            m.conn,
-            if m.in_warmup { " (warm-up)" } else { "" }
-        );
+        s += &format!("  first mismatch: {m}\n");
     }
     if let Some(e) = &r.first_error {
         s += &format!("  first error: {e}\n");

@@ -121,6 +121,20 @@ pub struct Mismatch {
     pub in_warmup: bool,
 }
 
+impl std::fmt::Display for Mismatch {
+    /// "byte B of message M on connection C", with " (warm-up)" when seen there.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "byte {} of message {} on connection {}{}",
+            self.offset,
+            self.msg,
+            self.conn,
+            if self.in_warmup { " (warm-up)" } else { "" }
+        )
+    }
+}
+
 /// One load run.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -311,13 +325,7 @@ impl Report {
         }
         let mut s = parts.join(", ");
         if let Some(m) = &self.first_mismatch {
-            s += &format!(
-                "; first mismatch at byte {} of message {} on connection {}{}",
-                m.offset,
-                m.msg,
-                m.conn,
-                if m.in_warmup { " (warm-up)" } else { "" }
-            );
+            s += &format!("; first mismatch at {m}");
         }
         if let Some(e) = self
             .first_error
