@@ -1,6 +1,8 @@
 //! Ctrl-C keeps what finished: the results file is valid JSON with `"finished": false` and
 //! every case completed before the signal.
 
+mod common;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -16,13 +18,7 @@ fn ctrl_c_keeps_finished_cases() {
         .unwrap();
     let results = d.path().join("results.json");
     let deadline = Instant::now() + Duration::from_secs(120);
-    let cases_now = || -> usize {
-        std::fs::read(&results)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .and_then(|v| v["cases"].as_array().map(|a| a.len()))
-            .unwrap_or(0)
-    };
+    let cases_now = || common::run::cases_saved(&results);
     while cases_now() < 3 {
         assert!(Instant::now() < deadline, "no case finished in 120 s");
         assert!(
@@ -64,7 +60,6 @@ fn ctrl_c_keeps_finished_cases() {
 /// how to render it, writes the report from the kept cases, and leaves no server running.
 #[test]
 fn a_second_ctrl_c_says_what_was_kept_and_writes_the_report() {
-    use std::io::Read;
     let d = tempfile::tempdir().unwrap();
     // Echo repetitions last over a second each: both signals land inside one.
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("ringside"))
@@ -82,21 +77,10 @@ fn a_second_ctrl_c_says_what_was_kept_and_writes_the_report() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
+    let reader = common::run::collect(child.stderr.take().unwrap());
     let results = d.path().join("results.json");
     let deadline = Instant::now() + Duration::from_secs(120);
-    let cases_now = || -> usize {
-        std::fs::read(&results)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .and_then(|v| v["cases"].as_array().map(|a| a.len()))
-            .unwrap_or(0)
-    };
+    let cases_now = || common::run::cases_saved(&results);
     while cases_now() < 1 {
         if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
             let _ = child.kill();

@@ -8,7 +8,8 @@
 //! bounded in time. They run one at a time (one lock): the sweep test plants a stale child
 //! that another test's ringside would otherwise sweep first.
 
-use std::io::Read;
+mod common;
+
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -307,12 +308,7 @@ fn a_contender_with_a_huge_content_length_fails_its_cells_not_the_run() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut err = run.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
+    let reader = common::run::collect(run.stderr.take().unwrap());
     let t0 = Instant::now();
     let status = loop {
         if let Some(st) = run.try_wait().unwrap() {

@@ -2,6 +2,8 @@
 //! reads them back; bad directories are refused before anything runs; the fio cross-check
 //! stores fio's rows (or says why it could not); no test file is left behind.
 
+mod common;
+
 use assert_cmd::Command;
 use predicates::prelude::*;
 use ringside::io::file::{FileConfig, FileOp, OpKind};
@@ -382,13 +384,7 @@ fn ctrl_c_removes_the_files_and_keeps_finished_cases() {
         .unwrap();
     let results = out.path().join("results.json");
     let deadline = Instant::now() + Duration::from_secs(120);
-    let cases_now = || -> usize {
-        std::fs::read(&results)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .and_then(|v| v["cases"].as_array().map(|a| a.len()))
-            .unwrap_or(0)
-    };
+    let cases_now = || common::run::cases_saved(&results);
     while cases_now() < 2 {
         if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
             let _ = child.kill();

@@ -5,6 +5,7 @@
 //! - [`inproc`]: servers run on a thread of the test process (built-in ones through
 //!   `io::serve`, contenders through `peer::serve_*`), stopped on request;
 //! - [`net`]: the client side: connecting with timeouts, exact reads, resets;
+//! - [`run`]: a `ringside run` child watched from outside (cases saved, stderr collected);
 //! - [`standin`]: a stand-in echo server with broken modes for the load generator's tests
 //!   (re-exported: `common::serve`, `common::serve_on`, `common::Mode`, `common::echo`).
 #![allow(dead_code, unused_imports)]
@@ -12,6 +13,7 @@
 pub mod child;
 pub mod inproc;
 pub mod net;
+pub mod run;
 pub mod servers;
 pub mod standin;
 
