@@ -171,6 +171,7 @@ fn measure_case(case: &Case, set: &Setting<'_>) -> Option<CaseResult> {
             count_syscalls: counting,
             storage,
             contenders,
+            offered_rate: None,
         };
         match w.run_once(&ctx, m, point) {
             Ok(s) if counting => counted = Some(s),

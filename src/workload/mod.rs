@@ -37,6 +37,21 @@ pub trait Workload: Sync {
 pub struct Point {
     pub params: Params,
     pub variant: Option<&'static str>,
+    /// An equal-load point: every model is driven at the same offered rate, `fraction` of the
+    /// slowest model's measured capacity at the point whose params are `capacity_of` (a
+    /// closed-loop point of the same workload, listed before this one). The runner measures
+    /// the capacity point first, passes the rate in [`Ctx::offered_rate`] and records it as
+    /// the param `rate_per_sec`.
+    pub equal_load: Option<EqualLoad>,
+}
+
+/// See [`Point::equal_load`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct EqualLoad {
+    /// Of the slowest model's capacity, in (0, 1].
+    pub fraction: f64,
+    /// The params of the closed-loop point whose capacity sets the rate.
+    pub capacity_of: Params,
 }
 
 impl Point {
@@ -44,6 +59,7 @@ impl Point {
         Point {
             params,
             variant: None,
+            equal_load: None,
         }
     }
 }
@@ -64,6 +80,9 @@ pub struct Ctx<'a> {
     pub storage: Option<&'a storage::StorageCtx>,
     /// The run's external contenders (`--contender`): the commands of the `ext:` models.
     pub contenders: &'a crate::model::Catalog,
+    /// At an equal-load point ([`Point::equal_load`]): the offered rate, requests/s over all
+    /// connections, that the runner derived from the capacity point. `None` elsewhere.
+    pub offered_rate: Option<f64>,
 }
 
 impl Ctx<'_> {

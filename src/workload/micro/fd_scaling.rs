@@ -53,6 +53,7 @@ impl Workload for FdScaling {
                     params: p,
                     variant: matches!(mech, Mechanism::Poll | Mechanism::Select)
                         .then(|| mech.name()),
+                    equal_load: None,
                 });
             }
         }
