@@ -295,6 +295,11 @@ impl Report {
             + self.malformed
             + self.timeouts
     }
+    /// Latency mean and standard deviation, ns (`None` when no message completed).
+    pub fn latency_mean_stddev(&self) -> Option<(f64, f64)> {
+        (!self.latency.is_empty())
+            .then(|| (self.latency.inner().mean(), self.latency.inner().stdev()))
+    }
     /// Latency at quantile q (0..=1), ns; `None` when no message completed.
     pub fn latency_ns(&self, q: f64) -> Option<u64> {
         (!self.latency.is_empty()).then(|| self.latency.quantile(q))
