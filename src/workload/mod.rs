@@ -33,9 +33,15 @@ pub trait Workload: Sync {
 
 /// One parameter point of a case. `variant` names a sub-series of the same model (e.g. the
 /// `poll` and `select` references of fd scaling run by the blocking model).
+///
+/// A workload's parameters are a struct of its own ([`Args`]), made by its `points` and read
+/// as fields by its `run_once` ([`Point::args`]): a parameter the workload forgot to set is a
+/// compile error. `params` is what the results record (the args under their serde names, over
+/// a base such as the storage suite's filesystem); nothing reads a figure back from it.
 #[derive(Clone, Debug)]
 pub struct Point {
     pub params: Params,
+    args: Option<ArgsBox>,
     pub variant: Option<&'static str>,
     /// An equal-load point: every model is driven at the same offered rate, `fraction` of the
     /// slowest model's measured capacity at the point whose params are `capacity_of` (a
@@ -54,13 +60,69 @@ pub struct EqualLoad {
     pub capacity_of: Params,
 }
 
+/// A workload's typed parameters: any `Serialize` struct (its field names are the recorded
+/// param names).
+pub trait Args: serde::Serialize + std::any::Any + Send + Sync {}
+impl<T: serde::Serialize + std::any::Any + Send + Sync> Args for T {}
+
+#[derive(Clone)]
+struct ArgsBox(std::sync::Arc<dyn std::any::Any + Send + Sync>);
+
+impl std::fmt::Debug for ArgsBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Args")
+    }
+}
+
 impl Point {
+    /// A point with recorded params only (workloads not yet typed, and tests).
     pub fn new(params: Params) -> Point {
         Point {
             params,
+            args: None,
             variant: None,
             equal_load: None,
         }
+    }
+
+    /// A point whose params are `args`, recorded under their serde names.
+    pub fn of<A: Args>(args: A) -> Point {
+        Point::of_over(Params::new(), args)
+    }
+
+    /// As [`Point::of`], recorded over `base` (params that describe the setting, such as the
+    /// storage suite's filesystem, and are not read by the workload).
+    pub fn of_over<A: Args>(base: Params, args: A) -> Point {
+        let mut params = base;
+        if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(&args) {
+            params.0.extend(m);
+        }
+        Point {
+            params,
+            args: Some(ArgsBox(std::sync::Arc::new(args))),
+            variant: None,
+            equal_load: None,
+        }
+    }
+
+    /// The point's typed parameters. A point made by another workload (or by `Point::new`) is
+    /// a programming error; it fails the case, not the run.
+    pub fn args<A: Args>(&self) -> Result<&A, CaseError> {
+        self.args
+            .as_ref()
+            .and_then(|a| a.0.downcast_ref::<A>())
+            .ok_or_else(|| {
+                CaseError::Failed(anyhow::anyhow!(
+                    "this point does not carry {} (made by another workload?)",
+                    std::any::type_name::<A>()
+                ))
+            })
+    }
+
+    /// With `variant` set.
+    pub fn variant(mut self, v: Option<&'static str>) -> Point {
+        self.variant = v;
+        self
     }
 }
 
@@ -89,5 +151,90 @@ impl Ctx<'_> {
     /// Opens the repetition's measured window.
     pub fn window(&self) -> crate::measure::Window<'_> {
         self.meter.window(self.count_syscalls)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Serialize, Debug, PartialEq)]
+    struct A {
+        n: u64,
+        phase: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        threads: Option<u64>,
+    }
+
+    #[derive(serde::Serialize, Debug)]
+    struct B {
+        n: u64,
+    }
+
+    #[test]
+    fn a_point_records_its_args_over_the_base_and_reads_them_back_typed() {
+        let p = Point::of_over(
+            Params::new().with("fs", "ext4"),
+            A {
+                n: 3,
+                phase: "write",
+                threads: None,
+            },
+        );
+        let want = Params::new()
+            .with("fs", "ext4")
+            .with("n", 3u64)
+            .with("phase", "write");
+        assert_eq!(p.params, want);
+        assert_eq!(
+            p.args::<A>().unwrap(),
+            &A {
+                n: 3,
+                phase: "write",
+                threads: None
+            }
+        );
+        // Another workload's args, or a point without args: the case fails, saying so.
+        let e = p.args::<B>().unwrap_err().to_string();
+        assert!(e.contains("does not carry"), "{e}");
+        assert!(Point::new(want).args::<A>().is_err());
+    }
+
+    /// The typed points record the names results files always had (old files compare).
+    #[test]
+    fn typed_workloads_record_the_same_param_names_as_before() {
+        let m = crate::registry::model("blocking").unwrap();
+        let cases = [
+            ("micro.pipe", vec!["msg_bytes"]),
+            ("micro.batching", vec!["batch", "msg_bytes"]),
+            ("micro.fd_scaling", vec!["fds"]),
+            (
+                "storage.randread",
+                vec!["block_bytes", "depth", "direct", "file_bytes", "reads"],
+            ),
+            (
+                "storage.seqread",
+                vec!["block_bytes", "depth", "direct", "file_bytes"],
+            ),
+            (
+                "storage.page_cycle",
+                vec!["depth", "file_bytes", "page_bytes"],
+            ),
+            ("storage.small_files", vec!["file_bytes", "files", "phase"]),
+        ];
+        for (id, keys) in cases {
+            let w = crate::registry::workload(id).unwrap();
+            for p in w.points(Profile::Quick, m) {
+                let got: Vec<&str> = p
+                    .params
+                    .0
+                    .keys()
+                    .map(String::as_str)
+                    // The storage suite's setting, when a StorageCtx was made in this process.
+                    .filter(|k| !["fs", "device", "o_direct", "page_cache"].contains(k))
+                    .collect();
+                assert_eq!(got, keys, "{id}: {:?}", p.params);
+            }
+        }
     }
 }

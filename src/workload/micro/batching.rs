@@ -8,7 +8,14 @@ use crate::io;
 use crate::measure::Sample;
 use crate::model::ModelSpec;
 use crate::profile::Profile;
-use crate::workload::{Ctx, Params, Point, Workload};
+use crate::workload::{Ctx, Point, Workload};
+
+/// `micro.batching`'s parameters.
+#[derive(serde::Serialize)]
+struct Args {
+    batch: u64,
+    msg_bytes: u64,
+}
 
 pub struct Batching;
 
@@ -33,12 +40,17 @@ impl Workload for Batching {
             _ => &[1, 4, 16, 64],
         };
         ns.iter()
-            .map(|&n| Point::new(Params::new().with("batch", n).with("msg_bytes", MSG_BYTES)))
+            .map(|&batch| {
+                Point::of(Args {
+                    batch,
+                    msg_bytes: MSG_BYTES,
+                })
+            })
             .collect()
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
-        let n = p.params.u64("batch")?;
-        let mut shape = io::pipe_batch(m, n as usize, MSG_BYTES as usize, ctx.plan)?;
-        measure_batches(ctx, shape.as_mut(), n, MSG_BYTES)
+        let a = p.args::<Args>()?;
+        let mut shape = io::pipe_batch(m, a.batch as usize, a.msg_bytes as usize, ctx.plan)?;
+        measure_batches(ctx, shape.as_mut(), a.batch, a.msg_bytes)
     }
 }

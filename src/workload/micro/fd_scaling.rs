@@ -7,7 +7,13 @@ use crate::io::readiness::{Mechanism, Watched};
 use crate::measure::{Counters, Sample};
 use crate::model::{Knobs, ModelSpec, Threading};
 use crate::profile::Profile;
-use crate::workload::{Ctx, Params, Point, Workload};
+use crate::workload::{Ctx, Point, Workload};
+
+/// `micro.fd_scaling`'s parameters.
+#[derive(serde::Serialize)]
+struct Args {
+    fds: u64,
+}
 
 pub struct FdScaling;
 
@@ -48,19 +54,15 @@ impl Workload for FdScaling {
         let mut v = Vec::new();
         for mech in mechanisms(m) {
             for &n in counts {
-                let p = Params::new().with("fds", n);
-                v.push(Point {
-                    params: p,
-                    variant: matches!(mech, Mechanism::Poll | Mechanism::Select)
-                        .then(|| mech.name()),
-                    equal_load: None,
-                });
+                v.push(Point::of(Args { fds: n }).variant(
+                    matches!(mech, Mechanism::Poll | Mechanism::Select).then(|| mech.name()),
+                ));
             }
         }
         v
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
-        let n = p.params.u64("fds")? as usize;
+        let n = p.args::<Args>()?.fds as usize;
         // epoll models have one mechanism; blocking runs poll and select as variants.
         let mech = mechanisms(m)
             .into_iter()

@@ -9,9 +9,15 @@ use crate::io;
 use crate::measure::Sample;
 use crate::model::ModelSpec;
 use crate::profile::Profile;
-use crate::workload::{Ctx, Params, Point, Workload};
+use crate::workload::{Ctx, Point, Workload};
 
 pub struct Pipe;
+
+/// `micro.pipe`'s parameters.
+#[derive(serde::Serialize)]
+struct Args {
+    msg_bytes: u64,
+}
 
 impl Workload for Pipe {
     fn id(&self) -> &'static str {
@@ -33,11 +39,11 @@ impl Workload for Pipe {
         };
         sizes
             .iter()
-            .map(|&b| Point::new(Params::new().with("msg_bytes", b)))
+            .map(|&msg_bytes| Point::of(Args { msg_bytes }))
             .collect()
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
-        let msg = p.params.u64("msg_bytes")?;
+        let msg = p.args::<Args>()?.msg_bytes;
         let mut shape = io::pipe_batch(m, 1, msg as usize, ctx.plan)?;
         measure_batches(ctx, shape.as_mut(), 1, msg)
     }

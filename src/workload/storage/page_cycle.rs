@@ -13,6 +13,17 @@ use crate::workload::{Point, Workload};
 pub struct PageCycle;
 
 /// Size of the page-cycle file per profile, bytes (full: 256 MiB = 65,536 pages).
+/// `storage.page_cycle`'s parameters.
+#[derive(serde::Serialize)]
+struct Args {
+    file_bytes: u64,
+    page_bytes: u64,
+    depth: u64,
+    /// The thread pool's workers (file_engine: one per op in flight, at most 64); recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    threads: Option<u64>,
+}
+
 pub fn file_bytes(p: Profile) -> u64 {
     match p {
         Profile::Smoke => 1 << 20,
@@ -49,22 +60,27 @@ impl Workload for PageCycle {
         accepts_storage(m)
     }
     fn points(&self, profile: Profile, m: &ModelSpec) -> Vec<Point> {
-        let mut params = fs_params()
-            .with("file_bytes", file_bytes(profile))
-            .with("page_bytes", PAGE)
-            .with("depth", depth(m));
-        if let Knobs::Blocking(crate::model::Threading::Pool { .. }) = &m.knobs {
-            params = params.with("threads", depth(m).min(64));
-        }
-        vec![Point::new(params)]
+        let pool = matches!(
+            m.knobs,
+            Knobs::Blocking(crate::model::Threading::Pool { .. })
+        );
+        vec![Point::of_over(
+            fs_params(),
+            Args {
+                file_bytes: file_bytes(profile),
+                page_bytes: PAGE,
+                depth: depth(m),
+                threads: pool.then(|| depth(m).min(64)),
+            },
+        )]
     }
     fn budget(&self, b: Budget) -> Budget {
         storage_budget(b)
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
         let st = storage_ctx(ctx)?;
-        let size = p.params.u64("file_bytes")?;
-        let depth = p.params.u64("depth")?.max(1);
+        let a = p.args::<Args>()?;
+        let (size, depth) = (a.file_bytes, a.depth.max(1));
         let pages = size / PAGE;
         let path = st.dir.join(format!(
             "page-cycle-{}.bin",

@@ -14,6 +14,18 @@ use crate::workload::{Point, Workload};
 pub struct RandRead;
 
 /// Size of the data file per profile, bytes (full: 1 GiB).
+/// The parameters of `storage.randread` and `storage.seqread` (which reads the whole file:
+/// no `reads`).
+#[derive(serde::Serialize)]
+pub(super) struct Args {
+    pub file_bytes: u64,
+    pub block_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reads: Option<u64>,
+    pub depth: u64,
+    pub direct: bool,
+}
+
 pub fn file_bytes(p: Profile) -> u64 {
     match p {
         Profile::Smoke => 4 << 20,
@@ -57,13 +69,15 @@ impl Workload for RandRead {
         let mut v = Vec::new();
         for direct in [false, true] {
             for qd in [1u64, 32] {
-                v.push(Point::new(
-                    fs_params()
-                        .with("file_bytes", file_bytes(profile))
-                        .with("block_bytes", PAGE)
-                        .with("reads", reads(profile, direct))
-                        .with("depth", qd)
-                        .with("direct", direct),
+                v.push(Point::of_over(
+                    fs_params(),
+                    Args {
+                        file_bytes: file_bytes(profile),
+                        block_bytes: PAGE,
+                        reads: Some(reads(profile, direct)),
+                        depth: qd,
+                        direct,
+                    },
                 ));
             }
         }
@@ -73,11 +87,9 @@ impl Workload for RandRead {
         storage_budget(b)
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
-        let depth = p.params.u64("depth")?.max(1);
-        let direct = p.params.0.get("direct").and_then(|v| v.as_bool()) == Some(true);
-        let n = p.params.u64("reads")?;
-        let size = p.params.u64("file_bytes")?;
-        let block = p.params.u64("block_bytes")?;
+        let a = p.args::<Args>()?;
+        let (depth, direct, size, block) = (a.depth.max(1), a.direct, a.file_bytes, a.block_bytes);
+        let n = a.reads.unwrap_or(size / block);
         read_case(
             ctx,
             m,

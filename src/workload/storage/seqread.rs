@@ -42,12 +42,15 @@ impl Workload for SeqRead {
         sizes
             .iter()
             .map(|&bs| {
-                Point::new(
-                    fs_params()
-                        .with("file_bytes", super::randread::file_bytes(profile))
-                        .with("block_bytes", bs)
-                        .with("depth", depth(m))
-                        .with("direct", false),
+                Point::of_over(
+                    fs_params(),
+                    super::randread::Args {
+                        file_bytes: super::randread::file_bytes(profile),
+                        block_bytes: bs,
+                        reads: None,
+                        depth: depth(m),
+                        direct: false,
+                    },
                 )
             })
             .collect()
@@ -56,13 +59,13 @@ impl Workload for SeqRead {
         storage_budget(b)
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
-        let size = p.params.u64("file_bytes")?;
-        let block = p.params.u64("block_bytes")?;
+        let a = p.args::<super::randread::Args>()?;
+        let (size, block) = (a.file_bytes, a.block_bytes);
         read_case(
             ctx,
             m,
             ReadPlan {
-                depth: p.params.u64("depth")?,
+                depth: a.depth,
                 direct: false,
                 n: size / block,
                 size,

@@ -14,6 +14,18 @@ use crate::workload::{Point, Workload};
 pub struct SmallFiles;
 
 /// Files per batch.
+/// `storage.small_files`'s parameters.
+#[derive(serde::Serialize)]
+struct Args {
+    /// "write" or "read".
+    phase: &'static str,
+    files: u64,
+    file_bytes: u64,
+    /// The thread pool's workers; recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    threads: Option<u64>,
+}
+
 pub const FILES: u64 = 100;
 /// Bytes per file.
 pub const FILE_BYTES: u64 = 64 << 10;
@@ -44,14 +56,16 @@ impl Workload for SmallFiles {
         ["write", "read"]
             .iter()
             .map(|phase| {
-                let mut p = fs_params()
-                    .with("phase", *phase)
-                    .with("files", FILES)
-                    .with("file_bytes", FILE_BYTES);
-                if threads {
-                    p = p.with("threads", 64); // file_engine: one per op in flight, at most 64
-                }
-                Point::new(p)
+                Point::of_over(
+                    fs_params(),
+                    Args {
+                        phase,
+                        files: FILES,
+                        file_bytes: FILE_BYTES,
+                        // file_engine: one worker per op in flight, at most 64
+                        threads: threads.then_some(64),
+                    },
+                )
             })
             .collect()
     }
@@ -60,9 +74,8 @@ impl Workload for SmallFiles {
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
         let st = storage_ctx(ctx)?;
-        let write = p.params.str("phase")? == "write";
-        let n = p.params.u64("files")?;
-        let size = p.params.u64("file_bytes")?;
+        let a = p.args::<Args>()?;
+        let (write, n, size) = (a.phase == "write", a.files, a.file_bytes);
         let stamp0 = crate::measure::clock::now_ns();
         let paths: Vec<PathBuf> = (0..n)
             .map(|i| st.dir.join(format!("small-{stamp0}-{i}.bin")))
