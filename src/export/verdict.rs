@@ -316,13 +316,20 @@ fn at_equal_load(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
         let (kept, behind): (Vec<_>, Vec<_>) = cells
             .iter()
             .partition(|x| equal_load::kept_up(x.0) == Some(true));
-        for (c, _, offered) in &behind {
-            let achieved = equal_load::achieved_rate(c).unwrap_or(0.0);
+        if !behind.is_empty() {
+            let who: Vec<String> = behind
+                .iter()
+                .map(|(c, _, _)| {
+                    let achieved = equal_load::achieved_rate(c).unwrap_or(0.0);
+                    format!("{} (achieved {achieved:.0})", c.label())
+                })
+                .collect();
             out.push(Verdict {
                 text: format!(
-                    "{head}: {} not ranked: it fell behind the offered rate (achieved {achieved:.0} \
-                     of {offered:.0} {unit})",
-                    c.label()
+                    "{head}: not ranked, fell behind the offered rate (achieved less than {:.0}% \
+                     of it in a repetition): {}",
+                    equal_load::KEEP_UP * 100.0,
+                    who.join(", ")
                 ),
                 within_noise: false,
             });
