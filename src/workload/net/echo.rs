@@ -245,9 +245,11 @@ pub struct EchoRate;
 /// Connections of `echo.rate`.
 pub const RATE_CONNS: u64 = 50;
 
-/// Offered rates of `echo.rate`, messages/s over all connections: rates every model sustains
-/// on a 2-vCPU VM (the slowest server's closed-loop capacity at 50 connections there is near
-/// 60 k msgs/s), so that every model is compared at the same load.
+/// Offered rates of `echo.rate`, messages/s over all connections: rates every model sustains,
+/// so that every model is compared at the same load. On a 2-vCPU VM every available model
+/// achieved at least 99.9% of both quick rates with p99 under 10 ms (tokio's and monoio's p99
+/// at 30 k were 5 to 8 ms: near their knee there); `full` adds rates on both sides, and a
+/// model that falls behind one is flagged (`fell_behind`) and left out of its ranking.
 pub fn rates(profile: Profile) -> &'static [u64] {
     match profile {
         Profile::Smoke => &[2_000],
