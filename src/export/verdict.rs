@@ -163,9 +163,11 @@ fn net_units(workload: &str) -> (&'static str, &'static str) {
 /// The prefix of every capacity verdict of a network workload.
 pub const CAPACITY_PREFIX: &str = "capacity, load generator with headroom: ";
 
-/// Verdicts of one workload from its cells, in run order: the sweep's (for a network
-/// workload: capacity between cells whose load generator had headroom, and the cells left
-/// out for lacking it), then the equal-load rankings, then the open-loop sweeps' knees.
+/// Verdicts of one workload from its cells, in run order. For a network workload: the
+/// equal-load rankings first (the headline), then the sweep's verdicts (capacity between
+/// cells whose load generator had headroom and one line naming the cells left out; for an
+/// open-loop sweep, its latency verdicts), then the open-loop sweeps' knees. Other
+/// workloads: the sweep's verdicts.
 pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
     if !is_net(workload) {
         return sweep_verdicts(workload, cases);
