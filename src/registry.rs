@@ -145,6 +145,7 @@ pub static WORKLOADS: &[&dyn Workload] = &[
     &storage::small_files::SmallFiles,
     &net::echo::EchoConns,
     &net::echo::EchoPayload,
+    &net::echo::EchoRate,
     &net::http::HttpClients,
     &net::http::HttpRate,
 ];

@@ -315,3 +315,174 @@ fn external_contenders_are_measured_and_a_broken_one_fails_its_cells_only() {
         );
     }
 }
+
+/// This build's `ringside serve` for `model`, as an external contender (so that a workload's
+/// `run_once` starts the real server from a test, where `current_exe` is the test binary).
+fn real_serve(model: &str) -> ringside::model::Catalog {
+    let bin = assert_cmd::cargo::cargo_bin("ringside");
+    let spec = format!(
+        "echo:rs={} serve --protocol echo --model {model} --addr 127.0.0.1:{{port}}",
+        bin.display()
+    );
+    ringside::model::Catalog::from_specs(&[spec]).unwrap()
+}
+
+/// An equal-load point of `echo.conns`, at smoke (50 connections, 0.4 s).
+fn equal_load_point() -> ringside::workload::Point {
+    use ringside::workload::Workload;
+    let w = ringside::workload::net::echo::EchoConns;
+    let m = ringside::registry::model("epoll-lt").unwrap();
+    w.points(ringside::profile::Profile::Smoke, m)
+        .into_iter()
+        .find(|p| p.equal_load.is_some())
+        .expect("an equal-load point at smoke")
+}
+
+/// An equal-load point is driven open loop at the rate the runner passes, against the real
+/// server: every echo verified, the offered and achieved rates and `fell_behind` recorded.
+#[test]
+fn an_equal_load_point_drives_the_offered_rate_against_a_real_server() {
+    use ringside::stats::equal_load::counter as rate;
+    use ringside::workload::Workload;
+    let plan = plan();
+    let meter = Meter::new();
+    let catalog = real_serve("epoll-lt");
+    let m = catalog.models().next().unwrap();
+    let p = equal_load_point();
+    let mut ctx = ctx(&plan, &meter, false);
+    ctx.contenders = &catalog;
+    ctx.offered_rate = Some(2_000.0);
+    let s = ringside::workload::net::echo::EchoConns
+        .run_once(&ctx, m, &p)
+        .unwrap();
+    assert!(s.ops > 0);
+    assert_eq!(s.bytes, s.ops * 64, "64-byte messages, each one verified");
+    assert_eq!(s.counters.get(counter::MISMATCHES), 0);
+    assert_eq!(s.counters.get(counter::LIVE_CONNS), 50);
+    assert_eq!(s.counters.get(rate::OFFERED), 2_000);
+    let achieved = s.counters.get(rate::ACHIEVED);
+    // 2,000 msgs/s over 0.4 s: 800 messages, give or take the edges of the window.
+    assert!((1_800..=2_200).contains(&achieved), "achieved {achieved}/s");
+    assert_eq!(s.counters.get(rate::FELL_BEHIND), 0);
+    assert!(
+        (600..=1_000).contains(&s.ops),
+        "{} ops at 2000/s for 0.4 s: open loop, not closed",
+        s.ops
+    );
+}
+
+/// Without a rate from the runner an equal-load point is not run at a made-up rate: it is not
+/// applicable, and says why and which capacity point the rate comes from.
+#[test]
+fn an_equal_load_point_without_an_offered_rate_says_so() {
+    use ringside::workload::Workload;
+    let plan = plan();
+    let meter = Meter::new();
+    let ctx = ctx(&plan, &meter, false);
+    let m = ringside::registry::model("epoll-lt").unwrap();
+    let p = equal_load_point();
+    match ringside::workload::net::echo::EchoConns.run_once(&ctx, m, &p) {
+        Err(CaseError::NotApplicable(why)) => {
+            assert!(why.contains("no offered rate"), "{why}");
+            assert!(why.contains("conns=50"), "names the capacity point: {why}");
+        }
+        Err(e) => panic!("expected not applicable, got {e:?}"),
+        Ok(_) => panic!("expected not applicable, got a measurement"),
+    }
+    let mut bad = ctx;
+    bad.offered_rate = Some(0.0);
+    assert!(matches!(
+        ringside::workload::net::echo::EchoConns.run_once(&bad, m, &p),
+        Err(CaseError::Failed(_))
+    ));
+}
+
+/// Every equal-load point follows the capacity point it takes its rate from: its params are
+/// that point's plus the marker (never the rate), at every profile; `full` has one per
+/// connection count, `quick` at 50 and 1000.
+#[test]
+fn equal_load_points_follow_their_capacity_points() {
+    use ringside::profile::Profile;
+    use ringside::workload::net::echo::{EchoConns, EQUAL_LOAD_PARAM};
+    use ringside::workload::Workload;
+    let m = ringside::registry::model("epoll-lt").unwrap();
+    for (profile, want) in [
+        (Profile::Smoke, vec![50]),
+        (Profile::Quick, vec![50, 1000]),
+        (Profile::Full, vec![1, 2, 50, 100, 1000, 10_000]),
+    ] {
+        let pts = EchoConns.points(profile, m);
+        let mut got = Vec::new();
+        for (i, p) in pts.iter().enumerate() {
+            let Some(eq) = &p.equal_load else {
+                assert!(!p.params.0.contains_key(EQUAL_LOAD_PARAM));
+                continue;
+            };
+            assert!(i > 0, "an equal-load point first in {profile:?}");
+            let cap = &pts[i - 1];
+            assert!(
+                cap.equal_load.is_none(),
+                "listed right after its capacity point"
+            );
+            assert_eq!(eq.capacity_of, cap.params);
+            assert_eq!(eq.fraction, 0.5);
+            let mut without = p.params.clone();
+            assert!(without.0.remove(EQUAL_LOAD_PARAM).is_some());
+            assert_eq!(
+                without, cap.params,
+                "the capacity point's params plus the marker"
+            );
+            assert!(!p.params.0.contains_key("rate_per_sec"));
+            got.push(cap.params.u64("conns").unwrap());
+        }
+        assert_eq!(got, want, "{profile:?}");
+    }
+}
+
+/// `echo.rate` through the binary against the real server: open loop at the smoke rate, every
+/// echo verified, the offered rate achieved.
+#[test]
+fn echo_rate_is_measured_open_loop_against_a_real_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Cmd::cargo_bin("ringside")
+        .unwrap()
+        .timeout(Duration::from_secs(300))
+        .args(["run", "echo.rate", "--profile", "smoke", "--runs", "2"])
+        .args([
+            "--models", "epoll-lt", "--quiet", "--format", "json", "--out",
+        ])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let cases = v["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 1, "one rate at smoke");
+    let c = &cases[0];
+    assert_eq!(c["status"], "measured", "{c}");
+    let k = &c["counters"];
+    assert_eq!(k["load_mismatches"], 0, "{c}");
+    assert_eq!(k["load_lost_conns"], 0, "{c}");
+    let offered = c["params"]["rate_per_sec"].as_u64().unwrap();
+    assert_eq!(k["offered_per_sec"].as_u64().unwrap(), offered * 2, "{c}");
+    let achieved = k["achieved_per_sec"].as_u64().unwrap() / 2;
+    assert!(
+        achieved * 100 >= offered * 95 && achieved <= offered * 11 / 10,
+        "{achieved} of {offered}"
+    );
+    assert_eq!(k["fell_behind"], 0, "{c}");
+    // 64 bytes a message.
+    let ops = c["ops_total"].as_f64().unwrap();
+    let bps = c["bytes_per_sec"].as_f64().unwrap();
+    assert!(
+        (bps / 64.0 - ops / 0.8).abs() <= ops / 0.8 * 0.05,
+        "{bps} B/s for {ops} ops"
+    );
+    assert_eq!(
+        c["runs_cpu_ns_per_op"].as_array().map(|a| a.len()),
+        Some(2),
+        "per-repetition CPU per op, for the equal-load ranking's test"
+    );
+}

@@ -38,8 +38,32 @@ fn http_clients_sweep_is_measured_with_wrk_beside_it() {
         "echo:cat-echo=true {port}",
     ]);
     let cases = v["cases"].as_array().unwrap();
-    let ours: Vec<_> = cases.iter().filter(|c| c["model"] == "epoll-et").collect();
+    let (equal, ours): (Vec<_>, Vec<_>) = cases
+        .iter()
+        .filter(|c| c["model"] == "epoll-et")
+        .partition(|c| c["params"].get("offered").is_some());
     assert_eq!(ours.len(), 5, "5, 50, 100, 500, 1000 clients");
+    // The equal-load point at 50 clients (smoke): driven at the runner's rate when it passes
+    // one, else not applicable and saying so; never with wrk.
+    assert_eq!(equal.len(), 1, "one equal-load point at smoke");
+    let e = equal[0];
+    assert_eq!(e["params"]["clients"], 50, "{e}");
+    match e["status"].as_str().unwrap() {
+        "measured" => {
+            assert!(
+                e["counters"]["offered_per_sec"].as_u64().unwrap() > 0,
+                "{e}"
+            );
+            assert!(e["counters"].get("wrk_requests").is_none(), "{e}");
+        }
+        "not_applicable" => {
+            assert!(
+                e["reason"].as_str().unwrap().contains("no offered rate"),
+                "{e}"
+            )
+        }
+        other => panic!("equal-load cell {other}: {e}"),
+    }
     let wrk = wrk_installed();
     if !wrk {
         eprintln!("wrk cross-check skipped: wrk not installed (apt-get install wrk)");
@@ -93,5 +117,35 @@ fn http_rate_sweep_records_offered_and_achieved_rates() {
             achieved > 0 && achieved <= offered * 11 / 10,
             "{achieved} vs {offered}"
         );
+    }
+}
+
+/// http.clients: every equal-load point right after its capacity point, its params that
+/// point's plus the marker; quick at 50 and 500 clients, full at every count.
+#[test]
+fn http_equal_load_points_follow_their_capacity_points() {
+    use ringside::profile::Profile;
+    use ringside::workload::net::echo::EQUAL_LOAD_PARAM;
+    use ringside::workload::net::http::HttpClients;
+    use ringside::workload::Workload;
+    let m = ringside::registry::model("epoll-lt").unwrap();
+    for (profile, want) in [
+        (Profile::Smoke, vec![50]),
+        (Profile::Quick, vec![50, 500]),
+        (Profile::Full, vec![5, 50, 100, 500, 1000]),
+    ] {
+        let pts = HttpClients.points(profile, m);
+        let mut got = Vec::new();
+        for (i, p) in pts.iter().enumerate() {
+            let Some(eq) = &p.equal_load else { continue };
+            let cap = &pts[i - 1];
+            assert!(cap.equal_load.is_none());
+            assert_eq!(eq.capacity_of, cap.params);
+            let mut without = p.params.clone();
+            assert!(without.0.remove(EQUAL_LOAD_PARAM).is_some());
+            assert_eq!(without, cap.params);
+            got.push(cap.params.u64("clients").unwrap());
+        }
+        assert_eq!(got, want, "{profile:?}");
     }
 }

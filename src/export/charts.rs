@@ -193,6 +193,19 @@ pub static CHARTS: &[ChartSpec] = &[
         verdict: Metric::OpsPerSec,
     },
     ChartSpec {
+        // At rates every model sustains: server CPU per message and tail latency at equal
+        // load (verdicts rank CPU per op per rate; the sweep's verdicts follow p99).
+        workloads: "echo.rate",
+        sweep: Some(Sweep {
+            params: &["rate_per_sec"],
+            axis: "offered messages/s (log)",
+            log_x: true,
+        }),
+        metrics: &[Metric::CpuPerOp, Metric::LatencyP99, Metric::OpsPerSec],
+        log_y: true,
+        verdict: Metric::LatencyP99,
+    },
+    ChartSpec {
         // Latency against offered load: the knee is where p99 leaves the floor and the
         // achieved rate stops following the offered one.
         workloads: "http.rate",

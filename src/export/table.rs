@@ -117,6 +117,25 @@ const NET_METRICS: &[Metric] = &[
     }),
 ];
 
+/// Rows of open-loop cells (equal-load points, rate sweeps): the rate offered to every model
+/// (the runner's `rate_per_sec` at an equal-load point) and the rate each achieved.
+const OPEN_LOOP_METRICS: &[Metric] = &[
+    ("offered rate/s (equal load)", |c| {
+        fig(c, |_| {
+            crate::stats::equal_load::offered_rate(c)
+                .map(fmt_rate)
+                .unwrap_or_else(|| "-".into())
+        })
+    }),
+    ("achieved rate/s", |c| {
+        fig(c, |_| {
+            crate::stats::equal_load::achieved_rate(c)
+                .map(fmt_rate)
+                .unwrap_or_else(|| "-".into())
+        })
+    }),
+];
+
 /// wrk's requests/s in the same cell, and its own CPU, when it ran.
 const WRK_METRICS: &[Metric] = &[
     ("wrk req/s (same server)", |c| {
@@ -234,9 +253,18 @@ fn table_of(
     });
     let net: &[Metric] = if is_net(&workload) { NET_METRICS } else { &[] };
     let wrk: &[Metric] = if has_wrk { WRK_METRICS } else { &[] };
+    let open_loop: &[Metric] = if cases
+        .iter()
+        .any(|c| crate::stats::equal_load::offered_rate(c).is_some())
+    {
+        OPEN_LOOP_METRICS
+    } else {
+        &[]
+    };
     let rows = METRICS
         .iter()
         .chain(net)
+        .chain(open_loop)
         .chain(wrk)
         .map(|(name, cell)| {
             let mut r = vec![name.to_string()];
@@ -270,6 +298,16 @@ fn table_of(
     for c in cases.iter().filter(|c| c.status == Status::Measured) {
         if let Some(cpu) = c.sqpoll_cpu {
             footnotes.push(format!("{}: SQPOLL poller pinned to CPU {cpu}", c.label()));
+        }
+    }
+    for c in cases {
+        if crate::stats::equal_load::kept_up(c) == Some(false) {
+            footnotes.push(format!(
+                "{}: fell behind the offered rate (achieved less than {:.0}% of it in a \
+                 repetition): not ranked at equal load",
+                c.label(),
+                crate::stats::equal_load::KEEP_UP * 100.0
+            ));
         }
     }
     for c in cases.iter().filter(|c| !c.warnings.is_empty()) {

@@ -5,10 +5,20 @@
 //! the sweep buys or costs), and the crossover points where one series overtakes another.
 //! A comparison is "within noise" when the two cells' per-repetition ranges (min..max of the
 //! per-run medians, or of per-run ops/s) overlap; crossovers within noise are only counted.
+//!
+//! Network servers are ranked two ways, and each verdict says which:
+//! - **at equal load**: the open-loop cells of one point (an equal-load point of `echo.conns`
+//!   or `http.clients`, a rate of `echo.rate` or `http.rate`), every model offered the same
+//!   rate, ranked by server CPU per op, with significance from the per-repetition CPU
+//!   (`stats::equal_load`); a model that fell behind the offered rate is named, not ranked;
+//! - **capacity**: closed-loop throughput, only between cells whose load generator had
+//!   headroom (no `client_bound` / `both_saturated`); the others are named, not ranked.
 
 use super::charts::{by_workload, spec_for, sweep_param, Metric, Ordered, ParamRoles};
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status};
+use crate::stats::equal_load::{self, cpu_per_op_evidence};
+use crate::workload::net::echo::EQUAL_LOAD_PARAM;
 use std::collections::{BTreeMap, HashMap};
 
 /// One computed sentence.
@@ -132,10 +142,233 @@ pub fn for_workload(run: &RunResults, workload: &str) -> Vec<Verdict> {
     for_cases(workload, &cases)
 }
 
-/// Verdicts of one workload from its cells, in run order. Cells are grouped once (by point,
-/// group and label), so the work is linear in the cells, times the number of series for the
-/// crossovers between every two of them.
+fn is_net(workload: &str) -> bool {
+    workload.starts_with("echo.") || workload.starts_with("http.")
+}
+
+/// A cell of an equal-load point (its params carry the marker the workload adds).
+fn is_equal_load_point(c: &CaseResult) -> bool {
+    c.params.0.contains_key(EQUAL_LOAD_PARAM)
+}
+
+/// What a network workload's ops are called: (rate unit, one op).
+fn net_units(workload: &str) -> (&'static str, &'static str) {
+    if workload.starts_with("http.") {
+        ("req/s", "request")
+    } else {
+        ("msgs/s", "message")
+    }
+}
+
+/// The prefix of every capacity verdict of a network workload.
+pub const CAPACITY_PREFIX: &str = "capacity, load generator with headroom: ";
+
+/// Verdicts of one workload from its cells, in run order. For a network workload: the
+/// equal-load rankings first (the headline), then the sweep's verdicts (capacity between
+/// cells whose load generator had headroom and one line naming the cells left out; for an
+/// open-loop sweep, its latency verdicts), then the open-loop sweeps' knees. Other
+/// workloads: the sweep's verdicts.
 pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
+    if !is_net(workload) {
+        return sweep_verdicts(workload, cases);
+    }
+    let spec = spec_for(workload);
+    let capacity_metric = spec.verdict == Metric::OpsPerSec;
+    // Equal-load points are ranked at equal load only, apart from the capacity sweep.
+    let closed: Vec<&CaseResult> = cases
+        .iter()
+        .copied()
+        .filter(|c| !is_equal_load_point(c))
+        .collect();
+    // The headline first: server CPU per op at equal load.
+    let mut out = at_equal_load(workload, cases);
+    if capacity_metric {
+        let (headroom, without): (Vec<&CaseResult>, Vec<&CaseResult>) = closed
+            .iter()
+            .copied()
+            .partition(|c| equal_load::load_had_headroom(c));
+        out.extend(
+            sweep_verdicts(workload, &headroom)
+                .into_iter()
+                .map(|v| Verdict {
+                    text: format!("{CAPACITY_PREFIX}{}", v.text),
+                    ..v
+                }),
+        );
+        out.extend(no_headroom(&without, cases));
+    } else {
+        out.extend(
+            sweep_verdicts(workload, &closed)
+                .into_iter()
+                .map(|v| Verdict {
+                    text: format!("{OPEN_LOOP_PREFIX}{}", v.text),
+                    ..v
+                }),
+        );
+    }
+    if workload == "http.rate" || workload == "echo.rate" {
+        out.extend(capacity(cases, net_units(workload).0));
+    }
+    out
+}
+
+/// The prefix of the sweep verdicts of an open-loop workload (`echo.rate`, `http.rate`).
+pub const OPEN_LOOP_PREFIX: &str = "open loop, latency from the intended send time: ";
+
+/// The measured cells left out of the capacity ranking, by point: one line.
+fn no_headroom(without: &[&CaseResult], all: &[&CaseResult]) -> Option<Verdict> {
+    let without: Vec<&CaseResult> = without
+        .iter()
+        .copied()
+        .filter(|c| c.status == Status::Measured)
+        .collect();
+    if without.is_empty() {
+        return None;
+    }
+    let roles = ParamRoles::of_cases(all);
+    let mut points = Ordered::default();
+    let mut labels: Vec<Vec<String>> = Vec::new();
+    for c in &without {
+        let g = points.add(roles.point(c, None));
+        if g == labels.len() {
+            labels.push(Vec::new());
+        }
+        labels[g].push(c.label());
+    }
+    let parts: Vec<String> = points
+        .order
+        .iter()
+        .zip(&labels)
+        .map(|(p, ls)| {
+            if p.is_empty() {
+                ls.join(", ")
+            } else {
+                format!("{p}: {}", ls.join(", "))
+            }
+        })
+        .collect();
+    Some(Verdict {
+        text: format!(
+            "capacity not ranked for {} cell{} whose load generator had no headroom \
+             (client_bound or both_saturated: the figure is the client's limit; see the \
+             equal-load ranking): {}",
+            without.len(),
+            if without.len() == 1 { "" } else { "s" },
+            parts.join("; ")
+        ),
+        within_noise: false,
+    })
+}
+
+/// "1.42x" under 1.1, "1.4x" above.
+fn ratio_text(r: f64) -> String {
+    if r < 1.1 {
+        format!("{r:.2}x")
+    } else {
+        format!("{r:.1}x")
+    }
+}
+
+/// The equal-load rankings: per point of open-loop cells, the model with the least server
+/// CPU per op against each other model that kept up, with the evidence; the ones that fell
+/// behind named, not ranked.
+fn at_equal_load(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
+    let (unit, op) = net_units(workload);
+    let roles = ParamRoles::of_cases(cases);
+    let mut points = Ordered::default();
+    let mut members: Vec<Vec<(&CaseResult, &CaseFigures, f64)>> = Vec::new();
+    for c in cases.iter().filter(|c| c.status == Status::Measured) {
+        let (Some(f), Some(rate)) = (c.figures.as_ref(), equal_load::offered_rate(c)) else {
+            continue;
+        };
+        let g = points.add(roles.point(c, None));
+        if g == members.len() {
+            members.push(Vec::new());
+        }
+        members[g].push((c, f, rate));
+    }
+    let mut out = Vec::new();
+    for cells in &members {
+        let (lo, hi) = cells
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+                (lo.min(x.2), hi.max(x.2))
+            });
+        let rate = if hi - lo < 1.0 {
+            format!("{lo:.0}")
+        } else {
+            format!("{lo:.0} to {hi:.0}")
+        };
+        // Where: the point's params but the rate (said already) and the marker.
+        let at: Vec<String> = cells[0]
+            .0
+            .params
+            .0
+            .iter()
+            .filter(|(k, _)| *k != EQUAL_LOAD_PARAM && *k != "rate_per_sec")
+            .filter(|(k, _)| !roles.common.iter().any(|(ck, _)| ck == *k))
+            .filter(|(k, _)| !roles.per_model.contains(k))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let head = if at.is_empty() {
+            format!("at equal load ({rate} {unit} offered)")
+        } else {
+            format!("at equal load ({rate} {unit} offered, {})", at.join(" "))
+        };
+        let (kept, behind): (Vec<_>, Vec<_>) = cells
+            .iter()
+            .partition(|x| equal_load::kept_up(x.0) == Some(true));
+        if !behind.is_empty() {
+            let who: Vec<String> = behind
+                .iter()
+                .map(|(c, _, _)| {
+                    let achieved = equal_load::achieved_rate(c).unwrap_or(0.0);
+                    format!("{} (achieved {achieved:.0})", c.label())
+                })
+                .collect();
+            out.push(Verdict {
+                text: format!(
+                    "{head}: not ranked, fell behind the offered rate (achieved less than {:.0}% \
+                     of it in a repetition): {}",
+                    equal_load::KEEP_UP * 100.0,
+                    who.join(", ")
+                ),
+                within_noise: false,
+            });
+        }
+        let cpu = |f: &CaseFigures| f.cpu_ns_per_op.total;
+        let Some(best) = kept
+            .iter()
+            .filter(|x| cpu(x.1) > 0.0)
+            .copied()
+            .reduce(|a, b| if cpu(b.1) < cpu(a.1) { b } else { a })
+        else {
+            continue;
+        };
+        for other in kept
+            .iter()
+            .filter(|x| !std::ptr::eq(x.0, best.0) && cpu(x.1) > 0.0)
+        {
+            let e = cpu_per_op_evidence(best.1, other.1);
+            out.push(Verdict {
+                text: format!(
+                    "{head}: {} uses {} less server CPU per {op} than {} ({})",
+                    best.0.label(),
+                    ratio_text(cpu(other.1) / cpu(best.1)),
+                    other.0.label(),
+                    e.text()
+                ),
+                within_noise: e.within_noise(),
+            });
+        }
+    }
+    out
+}
+
+/// The sweep's verdicts over `cases` (bars per point, or lines along the sweep parameter).
+/// Cells are grouped once (by point, group and label), so the work is linear in the cells,
+/// times the number of series for the crossovers between every two of them.
+fn sweep_verdicts(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
     let spec = spec_for(workload);
     let m = spec.verdict;
     let cells: Vec<Cell> = cases.iter().filter_map(|c| cell(m, c)).collect();
@@ -291,9 +524,6 @@ pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
             }
         }
     }
-    if workload == "http.rate" {
-        out.extend(capacity(cases));
-    }
     out
 }
 
@@ -302,9 +532,9 @@ pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
 /// it did not (the knee).
 pub const CAPACITY_P99_NS: f64 = 10e6;
 /// Share of the offered rate a server must achieve to count as keeping up.
-pub const KEEP_UP: f64 = 0.95;
+pub const KEEP_UP: f64 = equal_load::KEEP_UP;
 
-fn capacity(cases: &[&CaseResult]) -> Vec<Verdict> {
+fn capacity(cases: &[&CaseResult], unit: &str) -> Vec<Verdict> {
     let mut labels = Ordered::default();
     let mut by_label: Vec<Vec<&CaseResult>> = Vec::new();
     for c in cases {
@@ -337,19 +567,19 @@ fn capacity(cases: &[&CaseResult]) -> Vec<Verdict> {
         let knee = pts.iter().position(|p| !p.1);
         let text = match knee {
             Some(0) => format!(
-                "{l}: fell behind (or p99 > {} ms) already at {:.0} req/s offered",
+                "{l}: fell behind (or p99 > {} ms) already at {:.0} {unit} offered",
                 CAPACITY_P99_NS / 1e6,
                 pts[0].0
             ),
             Some(k) => format!(
-                "{l}: capacity {:.0} req/s with p99 <= {} ms; the knee lies between {:.0} and {:.0} req/s",
+                "{l}: capacity {:.0} {unit} with p99 <= {} ms; the knee lies between {:.0} and {:.0} {unit}",
                 pts[k - 1].0,
                 CAPACITY_P99_NS / 1e6,
                 pts[k - 1].0,
                 pts[k].0
             ),
             None => format!(
-                "{l}: kept up with every offered rate up to {:.0} req/s with p99 <= {} ms (knee beyond the sweep)",
+                "{l}: kept up with every offered rate up to {:.0} {unit} with p99 <= {} ms (knee beyond the sweep)",
                 pts[pts.len() - 1].0,
                 CAPACITY_P99_NS / 1e6
             ),
@@ -404,7 +634,10 @@ mod tests {
             rate_cell("c", 20_000, 20_000, 1e6),
         ];
         let refs: Vec<&CaseResult> = cells.iter().collect();
-        let v: Vec<String> = capacity(&refs).into_iter().map(|v| v.text).collect();
+        let v: Vec<String> = capacity(&refs, "req/s")
+            .into_iter()
+            .map(|v| v.text)
+            .collect();
         assert_eq!(v.len(), 3, "{v:?}");
         assert!(v[0].starts_with("a: capacity 20000 req/s"), "{}", v[0]);
         assert!(v[0].contains("between 20000 and 40000"), "{}", v[0]);

@@ -196,6 +196,10 @@ pub struct CaseFigures {
     /// Each measured repetition's throughput, ops/s, in run order (empty in older files).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs_ops_per_sec: Vec<f64>,
+    /// Each measured repetition's CPU per op (all threads, ns), in run order: what equal-load
+    /// rankings test for significance (empty in older files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs_cpu_ns_per_op: Vec<f64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

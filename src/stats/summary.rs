@@ -54,6 +54,11 @@ pub fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFigures {
             }
         })
         .collect();
+    let run_cpu: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.ops > 0)
+        .map(|s| s.cpu.total_ns as f64 / s.ops as f64)
+        .collect();
     let h = all.inner();
     CaseFigures {
         latency_ns: LatencyNs {
@@ -90,6 +95,7 @@ pub fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFigures {
         histogram: all.to_base64(),
         runs_p50_ns: run_p50,
         runs_ops_per_sec: run_ops,
+        runs_cpu_ns_per_op: run_cpu,
     }
 }
 
@@ -146,6 +152,7 @@ mod tests {
         assert_eq!(f.ops_per_sec.max, 1e7); // 4 ops in 400 ns
         assert_eq!(f.runs_p50_ns, vec![100.0, 200.0]);
         assert_eq!(f.runs_ops_per_sec, vec![1e7, 5e6]);
+        assert_eq!(f.runs_cpu_ns_per_op, vec![200.0, 400.0], "per repetition");
         assert_eq!(
             f.latency_ns.max, 200.0,
             "the counting repetition's latencies are not mixed in"

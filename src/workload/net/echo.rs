@@ -2,11 +2,20 @@
 //! --protocol echo`) as a child process pinned to the plan's measured CPU, driven over loopback
 //! by the load generator pinned to the helper CPU, measured from outside.
 //!
-//! Two workloads, one per sweep, so the suite is selected by the usual first component of the
-//! id (`echo.conns`, `echo.payload`; `ringside run echo` runs both, `ringside run echo.conns`
-//! one) and each table varies one parameter:
-//! - `echo.conns`: connections 1, 2, 50, 100, 1000 (and 10,000 at `full`) at 64-byte messages;
-//! - `echo.payload`: messages of 64, 512, 4096 and 16384 bytes at 50 connections.
+//! Three workloads, one per sweep, so the suite is selected by the usual first component of
+//! the id (`echo.conns`, `echo.payload`, `echo.rate`; `ringside run echo` runs all three,
+//! `ringside run echo.conns` one) and each table varies one parameter:
+//! - `echo.conns`: connections 1, 2, 50, 100, 1000 (and 10,000 at `full`) at 64-byte messages,
+//!   closed loop (capacity); after some of them (every one at `full`, see [`EQUAL_LOAD_CONNS`])
+//!   an equal-load point: every model driven open loop at the same offered rate, half the
+//!   slowest model's capacity measured at the point before it (the runner measures it and
+//!   passes the rate in `Ctx::offered_rate`);
+//! - `echo.payload`: messages of 64, 512, 4096 and 16384 bytes at 50 connections;
+//! - `echo.rate`: open loop at fixed offered rates every model sustains, 50 connections,
+//!   64-byte messages: server CPU per message and latency (from each message's intended send
+//!   time) at equal load, the headline network figure. A server that achieves less than
+//!   `stats::equal_load::KEEP_UP` of the offered rate is flagged (`fell_behind`) and not
+//!   ranked at equal load.
 //!
 //! Per repetition: start the server, wait for `listening on`, run the closed-loop load for the
 //! profile's duration after a warm-up, read the server's CPU (every task, io_uring's SQPOLL
@@ -20,15 +29,22 @@ use super::cell;
 use super::launch::Launch;
 use crate::error::CaseError;
 use crate::load::echo::Echo;
+use crate::load::Report;
 use crate::measure::pin::CpuPlan;
 use crate::measure::Sample;
 use crate::model::{Knobs, ModelSpec, PeerKind};
 use crate::profile::{Budget, Profile};
-use crate::workload::{Ctx, Params, Point, Workload};
+use crate::stats::equal_load::{counter as rate_counter, fell_behind};
+use crate::workload::{Ctx, EqualLoad, Params, Point, Workload};
 use std::process::Command;
 use std::time::Duration;
 
 pub use super::cell::counter;
+
+const OP_OPEN: &str = "one 64-byte message echoed over loopback TCP at an offered rate over \
+    50 connections (open loop: latency from the message's intended send time, so a server \
+    that falls behind shows it; whole echo received and verified); CPU, context switches and \
+    syscalls are the server's, measured from outside";
 
 const OP: &str = "one message echoed over loopback TCP (closed loop: sent, whole echo received \
                   and verified); latency per message at the client; CPU, context switches and \
@@ -65,6 +81,96 @@ fn point(profile: Profile, conns: u64, msg: u64) -> Point {
     )
 }
 
+/// The param that keeps an equal-load point a row of its own beside its capacity point (the
+/// rate itself is the runner's to record, not a param: it depends on the measured capacity).
+pub const EQUAL_LOAD_PARAM: &str = "offered";
+/// Its value, saying where the rate comes from.
+pub const EQUAL_LOAD_TEXT: &str = "50% of slowest";
+/// Of the slowest model's measured capacity at the capacity point.
+pub const EQUAL_LOAD_FRACTION: f64 = 0.5;
+
+/// The connection counts of `echo.conns` that get an equal-load point: at `full` every one; at
+/// `quick` 50 and 1000 (each equal-load point costs as much as its capacity point, and the
+/// default run has a time budget); at `smoke` 50.
+pub const EQUAL_LOAD_CONNS: &[(Profile, &[u64])] =
+    &[(Profile::Smoke, &[50]), (Profile::Quick, &[50, 1000])];
+
+/// Whether a profile puts an equal-load point after the capacity point at `n` connections
+/// (`table`: [`EQUAL_LOAD_CONNS`] or HTTP's; profiles not in it: every point).
+pub fn equal_load_at(table: &[(Profile, &[u64])], profile: Profile, n: u64) -> bool {
+    match table.iter().find(|(p, _)| *p == profile) {
+        Some((_, ns)) => ns.contains(&n),
+        None => true,
+    }
+}
+
+/// The equal-load point of the closed-loop point `capacity`: its params plus
+/// [`EQUAL_LOAD_PARAM`], driven at [`EQUAL_LOAD_FRACTION`] of the slowest model's capacity
+/// there.
+pub fn equal_load_point(capacity: &Point) -> Point {
+    Point {
+        params: capacity
+            .params
+            .clone()
+            .with(EQUAL_LOAD_PARAM, EQUAL_LOAD_TEXT),
+        variant: capacity.variant,
+        equal_load: Some(EqualLoad {
+            fraction: EQUAL_LOAD_FRACTION,
+            capacity_of: capacity.params.clone(),
+        }),
+    }
+}
+
+/// Capacity points in order, each followed by its equal-load point where `want` says.
+pub fn with_equal_load(points: Vec<Point>, want: impl Fn(&Point) -> bool) -> Vec<Point> {
+    let mut out = Vec::with_capacity(points.len() * 2);
+    for p in points {
+        let eq = want(&p).then(|| equal_load_point(&p));
+        out.push(p);
+        out.extend(eq);
+    }
+    out
+}
+
+/// The rate an equal-load repetition drives: the one the runner derived from the capacity
+/// point. Without it the point is not applicable (said so), never run at a made-up rate.
+pub fn offered_rate(ctx: &Ctx<'_>, p: &Point) -> Result<f64, CaseError> {
+    match ctx.offered_rate {
+        Some(r) if r.is_finite() && r >= 1.0 => Ok(r),
+        Some(r) => Err(CaseError::Failed(anyhow::anyhow!(
+            "offered rate {r} is not a rate of at least 1 per second"
+        ))),
+        None => {
+            let of: Vec<String> = p
+                .equal_load
+                .iter()
+                .flat_map(|e| e.capacity_of.0.iter())
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            Err(CaseError::NotApplicable(format!(
+                "no offered rate was given: an equal-load point is driven at a share of the \
+                 slowest model's capacity measured at its capacity point ({}), which this \
+                 runner did not pass",
+                of.join(" ")
+            )))
+        }
+    }
+}
+
+/// The counters of an open-loop repetition: the offered rate, the achieved one, and whether
+/// it fell behind (`stats::equal_load`).
+pub fn open_loop_counters(s: &mut Sample, offered: f64, report: &Report) {
+    let achieved = report.msgs_per_sec();
+    s.counters
+        .add(rate_counter::OFFERED, offered.round() as u64);
+    s.counters
+        .add(rate_counter::ACHIEVED, achieved.round() as u64);
+    s.counters.add(
+        rate_counter::FELL_BEHIND,
+        u64::from(fell_behind(offered, achieved)),
+    );
+}
+
 /// `echo.conns`: the connection sweep at 64-byte messages.
 pub struct EchoConns;
 /// `echo.payload`: the message-size sweep at 50 connections.
@@ -94,7 +200,12 @@ impl Workload for EchoConns {
         if profile == Profile::Full {
             conns.push(10_000);
         }
-        conns.into_iter().map(|c| point(profile, c, 64)).collect()
+        let points = conns.into_iter().map(|c| point(profile, c, 64)).collect();
+        with_equal_load(points, |p| {
+            p.params
+                .u64("conns")
+                .is_ok_and(|n| equal_load_at(EQUAL_LOAD_CONNS, profile, n))
+        })
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
         run_point(ctx, m, p)
@@ -128,6 +239,67 @@ impl Workload for EchoPayload {
     }
 }
 
+/// `echo.rate`: the open-loop sweep at rates every model sustains.
+pub struct EchoRate;
+
+/// Connections of `echo.rate`.
+pub const RATE_CONNS: u64 = 50;
+
+/// Offered rates of `echo.rate`, messages/s over all connections: rates every model sustains,
+/// so that every model is compared at the same load. On a 2-vCPU VM every available model
+/// achieved at least 99.9% of both quick rates with p99 under 10 ms (tokio's and monoio's p99
+/// at 30 k were 5 to 8 ms: near their knee there); `full` adds rates on both sides, and a
+/// model that falls behind one is flagged (`fell_behind`) and left out of its ranking.
+pub fn rates(profile: Profile) -> &'static [u64] {
+    match profile {
+        Profile::Smoke => &[2_000],
+        Profile::Quick => &[10_000, 30_000],
+        Profile::Full => &[5_000, 10_000, 20_000, 30_000, 40_000],
+    }
+}
+
+impl Workload for EchoRate {
+    fn id(&self) -> &'static str {
+        "echo.rate"
+    }
+    fn budget(&self, b: Budget) -> Budget {
+        cell::budget(b)
+    }
+    fn about(&self) -> &'static str {
+        "TCP echo server per model at equal offered load (open loop, 50 connections, 64 B): \
+         server CPU per message and latency"
+    }
+    fn op(&self) -> &'static str {
+        OP_OPEN
+    }
+    fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
+        if m.uring_knobs().is_some_and(|k| k.zc_send) {
+            return Err("SEND_ZC pays only for large payloads: it runs in echo.payload".into());
+        }
+        accepts(m)
+    }
+    fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
+        let (warm, dur) = cell::timing(profile);
+        rates(profile)
+            .iter()
+            .map(|&r| {
+                Point::new(
+                    Params::new()
+                        .with("rate_per_sec", r)
+                        .with("conns", RATE_CONNS)
+                        .with("msg_bytes", 64u64)
+                        .with("duration_ms", dur)
+                        .with("warmup_ms", warm),
+                )
+            })
+            .collect()
+    }
+    fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
+        let rate = p.params.u64("rate_per_sec")? as f64;
+        run_open(ctx, m, p, rate)
+    }
+}
+
 /// `ringside serve --protocol PROTO --model ID --addr 127.0.0.1:0 --cpus LIST` from this binary,
 /// and the CPUs the child may use (set before exec, so every thread it makes inherits them):
 /// the measured CPU; for SQPOLL models also the helper CPU, where the poller goes (shared with
@@ -153,6 +325,10 @@ pub fn serve_command(
 }
 
 fn run_point(ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
+    if p.equal_load.is_some() {
+        let rate = offered_rate(ctx, p)?;
+        return run_open(ctx, m, p, rate);
+    }
     let launch = launch(ctx, m, "echo")?;
     measure_launch(
         ctx,
@@ -161,7 +337,25 @@ fn run_point(ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseErro
         p.params.u64("msg_bytes")? as usize,
         Duration::from_millis(p.params.u64("warmup_ms")?),
         Duration::from_millis(p.params.u64("duration_ms")?),
+        None,
     )
+    .map(|(s, _)| s)
+}
+
+/// One open-loop repetition at `rate` messages/s over the point's connections, with the
+/// open-loop counters.
+fn run_open(ctx: &Ctx<'_>, m: &ModelSpec, p: &Point, rate: f64) -> Result<Sample, CaseError> {
+    let (mut s, report) = measure_launch(
+        ctx,
+        launch(ctx, m, "echo")?,
+        p.params.u64("conns")? as usize,
+        p.params.u64("msg_bytes")? as usize,
+        Duration::from_millis(p.params.u64("warmup_ms")?),
+        Duration::from_millis(p.params.u64("duration_ms")?),
+        Some(rate),
+    )?;
+    open_loop_counters(&mut s, rate, &report);
+    Ok(s)
 }
 
 /// How model `m`'s server for `protocol` is started: an external contender's command (from
@@ -196,7 +390,7 @@ pub fn measure(
         cmd,
         cpus: server_cpus.to_vec(),
     };
-    measure_launch(ctx, launch, conns, msg_bytes, warmup, duration)
+    measure_launch(ctx, launch, conns, msg_bytes, warmup, duration, None).map(|(s, _)| s)
 }
 
 fn measure_launch(
@@ -206,16 +400,17 @@ fn measure_launch(
     msg_bytes: usize,
     warmup: Duration,
     duration: Duration,
-) -> Result<Sample, CaseError> {
+    rate: Option<f64>,
+) -> Result<(Sample, Report), CaseError> {
     let ex = Echo { msg_bytes };
     let load = cell::Load {
         conns,
         warmup,
         duration,
-        rate: None,
+        rate,
         exchange: &ex,
         bytes_received: false,
         after: None,
     };
-    cell::measure(ctx, launch, &load).map(|(s, _)| s)
+    cell::measure(ctx, launch, &load)
 }

@@ -9,14 +9,17 @@
 //!   installed, each repetition also runs wrk (one thread, same connections, pinned to the same
 //!   CPU) against the same warmed server after ringside's window; its figures are the cell's
 //!   `wrk_*` counters and a disagreement beyond 5% in requests/s is flagged
-//!   (`loadgen_disagrees`).
+//!   (`loadgen_disagrees`). After some of the client counts (every one at `full`, see
+//!   [`EQUAL_LOAD_CLIENTS`]), an equal-load point: every model driven open loop at the same
+//!   offered rate, half the slowest model's capacity at the point before it (the runner's,
+//!   in `Ctx::offered_rate`); wrk runs beside the capacity points only.
 //! - `http.rate`: open loop (wrk2's model) at 100 connections, offered rates rising past the
 //!   point where a server keeps up; latency runs from each request's intended send time, so
 //!   the knee shows as the p99 leaving the floor and the achieved rate falling behind the
 //!   offered one.
 
 use super::cell::{self, Load};
-use super::echo::launch;
+use super::echo::{equal_load_at, launch, offered_rate, open_loop_counters, with_equal_load};
 use crate::crosscheck::wrk;
 use crate::error::CaseError;
 use crate::load::http::HttpGet;
@@ -54,6 +57,11 @@ fn accepts(m: &ModelSpec) -> Result<(), String> {
     }
 }
 
+/// The client counts of `http.clients` that get an equal-load point: at `full` every one; at
+/// `quick` 50 and 500 (each costs as much as its capacity point); at `smoke` 50.
+pub const EQUAL_LOAD_CLIENTS: &[(Profile, &[u64])] =
+    &[(Profile::Smoke, &[50]), (Profile::Quick, &[50, 500])];
+
 /// `http.clients`.
 pub struct HttpClients;
 /// `http.rate`.
@@ -77,7 +85,7 @@ impl Workload for HttpClients {
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         let (warm, dur) = cell::timing(profile);
-        [5u64, 50, 100, 500, 1000]
+        let points = [5u64, 50, 100, 500, 1000]
             .into_iter()
             .map(|c| {
                 Point::new(
@@ -87,9 +95,18 @@ impl Workload for HttpClients {
                         .with("warmup_ms", warm),
                 )
             })
-            .collect()
+            .collect();
+        with_equal_load(points, |p| {
+            p.params
+                .u64("clients")
+                .is_ok_and(|n| equal_load_at(EQUAL_LOAD_CLIENTS, profile, n))
+        })
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
+        if p.equal_load.is_some() {
+            let rate = offered_rate(ctx, p)?;
+            return run_open(ctx, m, p, "clients", rate);
+        }
         let conns = p.params.u64("clients")? as usize;
         let duration = Duration::from_millis(p.params.u64("duration_ms")?);
         let ex = get(None);
@@ -153,24 +170,33 @@ impl Workload for HttpRate {
             .collect()
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
-        let ex = get(None);
-        let load = Load {
-            conns: p.params.u64("clients")? as usize,
-            warmup: Duration::from_millis(p.params.u64("warmup_ms")?),
-            duration: Duration::from_millis(p.params.u64("duration_ms")?),
-            rate: Some(p.params.u64("rate_per_sec")? as f64),
-            exchange: &ex,
-            bytes_received: true,
-            after: None,
-        };
-        let (mut s, report) = cell::measure(ctx, launch(ctx, m, "http")?, &load)?;
-        s.counters
-            .add("offered_per_sec", p.params.u64("rate_per_sec")?);
-        // Whole requests/s achieved, to set against the offered rate.
-        s.counters
-            .add("achieved_per_sec", report.msgs_per_sec().round() as u64);
-        Ok(s)
+        let rate = p.params.u64("rate_per_sec")? as f64;
+        run_open(ctx, m, p, "clients", rate)
     }
+}
+
+/// One open-loop repetition at `rate` requests/s over the point's `conns_param` connections,
+/// with the open-loop counters (offered, achieved, fell behind).
+fn run_open(
+    ctx: &Ctx<'_>,
+    m: &ModelSpec,
+    p: &Point,
+    conns_param: &str,
+    rate: f64,
+) -> Result<Sample, CaseError> {
+    let ex = get(None);
+    let load = Load {
+        conns: p.params.u64(conns_param)? as usize,
+        warmup: Duration::from_millis(p.params.u64("warmup_ms")?),
+        duration: Duration::from_millis(p.params.u64("duration_ms")?),
+        rate: Some(rate),
+        exchange: &ex,
+        bytes_received: true,
+        after: None,
+    };
+    let (mut s, report) = cell::measure(ctx, launch(ctx, m, "http")?, &load)?;
+    open_loop_counters(&mut s, rate, &report);
+    Ok(s)
 }
 
 fn get(body: Option<usize>) -> HttpGet {

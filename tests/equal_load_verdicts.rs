@@ -1,0 +1,294 @@
+//! Verdicts of the network suites: at equal load, models ranked by server CPU per op with the
+//! significance of the per-repetition CPU, models that fell behind the offered rate named and
+//! not ranked; by capacity only between cells whose load generator had headroom, the others
+//! named; each verdict saying which ranking it uses. Tables show the offered rate beside
+//! equal-load cells.
+
+use ringside::export::table::metric_tables;
+use ringside::export::verdict::{for_cases, CAPACITY_PREFIX};
+use ringside::results::{CaseResult, RunResults};
+use serde_json::{json, Value};
+
+/// A measured network cell. `cpu`: per-repetition CPU per op, ns (its mean is the cell's);
+/// `rate`: (offered, achieved, repetitions that fell behind) for an open-loop cell.
+fn cell(
+    workload: &str,
+    model: &str,
+    params: Value,
+    ops: f64,
+    cpu: &[f64],
+    rate: Option<(u64, u64, u64)>,
+    warnings: &[&str],
+) -> CaseResult {
+    let reps = cpu.len() as u64;
+    let mean = cpu.iter().sum::<f64>() / cpu.len() as f64;
+    let mut counters = json!({"load_cpu_ns": 1, "load_window_ns": 2});
+    if let Some((offered, achieved, fell)) = rate {
+        counters["offered_per_sec"] = json!(offered * reps);
+        counters["achieved_per_sec"] = json!(achieved * reps);
+        counters["fell_behind"] = json!(fell);
+    }
+    serde_json::from_value(json!({
+        "workload": workload, "model": model, "params": params,
+        "status": "measured", "op": "one message", "knobs": {}, "warmups": 0,
+        "repetitions": reps,
+        "latency_ns": {"min": 1.0, "p50": 10.0, "p90": 10.0, "p99": 20.0, "p999": 20.0,
+                       "max": 20.0, "mean": 10.0, "stddev": 1.0},
+        "run_p50_ns": {"median": 10.0, "min": 10.0, "max": 10.0, "mad": 0.0},
+        "ops_per_sec": {"median": ops, "min": ops * 0.99, "max": ops * 1.01, "mad": 0.0},
+        "cpu_ns_per_op": {"total": mean, "user": 1.0, "sys": 1.0},
+        "ctx_switches_per_op": 0.0, "syscalls_per_op": 1.0, "ops_total": 1000,
+        "counters": counters, "histogram": "",
+        "runs_cpu_ns_per_op": cpu,
+        "warnings": warnings,
+    }))
+    .unwrap()
+}
+
+const FIVE: usize = 5;
+
+fn reps(base: f64) -> Vec<f64> {
+    (0..FIVE).map(|i| base + i as f64).collect()
+}
+
+/// echo.conns at 50 and 1000 connections: capacity cells (b client-bound at 50, every one
+/// client-bound or both saturated at 1000) and an equal-load point at 50 where c fell behind.
+fn echo_conns() -> Vec<CaseResult> {
+    let cap = |n: u64| json!({"conns": n, "msg_bytes": 64});
+    let eq = |n: u64| json!({"conns": n, "msg_bytes": 64, "offered": "50% of slowest"});
+    vec![
+        cell(
+            "echo.conns",
+            "a",
+            cap(50),
+            90_000.0,
+            &reps(100.0),
+            None,
+            &[],
+        ),
+        cell(
+            "echo.conns",
+            "b",
+            cap(50),
+            120_000.0,
+            &reps(100.0),
+            None,
+            &["client_bound"],
+        ),
+        cell(
+            "echo.conns",
+            "c",
+            cap(50),
+            60_000.0,
+            &reps(100.0),
+            None,
+            &[],
+        ),
+        cell(
+            "echo.conns",
+            "a",
+            eq(50),
+            30_000.0,
+            &reps(140.0),
+            Some((30_000, 30_000, 0)),
+            &[],
+        ),
+        cell(
+            "echo.conns",
+            "b",
+            eq(50),
+            30_000.0,
+            &reps(100.0),
+            Some((30_000, 29_990, 0)),
+            &[],
+        ),
+        cell(
+            "echo.conns",
+            "c",
+            eq(50),
+            24_000.0,
+            &reps(90.0),
+            Some((30_000, 24_000, 2)),
+            &[],
+        ),
+        cell(
+            "echo.conns",
+            "a",
+            cap(1000),
+            80_000.0,
+            &reps(100.0),
+            None,
+            &["both_saturated"],
+        ),
+        cell(
+            "echo.conns",
+            "b",
+            cap(1000),
+            70_000.0,
+            &reps(100.0),
+            None,
+            &["client_bound"],
+        ),
+    ]
+}
+
+fn lines(workload: &str, cells: &[CaseResult]) -> Vec<String> {
+    let refs: Vec<&CaseResult> = cells.iter().collect();
+    for_cases(workload, &refs)
+        .into_iter()
+        .map(|v| v.line())
+        .collect()
+}
+
+#[test]
+fn equal_load_ranks_server_cpu_per_op_with_significance_and_names_who_fell_behind() {
+    let v = lines("echo.conns", &echo_conns());
+    let eq: Vec<&String> = v
+        .iter()
+        .filter(|l| l.starts_with("at equal load"))
+        .collect();
+    assert_eq!(
+        eq,
+        [
+            "at equal load (30000 msgs/s offered, conns=50): not ranked, fell behind the \
+             offered rate (achieved less than 95% of it in a repetition): c (achieved 24000)",
+            "at equal load (30000 msgs/s offered, conns=50): b uses 1.4x less server CPU per \
+             message than a (Mann-Whitney p=0.008)",
+        ],
+        "{v:#?}"
+    );
+    // The headline comes first.
+    assert!(v[0].starts_with("at equal load"), "{v:#?}");
+}
+
+#[test]
+fn capacity_is_ranked_only_where_the_load_generator_had_headroom() {
+    let v = lines("echo.conns", &echo_conns());
+    let cap: Vec<&String> = v
+        .iter()
+        .filter(|l| l.starts_with(CAPACITY_PREFIX))
+        .collect();
+    // At 50 connections only a and c had headroom: a against c, never b (client-bound, and
+    // the highest throughput: ranked by capacity it would have "won").
+    assert!(
+        cap.iter()
+            .any(|l| l.contains("a is 1.5x the throughput of c at conns=50")),
+        "{v:#?}"
+    );
+    for l in &cap {
+        assert!(
+            !l.split([' ', ':', ',']).any(|w| w == "b"),
+            "a client-bound cell ranked by capacity: {l}"
+        );
+        assert!(
+            !l.contains("conns=1000"),
+            "no cell at 1000 had headroom: {l}"
+        );
+    }
+    let refused: Vec<&String> = v
+        .iter()
+        .filter(|l| l.starts_with("capacity not ranked"))
+        .collect();
+    assert_eq!(refused.len(), 1, "{v:#?}");
+    assert!(
+        refused[0].contains("3 cells") && refused[0].contains("conns=50: b; conns=1000: a, b"),
+        "{}",
+        refused[0]
+    );
+    // Every verdict says which ranking it uses.
+    for l in &v {
+        assert!(
+            l.starts_with("at equal load")
+                || l.starts_with(CAPACITY_PREFIX)
+                || l.starts_with("capacity not ranked"),
+            "{l}"
+        );
+    }
+}
+
+#[test]
+fn overlapping_repetitions_are_within_noise_and_http_counts_requests() {
+    let eq = json!({"clients": 50, "offered": "50% of slowest"});
+    let cells = [
+        cell(
+            "http.clients",
+            "a",
+            eq.clone(),
+            20_000.0,
+            &[100.0, 130.0, 102.0, 128.0, 104.0],
+            Some((20_000, 20_000, 0)),
+            &[],
+        ),
+        cell(
+            "http.clients",
+            "b",
+            eq,
+            20_000.0,
+            &[101.0, 129.0, 103.0, 127.0, 131.0],
+            Some((20_000, 20_000, 0)),
+            &[],
+        ),
+    ];
+    let v = lines("http.clients", &cells);
+    assert_eq!(v.len(), 1, "{v:#?}");
+    assert!(
+        v[0].starts_with(
+            "at equal load (20000 req/s offered): a uses 1.05x less server CPU per request than b"
+        ) && v[0].ends_with("(within noise)"),
+        "{}",
+        v[0]
+    );
+}
+
+#[test]
+fn echo_rate_ranks_every_rate_at_equal_load_and_tables_show_the_offered_rate() {
+    let p = |r: u64| json!({"rate_per_sec": r, "conns": 50, "msg_bytes": 64});
+    let cells = vec![
+        cell(
+            "echo.rate",
+            "a",
+            p(10_000),
+            10_000.0,
+            &[10.0, 11.0, 12.0],
+            Some((10_000, 10_000, 0)),
+            &[],
+        ),
+        cell(
+            "echo.rate",
+            "b",
+            p(10_000),
+            10_000.0,
+            &[20.0, 21.0, 22.0],
+            Some((10_000, 9_999, 0)),
+            &[],
+        ),
+    ];
+    let v = lines("echo.rate", &cells);
+    assert!(
+        v.contains(
+            &"at equal load (10000 msgs/s offered): a uses 1.9x less server CPU per message \
+              than b (3 and 3 repetitions, too few for a test; their ranges do not overlap)"
+                .to_string()
+        ),
+        "{v:#?}"
+    );
+    let run: RunResults = {
+        let mut r: Value = serde_json::from_str(
+            &std::fs::read_to_string(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/fixtures/results.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        r["cases"] = serde_json::to_value(&cells).unwrap();
+        serde_json::from_value(r).unwrap()
+    };
+    let t = &metric_tables(&run)[0];
+    let row = t
+        .rows
+        .iter()
+        .find(|r| r[0] == "offered rate/s (equal load)")
+        .expect("an offered-rate row");
+    assert_eq!(row[1..], ["10 k", "10 k"]);
+}
