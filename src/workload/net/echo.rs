@@ -108,17 +108,13 @@ pub fn equal_load_at(table: &[(Profile, &[u64])], profile: Profile, n: u64) -> b
 /// [`EQUAL_LOAD_PARAM`], driven at [`EQUAL_LOAD_FRACTION`] of the slowest model's capacity
 /// there.
 pub fn equal_load_point(capacity: &Point) -> Point {
-    Point {
-        params: capacity
-            .params
-            .clone()
-            .with(EQUAL_LOAD_PARAM, EQUAL_LOAD_TEXT),
-        variant: capacity.variant,
-        equal_load: Some(EqualLoad {
-            fraction: EQUAL_LOAD_FRACTION,
-            capacity_of: capacity.params.clone(),
-        }),
-    }
+    let mut p = capacity.clone();
+    p.params = p.params.with(EQUAL_LOAD_PARAM, EQUAL_LOAD_TEXT);
+    p.equal_load = Some(EqualLoad {
+        fraction: EQUAL_LOAD_FRACTION,
+        capacity_of: capacity.params.clone(),
+    });
+    p
 }
 
 /// Capacity points in order, each followed by its equal-load point where `want` says.
