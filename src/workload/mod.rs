@@ -221,6 +221,24 @@ mod tests {
                 vec!["depth", "file_bytes", "page_bytes"],
             ),
             ("storage.small_files", vec!["file_bytes", "files", "phase"]),
+            (
+                "echo.payload",
+                vec!["conns", "duration_ms", "msg_bytes", "warmup_ms"],
+            ),
+            (
+                "echo.rate",
+                vec![
+                    "conns",
+                    "duration_ms",
+                    "msg_bytes",
+                    "rate_per_sec",
+                    "warmup_ms",
+                ],
+            ),
+            (
+                "http.rate",
+                vec!["clients", "duration_ms", "rate_per_sec", "warmup_ms"],
+            ),
         ];
         for (id, keys) in cases {
             let w = crate::registry::workload(id).unwrap();

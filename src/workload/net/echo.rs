@@ -35,7 +35,7 @@ use crate::measure::Sample;
 use crate::model::{Knobs, ModelSpec, PeerKind};
 use crate::profile::{Budget, Profile};
 use crate::stats::equal_load::{counter as rate_counter, fell_behind};
-use crate::workload::{Ctx, EqualLoad, Params, Point, Workload};
+use crate::workload::{Ctx, EqualLoad, Point, Workload};
 use std::process::Command;
 use std::time::Duration;
 
@@ -70,15 +70,36 @@ fn accepts(m: &ModelSpec) -> Result<(), String> {
     }
 }
 
-fn point(profile: Profile, conns: u64, msg: u64) -> Point {
-    let (warm, dur) = cell::timing(profile);
-    Point::new(
-        Params::new()
-            .with("conns", conns)
-            .with("msg_bytes", msg)
-            .with("duration_ms", dur)
-            .with("warmup_ms", warm),
-    )
+/// The parameters of the echo workloads.
+#[derive(serde::Serialize)]
+pub struct Args {
+    pub conns: u64,
+    pub msg_bytes: u64,
+    pub duration_ms: u64,
+    pub warmup_ms: u64,
+    /// `echo.rate`: the offered rate, messages/s over all connections.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_per_sec: Option<u64>,
+}
+
+impl Args {
+    fn warmup(&self) -> Duration {
+        Duration::from_millis(self.warmup_ms)
+    }
+    fn duration(&self) -> Duration {
+        Duration::from_millis(self.duration_ms)
+    }
+}
+
+fn point(profile: Profile, conns: u64, msg_bytes: u64) -> Point {
+    let (warmup_ms, duration_ms) = cell::timing(profile);
+    Point::of(Args {
+        conns,
+        msg_bytes,
+        duration_ms,
+        warmup_ms,
+        rate_per_sec: None,
+    })
 }
 
 /// The param that keeps an equal-load point a row of its own beside its capacity point (the
@@ -198,9 +219,8 @@ impl Workload for EchoConns {
         }
         let points = conns.into_iter().map(|c| point(profile, c, 64)).collect();
         with_equal_load(points, |p| {
-            p.params
-                .u64("conns")
-                .is_ok_and(|n| equal_load_at(EQUAL_LOAD_CONNS, profile, n))
+            p.args::<Args>()
+                .is_ok_and(|a| equal_load_at(EQUAL_LOAD_CONNS, profile, a.conns))
         })
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
@@ -275,24 +295,26 @@ impl Workload for EchoRate {
         accepts(m)
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
-        let (warm, dur) = cell::timing(profile);
+        let (warmup_ms, duration_ms) = cell::timing(profile);
         rates(profile)
             .iter()
             .map(|&r| {
-                Point::new(
-                    Params::new()
-                        .with("rate_per_sec", r)
-                        .with("conns", RATE_CONNS)
-                        .with("msg_bytes", 64u64)
-                        .with("duration_ms", dur)
-                        .with("warmup_ms", warm),
-                )
+                Point::of(Args {
+                    conns: RATE_CONNS,
+                    msg_bytes: 64,
+                    duration_ms,
+                    warmup_ms,
+                    rate_per_sec: Some(r),
+                })
             })
             .collect()
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
-        let rate = p.params.u64("rate_per_sec")? as f64;
-        run_open(ctx, m, p, rate)
+        let a = p.args::<Args>()?;
+        let rate = a.rate_per_sec.ok_or_else(|| {
+            CaseError::Failed(anyhow::anyhow!("an echo.rate point without its rate"))
+        })?;
+        run_open(ctx, m, a, rate as f64)
     }
 }
 
@@ -321,18 +343,19 @@ pub fn serve_command(
 }
 
 fn run_point(ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
+    let a = p.args::<Args>()?;
     if p.equal_load.is_some() {
         let rate = offered_rate(ctx, p)?;
-        return run_open(ctx, m, p, rate);
+        return run_open(ctx, m, a, rate);
     }
     let launch = launch(ctx, m, "echo")?;
     measure_launch(
         ctx,
         launch,
-        p.params.u64("conns")? as usize,
-        p.params.u64("msg_bytes")? as usize,
-        Duration::from_millis(p.params.u64("warmup_ms")?),
-        Duration::from_millis(p.params.u64("duration_ms")?),
+        a.conns as usize,
+        a.msg_bytes as usize,
+        a.warmup(),
+        a.duration(),
         None,
     )
     .map(|(s, _)| s)
@@ -340,14 +363,14 @@ fn run_point(ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseErro
 
 /// One open-loop repetition at `rate` messages/s over the point's connections, with the
 /// open-loop counters.
-fn run_open(ctx: &Ctx<'_>, m: &ModelSpec, p: &Point, rate: f64) -> Result<Sample, CaseError> {
+fn run_open(ctx: &Ctx<'_>, m: &ModelSpec, a: &Args, rate: f64) -> Result<Sample, CaseError> {
     let (mut s, report) = measure_launch(
         ctx,
         launch(ctx, m, "echo")?,
-        p.params.u64("conns")? as usize,
-        p.params.u64("msg_bytes")? as usize,
-        Duration::from_millis(p.params.u64("warmup_ms")?),
-        Duration::from_millis(p.params.u64("duration_ms")?),
+        a.conns as usize,
+        a.msg_bytes as usize,
+        a.warmup(),
+        a.duration(),
         Some(rate),
     )?;
     open_loop_counters(&mut s, rate, &report);

@@ -26,7 +26,7 @@ use crate::load::http::HttpGet;
 use crate::measure::Sample;
 use crate::model::{Knobs, ModelSpec, PeerKind};
 use crate::profile::{Budget, Profile};
-use crate::workload::{Ctx, Params, Point, Workload};
+use crate::workload::{Ctx, Point, Workload};
 use std::time::Duration;
 
 const OP_CLOSED: &str = "one HTTP/1.1 GET answered over a keep-alive loopback connection \
@@ -62,6 +62,17 @@ fn accepts(m: &ModelSpec) -> Result<(), String> {
 pub const EQUAL_LOAD_CLIENTS: &[(Profile, &[u64])] =
     &[(Profile::Smoke, &[50]), (Profile::Quick, &[50, 500])];
 
+/// The parameters of the HTTP workloads.
+#[derive(serde::Serialize)]
+pub struct Args {
+    /// `http.rate`: the offered rate, requests/s over all connections.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_per_sec: Option<u64>,
+    pub clients: u64,
+    pub duration_ms: u64,
+    pub warmup_ms: u64,
+}
+
 /// `http.clients`.
 pub struct HttpClients;
 /// `http.rate`.
@@ -84,31 +95,31 @@ impl Workload for HttpClients {
         accepts(m)
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
-        let (warm, dur) = cell::timing(profile);
+        let (warmup_ms, duration_ms) = cell::timing(profile);
         let points = [5u64, 50, 100, 500, 1000]
             .into_iter()
-            .map(|c| {
-                Point::new(
-                    Params::new()
-                        .with("clients", c)
-                        .with("duration_ms", dur)
-                        .with("warmup_ms", warm),
-                )
+            .map(|clients| {
+                Point::of(Args {
+                    rate_per_sec: None,
+                    clients,
+                    duration_ms,
+                    warmup_ms,
+                })
             })
             .collect();
         with_equal_load(points, |p| {
-            p.params
-                .u64("clients")
-                .is_ok_and(|n| equal_load_at(EQUAL_LOAD_CLIENTS, profile, n))
+            p.args::<Args>()
+                .is_ok_and(|a| equal_load_at(EQUAL_LOAD_CLIENTS, profile, a.clients))
         })
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
+        let a = p.args::<Args>()?;
         if p.equal_load.is_some() {
             let rate = offered_rate(ctx, p)?;
-            return run_open(ctx, m, p, "clients", rate);
+            return run_open(ctx, m, a, rate);
         }
-        let conns = p.params.u64("clients")? as usize;
-        let duration = Duration::from_millis(p.params.u64("duration_ms")?);
+        let conns = a.clients as usize;
+        let duration = Duration::from_millis(a.duration_ms);
         let ex = get(None);
         // wrk runs in the timed repetitions only: the counting one is slowed by its tracepoint.
         let with_wrk = !ctx.count_syscalls && wrk::version().is_ok();
@@ -116,7 +127,7 @@ impl Workload for HttpClients {
             move |addr, cpu| wrk::run(addr, PATH, conns, duration, cpu).map(|r| r.counters());
         let load = Load {
             conns,
-            warmup: Duration::from_millis(p.params.u64("warmup_ms")?),
+            warmup: Duration::from_millis(a.warmup_ms),
             duration,
             rate: None,
             exchange: &ex,
@@ -155,40 +166,36 @@ impl Workload for HttpRate {
         accepts(m)
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
-        let (warm, dur) = cell::timing(profile);
+        let (warmup_ms, duration_ms) = cell::timing(profile);
         rates(profile)
             .iter()
             .map(|&r| {
-                Point::new(
-                    Params::new()
-                        .with("rate_per_sec", r)
-                        .with("clients", 100u64)
-                        .with("duration_ms", dur)
-                        .with("warmup_ms", warm),
-                )
+                Point::of(Args {
+                    rate_per_sec: Some(r),
+                    clients: 100,
+                    duration_ms,
+                    warmup_ms,
+                })
             })
             .collect()
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
-        let rate = p.params.u64("rate_per_sec")? as f64;
-        run_open(ctx, m, p, "clients", rate)
+        let a = p.args::<Args>()?;
+        let rate = a.rate_per_sec.ok_or_else(|| {
+            CaseError::Failed(anyhow::anyhow!("an http.rate point without its rate"))
+        })?;
+        run_open(ctx, m, a, rate as f64)
     }
 }
 
-/// One open-loop repetition at `rate` requests/s over the point's `conns_param` connections,
-/// with the open-loop counters (offered, achieved, fell behind).
-fn run_open(
-    ctx: &Ctx<'_>,
-    m: &ModelSpec,
-    p: &Point,
-    conns_param: &str,
-    rate: f64,
-) -> Result<Sample, CaseError> {
+/// One open-loop repetition at `rate` requests/s over the point's clients, with the open-loop
+/// counters (offered, achieved, fell behind).
+fn run_open(ctx: &Ctx<'_>, m: &ModelSpec, a: &Args, rate: f64) -> Result<Sample, CaseError> {
     let ex = get(None);
     let load = Load {
-        conns: p.params.u64(conns_param)? as usize,
-        warmup: Duration::from_millis(p.params.u64("warmup_ms")?),
-        duration: Duration::from_millis(p.params.u64("duration_ms")?),
+        conns: a.clients as usize,
+        warmup: Duration::from_millis(a.warmup_ms),
+        duration: Duration::from_millis(a.duration_ms),
         rate: Some(rate),
         exchange: &ex,
         bytes_received: true,
