@@ -50,11 +50,10 @@ pub fn run_with(
     let meter = Meter::new();
     let plan = run.plan.clone();
     obs.run_started(cases.len());
-    for (i, case) in cases.iter().enumerate() {
+    for group in groups(cases) {
         if stop_requested() {
             break;
         }
-        obs.case_started(i, case);
         let ctx = Setting {
             budget,
             env,
@@ -63,15 +62,17 @@ pub fn run_with(
             storage,
             contenders,
         };
-        let Some(result) = measure_case(case, &ctx) else {
-            break; // interrupted mid-case: the partial case is dropped
+        let Some(results) = measure_group(cases, &group, &ctx, &run.cases, obs) else {
+            break; // interrupted mid-group: its cases are dropped
         };
         if aborting() {
-            // A second signal: what this case met after it (its files removed) is no result.
+            // A second signal: what this group met after it (its files removed) is no result.
             return Ok(Outcome::Interrupted);
         }
-        obs.case_finished(i, &result);
-        run.cases.push(result);
+        for (i, result) in group.iter().zip(results) {
+            obs.case_finished(*i, &result);
+            run.cases.push(result);
+        }
         store.save(run)?;
     }
     // The fio cross-check, once every case was measured: a job cut short by Ctrl-C is not a
@@ -103,19 +104,141 @@ struct Setting<'a> {
     contenders: &'a Catalog,
 }
 
-fn measure_case(case: &Case, set: &Setting<'_>) -> Option<CaseResult> {
-    let Setting {
-        budget,
-        env,
-        plan,
-        meter,
-        storage,
-        contenders,
-    } = *set;
-    let w = case.workload;
-    let m = case.model;
-    let budget = w.budget(budget);
-    let mut r = CaseResult {
+/// The cases of one parameter point (same workload and params; the models and variants at that
+/// point), as indices into `cases`, in the order the points first appear: a workload lists a
+/// capacity point before its equal-load point, so that group is measured first.
+fn groups(cases: &[Case]) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut keys: Vec<(&str, Option<&crate::results::Params>)> = Vec::new();
+    for (i, c) in cases.iter().enumerate() {
+        let key = (c.workload.id(), c.point.as_ref().map(|p| &p.params));
+        match keys.iter().position(|k| *k == key) {
+            Some(g) if key.1.is_some() => out[g].push(i),
+            _ => {
+                keys.push(key);
+                out.push(vec![i]);
+            }
+        }
+    }
+    out
+}
+
+/// The offered rate of an equal-load point: its fraction of the slowest model's median ops/s
+/// at its capacity point (same workload, params `capacity_of`), measured earlier in this run.
+/// `Err`: no model's capacity was measured there.
+pub fn equal_load_rate(
+    workload: &str,
+    eq: &crate::workload::EqualLoad,
+    done: &[CaseResult],
+) -> Result<f64, String> {
+    let slowest = done
+        .iter()
+        .filter(|c| c.workload == workload && c.params == eq.capacity_of)
+        .filter(|c| c.status == Status::Measured)
+        .filter_map(|c| c.figures.as_ref().map(|f| f.ops_per_sec.median))
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.min(r))));
+    match slowest {
+        Some(r) => Ok(r * eq.fraction),
+        None => {
+            let at: Vec<String> = eq
+                .capacity_of
+                .0
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            Err(format!(
+                "equal load needs a measured capacity, and no model's was measured at the \
+                 capacity point ({})",
+                at.join(" ")
+            ))
+        }
+    }
+}
+
+/// The counting repetition's index in [`Running::once`].
+const COUNTING: u32 = u32::MAX;
+
+/// One case of a group while its repetitions run.
+struct Running<'c> {
+    index: usize,
+    case: &'c Case,
+    r: CaseResult,
+    budget: Budget,
+    samples: Vec<Sample>,
+    counted: Option<Sample>,
+    /// Still taking part (not failed, unavailable or not applicable).
+    live: bool,
+}
+
+/// Measures one point's cases with their repetitions interleaved: round k runs timed
+/// repetition k of every case in turn (A B C A B C ...), so drift on a shared machine hits
+/// every model alike; a case's warm-ups run just before its first timed repetition, and the
+/// syscall-counting repetitions come after the timed ones (an enabled syscall tracepoint slows
+/// every syscall, so counting never shares a repetition with timing). A case that fails drops
+/// out with its reason; the others go on. `None`: interrupted.
+fn measure_group(
+    cases: &[Case],
+    group: &[usize],
+    set: &Setting<'_>,
+    done: &[CaseResult],
+    obs: &dyn Observer,
+) -> Option<Vec<CaseResult>> {
+    let mut run: Vec<Running<'_>> = group
+        .iter()
+        .map(|&i| start_case(i, &cases[i], set))
+        .collect();
+    // An equal-load point: every case is driven at the rate derived from the capacity point.
+    let mut offered_rate = None;
+    let first = &cases[group[0]];
+    if let Some(eq) = first.point.as_ref().and_then(|p| p.equal_load.as_ref()) {
+        match equal_load_rate(first.workload.id(), eq, done) {
+            Ok(rate) => {
+                offered_rate = Some(rate);
+                for c in run.iter_mut().filter(|c| c.live) {
+                    c.r.rate_per_sec = Some(rate.round() as u64);
+                }
+            }
+            Err(why) => {
+                for c in run.iter_mut().filter(|c| c.live) {
+                    c.end(Status::NotApplicable, why.clone());
+                }
+            }
+        }
+    }
+    let reps = run.iter().map(|c| c.budget.repetitions).max().unwrap_or(0);
+    for round in 0..reps {
+        for c in run
+            .iter_mut()
+            .filter(|c| c.live && round < c.budget.repetitions)
+        {
+            if round == 0 {
+                for _ in 0..c.budget.warmups {
+                    c.once(set, offered_rate, None, obs)?;
+                }
+            }
+            if !c.live {
+                continue;
+            }
+            let started = crate::measure::clock::unix_ns();
+            if let Some(s) = c.once(set, offered_rate, Some(round), obs)? {
+                c.r.runs_started_unix_ns.push(started);
+                c.samples.push(s);
+            }
+        }
+    }
+    for c in run.iter_mut().filter(|c| c.live) {
+        if let Some(s) = c.once(set, offered_rate, Some(COUNTING), obs)? {
+            c.counted = Some(s);
+        }
+    }
+    Some(run.into_iter().map(Running::finish).collect())
+}
+
+fn start_case<'c>(index: usize, case: &'c Case, set: &Setting<'_>) -> Running<'c> {
+    let (w, m) = (case.workload, case.model);
+    let budget = w.budget(set.budget);
+    let r = CaseResult {
         workload: w.id().to_string(),
         model: m.id.to_string(),
         variant: case
@@ -136,82 +259,313 @@ fn measure_case(case: &Case, set: &Setting<'_>) -> Option<CaseResult> {
         sqpoll_cpu: m
             .uring_knobs()
             .and_then(|k| k.sqpoll_idle_ms)
-            .and(plan.helper),
+            .and(set.plan.helper),
         warmups: budget.warmups,
         repetitions: 0,
+        rate_per_sec: None,
+        runs_started_unix_ns: Vec::new(),
         figures: None,
         warnings: Vec::new(),
     };
-    let (point, why_na) = (&case.point, &case.not_applicable);
-    let Some(point) = point else {
-        r.status = Status::NotApplicable;
-        r.reason = why_na.clone();
-        return Some(r);
+    let mut c = Running {
+        index,
+        case,
+        r,
+        budget,
+        samples: Vec::with_capacity(budget.repetitions as usize),
+        counted: None,
+        live: true,
     };
-    if let Some(why) = m.availability(env).reason() {
-        r.status = Status::Unavailable;
-        r.reason = Some(why.to_string());
-        return Some(r);
+    if case.point.is_none() {
+        c.end(Status::NotApplicable, case.not_applicable.clone());
+    } else if let Some(why) = m.availability(set.env).reason() {
+        c.end(Status::Unavailable, why.to_string());
     }
-    let mut samples: Vec<Sample> = Vec::with_capacity(budget.repetitions as usize);
-    let mut counted = None;
-    // Warm-ups, timed repetitions, then one repetition that counts syscalls (an enabled
-    // syscall tracepoint slows every syscall, so it never shares a repetition with timing).
-    let total = budget.warmups + budget.repetitions + 1;
-    for rep in 0..total {
+    c
+}
+
+impl Running<'_> {
+    fn end(&mut self, status: Status, reason: impl Into<Option<String>>) {
+        self.r.status = status;
+        self.r.reason = reason.into();
+        self.live = false;
+    }
+
+    /// One repetition: timed repetition `rep`, the counting one (`Some(COUNTING)`) or a
+    /// warm-up (`None`). `None`: interrupted; `Some(None)`: the case ended (failed,
+    /// unavailable, not applicable) and dropped out.
+    fn once(
+        &mut self,
+        set: &Setting<'_>,
+        offered_rate: Option<f64>,
+        rep: Option<u32>,
+        obs: &dyn Observer,
+    ) -> Option<Option<Sample>> {
+        let counting = rep == Some(COUNTING);
         if stop_requested() {
             return None;
         }
-        let counting = rep == total - 1;
+        obs.case_started(self.index, self.case);
         let ctx = Ctx {
-            ops: budget.ops,
-            warm_ops: budget.warm_ops,
-            plan,
-            meter,
+            ops: self.budget.ops,
+            warm_ops: self.budget.warm_ops,
+            plan: set.plan,
+            meter: set.meter,
             count_syscalls: counting,
-            storage,
-            contenders,
-            offered_rate: None,
+            storage: set.storage,
+            contenders: set.contenders,
+            offered_rate,
+            repetition: rep.filter(|_| !counting),
         };
-        match w.run_once(&ctx, m, point) {
-            Ok(s) if counting => counted = Some(s),
-            Ok(s) if rep >= budget.warmups => samples.push(s),
-            Ok(_) => {}
+        let point = self.case.point.as_ref()?;
+        match self.case.workload.run_once(&ctx, self.case.model, point) {
+            Ok(s) => Some(Some(s)),
             Err(e) => {
                 let (status, reason) = match e {
                     CaseError::Unavailable(why) => (Status::Unavailable, why),
                     CaseError::NotApplicable(why) => (Status::NotApplicable, why),
                     CaseError::Failed(e) => (Status::Failed, format!("{e:#}")),
                 };
-                r.status = status;
-                r.reason = Some(reason);
-                return Some(r);
+                self.end(status, reason);
+                Some(None)
             }
         }
     }
-    r.repetitions = samples.len() as u32;
-    let f = stats::summarize(&samples, counted.as_ref());
-    if f.run_p50_ns.rel_mad() > HIGH_SPREAD {
-        r.warnings.push(Warning::HighSpread);
+
+    fn finish(self) -> CaseResult {
+        let mut r = self.r;
+        if r.status != Status::Measured {
+            r.runs_started_unix_ns.clear();
+            r.rate_per_sec = None;
+            return r;
+        }
+        let samples = self.samples;
+        r.repetitions = samples.len() as u32;
+        let f = stats::summarize(&samples, self.counted.as_ref());
+        if f.run_p50_ns.rel_mad() > HIGH_SPREAD {
+            r.warnings.push(Warning::HighSpread);
+        }
+        // Workloads that drive a server flag these per repetition in their counters.
+        if f.counters.get("shared_cpus") > 0 {
+            r.warnings.push(Warning::SharedCpus);
+        }
+        if f.counters.get("client_bound") > 0 {
+            r.warnings.push(Warning::ClientBound);
+        }
+        if f.counters.get("both_saturated") > 0 {
+            r.warnings.push(Warning::BothSaturated);
+        }
+        if f.counters.get(crate::measure::CPU_OVER_ALLOWED_NS) > 0 {
+            r.warnings.push(Warning::CpuOverAllowed);
+        }
+        match agreement(&f.counters, f.ops_per_sec.median, samples.len() as u64) {
+            Some(Agreement::WrkBound) => r.warnings.push(Warning::WrkBound),
+            Some(Agreement::Disagrees) => r.warnings.push(Warning::LoadgenDisagrees),
+            Some(Agreement::Agrees) | None => {}
+        }
+        r.figures = Some(f);
+        r
     }
-    // Workloads that drive a server flag these per repetition in their counters.
-    if f.counters.get("shared_cpus") > 0 {
-        r.warnings.push(Warning::SharedCpus);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::{cpu::CpuReading, Counters, Hist};
+    use crate::model::ModelSpec;
+    use crate::results::Params;
+    use crate::workload::{EqualLoad, Point, Workload};
+    use std::sync::Mutex;
+
+    /// One call of a fake workload: (model, point n, counting, offered rate).
+    type Call = (String, u64, bool, Option<f64>);
+    /// What the fake workloads were asked to run, in order.
+    static LOG: Mutex<Vec<Call>> = Mutex::new(Vec::new());
+    /// Tests share LOG: one at a time.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    /// Points n = 1 (capacity: ops/s = 1000 x the model's rank) and n = 2 (equal load at half
+    /// the slowest's capacity at n = 1). Model `epoll-et` fails its second timed repetition.
+    struct Fake {
+        id: &'static str,
     }
-    if f.counters.get("client_bound") > 0 {
-        r.warnings.push(Warning::ClientBound);
+
+    fn rank(m: &ModelSpec) -> u64 {
+        match m.id {
+            "blocking" => 3,
+            "epoll-lt" => 2,
+            _ => 1,
+        }
     }
-    if f.counters.get("both_saturated") > 0 {
-        r.warnings.push(Warning::BothSaturated);
+
+    #[derive(serde::Serialize)]
+    struct Args {
+        n: u64,
     }
-    if f.counters.get(crate::measure::CPU_OVER_ALLOWED_NS) > 0 {
-        r.warnings.push(Warning::CpuOverAllowed);
+
+    impl Workload for Fake {
+        fn id(&self) -> &'static str {
+            self.id
+        }
+        fn about(&self) -> &'static str {
+            "fake"
+        }
+        fn op(&self) -> &'static str {
+            "nothing"
+        }
+        fn accepts(&self, _: &ModelSpec) -> Result<(), String> {
+            Ok(())
+        }
+        fn points(&self, _: Profile, _: &ModelSpec) -> Vec<Point> {
+            let cap = Point::of(Args { n: 1 });
+            let mut eq = Point::of(Args { n: 2 });
+            eq.equal_load = Some(EqualLoad {
+                fraction: 0.5,
+                capacity_of: cap.params.clone(),
+            });
+            vec![cap, eq]
+        }
+        fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
+            let n = p.args::<Args>()?.n;
+            let mut log = LOG.lock().unwrap();
+            log.push((m.id.into(), n, ctx.count_syscalls, ctx.offered_rate));
+            let timed_calls = log
+                .iter()
+                .filter(|(id, k, c, _)| id == m.id && *k == n && !c)
+                .count();
+            if m.id == "epoll-et" && n == 1 && timed_calls == 3 {
+                // Its warm-up and first timed repetition went fine; the second fails.
+                return Err(CaseError::Failed(anyhow::anyhow!("broken on purpose")));
+            }
+            let ops = 1000 * rank(m);
+            Ok(Sample {
+                ops,
+                bytes: 0,
+                wall_ns: 1_000_000_000,
+                timed_ns: 1_000_000_000,
+                cpu: CpuReading::default(),
+                syscalls: None,
+                latency: Hist::new(),
+                counters: Counters::default(),
+            })
+        }
     }
-    match agreement(&f.counters, f.ops_per_sec.median, samples.len() as u64) {
-        Some(Agreement::WrkBound) => r.warnings.push(Warning::WrkBound),
-        Some(Agreement::Disagrees) => r.warnings.push(Warning::LoadgenDisagrees),
-        Some(Agreement::Agrees) | None => {}
+
+    static CAPACITY_THEN_EQUAL: Fake = Fake { id: "fake.eq" };
+
+    fn run_fake(w: &'static Fake, models: &[&str], done: &mut Vec<CaseResult>) {
+        let models: Vec<&'static ModelSpec> = models
+            .iter()
+            .map(|id| crate::registry::model(id).unwrap())
+            .collect();
+        let cases = crate::plan::expand(&[w as &dyn Workload], &models, false, Profile::Smoke);
+        let env = crate::env::probe();
+        let plan = pin::CpuPlan {
+            measured: 0,
+            helper: None,
+        };
+        let meter = Meter::new();
+        let budget = Budget {
+            warmups: 1,
+            repetitions: 3,
+            ops: 1,
+            warm_ops: 0,
+            runs_given: true,
+        };
+        let set = Setting {
+            budget,
+            env: &env,
+            plan: &plan,
+            meter: &meter,
+            storage: None,
+            contenders: &crate::model::contender::NO_CONTENDERS,
+        };
+        for g in groups(&cases) {
+            let rs = measure_group(&cases, &g, &set, done, &crate::ui::Silent).unwrap();
+            done.extend(rs);
+        }
     }
-    r.figures = Some(f);
-    Some(r)
+
+    #[test]
+    fn repetitions_run_round_robin_and_a_failing_model_drops_out() {
+        let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        LOG.lock().unwrap().clear();
+        let mut done = Vec::new();
+        run_fake(
+            &CAPACITY_THEN_EQUAL,
+            &["blocking", "epoll-lt", "epoll-et"],
+            &mut done,
+        );
+        let log = LOG.lock().unwrap().clone();
+        let at1: Vec<(&str, bool)> = log
+            .iter()
+            .filter(|e| e.1 == 1)
+            .map(|e| (e.0.as_str(), e.2))
+            .collect();
+        // Warm-up and first timed repetition of each in turn, then round 2 (epoll-et fails
+        // and drops out), round 3, then the counting repetitions.
+        let want = [
+            ("blocking", false),
+            ("blocking", false),
+            ("epoll-lt", false),
+            ("epoll-lt", false),
+            ("epoll-et", false),
+            ("epoll-et", false),
+            ("blocking", false),
+            ("epoll-lt", false),
+            ("epoll-et", false),
+            ("blocking", false),
+            ("epoll-lt", false),
+            ("blocking", true),
+            ("epoll-lt", true),
+        ];
+        assert_eq!(at1, want);
+        let cap: Vec<&CaseResult> = done.iter().filter(|c| c.params.0["n"] == 1).collect();
+        assert_eq!(cap.len(), 3);
+        for c in &cap {
+            if c.model == "epoll-et" {
+                assert_eq!(c.status, Status::Failed);
+                assert!(c.reason.as_deref().unwrap().contains("broken on purpose"));
+                assert!(c.runs_started_unix_ns.is_empty());
+            } else {
+                assert_eq!(c.status, Status::Measured, "{c:?}");
+                assert_eq!(c.repetitions, 3);
+                let t = &c.runs_started_unix_ns;
+                assert_eq!(t.len(), 3, "{t:?}");
+                assert!(t.windows(2).all(|w| w[0] < w[1]) && t[0] > 0, "{t:?}");
+            }
+        }
+        // Interleaved: blocking's second repetition started after epoll-lt's first.
+        assert!(cap[0].runs_started_unix_ns[1] > cap[1].runs_started_unix_ns[0]);
+    }
+
+    #[test]
+    fn an_equal_load_point_runs_at_a_share_of_the_slowest_measured_capacity() {
+        let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        LOG.lock().unwrap().clear();
+        let mut done = Vec::new();
+        run_fake(&CAPACITY_THEN_EQUAL, &["blocking", "epoll-lt"], &mut done);
+        // Slowest capacity at n = 1: epoll-lt's 2000 ops/s; half of it.
+        let log = LOG.lock().unwrap().clone();
+        assert!(log.iter().filter(|e| e.1 == 2).all(|e| e.3 == Some(1000.0)));
+        assert!(log.iter().filter(|e| e.1 == 1).all(|e| e.3.is_none()));
+        let eq: Vec<&CaseResult> = done.iter().filter(|c| c.params.0["n"] == 2).collect();
+        assert_eq!(eq.len(), 2);
+        assert!(eq.iter().all(|c| c.rate_per_sec == Some(1000)), "{eq:?}");
+        assert!(done
+            .iter()
+            .filter(|c| c.params.0["n"] == 1)
+            .all(|c| c.rate_per_sec.is_none()));
+    }
+
+    #[test]
+    fn without_a_measured_capacity_the_equal_load_point_is_not_applicable() {
+        let eq = EqualLoad {
+            fraction: 0.5,
+            capacity_of: Params::new().with("n", 1u64),
+        };
+        let why = equal_load_rate("fake.eq", &eq, &[]).unwrap_err();
+        assert!(why.contains("n=1"), "{why}");
+        LOG.lock().unwrap().clear();
+    }
 }

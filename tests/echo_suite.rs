@@ -87,6 +87,7 @@ fn ctx<'a>(plan: &'a CpuPlan, meter: &'a Meter, count_syscalls: bool) -> Ctx<'a>
         storage: None,
         contenders: &ringside::model::contender::NO_CONTENDERS,
         offered_rate: None,
+        repetition: None,
     }
 }
 

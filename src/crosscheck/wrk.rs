@@ -89,6 +89,7 @@ impl WrkRun {
         c.add(counter::CPU_NS, self.cpu_ns);
         c.add(counter::RUN_NS, self.run_ns);
         c.add(counter::SATURATED, u64::from(self.saturated()));
+        c.add(counter::RUNS, 1);
         c
     }
 

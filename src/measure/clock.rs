@@ -58,6 +58,13 @@ fn calibrate() -> TimerCalibration {
     }
 }
 
+/// Wall-clock time, ns since the Unix epoch (for records, never for intervals).
+pub fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -143,6 +143,15 @@ pub struct CaseResult {
     pub sqpoll_cpu: Option<u32>,
     pub warmups: u32,
     pub repetitions: u32,
+    /// At an equal-load point: the offered rate, ops/s over all connections, that the runner
+    /// derived from the slowest model's capacity at the capacity point (not a param: it
+    /// differs from run to run, and `compare` matches cells by params).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_sec: Option<u64>,
+    /// When each timed repetition started, ns since the Unix epoch. The repetitions of the
+    /// models at one point run interleaved (A B C A B C ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs_started_unix_ns: Vec<u64>,
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub figures: Option<CaseFigures>,
     #[serde(default)]

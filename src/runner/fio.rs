@@ -79,6 +79,8 @@ fn row(
         sqpoll_cpu: None,
         warmups: 0,
         repetitions: 1,
+        rate_per_sec: None,
+        runs_started_unix_ns: Vec::new(),
         figures: None,
         warnings: Vec::new(),
     };

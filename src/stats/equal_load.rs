@@ -40,11 +40,14 @@ fn per_rep(c: &CaseResult, name: &str) -> Option<f64> {
 }
 
 /// The rate an open-loop cell was offered, per second over all connections; `None` for a
-/// closed-loop cell. The one place exporters read it: read from the cell's counters (the
-/// workload records what it drove); once the runner records `rate_per_sec` on the case, read
-/// that here first.
+/// closed-loop cell. The one place exporters read it: the rate the runner derived for an
+/// equal-load point (`rate_per_sec` on the case), else what the workload recorded that it
+/// drove (its counters: the rate sweeps).
 pub fn offered_rate(c: &CaseResult) -> Option<f64> {
-    per_rep(c, counter::OFFERED)
+    c.rate_per_sec
+        .filter(|_| c.status == Status::Measured)
+        .map(|r| r as f64)
+        .or_else(|| per_rep(c, counter::OFFERED))
 }
 
 /// The rate an open-loop cell achieved (mean over its repetitions).

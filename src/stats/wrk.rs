@@ -29,6 +29,8 @@ pub mod counter {
     /// 1 in a repetition where wrk used at least 90% of its one CPU: its figure is then its
     /// own limit, not the server's.
     pub const SATURATED: &str = "wrk_saturated";
+    /// 1 per repetition wrk ran in (it runs beside some repetitions of a cell, not all).
+    pub const RUNS: &str = "wrk_runs";
 }
 
 /// wrk's requests/s over a case's repetitions, from the summed counters; `None` when wrk did
@@ -56,11 +58,21 @@ pub fn agreement(c: &Counters, ours: f64, reps: u64) -> Option<Agreement> {
     let wrk = requests_per_sec(c)?;
     Some(if (ours - wrk).abs() <= DISAGREEMENT * wrk {
         Agreement::Agrees
-    } else if ours > wrk && reps > 0 && c.get(counter::SATURATED) >= reps {
+    } else if ours > wrk && wrk_runs(c, reps) > 0 && c.get(counter::SATURATED) >= wrk_runs(c, reps)
+    {
         Agreement::WrkBound
     } else {
         Agreement::Disagrees
     })
+}
+
+/// The repetitions wrk ran in: its own count, or (results written before it was kept, when
+/// wrk ran in every repetition) the case's.
+fn wrk_runs(c: &Counters, reps: u64) -> u64 {
+    match c.get(counter::RUNS) {
+        0 => reps,
+        n => n,
+    }
 }
 
 /// wrk's CPU over its runs, as a fraction of its one CPU; `None` when not measured.

@@ -145,6 +145,9 @@ pub struct Ctx<'a> {
     /// At an equal-load point ([`Point::equal_load`]): the offered rate, requests/s over all
     /// connections, that the runner derived from the capacity point. `None` elsewhere.
     pub offered_rate: Option<f64>,
+    /// Which timed repetition of its case this is (0-based; the runner interleaves them across
+    /// models); `None` for warm-ups and the counting repetition.
+    pub repetition: Option<u32>,
 }
 
 impl Ctx<'_> {

@@ -59,21 +59,23 @@ pub mod counter {
 pub fn timing(profile: Profile) -> (u64, u64) {
     match profile {
         Profile::Smoke => (100, 400),
-        Profile::Quick => (200, 1_000),
+        Profile::Quick => (150, 400),
         Profile::Full => (2_000, 20_000),
     }
 }
 
 /// Each repetition starts a server and warms it up itself, so no warm-up repetitions; and a
 /// sweep of ~100 cells at seconds each takes fewer repetitions than the micro loops: smoke 1,
-/// quick 2, full 5 timed repetitions (plus the one that counts syscalls); `--runs N` as given.
+/// quick and full 5 timed repetitions (plus the one that counts syscalls) — five, so that an
+/// exact Mann-Whitney test between two models can reach p < 0.05 (2/C(10,5) = 0.008); quick
+/// keeps its time by shorter windows (0.4 s). `--runs N` as given.
 pub fn budget(b: Budget) -> Budget {
     Budget {
         warmups: 0,
         repetitions: if b.runs_given {
             b.repetitions
         } else {
-            (b.repetitions / 5).clamp(1, 5)
+            (b.repetitions / 2).clamp(1, 5)
         },
         ..b
     }
@@ -278,4 +280,23 @@ fn measure_pinned(
         counters: c,
     };
     Ok((sample, report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::compare::{reps_needed, ALPHA};
+
+    /// Two models' cells at quick and full can be told apart by the exact test; `--runs` wins.
+    #[test]
+    fn network_cells_run_enough_repetitions_to_decide() {
+        for p in [Profile::Quick, Profile::Full] {
+            let b = budget(p.budget());
+            assert!(b.repetitions as usize >= reps_needed(ALPHA), "{p:?}: {b:?}");
+            assert!(b.repetitions <= 5, "{p:?}: {b:?}");
+        }
+        let mut given = Profile::Quick.budget();
+        (given.repetitions, given.runs_given) = (2, true);
+        assert_eq!(budget(given).repetitions, 2);
+    }
 }

@@ -62,6 +62,10 @@ fn accepts(m: &ModelSpec) -> Result<(), String> {
 pub const EQUAL_LOAD_CLIENTS: &[(Profile, &[u64])] =
     &[(Profile::Smoke, &[50]), (Profile::Quick, &[50, 500])];
 
+/// Timed repetitions of an `http.clients` capacity cell that wrk runs beside (wrk's runs last
+/// whole seconds, at least one: beside every repetition they would double the suite's time).
+pub const WRK_REPETITIONS: u32 = 2;
+
 /// The parameters of the HTTP workloads.
 #[derive(serde::Serialize)]
 pub struct Args {
@@ -121,8 +125,10 @@ impl Workload for HttpClients {
         let conns = a.clients as usize;
         let duration = Duration::from_millis(a.duration_ms);
         let ex = get(None);
-        // wrk runs in the timed repetitions only: the counting one is slowed by its tracepoint.
-        let with_wrk = !ctx.count_syscalls && wrk::version().is_ok();
+        // wrk runs beside the first WRK_REPETITIONS timed repetitions only (never the counting
+        // one, slowed by its tracepoint): its runs last whole seconds.
+        let with_wrk =
+            ctx.repetition.is_some_and(|r| r < WRK_REPETITIONS) && wrk::version().is_ok();
         let after =
             move |addr, cpu| wrk::run(addr, PATH, conns, duration, cpu).map(|r| r.counters());
         let load = Load {
