@@ -92,9 +92,20 @@ pub struct RunArgs {
     #[arg(long)]
     pub quiet: bool,
     /// CPUs: the measured thread first, then its helper (SQPOLL poller, load generator), e.g.
-    /// "1,0"; the two must differ.
-    #[arg(long)]
+    /// "1,0"; the two must differ. Shorthand for --server-cpus A --load-cpus B.
+    #[arg(long, conflicts_with_all = ["server_cpus", "load_cpus"])]
     pub cpus: Option<String>,
+    /// The server's CPU (the measured thread of micro and storage workloads), e.g. "3"
+    /// (default: one CPU of the last physical core, its SMT siblings left idle).
+    #[arg(long)]
+    pub server_cpus: Option<String>,
+    /// The load generator's CPUs, one thread each, e.g. "0-2" (default: every other allowed
+    /// CPU of the server's NUMA node, the server core's SMT siblings excepted).
+    #[arg(long)]
+    pub load_cpus: Option<String>,
+    /// Let --server-cpus and --load-cpus overlap (cells are marked shared_cpus).
+    #[arg(long)]
+    pub allow_shared: bool,
     /// Storage suite: directory to make test files in (default: the current directory's
     /// filesystem). Its filesystem, device and O_DIRECT support are recorded.
     #[arg(long)]

@@ -12,6 +12,9 @@ pub enum InputError {
     UnknownModel { given: String, valid: String },
     #[error("--cpus '{given}': {why}")]
     BadCpus { given: String, why: String },
+    /// A CPU plan refused (`--server-cpus`, `--load-cpus`).
+    #[error("{0}")]
+    BadPlan(String),
     #[error("--runs {0}: must be between 1 and 1000")]
     BadRuns(u32),
     #[error("{flag} {given}: {valid}")]

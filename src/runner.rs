@@ -255,11 +255,11 @@ fn start_case<'c>(index: usize, case: &'c Case, set: &Setting<'_>) -> Running<'c
         reason: None,
         op: w.op().to_string(),
         knobs: serde_json::to_value(m.knobs).unwrap_or_default(),
-        // ring::build pins every SQPOLL poller to the plan's helper CPU.
+        // ring::build pins every SQPOLL poller to the plan's SQPOLL CPU.
         sqpoll_cpu: m
             .uring_knobs()
             .and_then(|k| k.sqpoll_idle_ms)
-            .and(set.plan.helper),
+            .and(set.plan.sqpoll_cpu()),
         warmups: budget.warmups,
         repetitions: 0,
         rate_per_sec: None,
@@ -460,10 +460,7 @@ mod tests {
             .collect();
         let cases = crate::plan::expand(&[w as &dyn Workload], &models, false, Profile::Smoke);
         let env = crate::env::probe();
-        let plan = pin::CpuPlan {
-            measured: 0,
-            helper: None,
-        };
+        let plan = pin::CpuPlan::pair(0, None);
         let meter = Meter::new();
         let budget = Budget {
             warmups: 1,

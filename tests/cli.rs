@@ -289,3 +289,67 @@ fn serve_announces_listening_only_once_its_model_is_up() {
         );
     }
 }
+
+/// CPU plans that cannot be: a CPU outside the allowed mask, overlapping server and load sets
+/// without --allow-shared, more than one server CPU, --cpus with the new flags. Each is exit 2
+/// naming the value and the valid ones, before anything is measured.
+#[test]
+fn bad_cpu_plans_are_refused_by_name() {
+    let out = std::env::temp_dir().join(format!("ringside-cli-plan-{}", std::process::id()));
+    let run = |args: &[&str]| {
+        let mut c = ringside();
+        c.args([
+            "run",
+            "micro.syscall",
+            "--profile",
+            "smoke",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .args(args);
+        c.assert().code(2)
+    };
+    run(&["--server-cpus", "4095"])
+        .stderr(predicate::str::contains("4095").and(predicate::str::contains("available")));
+    run(&["--load-cpus", "0", "--server-cpus", "0"]).stderr(
+        predicate::str::contains("share CPU(s) 0").and(predicate::str::contains("--allow-shared")),
+    );
+    run(&["--server-cpus", "0-1"]).stderr(predicate::str::contains("--server-cpus 0-1"));
+    run(&["--cpus", "1,0", "--server-cpus", "1"]).stderr(predicate::str::contains("--cpus"));
+    run(&["--load-cpus", "x"]).stderr(predicate::str::contains("--load-cpus"));
+    assert!(!out.join("results.json").exists());
+}
+
+/// The plan a run used is in results.json (`env.cpu_plan`, with the topology) and the report.
+#[test]
+fn the_cpu_plan_is_recorded_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    ringside()
+        .args([
+            "run",
+            "micro.syscall",
+            "--profile",
+            "smoke",
+            "--quiet",
+            "--out",
+        ])
+        .arg(dir.path())
+        .assert()
+        .success();
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("results.json")).unwrap()).unwrap();
+    let plan = &v["env"]["cpu_plan"];
+    assert!(
+        plan["server"].as_array().is_some_and(|s| s.len() == 1),
+        "{plan}"
+    );
+    assert!(
+        plan["load"].as_array().is_some_and(|l| !l.is_empty()),
+        "{plan}"
+    );
+    assert_eq!(plan["measured"], plan["server"][0]);
+    assert!(v["env"]["topology"]["cores"].is_array());
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(md.contains("- CPU plan: server CPU"), "{md}");
+}

@@ -4,7 +4,7 @@
 use crate::cli::RunArgs;
 use crate::error::InputError;
 use crate::export::Format;
-use crate::measure::{clock, pin};
+use crate::measure::{clock, pin, topology};
 use crate::model::contender::CONTENDER_PROTOCOLS;
 use crate::model::Catalog;
 use crate::plan::{self, Case, Profile};
@@ -38,11 +38,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         budget.repetitions = n;
         budget.runs_given = true;
     }
-    let online = pin::allowed_cpus();
-    let plan = match &a.cpus {
-        Some(s) => pin::CpuPlan::from_list(&parse_cpus(s, &online)?),
-        None => pin::CpuPlan::default_for(&online),
-    };
+    let plan = cpu_plan(&a)?;
     let started = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
@@ -95,7 +91,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         a.models.is_some(),
     );
 
-    let env = crate::env::probe();
+    let mut env = crate::env::probe();
+    env.cpu_plan = Some(plan.clone());
     let mut results = RunResults {
         schema_version: SCHEMA_VERSION,
         ringside: Version::current(),
@@ -318,6 +315,30 @@ fn on_abort(dir: PathBuf) -> crate::shutdown::OnAbort {
             ),
         }
     })
+}
+
+/// The run's CPU plan: `--cpus A,B` as it always was (A measured, B its helper), else the plan
+/// over the machine's topology with `--server-cpus` / `--load-cpus` / `--allow-shared`.
+fn cpu_plan(a: &RunArgs) -> Result<pin::CpuPlan, InputError> {
+    let online = pin::allowed_cpus();
+    if let Some(s) = &a.cpus {
+        return Ok(pin::CpuPlan::from_list(&parse_cpus(s, &online)?));
+    }
+    let list = |flag: &'static str, s: &Option<String>| -> Result<Option<Vec<u32>>, InputError> {
+        s.as_deref()
+            .map(|s| {
+                parse_cpus(s, &online)
+                    .map_err(|e| InputError::BadPlan(e.to_string().replacen("--cpus", flag, 1)))
+            })
+            .transpose()
+    };
+    let req = topology::Request {
+        server: list("--server-cpus", &a.server_cpus)?,
+        load: list("--load-cpus", &a.load_cpus)?,
+        allow_shared: a.allow_shared,
+    };
+    topology::plan(&topology::Topology::read(), &req)
+        .map_err(|e| InputError::BadPlan(e.to_string()))
 }
 
 /// "1,0" or "0-1": CPUs this process may use, measured thread first.

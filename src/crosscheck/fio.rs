@@ -344,10 +344,9 @@ mod tests {
         }
     }
 
-    const PLAN: CpuPlan = CpuPlan {
-        measured: 1,
-        helper: Some(0),
-    };
+    fn plan() -> CpuPlan {
+        CpuPlan::pair(1, Some(0))
+    }
 
     fn point(depth: u64) -> JobPoint {
         JobPoint {
@@ -367,13 +366,13 @@ mod tests {
     #[test]
     fn psync_stands_for_blocking_at_qd1_and_the_pool_at_qd32() {
         let p = std::path::Path::new("/d/data.bin");
-        let a = args(&FioJob::plain("psync"), p, &point(1), &PLAN);
+        let a = args(&FioJob::plain("psync"), p, &point(1), &plan());
         assert!(has(&a, "--numjobs=1") && has(&a, "--iodepth=1"), "{a:?}");
         assert!(
             has(&a, "--cpus_allowed=1"),
             "pinned like the measured thread: {a:?}"
         );
-        let a = args(&FioJob::plain("psync"), p, &point(32), &PLAN);
+        let a = args(&FioJob::plain("psync"), p, &point(32), &plan());
         assert!(has(&a, "--numjobs=32") && has(&a, "--iodepth=1"), "{a:?}");
         assert!(has(&a, "--cpus_allowed=1,0"), "the pool's CPUs: {a:?}");
         assert!(!a.iter().any(|x| x.starts_with("--iodepth_batch")));
@@ -385,7 +384,7 @@ mod tests {
     #[test]
     fn io_uring_batches_like_ringside_and_carries_the_models_knobs() {
         let p = std::path::Path::new("/d/data.bin");
-        let a = args(&job_for("uring").unwrap(), p, &point(32), &PLAN);
+        let a = args(&job_for("uring").unwrap(), p, &point(32), &plan());
         for o in [
             "--ioengine=io_uring",
             "--iodepth=32",
@@ -402,7 +401,7 @@ mod tests {
         let j = job_for("uring-fixed-bufs").unwrap();
         assert_eq!(j.name, "io_uring+registerfiles+fixedbufs");
         let j = job_for("uring-sqpoll").unwrap();
-        let a = args(&j, p, &point(1), &PLAN);
+        let a = args(&j, p, &point(1), &plan());
         assert!(
             has(&a, "--sqthread_poll") && has(&a, "--sqthread_poll_cpu=0"),
             "{a:?}"

@@ -275,6 +275,13 @@ pub struct EnvReport {
     pub perf_event_paranoid: Reading<i32>,
     /// A perf counter on `raw_syscalls:sys_enter` opened for this thread.
     pub perf_syscalls: Availability,
+    /// The machine's CPU topology (cores with their SMT siblings, NUMA nodes, allowed mask).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<crate::measure::topology::Topology>,
+    /// The run's CPU plan over it: server, load, SQPOLL poller, CPUs left idle (set by
+    /// `ringside run`; absent from `ringside env`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_plan: Option<crate::measure::pin::CpuPlan>,
 }
 
 impl EnvReport {
@@ -366,6 +373,8 @@ pub fn probe() -> EnvReport {
             "perf events are not configured in this kernel",
         ),
         perf_syscalls: crate::measure::syscalls::availability(),
+        topology: Some(crate::measure::topology::Topology::read()),
+        cpu_plan: None,
     }
 }
 

@@ -49,7 +49,7 @@ impl Exporter for Markdown {
     fn render(&self, run: &RunResults) -> anyhow::Result<Vec<u8>> {
         let mut out = String::from("# ringside results\n\n");
         out += &format!(
-            "- ringside {} ({}), profile `{}`, {}\n- command: `{}`\n- kernel {}, {} CPUs; measured thread on CPU {}, helper CPU {}\n- timer overhead {} ns per interval (subtracted from every per-op latency), clocksource {}\n\n",
+            "- ringside {} ({}), profile `{}`, {}\n- command: `{}`\n- kernel {}, {} CPUs; measured thread on CPU {}, helper CPU {}\n{}- timer overhead {} ns per interval (subtracted from every per-op latency), clocksource {}\n\n",
             run.ringside.version,
             run.ringside.git,
             run.profile,
@@ -59,6 +59,9 @@ impl Exporter for Markdown {
             run.env.cpus,
             run.plan.measured,
             run.plan.helper.map(|c| c.to_string()).unwrap_or_else(|| "none".into()),
+            super::cpu_plan_text(run)
+                .map(|t| format!("- CPU plan: {t}\n"))
+                .unwrap_or_default(),
             run.timer.overhead_ns,
             run.timer.clocksource,
         );

@@ -43,3 +43,52 @@ impl Format {
         }
     }
 }
+
+/// The run's CPU plan in words, for the environment panels: "server CPU 3; load generator
+/// CPUs 0-2,4-6 (6 threads); SQPOLL poller CPU 7; left idle: 7 (SMT siblings of the server's
+/// core); machine: 8 CPUs, 4 cores, SMT, 1 NUMA node". `None` for results written before the
+/// plan recorded its sets (their panels keep the measured/helper line).
+pub fn cpu_plan_text(run: &RunResults) -> Option<String> {
+    use crate::measure::topology::list_string;
+    let p = run.env.cpu_plan.as_ref().unwrap_or(&run.plan);
+    if p.server.is_empty() {
+        return None;
+    }
+    let threads = p.load.len();
+    let mut s = format!(
+        "server CPU {}; load generator CPU{} {} ({} thread{})",
+        list_string(&p.server),
+        if threads == 1 { "" } else { "s" },
+        list_string(&p.load),
+        threads,
+        if threads == 1 { "" } else { "s" },
+    );
+    if p.shared() {
+        s += if p.shared_requested {
+            ", sharing the server's CPU (--allow-shared)"
+        } else {
+            ", sharing the server's CPU (no other CPU to give it)"
+        };
+    }
+    if let Some(c) = p.sqpoll_cpu() {
+        s += &format!("; SQPOLL poller CPU {c}");
+    }
+    if !p.idle.is_empty() {
+        s += &format!(
+            "; left idle: {} (SMT siblings of the server's core)",
+            list_string(&p.idle)
+        );
+    }
+    if let Some(t) = &run.env.topology {
+        s += &format!(
+            "; machine: {} CPUs online ({} allowed), {} cores, {}, {} NUMA node{}",
+            t.online.len(),
+            t.allowed.len(),
+            t.cores.len(),
+            if t.smt() { "SMT" } else { "no SMT" },
+            t.nodes.len(),
+            if t.nodes.len() == 1 { "" } else { "s" },
+        );
+    }
+    Some(s)
+}

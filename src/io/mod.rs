@@ -177,10 +177,7 @@ mod tests {
             let (tx, rx) = std::sync::mpsc::channel();
             let s2 = stop.clone();
             std::thread::spawn(move || {
-                let plan = CpuPlan {
-                    measured: 0,
-                    helper: None,
-                };
+                let plan = CpuPlan::pair(0, None);
                 let _ = tx.send(serve(m, l, crate::proto::Echo, &plan, &s2));
             });
             let mut c = std::net::TcpStream::connect(addr).unwrap();

@@ -6,6 +6,7 @@ pub mod cpu;
 pub mod hist;
 pub mod pin;
 pub mod syscalls;
+pub mod topology;
 
 pub use hist::Hist;
 

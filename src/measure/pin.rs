@@ -4,40 +4,79 @@ use serde::{Deserialize, Serialize};
 use std::io;
 
 /// Which CPUs the measured thread (or server) and its helpers (load generator, SQPOLL poller)
-/// run on. Recorded in the results.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+/// run on. Recorded in the results (`plan`, and `env.cpu_plan`); made over the machine's
+/// topology by [`super::topology::plan`].
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct CpuPlan {
-    /// The measured thread, or the server under test.
+    /// The measured thread, or the server under test (`server[0]`).
     pub measured: u32,
-    /// The other side: the load generator, or the SQPOLL poller. `None` on a 1-CPU plan.
+    /// The other side: the first load CPU, or the SQPOLL poller's. `None` on a shared plan.
     pub helper: Option<u32>,
+    /// The server's CPUs (results written before these fields: empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server: Vec<u32>,
+    /// The load generator's CPUs, one thread each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub load: Vec<u32>,
+    /// Where SQPOLL pollers go.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sqpoll: Option<u32>,
+    /// CPUs left idle on purpose: SMT siblings of the server's core.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub idle: Vec<u32>,
+    /// Server and load share CPUs because the user said `--allow-shared`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared_requested: bool,
 }
 
 impl CpuPlan {
-    /// From a `--cpus` list: first = measured, second = helper. Default: the last two online
-    /// CPUs, measured on the higher one (CPU 0 takes most interrupts).
-    pub fn from_list(cpus: &[u32]) -> CpuPlan {
+    /// One measured CPU and an optional helper (micro workloads, tests).
+    pub fn pair(measured: u32, helper: Option<u32>) -> CpuPlan {
+        let shared = helper.is_none_or(|h| h == measured);
         CpuPlan {
-            measured: cpus.first().copied().unwrap_or(0),
-            helper: cpus.get(1).copied(),
+            measured,
+            helper: helper.filter(|_| !shared),
+            server: vec![measured],
+            load: vec![if shared {
+                measured
+            } else {
+                helper.unwrap_or(measured)
+            }],
+            sqpoll: helper.or(Some(measured)),
+            idle: Vec::new(),
+            shared_requested: false,
         }
     }
 
+    /// From a `--cpus` list: first = measured, second = helper.
+    pub fn from_list(cpus: &[u32]) -> CpuPlan {
+        CpuPlan::pair(cpus.first().copied().unwrap_or(0), cpus.get(1).copied())
+    }
+
+    /// Default: the last two online CPUs, measured on the higher one (CPU 0 takes most
+    /// interrupts).
     pub fn default_for(online: &[u32]) -> CpuPlan {
         match online {
-            [] => CpuPlan {
-                measured: 0,
-                helper: None,
-            },
-            [only] => CpuPlan {
-                measured: *only,
-                helper: None,
-            },
-            [.., a, b] => CpuPlan {
-                measured: *b,
-                helper: Some(*a),
-            },
+            [] => CpuPlan::pair(0, None),
+            [only] => CpuPlan::pair(*only, None),
+            [.., a, b] => CpuPlan::pair(*b, Some(*a)),
         }
+    }
+
+    /// Where a SQPOLL poller goes: the plan's SQPOLL CPU when it is not the measured one.
+    pub fn sqpoll_cpu(&self) -> Option<u32> {
+        self.sqpoll
+            .or(self.helper)
+            .filter(|&c| c != self.measured && !self.shared())
+    }
+
+    /// The load generator's CPUs (results written before `load` was recorded: the helper,
+    /// else the measured CPU).
+    pub fn load_cpus(&self) -> Vec<u32> {
+        if !self.load.is_empty() {
+            return self.load.clone();
+        }
+        vec![self.helper.unwrap_or(self.measured)]
     }
 
     /// True when the helper has no CPU of its own.
@@ -93,13 +132,8 @@ mod tests {
 
     #[test]
     fn plans() {
-        assert_eq!(
-            CpuPlan::default_for(&[0, 1]),
-            CpuPlan {
-                measured: 1,
-                helper: Some(0)
-            }
-        );
+        let p = CpuPlan::default_for(&[0, 1]);
+        assert_eq!((p.measured, p.helper, p.load_cpus()), (1, Some(0), vec![0]));
         assert!(CpuPlan::default_for(&[3]).shared());
         assert!(!CpuPlan::from_list(&[1, 0]).shared());
         assert!(CpuPlan::from_list(&[1, 1]).shared());

@@ -115,14 +115,16 @@ pub fn key_facts(run: &RunResults) -> Vec<(String, String)> {
         ("perf syscall counter".into(), e.perf_syscalls.to_string()),
         (
             "CPU plan".into(),
-            format!(
-                "measured thread on CPU {}, helper {}",
-                run.plan.measured,
-                run.plan
-                    .helper
-                    .map(|c| format!("on CPU {c}"))
-                    .unwrap_or_else(|| "none (1-CPU plan)".into())
-            ),
+            super::cpu_plan_text(run).unwrap_or_else(|| {
+                format!(
+                    "measured thread on CPU {}, helper {}",
+                    run.plan.measured,
+                    run.plan
+                        .helper
+                        .map(|c| format!("on CPU {c}"))
+                        .unwrap_or_else(|| "none (1-CPU plan)".into())
+                )
+            }),
         ),
         (
             "timer".into(),

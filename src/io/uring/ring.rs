@@ -25,13 +25,14 @@ pub struct Setup {
 
 /// Builds a ring with `entries` SQ entries for a model.
 ///
-/// SQPOLL's poller is placed on the plan's helper CPU: on the measured thread's own CPU each
-/// op would wait for a scheduler slice. A plan with no helper CPU makes SQPOLL unavailable.
+/// SQPOLL's poller is placed on the plan's SQPOLL CPU (an idle SMT sibling of the server's
+/// core, else the first load CPU): on the measured thread's own CPU each op would wait for a
+/// scheduler slice. A plan with no CPU apart from the measured one makes SQPOLL unavailable.
 pub fn build(k: &UringKnobs, entries: u32, plan: &CpuPlan) -> Result<(IoUring, Setup), CaseError> {
     let mut b = IoUring::builder();
     let mut setup = Setup::default();
     if let Some(idle) = k.sqpoll_idle_ms {
-        let Some(cpu) = plan.helper.filter(|_| !plan.shared()) else {
+        let Some(cpu) = plan.sqpoll_cpu() else {
             return Err(CaseError::unavailable(
                 "SQPOLL needs a CPU apart from the measured thread's for its poller; \
                  the CPU plan has one CPU (pass --cpus A,B)",

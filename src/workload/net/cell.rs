@@ -110,12 +110,11 @@ pub fn measure(
     load: &Load<'_>,
 ) -> Result<(Sample, Report), CaseError> {
     let plan = ctx.plan;
-    let shared = plan.shared();
-    let load_cpu = plan.helper.filter(|_| !shared).unwrap_or(plan.measured);
+    let load_cpus = plan.load_cpus();
     // This thread (the runner's, pinned to the measured CPU) reads /proc at the window's edges
     // and spawns the server's pipe readers: keep all of that off the server's CPU.
-    let _ = pin::pin_this_thread(load_cpu);
-    let res = measure_pinned(ctx, launch, load, load_cpu);
+    let _ = pin::pin_this_thread(load_cpus[0]);
+    let res = measure_pinned(ctx, launch, load, &load_cpus);
     let _ = pin::pin_this_thread(plan.measured);
     res
 }
@@ -124,11 +123,12 @@ fn measure_pinned(
     ctx: &Ctx<'_>,
     launch: Launch,
     load: &Load<'_>,
-    load_cpu: u32,
+    load_cpus: &[u32],
 ) -> Result<(Sample, Report), CaseError> {
     let plan = ctx.plan;
-    // A SQPOLL server's poller runs on the load generator's CPU when there is no third CPU.
-    let shared = plan.shared() || launch.cpus().contains(&load_cpu);
+    let load_cpu = load_cpus[0];
+    // A SQPOLL server's poller runs on a load generator's CPU when there is no spare one.
+    let shared = plan.shared() || launch.cpus().iter().any(|c| load_cpus.contains(c));
     // An external contender is confined to its CPUs too, so this holds for every server.
     let server_cpus = launch.cpus().len();
     let mut server: UnderTest = launch.start()?;
@@ -145,8 +145,9 @@ fn measure_pinned(
     let mut cfg = Config::new(server.addr(), load.conns, load.duration);
     cfg.warmup = load.warmup;
     cfg.rate = load.rate;
-    cfg.threads = 1;
-    cfg.cpus = vec![load_cpu];
+    // One load thread per load CPU (the plan gives the load every CPU it can spare).
+    cfg.threads = load_cpus.len();
+    cfg.cpus = load_cpus.to_vec();
     let (mut cpu0, mut cpu1) = (None, None);
     let (mut sys0, mut sys1) = (0, 0);
     // When each edge's readings were taken: a reading taken late (this thread woke late on a

@@ -332,7 +332,7 @@ pub fn serve_command(
         .map_err(|e| CaseError::Failed(anyhow::anyhow!("cannot find this executable: {e}")))?;
     let sqpoll = m.uring_knobs().is_some_and(|k| k.sqpoll_idle_ms.is_some());
     let mut cpus = vec![plan.measured];
-    if let Some(h) = plan.helper.filter(|_| sqpoll && !plan.shared()) {
+    if let Some(h) = plan.sqpoll_cpu().filter(|_| sqpoll) {
         cpus.push(h);
     }
     let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
