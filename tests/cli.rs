@@ -315,7 +315,6 @@ fn bad_cpu_plans_are_refused_by_name() {
     run(&["--load-cpus", "0", "--server-cpus", "0"]).stderr(
         predicate::str::contains("share CPU(s) 0").and(predicate::str::contains("--allow-shared")),
     );
-    run(&["--server-cpus", "0-1"]).stderr(predicate::str::contains("--server-cpus 0-1"));
     run(&["--cpus", "1,0", "--server-cpus", "1"]).stderr(predicate::str::contains("--cpus"));
     run(&["--load-cpus", "x"]).stderr(predicate::str::contains("--load-cpus"));
     assert!(!out.join("results.json").exists());
@@ -352,4 +351,24 @@ fn the_cpu_plan_is_recorded_and_reported() {
     assert!(v["env"]["topology"]["cores"].is_array());
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(md.contains("- CPU plan: server CPU"), "{md}");
+}
+
+#[test]
+fn serve_threads_out_of_range_is_refused_by_name() {
+    for n in ["0", "1025"] {
+        ringside()
+            .args([
+                "serve",
+                "--protocol",
+                "echo",
+                "--model",
+                "epoll-lt",
+                "--threads",
+                n,
+            ])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(format!("--threads {n}")))
+            .stderr(predicate::str::contains("1..=1024"));
+    }
 }

@@ -22,7 +22,7 @@ use anyhow::{anyhow, Context};
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Protocols `--protocol` knows.
@@ -91,18 +91,43 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         why: format!("{e} (expected IP:PORT, e.g. 127.0.0.1:0)"),
     })?;
     let idle = idle_override(a.idle_timeout_ms, peer_kind(model).is_some())?;
+    if !(1..=MAX_THREADS).contains(&a.threads) {
+        return Err(InputError::BadValue {
+            flag: "--threads",
+            given: a.threads.to_string(),
+            valid: format!("valid: 1..={MAX_THREADS}"),
+        }
+        .into());
+    }
     let online = pin::allowed_cpus();
-    let plan = match &a.cpus {
-        Some(s) => CpuPlan::from_list(&super::run::parse_cpus(s, &online)?),
-        None => CpuPlan::default_for(&online),
+    let cpus = match &a.cpus {
+        Some(s) => Some(super::run::parse_cpus(s, &online)?),
+        None => None,
     };
+    if let Some(c) = a.sqpoll_cpu.filter(|c| !online.contains(c)) {
+        return Err(InputError::BadValue {
+            flag: "--sqpoll-cpu",
+            given: c.to_string(),
+            valid: format!(
+                "valid: a CPU this process may use ({})",
+                crate::measure::topology::list_string(&online)
+            ),
+        }
+        .into());
+    }
     if let Availability::Unavailable(why) = model.availability(&crate::env::probe()) {
         return Ok(unavailable(&why));
     }
-    if a.cpus.is_some() {
-        // Threads created from here on (connection threads, the signal thread) inherit it.
-        pin::pin_this_thread(plan.measured).context("pinning the server")?;
-    }
+    let body: Arc<[u8]> = match a.body_bytes {
+        None => DEFAULT_BODY.into(),
+        Some(n) => body_pattern(n as usize).into(),
+    };
+    let how = How {
+        model,
+        http,
+        idle,
+        body,
+    };
     let stop = Arc::new(Stop::new()?);
     block_stop_signals()?;
     {
@@ -111,75 +136,216 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             .name("signals".into())
             .spawn(move || wait_stop_signal(&stop))?;
     }
-    let listener = TcpListener::bind(addr).with_context(|| format!("binding {addr}"))?;
-    tune_listener(&listener)?;
-    let local = listener.local_addr()?;
-    let listening = format!("listening on {local}");
-    let counters = match peer_kind(model) {
-        Some(kind) => {
-            announce(&listening)?;
-            // Peers stop on a flag they poll; mirror the Stop into one.
-            let flag = Arc::new(AtomicBool::new(false));
-            {
-                let (flag, stop) = (flag.clone(), stop.clone());
-                std::thread::Builder::new()
-                    .name("peer-stop".into())
-                    .spawn(move || {
-                        stop.wait();
-                        flag.store(true, Ordering::SeqCst);
-                    })?;
-            }
-            match http {
-                // tokio's HTTP contender is hyper's server; monoio has none of its own, so it
-                // runs ringside's sans-I/O HTTP protocol in a plain read/write loop.
-                Some(h) if kind == PeerKind::Tokio => {
-                    let body: Arc<[u8]> = match a.body_bytes {
-                        None => DEFAULT_BODY.into(),
-                        Some(n) => body_pattern(n as usize).into(),
-                    };
-                    drop(h);
-                    crate::peer::serve_http(kind, listener, flag, body)?
-                }
-                Some(h) => crate::peer::serve_proto(kind, listener, h, flag)?,
-                None => crate::peer::serve_echo(kind, listener, flag)?,
-            }
-            let mut c = crate::measure::Counters::default();
-            c.add("peer_runs", 1);
-            c
+    let served = if a.threads == 1 {
+        let plan = match &cpus {
+            Some(list) => CpuPlan::from_list(list),
+            None => CpuPlan::default_for(&online),
+        };
+        let plan = match a.sqpoll_cpu {
+            Some(c) => CpuPlan::pair(plan.measured, Some(c)),
+            None => plan,
+        };
+        if cpus.is_some() {
+            // Threads created from here on (connection threads) inherit it.
+            pin::pin_this_thread(plan.measured).context("pinning the server")?;
         }
-        None => {
+        let listener = TcpListener::bind(addr).with_context(|| format!("binding {addr}"))?;
+        tune_listener(&listener)?;
+        let listening = format!("listening on {}", listener.local_addr()?);
+        if peer_kind(model).is_some() {
+            announce(&listening)?;
+        } else {
             // Announced by the server itself once its setup succeeded.
             stop.on_ready(move || {
                 // A parent that is gone kills this process (PR_SET_PDEATHSIG): nothing to do.
                 let _ = announce(&listening);
             });
-            let served = match http {
-                Some(h) => {
-                    let idle = idle.unwrap_or_else(|| h.idle_timeout());
-                    io::serve(model, listener, WithIdle { inner: h, idle }, &plan, &stop)
-                }
-                None => {
-                    let idle = idle.unwrap_or_else(|| Echo.idle_timeout());
-                    io::serve(
-                        model,
-                        listener,
-                        WithIdle { inner: Echo, idle },
-                        &plan,
-                        &stop,
-                    )
-                }
-            };
-            match served {
-                Ok(c) => c,
-                Err(CaseError::Unavailable(why)) => return Ok(unavailable(&why)),
-                Err(e) => return Err(anyhow!("{e}")),
-            }
         }
+        how.serve(listener, &plan, &stop)
+    } else {
+        let cpus = cpus.unwrap_or(online);
+        serve_threads(&how, a.threads as usize, &cpus, a.sqpoll_cpu, addr, &stop)?
+    };
+    let counters = match served {
+        Ok(c) => c,
+        Err(CaseError::Unavailable(why)) => return Ok(unavailable(&why)),
+        Err(e) => return Err(anyhow!("{e}")),
     };
     let mut out = std::io::stdout().lock();
     writeln!(out, "counters {}", serde_json::to_string(&counters)?)?;
     out.flush()?;
     Ok(0)
+}
+
+/// Most `--threads`.
+pub const MAX_THREADS: u64 = 1024;
+
+/// What one server thread serves: the model, its protocol and the HTTP body.
+struct How {
+    model: &'static crate::model::ModelSpec,
+    http: Option<Http>,
+    idle: Option<Option<std::time::Duration>>,
+    body: Arc<[u8]>,
+}
+
+impl How {
+    /// Serves `listener` in this thread until `stop`: a built-in server (which calls
+    /// `stop.ready()` once its setup succeeded) or a peer (tokio, monoio: one current-thread
+    /// runtime in this thread).
+    fn serve(
+        &self,
+        listener: TcpListener,
+        plan: &CpuPlan,
+        stop: &Arc<Stop>,
+    ) -> Result<crate::measure::Counters, CaseError> {
+        let failed = |e: anyhow::Error| CaseError::Failed(e);
+        match peer_kind(self.model) {
+            Some(kind) => {
+                // Peers stop on a flag they poll; mirror the Stop into one.
+                let flag = Arc::new(AtomicBool::new(false));
+                {
+                    let (flag, stop) = (flag.clone(), stop.clone());
+                    std::thread::Builder::new()
+                        .name("peer-stop".into())
+                        .spawn(move || {
+                            stop.wait();
+                            flag.store(true, Ordering::SeqCst);
+                        })
+                        .map_err(|e| failed(e.into()))?;
+                }
+                match &self.http {
+                    // tokio's HTTP contender is hyper's server; monoio has none of its own, so
+                    // it runs ringside's sans-I/O HTTP protocol in a plain read/write loop.
+                    Some(_) if kind == PeerKind::Tokio => {
+                        crate::peer::serve_http(kind, listener, flag, self.body.clone())
+                    }
+                    Some(h) => crate::peer::serve_proto(kind, listener, h.clone(), flag),
+                    None => crate::peer::serve_echo(kind, listener, flag),
+                }
+                .map_err(failed)?;
+                let mut c = crate::measure::Counters::default();
+                c.add("peer_runs", 1);
+                Ok(c)
+            }
+            None => match &self.http {
+                Some(h) => {
+                    let idle = self.idle.unwrap_or_else(|| h.idle_timeout());
+                    let proto = WithIdle {
+                        inner: h.clone(),
+                        idle,
+                    };
+                    io::serve(self.model, listener, proto, plan, stop)
+                }
+                None => {
+                    let idle = self.idle.unwrap_or_else(|| Echo.idle_timeout());
+                    let proto = WithIdle { inner: Echo, idle };
+                    io::serve(self.model, listener, proto, plan, stop)
+                }
+            },
+        }
+    }
+}
+
+/// `--threads N` > 1: N server threads, shared nothing — each its own SO_REUSEPORT listener on
+/// one address (the kernel spreads connections by their 4-tuple hash), its own event loop or
+/// ring and its own counters — pinned round-robin over `cpus`. `listening on` is printed once
+/// every thread's setup succeeded. A thread that ends (an error, a panic) stops the others,
+/// and the first error is the result. The counters are the threads' sums, plus
+/// `server_threads` and `accepts_thread_<i>` (uneven spread shows).
+fn serve_threads(
+    how: &How,
+    n: usize,
+    cpus: &[u32],
+    sqpoll_cpu: Option<u32>,
+    addr: SocketAddr,
+    stop: &Arc<Stop>,
+) -> anyhow::Result<Result<crate::measure::Counters, CaseError>> {
+    let first = io::sys::reuseport_listener(addr, BACKLOG)
+        .with_context(|| format!("binding {addr} (SO_REUSEPORT)"))?;
+    let local = first.local_addr()?;
+    let mut listeners = vec![first];
+    for _ in 1..n {
+        listeners.push(
+            io::sys::reuseport_listener(local, BACKLOG)
+                .with_context(|| format!("binding {local} again (SO_REUSEPORT)"))?,
+        );
+    }
+    for l in &listeners {
+        tune_listener(l)?;
+    }
+    let listening = format!("listening on {local}");
+    let peer = peer_kind(how.model).is_some();
+    if peer {
+        announce(&listening)?;
+    }
+    let ready = Arc::new(AtomicUsize::new(0));
+    let mut stops = Vec::with_capacity(n);
+    for _ in 0..n {
+        let s = Arc::new(Stop::new()?);
+        if !peer {
+            let (ready, listening) = (ready.clone(), listening.clone());
+            s.on_ready(move || {
+                if ready.fetch_add(1, Ordering::SeqCst) + 1 == n {
+                    let _ = announce(&listening);
+                }
+            });
+        }
+        stops.push(s);
+    }
+    let results: Vec<Result<crate::measure::Counters, CaseError>> = std::thread::scope(|sc| {
+        let stops = &stops;
+        sc.spawn(move || {
+            stop.wait();
+            for s in stops {
+                s.request();
+            }
+        });
+        let handles: Vec<_> = listeners
+            .into_iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let cpu = cpus[i % cpus.len()];
+                sc.spawn(move || {
+                    let _ = pin::pin_this_thread(cpu);
+                    let plan = CpuPlan::pair(cpu, sqpoll_cpu);
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        how.serve(l, &plan, &stops[i])
+                    }))
+                    .unwrap_or_else(|_| {
+                        Err(CaseError::Failed(anyhow!("server thread {i} panicked")))
+                    });
+                    // One thread ending ends them all.
+                    if !stop.requested() {
+                        stop.request();
+                    }
+                    r.map_err(|e| match e {
+                        CaseError::Failed(e) => {
+                            CaseError::Failed(anyhow!("server thread {i} (CPU {cpu}): {e:#}"))
+                        }
+                        other => other,
+                    })
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(CaseError::Failed(anyhow!("a server thread panicked"))))
+            })
+            .collect()
+    });
+    let mut total = crate::measure::Counters::default();
+    for (i, r) in results.into_iter().enumerate() {
+        let c = match r {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(e)),
+        };
+        total.add(&format!("accepts_thread_{i}"), c.get("accepts"));
+        total.merge(&c);
+    }
+    total.add("server_threads", n as u64);
+    Ok(Ok(total))
 }
 
 /// Says why the model cannot run here and gives the exit code that says so to a supervisor.

@@ -14,6 +14,7 @@ use super::{
     Config, Edge, Exchange, Fault, Mismatch, Report, Response, Verdict, CLIENT_BOUND_FRACTION,
     GAP_BUCKETS, READ_CHUNK,
 };
+use crate::io::sys::sockaddr;
 use crate::measure::{clock::now_ns, cpu, pin, Hist};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -933,31 +934,6 @@ fn source_for(cfg: &Config, id: usize) -> Option<Ipv4Addr> {
         }
         _ => None,
     }
-}
-
-fn sockaddr(a: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
-    // SAFETY: sockaddr_storage is plain data; zero is a valid start.
-    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let len = match a {
-        SocketAddr::V4(v4) => {
-            // SAFETY: sockaddr_storage is large enough and aligned for sockaddr_in.
-            let sin = unsafe { &mut *(&mut ss as *mut _ as *mut libc::sockaddr_in) };
-            sin.sin_family = libc::AF_INET as libc::sa_family_t;
-            sin.sin_port = v4.port().to_be();
-            sin.sin_addr.s_addr = u32::from_ne_bytes(v4.ip().octets());
-            std::mem::size_of::<libc::sockaddr_in>()
-        }
-        SocketAddr::V6(v6) => {
-            // SAFETY: as above, for sockaddr_in6.
-            let sin6 = unsafe { &mut *(&mut ss as *mut _ as *mut libc::sockaddr_in6) };
-            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
-            sin6.sin6_port = v6.port().to_be();
-            sin6.sin6_addr.s6_addr = v6.ip().octets();
-            sin6.sin6_scope_id = v6.scope_id();
-            std::mem::size_of::<libc::sockaddr_in6>()
-        }
-    };
-    (ss, len as libc::socklen_t)
 }
 
 /// A non-blocking socket with TCP_NODELAY whose connect is under way.

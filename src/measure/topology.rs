@@ -49,8 +49,6 @@ pub enum PlanError {
     Overlap { cpus: String },
     /// An empty list.
     Empty { flag: &'static str },
-    /// More server CPUs than the servers can use yet.
-    TooManyServerCpus { given: String },
 }
 
 impl fmt::Display for PlanError {
@@ -66,11 +64,6 @@ impl fmt::Display for PlanError {
                  --allow-shared to measure them sharing (cells are marked shared_cpus)"
             ),
             PlanError::Empty { flag } => write!(f, "{flag}: the list is empty"),
-            PlanError::TooManyServerCpus { given } => write!(
-                f,
-                "--server-cpus {given}: the servers run one thread for now, so the server set \
-                 is one CPU; valid: a single allowed CPU"
-            ),
         }
     }
 }
@@ -218,11 +211,6 @@ pub fn plan(t: &Topology, req: &Request) -> Result<CpuPlan, PlanError> {
     };
     if let Some(s) = &req.server {
         check("--server-cpus", s)?;
-        if s.len() > 1 {
-            return Err(PlanError::TooManyServerCpus {
-                given: list_string(s),
-            });
-        }
     }
     if let Some(l) = &req.load {
         check("--load-cpus", l)?;
@@ -413,10 +401,12 @@ mod tests {
             plan(&t, &req(vec![], vec![0], false)),
             Err(PlanError::Empty { .. })
         ));
-        assert!(matches!(
-            plan(&t, &req(vec![1, 2], vec![0], false)),
-            Err(PlanError::TooManyServerCpus { .. })
-        ));
+        // Several server CPUs: one server thread each; the measured CPU is the first.
+        let p = plan(&t, &req(vec![2, 3], vec![0, 1], false)).unwrap();
+        assert_eq!(
+            (p.measured, p.server.clone(), p.load.clone()),
+            (2, vec![2, 3], vec![0, 1])
+        );
         assert!(matches!(
             plan(&t, &req(vec![1], vec![7], false)),
             Err(PlanError::NotAllowed {

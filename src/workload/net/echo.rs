@@ -213,10 +213,12 @@ impl Workload for EchoConns {
         accepts(m)
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
-        let mut conns = vec![1, 2, 50, 100, 1000];
-        if profile == Profile::Full {
-            conns.push(10_000);
-        }
+        // quick leaves out 2 connections (the default run's time budget).
+        let conns = match profile {
+            Profile::Smoke => vec![1, 2, 50, 100, 1000],
+            Profile::Quick => vec![1, 50, 100, 1000],
+            Profile::Full => vec![1, 2, 50, 100, 1000, 10_000],
+        };
         let points = conns.into_iter().map(|c| point(profile, c, 64)).collect();
         with_equal_load(points, |p| {
             p.args::<Args>()
@@ -245,8 +247,14 @@ impl Workload for EchoPayload {
         accepts(m)
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
-        [64, 512, 4096, 16384]
-            .into_iter()
+        // quick leaves out 512 B (the default run's time budget).
+        let sizes: &[u64] = match profile {
+            Profile::Quick => &[64, 4096, 16384],
+            _ => &[64, 512, 4096, 16384],
+        };
+        sizes
+            .iter()
+            .copied()
             .map(|b| point(profile, 50, b))
             .collect()
     }
@@ -331,14 +339,30 @@ pub fn serve_command(
     let exe = std::env::current_exe()
         .map_err(|e| CaseError::Failed(anyhow::anyhow!("cannot find this executable: {e}")))?;
     let sqpoll = m.uring_knobs().is_some_and(|k| k.sqpoll_idle_ms.is_some());
+    let mut c = Command::new(exe);
+    c.args(["serve", "--protocol", protocol, "--model", m.id])
+        .args(["--addr", "127.0.0.1:0"]);
+    let poller = plan.sqpoll_cpu().filter(|_| sqpoll);
+    if plan.server.len() > 1 {
+        // A server set of several CPUs: one server thread per CPU (`serve --threads`).
+        let list: Vec<String> = plan.server.iter().map(|c| c.to_string()).collect();
+        c.args(["--threads", &plan.server.len().to_string()])
+            .args(["--cpus", &list.join(",")]);
+        let mut cpus = plan.server.clone();
+        if let Some(p) = poller {
+            c.args(["--sqpoll-cpu", &p.to_string()]);
+            if !cpus.contains(&p) {
+                cpus.push(p);
+            }
+        }
+        return Ok((c, cpus));
+    }
     let mut cpus = vec![plan.measured];
-    if let Some(h) = plan.sqpoll_cpu().filter(|_| sqpoll) {
+    if let Some(h) = poller {
         cpus.push(h);
     }
     let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
-    let mut c = Command::new(exe);
-    c.args(["serve", "--protocol", protocol, "--model", m.id])
-        .args(["--addr", "127.0.0.1:0", "--cpus", &list.join(",")]);
+    c.args(["--cpus", &list.join(",")]);
     Ok((c, cpus))
 }
 
