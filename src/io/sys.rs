@@ -206,6 +206,43 @@ pub fn sockaddr(a: std::net::SocketAddr) -> (libc::sockaddr_storage, libc::sockl
     (ss, len as libc::socklen_t)
 }
 
+/// A TCP socket of `addr`'s family, close-on-exec, with `flags` (e.g. SOCK_NONBLOCK).
+pub fn tcp_socket(addr: &std::net::SocketAddr, flags: libc::c_int) -> io::Result<OwnedFd> {
+    let family = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: plain socket creation; the fd is owned at once.
+    Ok(unsafe {
+        OwnedFd::from_raw_fd(cvt(libc::socket(
+            family,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC | flags,
+            0,
+        ))?)
+    })
+}
+
+/// setsockopt(2) of an int option.
+pub fn set_int_opt(
+    fd: &OwnedFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    v: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: valid fd and a pointer to an int of the stated size.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })
+    .map(|_| ())
+}
+
 /// A TCP listener on `addr` with SO_REUSEADDR and SO_REUSEPORT set before bind, so that several
 /// (one per server thread) share one address and the kernel spreads connections over them by
 /// their 4-tuple hash.
@@ -213,31 +250,9 @@ pub fn reuseport_listener(
     addr: std::net::SocketAddr,
     backlog: i32,
 ) -> io::Result<std::net::TcpListener> {
-    let family = if addr.is_ipv4() {
-        libc::AF_INET
-    } else {
-        libc::AF_INET6
-    };
-    // SAFETY: plain socket creation; the fd is owned at once.
-    let fd = unsafe {
-        OwnedFd::from_raw_fd(cvt(libc::socket(
-            family,
-            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
-            0,
-        ))?)
-    };
-    let one: libc::c_int = 1;
+    let fd = tcp_socket(&addr, 0)?;
     for opt in [libc::SO_REUSEADDR, libc::SO_REUSEPORT] {
-        // SAFETY: valid socket fd and option pointer/length.
-        cvt(unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                opt,
-                (&one as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        })?;
+        set_int_opt(&fd, libc::SOL_SOCKET, opt, 1)?;
     }
     let (ss, len) = sockaddr(addr);
     // SAFETY: ss holds a sockaddr of `len` bytes.

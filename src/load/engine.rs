@@ -938,32 +938,8 @@ fn source_for(cfg: &Config, id: usize) -> Option<Ipv4Addr> {
 
 /// A non-blocking socket with TCP_NODELAY whose connect is under way.
 fn connect(target: SocketAddr, source: Option<Ipv4Addr>) -> io::Result<OwnedFd> {
-    let family = if target.is_ipv4() {
-        libc::AF_INET
-    } else {
-        libc::AF_INET6
-    };
-    // SAFETY: plain socket creation; the fd is owned immediately.
-    let fd = unsafe {
-        OwnedFd::from_raw_fd(cvt(libc::socket(
-            family,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        ))?)
-    };
-    let one: libc::c_int = 1;
-    let setopt = |level, name| {
-        // SAFETY: valid fd and a pointer to an int of the stated size.
-        cvt(unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                level,
-                name,
-                (&one as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        })
-    };
+    let fd = crate::io::sys::tcp_socket(&target, libc::SOCK_NONBLOCK)?;
+    let setopt = |level, name| crate::io::sys::set_int_opt(&fd, level, name, 1);
     setopt(libc::IPPROTO_TCP, libc::TCP_NODELAY)?;
     if let Some(src) = source {
         // The port is picked at connect time from the whole 4-tuple, not at bind time.
