@@ -10,7 +10,7 @@ use std::io;
 pub struct CpuPlan {
     /// The measured thread, or the server under test (`server[0]`).
     pub measured: u32,
-    /// The other side: the first load CPU, or the SQPOLL poller's. `None` on a shared plan.
+    /// The other side: the highest load CPU (also the SQPOLL poller's when no SMT sibling is idle). `None` on a shared plan.
     pub helper: Option<u32>,
     /// The server's CPUs (results written before these fields: empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

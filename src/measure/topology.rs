@@ -8,7 +8,7 @@
 //! units); the load generator gets every other allowed CPU of the server's NUMA node, one
 //! thread each. With nothing left for the load (one CPU, or one core's siblings only), the
 //! plan is shared (`shared_cpus`). SQPOLL pollers go to an idle SMT sibling of the server's
-//! core when there is one, else to the first load CPU (shared with the load generator, as on
+//! core when there is one, else to the highest load CPU (the helper) (shared with the load generator, as on
 //! a 2-CPU machine there is no third).
 
 use super::pin::CpuPlan;
@@ -268,10 +268,13 @@ pub fn plan(t: &Topology, req: &Request) -> Result<CpuPlan, PlanError> {
         .copied()
         .filter(|c| !load.contains(c))
         .collect();
-    let sqpoll = idle.first().or(load.first()).copied();
+    // The helper (micro and storage workloads' other side, and the SQPOLL fallback) is the
+    // highest load CPU: on a machine without SMT or NUMA that keeps the last two CPUs as the
+    // measured/helper pair, and keeps it off CPU 0, which takes most interrupts.
+    let sqpoll = idle.first().or(load.last()).copied();
     Ok(CpuPlan {
         measured: server[0],
-        helper: if shared { None } else { load.first().copied() },
+        helper: if shared { None } else { load.last().copied() },
         server,
         load,
         sqpoll,
@@ -318,6 +321,8 @@ mod tests {
     fn four_and_sixteen_cpus_give_the_load_every_other_cpu() {
         let p = default(&flat(4));
         assert_eq!((p.server.clone(), p.load.clone()), (vec![3], vec![0, 1, 2]));
+        // The micro and storage suites' pair stays the last two CPUs, as before the plan.
+        assert_eq!((p.measured, p.helper, p.sqpoll), (3, Some(2), Some(2)));
         let p = default(&flat(16));
         assert_eq!(p.server, vec![15]);
         assert_eq!(p.load, (0..15).collect::<Vec<_>>());
@@ -392,7 +397,7 @@ mod tests {
             allow_shared: allow,
         };
         let p = plan(&t, &req(vec![1], vec![0, 2], false)).unwrap();
-        assert_eq!((p.server, p.load, p.helper), (vec![1], vec![0, 2], Some(0)));
+        assert_eq!((p.server, p.load, p.helper), (vec![1], vec![0, 2], Some(2)));
         let e = plan(&t, &req(vec![1], vec![1, 2], false)).unwrap_err();
         assert_eq!(e, PlanError::Overlap { cpus: "1".into() });
         let p = plan(&t, &req(vec![1], vec![1, 2], true)).unwrap();

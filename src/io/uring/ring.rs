@@ -26,7 +26,7 @@ pub struct Setup {
 /// Builds a ring with `entries` SQ entries for a model.
 ///
 /// SQPOLL's poller is placed on the plan's SQPOLL CPU (an idle SMT sibling of the server's
-/// core, else the first load CPU): on the measured thread's own CPU each op would wait for a
+/// core, else the highest load CPU): on the measured thread's own CPU each op would wait for a
 /// scheduler slice. A plan with no CPU apart from the measured one makes SQPOLL unavailable.
 pub fn build(k: &UringKnobs, entries: u32, plan: &CpuPlan) -> Result<(IoUring, Setup), CaseError> {
     let mut b = IoUring::builder();
