@@ -13,6 +13,9 @@ pub struct Progress {
     bar: Option<ProgressBar>,
     /// Cases in the run, for the plain "[i/N]" lines.
     total: AtomicUsize,
+    /// Cases finished so far (the runner interleaves the cases of a point, so they finish in
+    /// groups, not in index order).
+    done: AtomicUsize,
 }
 
 impl Progress {
@@ -28,6 +31,7 @@ impl Progress {
         Progress {
             bar,
             total: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
         }
     }
 
@@ -74,7 +78,8 @@ impl Observer for Progress {
         }
     }
 
-    fn case_finished(&self, index: usize, r: &CaseResult) {
+    fn case_finished(&self, _index: usize, r: &CaseResult) {
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
         let what = case_label(&r.workload, &r.label(), &r.params);
         let tail = match (&r.status, &r.figures) {
             (Status::Measured, Some(f)) => format!(
@@ -90,12 +95,12 @@ impl Observer for Progress {
         };
         match &self.bar {
             Some(b) => {
-                b.set_position(index as u64 + 1);
+                b.set_position(done as u64);
                 b.println(format!("{what}: {tail}"));
             }
             None => self.line(format!(
                 "[{}/{}] {what}: {tail}",
-                index + 1,
+                done,
                 self.total.load(Ordering::Relaxed)
             )),
         }
