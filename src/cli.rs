@@ -141,12 +141,12 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:0")]
     pub addr: String,
     /// CPUs: the server first (it pins itself there), then its helper (SQPOLL poller), e.g. "0,1".
-    /// With --threads N > 1: the server threads' CPUs, round-robin.
+    /// With --threads N > 1 (or tokio-mt): the server threads' CPUs, round-robin.
     #[arg(long)]
     pub cpus: Option<String>,
     /// Server threads, shared nothing: each its own SO_REUSEPORT listener on the address and
     /// its own event loop or ring (1..=1024; default 1). `blocking` gets N acceptors, each
-    /// spawning a thread per connection.
+    /// spawning a thread per connection; `tokio-mt` one runtime of N workers on one listener.
     #[arg(long, default_value_t = 1)]
     pub threads: u64,
     /// With --threads N > 1: where SQPOLL pollers go (default: none, SQPOLL is then

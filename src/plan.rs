@@ -2,6 +2,7 @@
 //! that selection expands to.
 
 use crate::error::InputError;
+use crate::measure::pin::CpuPlan;
 use crate::model::ModelSpec;
 use crate::registry::{self, MODELS, WORKLOADS};
 use crate::workload::{Point, Workload};
@@ -18,11 +19,15 @@ pub struct Case {
     pub not_applicable: Option<String>,
 }
 
-/// Resolves `items` (suites like `micro` or workload ids like `micro.pipe`; empty = all) into
-/// workloads in registry order.
+/// Resolves `items` (suites like `micro` or workload ids like `micro.pipe`; empty = every
+/// workload that runs by default, [`Workload::by_default`]) into workloads in registry order.
 pub fn select_workloads(items: &[String]) -> Result<Vec<&'static dyn Workload>, InputError> {
     if items.is_empty() {
-        return Ok(WORKLOADS.to_vec());
+        return Ok(WORKLOADS
+            .iter()
+            .copied()
+            .filter(|w| w.by_default())
+            .collect());
     }
     for it in items {
         let known = registry::suites().contains(&it.as_str()) || registry::workload(it).is_some();
@@ -71,13 +76,14 @@ pub fn expand(
     models: &[&'static ModelSpec],
     models_named: bool,
     profile: Profile,
+    cpus: &CpuPlan,
 ) -> Vec<Case> {
     let mut cases = Vec::new();
     for &w in workloads {
         for &m in models {
-            match w.accepts(m) {
+            match w.accepts_on(m, cpus) {
                 Ok(()) => {
-                    for p in w.points(profile, m) {
+                    for p in w.points_on(profile, m, cpus) {
                         cases.push(Case {
                             workload: w,
                             model: m,
@@ -105,7 +111,18 @@ mod tests {
 
     #[test]
     fn selection_by_suite_and_id_and_bad_values_named() {
-        assert_eq!(select_workloads(&[]).unwrap().len(), WORKLOADS.len());
+        assert_eq!(
+            select_workloads(&[]).unwrap().len(),
+            WORKLOADS.iter().filter(|w| w.by_default()).count()
+        );
+        // A workload that runs when named runs when its suite or id is named.
+        for w in WORKLOADS.iter().filter(|w| !w.by_default()) {
+            let suite = registry::suite_of(w.id());
+            assert!(select_workloads(&[suite.into()])
+                .unwrap()
+                .iter()
+                .any(|x| x.id() == w.id()));
+        }
         let micro = select_workloads(&["micro".into()]).unwrap();
         assert!(micro.iter().all(|w| w.id().starts_with("micro.")));
         let one = select_workloads(&["micro.pipe".into()]).unwrap();
@@ -123,9 +140,9 @@ mod tests {
 
     #[test]
     fn every_workload_has_cases_and_named_models_show_not_applicable() {
-        let ws = select_workloads(&[]).unwrap();
+        let ws = WORKLOADS.to_vec();
         let all = select_models(None).unwrap();
-        let cases = expand(&ws, &all, false, Profile::Smoke);
+        let cases = expand(&ws, &all, false, Profile::Smoke, &CpuPlan::pair(1, Some(0)));
         for w in &ws {
             assert!(
                 cases
@@ -136,7 +153,7 @@ mod tests {
             );
         }
         assert!(cases.iter().all(|c| c.not_applicable.is_none()));
-        let named = expand(&ws, &all, true, Profile::Smoke);
+        let named = expand(&ws, &all, true, Profile::Smoke, &CpuPlan::pair(1, Some(0)));
         assert!(named.iter().any(|c| c.not_applicable.is_some()));
     }
 }

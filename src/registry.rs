@@ -127,6 +127,13 @@ pub static MODELS: &[ModelSpec] = &[
         knobs: Knobs::Peer(crate::model::PeerKind::Tokio),
     },
     ModelSpec {
+        id: "tokio-mt",
+        summary: "contender: tokio multi-thread runtime (epoll, work stealing), one worker per \
+                  server CPU, a read/write_all task per connection",
+        family: Family::Peer,
+        knobs: Knobs::Peer(crate::model::PeerKind::TokioMt),
+    },
+    ModelSpec {
         id: "monoio",
         summary: "contender: monoio on its io_uring driver, a read/write_all task per connection",
         family: Family::Peer,
@@ -146,8 +153,10 @@ pub static WORKLOADS: &[&dyn Workload] = &[
     &net::echo::EchoConns,
     &net::echo::EchoPayload,
     &net::echo::EchoRate,
+    &net::cores::EchoCores,
     &net::http::HttpClients,
     &net::http::HttpRate,
+    &net::cores::HttpCores,
 ];
 
 /// Suites are the first component of workload ids, in registry order.

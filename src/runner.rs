@@ -232,7 +232,14 @@ fn measure_group(
             c.counted = Some(s);
         }
     }
-    Some(run.into_iter().map(Running::finish).collect())
+    let mut out: Vec<CaseResult> = run.into_iter().map(Running::finish).collect();
+    // A point of a cores sweep: its efficiency against the one-thread point, measured before.
+    if let Some(sc) = first.point.as_ref().and_then(|p| p.scaling.as_ref()) {
+        for r in &mut out {
+            r.scaling_efficiency = stats::scaling::efficiency(r, sc.threads, &sc.base, done);
+        }
+    }
+    Some(out)
 }
 
 fn start_case<'c>(index: usize, case: &'c Case, set: &Setting<'_>) -> Running<'c> {
@@ -263,6 +270,7 @@ fn start_case<'c>(index: usize, case: &'c Case, set: &Setting<'_>) -> Running<'c
         warmups: budget.warmups,
         repetitions: 0,
         rate_per_sec: None,
+        scaling_efficiency: None,
         runs_started_unix_ns: Vec::new(),
         figures: None,
         warnings: Vec::new(),
@@ -458,9 +466,10 @@ mod tests {
             .iter()
             .map(|id| crate::registry::model(id).unwrap())
             .collect();
-        let cases = crate::plan::expand(&[w as &dyn Workload], &models, false, Profile::Smoke);
-        let env = crate::env::probe();
         let plan = pin::CpuPlan::pair(0, None);
+        let cases =
+            crate::plan::expand(&[w as &dyn Workload], &models, false, Profile::Smoke, &plan);
+        let env = crate::env::probe();
         let meter = Meter::new();
         let budget = Budget {
             warmups: 1,

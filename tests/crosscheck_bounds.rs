@@ -87,8 +87,8 @@ fn output_of_wrk_and_fio_is_read_bounded() {
         .expect("a work dir");
     let w = plan::select_workloads(&["storage.randread".into()]).unwrap();
     let m = plan::select_models(Some(&["blocking".into()])).unwrap();
-    let cases = plan::expand(&w, &m, true, Profile::Smoke);
     let plan = CpuPlan::default_for(&pin::allowed_cpus());
+    let cases = plan::expand(&w, &m, true, Profile::Smoke, &plan);
     let rows = ringside::runner::fio_randread_rows(&cases, &st, Profile::Smoke, &plan);
     let tried: Vec<_> = rows
         .iter()

@@ -30,7 +30,9 @@ fn monoio_serves_on_io_uring_not_epoll() {
     let addr = listener.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
-    let server = std::thread::spawn(move || serve_echo(PeerKind::Monoio, listener, s));
+    let server = std::thread::spawn(move || {
+        serve_echo(PeerKind::Monoio, listener, s, ringside::peer::Setup::TWO)
+    });
 
     let mut c = TcpStream::connect(addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();

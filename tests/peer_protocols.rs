@@ -12,7 +12,7 @@ use common::inproc::Peer;
 use common::net::connect;
 use common::servers::{peer_ready as ready, peers};
 use ringside::model::PeerKind;
-use ringside::peer::{serve_http, serve_proto, HEADER_READ_TIMEOUT};
+use ringside::peer::{serve_http, serve_proto, Setup, HEADER_READ_TIMEOUT};
 use ringside::proto::{Next, Protocol, Reply, Step};
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -24,11 +24,16 @@ use std::time::{Duration, Instant};
 const BODY: &[u8] = b"Hello, World!";
 
 fn start_hyper() -> Peer {
-    Peer::start(|l, stop| serve_http(PeerKind::Tokio, l, stop, Arc::from(BODY)))
+    start_hyper_on(PeerKind::Tokio)
+}
+
+/// hyper on `tokio` (current_thread) or `tokio-mt` (two workers).
+fn start_hyper_on(kind: PeerKind) -> Peer {
+    Peer::start(move |l, stop| serve_http(kind, l, stop, Arc::from(BODY), Setup::TWO).map(drop))
 }
 
 fn start_lines(kind: PeerKind) -> Peer {
-    Peer::start(move |l, stop| serve_proto(kind, l, Lines, stop))
+    Peer::start(move |l, stop| serve_proto(kind, l, Lines, stop, Setup::TWO).map(drop))
 }
 
 /// The next read on `s` sees EOF or a reset, never data or a timeout.
@@ -107,10 +112,15 @@ fn assert_hello(r: &Resp, head: bool) {
 
 #[test]
 fn hyper_keeps_alive_for_100_requests_on_one_connection() {
-    if !ready(PeerKind::Tokio) {
-        return;
+    for kind in [PeerKind::Tokio, PeerKind::TokioMt] {
+        if ready(kind) {
+            keeps_alive(kind);
+        }
     }
-    let server = start_hyper();
+}
+
+fn keeps_alive(kind: PeerKind) {
+    let server = start_hyper_on(kind);
     let s = connect(server.addr);
     let mut w = s.try_clone().unwrap();
     let mut r = BufReader::new(s);
@@ -362,6 +372,11 @@ fn tokio_serves_a_protocol_and_stops() {
 }
 
 #[test]
+fn tokio_mt_serves_a_protocol_and_stops() {
+    serves_lines(PeerKind::TokioMt);
+}
+
+#[test]
 fn monoio_serves_a_protocol_and_stops() {
     serves_lines(PeerKind::Monoio);
 }
@@ -430,6 +445,7 @@ fn monoio_has_no_http_server_of_its_own() {
         listener,
         Arc::new(AtomicBool::new(false)),
         Arc::from(BODY),
+        Setup::TWO,
     )
     .unwrap_err();
     assert!(err.to_string().contains("serve_proto"), "{err}");

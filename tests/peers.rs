@@ -10,7 +10,7 @@ use common::net::connect;
 use common::servers::{peer_ready, peers};
 use ringside::model::PeerKind;
 use ringside::peer::external::{External, StartOpts};
-use ringside::peer::{availability, serve_echo};
+use ringside::peer::{availability, serve_echo, Setup};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
@@ -24,7 +24,7 @@ const SIZES: &[usize] = &[1, 7, 63, 64, 511, 4097, 16383, 16384, 16385, 65537];
 const CONNS: usize = 20;
 
 fn start(kind: PeerKind) -> Peer {
-    Peer::start(move |l, stop| serve_echo(kind, l, stop))
+    Peer::start(move |l, stop| serve_echo(kind, l, stop, Setup::TWO).map(drop))
 }
 
 /// Content unique to (connection, message), so that bytes crossing connections are caught.
@@ -105,6 +105,11 @@ fn tokio_echoes_exactly_and_stops() {
 }
 
 #[test]
+fn tokio_mt_echoes_exactly_and_stops() {
+    echoes_exactly(PeerKind::TokioMt);
+}
+
+#[test]
 fn monoio_echoes_exactly_and_stops() {
     echoes_exactly(PeerKind::Monoio);
 }
@@ -161,6 +166,7 @@ fn external_is_not_served_in_process() {
         PeerKind::External,
         listener,
         Arc::new(AtomicBool::new(false)),
+        Setup::TWO,
     )
     .unwrap_err();
     assert!(err.to_string().contains("External::start"), "{err}");

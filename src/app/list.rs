@@ -18,10 +18,14 @@ pub fn run() -> anyhow::Result<()> {
     }
     out.push_str("\nworkloads:\n");
     let w = WORKLOADS.iter().map(|x| x.id().len()).max().unwrap_or(0);
+    // The models each workload runs under the default CPU plan (`run` without CPU flags).
+    use crate::measure::{pin, topology};
+    let plan = topology::plan(&topology::Topology::read(), &topology::Request::default())
+        .unwrap_or_else(|_| pin::CpuPlan::default_for(&pin::allowed_cpus()));
     for x in WORKLOADS {
         let models: Vec<&str> = MODELS
             .iter()
-            .filter(|m| x.accepts(m).is_ok())
+            .filter(|m| x.accepts_on(m, &plan).is_ok())
             .map(|m| m.id)
             .collect();
         let _ = writeln!(

@@ -86,7 +86,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         why: format!("{e:#}"),
     })?;
     let cases = keep_contenders_to_their_protocol(
-        plan::expand(&workloads, &models, a.models.is_some(), profile),
+        plan::expand(&workloads, &models, a.models.is_some(), profile, &plan),
         &contenders,
         a.models.is_some(),
     );

@@ -6,8 +6,8 @@
 //! child can store them. Unknown model or protocol, bad CPUs: exit 2 naming the valid ones.
 //! A model this machine cannot run (refused by the availability probe or by the kernel at
 //! setup): exit [`EXIT_UNAVAILABLE`] without announcing, stderr `error: unavailable: <why>`.
-//! (The peers, tokio and monoio, announce before their runtime starts: their setup failures
-//! are caught by the availability probe.)
+//! The peers (tokio, tokio-mt, monoio) announce once their runtime is up, every worker thread
+//! started, so a supervisor that opens counters on the server's tasks finds all of them.
 
 use crate::child::{announce, EXIT_UNAVAILABLE};
 use crate::cli::ServeArgs;
@@ -122,11 +122,20 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         None => DEFAULT_BODY.into(),
         Some(n) => body_pattern(n as usize).into(),
     };
+    // tokio-mt is one runtime of N workers on one listener, not N servers.
+    let one_runtime = peer_kind(model) == Some(PeerKind::TokioMt);
     let how = How {
         model,
         http,
         idle,
         body,
+        workers: a.threads as usize,
+        worker_cpus: match &cpus {
+            Some(list) if one_runtime => (0..a.threads as usize)
+                .map(|i| list[i % list.len()])
+                .collect(),
+            _ => Vec::new(),
+        },
     };
     let stop = Arc::new(Stop::new()?);
     block_stop_signals()?;
@@ -136,7 +145,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             .name("signals".into())
             .spawn(move || wait_stop_signal(&stop))?;
     }
-    let served = if a.threads == 1 {
+    let served = if a.threads == 1 || one_runtime {
         let plan = match &cpus {
             Some(list) => CpuPlan::from_list(list),
             None => CpuPlan::default_for(&online),
@@ -152,15 +161,11 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         let listener = TcpListener::bind(addr).with_context(|| format!("binding {addr}"))?;
         tune_listener(&listener)?;
         let listening = format!("listening on {}", listener.local_addr()?);
-        if peer_kind(model).is_some() {
-            announce(&listening)?;
-        } else {
-            // Announced by the server itself once its setup succeeded.
-            stop.on_ready(move || {
-                // A parent that is gone kills this process (PR_SET_PDEATHSIG): nothing to do.
-                let _ = announce(&listening);
-            });
-        }
+        // Announced by the server itself once its setup succeeded (a peer: its runtime is up).
+        stop.on_ready(move || {
+            // A parent that is gone kills this process (PR_SET_PDEATHSIG): nothing to do.
+            let _ = announce(&listening);
+        });
         how.serve(listener, &plan, &stop)
     } else {
         let cpus = cpus.unwrap_or(online);
@@ -186,6 +191,10 @@ struct How {
     http: Option<Http>,
     idle: Option<Option<std::time::Duration>>,
     body: Arc<[u8]>,
+    /// `tokio-mt`: its worker threads (`--threads`) and the CPUs they are pinned to, one each
+    /// round-robin (`--cpus`; empty: not pinned). The other models ignore them.
+    workers: usize,
+    worker_cpus: Vec<u32>,
 }
 
 impl How {
@@ -213,18 +222,28 @@ impl How {
                         })
                         .map_err(|e| failed(e.into()))?;
                 }
-                match &self.http {
+                let ready = || stop.ready();
+                let setup = crate::peer::Setup {
+                    workers: self.workers,
+                    cpus: &self.worker_cpus,
+                    ready: &ready,
+                };
+                let served = match &self.http {
                     // tokio's HTTP contender is hyper's server; monoio has none of its own, so
                     // it runs ringside's sans-I/O HTTP protocol in a plain read/write loop.
-                    Some(_) if kind == PeerKind::Tokio => {
-                        crate::peer::serve_http(kind, listener, flag, self.body.clone())
+                    Some(_) if matches!(kind, PeerKind::Tokio | PeerKind::TokioMt) => {
+                        crate::peer::serve_http(kind, listener, flag, self.body.clone(), setup)
                     }
-                    Some(h) => crate::peer::serve_proto(kind, listener, h.clone(), flag),
-                    None => crate::peer::serve_echo(kind, listener, flag),
-                }
-                .map_err(failed)?;
+                    Some(h) => crate::peer::serve_proto(kind, listener, h.clone(), flag, setup),
+                    None => crate::peer::serve_echo(kind, listener, flag, setup),
+                };
+                let accepts = served.map_err(failed)?;
                 let mut c = crate::measure::Counters::default();
                 c.add("peer_runs", 1);
+                c.add("accepts", accepts);
+                if kind == PeerKind::TokioMt {
+                    c.add("server_threads", self.workers as u64);
+                }
                 Ok(c)
             }
             None => match &self.http {
@@ -274,22 +293,16 @@ fn serve_threads(
         tune_listener(l)?;
     }
     let listening = format!("listening on {local}");
-    let peer = peer_kind(how.model).is_some();
-    if peer {
-        announce(&listening)?;
-    }
     let ready = Arc::new(AtomicUsize::new(0));
     let mut stops = Vec::with_capacity(n);
     for _ in 0..n {
         let s = Arc::new(Stop::new()?);
-        if !peer {
-            let (ready, listening) = (ready.clone(), listening.clone());
-            s.on_ready(move || {
-                if ready.fetch_add(1, Ordering::SeqCst) + 1 == n {
-                    let _ = announce(&listening);
-                }
-            });
-        }
+        let (ready, listening) = (ready.clone(), listening.clone());
+        s.on_ready(move || {
+            if ready.fetch_add(1, Ordering::SeqCst) + 1 == n {
+                let _ = announce(&listening);
+            }
+        });
         stops.push(s);
     }
     let results: Vec<Result<crate::measure::Counters, CaseError>> = std::thread::scope(|sc| {
@@ -383,7 +396,7 @@ fn idle_override(
 /// The peer a model row stands for, if it is one that `serve` can run (not `ext:`).
 fn peer_kind(m: &crate::model::ModelSpec) -> Option<PeerKind> {
     match m.knobs {
-        Knobs::Peer(k @ (PeerKind::Tokio | PeerKind::Monoio)) => Some(k),
+        Knobs::Peer(k) if k.in_process() => Some(k),
         _ => None,
     }
 }

@@ -136,6 +136,15 @@ const OPEN_LOOP_METRICS: &[Metric] = &[
     }),
 ];
 
+/// The row of a cores sweep's points past one thread (the runner's `scaling_efficiency`).
+const SCALING_METRICS: &[Metric] = &[("scaling efficiency (1.0 = linear)", |c| {
+    fig(c, |_| {
+        c.scaling_efficiency
+            .map(|e| format!("{e:.2}"))
+            .unwrap_or_else(|| "-".into())
+    })
+})];
+
 /// wrk's requests/s in the same cell, and its own CPU, when it ran.
 const WRK_METRICS: &[Metric] = &[
     ("wrk req/s (same server)", |c| {
@@ -261,10 +270,16 @@ fn table_of(
     } else {
         &[]
     };
+    let scaling: &[Metric] = if cases.iter().any(|c| c.scaling_efficiency.is_some()) {
+        SCALING_METRICS
+    } else {
+        &[]
+    };
     let rows = METRICS
         .iter()
         .chain(net)
         .chain(open_loop)
+        .chain(scaling)
         .chain(wrk)
         .map(|(name, cell)| {
             let mut r = vec![name.to_string()];

@@ -128,7 +128,7 @@ mod tests {
     #[test]
     fn a_listener_that_stops_listening_ends_every_server() {
         use crate::measure::pin::{allowed_cpus, CpuPlan};
-        use crate::model::{Availability, Knobs, PeerKind};
+        use crate::model::{Availability, Knobs};
         use std::io::{Read, Write};
         use std::os::fd::AsRawFd;
         use std::sync::atomic::{AtomicBool, Ordering};
@@ -138,7 +138,7 @@ mod tests {
         let mut tried = Vec::new();
         for m in crate::registry::MODELS {
             let peer = match m.knobs {
-                Knobs::Peer(k @ (PeerKind::Tokio | PeerKind::Monoio)) => Some(k),
+                Knobs::Peer(k) if k.in_process() => Some(k),
                 _ => None,
             };
             if !crate::io::serves_tcp(m) && peer.is_none() {
@@ -158,9 +158,9 @@ mod tests {
                 let (stop, flag) = (stop.clone(), flag.clone());
                 std::thread::spawn(move || {
                     let r = match peer {
-                        Some(k) => {
-                            crate::peer::serve_echo(k, l, flag).map_err(|e| format!("{e:#}"))
-                        }
+                        Some(k) => crate::peer::serve_echo(k, l, flag, crate::peer::Setup::TWO)
+                            .map(drop)
+                            .map_err(|e| format!("{e:#}")),
                         None => {
                             let plan = CpuPlan::default_for(&allowed_cpus());
                             crate::io::serve(m, l, crate::proto::Echo, &plan, &stop)

@@ -83,6 +83,85 @@ impl CpuPlan {
     pub fn shared(&self) -> bool {
         self.helper.is_none_or(|h| h == self.measured)
     }
+
+    /// The server's CPUs (results written before `server` was recorded: the measured one).
+    pub fn server_cpus(&self) -> Vec<u32> {
+        if self.server.is_empty() {
+            vec![self.measured]
+        } else {
+            self.server.clone()
+        }
+    }
+
+    /// The server thread counts a cores sweep (`echo.cores`, `http.cores`) measures under this
+    /// plan: 1, 2, 4, ... up to the server's CPU set when it has several CPUs
+    /// (`--server-cpus`); under a one-CPU server (the default plan) up to half of the
+    /// server's and the load's CPUs together, the extra server threads taking load CPUs
+    /// ([`CpuPlan::with_server_threads`]), so the load keeps at least as many CPUs as the
+    /// server. The largest count is always included (6 CPUs: 1, 2, 3). Where that leaves one
+    /// thread but the machine has two CPUs or more, 2 is added, the server sharing the load's
+    /// CPUs (`shared_cpus`): on a 2-CPU machine, 1 and 2.
+    pub fn server_thread_sweep(&self) -> Vec<u32> {
+        let server = self.server_cpus();
+        let others = self
+            .load_cpus()
+            .iter()
+            .filter(|c| !server.contains(c))
+            .count();
+        let max = if server.len() > 1 {
+            server.len()
+        } else {
+            (server.len() + others) / 2
+        }
+        .max(1) as u32;
+        let mut v: Vec<u32> = std::iter::successors(Some(1u32), |t| t.checked_mul(2))
+            .take_while(|&t| t <= max)
+            .collect();
+        if v.last() != Some(&max) {
+            v.push(max);
+        }
+        if v == [1] && server.len() + others >= 2 {
+            v.push(2);
+        }
+        v
+    }
+
+    /// This plan with `threads` server CPUs, one per server thread: the first `threads` of the
+    /// server's CPUs; beyond them, the lowest load CPUs, as long as the load keeps one (the
+    /// highest, the helper, stays the load's); beyond that, the server takes every CPU and the
+    /// load keeps its own, the two sharing them (`shared_requested`: cells are `shared_cpus`).
+    pub fn with_server_threads(&self, threads: u32) -> CpuPlan {
+        let t = threads.max(1) as usize;
+        let own = self.server_cpus();
+        let load = self.load_cpus();
+        let mut spare: Vec<u32> = load.iter().copied().filter(|c| !own.contains(c)).collect();
+        spare.sort_unstable();
+        let (server, load, shared) = if t <= own.len() {
+            (own[..t].to_vec(), load, false)
+        } else if t - own.len() < spare.len() {
+            let take = t - own.len();
+            let server: Vec<u32> = own.iter().chain(&spare[..take]).copied().collect();
+            let rest: Vec<u32> = load.into_iter().filter(|c| !server.contains(c)).collect();
+            (server, rest, false)
+        } else {
+            let server: Vec<u32> = own.iter().chain(&spare).copied().take(t).collect();
+            (server, load, true)
+        };
+        let helper = load.iter().copied().filter(|c| !server.contains(c)).max();
+        CpuPlan {
+            measured: server[0],
+            helper: if shared { None } else { helper },
+            sqpoll: self
+                .sqpoll
+                .filter(|c| !server.contains(c))
+                .or(helper)
+                .or(self.sqpoll),
+            server,
+            load,
+            idle: self.idle.clone(),
+            shared_requested: self.shared_requested || shared,
+        }
+    }
 }
 
 /// CPUs this process may run on.
@@ -138,5 +217,63 @@ mod tests {
         assert!(!CpuPlan::from_list(&[1, 0]).shared());
         assert!(CpuPlan::from_list(&[1, 1]).shared());
         assert!(!allowed_cpus().is_empty());
+    }
+
+    fn plan(server: &[u32], load: &[u32]) -> CpuPlan {
+        CpuPlan {
+            measured: server[0],
+            helper: load.last().copied(),
+            server: server.to_vec(),
+            load: load.to_vec(),
+            sqpoll: load.last().copied(),
+            idle: Vec::new(),
+            shared_requested: false,
+        }
+    }
+
+    #[test]
+    fn a_cores_sweep_on_two_cpus_is_one_thread_then_two_sharing() {
+        let p = CpuPlan::default_for(&[0, 1]);
+        assert_eq!(p.server_thread_sweep(), vec![1, 2]);
+        let one = p.with_server_threads(1);
+        assert_eq!((one.server.clone(), one.load_cpus()), (vec![1], vec![0]));
+        assert!(!one.shared());
+        let two = p.with_server_threads(2);
+        assert_eq!((two.server.clone(), two.load_cpus()), (vec![1, 0], vec![0]));
+        assert!(two.shared() && two.shared_requested);
+        // One CPU: nothing to sweep.
+        assert_eq!(CpuPlan::pair(0, None).server_thread_sweep(), vec![1]);
+    }
+
+    #[test]
+    fn a_cores_sweep_borrows_load_cpus_and_leaves_the_load_as_many() {
+        // 16 CPUs, the default plan: server 15, load 0..=14.
+        let load: Vec<u32> = (0..15).collect();
+        let p = plan(&[15], &load);
+        assert_eq!(p.server_thread_sweep(), vec![1, 2, 4, 8]);
+        let eight = p.with_server_threads(8);
+        assert_eq!(eight.server, vec![15, 0, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(eight.load_cpus(), (7..15).collect::<Vec<u32>>());
+        assert_eq!(eight.helper, Some(14));
+        assert!(!eight.shared() && !eight.shared_requested);
+        // 6 CPUs: the largest count is included.
+        assert_eq!(
+            plan(&[5], &[0, 1, 2, 3, 4]).server_thread_sweep(),
+            vec![1, 2, 3]
+        );
+        let three = plan(&[5], &[0, 1, 2, 3, 4]).with_server_threads(3);
+        assert_eq!(
+            (three.server.clone(), three.load_cpus()),
+            (vec![5, 0, 1], vec![2, 3, 4])
+        );
+        assert_eq!(plan(&[4], &[0, 1, 2, 3]).server_thread_sweep(), vec![1, 2]);
+        // A server set of its own (--server-cpus 8-13): up to it, the load untouched.
+        let p = plan(&[8, 9, 10, 11, 12, 13], &[0, 1, 2, 3]);
+        assert_eq!(p.server_thread_sweep(), vec![1, 2, 4, 6]);
+        let four = p.with_server_threads(4);
+        assert_eq!(
+            (four.server.clone(), four.load_cpus()),
+            (vec![8, 9, 10, 11], vec![0, 1, 2, 3])
+        );
     }
 }

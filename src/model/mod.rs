@@ -108,10 +108,21 @@ impl UringKnobs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PeerKind {
+    /// tokio's current_thread runtime (`--threads N`: N of them on SO_REUSEPORT listeners).
     Tokio,
+    /// tokio's multi-thread runtime: one listener, N workers with work stealing.
+    TokioMt,
     Monoio,
     /// `ext:NAME`: any server command given on the command line.
     External,
+}
+
+impl PeerKind {
+    /// A contender `ringside serve` runs in-process (from `src/peer/`), as opposed to an
+    /// external command.
+    pub fn in_process(self) -> bool {
+        !matches!(self, PeerKind::External)
+    }
 }
 
 impl ModelSpec {

@@ -35,7 +35,9 @@ impl ModelSpec {
             }
             // Compiled in (features peer-tokio, peer-monoio), and monoio needs io_uring: only
             // its io_uring driver is built, never a silent epoll fallback.
-            Knobs::Peer(k @ (PeerKind::Tokio | PeerKind::External)) => built(*k),
+            Knobs::Peer(k @ (PeerKind::Tokio | PeerKind::TokioMt | PeerKind::External)) => {
+                built(*k)
+            }
             Knobs::Peer(k @ PeerKind::Monoio) => built(*k).and(&env.io_uring),
         }
     }
@@ -44,7 +46,7 @@ impl ModelSpec {
 /// Whether contender `kind` was compiled into this binary. Static: no probing.
 pub fn built(kind: PeerKind) -> Availability {
     match kind {
-        PeerKind::Tokio if !cfg!(feature = "peer-tokio") => {
+        PeerKind::Tokio | PeerKind::TokioMt if !cfg!(feature = "peer-tokio") => {
             Availability::unavailable("built without feature peer-tokio")
         }
         PeerKind::Monoio if !cfg!(feature = "peer-monoio") => {

@@ -41,6 +41,38 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
+/// How a contender is set up: the threads of a multi-threaded one (`tokio-mt`: `workers`
+/// worker threads, pinned round-robin over `cpus` when it is not empty; the single-threaded
+/// contenders run on the calling thread and ignore both), and `ready`, called once its runtime
+/// is up (every thread it will serve with started) and before it accepts: `ringside serve`
+/// announces `listening on` there, so a supervisor that opens counters on the server's tasks
+/// after the announcement finds all of them.
+#[derive(Clone, Copy)]
+pub struct Setup<'a> {
+    pub workers: usize,
+    pub cpus: &'a [u32],
+    pub ready: &'a (dyn Fn() + Sync),
+}
+
+fn nothing() {}
+
+impl<'a> Setup<'a> {
+    /// Two unpinned workers, nothing to do when ready (tests).
+    pub const TWO: Setup<'static> = Setup {
+        workers: 2,
+        cpus: &[],
+        ready: &nothing,
+    };
+
+    #[cfg(feature = "peer-tokio")]
+    fn flavor(self) -> tokio::Flavor<'a> {
+        tokio::Flavor::MultiThread {
+            workers: self.workers,
+            cpus: self.cpus,
+        }
+    }
+}
+
 /// Receive buffer of each connection of a built-in contender, bytes. Holds the echo suite's
 /// largest message (16 KiB) in one read.
 pub const BUF_BYTES: usize = 16 * 1024;
@@ -48,8 +80,9 @@ pub const BUF_BYTES: usize = 16 * 1024;
 /// How often a serving contender looks at its stop flag.
 pub const STOP_POLL: Duration = Duration::from_millis(50);
 
-/// Serves TCP echo on `listener` with the built-in contender `kind` on the calling thread until
-/// `stop` becomes true (looked at every [`STOP_POLL`], without busy-waiting), then returns.
+/// Serves TCP echo on `listener` with the built-in contender `kind` on the calling thread (and
+/// for `tokio-mt`, on its `workers`) until `stop` becomes true (looked at every [`STOP_POLL`],
+/// without busy-waiting), then returns the connections it accepted.
 ///
 /// Fails when the contender was not built in (feature `peer-tokio` / `peer-monoio`), when its
 /// runtime cannot start (monoio: io_uring unavailable; the legacy epoll driver is never used
@@ -61,22 +94,25 @@ pub fn serve_echo(
     kind: PeerKind,
     listener: TcpListener,
     stop: Arc<AtomicBool>,
-) -> anyhow::Result<()> {
+    setup: Setup<'_>,
+) -> anyhow::Result<u64> {
     if let Availability::Unavailable(why) = built(kind) {
         anyhow::bail!("{} is unavailable: {why}", kind_id(kind));
     }
     match kind {
         #[cfg(feature = "peer-tokio")]
-        PeerKind::Tokio => tokio::serve(listener, stop),
+        PeerKind::Tokio => tokio::serve(listener, stop, tokio::Flavor::CurrentThread, setup.ready),
+        #[cfg(feature = "peer-tokio")]
+        PeerKind::TokioMt => tokio::serve(listener, stop, setup.flavor(), setup.ready),
         #[cfg(feature = "peer-monoio")]
-        PeerKind::Monoio => monoio::serve(listener, stop),
+        PeerKind::Monoio => monoio::serve(listener, stop, setup.ready),
         PeerKind::External => anyhow::bail!(
             "an external contender runs its own command (peer::external::External::start), \
              it is not served in-process"
         ),
         #[allow(unreachable_patterns)]
         _ => {
-            drop((listener, stop));
+            drop((listener, stop, setup.workers));
             unreachable!("built() refused a contender that was not compiled in")
         }
     }
@@ -91,22 +127,31 @@ pub fn serve_proto<P: Protocol>(
     listener: TcpListener,
     proto: P,
     stop: Arc<AtomicBool>,
-) -> anyhow::Result<()> {
+    setup: Setup<'_>,
+) -> anyhow::Result<u64> {
     if let Availability::Unavailable(why) = built(kind) {
         anyhow::bail!("{} is unavailable: {why}", kind_id(kind));
     }
     match kind {
         #[cfg(feature = "peer-tokio")]
-        PeerKind::Tokio => tokio::serve_proto(listener, proto, stop),
+        PeerKind::Tokio => tokio::serve_proto(
+            listener,
+            proto,
+            stop,
+            tokio::Flavor::CurrentThread,
+            setup.ready,
+        ),
+        #[cfg(feature = "peer-tokio")]
+        PeerKind::TokioMt => tokio::serve_proto(listener, proto, stop, setup.flavor(), setup.ready),
         #[cfg(feature = "peer-monoio")]
-        PeerKind::Monoio => monoio::serve_proto(listener, proto, stop),
+        PeerKind::Monoio => monoio::serve_proto(listener, proto, stop, setup.ready),
         PeerKind::External => anyhow::bail!(
             "an external contender runs its own command (peer::external::External::start), \
              it is not served in-process"
         ),
         #[allow(unreachable_patterns)]
         _ => {
-            drop((listener, proto, stop));
+            drop((listener, proto, stop, setup.workers));
             unreachable!("built() refused a contender that was not compiled in")
         }
     }
@@ -123,13 +168,22 @@ pub fn serve_http(
     listener: TcpListener,
     stop: Arc<AtomicBool>,
     body: Arc<[u8]>,
-) -> anyhow::Result<()> {
+    setup: Setup<'_>,
+) -> anyhow::Result<u64> {
     if let Availability::Unavailable(why) = built(kind) {
         anyhow::bail!("{} is unavailable: {why}", kind_id(kind));
     }
     match kind {
         #[cfg(feature = "peer-tokio")]
-        PeerKind::Tokio => tokio::serve_http(listener, stop, body),
+        PeerKind::Tokio => tokio::serve_http(
+            listener,
+            stop,
+            body,
+            tokio::Flavor::CurrentThread,
+            setup.ready,
+        ),
+        #[cfg(feature = "peer-tokio")]
+        PeerKind::TokioMt => tokio::serve_http(listener, stop, body, setup.flavor(), setup.ready),
         PeerKind::Monoio => anyhow::bail!(
             "monoio has no HTTP server of its own: serve ringside's HTTP protocol on it with \
              peer::serve_proto(PeerKind::Monoio, ..)"
@@ -140,7 +194,7 @@ pub fn serve_http(
         ),
         #[allow(unreachable_patterns)]
         _ => {
-            drop((listener, stop, body));
+            drop((listener, stop, body, setup.workers));
             unreachable!("built() refused a contender that was not compiled in")
         }
     }
@@ -176,6 +230,11 @@ pub fn implementation(kind: PeerKind) -> String {
             "tokio {TOKIO_VERSION}, current_thread runtime (epoll through mio), \
              task per connection, read/write_all"
         ),
+        PeerKind::TokioMt => format!(
+            "tokio {TOKIO_VERSION}, multi-thread runtime (epoll through mio, work stealing, one \
+             worker per server thread, the accept loop a task), task per connection, \
+             read/write_all"
+        ),
         PeerKind::Monoio => format!(
             "monoio {MONOIO_VERSION}, IoUringDriver (io_uring; the legacy epoll driver is not \
              compiled in), task per connection, read/write_all"
@@ -192,6 +251,12 @@ pub fn implementation_http(kind: PeerKind) -> String {
             "hyper {HYPER_VERSION} server::conn::http1 (keep-alive, pipeline_flush off, \
              header_read_timeout {} s) on tokio {TOKIO_VERSION} current_thread runtime \
              (epoll through mio), task per connection",
+            HEADER_READ_TIMEOUT.as_secs()
+        ),
+        PeerKind::TokioMt => format!(
+            "hyper {HYPER_VERSION} server::conn::http1 (keep-alive, pipeline_flush off, \
+             header_read_timeout {} s) on tokio {TOKIO_VERSION} multi-thread runtime \
+             (epoll through mio, work stealing), task per connection",
             HEADER_READ_TIMEOUT.as_secs()
         ),
         PeerKind::Monoio => format!(
@@ -212,6 +277,7 @@ pub const MONOIO_VERSION: &str = "0.2.4";
 fn kind_id(kind: PeerKind) -> &'static str {
     match kind {
         PeerKind::Tokio => "tokio",
+        PeerKind::TokioMt => "tokio-mt",
         PeerKind::Monoio => "monoio",
         PeerKind::External => "ext",
     }
@@ -264,6 +330,10 @@ mod tests {
     fn built_follows_features() {
         assert_eq!(
             built(PeerKind::Tokio).is_ready(),
+            cfg!(feature = "peer-tokio")
+        );
+        assert_eq!(
+            built(PeerKind::TokioMt).is_ready(),
             cfg!(feature = "peer-tokio")
         );
         assert_eq!(

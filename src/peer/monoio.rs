@@ -44,8 +44,12 @@ pub(super) fn availability() -> Availability {
         .clone()
 }
 
-pub(super) fn serve(listener: std::net::TcpListener, stop: Arc<AtomicBool>) -> anyhow::Result<()> {
-    serve_with(listener, stop, echo)
+pub(super) fn serve(
+    listener: std::net::TcpListener,
+    stop: Arc<AtomicBool>,
+    ready: &dyn Fn(),
+) -> anyhow::Result<u64> {
+    serve_with(listener, stop, ready, echo)
 }
 
 /// Serves `proto` on `listener`: per connection, read what has arrived, feed it to the
@@ -56,8 +60,9 @@ pub fn serve_proto<P: Protocol>(
     listener: std::net::TcpListener,
     proto: P,
     stop: Arc<AtomicBool>,
-) -> anyhow::Result<()> {
-    serve_with(listener, stop, move |s, live| {
+    ready: &dyn Fn(),
+) -> anyhow::Result<u64> {
+    serve_with(listener, stop, ready, move |s, live| {
         proto_conn(s, proto.clone(), live)
     })
 }
@@ -69,18 +74,21 @@ pub fn serve_http<P: Protocol>(
     listener: std::net::TcpListener,
     stop: Arc<AtomicBool>,
     proto: P,
-) -> anyhow::Result<()> {
-    serve_proto(listener, proto, stop)
+    ready: &dyn Fn(),
+) -> anyhow::Result<u64> {
+    serve_proto(listener, proto, stop, ready)
 }
 
 /// Runs a monoio io_uring runtime accepting on `listener` and spawning `conn(stream, live)` for
 /// each connection until `stop`, then shuts every socket down and drains (see below). `conn`
-/// must register its fd in `live` (through a [`LiveGuard`]) for the stop to reach it.
+/// must register its fd in `live` (through a [`LiveGuard`]) for the stop to reach it. Returns
+/// the connections accepted. `ready` is called once the runtime is up, before accepting.
 fn serve_with<F, Fut>(
     listener: std::net::TcpListener,
     stop: Arc<AtomicBool>,
+    ready: &dyn Fn(),
     mut conn: F,
-) -> anyhow::Result<()>
+) -> anyhow::Result<u64>
 where
     F: FnMut(TcpStream, Live) -> Fut,
     Fut: Future<Output = ()> + 'static,
@@ -89,11 +97,13 @@ where
         "monoio: its io_uring driver could not start (the legacy epoll driver is not used instead)",
     )?;
     let listener_fd = listener.as_raw_fd();
+    ready();
     rt.block_on(async move {
         let listener = TcpListener::from_std(listener).context("monoio: adopting the listener")?;
         let live = Live::default();
         let mut accept = pin!(listener.accept());
         let mut result = Ok(());
+        let mut accepts = 0u64;
         while !stop.load(Ordering::Relaxed) {
             let Some(accepted) = or_tick(&mut accept, ::monoio::time::sleep(STOP_POLL)).await
             else {
@@ -102,6 +112,7 @@ where
             accept.set(listener.accept());
             match accepted {
                 Ok((stream, _)) => {
+                    accepts += 1;
                     ::monoio::spawn(conn(stream, live.clone()));
                 }
                 Err(e) => match accept_error_action(&e) {
@@ -135,7 +146,7 @@ where
         while !live.fds.borrow().is_empty() && Instant::now() < deadline {
             ::monoio::time::sleep(Duration::from_millis(5)).await;
         }
-        result
+        result.map(|()| accepts)
     })
 }
 

@@ -1,5 +1,6 @@
-//! The `tokio` contenders, each on a current_thread runtime (one thread, epoll through mio) with
-//! one task per connection:
+//! The `tokio` contenders, on a current_thread runtime (`tokio`: one thread, epoll through mio)
+//! or a multi-thread runtime (`tokio-mt`: N workers with work stealing, the accept loop one
+//! task among them, see [`Flavor`]), with one task per connection:
 //! - echo: `read` then `write_all`, as tokio's own echo example does;
 //! - any [`Protocol`] (`serve_proto`): the same plain loop, the reply written by the protocol;
 //! - HTTP/1.1 with hyper (`serve_http`): hyper's `server::conn::http1` as hyper's own "hello"
@@ -23,12 +24,28 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::{pin, Pin};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
-pub(super) fn serve(listener: std::net::TcpListener, stop: Arc<AtomicBool>) -> anyhow::Result<()> {
-    serve_with(listener, stop, echo)
+/// Which tokio runtime serves.
+#[derive(Clone, Copy, Debug)]
+pub enum Flavor<'a> {
+    /// One thread: the calling one.
+    CurrentThread,
+    /// `workers` worker threads (work stealing); with `cpus` not empty, worker `i` is pinned to
+    /// `cpus[i % len]` as it starts. The accept loop runs as a task on the workers, so the
+    /// calling thread only waits.
+    MultiThread { workers: usize, cpus: &'a [u32] },
+}
+
+pub(super) fn serve(
+    listener: std::net::TcpListener,
+    stop: Arc<AtomicBool>,
+    flavor: Flavor<'_>,
+    ready: &dyn Fn(),
+) -> anyhow::Result<u64> {
+    serve_with(listener, stop, flavor, ready, echo)
 }
 
 /// Serves `proto` on `listener`: per connection, read what has arrived, feed it to the
@@ -38,8 +55,12 @@ pub fn serve_proto<P: Protocol>(
     listener: std::net::TcpListener,
     proto: P,
     stop: Arc<AtomicBool>,
-) -> anyhow::Result<()> {
-    serve_with(listener, stop, move |s| proto_conn(s, proto.clone()))
+    flavor: Flavor<'_>,
+    ready: &dyn Fn(),
+) -> anyhow::Result<u64> {
+    serve_with(listener, stop, flavor, ready, move |s| {
+        proto_conn(s, proto.clone())
+    })
 }
 
 /// Serves HTTP/1.1 with hyper: every request (any method and path) is answered `200 OK` with
@@ -52,7 +73,9 @@ pub fn serve_http(
     listener: std::net::TcpListener,
     stop: Arc<AtomicBool>,
     body: Arc<[u8]>,
-) -> anyhow::Result<()> {
+    flavor: Flavor<'_>,
+    ready: &dyn Fn(),
+) -> anyhow::Result<u64> {
     let body = Bytes::copy_from_slice(&body);
     let mut builder = http1::Builder::new();
     builder
@@ -61,7 +84,7 @@ pub fn serve_http(
         .keep_alive(true)
         // Not `pipeline_flush(true)`: it lifts hyper's write-buffer cap (module doc).
         .pipeline_flush(false);
-    serve_with(listener, stop, move |stream| {
+    serve_with(listener, stop, flavor, ready, move |stream| {
         let (builder, body) = (builder.clone(), body.clone());
         async move {
             let _ = stream.set_nodelay(true);
@@ -109,48 +132,88 @@ impl Body for Fixed {
     }
 }
 
-/// Runs a current_thread runtime accepting on `listener` and spawning `conn(stream)` for each
-/// connection until `stop`. Dropping the runtime after `block_on` cancels every connection
-/// task and closes its socket.
+/// Runs a `flavor` runtime accepting on `listener` and spawning `conn(stream)` for each
+/// connection until `stop`; returns the connections accepted. `ready` is called once the
+/// runtime is built (its workers started), before accepting. Dropping the runtime after
+/// `block_on` cancels every connection task and closes its socket.
 fn serve_with<F, Fut>(
     listener: std::net::TcpListener,
     stop: Arc<AtomicBool>,
-    mut conn: F,
-) -> anyhow::Result<()>
+    flavor: Flavor<'_>,
+    ready: &dyn Fn(),
+    conn: F,
+) -> anyhow::Result<u64>
 where
-    F: FnMut(TcpStream) -> Fut,
+    F: FnMut(TcpStream) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
     listener
         .set_nonblocking(true)
         .context("tokio: setting the listener non-blocking")?;
-    let rt = ::tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()
-        .context("tokio: building the current_thread runtime")?;
-    rt.block_on(async move {
-        let listener =
-            TcpListener::from_std(listener).context("tokio: registering the listener")?;
-        let mut accept = pin!(listener.accept());
-        while !stop.load(Ordering::Relaxed) {
-            let Some(accepted) = or_tick(&mut accept, ::tokio::time::sleep(STOP_POLL)).await else {
-                continue;
-            };
-            accept.set(listener.accept());
-            match accepted {
-                Ok((stream, _)) => {
-                    ::tokio::spawn(conn(stream));
-                }
-                Err(e) => match accept_error_action(&e) {
-                    AcceptAction::Wait | AcceptAction::Retry => {}
-                    AcceptAction::Pause => ::tokio::time::sleep(ACCEPT_PAUSE).await,
-                    AcceptAction::Fatal => return Err(e).context("tokio: accept"),
-                },
-            }
+    match flavor {
+        Flavor::CurrentThread => {
+            let rt = ::tokio::runtime::Builder::new_current_thread()
+                .enable_io()
+                .enable_time()
+                .build()
+                .context("tokio: building the current_thread runtime")?;
+            ready();
+            rt.block_on(accept_loop(listener, stop, conn))
         }
-        Ok(())
-    })
+        Flavor::MultiThread { workers, cpus } => {
+            let mut b = ::tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(workers.max(1)).enable_io().enable_time();
+            if !cpus.is_empty() {
+                let cpus: Arc<[u32]> = cpus.into();
+                let next = Arc::new(AtomicUsize::new(0));
+                b.on_thread_start(move || {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let _ = crate::measure::pin::pin_this_thread(cpus[i % cpus.len()]);
+                });
+            }
+            let rt = b
+                .build()
+                .context("tokio: building the multi-thread runtime")?;
+            ready();
+            rt.block_on(async move {
+                ::tokio::spawn(accept_loop(listener, stop, conn))
+                    .await
+                    .context("tokio: the accept task")?
+            })
+        }
+    }
+}
+
+async fn accept_loop<F, Fut>(
+    listener: std::net::TcpListener,
+    stop: Arc<AtomicBool>,
+    mut conn: F,
+) -> anyhow::Result<u64>
+where
+    F: FnMut(TcpStream) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let listener = TcpListener::from_std(listener).context("tokio: registering the listener")?;
+    let mut accepts = 0u64;
+    let mut accept = pin!(listener.accept());
+    while !stop.load(Ordering::Relaxed) {
+        let Some(accepted) = or_tick(&mut accept, ::tokio::time::sleep(STOP_POLL)).await else {
+            continue;
+        };
+        accept.set(listener.accept());
+        match accepted {
+            Ok((stream, _)) => {
+                accepts += 1;
+                ::tokio::spawn(conn(stream));
+            }
+            Err(e) => match accept_error_action(&e) {
+                AcceptAction::Wait | AcceptAction::Retry => {}
+                AcceptAction::Pause => ::tokio::time::sleep(ACCEPT_PAUSE).await,
+                AcceptAction::Fatal => return Err(e).context("tokio: accept"),
+            },
+        }
+    }
+    Ok(accepts)
 }
 
 /// One connection: read what has arrived, write all of it back, until EOF or an error.

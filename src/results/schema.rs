@@ -92,7 +92,10 @@ impl Warning {
     pub fn advice(self) -> &'static str {
         match self {
             Warning::SharedCpus => {
-                "the measured thread shares its CPU with its helper; pass --cpus A,B with two CPUs"
+                "the measured side (thread or server) shared CPUs with its helper or load \
+                 generator, so its figures include their contention; give each its own CPUs \
+                 (--cpus A,B, or --server-cpus and --load-cpus), or read the cell as the cost of \
+                 sharing (a cores sweep past the machine's spare CPUs)"
             }
             Warning::HighSpread => {
                 "repetitions disagree by more than 10%; use --profile full or a quieter machine"
@@ -148,6 +151,10 @@ pub struct CaseResult {
     /// differs from run to run, and `compare` matches cells by params).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_per_sec: Option<u64>,
+    /// At a point of a cores sweep with N > 1 server threads: throughput / (N x the same
+    /// model's throughput with one thread), medians of repetitions (1.0: linear scaling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaling_efficiency: Option<f64>,
     /// When each timed repetition started, ns since the Unix epoch. The repetitions of the
     /// models at one point run interleaved (A B C A B C ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -80,6 +80,7 @@ fn row(
         warmups: 0,
         repetitions: 1,
         rate_per_sec: None,
+        scaling_efficiency: None,
         runs_started_unix_ns: Vec::new(),
         figures: None,
         warnings: Vec::new(),

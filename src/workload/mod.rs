@@ -22,6 +22,21 @@ pub trait Workload: Sync {
     fn accepts(&self, m: &ModelSpec) -> Result<(), String>;
     /// Parameter points for a profile and model (message sizes, fd counts, batch sizes).
     fn points(&self, profile: Profile, m: &ModelSpec) -> Vec<Point>;
+    /// [`Workload::points`] under the run's CPU plan: a sweep over server threads depends on
+    /// how many CPUs the plan gives the server (default: the plan does not matter).
+    fn points_on(&self, profile: Profile, m: &ModelSpec, _plan: &CpuPlan) -> Vec<Point> {
+        self.points(profile, m)
+    }
+    /// [`Workload::accepts`] under the run's CPU plan (default: the plan does not matter).
+    fn accepts_on(&self, m: &ModelSpec, _plan: &CpuPlan) -> Result<(), String> {
+        self.accepts(m)
+    }
+    /// Whether `ringside run` without a selection runs it (default: yes). A workload whose
+    /// quick profile does not fit the default run's time budget runs when named (its id or
+    /// its suite).
+    fn by_default(&self) -> bool {
+        true
+    }
     /// The repetitions this workload wants out of the profile's budget (default: as given).
     /// Storage repetitions rewrite whole files, so the storage suite takes fewer.
     fn budget(&self, b: crate::profile::Budget) -> crate::profile::Budget {
@@ -49,6 +64,18 @@ pub struct Point {
     /// the capacity point first, passes the rate in [`Ctx::offered_rate`] and records it as
     /// the param `rate_per_sec`.
     pub equal_load: Option<EqualLoad>,
+    /// A point of a sweep over server threads: the runner records its scaling efficiency
+    /// against the one-thread point ([`Scaling`]).
+    pub scaling: Option<Scaling>,
+}
+
+/// A point measured with `threads` server threads, whose one-thread counterpart (same
+/// workload and model) has the params `base`: its scaling efficiency is throughput / (threads
+/// x the base's throughput), recorded by the runner as `scaling_efficiency`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scaling {
+    pub threads: u32,
+    pub base: Params,
 }
 
 /// See [`Point::equal_load`].
@@ -82,6 +109,7 @@ impl Point {
             args: None,
             variant: None,
             equal_load: None,
+            scaling: None,
         }
     }
 
@@ -102,6 +130,7 @@ impl Point {
             args: Some(ArgsBox(std::sync::Arc::new(args))),
             variant: None,
             equal_load: None,
+            scaling: None,
         }
     }
 

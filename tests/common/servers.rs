@@ -33,7 +33,7 @@ pub fn peers() -> Vec<PeerKind> {
     MODELS
         .iter()
         .filter_map(|m| match m.knobs {
-            Knobs::Peer(k @ (PeerKind::Tokio | PeerKind::Monoio)) => Some(k),
+            Knobs::Peer(k) if k.in_process() => Some(k),
             _ => None,
         })
         .collect()
@@ -46,7 +46,8 @@ pub fn peer_ready(kind: PeerKind) -> bool {
         Availability::Ready => true,
         Availability::Unavailable(why) => {
             assert!(
-                kind != PeerKind::Tokio || why.contains("built without"),
+                !matches!(kind, PeerKind::Tokio | PeerKind::TokioMt)
+                    || why.contains("built without"),
                 "tokio unavailable: {why}"
             );
             eprintln!("skipped {kind:?}: unavailable: {why}");

@@ -34,8 +34,9 @@ pub fn build(k: &UringKnobs, entries: u32, plan: &CpuPlan) -> Result<(IoUring, S
     if let Some(idle) = k.sqpoll_idle_ms {
         let Some(cpu) = plan.sqpoll_cpu() else {
             return Err(CaseError::unavailable(
-                "SQPOLL needs a CPU apart from the measured thread's for its poller; \
-                 the CPU plan has one CPU (pass --cpus A,B)",
+                "SQPOLL needs a CPU apart from the measured thread's (or the server \
+                 threads') for its poller, and the CPU plan has none left (pass --cpus A,B, \
+                 or --server-cpus and --load-cpus leaving one)",
             ));
         };
         b.setup_sqpoll(idle).setup_sqpoll_cpu(cpu);

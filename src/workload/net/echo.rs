@@ -54,7 +54,7 @@ const OP: &str = "one message echoed over loopback TCP (closed loop: sent, whole
 /// which `ringside serve` runs from `src/peer/`, and external contenders (`--contender`) that
 /// speak echo.
 fn serves_tcp(m: &ModelSpec) -> bool {
-    crate::io::serves_tcp(m) || matches!(m.knobs, Knobs::Peer(PeerKind::Tokio | PeerKind::Monoio))
+    crate::io::serves_tcp(m) || matches!(m.knobs, Knobs::Peer(k) if k.in_process())
 }
 
 fn accepts(m: &ModelSpec) -> Result<(), String> {
@@ -68,6 +68,30 @@ fn accepts(m: &ModelSpec) -> Result<(), String> {
     } else {
         Err("this model has no TCP echo server".into())
     }
+}
+
+/// Every echo server but SEND_ZC's, which pays only for large payloads (it runs in
+/// `echo.payload`).
+pub(super) fn accepts_small_messages(m: &ModelSpec) -> Result<(), String> {
+    if m.uring_knobs().is_some_and(|k| k.zc_send) {
+        return Err("SEND_ZC pays only for large payloads: it runs in echo.payload".into());
+    }
+    accepts(m)
+}
+
+/// `tokio-mt` takes part in a network workload only where the server has several CPUs: on one
+/// it is the current_thread runtime plus a hand-off between threads. It always runs in the
+/// cores sweeps (`echo.cores`, `http.cores`).
+pub(super) fn accepts_on_plan(m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
+    if matches!(m.knobs, Knobs::Peer(PeerKind::TokioMt)) && plan.server_cpus().len() < 2 {
+        return Err(
+            "tokio-mt on one server CPU is tokio plus a hand-off between threads: it \
+                    runs in echo.cores and http.cores, and wherever --server-cpus gives the \
+                    server several CPUs"
+                .into(),
+        );
+    }
+    Ok(())
 }
 
 /// The parameters of the echo workloads.
@@ -207,10 +231,10 @@ impl Workload for EchoConns {
         OP
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
-        if m.uring_knobs().is_some_and(|k| k.zc_send) {
-            return Err("SEND_ZC pays only for large payloads: it runs in echo.payload".into());
-        }
-        accepts(m)
+        accepts_small_messages(m)
+    }
+    fn accepts_on(&self, m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
+        self.accepts(m).and(accepts_on_plan(m, plan))
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         // quick leaves out 2 connections (the default run's time budget).
@@ -245,6 +269,9 @@ impl Workload for EchoPayload {
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
         accepts(m)
+    }
+    fn accepts_on(&self, m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
+        self.accepts(m).and(accepts_on_plan(m, plan))
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         // quick leaves out 512 B (the default run's time budget).
@@ -297,10 +324,10 @@ impl Workload for EchoRate {
         OP_OPEN
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
-        if m.uring_knobs().is_some_and(|k| k.zc_send) {
-            return Err("SEND_ZC pays only for large payloads: it runs in echo.payload".into());
-        }
-        accepts(m)
+        accepts_small_messages(m)
+    }
+    fn accepts_on(&self, m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
+        self.accepts(m).and(accepts_on_plan(m, plan))
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         let (warmup_ms, duration_ms) = cell::timing(profile);
@@ -372,17 +399,27 @@ fn run_point(ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseErro
         let rate = offered_rate(ctx, p)?;
         return run_open(ctx, m, a, rate);
     }
-    let launch = launch(ctx, m, "echo")?;
-    measure_launch(
+    closed_loop(
         ctx,
-        launch,
+        m,
         a.conns as usize,
         a.msg_bytes as usize,
         a.warmup(),
         a.duration(),
-        None,
     )
-    .map(|(s, _)| s)
+}
+
+/// One closed-loop repetition against model `m`'s echo server.
+pub(super) fn closed_loop(
+    ctx: &Ctx<'_>,
+    m: &ModelSpec,
+    conns: usize,
+    msg_bytes: usize,
+    warmup: Duration,
+    duration: Duration,
+) -> Result<Sample, CaseError> {
+    let launch = launch(ctx, m, "echo")?;
+    measure_launch(ctx, launch, conns, msg_bytes, warmup, duration, None).map(|(s, _)| s)
 }
 
 /// One open-loop repetition at `rate` messages/s over the point's connections, with the
@@ -410,7 +447,7 @@ pub fn launch(ctx: &Ctx<'_>, m: &ModelSpec, protocol: &str) -> Result<Launch, Ca
         })?;
         return Ok(Launch::External {
             ext,
-            cpus: vec![ctx.plan.measured],
+            cpus: ctx.plan.server_cpus(),
         });
     }
     let (cmd, cpus) = serve_command(m, ctx.plan, protocol)?;

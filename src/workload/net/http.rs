@@ -19,10 +19,13 @@
 //!   offered one.
 
 use super::cell::{self, Load};
-use super::echo::{equal_load_at, launch, offered_rate, open_loop_counters, with_equal_load};
+use super::echo::{
+    accepts_on_plan, equal_load_at, launch, offered_rate, open_loop_counters, with_equal_load,
+};
 use crate::crosscheck::wrk;
 use crate::error::CaseError;
 use crate::load::http::HttpGet;
+use crate::measure::pin::CpuPlan;
 use crate::measure::Sample;
 use crate::model::{Knobs, ModelSpec, PeerKind};
 use crate::profile::{Budget, Profile};
@@ -43,12 +46,12 @@ pub const PATH: &str = "/";
 /// Models with an HTTP server: ringside's own (every `io::serves_tcp` model but SEND_ZC,
 /// which pays only for large payloads), the built-in peers (tokio with hyper, monoio), and
 /// external contenders that speak HTTP.
-fn accepts(m: &ModelSpec) -> Result<(), String> {
+pub(super) fn accepts(m: &ModelSpec) -> Result<(), String> {
     match m.knobs {
         // Which protocol a contender speaks is its catalog entry's to say (the run keeps it to
         // the suites of that protocol).
         Knobs::Peer(PeerKind::External) => Ok(()),
-        Knobs::Peer(PeerKind::Tokio | PeerKind::Monoio) => Ok(()),
+        Knobs::Peer(k) if k.in_process() => Ok(()),
         _ if m.uring_knobs().is_some_and(|k| k.zc_send) => {
             Err("SEND_ZC pays only for large payloads, not a 13-byte body".into())
         }
@@ -97,6 +100,9 @@ impl Workload for HttpClients {
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
         accepts(m)
+    }
+    fn accepts_on(&self, m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
+        self.accepts(m).and(accepts_on_plan(m, plan))
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         let (warmup_ms, duration_ms) = cell::timing(profile);
@@ -177,6 +183,9 @@ impl Workload for HttpRate {
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
         accepts(m)
     }
+    fn accepts_on(&self, m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
+        self.accepts(m).and(accepts_on_plan(m, plan))
+    }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         let (warmup_ms, duration_ms) = cell::timing(profile);
         rates(profile)
@@ -218,7 +227,7 @@ fn run_open(ctx: &Ctx<'_>, m: &ModelSpec, a: &Args, rate: f64) -> Result<Sample,
     Ok(s)
 }
 
-fn get(body: Option<usize>) -> HttpGet {
+pub(super) fn get(body: Option<usize>) -> HttpGet {
     HttpGet {
         host: "127.0.0.1".into(),
         path: PATH.into(),

@@ -3,6 +3,7 @@
 //! helper CPU.
 
 pub mod cell;
+pub mod cores;
 pub mod echo;
 pub mod http;
 pub mod launch;
