@@ -354,16 +354,17 @@ impl Running<'_> {
             r.warnings.push(Warning::HighSpread);
         }
         // Workloads that drive a server flag these per repetition in their counters.
-        if f.counters.get("shared_cpus") > 0 {
+        let (client_bound, both_saturated, shared_cpus) = f.counters.flags();
+        if shared_cpus > 0 {
             r.warnings.push(Warning::SharedCpus);
         }
-        if f.counters.get("client_bound") > 0 {
+        if client_bound > 0 {
             r.warnings.push(Warning::ClientBound);
         }
-        if f.counters.get("both_saturated") > 0 {
+        if both_saturated > 0 {
             r.warnings.push(Warning::BothSaturated);
         }
-        if f.counters.get(crate::measure::CPU_OVER_ALLOWED_NS) > 0 {
+        if f.counters.cpu_over_allowed_ns > 0 {
             r.warnings.push(Warning::CpuOverAllowed);
         }
         match agreement(&f.counters, f.ops_per_sec.median, samples.len() as u64) {
@@ -379,7 +380,7 @@ impl Running<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::{cpu::CpuReading, Counters, Hist};
+    use crate::measure::{cpu::CpuReading, Hist};
     use crate::model::ModelSpec;
     use crate::results::Params;
     use crate::workload::{EqualLoad, Point, Workload};
@@ -454,7 +455,7 @@ mod tests {
                 cpu: CpuReading::default(),
                 syscalls: None,
                 latency: Hist::new(),
-                counters: Counters::default(),
+                counters: Default::default(),
             })
         }
     }

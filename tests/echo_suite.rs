@@ -9,7 +9,7 @@ mod common;
 use assert_cmd::Command as Cmd;
 use ringside::error::CaseError;
 use ringside::measure::{pin::CpuPlan, Measured, Meter};
-use ringside::workload::net::echo::{counter, measure};
+use ringside::workload::net::echo::measure;
 use ringside::workload::Ctx;
 use std::io::Write;
 use std::process::Command;
@@ -119,15 +119,12 @@ fn a_server_child_is_measured_from_outside() {
         assert!(s.wall_ns >= window.as_nanos() as u64, "{} ns", s.wall_ns);
         assert!(s.wall_ns < 400_000_000 || !counting, "{} ns", s.wall_ns);
         assert!(s.cpu.total_ns > 0, "the server's CPU is read from outside");
-        assert_eq!(s.counters.get(counter::LIVE_CONNS), 4);
-        assert_eq!(s.counters.get(counter::LOST_CONNS), 0);
-        assert_eq!(s.counters.get(counter::MISMATCHES), 0);
-        assert_eq!(s.counters.get(counter::CONNECT_ERRORS), 0);
-        assert!(s.counters.get(counter::LOAD_CPU_NS) > 0);
-        assert_eq!(
-            s.counters.get(counter::SHARED_CPUS),
-            u64::from(plan.shared())
-        );
+        assert_eq!(load(&s).load_live_conns, 4);
+        assert_eq!(load(&s).load_lost_conns, 0);
+        assert_eq!(load(&s).load_mismatches, 0);
+        assert_eq!(load(&s).load_connect_errors, 0);
+        assert!(load(&s).load_cpu_ns > 0);
+        assert_eq!(load(&s).shared_cpus, u64::from(plan.shared()));
         assert_eq!(
             s.counters.get("server_stand_in"),
             1,
@@ -141,7 +138,7 @@ fn a_server_child_is_measured_from_outside() {
                 // and less what the server-side readings' offset from the client's window
                 // moves out of it (they are taken when the coordinating thread wakes, which
                 // on a busy machine is late by milliseconds: 3% of a 400 ms window).
-                let edge = 2 * 2 * s.counters.get(counter::LIVE_CONNS);
+                let edge = 2 * 2 * load(&s).load_live_conns;
                 assert!(
                     *n + edge >= 2 * s.ops * 97 / 100,
                     "{n} syscalls for {} messages",
@@ -172,15 +169,15 @@ fn connections_the_server_drops_are_counted_lost() {
         Duration::from_millis(400),
     )
     .unwrap();
-    assert_eq!(s.counters.get(counter::LIVE_CONNS), 2, "{:?}", s.counters);
-    assert_eq!(s.counters.get(counter::LOST_CONNS), 2, "{:?}", s.counters);
+    assert_eq!(load(&s).load_live_conns, 2, "{:?}", s.counters);
+    assert_eq!(load(&s).load_lost_conns, 2, "{:?}", s.counters);
     // The resets come in the warm-up: counted apart from the window's errors.
     assert!(
-        s.counters.get(counter::RESETS) + s.counters.get(counter::WARMUP_ERRORS) >= 2,
+        load(&s).load_resets + load(&s).load_warmup_errors >= 2,
         "{:?}",
         s.counters
     );
-    assert_eq!(s.counters.get(counter::MISMATCHES), 0);
+    assert_eq!(load(&s).load_mismatches, 0);
 }
 
 #[test]
@@ -324,6 +321,13 @@ fn external_contenders_are_measured_and_a_broken_one_fails_its_cells_only() {
     }
 }
 
+/// The load generator's counters of a network repetition.
+fn load(s: &ringside::measure::Sample) -> ringside::measure::cell::LoadCounters {
+    s.counters
+        .load
+        .expect("a network repetition records the load generator's figures")
+}
+
 /// This build's `ringside serve` for `model`, as an external contender (so that a workload's
 /// `run_once` starts the real server from a test, where `current_exe` is the test binary).
 fn real_serve(model: &str) -> ringside::model::Catalog {
@@ -350,7 +354,6 @@ fn equal_load_point() -> ringside::workload::Point {
 /// server: every echo verified, the offered and achieved rates and `fell_behind` recorded.
 #[test]
 fn an_equal_load_point_drives_the_offered_rate_against_a_real_server() {
-    use ringside::stats::equal_load::counter as rate;
     use ringside::workload::Workload;
     let plan = plan();
     let meter = Meter::new();
@@ -365,13 +368,14 @@ fn an_equal_load_point_drives_the_offered_rate_against_a_real_server() {
         .unwrap();
     assert!(s.ops > 0);
     assert_eq!(s.bytes, s.ops * 64, "64-byte messages, each one verified");
-    assert_eq!(s.counters.get(counter::MISMATCHES), 0);
-    assert_eq!(s.counters.get(counter::LIVE_CONNS), 50);
-    assert_eq!(s.counters.get(rate::OFFERED), 2_000);
-    let achieved = s.counters.get(rate::ACHIEVED);
+    assert_eq!(load(&s).load_mismatches, 0);
+    assert_eq!(load(&s).load_live_conns, 50);
+    let rate = s.counters.open_loop.expect("open-loop counters");
+    assert_eq!(rate.offered_per_sec, 2_000);
+    let achieved = rate.achieved_per_sec;
     // 2,000 msgs/s over 0.4 s: 800 messages, give or take the edges of the window.
     assert!((1_800..=2_200).contains(&achieved), "achieved {achieved}/s");
-    assert_eq!(s.counters.get(rate::FELL_BEHIND), 0);
+    assert_eq!(rate.fell_behind, 0);
     assert!(
         (600..=1_000).contains(&s.ops),
         "{} ops at 2000/s for 0.4 s: open loop, not closed",

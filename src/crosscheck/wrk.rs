@@ -5,14 +5,13 @@
 //! [`DISAGREEMENT`]): a load generator is trusted once an independent one agrees with it.
 
 use crate::child;
-use crate::measure::Counters;
+use crate::measure::cell::WrkCounters;
+use crate::measure::CellCounters;
 use std::net::SocketAddr;
 use std::process::Command;
 use std::time::Duration;
 
-pub use crate::stats::wrk::{
-    agreement, counter, cpu_busy, requests_per_sec, Agreement, DISAGREEMENT,
-};
+pub use crate::stats::wrk::{agreement, cpu_busy, requests_per_sec, Agreement, DISAGREEMENT};
 
 /// Bytes of wrk's stdout read: its report is under 2 KiB; more is not a report (it is read and
 /// dropped, never stored).
@@ -76,21 +75,24 @@ impl WrkRun {
         }
     }
 
-    pub fn counters(&self) -> Counters {
-        let mut c = Counters::default();
-        c.add(counter::REQUESTS, self.requests);
-        c.add(counter::WINDOW_NS, self.window_ns());
-        c.add(counter::READ_BYTES, self.read_bytes);
-        c.add(counter::ERRORS, self.errors);
-        c.add(counter::NON_2XX, self.non_2xx);
-        c.add(counter::LATENCY_MEAN_NS, self.latency_mean_ns);
-        c.add(counter::LATENCY_MAX_NS, self.latency_max_ns);
-        c.add(counter::LATENCY_P99_NS, self.latency_p99_ns);
-        c.add(counter::CPU_NS, self.cpu_ns);
-        c.add(counter::RUN_NS, self.run_ns);
-        c.add(counter::SATURATED, u64::from(self.saturated()));
-        c.add(counter::RUNS, 1);
-        c
+    pub fn counters(&self) -> CellCounters {
+        CellCounters {
+            wrk: Some(WrkCounters {
+                wrk_requests: self.requests,
+                wrk_window_ns: self.window_ns(),
+                wrk_read_bytes: self.read_bytes,
+                wrk_errors: self.errors,
+                wrk_non_2xx: self.non_2xx,
+                wrk_latency_mean_ns: self.latency_mean_ns,
+                wrk_latency_p99_ns: self.latency_p99_ns,
+                wrk_latency_max_ns: self.latency_max_ns,
+                wrk_cpu_ns: self.cpu_ns,
+                wrk_run_ns: self.run_ns,
+                wrk_saturated: u64::from(self.saturated()),
+                wrk_runs: 1,
+            }),
+            ..CellCounters::default()
+        }
     }
 
     /// Whether wrk's one thread kept its CPU at least 90% busy over its run (a saturated
@@ -262,7 +264,7 @@ Transfer/sec:      3.87MB
         assert_eq!(r.window_ns(), (437.0 / 436.35 * 1e9) as u64);
         let c = r.counters();
         assert_eq!(requests_per_sec(&c).map(|v| v.round()), Some(436.0));
-        assert_eq!(requests_per_sec(&Counters::default()), None);
+        assert_eq!(requests_per_sec(&CellCounters::default()), None);
     }
 
     #[test]
@@ -280,19 +282,26 @@ Transfer/sec:      3.87MB
     #[test]
     fn agreement_names_wrk_bound_only_when_wrk_was_saturated_every_time_and_measured_less() {
         // Two repetitions of wrk: 200,000 requests in 2 s = 100,000/s.
-        let mut c = Counters::default();
-        c.add(counter::REQUESTS, 200_000);
-        c.add(counter::WINDOW_NS, 2_000_000_000);
-        assert_eq!(agreement(&Counters::default(), 1.0, 2), None);
-        assert_eq!(agreement(&c, 104_000.0, 2), Some(Agreement::Agrees));
-        assert_eq!(agreement(&c, 96_000.0, 2), Some(Agreement::Agrees));
-        assert_eq!(agreement(&c, 130_000.0, 2), Some(Agreement::Disagrees));
-        c.add(counter::SATURATED, 1);
+        let mut w = WrkCounters {
+            wrk_requests: 200_000,
+            wrk_window_ns: 2_000_000_000,
+            ..WrkCounters::default()
+        };
+        let c = |w: WrkCounters| CellCounters {
+            wrk: Some(w),
+            ..CellCounters::default()
+        };
+        assert_eq!(agreement(&CellCounters::default(), 1.0, 2), None);
+        let c0 = c(w);
+        assert_eq!(agreement(&c0, 104_000.0, 2), Some(Agreement::Agrees));
+        assert_eq!(agreement(&c0, 96_000.0, 2), Some(Agreement::Agrees));
+        assert_eq!(agreement(&c0, 130_000.0, 2), Some(Agreement::Disagrees));
+        w.wrk_saturated = 1;
         // Saturated in one repetition of two: not explained.
-        assert_eq!(agreement(&c, 130_000.0, 2), Some(Agreement::Disagrees));
-        c.add(counter::SATURATED, 1);
-        assert_eq!(agreement(&c, 130_000.0, 2), Some(Agreement::WrkBound));
+        assert_eq!(agreement(&c(w), 130_000.0, 2), Some(Agreement::Disagrees));
+        w.wrk_saturated = 2;
+        assert_eq!(agreement(&c(w), 130_000.0, 2), Some(Agreement::WrkBound));
         // wrk saturated yet faster than ringside: that is a disagreement to look into.
-        assert_eq!(agreement(&c, 70_000.0, 2), Some(Agreement::Disagrees));
+        assert_eq!(agreement(&c(w), 70_000.0, 2), Some(Agreement::Disagrees));
     }
 }

@@ -104,10 +104,10 @@ const NET_METRICS: &[Metric] = &[
     }),
     ("load gen CPU %", |c| {
         fig(c, |f| {
-            let (cpu, win) = (
-                f.counters.get("load_cpu_ns"),
-                f.counters.get("load_window_ns"),
-            );
+            let (cpu, win) = f
+                .counters
+                .load
+                .map_or((0, 0), |l| (l.load_cpu_ns, l.load_window_ns));
             if win == 0 {
                 "-".into()
             } else {

@@ -552,8 +552,7 @@ fn capacity(cases: &[&CaseResult], unit: &str) -> Vec<Verdict> {
             .filter_map(|c| {
                 let f = c.figures.as_ref()?;
                 let offered = c.params.0.get("rate_per_sec")?.as_f64()?;
-                let n = c.repetitions.max(1) as f64;
-                let achieved = f.counters.get("achieved_per_sec") as f64 / n;
+                let achieved = crate::stats::equal_load::achieved_rate(c).unwrap_or(0.0);
                 (offered > 0.0).then(|| {
                     let ok = achieved >= KEEP_UP * offered && f.latency_ns.p99 <= CAPACITY_P99_NS;
                     (offered, ok)

@@ -1,6 +1,7 @@
 //! Measurement: the clock, CPU time, syscall counts, latency histograms and pinning, combined
 //! into one `Sample` per repetition. Nothing here computes statistics or prints.
 
+pub mod cell;
 pub mod clock;
 pub mod cpu;
 pub mod hist;
@@ -168,7 +169,7 @@ pub struct Sample {
     pub syscalls: Option<Measured<u64>>,
     /// Per-op latency, ns.
     pub latency: Hist,
-    pub counters: Counters,
+    pub counters: CellCounters,
 }
 
 /// Makes measured windows in the calling thread: timed ones, and counting ones that open a
@@ -288,7 +289,8 @@ impl Window<'_> {
     }
 
     /// Closes the window.
-    pub fn finish(self, ops: u64, bytes: u64, mut counters: Counters) -> Sample {
+    pub fn finish(self, ops: u64, bytes: u64, counters: Counters) -> Sample {
+        let mut counters = CellCounters::from(counters);
         let sys1 = self.counter.as_ref().map(|c| c.as_ref().map(|c| c.read()));
         // The exact clocks first; then the tasks born during the window (io-wq workers a
         // blocking op started), all of whose CPU is the window's (read just after its end).
@@ -329,7 +331,7 @@ impl Window<'_> {
         let measured = own1.saturating_sub(self.own0) + tasks_ns + born_ns;
         let (total_ns, excess) = cpu::cap_to_allowed(measured, wall_ns, allowed);
         if excess > cpu::cap_tolerance(wall_ns, allowed) {
-            counters.add(CPU_OVER_ALLOWED_NS, excess);
+            counters.cpu_over_allowed_ns += excess;
         }
         let split = t1.since(&self.ticks0);
         Sample {
@@ -345,10 +347,7 @@ impl Window<'_> {
     }
 }
 
-/// Counter: CPU time a window read above what its tasks' CPUs could give in its wall time (an
-/// accounting error, capped away from the figures; the cell is flagged
-/// [`crate::results::Warning::CpuOverAllowed`]).
-pub const CPU_OVER_ALLOWED_NS: &str = "cpu_over_allowed_ns";
+pub use cell::{CellCounters, CPU_OVER_ALLOWED_NS};
 
 #[cfg(test)]
 mod tests {

@@ -4,7 +4,7 @@
 use super::params::Params;
 use super::spread::Spread;
 use crate::env::EnvReport;
-use crate::measure::{clock::TimerCalibration, pin::CpuPlan, Counters, Measured};
+use crate::measure::{clock::TimerCalibration, pin::CpuPlan, Measured};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -201,8 +201,9 @@ pub struct CaseFigures {
     /// a reading above is capped and the cell warned `cpu_over_allowed`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cpu_busy: f64,
-    /// The model's own counters, summed over repetitions.
-    pub counters: Counters,
+    /// What the repetitions counted beside the figures (summed over them; a maximum stays a
+    /// maximum): typed load, open-loop and wrk figures, and the model's own counters by name.
+    pub counters: crate::measure::CellCounters,
     /// The merged HdrHistogram (V2 deflate, base64), so any percentile can be recomputed.
     pub histogram: String,
     /// Each measured repetition's median latency, ns, in run order (for significance tests in

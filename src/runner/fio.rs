@@ -191,7 +191,7 @@ pub fn figures(f: &FioFigures) -> CaseFigures {
         ops_total: f.total_ios,
         bytes_per_sec: 0.0,
         cpu_busy: 0.0,
-        counters,
+        counters: counters.into(),
         histogram: Hist::new().to_base64(),
     }
 }

@@ -4,6 +4,7 @@
 //! significantly. Closed-loop capacity is the client's figure whenever the load generator had
 //! no headroom; at a rate every model sustains, the server's CPU per op is the server's.
 
+use crate::measure::cell::OpenLoopCounters;
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, Status, Warning};
 use crate::stats::compare::{mann_whitney, testable, ALPHA};
@@ -11,31 +12,22 @@ use crate::stats::compare::{mann_whitney, testable, ALPHA};
 /// Share of the offered rate a server must achieve to count as keeping up with it.
 pub const KEEP_UP: f64 = 0.95;
 
-/// Counters an open-loop repetition stores (summed over repetitions, as every counter is).
-pub mod counter {
-    /// The offered rate, per second over all connections.
-    pub const OFFERED: &str = "offered_per_sec";
-    /// The achieved rate (whole ops per second of the measured window).
-    pub const ACHIEVED: &str = "achieved_per_sec";
-    /// 1 in a repetition that achieved less than [`super::KEEP_UP`] of the offered rate.
-    pub const FELL_BEHIND: &str = "fell_behind";
-}
-
 /// Whether a repetition that achieved `achieved` of `offered` per second fell behind.
 pub fn fell_behind(offered: f64, achieved: f64) -> bool {
     achieved < KEEP_UP * offered
 }
 
-fn per_rep(c: &CaseResult, name: &str) -> Option<f64> {
+/// One of an open-loop cell's rates (`pick` from its counters), per repetition.
+fn per_rep(c: &CaseResult, pick: fn(&OpenLoopCounters) -> u64) -> Option<f64> {
     let f = c
         .figures
         .as_ref()
         .filter(|_| c.status == Status::Measured)?;
     let n = c.repetitions.max(1) as f64;
     f.counters
-        .0
-        .get(name)
-        .map(|v| *v as f64 / n)
+        .open_loop
+        .as_ref()
+        .map(|r| pick(r) as f64 / n)
         .filter(|v| *v > 0.0)
 }
 
@@ -47,12 +39,12 @@ pub fn offered_rate(c: &CaseResult) -> Option<f64> {
     c.rate_per_sec
         .filter(|_| c.status == Status::Measured)
         .map(|r| r as f64)
-        .or_else(|| per_rep(c, counter::OFFERED))
+        .or_else(|| per_rep(c, |r| r.offered_per_sec))
 }
 
 /// The rate an open-loop cell achieved (mean over its repetitions).
 pub fn achieved_rate(c: &CaseResult) -> Option<f64> {
-    per_rep(c, counter::ACHIEVED)
+    per_rep(c, |r| r.achieved_per_sec)
 }
 
 /// Whether an open-loop cell kept up with its offered rate in every repetition (`None`: not
@@ -61,7 +53,7 @@ pub fn achieved_rate(c: &CaseResult) -> Option<f64> {
 pub fn kept_up(c: &CaseResult) -> Option<bool> {
     let offered = offered_rate(c)?;
     let f = c.figures.as_ref()?;
-    if f.counters.get(counter::FELL_BEHIND) > 0 {
+    if f.counters.open_loop.is_some_and(|r| r.fell_behind > 0) {
         return Some(false);
     }
     Some(!fell_behind(offered, achieved_rate(c).unwrap_or(0.0)))

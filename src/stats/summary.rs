@@ -1,7 +1,7 @@
 //! Summaries of one case: latency percentiles over every op of every repetition, and the
 //! spread of per-repetition figures (median, min, max, MAD).
 
-use crate::measure::{Counters, Hist, Measured, Sample};
+use crate::measure::{Hist, Measured, Sample};
 use crate::results::schema::{CaseFigures, CpuPerOp, LatencyNs};
 
 pub use crate::results::spread::{mad, median, Spread};
@@ -13,7 +13,7 @@ pub const HIGH_SPREAD: f64 = 0.10;
 /// into its figures.
 pub fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFigures {
     let mut all = Hist::new();
-    let mut counters = Counters::default();
+    let mut counters = crate::measure::CellCounters::default();
     let (mut ops, mut total, mut user, mut sys, mut ctx) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let (mut bytes, mut wall) = (0u64, 0u64);
     for s in samples {
@@ -134,7 +134,7 @@ mod tests {
             },
             syscalls,
             latency: h,
-            counters: Counters::default(),
+            counters: Default::default(),
         }
     }
 

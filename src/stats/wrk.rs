@@ -1,43 +1,16 @@
-//! wrk's figures as a case's counters hold them (`wrk_*`, written by `crosscheck::wrk`): their
-//! names, and what the runner and the exporters read back from them (wrk's requests/s, its CPU
-//! share, and whether it agrees with ringside's own load generator).
+//! What the runner and the exporters read from wrk's run beside a cell
+//! ([`crate::measure::cell::WrkCounters`], written by `crosscheck::wrk`): wrk's requests/s, its
+//! CPU share, and whether it agrees with ringside's own load generator.
 
-use crate::measure::Counters;
+use crate::measure::CellCounters;
 
 /// Relative difference in requests/s beyond which ringside and wrk are said to disagree.
 pub const DISAGREEMENT: f64 = 0.05;
 
-/// Counter names (summed over repetitions like every counter).
-pub mod counter {
-    /// Requests wrk completed.
-    pub const REQUESTS: &str = "wrk_requests";
-    /// wrk's measured time, ns (from its requests and its requests/s).
-    pub const WINDOW_NS: &str = "wrk_window_ns";
-    /// Bytes wrk read.
-    pub const READ_BYTES: &str = "wrk_read_bytes";
-    /// Socket errors of every kind (connect, read, write, timeout).
-    pub const ERRORS: &str = "wrk_errors";
-    pub const NON_2XX: &str = "wrk_non_2xx";
-    /// wrk's mean and max latency, ns (summed over repetitions: divide by them).
-    pub const LATENCY_MEAN_NS: &str = "wrk_latency_mean_ns";
-    pub const LATENCY_MAX_NS: &str = "wrk_latency_max_ns";
-    pub const LATENCY_P99_NS: &str = "wrk_latency_p99_ns";
-    /// wrk's own CPU (user + sys of the process, from wait4), ns.
-    pub const CPU_NS: &str = "wrk_cpu_ns";
-    /// wrk's whole run, start to exit, ns.
-    pub const RUN_NS: &str = "wrk_run_ns";
-    /// 1 in a repetition where wrk used at least 90% of its one CPU: its figure is then its
-    /// own limit, not the server's.
-    pub const SATURATED: &str = "wrk_saturated";
-    /// 1 per repetition wrk ran in (it runs beside some repetitions of a cell, not all).
-    pub const RUNS: &str = "wrk_runs";
-}
-
-/// wrk's requests/s over a case's repetitions, from the summed counters; `None` when wrk did
-/// not run.
-pub fn requests_per_sec(c: &Counters) -> Option<f64> {
-    let (n, ns) = (c.get(counter::REQUESTS), c.get(counter::WINDOW_NS));
-    (ns > 0).then(|| n as f64 * 1e9 / ns as f64)
+/// wrk's requests/s over a case's repetitions; `None` when wrk did not run.
+pub fn requests_per_sec(c: &CellCounters) -> Option<f64> {
+    let w = c.wrk.as_ref()?;
+    (w.wrk_window_ns > 0).then(|| w.wrk_requests as f64 * 1e9 / w.wrk_window_ns as f64)
 }
 
 /// How ringside's requests/s (`ours`, the median of `reps` timed repetitions) stands against
@@ -54,12 +27,12 @@ pub enum Agreement {
 }
 
 /// `None` when wrk did not run.
-pub fn agreement(c: &Counters, ours: f64, reps: u64) -> Option<Agreement> {
+pub fn agreement(c: &CellCounters, ours: f64, reps: u64) -> Option<Agreement> {
     let wrk = requests_per_sec(c)?;
+    let saturated = c.wrk.map_or(0, |w| w.wrk_saturated);
     Some(if (ours - wrk).abs() <= DISAGREEMENT * wrk {
         Agreement::Agrees
-    } else if ours > wrk && wrk_runs(c, reps) > 0 && c.get(counter::SATURATED) >= wrk_runs(c, reps)
-    {
+    } else if ours > wrk && wrk_runs(c, reps) > 0 && saturated >= wrk_runs(c, reps) {
         Agreement::WrkBound
     } else {
         Agreement::Disagrees
@@ -68,15 +41,16 @@ pub fn agreement(c: &Counters, ours: f64, reps: u64) -> Option<Agreement> {
 
 /// The repetitions wrk ran in: its own count, or (results written before it was kept, when
 /// wrk ran in every repetition) the case's.
-fn wrk_runs(c: &Counters, reps: u64) -> u64 {
-    match c.get(counter::RUNS) {
+fn wrk_runs(c: &CellCounters, reps: u64) -> u64 {
+    match c.wrk.map_or(0, |w| w.wrk_runs) {
         0 => reps,
         n => n,
     }
 }
 
 /// wrk's CPU over its runs, as a fraction of its one CPU; `None` when not measured.
-pub fn cpu_busy(c: &Counters) -> Option<f64> {
-    let (cpu, run) = (c.get(counter::CPU_NS), c.get(counter::RUN_NS));
+pub fn cpu_busy(c: &CellCounters) -> Option<f64> {
+    let w = c.wrk.as_ref()?;
+    let (cpu, run) = (w.wrk_cpu_ns, w.wrk_run_ns);
     (run > 0).then(|| cpu as f64 / run as f64)
 }

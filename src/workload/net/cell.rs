@@ -14,46 +14,14 @@ use crate::load::{self, Config, Edge, Exchange, Report};
 use crate::measure::clock::now_ns;
 use crate::measure::pin;
 use crate::measure::syscalls::{Scope, SyscallCounter};
-use crate::measure::{cpu, Counters, Measured, Sample};
+use crate::measure::{cpu, CellCounters, Measured, Sample};
 use crate::profile::{Budget, Profile};
 use crate::workload::Ctx;
 use std::time::Duration;
 
-/// Counter names the network suites store in each Sample (summed over the timed repetitions,
-/// as every counter is: divide by the case's `repetitions` for one repetition's value).
-pub mod counter {
-    pub const LOAD_CPU_NS: &str = "load_cpu_ns";
-    /// The measured window, ns (with LOAD_CPU_NS: the load generator's CPU %).
-    pub const LOAD_WINDOW_NS: &str = "load_window_ns";
-    pub const CONNECT_ERRORS: &str = "load_connect_errors";
-    pub const RESETS: &str = "load_resets";
-    pub const IO_ERRORS: &str = "load_io_errors";
-    pub const MISMATCHES: &str = "load_mismatches";
-    pub const TIMEOUTS: &str = "load_timeouts";
-    /// HTTP: responses with a status other than 2xx.
-    pub const NON_2XX: &str = "load_non_2xx";
-    /// HTTP: responses that could not be parsed or framed.
-    pub const MALFORMED: &str = "load_malformed";
-    /// Connections reopened after a `Connection: close` response (not errors).
-    pub const RECONNECTS: &str = "load_reconnects";
-    /// Errors of every kind in the warm-up (the other error counters cover the window only,
-    /// as the ops do).
-    pub const WARMUP_ERRORS: &str = "load_warmup_errors";
-    pub const LIVE_CONNS: &str = "load_live_conns";
-    /// Connections asked for but not live at the end (refused, reset, closed): 0 when none was
-    /// lost. Unlike LIVE_CONNS, its sum over repetitions reads as it is.
-    pub const LOST_CONNS: &str = "load_lost_conns";
-    /// 1 in a repetition whose load generator was saturated (`load::CLIENT_BOUND_FRACTION`)
-    /// while the server was not: the figure is the client's limit, not the server's.
-    pub const CLIENT_BOUND: &str = "client_bound";
-    /// 1 in a repetition where both were saturated (each busy >= `CLIENT_BOUND_FRACTION` of
-    /// its CPUs): the server ran at its capacity, so the figure is the server's, but the load
-    /// generator had no headroom left either (on loopback each side pays for delivering what
-    /// it sends).
-    pub const BOTH_SATURATED: &str = "both_saturated";
-    /// 1 in a repetition where server and load generator had to share one CPU.
-    pub const SHARED_CPUS: &str = "shared_cpus";
-}
+/// The load generator's figures and flags go into each Sample's typed
+/// [`crate::measure::cell::LoadCounters`] (their names are results.json's counter names).
+pub use crate::measure::cell::LoadCounters;
 
 /// (warm-up, measured) milliseconds per repetition for a profile.
 pub fn timing(profile: Profile) -> (u64, u64) {
@@ -89,7 +57,7 @@ pub const STOP_WITHIN: Duration = Duration::from_secs(5);
 
 /// A second measurement against the same warmed server after ringside's window (wrk), given
 /// the server's address and the load generator's CPU; its counters join the Sample's.
-pub type After = dyn Fn(std::net::SocketAddr, u32) -> Result<Counters, String>;
+pub type After = dyn Fn(std::net::SocketAddr, u32) -> Result<CellCounters, String>;
 
 /// What the load generator does in one repetition.
 pub struct Load<'a> {
@@ -205,7 +173,7 @@ fn measure_pinned(
         );
         return Err(server.fail(&why));
     }
-    let mut extra = Counters::default();
+    let mut extra = CellCounters::default();
     if let Some(after) = load.after {
         match after(server.addr(), load_cpu) {
             Ok(c) => extra = c,
@@ -230,25 +198,24 @@ fn measure_pinned(
     });
     drop(counters);
     let server_counters = server.stop(STOP_WITHIN)?;
-    let mut c = Counters::default();
-    c.merge(&server_counters);
-    c.merge(&extra);
-    c.add(counter::LOAD_CPU_NS, report.cpu_ns);
-    c.add(counter::LOAD_WINDOW_NS, report.window_ns);
-    c.add(counter::CONNECT_ERRORS, report.connect_errors);
-    c.add(counter::RESETS, report.resets);
-    c.add(counter::IO_ERRORS, report.io_errors);
-    c.add(counter::MISMATCHES, report.mismatches);
-    c.add(counter::TIMEOUTS, report.timeouts);
-    c.add(counter::NON_2XX, report.non_2xx);
-    c.add(counter::MALFORMED, report.malformed);
-    c.add(counter::RECONNECTS, report.reconnects);
-    c.add(counter::WARMUP_ERRORS, report.warmup_errors);
-    c.add(counter::LIVE_CONNS, report.live_conns);
-    c.add(
-        counter::LOST_CONNS,
-        (report.conns_requested as u64).saturating_sub(report.live_conns),
-    );
+    let mut c = extra;
+    c.other.merge(&server_counters);
+    let mut l = LoadCounters {
+        load_cpu_ns: report.cpu_ns,
+        load_window_ns: report.window_ns,
+        load_connect_errors: report.connect_errors,
+        load_resets: report.resets,
+        load_io_errors: report.io_errors,
+        load_mismatches: report.mismatches,
+        load_timeouts: report.timeouts,
+        load_non_2xx: report.non_2xx,
+        load_malformed: report.malformed,
+        load_reconnects: report.reconnects,
+        load_warmup_errors: report.warmup_errors,
+        load_live_conns: report.live_conns,
+        load_lost_conns: (report.conns_requested as u64).saturating_sub(report.live_conns),
+        ..LoadCounters::default()
+    };
     // The server's CPU against the CPUs it was given (SQPOLL's poller may use a second one).
     // A reading above what the CPUs its tasks may use can give in the window is an accounting
     // error: capped, and the excess beyond clock noise kept (warning `cpu_over_allowed`).
@@ -256,7 +223,7 @@ fn measure_pinned(
     let allowed = c0.cpus_allowed.max(c1.cpus_allowed);
     let (total_ns, over) = cpu::cap_to_allowed(cpu_scale(raw.total_ns), report.window_ns, allowed);
     if over > cpu::cap_tolerance(report.window_ns, allowed) {
-        c.add(crate::measure::CPU_OVER_ALLOWED_NS, over);
+        c.cpu_over_allowed_ns += over;
     }
     let cpu = cpu::CpuReading {
         total_ns,
@@ -267,15 +234,10 @@ fn measure_pinned(
     let server_busy =
         cpu.total_ns as f64 / report.window_ns.max(1) as f64 / server_cpus.max(1) as f64;
     let server_saturated = server_busy >= load::CLIENT_BOUND_FRACTION;
-    c.add(
-        counter::CLIENT_BOUND,
-        u64::from(report.client_bound && !server_saturated),
-    );
-    c.add(
-        counter::BOTH_SATURATED,
-        u64::from(report.client_bound && server_saturated),
-    );
-    c.add(counter::SHARED_CPUS, u64::from(shared));
+    l.client_bound = u64::from(report.client_bound && !server_saturated);
+    l.both_saturated = u64::from(report.client_bound && server_saturated);
+    l.shared_cpus = u64::from(shared);
+    c.load = Some(l);
     let sample = Sample {
         ops: report.msgs,
         bytes: if load.bytes_received {

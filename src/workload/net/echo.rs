@@ -30,16 +30,15 @@ use super::launch::Launch;
 use crate::error::CaseError;
 use crate::load::echo::Echo;
 use crate::load::Report;
+use crate::measure::cell::OpenLoopCounters;
 use crate::measure::pin::CpuPlan;
 use crate::measure::Sample;
 use crate::model::{Knobs, ModelSpec, PeerKind};
 use crate::profile::{Budget, Profile};
-use crate::stats::equal_load::{counter as rate_counter, fell_behind};
+use crate::stats::equal_load::fell_behind;
 use crate::workload::{Ctx, EqualLoad, Point, Workload};
 use std::process::Command;
 use std::time::Duration;
-
-pub use super::cell::counter;
 
 const OP_OPEN: &str = "one 64-byte message echoed over loopback TCP at an offered rate over \
     50 connections (open loop: latency from the message's intended send time, so a server \
@@ -202,14 +201,11 @@ pub fn offered_rate(ctx: &Ctx<'_>, p: &Point) -> Result<f64, CaseError> {
 /// it fell behind (`stats::equal_load`).
 pub fn open_loop_counters(s: &mut Sample, offered: f64, report: &Report) {
     let achieved = report.msgs_per_sec();
-    s.counters
-        .add(rate_counter::OFFERED, offered.round() as u64);
-    s.counters
-        .add(rate_counter::ACHIEVED, achieved.round() as u64);
-    s.counters.add(
-        rate_counter::FELL_BEHIND,
-        u64::from(fell_behind(offered, achieved)),
-    );
+    s.counters.open_loop = Some(OpenLoopCounters {
+        offered_per_sec: offered.round() as u64,
+        achieved_per_sec: achieved.round() as u64,
+        fell_behind: u64::from(fell_behind(offered, achieved)),
+    });
 }
 
 /// `echo.conns`: the connection sweep at 64-byte messages.
