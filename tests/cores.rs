@@ -5,35 +5,27 @@
 //! in the cores sweeps always, in the other network workloads only when the server has several
 //! CPUs.
 
-use assert_cmd::Command as Cmd;
+mod common;
+
 use ringside::measure::pin::{allowed_cpus, CpuPlan};
 use ringside::plan::{expand, select_models, select_workloads};
 use ringside::profile::Profile;
-use std::time::Duration;
 
 #[test]
 fn cores_sweeps_run_one_point_per_thread_count_and_record_scaling() {
     let cpus = allowed_cpus();
     let dir = tempfile::tempdir().unwrap();
-    let out = Cmd::cargo_bin("ringside")
-        .unwrap()
-        .timeout(Duration::from_secs(300))
-        .args(["run", "echo.cores", "http.cores", "--profile", "smoke"])
-        .args([
+    let v = common::run::run_json(
+        &[
+            "echo.cores",
+            "http.cores",
+            "--profile",
+            "smoke",
             "--models",
             "epoll-lt,tokio-mt",
-            "--quiet",
-            "--format",
-            "json",
-        ])
-        .arg("--out")
-        .arg(dir.path())
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        ],
+        dir.path(),
+    );
     let cases = v["cases"].as_array().unwrap();
     let want: Vec<u64> = if cpus.len() >= 2 { vec![1, 2] } else { vec![1] };
     for w in ["echo.cores", "http.cores"] {
@@ -121,25 +113,18 @@ fn tokio_mt_runs_in_the_other_network_workloads_only_on_several_server_cpus() {
 }
 
 #[test]
-fn the_default_run_leaves_the_cores_sweeps_out_and_list_says_so() {
+fn the_default_run_leaves_the_cores_sweeps_out() {
     let ids: Vec<&str> = select_workloads(&[])
         .unwrap()
         .iter()
         .map(|w| w.id())
         .collect();
     assert!(!ids.iter().any(|id| id.ends_with(".cores")), "{ids:?}");
-    let out = Cmd::cargo_bin("ringside")
-        .unwrap()
-        .arg("list")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let out = String::from_utf8(out).unwrap();
-    let line = out
-        .lines()
-        .find(|l| l.trim_start().starts_with("echo.cores"))
-        .expect("echo.cores listed");
-    assert!(line.contains("runs when named"), "{line}");
+    for id in ["echo.cores", "http.cores"] {
+        let w = ringside::registry::workload(id).unwrap();
+        assert!(
+            !w.by_default() && w.about().contains("runs when named"),
+            "{id}"
+        );
+    }
 }

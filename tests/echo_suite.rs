@@ -240,20 +240,18 @@ fn smoke_run_of_the_echo_suite_when_servers_exist() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let out = Cmd::cargo_bin("ringside")
-        .unwrap()
-        .timeout(Duration::from_secs(300))
-        .args(["run", "echo.payload", "--profile", "smoke", "--runs", "1"])
-        .args([
-            "--models", "epoll-et", "--quiet", "--format", "json", "--out",
-        ])
-        .arg(dir.path())
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let v = common::run::run_json(
+        &[
+            "echo.payload",
+            "--profile",
+            "smoke",
+            "--runs",
+            "1",
+            "--models",
+            "epoll-et",
+        ],
+        dir.path(),
+    );
     let cases = v["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 4, "64, 512, 4096, 16384 bytes");
     for c in cases {
@@ -456,20 +454,18 @@ fn equal_load_points_follow_their_capacity_points() {
 #[test]
 fn echo_rate_is_measured_open_loop_against_a_real_server() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Cmd::cargo_bin("ringside")
-        .unwrap()
-        .timeout(Duration::from_secs(300))
-        .args(["run", "echo.rate", "--profile", "smoke", "--runs", "2"])
-        .args([
-            "--models", "epoll-lt", "--quiet", "--format", "json", "--out",
-        ])
-        .arg(dir.path())
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let v = common::run::run_json(
+        &[
+            "echo.rate",
+            "--profile",
+            "smoke",
+            "--runs",
+            "2",
+            "--models",
+            "epoll-lt",
+        ],
+        dir.path(),
+    );
     let cases = v["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 1, "one rate at smoke");
     let c = &cases[0];

@@ -15,6 +15,25 @@ pub fn cases_saved(path: &Path) -> usize {
         .unwrap_or(0)
 }
 
+/// `ringside run ARGS --quiet --format json --out OUT` (5 minutes at most), which must succeed:
+/// the results it prints.
+#[allow(dead_code)]
+pub fn run_json(args: &[&str], out: &Path) -> serde_json::Value {
+    let stdout = assert_cmd::Command::cargo_bin("ringside")
+        .unwrap()
+        .timeout(std::time::Duration::from_secs(300))
+        .arg("run")
+        .args(args)
+        .args(["--quiet", "--format", "json", "--out"])
+        .arg(out)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&stdout).unwrap()
+}
+
 /// Reads `err` to its end on a thread; join it for the text.
 pub fn collect(mut err: ChildStderr) -> JoinHandle<String> {
     std::thread::spawn(move || {

@@ -71,6 +71,11 @@ fn sweep(plan: &CpuPlan, point: impl Fn(u64) -> Point) -> Vec<Point> {
         .collect()
 }
 
+/// The plan `points` sweeps without a run's plan: the last two allowed CPUs.
+fn machine_plan() -> CpuPlan {
+    CpuPlan::default_for(&crate::measure::pin::allowed_cpus())
+}
+
 /// The repetition's context with the plan for `threads` server threads.
 fn with_threads<R>(
     ctx: &Ctx<'_>,
@@ -110,11 +115,7 @@ impl Workload for EchoCores {
         false
     }
     fn points(&self, profile: Profile, m: &ModelSpec) -> Vec<Point> {
-        self.points_on(
-            profile,
-            m,
-            &CpuPlan::default_for(&crate::measure::pin::allowed_cpus()),
-        )
+        self.points_on(profile, m, &machine_plan())
     }
     fn points_on(&self, profile: Profile, _: &ModelSpec, plan: &CpuPlan) -> Vec<Point> {
         let (warmup_ms, duration_ms) = cell::timing(profile);
@@ -164,11 +165,7 @@ impl Workload for HttpCores {
         false
     }
     fn points(&self, profile: Profile, m: &ModelSpec) -> Vec<Point> {
-        self.points_on(
-            profile,
-            m,
-            &CpuPlan::default_for(&crate::measure::pin::allowed_cpus()),
-        )
+        self.points_on(profile, m, &machine_plan())
     }
     fn points_on(&self, profile: Profile, _: &ModelSpec, plan: &CpuPlan) -> Vec<Point> {
         let (warmup_ms, duration_ms) = cell::timing(profile);
