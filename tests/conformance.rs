@@ -151,42 +151,15 @@ fn a_client_that_never_reads_cannot_grow_the_server() {
         assert_serves(&srv, "warm-up");
         let rss0 = srv.rss_kib();
         let s = srv.connect();
-        s.set_nonblocking(true).unwrap();
-        let chunk = vec![0x5au8; 1 << 16];
-        let mut sent = 0usize;
-        let mut stalled_since: Option<Instant> = None;
-        let mut dropped = false;
-        let deadline = Instant::now() + Duration::from_secs(3);
         // Push until 256 MiB went out, or the socket stayed full for 300 ms.
-        while sent < OFFER && Instant::now() < deadline {
-            match (&s).write(&chunk) {
-                Ok(n) => {
-                    sent += n;
-                    stalled_since = None;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    let t = *stalled_since.get_or_insert_with(Instant::now);
-                    if t.elapsed() > Duration::from_millis(300) {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                // A server may drop such a client (uring-multishot past its hard bound).
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
-                    ) =>
-                {
-                    println!(
-                        "{id}: dropped the never-reading client after {} MiB",
-                        sent >> 20
-                    );
-                    dropped = true;
-                    break;
-                }
-                Err(e) => panic!("{id}: writing to the server: {e}"),
-            }
+        let pushed = common::net::push_until_stalled(&s, &[0x5au8; 1 << 16], OFFER, id);
+        let (sent, dropped) = (pushed.sent, pushed.dropped);
+        if dropped {
+            // A server may drop such a client (uring-multishot past its hard bound).
+            println!(
+                "{id}: dropped the never-reading client after {} MiB",
+                sent >> 20
+            );
         }
         let grown = srv.rss_kib().saturating_sub(rss0);
         assert!(

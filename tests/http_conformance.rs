@@ -15,7 +15,7 @@ use ringside::proto::http::{RESPONSE_400, RESPONSE_431, RESPONSE_501, RESPONSE_5
 use ringside::proto::Http;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: t\r\n\r\n";
 
@@ -213,36 +213,8 @@ fn hostile_clients_do_not_hurt_the_server() {
         // output is over the bound, so neither what it takes nor its memory grows.
         let rss0 = srv.rss_kib();
         let s = srv.connect();
-        s.set_nonblocking(true).unwrap();
-        let chunk = GET.repeat(1000);
-        let (mut sent, mut dropped) = (0usize, false);
-        let mut stalled_since: Option<Instant> = None;
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while sent < OFFER && Instant::now() < deadline {
-            match (&s).write(&chunk) {
-                Ok(n) => {
-                    sent += n;
-                    stalled_since = None;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    let t = *stalled_since.get_or_insert_with(Instant::now);
-                    if t.elapsed() > Duration::from_millis(300) {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
-                    ) =>
-                {
-                    dropped = true;
-                    break;
-                }
-                Err(e) => panic!("{id}: writing to the server: {e}"),
-            }
-        }
+        let pushed = common::net::push_until_stalled(&s, &GET.repeat(1000), OFFER, id);
+        let (sent, dropped) = (pushed.sent, pushed.dropped);
         let grown = srv.rss_kib().saturating_sub(rss0);
         assert!(
             sent < 128 << 20,

@@ -410,25 +410,12 @@ fn never_reading_pipelining_client_stalls_hyper_and_the_server_still_stops() {
 /// server takes 256 MiB without stalling. Then the server must still stop.
 fn stalls(kind: &str, server: Peer, chunk: &[u8]) {
     {
-        let mut s = connect(server.addr);
-        s.set_write_timeout(Some(Duration::from_millis(500)))
-            .unwrap();
-        let mut sent = 0usize;
-        let stalled = loop {
-            match s.write(chunk) {
-                Ok(n) => sent += n,
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    break true
-                }
-                Err(e) => panic!("{kind}: write failed: {e}"),
-            }
-            if sent > 256 << 20 {
-                break false;
-            }
-        };
+        let s = connect(server.addr);
+        let p = common::net::push_until_stalled(&s, chunk, 256 << 20, kind);
         assert!(
-            stalled,
-            "{kind} read {sent} bytes from a client that never reads"
+            p.stalled,
+            "{kind} read {} bytes from a client that never reads",
+            p.sent
         );
     }
     server.stop_within_a_second();

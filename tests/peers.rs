@@ -134,27 +134,14 @@ fn never_reading_client_stalls_and_the_server_still_stops() {
             continue;
         }
         let server = start(kind);
-        let mut s = connect(server.addr);
-        s.set_write_timeout(Some(Duration::from_millis(500)))
-            .unwrap();
-        let chunk = vec![0x5Au8; 1 << 20];
-        let mut sent = 0usize;
-        let stalled = loop {
-            match s.write(&chunk) {
-                Ok(n) => sent += n,
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    break true
-                }
-                Err(e) => panic!("{kind:?}: write failed: {e}"),
-            }
-            if sent > 256 << 20 {
-                break false;
-            }
-        };
+        let s = connect(server.addr);
+        let p = common::net::push_until_stalled(&s, &[0x5Au8; 1 << 20], 256 << 20, "peer");
         assert!(
-            stalled,
-            "{kind:?} read {sent} bytes from a client that never reads"
+            p.stalled,
+            "{kind:?} read {} bytes from a client that never reads",
+            p.sent
         );
+        drop(s);
         server.stop_within_a_second();
     }
 }

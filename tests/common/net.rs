@@ -1,9 +1,9 @@
 //! The client side of the tests.
 
-use std::io::Read;
+use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Read and write timeout of every test connection: a server that stops answering fails the
 /// test instead of hanging it.
@@ -42,4 +42,52 @@ pub fn reset(s: TcpStream) {
         )
     };
     drop(s);
+}
+
+/// What [`push_until_stalled`] saw.
+#[allow(dead_code)]
+pub struct Pushed {
+    /// Bytes the server's socket took.
+    pub sent: usize,
+    /// The socket stayed full for 300 ms: the server stopped reading.
+    pub stalled: bool,
+    /// The server reset the connection (a bounded server may drop such a client).
+    pub dropped: bool,
+}
+
+/// A client that writes and never reads: writes `chunk` again and again, non-blocking, until
+/// `limit` bytes went out, 3 s passed, the socket stayed full for 300 ms, or the server reset
+/// the connection. Any other error panics, naming `what`.
+#[allow(dead_code)]
+pub fn push_until_stalled(s: &TcpStream, chunk: &[u8], limit: usize, what: &str) -> Pushed {
+    s.set_nonblocking(true).unwrap();
+    let mut p = Pushed {
+        sent: 0,
+        stalled: false,
+        dropped: false,
+    };
+    let mut full_since: Option<Instant> = None;
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while p.sent < limit && Instant::now() < deadline {
+        match (&*s).write(chunk) {
+            Ok(n) => {
+                p.sent += n;
+                full_since = None;
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                let t = *full_since.get_or_insert_with(Instant::now);
+                if t.elapsed() > Duration::from_millis(300) {
+                    p.stalled = true;
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::BrokenPipe) => {
+                p.dropped = true;
+                break;
+            }
+            Err(e) => panic!("{what}: writing to the server: {e}"),
+        }
+    }
+    p
 }
