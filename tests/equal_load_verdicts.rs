@@ -152,8 +152,8 @@ fn equal_load_ranks_server_cpu_per_op_with_significance_and_names_who_fell_behin
         [
             "at equal load (30000 msgs/s offered, conns=50): not ranked, fell behind the \
              offered rate (achieved less than 95% of it in a repetition): c (achieved 24000)",
-            "at equal load (30000 msgs/s offered, conns=50): b uses 1.4x less server CPU per \
-             message than a (Mann-Whitney p=0.008)",
+            "at equal load (30000 msgs/s offered, conns=50): ranked by server CPU per message \
+             (less is better): b leads (102 ns); behind it by: a 1.4x (Mann-Whitney p=0.008)",
         ],
         "{v:#?}"
     );
@@ -171,8 +171,9 @@ fn capacity_is_ranked_only_where_the_load_generator_had_headroom() {
     // At 50 connections only a and c had headroom: a against c, never b (client-bound, and
     // the highest throughput: ranked by capacity it would have "won").
     assert!(
-        cap.iter()
-            .any(|l| l.contains("a is 1.5x the throughput of c at conns=50")),
+        cap.iter().any(|l| l.contains(
+            "ranked by throughput (higher is better) at conns=50: a leads; behind it by: c 1.5x"
+        )),
         "{v:#?}"
     );
     for l in &cap {
@@ -233,7 +234,8 @@ fn overlapping_repetitions_are_within_noise_and_http_counts_requests() {
     assert_eq!(v.len(), 1, "{v:#?}");
     assert!(
         v[0].starts_with(
-            "at equal load (20000 req/s offered): a uses 1.05x less server CPU per request than b"
+            "at equal load (20000 req/s offered): ranked by server CPU per request (less is \
+             better): a leads (113 ns); within noise of it: b 1.05x (Mann-Whitney p=0.690)"
         ) && v[0].ends_with("(within noise)"),
         "{}",
         v[0]
@@ -266,8 +268,9 @@ fn echo_rate_ranks_every_rate_at_equal_load_and_tables_show_the_offered_rate() {
     let v = lines("echo.rate", &cells);
     assert!(
         v.contains(
-            &"at equal load (10000 msgs/s offered): a uses 1.9x less server CPU per message \
-              than b (3 and 3 repetitions, too few for a test; their ranges do not overlap)"
+            &"at equal load (10000 msgs/s offered): ranked by server CPU per message (less is \
+              better): a leads (11 ns); behind it by: b 1.9x (3 and 3 repetitions, too few for \
+              a test; their ranges do not overlap)"
                 .to_string()
         ),
         "{v:#?}"

@@ -175,9 +175,25 @@ fn verdicts_are_computed_with_noise_and_crossovers() {
     let r = run();
     let pipe = ringside::export::verdict::for_workload(&r, "micro.pipe");
     assert!(!pipe.is_empty());
-    assert!(pipe
-        .iter()
-        .all(|v| v.text.contains("x cheaper per op than")));
+    // One ranked line per point (micro.pipe is bars: no sweep lines).
+    assert!(
+        pipe.iter().all(|v| v
+            .text
+            .starts_with("ranked by median latency per op (lower is better) at ")),
+        "{pipe:#?}"
+    );
+    let mut params = Vec::new();
+    for c in r.cases.iter().filter(|c| c.workload == "micro.pipe") {
+        if !params.contains(&c.params) {
+            params.push(c.params.clone());
+        }
+    }
+    let points = params.len();
+    assert!(
+        pipe.len() <= points,
+        "{} lines for {points} points",
+        pipe.len()
+    );
     // Unavailable cells are never compared.
     assert!(!pipe
         .iter()
@@ -186,7 +202,7 @@ fn verdicts_are_computed_with_noise_and_crossovers() {
     assert!(
         batching
             .iter()
-            .any(|v| v.text.starts_with("epoll-lt: batch=")),
+            .any(|v| v.text.starts_with("along batch") && v.text.contains("epoll-lt: batch=")),
         "{batching:?}"
     );
 

@@ -1,16 +1,19 @@
 //! Verdicts: one-line comparisons computed from the results, never written by hand.
 //!
-//! For bars (one parameter point): the best model against each other model, as a ratio of
-//! the workload's verdict metric. For sweeps: each series' last point against its first (what
-//! the sweep buys or costs), and the crossover points where one series overtakes another.
-//! A comparison is "within noise" when the two cells' per-repetition ranges (min..max of the
-//! per-run medians, or of per-run ops/s) overlap; crossovers within noise are only counted.
+//! For bars (one parameter point): one ranked line, the leader by the workload's verdict
+//! metric, the models within noise of it, then the rest in order with how many times better
+//! the leader is. For sweeps: one line with each series' last point against its first (what
+//! the sweep buys or costs), the ranked line at the sweep's far end, and the crossover points
+//! where one series overtakes another. "Within noise" means the two cells' per-repetition
+//! ranges (min..max of the per-run medians, or of per-run ops/s) overlap; crossovers within
+//! noise are only counted.
 //!
 //! Network servers are ranked two ways, and each verdict says which:
 //! - **at equal load**: the open-loop cells of one point (an equal-load point of `echo.conns`
 //!   or `http.clients`, a rate of `echo.rate` or `http.rate`), every model offered the same
-//!   rate, ranked by server CPU per op, with significance from the per-repetition CPU
-//!   (`stats::equal_load`); a model that fell behind the offered rate is named, not ranked;
+//!   rate, ranked by server CPU per op in one line per point, each model's distance from the
+//!   leader with its significance from the per-repetition CPU (`stats::equal_load`); a model
+//!   that fell behind the offered rate is named, not ranked;
 //! - **capacity**: closed-loop throughput, only between cells whose load generator had
 //!   headroom (no `client_bound` / `both_saturated`); the others are named, not ranked.
 
@@ -103,33 +106,62 @@ fn compare(m: Metric, better: &Cell, worse: &Cell) -> String {
     }
 }
 
-/// The best cell of `here` against each other one.
-fn best_against_rest(m: Metric, here: &[&Cell], at: &str, out: &mut Vec<Verdict>) {
-    let better = |a: f64, b: f64| {
+/// What a ranking orders by, and which way.
+fn rank_by(m: Metric) -> &'static str {
+    match m {
+        Metric::OpsPerSec => "throughput (higher is better)",
+        Metric::LatencyP99 => "p99 latency (lower is better)",
+        Metric::CpuPerOp => "CPU per op (lower is better)",
+        Metric::SyscallsPer100 => "syscalls per op (fewer is better)",
+        Metric::LatencyP50 => "median latency per op (lower is better)",
+    }
+}
+
+/// One ranked line over the cells of one point: the leader, the cells within noise of it
+/// (their repetitions overlap the leader's), then the rest in order with how many times
+/// better the leader is. `None` with fewer than two cells.
+fn ranked(m: Metric, here: &[&Cell], at: &str) -> Option<Verdict> {
+    if here.len() < 2 {
+        return None;
+    }
+    let mut order: Vec<&Cell> = here.to_vec();
+    // Stable: ties keep run order.
+    order.sort_by(|a, b| {
         if higher_is_better(m) {
-            a > b
+            b.v.total_cmp(&a.v)
         } else {
-            a < b
+            a.v.total_cmp(&b.v)
+        }
+    });
+    let lead = order[0];
+    let times = |c: &Cell| {
+        if higher_is_better(m) {
+            lead.v / c.v
+        } else {
+            c.v / lead.v
         }
     };
-    let Some(best) = here
+    let (near, behind): (Vec<&Cell>, Vec<&Cell>) = order[1..]
         .iter()
         .copied()
-        .reduce(|a, b| if better(b.v, a.v) { b } else { a })
-    else {
-        return;
+        .partition(|c| overlap(lead.range, c.range));
+    let list = |cs: &[&Cell]| {
+        cs.iter()
+            .map(|c| format!("{} {}", c.c.label(), ratio_text(times(c))))
+            .collect::<Vec<_>>()
+            .join(", ")
     };
-    for other in here.iter().filter(|c| !std::ptr::eq(**c, best)) {
-        out.push(Verdict {
-            text: format!(
-                "{} is {} {}{at}",
-                best.c.label(),
-                compare(m, best, other),
-                other.c.label()
-            ),
-            within_noise: overlap(best.range, other.range),
-        });
+    let mut text = format!("ranked by {}{at}: {} leads", rank_by(m), lead.c.label());
+    if !near.is_empty() {
+        text.push_str(&format!("; within noise of it: {}", list(&near)));
     }
+    if !behind.is_empty() {
+        text.push_str(&format!("; behind it by: {}", list(&behind)));
+    }
+    Some(Verdict {
+        text,
+        within_noise: behind.is_empty(),
+    })
 }
 
 /// Verdicts of one workload.
@@ -337,30 +369,45 @@ fn at_equal_load(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
             });
         }
         let cpu = |f: &CaseFigures| f.cpu_ns_per_op.total;
-        let Some(best) = kept
-            .iter()
-            .filter(|x| cpu(x.1) > 0.0)
-            .copied()
-            .reduce(|a, b| if cpu(b.1) < cpu(a.1) { b } else { a })
-        else {
+        let mut ranked: Vec<&(&CaseResult, &CaseFigures, f64)> =
+            kept.iter().filter(|x| cpu(x.1) > 0.0).collect();
+        ranked.sort_by(|a, b| cpu(a.1).total_cmp(&cpu(b.1)));
+        let Some(&best) = ranked.first() else {
             continue;
         };
-        for other in kept
-            .iter()
-            .filter(|x| !std::ptr::eq(x.0, best.0) && cpu(x.1) > 0.0)
-        {
-            let e = cpu_per_op_evidence(best.1, other.1);
-            out.push(Verdict {
-                text: format!(
-                    "{head}: {} uses {} less server CPU per {op} than {} ({})",
-                    best.0.label(),
-                    ratio_text(cpu(other.1) / cpu(best.1)),
-                    other.0.label(),
-                    e.text()
-                ),
-                within_noise: e.within_noise(),
-            });
+        if ranked.len() < 2 {
+            continue;
         }
+        let (mut near, mut behind) = (Vec::new(), Vec::new());
+        for other in &ranked[1..] {
+            let e = cpu_per_op_evidence(best.1, other.1);
+            let part = format!(
+                "{} {} ({})",
+                other.0.label(),
+                ratio_text(cpu(other.1) / cpu(best.1)),
+                e.text()
+            );
+            if e.within_noise() {
+                near.push(part);
+            } else {
+                behind.push(part);
+            }
+        }
+        let mut text = format!(
+            "{head}: ranked by server CPU per {op} (less is better): {} leads ({})",
+            best.0.label(),
+            super::table::fmt_ns(cpu(best.1))
+        );
+        if !near.is_empty() {
+            text.push_str(&format!("; within noise of it: {}", near.join(", ")));
+        }
+        if !behind.is_empty() {
+            text.push_str(&format!("; behind it by: {}", behind.join(", ")));
+        }
+        out.push(Verdict {
+            text,
+            within_noise: behind.is_empty(),
+        });
     }
     out
 }
@@ -399,7 +446,7 @@ fn sweep_verdicts(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
                 } else {
                     format!(" at {g}")
                 };
-                best_against_rest(m, here, &at, &mut out);
+                out.extend(ranked(m, here, &at));
             }
         }
         Some(param) => {
@@ -433,7 +480,9 @@ fn sweep_verdicts(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
                         (l, v)
                     })
                     .collect();
-                // What the sweep does to each series: last point against first.
+                // What the sweep does to each series, last point against first: one line.
+                let mut along = Vec::new();
+                let mut all_noise = true;
                 for (l, s) in &series {
                     let l = &labels.order[*l];
                     if let (Some(first), Some(last)) = (s.first(), s.last()) {
@@ -445,16 +494,25 @@ fn sweep_verdicts(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
                         } else {
                             (first, last)
                         };
-                        out.push(Verdict {
-                            text: format!(
-                                "{l}: {param}={} is {} {param}={}{at}",
-                                b.0,
-                                compare(m, b.1, w.1),
-                                w.0
-                            ),
-                            within_noise: overlap(b.1.range, w.1.range),
-                        });
+                        let noise = overlap(b.1.range, w.1.range);
+                        all_noise &= noise;
+                        along.push(format!(
+                            "{l}: {param}={} is {} {param}={}{}",
+                            b.0,
+                            compare(m, b.1, w.1),
+                            w.0,
+                            if noise { " (within noise)" } else { "" }
+                        ));
                     }
+                }
+                if !along.is_empty() {
+                    out.push(Verdict {
+                        text: format!(
+                            "along {param}{at}, last against first: {}",
+                            along.join("; ")
+                        ),
+                        within_noise: all_noise,
+                    });
                 }
                 // At the far end of the sweep: the best series against the others.
                 let far = in_group
@@ -470,7 +528,7 @@ fn sweep_verdicts(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
                     " at {param}={far}{}",
                     at.replace(" (", ", ").replace(')', "")
                 );
-                best_against_rest(m, &here, &at_far, &mut out);
+                out.extend(ranked(m, &here, &at_far));
                 // Crossovers: where the sign of (a - b) changes between neighbouring points.
                 // One whose repetitions overlap at either point is no evidence of a crossing:
                 // those are counted, not listed (on a noisy machine there are dozens).
