@@ -46,15 +46,16 @@ fn every_storage_model_writes_fsyncs_and_reads_back_the_same_bytes() {
             buf_len: 4096,
             depth: 16,
         };
-        let mut e = match ringside::io::file_engine(m, cfg, &plan, Err("test".into())) {
-            Ok(e) => e,
-            Err(ringside::error::CaseError::Unavailable(why)) => {
-                eprintln!("{}: skipped, unavailable: {why}", m.id);
-                assert!(!m.family.always_available(), "{} must run", m.id);
-                continue;
-            }
-            Err(e) => panic!("{}: {e}", m.id),
-        };
+        let mut e =
+            match ringside::workload::storage::file_engine(m, cfg, &plan, Err("test".into())) {
+                Ok(e) => e,
+                Err(ringside::error::CaseError::Unavailable(why)) => {
+                    eprintln!("{}: skipped, unavailable: {why}", m.id);
+                    assert!(!m.family.always_available(), "{} must run", m.id);
+                    continue;
+                }
+                Err(e) => panic!("{}: {e}", m.id),
+            };
         // Slot 0 opened as setup; write -> fsync -> read linked, two pages.
         e.open_now(0).unwrap();
         // SAFETY (every `slice` here): no op is in flight (each batch is reaped in full
@@ -144,6 +145,10 @@ fn every_storage_model_writes_fsyncs_and_reads_back_the_same_bytes() {
         ran += 1;
     }
     assert!(ran >= 2, "blocking and threadpool at least");
+    for id in ["tokio", "monoio"] {
+        let m = ringside::registry::model(id).unwrap();
+        assert!(pc.accepts(m).is_ok(), "{id} runs its own file API");
+    }
 }
 
 #[test]
@@ -200,6 +205,78 @@ fn storage_suite_runs_every_model_verifies_and_leaves_no_files() {
             "{m} measured"
         );
     }
+}
+
+/// A chain whose open fails cancels the rest of the chain (-ECANCELED, as IOSQE_IO_LINK does)
+/// and leaves the next chain alone, on every engine the small-files workload runs (the
+/// contenders' file APIs included).
+#[test]
+fn a_failed_open_cancels_its_chain_and_not_the_next() {
+    let sf = ringside::workload::storage::small_files::SmallFiles;
+    let plan = CpuPlan::default_for(&ringside::measure::pin::allowed_cpus());
+    let mut ran = Vec::new();
+    for m in MODELS.iter().filter(|m| sf.accepts(m).is_ok()) {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = vec![
+            CString::new(dir.path().join("missing/f").as_os_str().as_bytes()).unwrap(),
+            CString::new(dir.path().join("ok").as_os_str().as_bytes()).unwrap(),
+        ];
+        let cfg = FileConfig {
+            paths,
+            open_flags: libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
+            bufs: 1,
+            buf_len: 4096,
+            depth: 8,
+        };
+        let mut e = match ringside::workload::storage::file_engine(m, cfg, &plan, Err("t".into())) {
+            Ok(e) => e,
+            Err(ringside::error::CaseError::Unavailable(why)) => {
+                eprintln!("{}: skipped, unavailable: {why}", m.id);
+                continue;
+            }
+            Err(e) => panic!("{}: {e}", m.id),
+        };
+        let write = OpKind::Write {
+            buf: 0,
+            offset: 0,
+            len: 4096,
+        };
+        let mut ops = Vec::new();
+        for f in [0u32, 1] {
+            let u = 10 * f as u64;
+            ops.push(op(OpKind::Open, f, u, true));
+            ops.push(op(write, f, u + 1, true));
+            ops.push(op(OpKind::Close, f, u + 2, false));
+        }
+        e.submit(&ops).unwrap();
+        let mut done = Vec::new();
+        e.reap(ops.len(), &mut done).unwrap();
+        done.sort_by_key(|d| d.user);
+        let res: Vec<i64> = done.iter().map(|d| d.res).collect();
+        assert_eq!(res[0], -(libc::ENOENT as i64), "{}: {done:?}", m.id);
+        assert_eq!(
+            res[1..3],
+            [-(libc::ECANCELED as i64); 2],
+            "{}: {done:?}",
+            m.id
+        );
+        assert!(
+            res[3] >= 0 && res[4] == 4096 && res[5] == 0,
+            "{}: {done:?}",
+            m.id
+        );
+        drop(e);
+        assert_eq!(std::fs::read(dir.path().join("ok")).unwrap().len(), 4096);
+        ran.push(m.id);
+    }
+    use ringside::model::PeerKind;
+    for (id, kind) in [("tokio", PeerKind::Tokio), ("monoio", PeerKind::Monoio)] {
+        assert!(
+            ran.contains(&id) || !ringside::peer::availability(kind).is_ready(),
+            "{id} ran: {ran:?}"
+        );
+    }
+    assert!(ran.contains(&"blocking"), "{ran:?}");
 }
 
 #[test]

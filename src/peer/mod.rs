@@ -25,6 +25,7 @@
 //! runtime closes every connection.
 
 pub mod external;
+pub mod files;
 #[cfg(feature = "peer-monoio")]
 pub mod monoio;
 #[cfg(feature = "peer-tokio")]

@@ -264,7 +264,40 @@ pub fn accepts_storage(m: &ModelSpec) -> Result<(), String> {
             Err("knob is for sockets; no meaning for files".into())
         }
         Knobs::Uring(_) => Ok(()),
-        Knobs::Peer(_) => Err("peers only serve TCP".into()),
+        Knobs::Peer(_) => Err("contenders take part in storage.page_cycle and \
+                               storage.small_files only (their own file APIs)"
+            .into()),
+    }
+}
+
+/// Which models take part in the storage workloads that also run the contenders' own file
+/// APIs (`storage.page_cycle`, `storage.small_files`): the storage models, `tokio`
+/// (`tokio::fs`) and `monoio` (its io_uring file API).
+pub fn accepts_storage_or_runtime(m: &ModelSpec) -> Result<(), String> {
+    match &m.knobs {
+        Knobs::Peer(k) => crate::peer::files::accepts(*k),
+        _ => accepts_storage(m),
+    }
+}
+
+/// The blocking threads a contender's file API may use, recorded as the `threads` param
+/// (tokio: its blocking pool's cap; monoio has none: its file ops are io_uring ops).
+fn runtime_pool(m: &ModelSpec) -> Option<u64> {
+    matches!(m.knobs, Knobs::Peer(crate::model::PeerKind::Tokio))
+        .then_some(crate::peer::files::TOKIO_BLOCKING_THREADS as u64)
+}
+
+/// The file engine of a model: ringside's own (`io::file_engine`) or a contender's file API
+/// (`peer::files::engine`).
+pub fn file_engine(
+    m: &ModelSpec,
+    cfg: FileConfig,
+    plan: &crate::measure::pin::CpuPlan,
+    dev_polls: Result<(), String>,
+) -> Result<Box<dyn FileEngine>, CaseError> {
+    match &m.knobs {
+        Knobs::Peer(k) => crate::peer::files::engine(*k, cfg, plan),
+        _ => crate::io::file_engine(m, cfg, plan, dev_polls),
     }
 }
 
@@ -378,7 +411,7 @@ impl<'c, 'a> Run<'c, 'a> {
         let counter = ctx
             .count_syscalls
             .then(|| syscalls::SyscallCounter::open(syscalls::Scope::ThisThread));
-        let eng = crate::io::file_engine(m, cfg, ctx.plan, fs.dev_polls.clone())?;
+        let eng = file_engine(m, cfg, ctx.plan, fs.dev_polls.clone())?;
         Ok((Run { ctx, counter, hist }, eng))
     }
 

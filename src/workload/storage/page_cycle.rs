@@ -5,6 +5,9 @@
 //!
 //! A page's latency is the time from its batch's submission until the batch has completed
 //! (depth 1: the page's own three calls).
+//!
+//! The contenders run the same chains through their own file APIs (`peer::files`): tokio's
+//! `tokio::fs` (every call a job of its blocking pool) and monoio's io_uring `File`.
 
 use super::*;
 use crate::io::file::OpKind;
@@ -49,7 +52,9 @@ impl Workload for PageCycle {
     fn op(&self) -> &'static str {
         "one 4 KiB page written, fsynced, read back and verified (latency: its batch's submission to \
          completion). threadpool: the same blocking calls on worker threads, as epoll runtimes \
-         (tokio) do file I/O, because regular files are not pollable"
+         (tokio) do file I/O, because regular files are not pollable. tokio: tokio::fs (its \
+         blocking pool, seek + write_all + flush, sync_all, seek + read); monoio: its io_uring \
+         file API (write_all_at, sync_all, read_at; not linked)"
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
         if let Knobs::Uring(k) = &m.knobs {
@@ -57,7 +62,7 @@ impl Workload for PageCycle {
                 return Err("IOPOLL rings cannot fsync (polled rings refuse or skip it)".into());
             }
         }
-        accepts_storage(m)
+        accepts_storage_or_runtime(m)
     }
     fn points(&self, profile: Profile, m: &ModelSpec) -> Vec<Point> {
         let pool = matches!(
@@ -70,7 +75,11 @@ impl Workload for PageCycle {
                 file_bytes: file_bytes(profile),
                 page_bytes: PAGE,
                 depth: depth(m),
-                threads: pool.then(|| depth(m).min(64)),
+                threads: if pool {
+                    Some(depth(m).min(64))
+                } else {
+                    runtime_pool(m)
+                },
             },
         )]
     }
