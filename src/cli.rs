@@ -128,7 +128,8 @@ pub struct RunArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
-    /// Wire protocol: echo or http.
+    /// Wire protocol: echo, http, sink or source (bulk transfer: read-verify-discard, or
+    /// pattern bytes on request).
     #[arg(long)]
     pub protocol: String,
     /// HTTP only: response body size, bytes (0..=1048576; default: "Hello, World!").

@@ -157,6 +157,8 @@ pub static WORKLOADS: &[&dyn Workload] = &[
     &net::http::HttpClients,
     &net::http::HttpRate,
     &net::cores::HttpCores,
+    &net::stream::StreamSend,
+    &net::stream::StreamDuplex,
 ];
 
 /// Suites are the first component of workload ids, in registry order.
@@ -205,6 +207,6 @@ mod tests {
             assert_eq!(w.id().split('.').count(), 2, "{}", w.id());
             assert!(workload(w.id()).is_some());
         }
-        assert_eq!(suites(), vec!["micro", "storage", "echo", "http"]);
+        assert_eq!(suites(), vec!["micro", "storage", "echo", "http", "stream"]);
     }
 }

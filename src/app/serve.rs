@@ -16,7 +16,7 @@ use crate::io::{self, Stop};
 use crate::measure::pin::{self, CpuPlan};
 use crate::model::{Availability, Knobs, PeerKind};
 use crate::proto::http::{body_pattern, DEFAULT_BODY, MAX_BODY_BYTES};
-use crate::proto::{Echo, Http, Protocol, WithIdle};
+use crate::proto::{Echo, Http, Protocol, Stream, WithIdle};
 use crate::registry::{self, MODELS};
 use anyhow::{anyhow, Context};
 use std::io::Write;
@@ -26,16 +26,22 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Protocols `--protocol` knows.
-pub const PROTOCOLS: &[&str] = &["echo", "http"];
+pub const PROTOCOLS: &[&str] = &["echo", "http", "sink", "source"];
 /// Listen backlog: room for thousands of connects arriving at once.
 pub const BACKLOG: i32 = 4096;
 /// Largest `--idle-timeout-ms`: one day.
 pub const MAX_IDLE_TIMEOUT_MS: u64 = 86_400_000;
 
 pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
+    // Bulk transfer (`stream.*`): read-verify-discard, or pattern bytes on request.
+    let stream = match a.protocol.as_str() {
+        "sink" => Some(Stream::Sink),
+        "source" => Some(Stream::Source),
+        _ => None,
+    };
     let http = match (a.protocol.as_str(), a.body_bytes) {
-        ("echo", None) => None,
-        ("echo", Some(n)) => {
+        ("echo" | "sink" | "source", None) => None,
+        ("echo" | "sink" | "source", Some(n)) => {
             return Err(InputError::BadValue {
                 flag: "--body-bytes",
                 given: n.to_string(),
@@ -127,6 +133,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     let how = How {
         model,
         http,
+        stream,
         idle,
         body,
         workers: a.threads as usize,
@@ -189,6 +196,8 @@ pub const MAX_THREADS: u64 = 1024;
 struct How {
     model: &'static crate::model::ModelSpec,
     http: Option<Http>,
+    /// `--protocol sink|source` (bulk transfer).
+    stream: Option<Stream>,
     idle: Option<Option<std::time::Duration>>,
     body: Arc<[u8]>,
     /// `tokio-mt`: its worker threads (`--threads`) and the CPUs they are pinned to, one each
@@ -228,14 +237,17 @@ impl How {
                     cpus: &self.worker_cpus,
                     ready: &ready,
                 };
-                let served = match &self.http {
-                    // tokio's HTTP contender is hyper's server; monoio has none of its own, so
-                    // it runs ringside's sans-I/O HTTP protocol in a plain read/write loop.
-                    Some(_) if matches!(kind, PeerKind::Tokio | PeerKind::TokioMt) => {
-                        crate::peer::serve_http(kind, listener, flag, self.body.clone(), setup)
-                    }
-                    Some(h) => crate::peer::serve_proto(kind, listener, h.clone(), flag, setup),
-                    None => crate::peer::serve_echo(kind, listener, flag, setup),
+                let served = match (&self.http, self.stream) {
+                    (_, Some(s)) => crate::peer::serve_proto(kind, listener, s, flag, setup),
+                    (http, None) => match http {
+                        // tokio's HTTP contender is hyper's server; monoio has none of its own, so
+                        // it runs ringside's sans-I/O HTTP protocol in a plain read/write loop.
+                        Some(_) if matches!(kind, PeerKind::Tokio | PeerKind::TokioMt) => {
+                            crate::peer::serve_http(kind, listener, flag, self.body.clone(), setup)
+                        }
+                        Some(h) => crate::peer::serve_proto(kind, listener, h.clone(), flag, setup),
+                        None => crate::peer::serve_echo(kind, listener, flag, setup),
+                    },
                 };
                 let accepts = served.map_err(failed)?;
                 let mut c = crate::measure::Counters::default();
@@ -246,8 +258,13 @@ impl How {
                 }
                 Ok(c)
             }
-            None => match &self.http {
-                Some(h) => {
+            None => match (&self.http, self.stream) {
+                (_, Some(s)) => {
+                    let idle = self.idle.unwrap_or_else(|| s.idle_timeout());
+                    let proto = WithIdle { inner: s, idle };
+                    io::serve(self.model, listener, proto, plan, stop)
+                }
+                (Some(h), None) => {
                     let idle = self.idle.unwrap_or_else(|| h.idle_timeout());
                     let proto = WithIdle {
                         inner: h.clone(),
@@ -255,7 +272,7 @@ impl How {
                     };
                     io::serve(self.model, listener, proto, plan, stop)
                 }
-                None => {
+                (None, None) => {
                     let idle = self.idle.unwrap_or_else(|| Echo.idle_timeout());
                     let proto = WithIdle { inner: Echo, idle };
                     io::serve(self.model, listener, proto, plan, stop)

@@ -50,6 +50,9 @@ fn stop_requested(stop: Option<&AtomicBool>) -> bool {
 /// the measured window, from the calling thread, while the load runs (when the run is stopped
 /// before the window opens, neither is called).
 pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::Result<Report> {
+    if let Some(s) = ex.streaming() {
+        return s.run(cfg, edge);
+    }
     if cfg.conns == 0 || cfg.threads == 0 {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -148,6 +151,7 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
         max_thread_fraction: 0.0,
         client_bound: false,
         latency: Hist::new(),
+        verified_bytes: 0,
     };
     let mut max_thread = 0u64;
     let mut first_error: Option<(u64, String)> = None;

@@ -26,6 +26,7 @@
 pub mod echo;
 mod engine;
 pub mod http;
+pub mod stream;
 
 pub use engine::run;
 
@@ -57,6 +58,10 @@ pub trait Exchange: Sync {
     fn request(&self, conn: u32, seq: u64, out: &mut Vec<u8>);
     /// Judges the bytes `got` received so far for the request `sent`.
     fn response(&self, sent: &[u8], got: &[u8]) -> Response;
+    /// A bulk transfer, which has no messages: [`run`] hands the run to its own driver.
+    fn streaming(&self) -> Option<&stream::Streaming> {
+        None
+    }
 }
 
 /// Bytes one receive asks for at most beyond a connection's own message size: whatever a
@@ -267,6 +272,10 @@ pub struct Report {
     /// Per-message latency, ns (valid responses in the window only).
     #[serde(skip)]
     pub latency: Hist,
+    /// Bulk transfer ([`stream`]): payload bytes verified against the pattern, warm-up and
+    /// window (by the client; for uploads by the server, whose trailer the client checks).
+    /// 0 for message exchanges, whose every op is a verified response.
+    pub verified_bytes: u64,
 }
 
 /// The window is cut into this many buckets to find the longest gap with no completion over

@@ -18,9 +18,11 @@
 
 pub mod echo;
 pub mod http;
+pub mod stream;
 
 pub use echo::Echo;
 pub use http::Http;
+pub use stream::Stream;
 
 /// A connection's unsent output above which a server stops reading from it, bytes. Bounds the
 /// memory a client that sends and never reads can make the server hold.

@@ -7,3 +7,4 @@ pub mod cores;
 pub mod echo;
 pub mod http;
 pub mod launch;
+pub mod stream;

@@ -1,0 +1,665 @@
+//! Bulk transfer (`stream.send`, `stream.duplex`): connections that move one known byte
+//! pattern ([`crate::proto::stream`]) as fast as the server takes it, instead of messages.
+//! It is an [`Exchange`] whose [`Exchange::streaming`] driver replaces the message engine, so
+//! the network cell (server launch, CPU and syscall readings at the window's edges, verdicts)
+//! is the echo and HTTP suites' own.
+//!
+//! - [`Direction::Up`]: the client writes the pattern in `write_bytes` writes; the server
+//!   (`--protocol sink`) verifies and discards. After the window the client shuts its sending
+//!   side and reads the server's trailer: the bytes the server verified must be every byte
+//!   sent, or the connection's bytes count as mismatched.
+//! - [`Direction::Down`]: the client asks (`--protocol source`) for `write_bytes` at a time,
+//!   keeping [`WINDOW_REQUESTS`] requests outstanding, and checks every byte it receives.
+//! - [`Direction::Duplex`]: the client writes the pattern continuously and reads the echo
+//!   (`--protocol echo`) at the same time, checking every byte.
+//!
+//! One op is one `write_bytes` chunk moved (sent, for `Up`; received and verified otherwise)
+//! inside the window; the bytes are the payload moved in the window, one direction (duplex:
+//! the echoed bytes; each also crossed the other way). Latency is a chunk's time: since the
+//! previous chunk of its connection completed. Sent bytes are counted when `send` took them
+//! (a socket buffer's worth may still be in flight at the window's edge). Each thread runs
+//! ONE epoll loop over its share of the connections, pinned like the message engine's.
+
+use super::{Config, Edge, Exchange, Mismatch, Report, Response, CLIENT_BOUND_FRACTION};
+use crate::measure::clock::now_ns;
+use crate::measure::{cpu, pin, Hist};
+use crate::proto::stream::{first_mismatch, read_trailer, PATTERN_PERIOD, TRAILER_BYTES};
+use std::io;
+use std::net::TcpStream;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Barrier;
+use std::time::Duration;
+
+/// Which way the bytes go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Client -> server (`--protocol sink`).
+    Up,
+    /// Server -> client (`--protocol source`).
+    Down,
+    /// Both at once (`--protocol echo`).
+    Duplex,
+}
+
+impl Direction {
+    /// The `ringside serve --protocol` that serves it.
+    pub fn protocol(self) -> &'static str {
+        match self {
+            Direction::Up => "sink",
+            Direction::Down => "source",
+            Direction::Duplex => "echo",
+        }
+    }
+}
+
+/// Requests a `Down` connection keeps outstanding (each `write_bytes`).
+pub const WINDOW_REQUESTS: u64 = 4;
+/// The largest write (and request) size.
+pub const MAX_WRITE_BYTES: usize = crate::proto::stream::MAX_REQUEST as usize;
+/// How long the client waits for the `Up` trailers after the window.
+pub const TRAILER_WAIT: Duration = Duration::from_secs(3);
+
+/// A bulk transfer of `write_bytes` writes (1..=[`MAX_WRITE_BYTES`]) in `direction`.
+pub struct Streaming {
+    pub direction: Direction,
+    pub write_bytes: usize,
+}
+
+impl Exchange for Streaming {
+    fn request(&self, _conn: u32, _seq: u64, _out: &mut Vec<u8>) {}
+    fn response(&self, _sent: &[u8], _got: &[u8]) -> Response {
+        Response::Unreadable("a stream has no messages")
+    }
+    fn streaming(&self) -> Option<&Streaming> {
+        Some(self)
+    }
+}
+
+struct Conn {
+    sock: TcpStream,
+    id: u32,
+    /// Pattern bytes sent / received (and checked) so far.
+    tx: u64,
+    rx: u64,
+    /// `Down`: bytes asked for so far.
+    asked: u64,
+    /// When this connection's last chunk completed.
+    last_chunk: u64,
+    /// `Up` after the window: the trailer so far.
+    trailer: Vec<u8>,
+    done: bool,
+}
+
+#[derive(Default)]
+struct Out {
+    msgs: u64,
+    bytes: u64,
+    connect_errors: u64,
+    resets: u64,
+    io_errors: u64,
+    read_errors: u64,
+    write_errors: u64,
+    mismatches: u64,
+    first_mismatch: Option<Mismatch>,
+    malformed: u64,
+    warmup_errors: u64,
+    warmup_invalid: u64,
+    live: u64,
+    first_error: Option<String>,
+    cpu_ns: u64,
+    latency: Hist,
+    verified: u64,
+}
+
+struct Times {
+    open: u64,
+    close: u64,
+}
+
+impl Streaming {
+    /// Runs the transfer; see [`super::run`] for `edge`.
+    pub fn run(&self, cfg: &Config, edge: &mut dyn FnMut(Edge)) -> io::Result<Report> {
+        if cfg.conns == 0 || cfg.threads == 0 || !(1..=MAX_WRITE_BYTES).contains(&self.write_bytes)
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "conns and threads must be >= 1 and write_bytes in 1..={MAX_WRITE_BYTES} \
+                     (given {})",
+                    self.write_bytes
+                ),
+            ));
+        }
+        crate::io::sys::raise_nofile(cfg.conns as u64 + 64)?;
+        let threads = cfg.threads.min(cfg.conns);
+        let barrier = Barrier::new(threads + 1);
+        let stop_at = std::sync::atomic::AtomicU64::new(u64::MAX);
+        let times = std::sync::OnceLock::<Times>::new();
+        let mut interrupted = false;
+        let parts: Vec<io::Result<Out>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let lo = cfg.conns * t / threads;
+                    let hi = cfg.conns * (t + 1) / threads;
+                    let cpu = (!cfg.cpus.is_empty()).then(|| cfg.cpus[t % cfg.cpus.len()]);
+                    let (barrier, times, stop_at) = (&barrier, &times, &stop_at);
+                    std::thread::Builder::new()
+                        .name(format!("stream-{t}"))
+                        .spawn_scoped(s, move || {
+                            self.worker(cfg, lo..hi, cpu, barrier, times, stop_at)
+                        })
+                        .expect("spawn load thread")
+                })
+                .collect();
+            barrier.wait(); // connected
+            let open = now_ns() + cfg.warmup.as_nanos() as u64;
+            let close = open + cfg.duration.as_nanos() as u64;
+            let _ = times.set(Times { open, close });
+            barrier.wait();
+            let opened = wait_until(open, cfg.stop);
+            if opened {
+                edge(Edge::Open);
+            }
+            if !opened || !wait_until(close, cfg.stop) {
+                interrupted = true;
+                stop_at.store(now_ns(), Ordering::SeqCst);
+            }
+            if opened {
+                edge(Edge::Close);
+            }
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("load thread panicked"))
+                .collect()
+        });
+        let t = times.get().expect("times set before the threads ran");
+        let close = t.close.min(stop_at.load(Ordering::SeqCst));
+        let window_ns = close.saturating_sub(t.open);
+        let cpus_available = threads.min(if cfg.cpus.is_empty() {
+            pin::allowed_cpus().len()
+        } else {
+            let mut c = cfg.cpus.clone();
+            c.sort();
+            c.dedup();
+            c.len()
+        });
+        let mut r = Report {
+            conns_requested: cfg.conns,
+            threads,
+            rate_per_sec: None,
+            window_ns,
+            interrupted,
+            msgs: 0,
+            bytes: 0,
+            rx_bytes: 0,
+            connect_errors: 0,
+            resets: 0,
+            io_errors: 0,
+            read_errors: 0,
+            write_errors: 0,
+            mismatches: 0,
+            first_mismatch: None,
+            non_2xx: 0,
+            malformed: 0,
+            timeouts: 0,
+            reconnects: 0,
+            warmup_errors: 0,
+            warmup_invalid: 0,
+            live_conns: 0,
+            longest_gap_ns: 0,
+            first_error: None,
+            cpu_ns: 0,
+            cpus_available,
+            cpu_fraction: 0.0,
+            max_thread_fraction: 0.0,
+            client_bound: false,
+            latency: Hist::new(),
+            verified_bytes: 0,
+        };
+        let mut max_thread = 0u64;
+        for p in parts {
+            let p = p?;
+            r.msgs += p.msgs;
+            r.bytes += p.bytes;
+            r.connect_errors += p.connect_errors;
+            r.resets += p.resets;
+            r.io_errors += p.io_errors;
+            r.read_errors += p.read_errors;
+            r.write_errors += p.write_errors;
+            r.mismatches += p.mismatches;
+            r.malformed += p.malformed;
+            r.warmup_errors += p.warmup_errors;
+            r.warmup_invalid += p.warmup_invalid;
+            r.live_conns += p.live;
+            r.cpu_ns += p.cpu_ns;
+            r.verified_bytes += p.verified;
+            max_thread = max_thread.max(p.cpu_ns);
+            r.latency.merge(&p.latency);
+            r.first_mismatch = r.first_mismatch.or(p.first_mismatch);
+            r.first_error = r.first_error.or(p.first_error);
+        }
+        r.rx_bytes = r.bytes;
+        if window_ns > 0 {
+            r.cpu_fraction = r.cpu_ns as f64 / (window_ns as f64 * cpus_available.max(1) as f64);
+            r.max_thread_fraction = max_thread as f64 / window_ns as f64;
+        }
+        r.client_bound = r.cpu_fraction >= CLIENT_BOUND_FRACTION
+            || r.max_thread_fraction >= CLIENT_BOUND_FRACTION;
+        Ok(r)
+    }
+
+    fn worker(
+        &self,
+        cfg: &Config,
+        ids: std::ops::Range<usize>,
+        cpu: Option<u32>,
+        barrier: &Barrier,
+        times: &std::sync::OnceLock<Times>,
+        stop_at: &std::sync::atomic::AtomicU64,
+    ) -> io::Result<Out> {
+        if let Some(c) = cpu {
+            let _ = pin::pin_this_thread(c);
+        }
+        let mut out = Out::default();
+        let mut conns = Vec::with_capacity(ids.len());
+        for id in ids {
+            match TcpStream::connect_timeout(&cfg.target, cfg.connect_timeout)
+                .and_then(|s| s.set_nodelay(true).and(s.set_nonblocking(true)).map(|()| s))
+            {
+                Ok(sock) => conns.push(Conn {
+                    sock,
+                    id: id as u32,
+                    tx: 0,
+                    rx: 0,
+                    asked: 0,
+                    last_chunk: 0,
+                    trailer: Vec::new(),
+                    done: false,
+                }),
+                Err(e) => {
+                    out.connect_errors += 1;
+                    out.first_error
+                        .get_or_insert_with(|| format!("connect {}: {e}", cfg.target));
+                }
+            }
+        }
+        barrier.wait();
+        barrier.wait();
+        let t = times.get().expect("set before the second barrier");
+        let ep = Epoll::new()?;
+        let want_out = self.direction != Direction::Down;
+        for (i, c) in conns.iter().enumerate() {
+            ep.add(c.sock.as_raw_fd(), i as u64, want_out)?;
+        }
+        // The pattern from offset 0, long enough for a write starting anywhere in a period.
+        let mut src = Vec::new();
+        crate::proto::stream::fill_pattern(&mut src, 0, PATTERN_PERIOD + self.write_bytes);
+        let mut rbuf = vec![0u8; self.write_bytes.clamp(64 << 10, 1 << 20)];
+        let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
+        let start = now_ns();
+        for c in conns.iter_mut() {
+            c.last_chunk = start;
+            if self.direction == Direction::Down {
+                self.ask(c, t, &mut out);
+            }
+        }
+        let mut cpu0 = None;
+        loop {
+            let now = now_ns();
+            if cpu0.is_none() && now >= t.open {
+                cpu0 = Some(cpu::this_thread_ns());
+            }
+            if now >= t.close.min(stop_at.load(Ordering::SeqCst)) {
+                break;
+            }
+            if conns.iter().all(|c| c.done) {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+            let n = ep.wait(&mut events, 10)?;
+            for ev in &events[..n] {
+                let c = &mut conns[ev.u64 as usize];
+                if c.done {
+                    continue;
+                }
+                let readable =
+                    ev.events & (libc::EPOLLIN | libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0;
+                if readable {
+                    self.read(c, &mut rbuf, t, &mut out);
+                }
+                if !c.done && ev.events & libc::EPOLLOUT as u32 != 0 {
+                    self.write(c, &src, t, &mut out);
+                }
+                if !c.done && self.direction == Direction::Down {
+                    self.ask(c, t, &mut out);
+                }
+                if c.done {
+                    ep.del(c.sock.as_raw_fd());
+                }
+            }
+        }
+        out.cpu_ns = cpu::this_thread_ns().saturating_sub(cpu0.unwrap_or_else(cpu::this_thread_ns));
+        out.live = conns.iter().filter(|c| !c.done).count() as u64;
+        match self.direction {
+            Direction::Up => self.trailers(&mut conns, &ep, &mut out)?,
+            // Every byte received was checked, also on a connection that failed later.
+            _ => out.verified += conns.iter().map(|c| c.rx).sum::<u64>(),
+        }
+        Ok(out)
+    }
+
+    /// Counts an error on `c` (in the window or the warm-up) and retires it.
+    fn fail(&self, c: &mut Conn, t: &Times, out: &mut Out, e: &io::Error, reading: bool) {
+        let now = now_ns();
+        if now < t.open {
+            out.warmup_errors += 1;
+        } else {
+            match e.kind() {
+                io::ErrorKind::ConnectionReset
+                | io::ErrorKind::BrokenPipe
+                | io::ErrorKind::UnexpectedEof => out.resets += 1,
+                _ => out.io_errors += 1,
+            }
+            if reading {
+                out.read_errors += 1;
+            } else {
+                out.write_errors += 1;
+            }
+        }
+        out.first_error
+            .get_or_insert_with(|| format!("connection {}: {e}", c.id));
+        c.done = true;
+    }
+
+    fn mismatch(&self, c: &mut Conn, t: &Times, out: &mut Out, offset: u64) {
+        let in_warmup = now_ns() < t.open;
+        if in_warmup {
+            out.warmup_invalid += 1;
+            out.warmup_errors += 1;
+        } else {
+            out.mismatches += 1;
+        }
+        let w = self.write_bytes as u64;
+        out.first_mismatch.get_or_insert(Mismatch {
+            conn: c.id,
+            msg: offset / w,
+            offset: offset % w,
+            in_warmup,
+        });
+        c.done = true;
+    }
+
+    /// Chunks completed when a connection's count went from `before` to `after` bytes: ops
+    /// and latencies when inside the window.
+    fn chunks(&self, c: &mut Conn, before: u64, after: u64, t: &Times, out: &mut Out) {
+        let now = now_ns();
+        let w = self.write_bytes as u64;
+        let k = after / w - before / w;
+        if now >= t.open && now < t.close {
+            out.bytes += after - before;
+            if k > 0 {
+                out.msgs += k;
+                out.latency
+                    .record_n(now.saturating_sub(c.last_chunk) / k, k);
+            }
+        }
+        if k > 0 {
+            c.last_chunk = now;
+        }
+    }
+
+    fn read(&self, c: &mut Conn, buf: &mut [u8], t: &Times, out: &mut Out) {
+        loop {
+            let n = match sys_read(c.sock.as_raw_fd(), buf) {
+                Ok(0) => {
+                    let e = io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed");
+                    return self.fail(c, t, out, &e, true);
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return self.fail(c, t, out, &e, true),
+            };
+            if self.direction == Direction::Up {
+                // The sink answers only at the end (or at a wrong byte): nothing is expected.
+                let e = match read_trailer(&buf[..n.min(TRAILER_BYTES)]) {
+                    Some((tag, off)) if &tag == b"RSBD" => {
+                        return self.mismatch(c, t, out, off);
+                    }
+                    _ => io::Error::other("the sink answered before the end"),
+                };
+                out.malformed += 1;
+                return self.fail(c, t, out, &e, true);
+            }
+            if let Some(i) = first_mismatch(&buf[..n], c.rx) {
+                return self.mismatch(c, t, out, c.rx + i as u64);
+            }
+            let before = c.rx;
+            c.rx += n as u64;
+            self.chunks(c, before, c.rx, t, out);
+            if n < buf.len() {
+                return;
+            }
+        }
+    }
+
+    fn write(&self, c: &mut Conn, src: &[u8], t: &Times, out: &mut Out) {
+        let w = self.write_bytes as u64;
+        // Duplex: do not run further ahead of the echo than two writes plus what the
+        // sockets hold; the server's backpressure bounds it anyway.
+        loop {
+            let left = w - c.tx % w;
+            let at = (c.tx % PATTERN_PERIOD as u64) as usize;
+            match sys_write(c.sock.as_raw_fd(), &src[at..at + left as usize]) {
+                Ok(n) => {
+                    let before = c.tx;
+                    c.tx += n as u64;
+                    if self.direction == Direction::Up {
+                        self.chunks(c, before, c.tx, t, out);
+                    }
+                    if (n as u64) < left {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return self.fail(c, t, out, &e, false),
+            }
+        }
+    }
+
+    /// `Down`: keeps [`WINDOW_REQUESTS`] requests of `write_bytes` outstanding.
+    fn ask(&self, c: &mut Conn, t: &Times, out: &mut Out) {
+        let w = self.write_bytes as u64;
+        let mut reqs = [0u8; 4 * WINDOW_REQUESTS as usize];
+        let mut n = 0;
+        while c.asked < c.rx + WINDOW_REQUESTS * w && n < reqs.len() {
+            reqs[n..n + 4].copy_from_slice(&(w as u32).to_le_bytes());
+            n += 4;
+            c.asked += w;
+        }
+        if n == 0 {
+            return;
+        }
+        // 4-byte requests into an empty send buffer: a partial write would mean the server
+        // stopped reading for megabytes, which its bounds never do to a reading client.
+        match sys_write(c.sock.as_raw_fd(), &reqs[..n]) {
+            Ok(k) if k == n => {}
+            Ok(_) => {
+                let e = io::Error::other("a request was cut short");
+                self.fail(c, t, out, &e, false)
+            }
+            Err(e) => self.fail(c, t, out, &e, false),
+        }
+    }
+
+    /// `Up`, after the window: shut each live connection's sending side and read the server's
+    /// trailer; every byte sent must have been verified by the server.
+    fn trailers(&self, conns: &mut [Conn], ep: &Epoll, out: &mut Out) -> io::Result<()> {
+        let mut waiting = 0;
+        for (i, c) in conns.iter_mut().enumerate().filter(|(_, c)| !c.done) {
+            // SAFETY: shutdown on a socket we own.
+            unsafe { libc::shutdown(c.sock.as_raw_fd(), libc::SHUT_WR) };
+            ep.modify(c.sock.as_raw_fd(), i as u64, false)?;
+            waiting += 1;
+        }
+        let deadline = now_ns() + TRAILER_WAIT.as_nanos() as u64;
+        let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 64];
+        let mut buf = [0u8; 64];
+        while waiting > 0 && now_ns() < deadline {
+            let n = ep.wait(&mut events, 10)?;
+            for ev in &events[..n] {
+                let c = &mut conns[ev.u64 as usize];
+                if c.done {
+                    continue;
+                }
+                match sys_read(c.sock.as_raw_fd(), &mut buf) {
+                    Ok(0) => {
+                        c.done = true;
+                        waiting -= 1;
+                        match read_trailer(&c.trailer) {
+                            Some((tag, v)) if &tag == b"RSOK" && v == c.tx => out.verified += v,
+                            Some((tag, v)) if &tag == b"RSOK" => {
+                                out.mismatches += 1;
+                                out.first_error.get_or_insert_with(|| {
+                                    format!(
+                                        "connection {}: the server verified {v} of the {} bytes sent",
+                                        c.id, c.tx
+                                    )
+                                });
+                                out.first_mismatch.get_or_insert(Mismatch {
+                                    conn: c.id,
+                                    msg: v / self.write_bytes as u64,
+                                    offset: v % self.write_bytes as u64,
+                                    in_warmup: false,
+                                });
+                            }
+                            Some((_, off)) => {
+                                out.mismatches += 1;
+                                out.first_mismatch.get_or_insert(Mismatch {
+                                    conn: c.id,
+                                    msg: off / self.write_bytes as u64,
+                                    offset: off % self.write_bytes as u64,
+                                    in_warmup: false,
+                                });
+                            }
+                            None => {
+                                out.malformed += 1;
+                                out.first_error.get_or_insert_with(|| {
+                                    format!("connection {}: no trailer from the sink", c.id)
+                                });
+                            }
+                        }
+                    }
+                    Ok(k) if c.trailer.len() + k <= TRAILER_BYTES => {
+                        c.trailer.extend_from_slice(&buf[..k]);
+                    }
+                    Ok(_) => {
+                        c.done = true;
+                        waiting -= 1;
+                        out.malformed += 1;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => {
+                        c.done = true;
+                        waiting -= 1;
+                        out.malformed += 1;
+                        out.first_error
+                            .get_or_insert_with(|| format!("connection {}: trailer: {e}", c.id));
+                    }
+                }
+            }
+        }
+        if waiting > 0 {
+            // Bytes the server never confirmed are not verified.
+            out.malformed += waiting;
+            out.first_error.get_or_insert_with(|| {
+                format!("{waiting} connections sent no trailer within {TRAILER_WAIT:?}")
+            });
+        }
+        Ok(())
+    }
+}
+
+fn wait_until(t: u64, stop: Option<&AtomicBool>) -> bool {
+    loop {
+        if stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
+            return false;
+        }
+        let now = now_ns();
+        if now >= t {
+            return true;
+        }
+        std::thread::sleep(Duration::from_nanos(t - now).min(super::STOP_WITHIN));
+    }
+}
+
+fn sys_read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: buf is valid for writes of its length.
+    let r = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    crate::io::sys::cvt_size(r)
+}
+
+fn sys_write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: buf is valid for reads of its length; MSG_NOSIGNAL: a closed peer is EPIPE.
+    let r = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+    crate::io::sys::cvt_size(r)
+}
+
+/// A level-triggered epoll set of one thread's connections.
+struct Epoll(std::os::fd::OwnedFd);
+
+impl Epoll {
+    fn new() -> io::Result<Epoll> {
+        // SAFETY: no preconditions; the fd is owned from here.
+        let fd = crate::io::sys::cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        // SAFETY: a fresh fd we own.
+        Ok(Epoll(unsafe {
+            <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd)
+        }))
+    }
+    fn ctl(&self, op: libc::c_int, fd: RawFd, key: u64, out: bool) -> io::Result<()> {
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | if out { libc::EPOLLOUT } else { 0 }) as u32,
+            u64: key,
+        };
+        // SAFETY: valid epoll fd, socket fd and event.
+        crate::io::sys::cvt(unsafe { libc::epoll_ctl(self.0.as_raw_fd(), op, fd, &mut ev) })
+            .map(drop)
+    }
+    fn add(&self, fd: RawFd, key: u64, out: bool) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_ADD, fd, key, out)
+    }
+    fn modify(&self, fd: RawFd, key: u64, out: bool) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_MOD, fd, key, out)
+    }
+    fn del(&self, fd: RawFd) {
+        // SAFETY: as ctl; a stale fd only fails.
+        unsafe {
+            libc::epoll_ctl(
+                self.0.as_raw_fd(),
+                libc::EPOLL_CTL_DEL,
+                fd,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    fn wait(&self, events: &mut [libc::epoll_event], timeout_ms: i32) -> io::Result<usize> {
+        // SAFETY: the buffer holds `len` events.
+        let r = unsafe {
+            libc::epoll_wait(
+                self.0.as_raw_fd(),
+                events.as_mut_ptr(),
+                events.len() as i32,
+                timeout_ms,
+            )
+        };
+        match crate::io::sys::cvt(r) {
+            Ok(n) => Ok(n as usize),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+}

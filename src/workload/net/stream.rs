@@ -1,0 +1,205 @@
+//! The stream suite (`ringside run stream`): bulk transfer per model, where zero-copy sends,
+//! receive bundles and larger buffers are supposed to pay.
+//! - `stream.send`: one way, `up` (the client writes continuously, the server reads, verifies
+//!   and discards: `ringside serve --protocol sink`) and `down` (the server writes the pattern
+//!   the client asks for, a bounded window of requests ahead: `--protocol source`);
+//! - `stream.duplex`: both ways at once, the echo server driven by clients that write
+//!   continuously and read the echo at the same time.
+//!
+//! 1, 10 and 100 connections, writes of 4 KiB, 64 KiB and 1 MiB (`full`; `quick` runs the
+//! 10-connection, 64 KiB point of each direction so that `ringside run pubsub stream` stays
+//! within its time budget). One op is one write's worth of bytes moved and verified (see
+//! `load::stream`); figures per GiB are the per-op figures times 2^30 / `write_bytes`. Every
+//! byte is checked against the pattern (uploads by the server, whose count the client checks
+//! against what it sent): a cell with a byte that does not verify fails. Not in the default
+//! run (its budget is full): it runs when named.
+
+use super::cell;
+use super::echo::{accepts_on_plan, launch};
+use crate::error::CaseError;
+use crate::load::stream::{Direction, Streaming};
+use crate::measure::pin::CpuPlan;
+use crate::measure::Sample;
+use crate::model::{Knobs, ModelSpec, PeerKind};
+use crate::profile::{Budget, Profile};
+use crate::workload::{Ctx, Point, Workload};
+use std::time::Duration;
+
+/// The parameters of the stream workloads.
+#[derive(serde::Serialize)]
+struct Args {
+    direction: Direction,
+    conns: u64,
+    write_bytes: u64,
+    duration_ms: u64,
+    warmup_ms: u64,
+}
+
+const OP: &str = "one write's worth of bytes (write_bytes) moved over loopback TCP and \
+    verified against the pattern (up: sent, and confirmed by the server's count of verified \
+    bytes; down and duplex: received and checked); latency: the time per write on its \
+    connection; CPU and syscalls are the server's, measured from outside (per GiB: per op x \
+    2^30 / write_bytes)";
+
+/// Every model with a TCP server (ringside's own, tokio and monoio); external contenders speak
+/// echo or HTTP only.
+fn accepts(m: &ModelSpec) -> Result<(), String> {
+    match m.knobs {
+        Knobs::Peer(PeerKind::External) => {
+            Err("an external contender speaks echo or HTTP, not the stream protocols".into())
+        }
+        Knobs::Peer(_) => Ok(()),
+        _ if crate::io::serves_tcp(m) => Ok(()),
+        _ => Err("this model has no TCP server".into()),
+    }
+}
+
+/// (connections, write sizes) per profile.
+fn grid(profile: Profile) -> (&'static [u64], &'static [u64]) {
+    match profile {
+        Profile::Smoke => (&[2], &[64 << 10]),
+        Profile::Quick => (&[10], &[64 << 10]),
+        Profile::Full => (&[1, 10, 100], &[4 << 10, 64 << 10, 1 << 20]),
+    }
+}
+
+fn points(profile: Profile, dirs: &[Direction]) -> Vec<Point> {
+    let (warmup_ms, duration_ms) = cell::timing(profile);
+    let (conns, sizes) = grid(profile);
+    let mut v = Vec::new();
+    for &direction in dirs {
+        for &write_bytes in sizes {
+            for &c in conns {
+                v.push(Point::of(Args {
+                    direction,
+                    conns: c,
+                    write_bytes,
+                    duration_ms,
+                    warmup_ms,
+                }));
+            }
+        }
+    }
+    v
+}
+
+fn run(ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
+    let a = p.args::<Args>()?;
+    let ex = Streaming {
+        direction: a.direction,
+        write_bytes: a.write_bytes as usize,
+    };
+    let load = cell::Load {
+        conns: a.conns as usize,
+        warmup: Duration::from_millis(a.warmup_ms),
+        duration: Duration::from_millis(a.duration_ms),
+        rate: None,
+        exchange: &ex,
+        bytes_received: false,
+        after: None,
+    };
+    let (mut s, report) = cell::measure(ctx, launch(ctx, m, a.direction.protocol())?, &load)?;
+    if report.verified_bytes == 0 {
+        return Err(CaseError::Failed(anyhow::anyhow!(
+            "no byte was verified ({})",
+            report.first_error.as_deref().unwrap_or("no error recorded")
+        )));
+    }
+    s.counters.add("bytes_verified", report.verified_bytes);
+    Ok(s)
+}
+
+/// `stream.send`: one-way bulk transfer, both directions.
+pub struct StreamSend;
+/// `stream.duplex`: both ways at once.
+pub struct StreamDuplex;
+
+impl Workload for StreamSend {
+    fn id(&self) -> &'static str {
+        "stream.send"
+    }
+    fn about(&self) -> &'static str {
+        "one-way bulk transfer per model (client to server and back), 1 to 100 connections, \
+         4 KiB to 1 MiB writes, loopback: Gbit/s, server CPU and syscalls per byte (runs when \
+         named)"
+    }
+    fn op(&self) -> &'static str {
+        OP
+    }
+    fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
+        accepts(m)
+    }
+    fn accepts_on(&self, m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
+        accepts(m).and(accepts_on_plan(m, plan))
+    }
+    fn by_default(&self) -> bool {
+        false
+    }
+    fn budget(&self, b: Budget) -> Budget {
+        cell::budget(b)
+    }
+    fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
+        points(profile, &[Direction::Up, Direction::Down])
+    }
+    fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
+        run(ctx, m, p)
+    }
+}
+
+impl Workload for StreamDuplex {
+    fn id(&self) -> &'static str {
+        "stream.duplex"
+    }
+    fn about(&self) -> &'static str {
+        "bulk transfer both ways at once per model (an echo server fed continuously), 1 to 100 \
+         connections, 4 KiB to 1 MiB writes, loopback (runs when named)"
+    }
+    fn op(&self) -> &'static str {
+        OP
+    }
+    fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
+        accepts(m)
+    }
+    fn accepts_on(&self, m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
+        accepts(m).and(accepts_on_plan(m, plan))
+    }
+    fn by_default(&self) -> bool {
+        false
+    }
+    fn budget(&self, b: Budget) -> Budget {
+        cell::budget(b)
+    }
+    fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
+        points(profile, &[Direction::Duplex])
+    }
+    fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
+        run(ctx, m, p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_keeps_the_whole_grid_and_quick_one_point_per_direction() {
+        let m = crate::registry::model("epoll-lt").unwrap();
+        assert_eq!(StreamSend.points(Profile::Full, m).len(), 2 * 3 * 3);
+        assert_eq!(StreamDuplex.points(Profile::Full, m).len(), 3 * 3);
+        assert_eq!(StreamSend.points(Profile::Quick, m).len(), 2);
+        assert_eq!(StreamDuplex.points(Profile::Quick, m).len(), 1);
+        assert!(!StreamSend.by_default() && !StreamDuplex.by_default());
+    }
+
+    #[test]
+    fn every_tcp_server_takes_part_and_external_contenders_do_not() {
+        for id in [
+            "blocking", "epoll-et", "uring", "uring-zc", "tokio", "monoio",
+        ] {
+            let m = crate::registry::model(id).unwrap();
+            assert!(StreamSend.accepts(m).is_ok(), "{id}");
+        }
+        let pool = crate::registry::model("threadpool").unwrap();
+        assert!(StreamSend.accepts(pool).is_err());
+    }
+}
