@@ -230,6 +230,18 @@ pub static CHARTS: &[ChartSpec] = &[
         verdict: Metric::OpsPerSec,
     },
     ChartSpec {
+        // Bulk transfer: one op is one write (write_bytes), so per-op figures are per write.
+        workloads: "stream.",
+        sweep: Some(Sweep {
+            params: &["write_bytes"],
+            axis: "write size, bytes (log)",
+            log_x: true,
+        }),
+        metrics: &[Metric::OpsPerSec, Metric::CpuPerOp, Metric::SyscallsPer100],
+        log_y: true,
+        verdict: Metric::OpsPerSec,
+    },
+    ChartSpec {
         workloads: "net.",
         sweep: Some(Sweep {
             params: &["conns", "clients", "connections"],
