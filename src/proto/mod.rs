@@ -18,6 +18,7 @@
 
 pub mod echo;
 pub mod http;
+pub mod pubsub;
 pub mod stream;
 
 pub use echo::Echo;

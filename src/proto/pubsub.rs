@@ -1,0 +1,419 @@
+//! Publish/subscribe (`pubsub.fanout`, not yet served: see below): a small framed protocol
+//! and the broker's delivery bookkeeping, both sans-I/O, so every server family can share
+//! them and they are tested here once, without sockets.
+//!
+//! Frames (every integer little-endian): `len: u32` (the bytes after it, at most
+//! [`MAX_FRAME`]), `kind: u8`, then
+//! - `SUB` / `UNSUB`: `topic: u32`;
+//! - `PUB` (client -> server) and `MSG` (server -> subscriber, the same frame with its kind
+//!   changed, so a broker forwards the bytes it received): `topic: u32`, `publisher: u32`,
+//!   `seq: u64` (per publisher, from 0), `ts_ns: u64` (the publisher's CLOCK_MONOTONIC at
+//!   send, for publish-to-delivery latency on the same host), then the payload.
+//!
+//! [`Decoder`] splits a connection's bytes into frames: whole frames are handed out of the
+//! input without a copy, a frame split over reads is kept (at most one frame, bounded by
+//! [`MAX_FRAME`]); a length over the bound, under the smallest frame, or an unknown kind is an
+//! error (the server closes that connection).
+//!
+//! [`Hub`] is the delivery state one event loop keeps: which subscribers each topic has, and
+//! a bounded queue of bytes per subscriber ([`Hub::queue_bytes`]). A published frame is
+//! appended (as `MSG`) to the queue of every subscriber of its topic; a subscriber whose queue
+//! would overflow is **disconnected** ([`Fanout::disconnect`], counted in
+//! `HubCounters::slow_disconnects`), never silently skipped: a subscriber that stays connected
+//! gets every message of its topics, in order, so the load generator's per-publisher sequence
+//! check can demand no loss and no duplicate. Memory is bounded by subscribers x the queue
+//! bound (and topics x subscribers for the lists; both bounded by the connections).
+//!
+//! Not yet done: the server loops of each family delivering across connections with this hub,
+//! the load generator (publishers at a fixed rate, subscribers checking sequences and
+//! timestamps) and the `pubsub.fanout` workload.
+
+use std::collections::HashMap;
+
+/// The largest frame after its length field, bytes: a 64 KiB payload plus the header.
+pub const MAX_FRAME: usize = (64 << 10) + PUB_HEADER;
+/// `kind` + `topic` + `publisher` + `seq` + `ts_ns`.
+pub const PUB_HEADER: usize = 1 + 4 + 4 + 8 + 8;
+
+pub const SUB: u8 = 1;
+pub const UNSUB: u8 = 2;
+pub const PUB: u8 = 3;
+pub const MSG: u8 = 4;
+
+/// One published message as it travels (`PUB` or `MSG`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Publish<'a> {
+    pub topic: u32,
+    pub publisher: u32,
+    pub seq: u64,
+    pub ts_ns: u64,
+    pub payload: &'a [u8],
+}
+
+/// A decoded frame. `raw` of a publish is the whole frame, length field included, for
+/// forwarding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Frame<'a> {
+    Sub { topic: u32 },
+    Unsub { topic: u32 },
+    Pub { msg: Publish<'a>, raw: &'a [u8] },
+    Msg { msg: Publish<'a>, raw: &'a [u8] },
+}
+
+/// Why a connection's bytes are not this protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameError {
+    /// A length field over [`MAX_FRAME`] or under the smallest frame of its kind.
+    BadLength(u32),
+    UnknownKind(u8),
+}
+
+impl std::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameError::BadLength(n) => write!(f, "frame length {n} (valid: 5..={MAX_FRAME})"),
+            FrameError::UnknownKind(k) => write!(f, "unknown frame kind {k}"),
+        }
+    }
+}
+
+/// Appends a `SUB` (or `UNSUB` when `sub` is false) frame.
+pub fn encode_sub(out: &mut Vec<u8>, topic: u32, sub: bool) {
+    out.extend_from_slice(&5u32.to_le_bytes());
+    out.push(if sub { SUB } else { UNSUB });
+    out.extend_from_slice(&topic.to_le_bytes());
+}
+
+/// Appends a `PUB` frame (`MSG` when `kind` is [`MSG`]).
+pub fn encode_pub(out: &mut Vec<u8>, kind: u8, m: &Publish<'_>) {
+    out.extend_from_slice(&((PUB_HEADER + m.payload.len()) as u32).to_le_bytes());
+    out.push(kind);
+    out.extend_from_slice(&m.topic.to_le_bytes());
+    out.extend_from_slice(&m.publisher.to_le_bytes());
+    out.extend_from_slice(&m.seq.to_le_bytes());
+    out.extend_from_slice(&m.ts_ns.to_le_bytes());
+    out.extend_from_slice(m.payload);
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Parses one whole frame (`raw` = length field + body).
+fn parse(raw: &[u8]) -> Result<Frame<'_>, FrameError> {
+    let body = &raw[4..];
+    match body[0] {
+        SUB | UNSUB if body.len() == 5 => {
+            let topic = u32_at(body, 1);
+            Ok(if body[0] == SUB {
+                Frame::Sub { topic }
+            } else {
+                Frame::Unsub { topic }
+            })
+        }
+        PUB | MSG if body.len() >= PUB_HEADER => {
+            let msg = Publish {
+                topic: u32_at(body, 1),
+                publisher: u32_at(body, 5),
+                seq: u64_at(body, 9),
+                ts_ns: u64_at(body, 17),
+                payload: &body[PUB_HEADER..],
+            };
+            Ok(if body[0] == PUB {
+                Frame::Pub { msg, raw }
+            } else {
+                Frame::Msg { msg, raw }
+            })
+        }
+        SUB | UNSUB | PUB | MSG => Err(FrameError::BadLength(body.len() as u32)),
+        k => Err(FrameError::UnknownKind(k)),
+    }
+}
+
+/// Splits a byte stream into frames; keeps at most one partial frame.
+#[derive(Debug, Default)]
+pub struct Decoder {
+    partial: Vec<u8>,
+}
+
+impl Decoder {
+    /// Feeds received bytes; calls `each` for every whole frame, in order. After an error
+    /// the connection is not this protocol: the caller closes it (the frames before the error
+    /// were handed out).
+    pub fn feed(
+        &mut self,
+        mut input: &[u8],
+        mut each: impl FnMut(Frame<'_>),
+    ) -> Result<(), FrameError> {
+        // Complete a frame split over reads first.
+        if !self.partial.is_empty() {
+            let need = self.need(&self.partial)?;
+            let take = (need - self.partial.len()).min(input.len());
+            self.partial.extend_from_slice(&input[..take]);
+            input = &input[take..];
+            // The length may only now be known.
+            let need = self.need(&self.partial)?;
+            if self.partial.len() < need {
+                if take > 0 && !input.is_empty() {
+                    return self.feed(input, each);
+                }
+                return Ok(());
+            }
+            let whole = std::mem::take(&mut self.partial);
+            each(parse(&whole)?);
+            self.partial = whole;
+            self.partial.clear();
+        }
+        while !input.is_empty() {
+            let need = self.need(input)?;
+            if input.len() < need {
+                self.partial.extend_from_slice(input);
+                return Ok(());
+            }
+            each(parse(&input[..need])?);
+            input = &input[need..];
+        }
+        Ok(())
+    }
+
+    /// The whole size of the frame `b` starts with (length field included), as far as known:
+    /// 4 while the length field itself is incomplete.
+    fn need(&self, b: &[u8]) -> Result<usize, FrameError> {
+        if b.len() < 4 {
+            return Ok(4);
+        }
+        let n = u32_at(b, 0);
+        if !(5..=MAX_FRAME as u32).contains(&n) {
+            return Err(FrameError::BadLength(n));
+        }
+        Ok(4 + n as usize)
+    }
+}
+
+/// A subscriber's id in a [`Hub`]: the family's connection index.
+pub type SubId = usize;
+
+/// What a hub counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HubCounters {
+    pub published: u64,
+    /// Messages appended to a subscriber's queue (one per subscriber reached).
+    pub delivered: u64,
+    /// Subscribers disconnected because their queue would overflow.
+    pub slow_disconnects: u64,
+}
+
+/// What one publish did: the subscribers whose queue went from empty to non-empty (wake their
+/// writers) and those to disconnect (queue full).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Fanout {
+    pub woken: Vec<SubId>,
+    pub disconnect: Vec<SubId>,
+}
+
+/// The delivery state of one event loop: topic -> subscribers, subscriber -> bounded queue.
+#[derive(Debug)]
+pub struct Hub {
+    queue_bytes: usize,
+    topics: HashMap<u32, Vec<SubId>>,
+    queues: HashMap<SubId, Vec<u8>>,
+    pub counters: HubCounters,
+}
+
+impl Hub {
+    /// A hub whose subscriber queues hold at most `queue_bytes` each.
+    pub fn new(queue_bytes: usize) -> Hub {
+        Hub {
+            queue_bytes,
+            topics: HashMap::new(),
+            queues: HashMap::new(),
+            counters: HubCounters::default(),
+        }
+    }
+
+    pub fn queue_bytes(&self) -> usize {
+        self.queue_bytes
+    }
+
+    pub fn subscribe(&mut self, sub: SubId, topic: u32) {
+        let subs = self.topics.entry(topic).or_default();
+        if !subs.contains(&sub) {
+            subs.push(sub);
+        }
+        self.queues.entry(sub).or_default();
+    }
+
+    pub fn unsubscribe(&mut self, sub: SubId, topic: u32) {
+        if let Some(subs) = self.topics.get_mut(&topic) {
+            subs.retain(|&s| s != sub);
+            if subs.is_empty() {
+                self.topics.remove(&topic);
+            }
+        }
+    }
+
+    /// A connection is gone: forget its subscriptions and queue.
+    pub fn remove(&mut self, sub: SubId) {
+        self.topics.retain(|_, subs| {
+            subs.retain(|&s| s != sub);
+            !subs.is_empty()
+        });
+        self.queues.remove(&sub);
+    }
+
+    /// Appends the `PUB` frame `raw` as a `MSG` to the queue of every subscriber of `topic`
+    /// (the publisher itself too, if it subscribed). A subscriber whose queue would exceed
+    /// the bound gets nothing more: it is listed to disconnect and removed.
+    pub fn publish(&mut self, topic: u32, raw: &[u8]) -> Fanout {
+        self.counters.published += 1;
+        let mut f = Fanout::default();
+        let Some(subs) = self.topics.get(&topic) else {
+            return f;
+        };
+        for &s in subs {
+            let q = self.queues.entry(s).or_default();
+            if q.len() + raw.len() > self.queue_bytes {
+                f.disconnect.push(s);
+                continue;
+            }
+            if q.is_empty() {
+                f.woken.push(s);
+            }
+            let at = q.len();
+            q.extend_from_slice(raw);
+            q[at + 4] = MSG;
+            self.counters.delivered += 1;
+        }
+        for &s in &f.disconnect {
+            self.remove(s);
+            self.counters.slow_disconnects += 1;
+        }
+        f
+    }
+
+    /// Subscriber `sub`'s queued bytes (to send from).
+    pub fn pending(&self, sub: SubId) -> &[u8] {
+        self.queues.get(&sub).map_or(&[], |q| q.as_slice())
+    }
+
+    /// `n` bytes of `sub`'s queue were sent.
+    pub fn sent(&mut self, sub: SubId, n: usize) {
+        if let Some(q) = self.queues.get_mut(&sub) {
+            q.drain(..n.min(q.len()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(topic: u32, seq: u64, payload: &[u8]) -> Publish<'_> {
+        Publish {
+            topic,
+            publisher: 7,
+            seq,
+            ts_ns: 1000 + seq,
+            payload,
+        }
+    }
+
+    #[test]
+    fn frames_round_trip_split_anywhere() {
+        let mut wire = Vec::new();
+        encode_sub(&mut wire, 3, true);
+        let payload = vec![0xabu8; 1000];
+        for seq in 0..3 {
+            encode_pub(&mut wire, PUB, &msg(3, seq, &payload));
+        }
+        encode_sub(&mut wire, 3, false);
+        let mut want = Vec::new();
+        Decoder::default()
+            .feed(&wire, |f| want.push(format!("{f:?}")))
+            .unwrap();
+        assert_eq!(want.len(), 5);
+        assert!(want[0].starts_with("Sub { topic: 3"));
+        for step in [1usize, 3, 4, 5, 29, 1000, 1029] {
+            let mut d = Decoder::default();
+            let mut got = Vec::new();
+            for piece in wire.chunks(step) {
+                d.feed(piece, |f| got.push(format!("{f:?}"))).unwrap();
+            }
+            assert_eq!(got, want, "pieces of {step}");
+            assert!(d.partial.is_empty());
+        }
+    }
+
+    #[test]
+    fn bad_lengths_and_kinds_are_errors() {
+        let mut d = Decoder::default();
+        let huge = ((MAX_FRAME + 1) as u32).to_le_bytes();
+        assert_eq!(
+            d.feed(&huge, |_| {}),
+            Err(FrameError::BadLength(MAX_FRAME as u32 + 1))
+        );
+        let mut d = Decoder::default();
+        let mut f = 5u32.to_le_bytes().to_vec();
+        f.extend_from_slice(&[9, 0, 0, 0, 0]);
+        assert_eq!(d.feed(&f, |_| {}), Err(FrameError::UnknownKind(9)));
+        // A PUB shorter than its header.
+        let mut d = Decoder::default();
+        let mut f = 6u32.to_le_bytes().to_vec();
+        f.extend_from_slice(&[PUB, 0, 0, 0, 0, 0]);
+        assert_eq!(d.feed(&f, |_| {}), Err(FrameError::BadLength(6)));
+    }
+
+    #[test]
+    fn the_hub_fans_out_in_order_and_disconnects_a_full_subscriber() {
+        let mut raw = Vec::new();
+        encode_pub(&mut raw, PUB, &msg(1, 0, &[1u8; 100]));
+        let size = raw.len();
+        let mut h = Hub::new(3 * size);
+        h.subscribe(10, 1);
+        h.subscribe(11, 1);
+        h.subscribe(11, 1); // twice: one delivery
+        h.subscribe(12, 2);
+        let f = h.publish(1, &raw);
+        assert_eq!(f.woken, vec![10, 11]);
+        assert!(f.disconnect.is_empty());
+        // Delivered as MSG, byte for byte otherwise.
+        let mut got = Vec::new();
+        Decoder::default()
+            .feed(h.pending(10), |fr| got.push(fr.to_owned_kind()))
+            .unwrap();
+        assert_eq!(got, vec![MSG]);
+        assert_eq!(&h.pending(10)[5..], &raw[5..]);
+        // 10 drains, 11 does not: 11 is disconnected when its queue would overflow.
+        for _ in 0..3 {
+            h.sent(10, usize::MAX);
+            let f = h.publish(1, &raw);
+            assert!(f.disconnect.is_empty() || f.disconnect == vec![11]);
+        }
+        assert_eq!(h.counters.slow_disconnects, 1);
+        assert!(h.pending(11).is_empty(), "its queue is gone");
+        let f = h.publish(1, &raw);
+        assert_eq!(f.disconnect, Vec::<SubId>::new());
+        assert_eq!(h.counters.published, 5);
+        assert_eq!(h.counters.delivered, 5 + 3, "10 five times, 11 three times");
+        // Nobody on topic 3; topic 2's subscriber gets nothing of topic 1.
+        assert_eq!(h.publish(3, &raw), Fanout::default());
+        assert!(h.pending(12).is_empty());
+        h.remove(10);
+        assert_eq!(h.publish(1, &raw), Fanout::default());
+    }
+
+    impl Frame<'_> {
+        fn to_owned_kind(self) -> u8 {
+            match self {
+                Frame::Sub { .. } => SUB,
+                Frame::Unsub { .. } => UNSUB,
+                Frame::Pub { .. } => PUB,
+                Frame::Msg { .. } => MSG,
+            }
+        }
+    }
+}
