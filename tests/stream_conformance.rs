@@ -160,8 +160,9 @@ fn a_source_client_that_asks_without_reading_cannot_grow_the_server() {
     }
 }
 
-/// `ringside run stream` end to end at smoke: every direction measured on an epoll and an
-/// io_uring server and a contender, every byte verified, the figures the issue asks for there.
+/// `ringside run stream` end to end at smoke: every direction measured on an epoll server,
+/// io_uring servers (uring-multishot's sink once stalled for good: an ENOBUFS completion a
+/// batch after its buffers came back was never re-armed) and a contender, every byte verified.
 #[test]
 fn the_stream_suite_measures_and_verifies_every_direction() {
     let out = tempfile::tempdir().unwrap();
@@ -179,7 +180,8 @@ fn the_stream_suite_measures_and_verifies_every_direction() {
     let mut dirs = std::collections::BTreeSet::new();
     for c in cases {
         let id = format!("{} {} {}", c["workload"], c["model"], c["params"]);
-        if c["model"] == "uring" && c["status"] == "unavailable" {
+        let uring = c["model"].as_str().unwrap().starts_with("uring");
+        if uring && c["status"] == "unavailable" {
             continue;
         }
         assert_eq!(c["status"], "measured", "{id}: {}", c["reason"]);

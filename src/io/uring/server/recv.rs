@@ -16,8 +16,8 @@ use std::io;
 /// The provided-buffer ring and the connections waiting for one of its buffers.
 pub(super) struct Provided {
     pub ring: BufRing,
-    /// A buffer went back to the ring in this batch (connections that met ENOBUFS are re-armed
-    /// at its end).
+    /// A buffer went back to the ring since starved connections were last re-armed (they are
+    /// re-armed at the end of a batch while it is set).
     recycled: bool,
     /// Connections (slot, generation) whose multishot recv ended on ENOBUFS.
     starved: Vec<(u32, u32)>,
@@ -210,7 +210,13 @@ impl<P: Protocol> Server<P> {
             return Ok(());
         };
         p.ring.commit();
+        // `recycled` stays set until it re-arms someone: a connection's ENOBUFS completion
+        // can arrive a batch after the buffers came back (the kernel tried before that
+        // batch's commit), and with no recycle in its own batch it would wait for ever (a
+        // sink, whose every buffer comes back at once, stalled so under stream.send). A
+        // re-arm that meets an empty ring again waits for the next recycle: no spinning.
         if p.recycled && !p.starved.is_empty() {
+            p.recycled = false;
             for (idx, gen) in std::mem::take(&mut p.starved) {
                 let Some(c) = self.conns.at(idx).filter(|c| c.gen == gen) else {
                     continue;
@@ -220,9 +226,6 @@ impl<P: Protocol> Server<P> {
                 }
                 self.progress(idx)?;
             }
-        }
-        if let Some(p) = self.provided.as_mut() {
-            p.recycled = false;
         }
         Ok(())
     }
