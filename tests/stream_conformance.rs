@@ -203,3 +203,44 @@ fn the_stream_suite_measures_and_verifies_every_direction() {
         "every direction ran"
     );
 }
+
+/// The full grid's corners — 100 connections, 1 MiB writes, every direction — move and verify
+/// bytes, with no error, on an epoll server and a contender.
+#[test]
+fn a_hundred_connections_of_one_mib_writes_verify_every_direction() {
+    use ringside::load::stream::{Direction, Streaming};
+    use ringside::load::{run, Config};
+    for id in ["epoll-et", "monoio"] {
+        if id == "monoio" && !peer_ready(PeerKind::Monoio) {
+            continue;
+        }
+        for dir in [Direction::Up, Direction::Down, Direction::Duplex] {
+            let srv = Server::start(id, dir.protocol(), &[], None);
+            let mut cfg = Config::new(srv.addr, 100, Duration::from_millis(500));
+            cfg.warmup = Duration::from_millis(100);
+            cfg.threads = 2;
+            let ex = Streaming {
+                direction: dir,
+                write_bytes: 1 << 20,
+            };
+            let r = run(&cfg, &ex, &mut |_| {}).unwrap();
+            let what = format!("{id} {dir:?}");
+            assert_eq!(r.unverified(), None, "{what}");
+            assert_eq!(r.errors(), 0, "{what}: {:?}", r.first_error);
+            assert_eq!(r.live_conns, 100, "{what}");
+            // A write that straddles the window's opening counts once, with only its bytes
+            // inside the window: within one write per connection of msgs x write_bytes.
+            let w = 1u64 << 20;
+            assert!(r.msgs > 0, "{what}: no write completed");
+            assert!(
+                r.bytes + 100 * w >= r.msgs * w && r.bytes <= (r.msgs + 100) * w,
+                "{what}: {} bytes for {} writes",
+                r.bytes,
+                r.msgs
+            );
+            assert!(r.verified_bytes >= r.bytes, "{what}");
+            let (status, _) = srv.stop();
+            assert!(status.success(), "{what}: {status}");
+        }
+    }
+}
