@@ -66,6 +66,7 @@ macro_rules! on_fd {
 }
 
 mod accept;
+mod bundle;
 mod conn;
 mod recv;
 mod send;
@@ -116,6 +117,10 @@ crate::counter_set! {
     pub struct UringCounters {
         /// How the ring was set up (1 per flag `ring::build` set: `setup_<flag>`).
         setup_sqpoll, setup_sq_aff, setup_defer_taskrun, setup_single_issuer, setup_iopoll,
+        setup_napi,
+        /// Provided buffers spanned by receive completions whose bytes were copied out
+        /// (bundles: several per completion; incremental: one piece per completion).
+        bundle_bufs,
         /// Slots of the sparse registered file table (direct descriptors).
         fixed_slots,
         /// io_uring_enter calls, SQEs they submitted, CQEs reaped, pushes that met a full SQ.
@@ -161,7 +166,17 @@ struct Mode {
     ms_recv: bool,
     /// SEND_ZC for single sends.
     zc: bool,
+    /// Minimum wait (us) for a batch of `MIN_WAIT_BATCH` completions, if set.
+    min_wait_us: Option<u32>,
 }
+
+/// Completions a minimum-wait enter asks for (`uring-minwait`): it returns with fewer once
+/// the minimum wait has passed and one has arrived.
+pub const MIN_WAIT_BATCH: usize = 32;
+/// Incremental buffer rings (`uring-inc`): fewer, larger buffers than `RING_BUFS` x
+/// `RING_BUF_BYTES` (the same 32 MiB), each consumed piecewise by many receives.
+pub const INC_BUFS: u16 = 512;
+pub const INC_BUF_BYTES: usize = 64 * 1024;
 
 /// Serves `proto` on `listener` with the ring `k` describes, until `stop` is requested.
 pub fn serve<P: Protocol>(
@@ -176,6 +191,17 @@ pub fn serve<P: Protocol>(
             "registered buffers are not used by the TCP servers",
         ));
     }
+    if (k.bundle || k.inc_bufs) && !(k.multishot && k.buf_ring) {
+        return Err(CaseError::not_applicable(
+            "bundles and incremental buffers are read by the multishot recv from the buffer ring",
+        ));
+    }
+    if k.zc_rx {
+        return Err(CaseError::unavailable(
+            "the TCP servers have no RECV_ZC path: zero-copy receive needs a NIC queue with \
+             header/data split and flow steering, and the suites run over loopback",
+        ));
+    }
     if k.buf_ring && !k.multishot {
         return Err(CaseError::not_applicable(
             "the servers use the buffer ring only with multishot recv",
@@ -188,6 +214,7 @@ pub fn serve<P: Protocol>(
         ms_accept: k.multishot,
         ms_recv: k.multishot && k.buf_ring,
         zc: k.zc_send,
+        min_wait_us: k.min_wait_us,
     };
     let sweep = Idle::new(proto.idle_timeout()).map(Sweep::new);
     let mut s = Server {
@@ -224,9 +251,24 @@ pub fn serve<P: Protocol>(
         s.c.fixed_slots += slots as u64;
     }
     if s.mode.ms_recv {
-        let br = BufRing::new(&s.ring.submitter(), BGID, RING_BUFS, RING_BUF_BYTES)
+        let (n, len, flags) = if k.inc_bufs {
+            (
+                INC_BUFS,
+                INC_BUF_BYTES,
+                io_uring::types::IOU_PBUF_RING_INC as u16,
+            )
+        } else {
+            (RING_BUFS, RING_BUF_BYTES, 0)
+        };
+        let br = BufRing::with_flags(&s.ring.submitter(), BGID, n, len, flags)
             .map_err(|e| CaseError::unavailable(format!("provided buffer ring: {e}")))?;
-        s.provided = Some(Provided::new(br));
+        let mut p = Provided::new(br);
+        if k.bundle {
+            p.copy = Some(bundle::CopyOut::bundle());
+        } else if k.inc_bufs {
+            p.copy = Some(bundle::CopyOut::inc(n));
+        }
+        s.provided = Some(p);
     }
     stop.ready();
     let r = s.run();
@@ -304,15 +346,31 @@ impl<P: Protocol> Server<P> {
 
     /// Submits and waits for `want` completions; EINTR and EBUSY (CQ backlog) retried.
     fn enter(&mut self, want: usize) -> io::Result<()> {
+        // Minimum wait: the kernel treats the minimum as the whole timeout unless an overall
+        // one is given (it returns ETIME with nothing to reap): give one, and take its ETIME
+        // as an empty batch (at most one a second while idle).
+        let ts = types::Timespec::new().sec(1);
+        let args = self
+            .mode
+            .min_wait_us
+            .map(|us| types::SubmitArgs::new().min_wait_usec(us).timespec(&ts));
         loop {
             self.c.io_uring_enter += 1;
-            match self.ring.submit_and_wait(want) {
+            let r = match &args {
+                Some(a) => self
+                    .ring
+                    .submitter()
+                    .submit_with_args(want.max(MIN_WAIT_BATCH), a),
+                None => self.ring.submit_and_wait(want),
+            };
+            match r {
                 Ok(n) => {
                     self.c.sqes += n as u64;
                     return Ok(());
                 }
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
                 Err(e) if e.raw_os_error() == Some(libc::EBUSY) => return Ok(()),
+                Err(e) if args.is_some() && e.raw_os_error() == Some(libc::ETIME) => return Ok(()),
                 Err(e) => return Err(e),
             }
         }
