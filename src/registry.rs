@@ -193,6 +193,17 @@ pub static MODELS: &[ModelSpec] = &[
         }),
     },
     ModelSpec {
+        id: "uring-epollwait",
+        summary: "epoll-lt's event loop with each wait an IORING_OP_EPOLL_WAIT on a ring \
+                  (kernel 6.15): the migration path for readiness-based code",
+        family: Family::Uring,
+        default_run: false,
+        knobs: Knobs::Uring(UringKnobs {
+            epoll_wait: true,
+            ..UringKnobs::PLAIN
+        }),
+    },
+    ModelSpec {
         id: "uring-zcrx",
         summary: "uring-tuned + zero-copy receive (IORING_OP_RECV_ZC, kernel 6.15; needs a NIC \
                   queue with header/data split and flow steering)",

@@ -111,6 +111,10 @@ pub struct UringKnobs {
     /// Zero-copy receive (IORING_OP_RECV_ZC, 6.15) from a NIC queue.
     #[serde(skip_serializing_if = "is_false", default)]
     pub zc_rx: bool,
+    /// The epoll server's loop with its waits as IORING_OP_EPOLL_WAIT on a ring (6.15):
+    /// read where the server is chosen (`io::serve`).
+    #[serde(skip_serializing_if = "is_false", default)]
+    pub epoll_wait: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -125,6 +129,7 @@ impl UringKnobs {
             || self.min_wait_us.is_some()
             || self.napi_busy_poll_us.is_some()
             || self.zc_rx
+            || self.epoll_wait
     }
 
     /// Plain io_uring: every knob off.
@@ -142,6 +147,7 @@ impl UringKnobs {
         min_wait_us: None,
         napi_busy_poll_us: None,
         zc_rx: false,
+        epoll_wait: false,
     };
 }
 

@@ -47,6 +47,9 @@ impl ModelSpec {
                         .and(&env.modern(f::NAPI))
                         .and(&env.modern(f::NAPI_LOOPBACK));
                 }
+                if k.epoll_wait {
+                    a = a.and(&env.modern(f::EPOLL_WAIT));
+                }
                 if k.zc_rx {
                     a = a
                         .and(&env.modern(f::RECV_ZC))
