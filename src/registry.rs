@@ -204,6 +204,17 @@ pub static MODELS: &[ModelSpec] = &[
         }),
     },
     ModelSpec {
+        id: "hybrid",
+        summary: "epoll accepts and watches the listener (and the ring's fd); each accepted \
+                  connection's data runs on io_uring (recv/send SQEs): incremental migration",
+        family: Family::Uring,
+        default_run: false,
+        knobs: Knobs::Uring(UringKnobs {
+            epoll_accept: true,
+            ..UringKnobs::PLAIN
+        }),
+    },
+    ModelSpec {
         id: "uring-zcrx",
         summary: "uring-tuned + zero-copy receive (IORING_OP_RECV_ZC, kernel 6.15; needs a NIC \
                   queue with header/data split and flow steering)",

@@ -115,6 +115,10 @@ pub struct UringKnobs {
     /// read where the server is chosen (`io::serve`).
     #[serde(skip_serializing_if = "is_false", default)]
     pub epoll_wait: bool,
+    /// `hybrid`: epoll accepts and watches the listener, each connection's data runs on the
+    /// ring (read in the io_uring server).
+    #[serde(skip_serializing_if = "is_false", default)]
+    pub epoll_accept: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -130,6 +134,7 @@ impl UringKnobs {
             || self.napi_busy_poll_us.is_some()
             || self.zc_rx
             || self.epoll_wait
+            || self.epoll_accept
     }
 
     /// Plain io_uring: every knob off.
@@ -148,6 +153,7 @@ impl UringKnobs {
         napi_busy_poll_us: None,
         zc_rx: false,
         epoll_wait: false,
+        epoll_accept: false,
     };
 }
 

@@ -68,6 +68,7 @@ macro_rules! on_fd {
 mod accept;
 mod bundle;
 mod conn;
+mod hybrid;
 mod recv;
 mod send;
 mod teardown;
@@ -118,6 +119,8 @@ crate::counter_set! {
         /// How the ring was set up (1 per flag `ring::build` set: `setup_<flag>`).
         setup_sqpoll, setup_sq_aff, setup_defer_taskrun, setup_single_issuer, setup_iopoll,
         setup_napi,
+        /// `hybrid`: epoll waits of the loop (each turn also submits with an enter).
+        hybrid_epoll_waits,
         /// Provided buffers spanned by receive completions whose bytes were copied out
         /// (bundles: several per completion; incremental: one piece per completion).
         bundle_bufs,
@@ -202,13 +205,28 @@ pub fn serve<P: Protocol>(
              header/data split and flow steering, and the suites run over loopback",
         ));
     }
+    if k.epoll_accept && (k.fixed_files || k.multishot) {
+        return Err(CaseError::not_applicable(
+            "epoll accepts plain descriptors one at a time: no direct descriptors or \
+             multishot accept",
+        ));
+    }
     if k.buf_ring && !k.multishot {
         return Err(CaseError::not_applicable(
             "the servers use the buffer ring only with multishot recv",
         ));
     }
-    listener.set_nonblocking(false)?;
+    // Accepted by the ring, the listener stays blocking (fast poll); by epoll, non-blocking.
+    listener.set_nonblocking(k.epoll_accept)?;
     let (ring, setup) = ring::build(k, SQ_ENTRIES, plan)?;
+    let hybrid = if k.epoll_accept {
+        Some(hybrid::Hybrid::new(
+            listener.as_raw_fd(),
+            hybrid::ring_fd(&ring),
+        )?)
+    } else {
+        None
+    };
     let mode = Mode {
         fixed: k.fixed_files,
         ms_accept: k.multishot,
@@ -232,6 +250,7 @@ pub fn serve<P: Protocol>(
         scratch: Vec::new(),
         sweep,
         now: 0,
+        hybrid,
     };
     for f in &setup.flags {
         let name = format!("setup_{}", f.to_ascii_lowercase());
@@ -298,6 +317,8 @@ struct Server<P: Protocol> {
     sweep: Option<Sweep>,
     /// Coarse time read after the last batch of completions, ns (0 without an idle limit).
     now: u64,
+    /// `hybrid`: epoll accepts and the loop waits in epoll.
+    hybrid: Option<hybrid::Hybrid>,
 }
 
 impl<P: Protocol> Server<P> {
@@ -309,7 +330,11 @@ impl<P: Protocol> Server<P> {
         self.arm_accepts()?;
         self.arm_tick()?;
         while !self.stopping {
-            self.enter(1)?;
+            if self.hybrid.is_some() {
+                self.hybrid_wait()?;
+            } else {
+                self.enter(1)?;
+            }
             self.reap();
             if self.sweep.is_some() {
                 self.now = coarse_now_ns();
