@@ -122,8 +122,9 @@ crate::counter_set! {
         /// `hybrid`: epoll waits of the loop (each turn also submits with an enter).
         hybrid_epoll_waits,
         /// Provided buffers spanned by receive completions whose bytes were copied out
-        /// (bundles: several per completion; incremental: one piece per completion).
-        bundle_bufs,
+        /// (bundles: several per completion; incremental: one piece per completion), and those
+        /// completions.
+        bundle_bufs, bundle_recvs,
         /// Slots of the sparse registered file table (direct descriptors).
         fixed_slots,
         /// io_uring_enter calls, SQEs they submitted, CQEs reaped, pushes that met a full SQ.
@@ -404,7 +405,7 @@ impl<P: Protocol> Server<P> {
     /// Submits what is queued now, without waiting (counted as an enter).
     fn submit(&mut self) -> io::Result<()> {
         self.c.io_uring_enter += 1;
-        self.ring.submit()?;
+        self.c.sqes += self.ring.submit()? as u64;
         Ok(())
     }
 

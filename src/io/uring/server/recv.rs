@@ -109,6 +109,7 @@ impl<P: Protocol> Server<P> {
                 let mut v = Vec::with_capacity(res as usize);
                 let spanned = bundle::take(p, b, res as usize, flags, &mut v)?;
                 self.c.bundle_bufs += u64::from(spanned);
+                self.c.bundle_recvs += 1;
                 owned = Some(v);
                 bid = None;
             }
