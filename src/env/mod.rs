@@ -271,7 +271,7 @@ pub struct EnvReport {
     /// io_uring after 6.1 (bundles, incremental buffers, min wait, NAPI, EPOLL_WAIT, zcrx...):
     /// per feature its kernel version, what the io-uring crate offers, and whether it works
     /// here, tried for real. Absent from files written before it existed.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub io_uring_modern: Vec<uring::modern::Feature>,
 
     // -- perf --
