@@ -69,6 +69,19 @@ pub fn select_models(list: Option<&[String]>) -> Result<Vec<&'static ModelSpec>,
     Ok(out)
 }
 
+/// The models of a run: `select_models`, less the rows that join only named runs
+/// (`ModelSpec::default_run` false) when the user named neither a suite nor a model.
+pub fn select_models_for(
+    list: Option<&[String]>,
+    items: &[String],
+) -> Result<Vec<&'static ModelSpec>, InputError> {
+    let mut v = select_models(list)?;
+    if list.is_none() && items.is_empty() {
+        v.retain(|m| m.default_run);
+    }
+    Ok(v)
+}
+
 /// Every case of the selection. A model that does not take part in a workload yields one
 /// not-applicable case only when the user named the model explicitly.
 pub fn expand(
@@ -136,6 +149,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("'epol'") && e.contains("epoll-lt"), "{e}");
+    }
+
+    #[test]
+    fn rows_outside_the_default_run_join_when_a_suite_or_model_is_named() {
+        let bare = select_models_for(None, &[]).unwrap();
+        assert!(bare.iter().all(|m| m.default_run));
+        assert!(MODELS.iter().any(|m| !m.default_run));
+        let echo = select_models_for(None, &["echo".into()]).unwrap();
+        assert_eq!(echo.len(), MODELS.len());
+        let named = select_models_for(Some(&["uring-bundle".into()]), &[]).unwrap();
+        assert_eq!(named[0].id, "uring-bundle");
     }
 
     #[test]

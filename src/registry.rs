@@ -9,41 +9,60 @@ use crate::workload::{micro, net, storage, Workload};
 /// ops of a measured window, short enough not to burn a CPU between cases.
 pub const SQPOLL_IDLE_MS: u32 = 50;
 
+/// The knobs of `uring-tuned`, the base the rows of features after 6.1 add one knob to.
+const TUNED: UringKnobs = UringKnobs {
+    defer_taskrun: true,
+    fixed_files: true,
+    multishot: true,
+    buf_ring: true,
+    ..UringKnobs::PLAIN
+};
+/// `uring-minwait`'s longest wait for a batch of completions, us.
+pub const MIN_WAIT_US: u32 = 20;
+/// `uring-napi`'s busy-poll timeout, us.
+pub const NAPI_BUSY_POLL_US: u32 = 50;
+
 pub static MODELS: &[ModelSpec] = &[
     ModelSpec {
         id: "blocking",
         summary: "blocking syscalls; servers: one thread per connection",
         family: Family::Blocking,
+        default_run: true,
         knobs: Knobs::Blocking(Threading::PerConnection),
     },
     ModelSpec {
         id: "threadpool",
         summary: "blocking calls handed to worker threads (how tokio does files: not pollable)",
         family: Family::Blocking,
+        default_run: true,
         knobs: Knobs::Blocking(Threading::Pool { threads: None }),
     },
     ModelSpec {
         id: "epoll-lt",
         summary: "epoll, level-triggered, non-blocking syscalls",
         family: Family::Epoll,
+        default_run: true,
         knobs: Knobs::Epoll(Trigger::Level),
     },
     ModelSpec {
         id: "epoll-et",
         summary: "epoll, edge-triggered: drain until EAGAIN",
         family: Family::Epoll,
+        default_run: true,
         knobs: Knobs::Epoll(Trigger::Edge),
     },
     ModelSpec {
         id: "uring",
         summary: "io_uring, plain: one io_uring_enter submits and waits",
         family: Family::Uring,
+        default_run: true,
         knobs: Knobs::Uring(UringKnobs::PLAIN),
     },
     ModelSpec {
         id: "uring-defer",
         summary: "io_uring with DEFER_TASKRUN|SINGLE_ISSUER (kernel 6.1+)",
         family: Family::Uring,
+        default_run: true,
         knobs: Knobs::Uring(UringKnobs {
             defer_taskrun: true,
             ..UringKnobs::PLAIN
@@ -53,6 +72,7 @@ pub static MODELS: &[ModelSpec] = &[
         id: "uring-fixed",
         summary: "io_uring with registered files (IOSQE_FIXED_FILE)",
         family: Family::Uring,
+        default_run: true,
         knobs: Knobs::Uring(UringKnobs {
             fixed_files: true,
             ..UringKnobs::PLAIN
@@ -62,6 +82,7 @@ pub static MODELS: &[ModelSpec] = &[
         id: "uring-fixed-bufs",
         summary: "io_uring with registered files and registered buffers (READ_FIXED/WRITE_FIXED)",
         family: Family::Uring,
+        default_run: true,
         knobs: Knobs::Uring(UringKnobs {
             fixed_files: true,
             fixed_bufs: true,
@@ -72,6 +93,7 @@ pub static MODELS: &[ModelSpec] = &[
         id: "uring-iopoll",
         summary: "io_uring with IOPOLL: completions polled from the device (O_DIRECT, poll queues)",
         family: Family::Uring,
+        default_run: true,
         knobs: Knobs::Uring(UringKnobs {
             iopoll: true,
             ..UringKnobs::PLAIN
@@ -81,6 +103,7 @@ pub static MODELS: &[ModelSpec] = &[
         id: "uring-sqpoll",
         summary: "io_uring with SQPOLL: a kernel thread on another CPU submits, no enter per op",
         family: Family::Uring,
+        default_run: true,
         knobs: Knobs::Uring(UringKnobs {
             sqpoll_idle_ms: Some(SQPOLL_IDLE_MS),
             ..UringKnobs::PLAIN
@@ -90,6 +113,7 @@ pub static MODELS: &[ModelSpec] = &[
         id: "uring-multishot",
         summary: "io_uring, multishot accept and recv into a provided buffer ring",
         family: Family::Uring,
+        default_run: true,
         knobs: Knobs::Uring(UringKnobs {
             multishot: true,
             buf_ring: true,
@@ -102,6 +126,7 @@ pub static MODELS: &[ModelSpec] = &[
                   DEFER_TASKRUN|SINGLE_ISSUER, registered files, multishot accept and recv \
                   into a provided buffer ring",
         family: Family::Uring,
+        default_run: true,
         knobs: Knobs::Uring(UringKnobs {
             defer_taskrun: true,
             fixed_files: true,
@@ -114,9 +139,90 @@ pub static MODELS: &[ModelSpec] = &[
         id: "uring-zc",
         summary: "io_uring with SEND_ZC zero-copy sends (for large payloads)",
         family: Family::Uring,
+        default_run: true,
         knobs: Knobs::Uring(UringKnobs {
             zc_send: true,
             ..UringKnobs::PLAIN
+        }),
+    },
+    // io_uring after 6.1: each row is `uring-tuned` plus one feature, so that it answers what
+    // that feature buys over the best 6.1 server. They run when their suite is named, not in
+    // the bare `ringside run` (`default_run: false`), and say why where they cannot run.
+    ModelSpec {
+        id: "uring-bundle",
+        summary: "uring-tuned + receive bundles: one multishot recv completion covers several \
+                  provided buffers (IORING_RECVSEND_BUNDLE, kernel 6.10)",
+        family: Family::Uring,
+        default_run: false,
+        knobs: Knobs::Uring(UringKnobs {
+            bundle: true,
+            ..TUNED
+        }),
+    },
+    ModelSpec {
+        id: "uring-inc",
+        summary: "uring-tuned + incremental buffer consumption: fewer, larger provided buffers \
+                  consumed piecewise (IOU_PBUF_RING_INC, kernel 6.12)",
+        family: Family::Uring,
+        default_run: false,
+        knobs: Knobs::Uring(UringKnobs {
+            inc_bufs: true,
+            ..TUNED
+        }),
+    },
+    ModelSpec {
+        id: "uring-minwait",
+        summary: "uring-tuned + minimum wait: each wait asks for a batch of completions and \
+                  waits at most 20 us for it (min_wait_usec, kernel 6.12)",
+        family: Family::Uring,
+        default_run: false,
+        knobs: Knobs::Uring(UringKnobs {
+            min_wait_us: Some(MIN_WAIT_US),
+            ..TUNED
+        }),
+    },
+    ModelSpec {
+        id: "uring-napi",
+        summary: "uring-tuned + NAPI busy polling registered on the ring (kernel 6.9; needs \
+                  sockets with a NAPI id: not loopback)",
+        family: Family::Uring,
+        default_run: false,
+        knobs: Knobs::Uring(UringKnobs {
+            napi_busy_poll_us: Some(NAPI_BUSY_POLL_US),
+            ..TUNED
+        }),
+    },
+    ModelSpec {
+        id: "uring-epollwait",
+        summary: "epoll-lt's event loop with each wait an IORING_OP_EPOLL_WAIT on a ring \
+                  (kernel 6.15): the migration path for readiness-based code",
+        family: Family::Uring,
+        default_run: false,
+        knobs: Knobs::Uring(UringKnobs {
+            epoll_wait: true,
+            ..UringKnobs::PLAIN
+        }),
+    },
+    ModelSpec {
+        id: "hybrid",
+        summary: "epoll accepts and watches the listener (and the ring's fd); each accepted \
+                  connection's data runs on io_uring (recv/send SQEs): incremental migration",
+        family: Family::Uring,
+        default_run: false,
+        knobs: Knobs::Uring(UringKnobs {
+            epoll_accept: true,
+            ..UringKnobs::PLAIN
+        }),
+    },
+    ModelSpec {
+        id: "uring-zcrx",
+        summary: "uring-tuned + zero-copy receive (IORING_OP_RECV_ZC, kernel 6.15; needs a NIC \
+                  queue with header/data split and flow steering)",
+        family: Family::Uring,
+        default_run: false,
+        knobs: Knobs::Uring(UringKnobs {
+            zc_rx: true,
+            ..TUNED
         }),
     },
     ModelSpec {
@@ -124,6 +230,7 @@ pub static MODELS: &[ModelSpec] = &[
         summary:
             "contender: tokio current_thread runtime (epoll), a read/write_all task per connection",
         family: Family::Peer,
+        default_run: true,
         knobs: Knobs::Peer(crate::model::PeerKind::Tokio),
     },
     ModelSpec {
@@ -131,12 +238,14 @@ pub static MODELS: &[ModelSpec] = &[
         summary: "contender: tokio multi-thread runtime (epoll, work stealing), one worker per \
                   server CPU, a read/write_all task per connection",
         family: Family::Peer,
+        default_run: true,
         knobs: Knobs::Peer(crate::model::PeerKind::TokioMt),
     },
     ModelSpec {
         id: "monoio",
         summary: "contender: monoio on its io_uring driver, a read/write_all task per connection",
         family: Family::Peer,
+        default_run: true,
         knobs: Knobs::Peer(crate::model::PeerKind::Monoio),
     },
 ];

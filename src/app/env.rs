@@ -149,6 +149,23 @@ fn groups(r: &EnvReport) -> Vec<Group> {
         }
     }
 
+    // io_uring after 6.1: one line per feature, its kernel, whether it works here, the crate.
+    let modern = r
+        .io_uring_modern
+        .iter()
+        .map(|f| {
+            (
+                format!("{} (kernel {})", f.name, f.kernel),
+                format!(
+                    "{}  [{}: {}]",
+                    f.here,
+                    crate::env::uring::modern::CRATE,
+                    f.crate_api
+                ),
+            )
+        })
+        .collect();
+
     let perf = vec![
         row("perf_event_paranoid", &r.perf_event_paranoid),
         row("perf_syscalls", &r.perf_syscalls),
@@ -159,6 +176,7 @@ fn groups(r: &EnvReport) -> Vec<Group> {
         ("kernel & mitigations", kernel),
         ("limits", limits),
         ("io_uring", uring),
+        ("io_uring after 6.1", modern),
         ("perf", perf),
     ]
 }
@@ -199,6 +217,7 @@ mod tests {
             "kernel & mitigations\n",
             "limits\n",
             "io_uring\n",
+            "io_uring after 6.1\n",
             "perf\n",
         ] {
             assert!(text.contains(heading), "{heading:?} missing from\n{text}");
@@ -210,6 +229,9 @@ mod tests {
             "send_zc:",
             "perf_syscalls:",
             "rlimit_memlock_bytes:",
+            "recvsend_bundle (kernel 6.10):",
+            "hybrid_iopoll (kernel 6.13):",
+            "recv_zc (kernel 6.15):",
         ] {
             assert!(text.contains(name), "{name} missing");
         }

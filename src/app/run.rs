@@ -21,7 +21,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     // Everything the user typed is checked before anything is measured.
     let profile: Profile = a.profile.into();
     let workloads = plan::select_workloads(&a.items)?;
-    let mut models = plan::select_models(a.models.as_deref())?;
+    let mut models = plan::select_models_for(a.models.as_deref(), &a.items)?;
     // External contenders join the models they were given for (they are skipped by the suites
     // that cannot measure them).
     let contenders = Catalog::from_specs(&a.contenders)?;

@@ -23,7 +23,7 @@
 
 pub mod explain;
 mod sys;
-mod uring;
+pub mod uring;
 
 use crate::avail::Availability;
 use serde::de::{Deserializer, Error as _};
@@ -268,6 +268,11 @@ pub struct EnvReport {
     pub io_uring_features: Reading<Vec<String>>,
     /// The opcodes ringside's models use: name -> supported (IORING_REGISTER_PROBE).
     pub io_uring_opcodes: Reading<BTreeMap<String, bool>>,
+    /// io_uring after 6.1 (bundles, incremental buffers, min wait, NAPI, EPOLL_WAIT, zcrx...):
+    /// per feature its kernel version, what the io-uring crate offers, and whether it works
+    /// here, tried for real. Absent from files written before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub io_uring_modern: Vec<uring::modern::Feature>,
 
     // -- perf --
     /// `kernel.perf_event_paranoid`: -1 .. 4; 2 and above refuse kernel tracepoints to
@@ -286,6 +291,18 @@ pub struct EnvReport {
 
 impl EnvReport {
     /// The kernel release (`uname -r`), or why it is unknown.
+    /// Whether io_uring feature `name` (one of `uring::modern`'s names) works here; a report
+    /// without the line (an older results file) says so.
+    pub fn modern(&self, name: &str) -> Availability {
+        self.io_uring_modern
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| f.here.clone())
+            .unwrap_or_else(|| {
+                Availability::unavailable(format!("io_uring feature {name} was not probed"))
+            })
+    }
+
     pub fn kernel_release(&self) -> String {
         self.kernel_release.to_string()
     }
@@ -368,6 +385,7 @@ pub fn probe() -> EnvReport {
         send_zc: u.send_zc,
         io_uring_features: u.features,
         io_uring_opcodes: u.opcodes,
+        io_uring_modern: u.modern,
         perf_event_paranoid: sys::sysctl::<i32>(
             "perf_event_paranoid",
             "perf events are not configured in this kernel",

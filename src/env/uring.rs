@@ -15,6 +15,8 @@
 //! buffers 5.1, IORING_REGISTER_PROBE 5.6, buffer rings 5.19, multishot accept 5.19, multishot
 //! recv 6.0, SEND_ZC 6.0, DEFER_TASKRUN 6.1.
 
+pub mod modern;
+
 use super::explain::{self, Evidence};
 use super::Reading;
 use crate::avail::Availability;
@@ -120,11 +122,13 @@ pub(super) struct Verdicts {
     pub send_zc: Availability,
     pub features: Reading<Vec<String>>,
     pub opcodes: Reading<BTreeMap<String, bool>>,
+    /// io_uring after 6.1, feature by feature (`modern`).
+    pub modern: Vec<modern::Feature>,
 }
 
 impl Verdicts {
     /// io_uring itself refused: every feature is unavailable for that reason.
-    fn refused(why: String) -> Verdicts {
+    fn refused(why: String, ev: &Evidence) -> Verdicts {
         let each = || Availability::Unavailable(format!("io_uring unavailable: {why}"));
         let reading = format!("io_uring unavailable: {why}");
         Verdicts {
@@ -138,6 +142,7 @@ impl Verdicts {
             send_zc: each(),
             features: Reading::Unavailable(reading.clone()),
             opcodes: Reading::Unavailable(reading),
+            modern: modern::probe(&Availability::Unavailable(why.clone()), ev),
             io_uring: Availability::Unavailable(why),
         }
     }
@@ -147,7 +152,7 @@ impl Verdicts {
 pub(super) fn probe(ev: &Evidence) -> Verdicts {
     let ring = match build_retrying(|| Ring::new(ENTRIES)) {
         Ok(r) => r,
-        Err(e) => return Verdicts::refused(explain::setup_refusal(errno(&e), ev)),
+        Err(e) => return Verdicts::refused(explain::setup_refusal(errno(&e), ev), ev),
     };
     let features = Reading::Value(
         FEATURES
@@ -186,6 +191,7 @@ pub(super) fn probe(ev: &Evidence) -> Verdicts {
     let multishot_accept = verdict(lab.multishot_accept(ev));
     let send_zc = verdict(lab.send_zc(ev, probe.as_ref()));
     drop(lab);
+    let modern = modern::probe(&Availability::Ready, ev);
     Verdicts {
         io_uring: Availability::Ready,
         sqpoll: verdict(sqpoll(ev)),
@@ -198,6 +204,7 @@ pub(super) fn probe(ev: &Evidence) -> Verdicts {
         send_zc,
         features,
         opcodes,
+        modern,
     }
 }
 

@@ -139,6 +139,11 @@ pub fn serve<P: Protocol>(
     match &m.knobs {
         Knobs::Blocking(_) => Ok(blocking::server::serve(listener, proto, stop)?.to_counters()),
         Knobs::Epoll(t) => Ok(epoll::server::serve(listener, proto, *t, stop)?.to_counters()),
+        Knobs::Uring(k) if k.epoll_wait => {
+            // `uring-epollwait`: the level-triggered epoll server, waiting through a ring.
+            let ep = epoll::Epoll::via_ring(crate::model::Trigger::Level, 256, k)?;
+            Ok(epoll::server::serve_on(listener, proto, ep, stop)?.to_counters())
+        }
         Knobs::Uring(k) => Ok(uring::server::serve(listener, proto, k, plan, stop)?.to_counters()),
         Knobs::Peer(_) => Err(CaseError::not_applicable(
             "peers are served from src/peer, not the built-in servers",

@@ -122,6 +122,7 @@ impl Catalog {
                 id: Box::leak(ext.model_id().into_boxed_str()),
                 summary: "external contender: a server command given with --contender",
                 family: Family::Peer,
+                default_run: true,
                 knobs: Knobs::Peer(PeerKind::External),
             }));
             entries.push((ext, row));

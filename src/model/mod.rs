@@ -19,6 +19,11 @@ pub struct ModelSpec {
     pub summary: &'static str,
     pub family: Family,
     pub knobs: Knobs,
+    /// Whether the row joins the bare `ringside run` (no suite named). Rows that only answer a
+    /// narrower question (the io_uring features after 6.1) run when their suite or workload is
+    /// named, so that the default run keeps its time budget (read in `plan::select_models_for`).
+    #[serde(skip)]
+    pub default_run: bool,
 }
 
 /// The code families. Variants within a family are knobs, not code.
@@ -88,9 +93,50 @@ pub struct UringKnobs {
     /// IORING_SETUP_IOPOLL: completions are polled from the device (O_DIRECT reads and writes
     /// on a device with poll queues only; never fsync).
     pub iopoll: bool,
+    /// Multishot recv bundles (IORING_RECVSEND_BUNDLE, 6.10): one completion covers several
+    /// provided buffers. Needs `multishot` and `buf_ring`.
+    #[serde(skip_serializing_if = "is_false", default)]
+    pub bundle: bool,
+    /// Incremental buffer consumption (IOU_PBUF_RING_INC, 6.12): fewer, larger provided
+    /// buffers, each consumed piecewise. Needs `multishot` and `buf_ring`.
+    #[serde(skip_serializing_if = "is_false", default)]
+    pub inc_bufs: bool,
+    /// Minimum wait (6.12): each wait asks for `MIN_WAIT_BATCH` completions and waits at most
+    /// this long (us) for them before returning with what has arrived.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub min_wait_us: Option<u32>,
+    /// NAPI busy polling registered on the ring (6.9), busy-poll timeout in us.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub napi_busy_poll_us: Option<u32>,
+    /// Zero-copy receive (IORING_OP_RECV_ZC, 6.15) from a NIC queue.
+    #[serde(skip_serializing_if = "is_false", default)]
+    pub zc_rx: bool,
+    /// The epoll server's loop with its waits as IORING_OP_EPOLL_WAIT on a ring (6.15):
+    /// read where the server is chosen (`io::serve`).
+    #[serde(skip_serializing_if = "is_false", default)]
+    pub epoll_wait: bool,
+    /// `hybrid`: epoll accepts and watches the listener, each connection's data runs on the
+    /// ring (read in the io_uring server).
+    #[serde(skip_serializing_if = "is_false", default)]
+    pub epoll_accept: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl UringKnobs {
+    /// Knobs only the TCP servers use (the micro and storage shapes refuse them).
+    pub fn server_only(&self) -> bool {
+        self.bundle
+            || self.inc_bufs
+            || self.min_wait_us.is_some()
+            || self.napi_busy_poll_us.is_some()
+            || self.zc_rx
+            || self.epoll_wait
+            || self.epoll_accept
+    }
+
     /// Plain io_uring: every knob off.
     pub const PLAIN: UringKnobs = UringKnobs {
         sqpoll_idle_ms: None,
@@ -101,6 +147,13 @@ impl UringKnobs {
         buf_ring: false,
         zc_send: false,
         iopoll: false,
+        bundle: false,
+        inc_bufs: false,
+        min_wait_us: None,
+        napi_busy_poll_us: None,
+        zc_rx: false,
+        epoll_wait: false,
+        epoll_accept: false,
     };
 }
 

@@ -31,6 +31,33 @@ impl ModelSpec {
                 if k.zc_send {
                     a = a.and(&env.send_zc);
                 }
+                use crate::env::uring::modern as f;
+                if k.bundle {
+                    a = a.and(&env.modern(f::BUNDLE));
+                }
+                if k.inc_bufs {
+                    a = a.and(&env.modern(f::INC));
+                }
+                if k.min_wait_us.is_some() {
+                    a = a.and(&env.modern(f::MIN_WAIT));
+                }
+                if k.napi_busy_poll_us.is_some() {
+                    // The echo and HTTP suites run over loopback.
+                    a = a
+                        .and(&env.modern(f::NAPI))
+                        .and(&env.modern(f::NAPI_LOOPBACK));
+                }
+                if k.epoll_wait {
+                    a = a.and(&env.modern(f::EPOLL_WAIT));
+                }
+                if k.zc_rx {
+                    a = a
+                        .and(&env.modern(f::RECV_ZC))
+                        .and(&Availability::unavailable(
+                            "the echo and HTTP suites run over loopback, which no NIC queue \
+                         serves, and the servers have no RECV_ZC path",
+                        ));
+                }
                 a
             }
             // Compiled in (features peer-tokio, peer-monoio), and monoio needs io_uring: only

@@ -1,6 +1,7 @@
 //! epoll: readiness notification, level- or edge-triggered, then non-blocking syscalls.
 
 mod pipe;
+pub mod ring_wait;
 pub mod server;
 
 pub use pipe::PipeWait;
@@ -12,6 +13,9 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// An epoll instance.
 pub struct Epoll {
+    /// `uring-epollwait`: waits go through a ring (IORING_OP_EPOLL_WAIT). Declared before
+    /// `fd`: the ring (and its armed wait) goes first.
+    via_ring: Option<std::cell::RefCell<ring_wait::RingWait>>,
     fd: OwnedFd,
     trigger: Trigger,
 }
@@ -22,9 +26,23 @@ impl Epoll {
         let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
         // SAFETY: fresh fd we now own.
         Ok(Epoll {
+            via_ring: None,
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
             trigger,
         })
+    }
+
+    /// An instance whose waits are IORING_OP_EPOLL_WAIT on a ring of its own (6.15).
+    pub fn via_ring(
+        trigger: Trigger,
+        max_events: usize,
+        k: &crate::model::UringKnobs,
+    ) -> io::Result<Epoll> {
+        let mut ep = Epoll::new(trigger)?;
+        ep.via_ring = Some(std::cell::RefCell::new(ring_wait::RingWait::new(
+            max_events, k,
+        )?));
+        Ok(ep)
     }
 
     /// Watches `fd` for input, tagging its events with `token`.
@@ -48,6 +66,9 @@ impl Epoll {
     /// call in timer setup even when events are ready, while -1 could hang a broken case
     /// forever. Only when nothing is ready does it wait with the real timeout.
     pub fn wait(&self, events: &mut [libc::epoll_event], timeout_ms: i32) -> io::Result<usize> {
+        if let Some(r) = &self.via_ring {
+            return r.borrow_mut().wait(self.fd.as_raw_fd(), events, timeout_ms);
+        }
         match self.wait_once(events, 0)? {
             0 if timeout_ms != 0 => self.wait_once(events, timeout_ms),
             n => Ok(n),

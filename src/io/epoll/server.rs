@@ -83,9 +83,18 @@ pub fn serve<P: Protocol>(
     trigger: Trigger,
     stop: &Stop,
 ) -> io::Result<EpollCounters> {
+    serve_on(listener, proto, Epoll::new(trigger)?, stop)
+}
+
+/// `serve` on a given epoll instance (`Epoll::via_ring`: `uring-epollwait`).
+pub fn serve_on<P: Protocol>(
+    listener: TcpListener,
+    proto: P,
+    ep: Epoll,
+    stop: &Stop,
+) -> io::Result<EpollCounters> {
     listener.set_nonblocking(true)?;
     let proto_idle = proto.idle_timeout();
-    let ep = Epoll::new(trigger)?;
     let lfd = listener.as_raw_fd();
     ep.ctl(
         libc::EPOLL_CTL_ADD,

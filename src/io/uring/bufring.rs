@@ -35,6 +35,17 @@ impl BufRing {
         entries: u16,
         buf_len: usize,
     ) -> io::Result<BufRing> {
+        BufRing::with_flags(sub, bgid, entries, buf_len, 0)
+    }
+
+    /// As `new`, registered with `flags` (IOU_PBUF_RING_INC: buffers consumed piecewise).
+    pub fn with_flags(
+        sub: &Submitter<'_>,
+        bgid: u16,
+        entries: u16,
+        buf_len: usize,
+        flags: u16,
+    ) -> io::Result<BufRing> {
         if !entries.is_power_of_two()
             || entries > 32768
             || buf_len == 0
@@ -72,7 +83,7 @@ impl BufRing {
         };
         // SAFETY: the ring memory is page-aligned (mmap), holds `entries` entries and lives
         // until `self` drops, which the owner does only after unregistering.
-        unsafe { sub.register_buf_ring_with_flags(p as u64, entries, bgid, 0)? };
+        unsafe { sub.register_buf_ring_with_flags(p as u64, entries, bgid, flags)? };
         br.registered = true;
         for bid in 0..entries {
             br.push(bid);
@@ -102,6 +113,14 @@ impl BufRing {
     pub fn buf(&self, bid: u16, len: usize) -> &[u8] {
         let start = bid as usize * self.buf_len;
         &self.bufs[start..start + len.min(self.buf_len)]
+    }
+
+    /// The buffer id in ring slot `pos` (masked): which buffer the kernel takes at that
+    /// position of its head (bundles read the buffers a completion spanned from here).
+    pub fn bid_at(&self, pos: u16) -> u16 {
+        let mask = self.entries - 1;
+        // SAFETY: the index is masked into the ring, which holds `entries` entries.
+        unsafe { (*self.ring.add((pos & mask) as usize)).bid() }
     }
 
     /// Gives buffer `bid` back (visible to the kernel at the next `commit`).

@@ -14,6 +14,7 @@ pub const SETUP_FLAGS: &[&str] = &[
     "DEFER_TASKRUN",
     "SINGLE_ISSUER",
     "IOPOLL",
+    "NAPI",
 ];
 
 /// How a ring was set up, recorded with the counters of every case that used it.
@@ -54,6 +55,15 @@ pub fn build(k: &UringKnobs, entries: u32, plan: &CpuPlan) -> Result<(IoUring, S
         setup.flags.push("IOPOLL");
     }
     let ring = b.build(entries).map_err(|e| refusal(k, e))?;
+    if let Some(us) = k.napi_busy_poll_us {
+        // NAPI busy polling (6.9): the ring polls the NIC queues its sockets arrive on
+        // (dynamic tracking). Not a setup flag but part of how the ring waits.
+        let mut n = io_uring::types::Napi::new().set_busy_poll_timeout(us);
+        ring.submitter()
+            .register_napi(&mut n)
+            .map_err(|e| CaseError::unavailable(format!("IORING_REGISTER_NAPI refused: {e}")))?;
+        setup.flags.push("NAPI");
+    }
     Ok((ring, setup))
 }
 

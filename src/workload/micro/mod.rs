@@ -19,7 +19,14 @@ pub(crate) fn accepts_pipe_shape(m: &ModelSpec) -> Result<(), String> {
         Knobs::Blocking(_) => {
             Err("a thread pool hands each call to another thread; this loop is one thread".into())
         }
-        Knobs::Uring(k) if k.multishot || k.buf_ring || k.zc_send || k.fixed_bufs || k.iopoll => {
+        Knobs::Uring(k)
+            if k.multishot
+                || k.buf_ring
+                || k.zc_send
+                || k.fixed_bufs
+                || k.iopoll
+                || k.server_only() =>
+        {
             Err("knob has no meaning for a pipe write/read pair".into())
         }
         Knobs::Uring(_) => Ok(()),

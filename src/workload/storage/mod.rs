@@ -260,7 +260,7 @@ pub fn accepts_storage(m: &ModelSpec) -> Result<(), String> {
              runtimes use a thread pool for files ('threadpool')"
                 .into(),
         ),
-        Knobs::Uring(k) if k.multishot || k.buf_ring || k.zc_send => {
+        Knobs::Uring(k) if k.multishot || k.buf_ring || k.zc_send || k.server_only() => {
             Err("knob is for sockets; no meaning for files".into())
         }
         Knobs::Uring(_) => Ok(()),

@@ -36,6 +36,9 @@ impl<P: Protocol> Server<P> {
     /// Tops accepting up: one multishot accept, or `ACCEPT_DEPTH` single-shot ones. Nothing
     /// while a pause is under way.
     pub(super) fn arm_accepts(&mut self) -> io::Result<()> {
+        if self.hybrid.is_some() {
+            return Ok(()); // epoll accepts (`hybrid`)
+        }
         let depth = if self.mode.ms_accept { 1 } else { ACCEPT_DEPTH };
         while !self.accept.paused && self.accept.armed < depth {
             self.arm_accept()?;
@@ -127,6 +130,11 @@ impl<P: Protocol> Server<P> {
     pub(super) fn on_accept_pause_end(&mut self) -> io::Result<()> {
         self.accept.paused = false;
         self.arm_accepts()
+    }
+
+    /// A new connection accepted outside the ring (`hybrid`).
+    pub(super) fn open_conn(&mut self, fd: Fd) -> io::Result<()> {
+        self.open(fd)
     }
 
     /// A new connection: a slot, then its first receive.

@@ -66,7 +66,9 @@ macro_rules! on_fd {
 }
 
 mod accept;
+mod bundle;
 mod conn;
+mod hybrid;
 mod recv;
 mod send;
 mod teardown;
@@ -116,6 +118,13 @@ crate::counter_set! {
     pub struct UringCounters {
         /// How the ring was set up (1 per flag `ring::build` set: `setup_<flag>`).
         setup_sqpoll, setup_sq_aff, setup_defer_taskrun, setup_single_issuer, setup_iopoll,
+        setup_napi,
+        /// `hybrid`: epoll waits of the loop (each turn also submits with an enter).
+        hybrid_epoll_waits,
+        /// Provided buffers spanned by receive completions whose bytes were copied out
+        /// (bundles: several per completion; incremental: one piece per completion), and those
+        /// completions.
+        bundle_bufs, bundle_recvs,
         /// Slots of the sparse registered file table (direct descriptors).
         fixed_slots,
         /// io_uring_enter calls, SQEs they submitted, CQEs reaped, pushes that met a full SQ.
@@ -161,7 +170,17 @@ struct Mode {
     ms_recv: bool,
     /// SEND_ZC for single sends.
     zc: bool,
+    /// Minimum wait (us) for a batch of `MIN_WAIT_BATCH` completions, if set.
+    min_wait_us: Option<u32>,
 }
+
+/// Completions a minimum-wait enter asks for (`uring-minwait`): it returns with fewer once
+/// the minimum wait has passed and one has arrived.
+pub const MIN_WAIT_BATCH: usize = 32;
+/// Incremental buffer rings (`uring-inc`): fewer, larger buffers than `RING_BUFS` x
+/// `RING_BUF_BYTES` (the same 32 MiB), each consumed piecewise by many receives.
+pub const INC_BUFS: u16 = 512;
+pub const INC_BUF_BYTES: usize = 64 * 1024;
 
 /// Serves `proto` on `listener` with the ring `k` describes, until `stop` is requested.
 pub fn serve<P: Protocol>(
@@ -176,18 +195,45 @@ pub fn serve<P: Protocol>(
             "registered buffers are not used by the TCP servers",
         ));
     }
+    if (k.bundle || k.inc_bufs) && !(k.multishot && k.buf_ring) {
+        return Err(CaseError::not_applicable(
+            "bundles and incremental buffers are read by the multishot recv from the buffer ring",
+        ));
+    }
+    if k.zc_rx {
+        return Err(CaseError::unavailable(
+            "the TCP servers have no RECV_ZC path: zero-copy receive needs a NIC queue with \
+             header/data split and flow steering, and the suites run over loopback",
+        ));
+    }
+    if k.epoll_accept && (k.fixed_files || k.multishot) {
+        return Err(CaseError::not_applicable(
+            "epoll accepts plain descriptors one at a time: no direct descriptors or \
+             multishot accept",
+        ));
+    }
     if k.buf_ring && !k.multishot {
         return Err(CaseError::not_applicable(
             "the servers use the buffer ring only with multishot recv",
         ));
     }
-    listener.set_nonblocking(false)?;
+    // Accepted by the ring, the listener stays blocking (fast poll); by epoll, non-blocking.
+    listener.set_nonblocking(k.epoll_accept)?;
     let (ring, setup) = ring::build(k, SQ_ENTRIES, plan)?;
+    let hybrid = if k.epoll_accept {
+        Some(hybrid::Hybrid::new(
+            listener.as_raw_fd(),
+            hybrid::ring_fd(&ring),
+        )?)
+    } else {
+        None
+    };
     let mode = Mode {
         fixed: k.fixed_files,
         ms_accept: k.multishot,
         ms_recv: k.multishot && k.buf_ring,
         zc: k.zc_send,
+        min_wait_us: k.min_wait_us,
     };
     let sweep = Idle::new(proto.idle_timeout()).map(Sweep::new);
     let mut s = Server {
@@ -205,6 +251,7 @@ pub fn serve<P: Protocol>(
         scratch: Vec::new(),
         sweep,
         now: 0,
+        hybrid,
     };
     for f in &setup.flags {
         let name = format!("setup_{}", f.to_ascii_lowercase());
@@ -224,9 +271,24 @@ pub fn serve<P: Protocol>(
         s.c.fixed_slots += slots as u64;
     }
     if s.mode.ms_recv {
-        let br = BufRing::new(&s.ring.submitter(), BGID, RING_BUFS, RING_BUF_BYTES)
+        let (n, len, flags) = if k.inc_bufs {
+            (
+                INC_BUFS,
+                INC_BUF_BYTES,
+                io_uring::types::IOU_PBUF_RING_INC as u16,
+            )
+        } else {
+            (RING_BUFS, RING_BUF_BYTES, 0)
+        };
+        let br = BufRing::with_flags(&s.ring.submitter(), BGID, n, len, flags)
             .map_err(|e| CaseError::unavailable(format!("provided buffer ring: {e}")))?;
-        s.provided = Some(Provided::new(br));
+        let mut p = Provided::new(br);
+        if k.bundle {
+            p.copy = Some(bundle::CopyOut::bundle());
+        } else if k.inc_bufs {
+            p.copy = Some(bundle::CopyOut::inc(n));
+        }
+        s.provided = Some(p);
     }
     stop.ready();
     let r = s.run();
@@ -256,6 +318,8 @@ struct Server<P: Protocol> {
     sweep: Option<Sweep>,
     /// Coarse time read after the last batch of completions, ns (0 without an idle limit).
     now: u64,
+    /// `hybrid`: epoll accepts and the loop waits in epoll.
+    hybrid: Option<hybrid::Hybrid>,
 }
 
 impl<P: Protocol> Server<P> {
@@ -267,7 +331,11 @@ impl<P: Protocol> Server<P> {
         self.arm_accepts()?;
         self.arm_tick()?;
         while !self.stopping {
-            self.enter(1)?;
+            if self.hybrid.is_some() {
+                self.hybrid_wait()?;
+            } else {
+                self.enter(1)?;
+            }
             self.reap();
             if self.sweep.is_some() {
                 self.now = coarse_now_ns();
@@ -304,15 +372,31 @@ impl<P: Protocol> Server<P> {
 
     /// Submits and waits for `want` completions; EINTR and EBUSY (CQ backlog) retried.
     fn enter(&mut self, want: usize) -> io::Result<()> {
+        // Minimum wait: the kernel treats the minimum as the whole timeout unless an overall
+        // one is given (it returns ETIME with nothing to reap): give one, and take its ETIME
+        // as an empty batch (at most one a second while idle).
+        let ts = types::Timespec::new().sec(1);
+        let args = self
+            .mode
+            .min_wait_us
+            .map(|us| types::SubmitArgs::new().min_wait_usec(us).timespec(&ts));
         loop {
             self.c.io_uring_enter += 1;
-            match self.ring.submit_and_wait(want) {
+            let r = match &args {
+                Some(a) => self
+                    .ring
+                    .submitter()
+                    .submit_with_args(want.max(MIN_WAIT_BATCH), a),
+                None => self.ring.submit_and_wait(want),
+            };
+            match r {
                 Ok(n) => {
                     self.c.sqes += n as u64;
                     return Ok(());
                 }
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
                 Err(e) if e.raw_os_error() == Some(libc::EBUSY) => return Ok(()),
+                Err(e) if args.is_some() && e.raw_os_error() == Some(libc::ETIME) => return Ok(()),
                 Err(e) => return Err(e),
             }
         }
@@ -321,7 +405,7 @@ impl<P: Protocol> Server<P> {
     /// Submits what is queued now, without waiting (counted as an enter).
     fn submit(&mut self) -> io::Result<()> {
         self.c.io_uring_enter += 1;
-        self.ring.submit()?;
+        self.c.sqes += self.ring.submit()? as u64;
         Ok(())
     }
 

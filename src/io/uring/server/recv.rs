@@ -4,6 +4,7 @@
 //! Backpressure holds a plain recv back and cancels a multishot one; a multishot recv that
 //! outruns its cancel past `HARD_OUT_BOUND` resets the connection.
 
+use super::bundle::{self, CopyOut};
 use super::conn::{Phase, RecvOp, Src};
 use super::teardown::Then;
 use super::{Server, HARD_OUT_BOUND};
@@ -21,6 +22,8 @@ pub(super) struct Provided {
     recycled: bool,
     /// Connections (slot, generation) whose multishot recv ended on ENOBUFS.
     starved: Vec<(u32, u32)>,
+    /// Bundles or incremental buffers: the bytes are copied out (see `bundle`).
+    pub copy: Option<CopyOut>,
 }
 
 impl Provided {
@@ -29,6 +32,7 @@ impl Provided {
             ring,
             recycled: false,
             starved: Vec::new(),
+            copy: None,
         }
     }
 
@@ -94,9 +98,22 @@ impl<P: Protocol> Server<P> {
     }
 
     pub(super) fn on_recv(&mut self, u: UserData, res: i32, flags: u32) -> io::Result<()> {
-        let bid = cqueue::buffer_select(flags);
+        let mut bid = cqueue::buffer_select(flags);
         let ms = self.mode.ms_recv;
         let more = ms && cqueue::more(flags);
+        // Bundles and incremental buffers: the bytes are copied out and their buffers given
+        // back at once (`bundle`), so nothing below holds or recycles a buffer.
+        let mut owned = None;
+        if let (true, Some(b), Some(p)) = (res > 0, bid, self.provided.as_mut()) {
+            if p.copy.is_some() {
+                let mut v = Vec::with_capacity(res as usize);
+                let spanned = bundle::take(p, b, res as usize, flags, &mut v)?;
+                self.c.bundle_bufs += u64::from(spanned);
+                self.c.bundle_recvs += 1;
+                owned = Some(v);
+                bid = None;
+            }
+        }
         let Some(conn) = self.conns.get(u) else {
             if let Some(b) = bid {
                 self.recycle(b);
@@ -110,8 +127,9 @@ impl<P: Protocol> Server<P> {
         let mut overrun = None;
         if res > 0 && conn.phase == Phase::Open {
             let n = res as usize;
-            let input: &[u8] = match (bid, self.provided.as_ref()) {
-                (Some(b), Some(p)) => p.ring.buf(b, n),
+            let input: &[u8] = match (&owned, bid, self.provided.as_ref()) {
+                (Some(v), _, _) => v,
+                (None, Some(b), Some(p)) => p.ring.buf(b, n),
                 _ => &conn.recv_buf[..n],
             };
             self.scratch.clear();
@@ -124,12 +142,13 @@ impl<P: Protocol> Server<P> {
             match step.reply {
                 Reply::Nothing => {}
                 Reply::Input => {
-                    let src = match bid {
-                        Some(b) => {
+                    let src = match (owned.take(), bid) {
+                        (Some(v), _) => Src::Owned(v),
+                        (None, Some(b)) => {
                             recycle = None; // the send gives it back
                             Src::Bid(b)
                         }
-                        None => Src::RecvBuf,
+                        (None, None) => Src::RecvBuf,
                     };
                     conn.out.push(src, n);
                 }
