@@ -126,6 +126,11 @@ fn bin() -> PathBuf {
 
 /// `ringside run ... --server-host root@SERVER` in the client namespace.
 fn run_cmd(h: &Hosts, ssh_opts: &[String], out: &Path, items: &[&str]) -> Command {
+    run_with(h, ssh_opts, out, items, &bin())
+}
+
+/// [`run_cmd`] with `remote` as the ringside on the server host.
+fn run_with(h: &Hosts, ssh_opts: &[String], out: &Path, items: &[&str], remote: &Path) -> Command {
     let mut c = Command::new("ip");
     c.args(["netns", "exec", &h.client_ns])
         .arg(bin())
@@ -135,7 +140,7 @@ fn run_cmd(h: &Hosts, ssh_opts: &[String], out: &Path, items: &[&str]) -> Comman
         .args(["--format", "csv", "--out"])
         .arg(out)
         .arg(format!("--server-host=root@{}", h.server_ip))
-        .arg(format!("--remote-ringside={}", bin().display()))
+        .arg(format!("--remote-ringside={}", remote.display()))
         .args(ssh_opts.iter().map(|o| format!("--ssh-opt={o}")));
     c
 }
@@ -226,6 +231,36 @@ fn servers_on_another_host_over_ssh() {
     echo_and_http_measured_there(&h, &s);
     a_refused_key_fails_the_cells_and_the_run_goes_on(&h, &s);
     a_run_killed_mid_way_leaves_nothing_running_on_either_host(&h, &s);
+    another_version_there_is_refused_naming_both(&h, &s);
+}
+
+fn another_version_there_is_refused_naming_both(h: &Hosts, s: &Sshd) {
+    let out = tempfile::tempdir().unwrap();
+    let fake = s.dir.path().join("old-ringside");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'ringside 0.0.1 (git 0123456789ab)'\n",
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("755")
+        .arg(&fake)
+        .status()
+        .unwrap();
+    let c = run_with(h, &s.opts, out.path(), &["echo.conns"], &fake);
+    let (code, err) = finish(c, Duration::from_secs(60));
+    assert_eq!(code, Some(2), "refused before measuring: {err}");
+    let here = Command::new(bin()).arg("--version").output().unwrap();
+    let here = String::from_utf8_lossy(&here.stdout).trim().to_string();
+    assert!(here.contains("(git "), "{here}");
+    assert!(
+        err.contains("ringside 0.0.1 (git 0123456789ab)") && err.contains(&here),
+        "both versions named: {err}"
+    );
+    assert!(
+        !out.path().join("results.json").exists(),
+        "nothing measured"
+    );
 }
 
 fn echo_and_http_measured_there(h: &Hosts, s: &Sshd) {

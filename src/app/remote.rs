@@ -175,7 +175,17 @@ pub fn setup(a: &RunArgs) -> anyhow::Result<Vec<HostRecord>> {
         ..Default::default()
     };
     let error = match remote::check_version(&ssh, &host) {
-        Err(e @ HostError::Mismatch { .. }) => return Err(anyhow::anyhow!("{e}")),
+        Err(HostError::Mismatch { here, there, .. }) => {
+            return Err(InputError::BadValue {
+                flag: "--server-host",
+                given: spec.clone(),
+                valid: format!(
+                    "runs '{there}' but this is '{here}': every host must run the same \
+                     ringside (version and git commit)"
+                ),
+            }
+            .into())
+        }
         Err(HostError::Ssh(e)) => Some(e),
         Ok(()) => match remote::probe(&ssh, &host) {
             Ok(p) => {
