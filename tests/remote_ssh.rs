@@ -395,3 +395,26 @@ fn a_run_killed_mid_way_leaves_nothing_running_on_either_host(h: &Hosts, s: &Ssh
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Bad hosts are refused before anything runs, naming the value (no root or sshd needed).
+#[test]
+fn a_bad_server_host_is_refused_by_name() {
+    for bad in ["-oProxyCommand=x", "host:0", "a b"] {
+        let out = Command::new(bin())
+            .args([
+                "run",
+                "echo.conns",
+                "--profile",
+                "smoke",
+                &format!("--server-host={bad}"),
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(
+            err.contains("--server-host") && err.contains(bad) && err.contains("[USER@]HOST"),
+            "{bad}: {err}"
+        );
+    }
+}

@@ -81,7 +81,13 @@ pub fn measure(
     load: &Load<'_>,
 ) -> Result<(Sample, Report), CaseError> {
     let plan = ctx.plan;
-    let load_cpus = plan.load_cpus();
+    let mut load_cpus = plan.load_cpus();
+    if matches!(launch, Launch::Remote { .. }) {
+        // The server runs on another host: the load generator takes the server's CPUs here too.
+        load_cpus.extend(plan.server_cpus());
+        load_cpus.sort_unstable();
+        load_cpus.dedup();
+    }
     // This thread (the runner's, pinned to the measured CPU) reads /proc at the window's edges
     // and spawns the server's pipe readers: keep all of that off the server's CPU.
     let _ = pin::pin_this_thread(load_cpus[0]);
@@ -99,7 +105,9 @@ fn measure_pinned(
     let plan = ctx.plan;
     let load_cpu = load_cpus[0];
     // A SQPOLL server's poller runs on a load generator's CPU when there is no spare one.
-    let shared = plan.shared() || launch.cpus().iter().any(|c| load_cpus.contains(c));
+    // (Never with the server on another host.)
+    let shared = !matches!(launch, Launch::Remote { .. })
+        && (plan.shared() || launch.cpus().iter().any(|c| load_cpus.contains(c)));
     // An external contender is confined to its CPUs too, so this holds for every server.
     let server_cpus = launch.cpus().len();
     let mut server: UnderTest = launch.start()?;
