@@ -231,7 +231,68 @@ fn servers_on_another_host_over_ssh() {
     echo_and_http_measured_there(&h, &s);
     a_refused_key_fails_the_cells_and_the_run_goes_on(&h, &s);
     a_run_killed_mid_way_leaves_nothing_running_on_either_host(&h, &s);
+    a_remote_end_that_dies_mid_run_fails_its_cell_only(&h, &s);
     another_version_there_is_refused_naming_both(&h, &s);
+}
+
+/// The remote ringside killed (as a host that dies would end it) while its server is being
+/// measured: that cell fails with what was seen, the other cells are measured, and nothing of
+/// it is left.
+fn a_remote_end_that_dies_mid_run_fails_its_cell_only(h: &Hosts, s: &Sshd) {
+    let out = tempfile::tempdir().unwrap();
+    let mut c = run_cmd(h, &s.opts, out.path(), &["echo.payload"]);
+    c.args(["--runs", "3"]);
+    let mut kid = Kid(c
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap());
+    let t0 = Instant::now();
+    // The remote ringside (not the local ssh, whose command line names it too), once its
+    // server is up.
+    let remote_end = format!("{} remote-serve", bin().display());
+    let serve_needle = format!("--addr {}:0", h.server_ip);
+    let victim = loop {
+        let p = procs_with(&remote_end);
+        let ours = p.iter().find(|l| {
+            l.split_once(": ")
+                .is_some_and(|(_, cmd)| cmd.starts_with(&remote_end))
+        });
+        if let (Some(l), false) = (ours, procs_with(&serve_needle).is_empty()) {
+            break l.split(':').next().unwrap().parse::<i32>().unwrap();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no remote-serve within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    std::thread::sleep(Duration::from_millis(150));
+    // SAFETY: kill(2) on a pid just read from /proc (the remote end of this test's run).
+    unsafe { libc::kill(victim, libc::SIGKILL) };
+    let t0 = Instant::now();
+    let st = loop {
+        if let Some(st) = kid.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(180), "run did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(st.code(), Some(1), "a failed cell exits 1");
+    let v = results(out.path());
+    let cases = v["cases"].as_array().unwrap();
+    let failed: Vec<&serde_json::Value> =
+        cases.iter().filter(|c| c["status"] == "failed").collect();
+    assert_eq!(failed.len(), 1, "one cell failed: {v}");
+    assert!(
+        cases.iter().filter(|c| c["status"] == "measured").count() >= 1,
+        "the run went on: {v}"
+    );
+    let why = failed[0]["reason"].as_str().unwrap();
+    eprintln!("the cell whose remote end died: {why}");
+    assert!(why.contains("server"), "{why}");
+    assert!(procs_with(&serve_needle).is_empty());
+    assert!(procs_with("remote-serve").is_empty());
 }
 
 fn another_version_there_is_refused_naming_both(h: &Hosts, s: &Sshd) {

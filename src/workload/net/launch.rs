@@ -205,7 +205,11 @@ impl UnderTest {
     /// saying so).
     pub fn fail(&self, why: &str) -> CaseError {
         match self {
-            UnderTest::Child { child, .. } | UnderTest::Remote { child, .. } => verdict(child, why),
+            UnderTest::Child { child, .. } => verdict(child, why),
+            // "server on HOST (through ssh): server died during the run (exit status: 255)"
+            UnderTest::Remote { child, .. } => {
+                verdict(child, &format!("{} (through ssh): {why}", child.what()))
+            }
             UnderTest::External { running, .. } => verdict(running.child(), why),
         }
     }
