@@ -65,7 +65,10 @@ impl Launch {
                 Ok(UnderTest::Child { child, addr })
             }
             Launch::Remote { cmd, host } => {
+                // A group of its own: the terminal's Ctrl-C goes to ringside, which ends the
+                // repetition in progress itself, not to ssh (which would end it as a failure).
                 let child = Spec::new(format!("server on {host}"), cmd)
+                    .own_group()
                     .keep_lines(&[LISTENING, FIGURES])
                     .stdin_piped()
                     .grace(Duration::from_secs(1))
