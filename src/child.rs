@@ -636,6 +636,7 @@ pub struct Spec {
     group: bool,
     keep: &'static [&'static str],
     grace: Duration,
+    stdin: bool,
 }
 
 impl Spec {
@@ -648,7 +649,16 @@ impl Spec {
             group: false,
             keep: &[],
             grace: STOP_GRACE,
+            stdin: false,
         }
+    }
+
+    /// Gives it a stdin pipe that ringside writes to ([`Child::send_line`]); closed when the
+    /// child is stopped or dropped, so a child that watches its stdin (a remote `ringside` over
+    /// SSH) sees EOF when ringside lets go of it or dies.
+    pub fn stdin_piped(mut self) -> Spec {
+        self.stdin = true;
+        self
     }
 
     /// Confined to `cpus` from before exec (every thread and process it makes inherits them).
@@ -685,8 +695,9 @@ impl Spec {
             group,
             keep,
             grace,
+            stdin,
         } = self;
-        cmd.stdin(Stdio::null())
+        cmd.stdin(if stdin { Stdio::piped() } else { Stdio::null() })
             .stdout(if keep.is_empty() {
                 Stdio::null()
             } else {
@@ -704,6 +715,7 @@ impl Spec {
         let mut proc_ = spawn_armed(cmd)?;
         let pid = proc_.id();
         let pgid = group.then_some(pid as i32);
+        let stdin = proc_.stdin.take();
         if let (Some(g), Some(pgid)) = (guard.as_mut(), pgid) {
             g.watch(pgid);
         }
@@ -730,6 +742,7 @@ impl Spec {
             lines,
             readers: [stderr_reader, stdout_reader],
             grace,
+            stdin,
             status: None,
             stopped: None,
         })
@@ -777,6 +790,8 @@ pub struct Child {
     lines: Arc<(Mutex<Lines>, Condvar)>,
     readers: [Option<JoinHandle<()>>; 2],
     grace: Duration,
+    /// Its stdin, when [`Spec::stdin_piped`].
+    stdin: Option<std::process::ChildStdin>,
     /// Set once reaped.
     status: Option<ExitStatus>,
     /// Set once stopped.
@@ -899,6 +914,30 @@ impl Child {
         }
     }
 
+    /// Writes `line` and a newline to its stdin ([`Spec::stdin_piped`]).
+    pub fn send_line(&mut self, line: &str) -> io::Result<()> {
+        let Some(w) = self.stdin.as_mut() else {
+            return Err(io::Error::new(io::ErrorKind::NotConnected, "no stdin pipe"));
+        };
+        w.write_all(format!("{line}\n").as_bytes())?;
+        w.flush()
+    }
+
+    /// Closes its stdin (EOF for a child that watches it).
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Waits up to `within` for it to exit on its own (reaping it, and reading the rest of its
+    /// output); its status if it has.
+    pub fn wait_exit_within(&mut self, within: Duration) -> Option<ExitStatus> {
+        let st = self.wait_exit(Instant::now() + within);
+        if st.is_some() {
+            self.join_readers();
+        }
+        st
+    }
+
     /// Waits for it to end until `until`; its status if it has.
     fn wait_exit(&mut self, until: Instant) -> Option<ExitStatus> {
         loop {
@@ -938,6 +977,7 @@ impl Child {
         if let Some(s) = self.stopped {
             return s;
         }
+        self.stdin = None;
         let until = Instant::now() + grace;
         let mut killed = false;
         if self.try_exit().is_none() || self.pgid.is_some() {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 #[derive(Parser, Debug)]
 #[command(
     name = "ringside",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("RINGSIDE_GIT"), ")"),
     about = "Blocking syscalls, epoll and io_uring, measured side by side on this machine",
     long_about = "ringside measures Linux I/O models natively, in one run, on this machine: \
                   per-op latency percentiles, ops/s, measured syscalls per op and CPU per op. \
@@ -63,6 +63,32 @@ pub enum Command {
         #[arg(long)]
         allow_untested: bool,
     },
+    /// On a server host of `run --server-host`, over SSH: one repetition's server, measured
+    /// here (see src/remote/mod.rs).
+    #[command(hide = true)]
+    RemoteServe(RemoteServeArgs),
+    /// On another host of `run`, over SSH: this host's environment and its network path back
+    /// to the SSH client, as JSON.
+    #[command(hide = true)]
+    RemoteEnv,
+}
+
+/// `ringside remote-serve`: what a remote repetition's server needs.
+#[derive(clap::Args, Debug)]
+pub struct RemoteServeArgs {
+    #[arg(long)]
+    pub protocol: String,
+    #[arg(long)]
+    pub model: String,
+    /// Server threads (the client's plan's count; the CPUs come from this host's own plan).
+    #[arg(long, default_value_t = 1)]
+    pub server_threads: u32,
+    /// Count the server's syscalls (the counting repetition).
+    #[arg(long)]
+    pub count_syscalls: bool,
+    /// Address to bind (default: the address the SSH client reached this host at, port 0).
+    #[arg(long)]
+    pub addr: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -124,6 +150,16 @@ pub struct RunArgs {
     /// measured by the same code; it must stay in the foreground (no daemon).
     #[arg(long = "contender", value_name = "[PROTO:]NAME=CMD")]
     pub contenders: Vec<String>,
+    /// Network suites: run each repetition's server on this host over SSH (OpenSSH with your
+    /// keys and ~/.ssh/config), measured there; the same ringside must be installed there.
+    #[arg(long, value_name = "[USER@]HOST[:PORT]")]
+    pub server_host: Option<String>,
+    /// An extra ssh argument (repeatable), e.g. --ssh-opt=-i --ssh-opt=/path/key.
+    #[arg(long = "ssh-opt", value_name = "ARG", allow_hyphen_values = true)]
+    pub ssh_opts: Vec<String>,
+    /// The ringside to run on other hosts (default: `ringside` on their PATH).
+    #[arg(long, value_name = "PATH", default_value = "ringside")]
+    pub remote_ringside: String,
 }
 
 #[derive(clap::Args, Debug)]

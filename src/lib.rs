@@ -23,6 +23,7 @@ pub mod plan;
 pub mod profile;
 pub mod proto;
 pub mod registry;
+pub mod remote;
 pub mod results;
 pub mod runner;
 pub mod shutdown;

@@ -210,3 +210,38 @@ fn an_unfinished_new_file_fails_the_gate() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("unfinished"), "{out}");
 }
+
+/// A multi-host run's hosts (run --server-host) diff like the environment: the other host's
+/// network path and env, by role; a file without hosts (older, or one host) still loads.
+#[test]
+fn the_hosts_and_their_network_paths_are_diffed() {
+    let d = tempfile::tempdir().unwrap();
+    let base = load();
+    assert!(base.get("hosts").is_none(), "the fixture predates hosts");
+    let host = |mtu: u64, kind: &str| {
+        serde_json::json!([
+            {"role": "client", "host": "here", "ringside": "ringside 0.1.0 (git x)",
+             "path": {"peer": "10.0.0.1", "interface": "eth0", "kind": kind, "mtu": mtu}},
+            {"role": "server", "host": "root@10.0.0.1", "ringside": "ringside 0.1.0 (git x)",
+             "path": {"peer": "10.0.0.2", "interface": "eth0", "kind": kind, "mtu": mtu}}
+        ])
+    };
+    let mut a = base.clone();
+    a["hosts"] = host(1500, "nic");
+    let mut b = base.clone();
+    b["hosts"] = host(9000, "veth");
+    let (pa, pb, p0) = (
+        save(d.path(), "a.json", &a),
+        save(d.path(), "b.json", &b),
+        save(d.path(), "base.json", &base),
+    );
+    let (_, out) = compare(&pa, &pb, &["--allow-untested"]);
+    assert!(out.contains("hosts.server.path.mtu: 1500 -> 9000"), "{out}");
+    assert!(out.contains("hosts.client.path.kind: nic -> veth"), "{out}");
+    // One host against two: the other host shows as new.
+    let (_, out) = compare(&p0, &pa, &["--allow-untested"]);
+    assert!(
+        out.contains("hosts.server.host: (absent) -> root@10.0.0.1"),
+        "{out}"
+    );
+}

@@ -27,75 +27,7 @@ fn stand_in_server_process() {
     std::thread::sleep(Duration::from_secs(120)); // killed by the test long before
 }
 
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-/// Two namespaces and the veth pair between them; removed on drop.
-struct Hosts {
-    server_ns: String,
-    client_ns: String,
-    server_ip: String,
-}
-
-impl Hosts {
-    fn make() -> Result<Hosts, String> {
-        let id = std::process::id();
-        let net = id % 250 + 1;
-        let h = Hosts {
-            server_ns: format!("rs{id}s"),
-            client_ns: format!("rs{id}c"),
-            server_ip: format!("10.213.{net}.1"),
-        };
-        ip(&["netns", "add", &h.server_ns])?;
-        ip(&["netns", "add", &h.client_ns])?;
-        let (vs, vc) = (format!("rv{id}s"), format!("rv{id}c"));
-        ip(&[
-            "link",
-            "add",
-            &vs,
-            "netns",
-            &h.server_ns,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &vc,
-            "netns",
-            &h.client_ns,
-        ])?;
-        let client_ip = format!("10.213.{net}.2/24");
-        for (ns, dev, addr) in [
-            (&h.server_ns, &vs, format!("{}/24", h.server_ip)),
-            (&h.client_ns, &vc, client_ip),
-        ] {
-            ip(&["-n", ns, "addr", "add", &addr, "dev", dev])?;
-            ip(&["-n", ns, "link", "set", dev, "up"])?;
-            ip(&["-n", ns, "link", "set", "lo", "up"])?;
-        }
-        Ok(h)
-    }
-}
-
-impl Drop for Hosts {
-    fn drop(&mut self) {
-        // Deleting a namespace deletes the veth end inside it, and with it the pair.
-        let _ = ip(&["netns", "del", &self.server_ns]);
-        let _ = ip(&["netns", "del", &self.client_ns]);
-    }
-}
+use common::netns::Hosts;
 
 /// A child killed on drop.
 struct Kid(Child);
@@ -175,7 +107,7 @@ fn serve_and_load_in_two_network_namespaces() {
         eprintln!("skipped: network namespaces need root (CAP_NET_ADMIN)");
         return;
     }
-    let hosts = match Hosts::make() {
+    let hosts = match Hosts::make("rs") {
         Ok(h) => h,
         Err(why) => {
             eprintln!("skipped: cannot make network namespaces: {why}");

@@ -4,6 +4,7 @@ pub mod compare;
 pub mod env;
 pub mod list;
 pub mod load;
+pub mod remote;
 pub mod report;
 pub mod run;
 pub mod serve;
@@ -30,5 +31,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             threshold,
             allow_untested,
         } => compare::run(&base, &new, threshold, allow_untested),
+        Command::RemoteServe(a) => remote::serve(a),
+        Command::RemoteEnv => remote::env(),
     }
 }

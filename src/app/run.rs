@@ -39,6 +39,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         budget.runs_given = true;
     }
     let plan = cpu_plan(&a)?;
+    // Other hosts (--server-host): parsed, version-checked and probed before anything runs.
+    let hosts = super::remote::setup(&a)?;
     let started = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
@@ -104,6 +106,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         timer: clock::calibration().clone(),
         env: env.clone(),
         cases: Vec::new(),
+        hosts,
     };
     store.save(&results)?;
     let progress;

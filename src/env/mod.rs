@@ -22,6 +22,7 @@
 //! milliseconds; each functional io_uring test is bounded by a kernel timer so it cannot hang.
 
 pub mod explain;
+pub mod netpath;
 mod sys;
 pub mod uring;
 

@@ -65,6 +65,12 @@ impl Exporter for Markdown {
             run.timer.overhead_ns,
             run.timer.clocksource,
         );
+        for (k, v) in super::hosts::rows(run) {
+            out += &format!("- {k}: {}\n", cell(&v));
+        }
+        if !run.hosts.is_empty() {
+            out.push('\n');
+        }
         let mut tables: std::collections::HashMap<String, Vec<Table>> =
             metric_tables_by_workload(run).into_iter().collect();
         let styles = charts::Styles::for_run(run);

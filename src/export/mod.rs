@@ -3,6 +3,7 @@
 
 pub mod charts;
 mod csv;
+pub mod hosts;
 pub mod html;
 mod json;
 pub mod load;

@@ -26,6 +26,32 @@ pub struct RunResults {
     pub timer: TimerCalibration,
     pub env: EnvReport,
     pub cases: Vec<CaseResult>,
+    /// The hosts of a run that drove other hosts over SSH (`--server-host`): this one (the
+    /// client) and each other, with its environment and network path. Empty otherwise (and in
+    /// files written before it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostRecord>,
+}
+
+/// One host of a multi-host run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct HostRecord {
+    /// `client` (this host: the load generator), `server` (`--server-host`).
+    pub role: String,
+    /// As given (`root@10.0.0.2`); `here` for this host.
+    pub host: String,
+    /// Its `ringside --version` (the run refuses hosts whose version differs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ringside: Option<String>,
+    /// Its `ringside env` (this host's is the run's `env`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<EnvReport>,
+    /// Its network path toward the other side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<crate::env::netpath::NetPath>,
+    /// Why it could not take part (its cells failed with this).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

@@ -395,6 +395,8 @@ fn context(run: &RunResults) -> Vec<(String, String)> {
         "clocksource": run.timer.clocksource,
         "flags": run.command.iter().skip(1).cloned().collect::<Vec<_>>().join(" "),
         "env": run.env,
+        // A multi-host run's other hosts, by role: their env and network path diff too.
+        "hosts": run.hosts.iter().map(|h| (h.role.as_str(), h)).collect::<std::collections::BTreeMap<_, _>>(),
     });
     let mut out = Vec::new();
     flatten("", &v, &mut out);

@@ -5,6 +5,7 @@
 //! - [`inproc`]: servers run on a thread of the test process (built-in ones through
 //!   `io::serve`, contenders through `peer::serve_*`), stopped on request;
 //! - [`net`]: the client side: connecting with timeouts, exact reads, resets;
+//! - [`netns`]: two network namespaces joined by a veth pair (two hosts on one machine);
 //! - [`run`]: a `ringside run` child watched from outside (cases saved, stderr collected);
 //! - [`standin`]: a stand-in echo server with broken modes for the load generator's tests
 //!   (re-exported: `common::serve`, `common::serve_on`, `common::Mode`, `common::echo`).
@@ -13,6 +14,7 @@
 pub mod child;
 pub mod inproc;
 pub mod net;
+pub mod netns;
 pub mod run;
 pub mod servers;
 pub mod standin;

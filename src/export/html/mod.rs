@@ -136,6 +136,9 @@ pub fn key_facts(run: &RunResults) -> Vec<(String, String)> {
         ("profile".into(), run.profile.clone()),
         ("started (UTC)".into(), run.started_utc.clone()),
     ]
+    .into_iter()
+    .chain(super::hosts::rows(run))
+    .collect()
 }
 
 /// The shell command that reproduces the run (argv, quoted where needed).

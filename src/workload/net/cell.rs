@@ -81,7 +81,13 @@ pub fn measure(
     load: &Load<'_>,
 ) -> Result<(Sample, Report), CaseError> {
     let plan = ctx.plan;
-    let load_cpus = plan.load_cpus();
+    let mut load_cpus = plan.load_cpus();
+    if matches!(launch, Launch::Remote { .. }) {
+        // The server runs on another host: the load generator takes the server's CPUs here too.
+        load_cpus.extend(plan.server_cpus());
+        load_cpus.sort_unstable();
+        load_cpus.dedup();
+    }
     // This thread (the runner's, pinned to the measured CPU) reads /proc at the window's edges
     // and spawns the server's pipe readers: keep all of that off the server's CPU.
     let _ = pin::pin_this_thread(load_cpus[0]);
@@ -99,16 +105,21 @@ fn measure_pinned(
     let plan = ctx.plan;
     let load_cpu = load_cpus[0];
     // A SQPOLL server's poller runs on a load generator's CPU when there is no spare one.
-    let shared = plan.shared() || launch.cpus().iter().any(|c| load_cpus.contains(c));
+    // (Never with the server on another host.)
+    let shared = !matches!(launch, Launch::Remote { .. })
+        && (plan.shared() || launch.cpus().iter().any(|c| load_cpus.contains(c)));
     // An external contender is confined to its CPUs too, so this holds for every server.
     let server_cpus = launch.cpus().len();
     let mut server: UnderTest = launch.start()?;
+    let remote = server.is_remote();
     let pids = server.pids();
-    let counters: Option<Result<Vec<SyscallCounter>, String>> = ctx.count_syscalls.then(|| {
-        pids.iter()
-            .map(|&p| SyscallCounter::open(Scope::Process(p)))
-            .collect()
-    });
+    // A remote server's syscalls are counted on its host (`remote-serve --count-syscalls`).
+    let counters: Option<Result<Vec<SyscallCounter>, String>> = (ctx.count_syscalls && !remote)
+        .then(|| {
+            pids.iter()
+                .map(|&p| SyscallCounter::open(Scope::Process(p)))
+                .collect()
+        });
     let read_sys = |cs: &Option<Result<Vec<SyscallCounter>, String>>| match cs {
         Some(Ok(cs)) => cs.iter().map(|c| c.read()).sum(),
         _ => 0,
@@ -132,6 +143,11 @@ fn measure_pinned(
     // busy machine) covers a shorter or longer span than the client's window.
     let (mut at0, mut at1) = (0u64, 0u64);
     let report = load::run(&cfg, load.exchange, &mut |e| {
+        if remote {
+            // Read on the server's host when the line arrives there.
+            server.edge(matches!(e, Edge::Open));
+            return;
+        }
         // The CPU clocks are read back to back and timed by their own reads
         // (`ProcessesReading::at_ns`), not by the slow /proc walk that follows them.
         let c = cpu::processes(&pids);
@@ -147,9 +163,6 @@ fn measure_pinned(
     if let Some(how) = server.exited() {
         return Err(server.fail(&format!("server died during the run ({how})")));
     }
-    let (Some(c0), Some(c1)) = (cpu0, cpu1) else {
-        return Err(server.fail("cannot read the server's CPU from /proc"));
-    };
     // A server whose responses did not verify is not measured: its cell fails, saying how
     // many and where the first wrong byte was.
     if let Some(why) = report.unverified() {
@@ -180,6 +193,39 @@ fn measure_pinned(
             Err(_) => extra.add("after_failures", 1),
         }
     }
+    // The server's readings at the window's edges: taken here, or on the server's host and
+    // reported when it stops.
+    let (c0, c1, syscalls, server_counters, server_cpus) = if remote {
+        let f = server.finish_remote(STOP_WITHIN)?;
+        let (Some(e0), Some(e1)) = (f.open, f.close) else {
+            return Err(CaseError::Failed(anyhow::anyhow!(
+                "the remote server could not read its CPU at the window's edges"
+            )));
+        };
+        (at0, at1) = (e0.sys_at_ns, e1.sys_at_ns);
+        let syscalls = f.syscalls.map(|r| {
+            r.map(|overhead| {
+                e1.syscalls
+                    .saturating_sub(e0.syscalls)
+                    .saturating_sub(overhead)
+            })
+        });
+        let cpus = f.server_cpus.len();
+        (e0.processes(), e1.processes(), syscalls, f.counters, cpus)
+    } else {
+        let (Some(c0), Some(c1)) = (cpu0, cpu1) else {
+            return Err(server.fail("cannot read the server's CPU from /proc"));
+        };
+        // Less each counter's own start/read cost.
+        let syscalls = counters.as_ref().map(|c| match c {
+            Ok(cs) => Ok(sys1
+                .saturating_sub(sys0)
+                .saturating_sub(cs.iter().map(|c| c.window_overhead()).sum())),
+            Err(why) => Err(why.clone()),
+        });
+        drop(counters);
+        (c0, c1, syscalls, server.stop(STOP_WITHIN)?, server_cpus)
+    };
     // The server-side figures are rescaled to the client's window (the two spans differ by
     // the edges' wake-up delays: microseconds on a quiet machine, milliseconds on a busy one),
     // so that per-op ratios divide like by like.
@@ -188,16 +234,10 @@ fn measure_pinned(
     };
     let scale = |v: u64| rescale(v, at1.saturating_sub(at0));
     let cpu_scale = |v: u64| rescale(v, c1.at_ns.saturating_sub(c0.at_ns));
-    let syscalls = counters.as_ref().map(|c| match c {
-        // Less each counter's own start/read cost.
-        Ok(cs) => Measured::Value(scale(
-            sys1.saturating_sub(sys0)
-                .saturating_sub(cs.iter().map(|c| c.window_overhead()).sum()),
-        )),
-        Err(why) => Measured::unavailable(why.clone()),
+    let syscalls = syscalls.map(|r| match r {
+        Ok(n) => Measured::Value(scale(n)),
+        Err(why) => Measured::unavailable(why),
     });
-    drop(counters);
-    let server_counters = server.stop(STOP_WITHIN)?;
     let mut c = extra;
     c.other.merge(&server_counters);
     let mut l = LoadCounters {

@@ -359,12 +359,23 @@ pub fn serve_command(
     plan: &CpuPlan,
     protocol: &str,
 ) -> Result<(Command, Vec<u32>), CaseError> {
+    serve_command_on(m, plan, protocol, "127.0.0.1:0")
+}
+
+/// [`serve_command`] bound to `addr` (`ringside remote-serve` binds the address its SSH client
+/// reached it at).
+pub fn serve_command_on(
+    m: &ModelSpec,
+    plan: &CpuPlan,
+    protocol: &str,
+    addr: &str,
+) -> Result<(Command, Vec<u32>), CaseError> {
     let exe = std::env::current_exe()
         .map_err(|e| CaseError::Failed(anyhow::anyhow!("cannot find this executable: {e}")))?;
     let sqpoll = m.uring_knobs().is_some_and(|k| k.sqpoll_idle_ms.is_some());
     let mut c = Command::new(exe);
     c.args(["serve", "--protocol", protocol, "--model", m.id])
-        .args(["--addr", "127.0.0.1:0"]);
+        .args(["--addr", addr]);
     let poller = plan.sqpoll_cpu().filter(|_| sqpoll);
     if plan.server.len() > 1 {
         // A server set of several CPUs: one server thread per CPU (`serve --threads`).
@@ -437,6 +448,9 @@ fn run_open(ctx: &Ctx<'_>, m: &ModelSpec, a: &Args, rate: f64) -> Result<Sample,
 /// How model `m`'s server for `protocol` is started: an external contender's command (from
 /// the run's catalog), or `ringside serve` ([`serve_command`]).
 pub fn launch(ctx: &Ctx<'_>, m: &ModelSpec, protocol: &str) -> Result<Launch, CaseError> {
+    if let Some(l) = remote_launch(ctx, m, protocol)? {
+        return Ok(l);
+    }
     if let Knobs::Peer(PeerKind::External) = m.knobs {
         let ext = ctx.contenders.get(m.id).cloned().ok_or_else(|| {
             CaseError::Failed(anyhow::anyhow!("no --contender command for {}", m.id))
@@ -448,6 +462,47 @@ pub fn launch(ctx: &Ctx<'_>, m: &ModelSpec, protocol: &str) -> Result<Launch, Ca
     }
     let (cmd, cpus) = serve_command(m, ctx.plan, protocol)?;
     Ok(Launch::Child { cmd, cpus })
+}
+
+/// With `run --server-host HOST`: `ringside remote-serve` on HOST over SSH, with this plan's
+/// server thread count (the CPUs come from HOST's own plan). `None` without a server host.
+fn remote_launch(
+    ctx: &Ctx<'_>,
+    m: &ModelSpec,
+    protocol: &str,
+) -> Result<Option<Launch>, CaseError> {
+    let Some((r, host)) = crate::remote::get().and_then(|r| Some((r, r.server.as_ref()?))) else {
+        return Ok(None);
+    };
+    if let Knobs::Peer(PeerKind::External) = m.knobs {
+        return Err(CaseError::Unavailable(format!(
+            "an external contender runs on this host only, not on --server-host {}",
+            host.spec
+        )));
+    }
+    if let Some(why) = &r.server_error {
+        return Err(CaseError::Failed(anyhow::anyhow!(
+            "server host {}: {why}",
+            host.spec
+        )));
+    }
+    let threads = ctx.plan.server_cpus().len().to_string();
+    let mut args = vec![
+        "remote-serve",
+        "--protocol",
+        protocol,
+        "--model",
+        m.id,
+        "--server-threads",
+        &threads,
+    ];
+    if ctx.count_syscalls {
+        args.push("--count-syscalls");
+    }
+    Ok(Some(Launch::Remote {
+        cmd: r.ssh.command(host, &args),
+        host: host.spec.clone(),
+    }))
 }
 
 /// One repetition against the server `cmd` starts, confined to `server_cpus`: the whole

@@ -11,6 +11,7 @@ use crate::child::{self, NotReady, Ready, Spec};
 use crate::error::CaseError;
 use crate::measure::Counters;
 use crate::peer::external::{External, Running, StartOpts};
+use crate::remote::{Figures, FIGURES};
 use std::net::SocketAddr;
 use std::process::Command;
 use std::time::Duration;
@@ -32,6 +33,9 @@ pub enum Launch {
     Child { cmd: Command, cpus: Vec<u32> },
     /// An external contender, confined to `cpus`; ready once its port accepts connections.
     External { ext: External, cpus: Vec<u32> },
+    /// `ringside remote-serve` on another host over SSH (`run --server-host`): the server runs
+    /// and is measured there, under that host's CPU plan; ready on its `listening on ADDR`.
+    Remote { cmd: Command, host: String },
 }
 
 impl Launch {
@@ -39,6 +43,8 @@ impl Launch {
     pub fn cpus(&self) -> &[u32] {
         match self {
             Launch::Child { cpus, .. } | Launch::External { cpus, .. } => cpus,
+            // On another host: none of this host's.
+            Launch::Remote { .. } => &[],
         }
     }
 
@@ -47,7 +53,7 @@ impl Launch {
         match self {
             Launch::Child { cmd, cpus } => {
                 let program = cmd.get_program().to_owned();
-                let mut child = Spec::new("server", cmd)
+                let child = Spec::new("server", cmd)
                     .cpus(&cpus)
                     .keep_lines(&[LISTENING, COUNTERS])
                     .grace(Duration::from_secs(1))
@@ -55,26 +61,21 @@ impl Launch {
                     .map_err(|e| {
                         CaseError::Failed(anyhow::anyhow!("cannot start {program:?}: {e}"))
                     })?;
-                match child.wait_ready(Ready::Line(LISTENING), READY_WITHIN) {
-                    Ok(Some(addr)) => Ok(UnderTest::Child { child, addr }),
-                    Ok(None) => unreachable!("a line carries the address"),
-                    Err(e) => {
-                        let why = match e {
-                            NotReady::Exited(st) => {
-                                format!("server exited ({st}) before listening")
-                            }
-                            NotReady::ClosedStdout(st) => format!(
-                                "server closed stdout before listening ({})",
-                                st.map_or("still running".into(), |s| s.to_string())
-                            ),
-                            NotReady::TimedOut(d) => {
-                                format!("server did not print 'listening on' within {d:?}")
-                            }
-                        };
-                        child.stop();
-                        Err(verdict(&child, &why))
-                    }
-                }
+                let (child, addr) = wait_listening(child)?;
+                Ok(UnderTest::Child { child, addr })
+            }
+            Launch::Remote { cmd, host } => {
+                // A group of its own: the terminal's Ctrl-C goes to ringside, which ends the
+                // repetition in progress itself, not to ssh (which would end it as a failure).
+                let child = Spec::new(format!("server on {host}"), cmd)
+                    .own_group()
+                    .keep_lines(&[LISTENING, FIGURES])
+                    .stdin_piped()
+                    .grace(Duration::from_secs(1))
+                    .spawn()
+                    .map_err(|e| CaseError::Failed(anyhow::anyhow!("cannot start ssh: {e}")))?;
+                let (child, addr) = wait_listening(child)?;
+                Ok(UnderTest::Remote { child, addr })
             }
             Launch::External { ext, cpus } => {
                 let opts = StartOpts {
@@ -89,6 +90,30 @@ impl Launch {
                 let pids = running.group_pids();
                 Ok(UnderTest::External { running, pids })
             }
+        }
+    }
+}
+
+/// Waits for a child's `listening on ADDR`; the cell's error when it never comes.
+fn wait_listening(mut child: child::Child) -> Result<(child::Child, SocketAddr), CaseError> {
+    match child.wait_ready(Ready::Line(LISTENING), READY_WITHIN) {
+        Ok(Some(addr)) => Ok((child, addr)),
+        Ok(None) => unreachable!("a line carries the address"),
+        Err(e) => {
+            let why = match e {
+                NotReady::Exited(st) => {
+                    format!("server exited ({st}) before listening")
+                }
+                NotReady::ClosedStdout(st) => format!(
+                    "server closed stdout before listening ({})",
+                    st.map_or("still running".into(), |s| s.to_string())
+                ),
+                NotReady::TimedOut(d) => {
+                    format!("server did not print 'listening on' within {d:?}")
+                }
+            };
+            child.stop();
+            Err(verdict(&child, &why))
         }
     }
 }
@@ -136,19 +161,31 @@ pub enum UnderTest {
         running: Running,
         pids: Vec<u32>,
     },
+    /// On another host, through the `ssh` child: measured there ([`UnderTest::finish_remote`]).
+    Remote {
+        child: child::Child,
+        addr: SocketAddr,
+    },
 }
 
 impl UnderTest {
     pub fn addr(&self) -> SocketAddr {
         match self {
-            UnderTest::Child { addr, .. } => *addr,
+            UnderTest::Child { addr, .. } | UnderTest::Remote { addr, .. } => *addr,
             UnderTest::External { running, .. } => running.addr(),
         }
     }
 
-    /// Every process whose CPU and syscalls are the server's.
+    /// Whether it runs on another host (measured there, not from this host's /proc).
+    pub fn is_remote(&self) -> bool {
+        matches!(self, UnderTest::Remote { .. })
+    }
+
+    /// Every process on this host whose CPU and syscalls are the server's (none for a remote
+    /// server).
     pub fn pids(&self) -> Vec<u32> {
         match self {
+            UnderTest::Remote { .. } => Vec::new(),
             UnderTest::Child { child, .. } => vec![child.pid()],
             UnderTest::External { pids, running } if pids.is_empty() => vec![running.pid()],
             UnderTest::External { pids, .. } => pids.clone(),
@@ -158,7 +195,9 @@ impl UnderTest {
     /// How it ended, if it has (`None`: still serving).
     pub fn exited(&mut self) -> Option<String> {
         match self {
-            UnderTest::Child { child, .. } => child.try_exit().map(|s| s.to_string()),
+            UnderTest::Child { child, .. } | UnderTest::Remote { child, .. } => {
+                child.try_exit().map(|s| s.to_string())
+            }
             UnderTest::External { running, .. } => {
                 running.check_alive().err().map(|e| format!("{e:#}"))
             }
@@ -170,6 +209,10 @@ impl UnderTest {
     pub fn fail(&self, why: &str) -> CaseError {
         match self {
             UnderTest::Child { child, .. } => verdict(child, why),
+            // "server on HOST (through ssh): server died during the run (exit status: 255)"
+            UnderTest::Remote { child, .. } => {
+                verdict(child, &format!("{} (through ssh): {why}", child.what()))
+            }
             UnderTest::External { running, .. } => verdict(running.child(), why),
         }
     }
@@ -202,7 +245,56 @@ impl UnderTest {
                     .map_err(|e| CaseError::Failed(anyhow::anyhow!("{e:#}")))?;
                 Ok(Counters::default())
             }
+            s @ UnderTest::Remote { .. } => s.finish_remote(within).map(|f| f.counters),
         }
+    }
+
+    /// A remote server: tells it that the measured window opens or closes (it reads its
+    /// server's CPU and syscalls then, on its host). Nothing for a local one.
+    pub fn edge(&mut self, open: bool) {
+        if let UnderTest::Remote { child, .. } = self {
+            // A remote end that is gone shows when it is stopped.
+            let _ = child.send_line(if open { "open" } else { "close" });
+        }
+    }
+
+    /// Stops a remote server (`stop`, then EOF on its stdin; SSH ends with it) and returns
+    /// what it measured on its host. A local server is stopped and has no such figures.
+    pub fn finish_remote(self, within: Duration) -> Result<Figures, CaseError> {
+        let mut child = match self {
+            UnderTest::Remote { child, .. } => child,
+            other => {
+                other.stop(within)?;
+                return Err(CaseError::Failed(anyhow::anyhow!(
+                    "not a remote server: no remote figures"
+                )));
+            }
+        };
+        let _ = child.send_line("stop");
+        child.close_stdin();
+        // The remote end stops its server (up to `within`), then SSH closes.
+        let Some(status) = child.wait_exit_within(within + Duration::from_secs(5)) else {
+            child.stop();
+            return Err(verdict(
+                &child,
+                &format!("the remote server did not stop within {within:?}"),
+            ));
+        };
+        if !status.success() {
+            return Err(verdict(
+                &child,
+                &format!("the remote server (through ssh) exited with {status}"),
+            ));
+        }
+        let line = child.line(FIGURES).ok_or_else(|| {
+            verdict(
+                &child,
+                "the remote server ended without reporting its figures",
+            )
+        })?;
+        serde_json::from_str(&line).map_err(|e| {
+            CaseError::Failed(anyhow::anyhow!("the remote server's figures: {e}: {line}"))
+        })
     }
 }
 

@@ -1,0 +1,388 @@
+//! Other hosts, driven over SSH: `ringside run --server-host [USER@]HOST[:PORT]` starts each
+//! repetition's server on HOST and measures it there.
+//!
+//! The transport is the user's own OpenSSH (`ssh -T -o BatchMode=yes ...`: their keys and
+//! ~/.ssh/config, a refused key fails at once instead of prompting), spawned through the
+//! supervisor ([`crate::child`]) so that it dies with ringside; no agent or daemon of ringside's
+//! own. The remote end is the same `ringside` binary (checked before measuring:
+//! [`check_version`]) running a hidden subcommand: `remote-serve` starts `ringside serve` on
+//! its host under that host's own CPU plan, prints `listening on ADDR`, takes the server's CPU
+//! and syscall readings when told `open` / `close` on its stdin, and on `stop` (or EOF: the SSH
+//! session ended) stops the server and prints `figures <json>` ([`Figures`]). `remote-env`
+//! prints the host's environment and network path ([`HostProbe`]).
+
+use crate::child;
+use crate::env::netpath::NetPath;
+use crate::env::EnvReport;
+use crate::measure::cpu::{self, CpuReading, ProcessesReading};
+use crate::measure::pin::CpuPlan;
+use crate::measure::syscalls::SyscallCounter;
+use crate::measure::Counters;
+use serde::{Deserialize, Serialize};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// How long the version check and the environment probe may take per host.
+pub const PROBE_WITHIN: Duration = Duration::from_secs(30);
+
+/// Bytes of a probe's output kept (a host's `remote-env` JSON is a few KiB).
+const PROBE_OUTPUT_BYTES: usize = 1 << 20;
+
+/// The stdout prefix of the remote server's figures line.
+pub const FIGURES: &str = "figures ";
+
+/// `[USER@]HOST[:PORT]` as given to `--server-host`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Host {
+    /// As the user typed it (names the host in messages and results).
+    pub spec: String,
+    /// `[USER@]HOST`, ssh's destination.
+    pub dest: String,
+    /// ssh's `-p`.
+    pub port: Option<u16>,
+}
+
+impl Host {
+    /// Parses `[USER@]HOST[:PORT]` (an IPv6 address in brackets: `[::1]:22`).
+    pub fn parse(s: &str) -> Result<Host, String> {
+        let s = s.trim();
+        let (user, rest) = match s.rsplit_once('@') {
+            Some((u, r)) if !u.is_empty() => (Some(u), r),
+            Some(_) => return Err("an empty user before '@'".into()),
+            None => (None, s),
+        };
+        let (host, port) = if let Some(r) = rest.strip_prefix('[') {
+            let (h, after) = r.split_once(']').ok_or("an opening '[' without its ']'")?;
+            match after.strip_prefix(':') {
+                Some(p) => (h, Some(p)),
+                None if after.is_empty() => (h, None),
+                None => return Err(format!("'{after}' after ']'")),
+            }
+        } else if rest.matches(':').count() == 1 {
+            let (h, p) = rest.split_once(':').unwrap_or((rest, ""));
+            (h, Some(p))
+        } else {
+            (rest, None)
+        };
+        if host.is_empty()
+            || host.starts_with('-')
+            || host
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control() || "'\"\\;&|`$".contains(c))
+        {
+            return Err(format!("'{host}' is not a host name or address"));
+        }
+        if user.is_some_and(|u| u.starts_with('-') || u.chars().any(|c| c.is_whitespace())) {
+            return Err("a user name starting with '-' or holding blanks".into());
+        }
+        let port = port
+            .map(|p| {
+                p.parse::<u16>()
+                    .ok()
+                    .filter(|&p| p > 0)
+                    .ok_or_else(|| format!("port '{p}' is not 1..=65535"))
+            })
+            .transpose()?;
+        let host = host.to_string();
+        Ok(Host {
+            spec: s.to_string(),
+            dest: match user {
+                Some(u) => format!("{u}@{host}"),
+                None => host,
+            },
+            port,
+        })
+    }
+}
+
+/// How ringside reaches other hosts: ssh's extra options and the remote `ringside`'s path.
+#[derive(Clone, Debug)]
+pub struct Ssh {
+    /// Extra ssh arguments (`--ssh-opt`), each passed as one argument before the destination.
+    pub opts: Vec<String>,
+    /// The `ringside` to run on the other host (`--remote-ringside`; default `ringside`, found
+    /// on the remote PATH).
+    pub bin: String,
+}
+
+impl Ssh {
+    /// `ssh -T -o BatchMode=yes ... DEST -- BIN ARGS...`, each remote word shell-quoted (ssh
+    /// joins them into one line for the remote shell).
+    pub fn command(&self, host: &Host, args: &[&str]) -> Command {
+        let mut c = Command::new("ssh");
+        c.args(["-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"])
+            // A host that dies mid-run (or a cut path) ends the session within ~15 s.
+            .args(["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"])
+            .args(["-o", "LogLevel=ERROR"])
+            .args(&self.opts);
+        if let Some(p) = host.port {
+            c.args(["-p", &p.to_string()]);
+        }
+        let remote: Vec<String> = std::iter::once(self.bin.as_str())
+            .chain(args.iter().copied())
+            .map(quote)
+            .collect();
+        c.arg(&host.dest).arg("--").arg(remote.join(" "));
+        c
+    }
+
+    /// Runs `BIN ARGS...` on `host` to completion (bounded in time and output); its stdout, or
+    /// the SSH error (ssh's or the remote command's stderr, and the exit status).
+    pub fn output(&self, host: &Host, args: &[&str]) -> Result<String, String> {
+        let cmd = self.command(host, args);
+        let cap = child::Capture {
+            stdout_max: PROBE_OUTPUT_BYTES,
+            stderr_max: 16 * 1024,
+            within: PROBE_WITHIN,
+            cpus: None,
+        };
+        let what = format!("ssh {} {}", host.spec, args.first().copied().unwrap_or(""));
+        let out = child::run_captured(cmd, &cap, |_| {}).map_err(|e| format!("{what}: {e}"))?;
+        if out.status.success() {
+            return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        Err(format!(
+            "{what}: {} ({})",
+            if stderr.is_empty() {
+                "no error message"
+            } else {
+                &stderr
+            },
+            match out.status.code() {
+                Some(255) => "ssh exit 255: connection or authentication failed".to_string(),
+                Some(127) => "exit 127: ringside not found there".to_string(),
+                _ => out.status.to_string(),
+            }
+        ))
+    }
+}
+
+/// Single-quotes `s` for a POSIX shell (words made only of safe characters stay bare).
+pub fn quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The run's remote hosts, set once by `ringside run` before any cell.
+#[derive(Clone, Debug)]
+pub struct Remote {
+    pub ssh: Ssh,
+    /// `--server-host`: the network suites' servers run there.
+    pub server: Option<Host>,
+    /// Why the server host cannot be used (unreachable, refused key, no ringside there): every
+    /// cell that needs it fails with this.
+    pub server_error: Option<String>,
+}
+
+static REMOTE: OnceLock<Remote> = OnceLock::new();
+
+/// Sets the run's remote hosts (once; later calls are ignored).
+pub fn configure(r: Remote) {
+    let _ = REMOTE.set(r);
+}
+
+/// The run's remote hosts, if any were configured.
+pub fn get() -> Option<&'static Remote> {
+    REMOTE.get()
+}
+
+/// `ringside VERSION (git HASH)`: what `ringside --version` prints, and what every host must
+/// print alike.
+pub fn version_line() -> String {
+    format!(
+        "ringside {} (git {})",
+        env!("CARGO_PKG_VERSION"),
+        option_env!("RINGSIDE_GIT").unwrap_or("unknown")
+    )
+}
+
+/// Why a host cannot take part.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostError {
+    /// Unreachable, key refused, no ringside there, or it failed: the SSH error.
+    Ssh(String),
+    /// It runs another ringside: both versions named.
+    Mismatch {
+        host: String,
+        here: String,
+        there: String,
+    },
+}
+
+impl std::fmt::Display for HostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostError::Ssh(e) => f.write_str(e),
+            HostError::Mismatch { host, here, there } => write!(
+                f,
+                "{host} runs '{there}' but this is '{here}': every host must run the same \
+                 ringside (version and git commit)"
+            ),
+        }
+    }
+}
+
+/// Checks that `host` runs this very ringside (`BIN --version`, version and git hash).
+pub fn check_version(ssh: &Ssh, host: &Host) -> Result<(), HostError> {
+    let out = ssh.output(host, &["--version"]).map_err(HostError::Ssh)?;
+    let there = out.trim().to_string();
+    let here = version_line();
+    if there == here {
+        Ok(())
+    } else {
+        Err(HostError::Mismatch {
+            host: host.spec.clone(),
+            here,
+            there: if there.is_empty() {
+                "(nothing)".into()
+            } else {
+                there
+            },
+        })
+    }
+}
+
+/// What `ringside remote-env` prints: the host's environment and its network path back to
+/// the SSH client (the peer the load comes from).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HostProbe {
+    pub ringside: String,
+    pub env: EnvReport,
+    pub path: NetPath,
+}
+
+/// `remote-env` on `host`.
+pub fn probe(ssh: &Ssh, host: &Host) -> Result<HostProbe, String> {
+    let out = ssh.output(host, &["remote-env"])?;
+    serde_json::from_str(out.trim()).map_err(|e| format!("{}: remote-env: {e}", host.spec))
+}
+
+/// The address the SSH client reached this host at and the client's own
+/// (`SSH_CONNECTION=CLIENT_IP CLIENT_PORT SERVER_IP SERVER_PORT`), when under sshd.
+pub fn ssh_connection() -> Option<(String, String)> {
+    let v = std::env::var("SSH_CONNECTION").ok()?;
+    let w: Vec<&str> = v.split_whitespace().collect();
+    (w.len() == 4).then(|| (w[0].to_string(), w[2].to_string()))
+}
+
+/// One edge of the measured window, read on the server's host.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EdgeReading {
+    pub total_ns: u64,
+    pub user_ns: u64,
+    pub sys_ns: u64,
+    pub ctx_switches: u64,
+    /// When the CPU clocks were read (CLOCK_MONOTONIC of the server's host).
+    pub at_ns: u64,
+    pub cpus_allowed: usize,
+    /// The syscall counters' sum (0 when not counting).
+    pub syscalls: u64,
+    /// When the syscall counters were read.
+    pub sys_at_ns: u64,
+}
+
+impl EdgeReading {
+    /// Reads the CPU of `pids` and the syscall `counters` now; `None` when a process is gone.
+    pub fn read(pids: &[u32], counters: Option<&[SyscallCounter]>) -> Option<EdgeReading> {
+        let c = cpu::processes(pids)?;
+        let t0 = crate::measure::clock::now_ns();
+        let syscalls = counters.map_or(0, |cs| cs.iter().map(|c| c.read()).sum());
+        let sys_at_ns = t0 / 2 + crate::measure::clock::now_ns() / 2;
+        Some(EdgeReading {
+            total_ns: c.cpu.total_ns,
+            user_ns: c.cpu.user_ns,
+            sys_ns: c.cpu.sys_ns,
+            ctx_switches: c.cpu.ctx_switches,
+            at_ns: c.at_ns,
+            cpus_allowed: c.cpus_allowed,
+            syscalls,
+            sys_at_ns,
+        })
+    }
+
+    /// The CPU part, as the local measurement reads it.
+    pub fn processes(&self) -> ProcessesReading {
+        ProcessesReading {
+            cpu: CpuReading {
+                total_ns: self.total_ns,
+                user_ns: self.user_ns,
+                sys_ns: self.sys_ns,
+                ctx_switches: self.ctx_switches,
+            },
+            at_ns: self.at_ns,
+            cpus_allowed: self.cpus_allowed,
+        }
+    }
+}
+
+/// What the remote server reports when stopped: its window's edges as read on its host, the
+/// syscall counting's outcome, its own counters and the CPU plan it ran under.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Figures {
+    pub open: Option<EdgeReading>,
+    pub close: Option<EdgeReading>,
+    /// Counting syscalls: `Ok(overhead)` (the counters' own start/read cost), or why not.
+    pub syscalls: Option<Result<u64, String>>,
+    /// The server's counters (`server_` prefix).
+    pub counters: Counters,
+    /// The CPUs the server may use there.
+    pub server_cpus: Vec<u32>,
+    /// That host's CPU plan.
+    pub plan: Option<CpuPlan>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_parse_with_user_and_port() {
+        let h = Host::parse("root@10.213.1.1:2222").unwrap();
+        assert_eq!((h.dest.as_str(), h.port), ("root@10.213.1.1", Some(2222)));
+        let h = Host::parse("box").unwrap();
+        assert_eq!((h.dest.as_str(), h.port), ("box", None));
+        let h = Host::parse("[::1]:22").unwrap();
+        assert_eq!((h.dest.as_str(), h.port), ("::1", Some(22)));
+        let h = Host::parse("u@fe80::1").unwrap();
+        assert_eq!((h.dest.as_str(), h.port), ("u@fe80::1", None));
+        for bad in [
+            "",
+            "-oProxyCommand=x",
+            "a b",
+            "h:0",
+            "h:70000",
+            "@h",
+            "h;rm",
+        ] {
+            assert!(Host::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn remote_words_are_quoted_for_the_shell() {
+        assert_eq!(quote("--model"), "--model");
+        assert_eq!(quote("a b"), "'a b'");
+        assert_eq!(quote("it's"), r"'it'\''s'");
+        assert_eq!(quote(""), "''");
+        let ssh = Ssh {
+            opts: vec!["-i".into(), "/k".into()],
+            bin: "/x y/ringside".into(),
+        };
+        let c = ssh.command(&Host::parse("u@h:2").unwrap(), &["--version"]);
+        let args: Vec<String> = c
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let n = args.len();
+        assert_eq!(args[n - 3..], ["u@h", "--", "'/x y/ringside' --version"]);
+        assert!(args.contains(&"BatchMode=yes".to_string()));
+        assert!(args.windows(2).any(|w| w == ["-p", "2"]));
+    }
+}

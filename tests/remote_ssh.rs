@@ -1,0 +1,481 @@
+//! `ringside run --server-host` over real SSH: OpenSSH's sshd runs inside a server network
+//! namespace (a throwaway host key and an authorized key made here with ssh-keygen), joined
+//! to a client namespace by a veth pair (tests/common/netns.rs); `ringside run` runs in the
+//! client namespace and starts each repetition's server on the "remote" host through ssh,
+//! with the same binary by absolute path (same filesystem). Checks: every cell measured
+//! (bytes verified: a mismatch would fail it), the server's CPU and syscalls measured there,
+//! both hosts' environments and network paths (veth both ways) recorded; a host whose key is
+//! refused fails its cells with the SSH error and the run goes on; a run killed mid-way
+//! leaves nothing running on either side. Skipped, with the reason, without root, `ip`, or
+//! OpenSSH (sshd, ssh, ssh-keygen).
+
+mod common;
+
+use common::netns::Hosts;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SSHD: &str = "/usr/sbin/sshd";
+
+/// A child killed on drop.
+struct Kid(Child);
+impl Drop for Kid {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn have(cmd: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {cmd}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn keygen(path: &Path) {
+    let st = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "ringside-test", "-f"])
+        .arg(path)
+        .status()
+        .expect("ssh-keygen");
+    assert!(st.success(), "ssh-keygen {}", path.display());
+}
+
+/// sshd in the server namespace, with a key the client namespace's ssh may use.
+struct Sshd {
+    _kid: Kid,
+    dir: tempfile::TempDir,
+    /// The arguments `ringside run` passes to ssh (`--ssh-opt`).
+    opts: Vec<String>,
+}
+
+impl Sshd {
+    fn start(h: &Hosts) -> Result<Sshd, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let d = dir.path();
+        keygen(&d.join("host_key"));
+        keygen(&d.join("client_key"));
+        std::fs::copy(d.join("client_key.pub"), d.join("authorized_keys"))
+            .map_err(|e| e.to_string())?;
+        let config = format!(
+            "ListenAddress {ip}\nPort 22\nHostKey {d}/host_key\n\
+             AuthorizedKeysFile {d}/authorized_keys\nPermitRootLogin prohibit-password\n\
+             PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
+             StrictModes no\nPidFile none\nLogLevel ERROR\n",
+            ip = h.server_ip,
+            d = d.display()
+        );
+        std::fs::write(d.join("sshd_config"), config).map_err(|e| e.to_string())?;
+        // sshd's privilege separation directory (made at boot where sshd is a service).
+        std::fs::create_dir_all("/run/sshd").map_err(|e| format!("/run/sshd: {e}"))?;
+        let kid = Kid(Command::new("ip")
+            .args(["netns", "exec", &h.server_ns, SSHD, "-D", "-e", "-f"])
+            .arg(d.join("sshd_config"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start sshd: {e}"))?);
+        let key = d.join("client_key").display().to_string();
+        let opts: Vec<String> = [
+            "-F",
+            "/dev/null",
+            "-i",
+            &key,
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "IdentitiesOnly=yes",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let s = Sshd {
+            _kid: kid,
+            dir,
+            opts,
+        };
+        // Up once a login works.
+        let t0 = Instant::now();
+        loop {
+            let ok = Command::new("ip")
+                .args(["netns", "exec", &h.client_ns, "ssh", "-o", "BatchMode=yes"])
+                .args(&s.opts)
+                .arg(format!("root@{}", h.server_ip))
+                .arg("true")
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|st| st.success());
+            if ok {
+                return Ok(s);
+            }
+            if t0.elapsed() > Duration::from_secs(15) {
+                return Err("sshd did not accept a login within 15 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+fn bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("ringside")
+}
+
+/// `ringside run ... --server-host root@SERVER` in the client namespace.
+fn run_cmd(h: &Hosts, ssh_opts: &[String], out: &Path, items: &[&str]) -> Command {
+    run_with(h, ssh_opts, out, items, &bin())
+}
+
+/// [`run_cmd`] with `remote` as the ringside on the server host.
+fn run_with(h: &Hosts, ssh_opts: &[String], out: &Path, items: &[&str], remote: &Path) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", &h.client_ns])
+        .arg(bin())
+        .arg("run")
+        .args(items)
+        .args(["--profile", "smoke", "--models", "epoll-et", "--quiet"])
+        .args(["--format", "csv", "--out"])
+        .arg(out)
+        .arg(format!("--server-host=root@{}", h.server_ip))
+        .arg(format!("--remote-ringside={}", remote.display()))
+        .args(ssh_opts.iter().map(|o| format!("--ssh-opt={o}")));
+    c
+}
+
+/// Runs `c` to its end (bounded); its exit code and stderr.
+fn finish(mut c: Command, within: Duration) -> (Option<i32>, String) {
+    let mut kid = Kid(c
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ringside run"));
+    let err = kid.0.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || std::io::read_to_string(err).unwrap_or_default());
+    let t0 = Instant::now();
+    let st = loop {
+        if let Some(st) = kid.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            t0.elapsed() < within,
+            "ringside run did not end within {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (st.code(), reader.join().unwrap())
+}
+
+fn results(out: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap()
+}
+
+/// Processes whose command line names `needle` (and are not zombies).
+fn procs_with(needle: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        let name = e.file_name().to_string_lossy().to_string();
+        if name.parse::<u32>().is_err() {
+            continue;
+        }
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(needle) {
+            out.push(format!("{name}: {cmd}"));
+        }
+    }
+    out
+}
+
+fn setup(tag: &str) -> Option<(Hosts, Sshd)> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: network namespaces and sshd need root");
+        return None;
+    }
+    for tool in ["ip", "ssh", "ssh-keygen"] {
+        if !have(tool) {
+            eprintln!("skipped: {tool} is not installed");
+            return None;
+        }
+    }
+    if !Path::new(SSHD).exists() {
+        eprintln!("skipped: {SSHD} is not installed (openssh-server)");
+        return None;
+    }
+    let hosts = match Hosts::make(tag) {
+        Ok(h) => h,
+        Err(why) => {
+            eprintln!("skipped: cannot make network namespaces: {why}");
+            return None;
+        }
+    };
+    match Sshd::start(&hosts) {
+        Ok(s) => Some((hosts, s)),
+        Err(why) => {
+            eprintln!("skipped: cannot run sshd in a namespace: {why}");
+            None
+        }
+    }
+}
+
+/// The three scenarios share one sshd and run in turn (run in parallel, their processes
+/// could not be told apart).
+#[test]
+fn servers_on_another_host_over_ssh() {
+    let Some((h, s)) = setup("rh") else { return };
+    echo_and_http_measured_there(&h, &s);
+    a_refused_key_fails_the_cells_and_the_run_goes_on(&h, &s);
+    a_run_killed_mid_way_leaves_nothing_running_on_either_host(&h, &s);
+    a_remote_end_that_dies_mid_run_fails_its_cell_only(&h, &s);
+    another_version_there_is_refused_naming_both(&h, &s);
+}
+
+/// The remote ringside killed (as a host that dies would end it) while its server is being
+/// measured: that cell fails with what was seen, the other cells are measured, and nothing of
+/// it is left.
+fn a_remote_end_that_dies_mid_run_fails_its_cell_only(h: &Hosts, s: &Sshd) {
+    let out = tempfile::tempdir().unwrap();
+    let mut c = run_cmd(h, &s.opts, out.path(), &["echo.payload"]);
+    c.args(["--runs", "3"]);
+    let mut kid = Kid(c
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap());
+    let t0 = Instant::now();
+    // The remote ringside (not the local ssh, whose command line names it too), once its
+    // server is up.
+    let remote_end = format!("{} remote-serve", bin().display());
+    let serve_needle = format!("--addr {}:0", h.server_ip);
+    let victim = loop {
+        let p = procs_with(&remote_end);
+        let ours = p.iter().find(|l| {
+            l.split_once(": ")
+                .is_some_and(|(_, cmd)| cmd.starts_with(&remote_end))
+        });
+        if let (Some(l), false) = (ours, procs_with(&serve_needle).is_empty()) {
+            break l.split(':').next().unwrap().parse::<i32>().unwrap();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no remote-serve within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    std::thread::sleep(Duration::from_millis(150));
+    // SAFETY: kill(2) on a pid just read from /proc (the remote end of this test's run).
+    unsafe { libc::kill(victim, libc::SIGKILL) };
+    let t0 = Instant::now();
+    let st = loop {
+        if let Some(st) = kid.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(180), "run did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(st.code(), Some(1), "a failed cell exits 1");
+    let v = results(out.path());
+    let cases = v["cases"].as_array().unwrap();
+    let failed: Vec<&serde_json::Value> =
+        cases.iter().filter(|c| c["status"] == "failed").collect();
+    assert_eq!(failed.len(), 1, "one cell failed: {v}");
+    assert!(
+        cases.iter().filter(|c| c["status"] == "measured").count() >= 1,
+        "the run went on: {v}"
+    );
+    let why = failed[0]["reason"].as_str().unwrap();
+    eprintln!("the cell whose remote end died: {why}");
+    assert!(why.contains("server"), "{why}");
+    assert!(procs_with(&serve_needle).is_empty());
+    assert!(procs_with("remote-serve").is_empty());
+}
+
+fn another_version_there_is_refused_naming_both(h: &Hosts, s: &Sshd) {
+    let out = tempfile::tempdir().unwrap();
+    let fake = s.dir.path().join("old-ringside");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'ringside 0.0.1 (git 0123456789ab)'\n",
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("755")
+        .arg(&fake)
+        .status()
+        .unwrap();
+    let c = run_with(h, &s.opts, out.path(), &["echo.conns"], &fake);
+    let (code, err) = finish(c, Duration::from_secs(60));
+    assert_eq!(code, Some(2), "refused before measuring: {err}");
+    let here = Command::new(bin()).arg("--version").output().unwrap();
+    let here = String::from_utf8_lossy(&here.stdout).trim().to_string();
+    assert!(here.contains("(git "), "{here}");
+    assert!(
+        err.contains("ringside 0.0.1 (git 0123456789ab)") && err.contains(&here),
+        "both versions named: {err}"
+    );
+    assert!(
+        !out.path().join("results.json").exists(),
+        "nothing measured"
+    );
+}
+
+fn echo_and_http_measured_there(h: &Hosts, s: &Sshd) {
+    let out = tempfile::tempdir().unwrap();
+    let (code, err) = finish(
+        run_cmd(h, &s.opts, out.path(), &["echo.conns", "http.clients"]),
+        Duration::from_secs(240),
+    );
+    assert_eq!(code, Some(0), "ringside run: {err}");
+    let v = results(out.path());
+    let cases = v["cases"].as_array().unwrap();
+    assert!(cases.len() >= 2, "{v}");
+    for c in cases {
+        let what = format!("{} {} {}", c["workload"], c["model"], c["params"]);
+        assert_eq!(c["status"], "measured", "{what}: {c}");
+        assert!(c["ops_total"].as_u64().unwrap() > 0, "{what}");
+        // Bytes verified: a mismatch would have failed the cell; none in the warm-up either.
+        assert_eq!(c["counters"]["load_mismatches"].as_u64().unwrap_or(0), 0);
+        assert_eq!(c["counters"]["load_warmup_errors"].as_u64().unwrap_or(0), 0);
+        // The server's CPU and syscalls, measured on its host.
+        assert!(
+            c["cpu_ns_per_op"]["total"].as_f64().unwrap() > 0.0,
+            "{what}: {c}"
+        );
+        assert!(c["syscalls_per_op"].as_f64().unwrap() > 0.0, "{what}: {c}");
+        // Its own counters came back over SSH.
+        assert!(
+            c["counters"]["server_accepts"].as_u64().unwrap() > 0,
+            "{what}: {c}"
+        );
+    }
+    let hosts = v["hosts"].as_array().expect("hosts recorded");
+    assert_eq!(hosts.len(), 2, "{v}");
+    let (here, there) = (&hosts[0], &hosts[1]);
+    assert_eq!(here["role"], "client");
+    assert_eq!(there["role"], "server");
+    assert_eq!(there["host"], format!("root@{}", h.server_ip));
+    assert!(there["env"]["cpus"].as_u64().unwrap() > 0, "{there}");
+    assert_eq!(there["ringside"], here["ringside"]);
+    assert_eq!(here["path"]["kind"], "veth", "{here}");
+    assert_eq!(here["path"]["peer"], h.server_ip.as_str());
+    assert_eq!(there["path"]["kind"], "veth", "{there}");
+    assert_eq!(there["path"]["peer"], h.client_ip.as_str());
+    assert!(there["path"]["mtu"].as_u64().unwrap() > 0);
+    // The report shows both hosts.
+    let md = std::fs::read_to_string(out.path().join("report.md")).unwrap();
+    assert!(md.contains(&format!("root@{}", h.server_ip)), "{md}");
+    assert!(md.contains("veth"), "{md}");
+}
+
+fn a_refused_key_fails_the_cells_and_the_run_goes_on(h: &Hosts, s: &Sshd) {
+    let out = tempfile::tempdir().unwrap();
+    // Another key, not authorized there: ssh fails at once (BatchMode), never prompts.
+    let other = s.dir.path().join("other_key");
+    keygen(&other);
+    let key = s.dir.path().join("client_key").display().to_string();
+    let opts: Vec<String> = s
+        .opts
+        .iter()
+        .map(|o| {
+            if *o == key {
+                other.display().to_string()
+            } else {
+                o.clone()
+            }
+        })
+        .collect();
+    let c = run_cmd(h, &opts, out.path(), &["echo.payload", "micro.pipe"]);
+    let (code, err) = finish(c, Duration::from_secs(120));
+    assert_eq!(code, Some(1), "a failed cell exits 1: {err}");
+    let v = results(out.path());
+    let mut failed = 0;
+    for c in v["cases"].as_array().unwrap() {
+        if c["workload"] == "micro.pipe" {
+            assert_eq!(c["status"], "measured", "the run went on: {c}");
+            continue;
+        }
+        assert_eq!(c["status"], "failed", "{c}");
+        let why = c["reason"].as_str().unwrap();
+        assert!(
+            why.contains("Permission denied") && why.contains(&h.server_ip),
+            "the SSH error: {why}"
+        );
+        failed += 1;
+    }
+    assert!(failed > 0, "{v}");
+    assert!(v["hosts"][1]["error"].is_string(), "{v}");
+}
+
+fn a_run_killed_mid_way_leaves_nothing_running_on_either_host(h: &Hosts, s: &Sshd) {
+    let out = tempfile::tempdir().unwrap();
+    let mut c = run_cmd(h, &s.opts, out.path(), &["echo.conns"]);
+    // Many repetitions, so that the kill lands in one.
+    c.args(["--runs", "50"]);
+    let mut kid = Kid(c
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap());
+    let serve_needle = format!("--addr {}:0", h.server_ip);
+    let t0 = Instant::now();
+    while procs_with(&serve_needle).is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no remote server started within 60 s"
+        );
+        assert!(
+            kid.0.try_wait().unwrap().is_none(),
+            "ringside run ended early"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    // `ip netns exec` execs ringside: this is ringside's pid.
+    kid.0.kill().unwrap();
+    kid.0.wait().unwrap();
+    let ssh_needle = format!("root@{}", h.server_ip);
+    let t0 = Instant::now();
+    loop {
+        let left: Vec<String> = procs_with(&serve_needle)
+            .into_iter()
+            .chain(procs_with("remote-serve"))
+            .chain(procs_with(&ssh_needle))
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "still running 20 s after ringside run was killed: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Bad hosts are refused before anything runs, naming the value (no root or sshd needed).
+#[test]
+fn a_bad_server_host_is_refused_by_name() {
+    for bad in ["-oProxyCommand=x", "host:0", "a b"] {
+        let out = Command::new(bin())
+            .args([
+                "run",
+                "echo.conns",
+                "--profile",
+                "smoke",
+                &format!("--server-host={bad}"),
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(
+            err.contains("--server-host") && err.contains(bad) && err.contains("[USER@]HOST"),
+            "{bad}: {err}"
+        );
+    }
+}
