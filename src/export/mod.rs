@@ -3,6 +3,7 @@
 
 pub mod charts;
 mod csv;
+pub mod findings;
 pub mod html;
 mod json;
 pub mod load;

@@ -156,6 +156,35 @@ pub fn command_line(run: &RunResults) -> String {
         .join(" ")
 }
 
+/// The findings section: per suite, one line per workload linking to its section, and how
+/// far to trust the run.
+fn findings_html(run: &RunResults, b: &mut String) {
+    b.push_str("<section id=\"findings\"><h2>Findings</h2><p class=\"note\">Computed from the cells of this run on this machine; each links to its section.</p>");
+    for s in super::findings::for_run(run) {
+        let _ = write!(b, "<h4>{} suite</h4><ul class=\"findings\">", esc(&s.suite));
+        for l in &s.lines {
+            let _ = write!(
+                b,
+                "<li{}><a href=\"#{}\">{}</a>: {}</li>",
+                if l.within_noise {
+                    " class=\"noise\""
+                } else {
+                    ""
+                },
+                anchor(&l.workload),
+                esc(&l.workload),
+                esc(&l.text)
+            );
+        }
+        b.push_str("</ul>");
+    }
+    let _ = write!(
+        b,
+        "<p class=\"trust\"><b>How far to trust this run:</b> {}</p></section>",
+        esc(&super::findings::trust_text(run))
+    );
+}
+
 /// One chart as a figure; `data-series` is the number of series drawn.
 fn figure(c: &Chart, out: &mut String) -> anyhow::Result<()> {
     let svg = svg::draw(c, true)?;
@@ -210,12 +239,13 @@ impl Exporter for Html {
                 .count()
         );
         let workloads = charts::workloads(run);
-        b.push_str("<nav><ul><li><a href=\"#environment\">environment</a></li><li><a href=\"#reproduce\">reproduce</a></li>");
+        b.push_str("<nav><ul><li><a href=\"#findings\">findings</a></li><li><a href=\"#environment\">environment</a></li><li><a href=\"#reproduce\">reproduce</a></li>");
         for w in &workloads {
             let _ = write!(b, "<li><a href=\"#{}\">{}</a></li>", anchor(w), esc(w));
         }
         b.push_str("<li><a href=\"#not-measured\">cells not measured</a></li></ul></nav>");
 
+        findings_html(run, &mut b);
         b.push_str("<section id=\"environment\"><h2>Environment</h2><div class=\"panel\">");
         kv(&mut b, &key_facts(run));
         let mut all = Vec::new();
