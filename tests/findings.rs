@@ -231,3 +231,48 @@ fn reports_open_with_findings_linked_to_sections() {
     assert!(f < md.find("## micro.syscall").unwrap());
     assert!(md.contains("- [micro.pipe](#micropipe): blocking leads"));
 }
+
+/// Confidence on the figures: a cell with intervals gets the CI rows and the sample counts;
+/// a percentile with fewer than 10 samples beyond it is marked thin (greyed in HTML with the
+/// reason); a file without intervals loads and shows none of these rows.
+#[test]
+fn intervals_show_as_rows_and_thin_tails_are_greyed() {
+    let mut run = fixture();
+    let c = run
+        .cases
+        .iter_mut()
+        .find(|c| c.workload == "micro.pipe" && c.model == "blocking")
+        .unwrap();
+    let f = c.figures.as_mut().unwrap();
+    f.ci95 = Some(ringside::results::schema::Intervals {
+        samples: 1500, // 15 beyond p99, 1 beyond p99.9: the p99.9 is thin
+        p50_ns: Some((671.0, 691.0)),
+        p90_ns: Some((681.0, 701.0)),
+        p99_ns: Some((682.0, 702.0)),
+        p999_ns: Some((800.0, 1002.0)),
+        run_p50_ns: Some((681.0, 681.0)),
+        ops_per_sec: Some((1.46e6, 1.48e6)),
+        cpu_ns_per_op: None,
+    });
+    // Round trip through results.json.
+    let json = serde_json::to_string(&run).unwrap();
+    let back: RunResults = serde_json::from_str(&json).unwrap();
+    let again = serde_json::to_string(&back).unwrap();
+    assert_eq!(json, again);
+    assert!(
+        json.contains("\"ci95\":{\"samples\":1500"),
+        "stored as ci95"
+    );
+
+    let md = String::from_utf8(Format::Markdown.exporter().render(&run).unwrap()).unwrap();
+    assert!(md.contains("| p50 95% CI | 671 ns..691 ns |"), "{md}");
+    assert!(md.contains("| latency samples (beyond p99 / p99.9) | 1500 (15 / 1) |"));
+    assert!(md.contains("| p99.9 | 881 ns (thin tail: 1 samples beyond) |"));
+    assert!(md.contains("| p99 | 682 ns |"), "15 beyond p99 is not thin");
+    let html = String::from_utf8(Format::Html.exporter().render(&run).unwrap()).unwrap();
+    assert!(html.contains("<td class=\"thin\" title=\"fewer than 10 samples beyond"));
+    // Without intervals (the fixture as written by older versions): no CI rows at all.
+    let plain = String::from_utf8(Format::Markdown.exporter().render(&fixture()).unwrap()).unwrap();
+    assert!(!plain.contains("95% CI |"));
+    assert!(!plain.contains("thin tail"));
+}

@@ -83,6 +83,7 @@ fn times_text(r: f64) -> String {
 
 fn confidence_text(c: &Confidence) -> String {
     match c.p {
+        Some(p) if p < 0.001 => format!("Mann-Whitney p<0.001, {} vs {} repetitions", c.n.0, c.n.1),
         Some(p) => format!("Mann-Whitney p={p:.3}, {} vs {} repetitions", c.n.0, c.n.1),
         None if c.n.0 < 2 || c.n.1 < 2 => "untested: one repetition".into(),
         None => format!(
@@ -258,7 +259,15 @@ fn words(f: &Finding, b: &Basis, op: &str) -> (String, bool) {
             .flips
             .iter()
             .take(SHOWN)
-            .map(|x| format!("{} at {} ({} ahead)", x.leader, x.at, times_text(x.times)))
+            .map(|x| {
+                format!(
+                    "{} at {} ({} ahead of {})",
+                    x.leader,
+                    x.at,
+                    times_text(x.times),
+                    h.leader
+                )
+            })
             .collect();
         s += &format!("; the lead changes: {}", list.join(", "));
         if f.flips.len() > SHOWN {

@@ -55,6 +55,13 @@ fn table_html(t: &Table, out: &mut String) {
         for (i, c) in r.iter().enumerate() {
             if i == 0 {
                 let _ = write!(out, "<th>{}</th>", esc(c));
+            } else if c.contains(super::table::THIN) {
+                let _ = write!(
+                    out,
+                    "<td class=\"thin\" title=\"fewer than {} samples beyond this percentile: mostly one hiccup\">{}</td>",
+                    super::table::THIN_TAIL,
+                    esc(c)
+                );
             } else {
                 let _ = write!(out, "<td>{}</td>", esc(c));
             }
