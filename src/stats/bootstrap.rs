@@ -106,8 +106,57 @@ pub fn median_ci(xs: &[f64]) -> Option<(f64, f64)> {
     interval(xs, median, LEVEL, RESAMPLES)
 }
 
+/// The 95% bootstrap interval of the change of the median from `base` to `new`, percent of
+/// the base: each side's repetitions resampled on their own (`ringside compare`). `None` with
+/// fewer than two repetitions a side or a zero base.
+pub fn change_pct_ci(base: &[f64], new: &[f64]) -> Option<(f64, f64)> {
+    let clean = |v: &[f64]| -> Vec<f64> { v.iter().copied().filter(|x| x.is_finite()).collect() };
+    let (b, n) = (clean(base), clean(new));
+    if b.len() < 2 || n.len() < 2 {
+        return None;
+    }
+    let mut rng = fastrand::Rng::with_seed(seed_of(&b) ^ seed_of(&n).rotate_left(17));
+    let (mut rb, mut rn) = (vec![0.0; b.len()], vec![0.0; n.len()]);
+    let mut stats = Vec::with_capacity(RESAMPLES);
+    for _ in 0..RESAMPLES {
+        for x in rb.iter_mut() {
+            *x = b[rng.usize(..b.len())];
+        }
+        for x in rn.iter_mut() {
+            *x = n[rng.usize(..n.len())];
+        }
+        let mb = median(&mut rb);
+        if mb == 0.0 {
+            return None;
+        }
+        stats.push((median(&mut rn) - mb) / mb * 100.0);
+    }
+    stats.sort_by(f64::total_cmp);
+    let tail = (1.0 - LEVEL) / 2.0;
+    Some((
+        quantile_sorted(&stats, tail),
+        quantile_sorted(&stats, 1.0 - tail),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
+    /// Known answer: every new repetition exactly 30% above every base one.
+    #[test]
+    fn change_interval_of_a_pure_shift_is_the_shift() {
+        let b = [100.0, 101.0, 99.0, 100.5, 100.0];
+        let n: Vec<f64> = b.iter().map(|x| x * 1.3).collect();
+        let (lo, hi) = change_pct_ci(&b, &n).unwrap();
+        assert!(
+            lo > 27.0 && hi < 33.0 && lo <= 30.0 && hi >= 30.0,
+            "{lo}..{hi}"
+        );
+        // Identical runs: the interval holds 0.
+        let (lo, hi) = change_pct_ci(&b, &b).unwrap();
+        assert!(lo <= 0.0 && hi >= 0.0, "{lo}..{hi}");
+        assert_eq!(change_pct_ci(&b[..1], &b), None);
+    }
+
     use super::*;
 
     #[test]
