@@ -276,3 +276,37 @@ fn intervals_show_as_rows_and_thin_tails_are_greyed() {
     assert!(!plain.contains("95% CI |"));
     assert!(!plain.contains("thin tail"));
 }
+
+/// The full pairwise comparison sits collapsed under each workload's verdicts: every pair of
+/// models per point, better first, with its evidence (within noise said as such).
+#[test]
+fn pairwise_table_is_collapsed_and_complete() {
+    let run = fixture();
+    let html = String::from_utf8(Format::Html.exporter().render(&run).unwrap()).unwrap();
+    let start = html
+        .find("<section class=\"workload\" id=\"w-micro-pipe\">")
+        .unwrap();
+    let sec = &html[start..start + html[start..].find("</section>").unwrap()];
+    // 4 models at msg_bytes=64 (6 pairs) and 3 at 4096 (3 pairs).
+    assert!(
+        sec.contains("<details class=\"pairs\"><summary>every pair of models (9), by median latency per op</summary>"),
+        "{sec}"
+    );
+    assert_eq!(sec.matches("<tr><th>msg_bytes=").count(), 9);
+    assert!(sec.contains(
+        "<tr><th>msg_bytes=64</th><td>blocking</td><td>epoll-lt</td><td>1.07x</td><td>p=0.008</td></tr>"
+    ));
+    assert!(
+        sec.contains("<td>within noise ("),
+        "blocking vs epoll-lt at 4096"
+    );
+    let (what, pts) = ringside::export::findings::pairwise(
+        "micro.pipe",
+        &run.cases
+            .iter()
+            .filter(|c| c.workload == "micro.pipe")
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(what, "median latency per op");
+    assert_eq!(pts.iter().map(|p| p.1.len()).sum::<usize>(), 9);
+}

@@ -337,6 +337,42 @@ pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Line {
     }
 }
 
+/// Every pair of models at each point of a workload, on the figure its finding ranks by:
+/// (point, pairs), and the figure's name. Empty where the workload is not ranked.
+pub fn pairwise(
+    workload: &str,
+    cases: &[&CaseResult],
+) -> (String, Vec<(String, Vec<findings::Pair>)>) {
+    let Ok((b, cells)) = basis(workload, cases) else {
+        return (String::new(), Vec::new());
+    };
+    let hib = higher_is_better(b.metric);
+    let pts = points(workload, &cells, b.metric)
+        .iter()
+        .map(|p| (p.at.clone(), findings::pairs(p, hib)))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    (
+        format!("{}{}", b.prefix, noun(b.metric, op_word(workload))),
+        pts,
+    )
+}
+
+/// A pair's evidence in a few words ("p=0.008", "within noise", "untested").
+pub fn pair_evidence(c: &Confidence) -> String {
+    let p = match c.p {
+        Some(p) if p < 0.001 => "p<0.001".to_string(),
+        Some(p) => format!("p={p:.3}"),
+        None if c.n.0 < 2 || c.n.1 < 2 => "untested: one repetition".into(),
+        None => format!("{} vs {} repetitions", c.n.0, c.n.1),
+    };
+    if c.within_noise() {
+        format!("within noise ({p})")
+    } else {
+        p
+    }
+}
+
 /// Every workload's finding, by suite, in run order.
 pub fn for_run(run: &RunResults) -> Vec<Suite> {
     let mut out: Vec<Suite> = Vec::new();

@@ -141,6 +141,43 @@ pub fn rank(p: &Point, higher_is_better: bool) -> Option<Ranking> {
     })
 }
 
+/// Two entries of one point: `better` ahead of `worse` by `times`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pair {
+    pub better: String,
+    pub worse: String,
+    pub times: f64,
+    pub confidence: Confidence,
+}
+
+/// Every pair of a point's entries, better first, in rank order (the leader's pairs first).
+pub fn pairs(p: &Point, higher_is_better: bool) -> Vec<Pair> {
+    let mut order: Vec<&Entry> = p.entries.iter().collect();
+    order.sort_by(|a, b| {
+        if higher_is_better {
+            b.value.total_cmp(&a.value)
+        } else {
+            a.value.total_cmp(&b.value)
+        }
+    });
+    let mut out = Vec::new();
+    for (i, a) in order.iter().enumerate() {
+        for b in &order[i + 1..] {
+            out.push(Pair {
+                better: a.label.clone(),
+                worse: b.label.clone(),
+                times: if higher_is_better {
+                    a.value / b.value
+                } else {
+                    b.value / a.value
+                },
+                confidence: Confidence::of(&a.reps, &b.reps),
+            });
+        }
+    }
+    out
+}
+
 /// Where another model takes the lead from the headline's leader, clearly (the headline's
 /// leader is behind it beyond noise there).
 #[derive(Clone, Debug, PartialEq)]
@@ -348,6 +385,25 @@ mod tests {
         assert_eq!(f.flips[0].at, "n=64");
         assert_eq!(f.flips[0].leader, "b");
         assert!(f.flips[0].times > 2.9);
+    }
+
+    #[test]
+    fn pairs_are_every_two_entries_better_first() {
+        let p = pt(
+            "",
+            vec![
+                e("c", &[30.0, 31.0]),
+                e("a", &[10.0, 11.0]),
+                e("b", &[20.0, 21.0]),
+            ],
+        );
+        let v = pairs(&p, false);
+        let names: Vec<(&str, &str)> = v
+            .iter()
+            .map(|x| (x.better.as_str(), x.worse.as_str()))
+            .collect();
+        assert_eq!(names, [("a", "b"), ("a", "c"), ("b", "c")]);
+        assert!(v.iter().all(|x| x.times >= 1.0));
     }
 
     #[test]

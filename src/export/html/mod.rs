@@ -192,6 +192,55 @@ fn findings_html(run: &RunResults, b: &mut String) {
     );
 }
 
+/// Rows of the collapsed pairwise table at most, per workload (a page stays small).
+const PAIR_ROWS: usize = 200;
+
+/// Every pair of models per point, collapsed under the verdicts.
+fn pairwise_html(w: &str, cases: &[&crate::results::CaseResult], b: &mut String) {
+    let (what, pts) = super::findings::pairwise(w, cases);
+    let total: usize = pts.iter().map(|(_, v)| v.len()).sum();
+    if total == 0 {
+        return;
+    }
+    let _ = write!(
+        b,
+        "<details class=\"pairs\"><summary>every pair of models ({total}), by {}</summary><div class=\"tablewrap\"><table><thead><tr><th>point</th><th>ahead</th><th>behind</th><th>by</th><th>evidence</th></tr></thead><tbody>",
+        esc(&what)
+    );
+    let mut n = 0;
+    'all: for (at, pairs) in &pts {
+        for p in pairs {
+            if n == PAIR_ROWS {
+                break 'all;
+            }
+            n += 1;
+            let r = p.times;
+            let _ = write!(
+                b,
+                "<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(if at.is_empty() { "-" } else { at }),
+                esc(&p.better),
+                esc(&p.worse),
+                if r < 1.1 {
+                    format!("{r:.2}x")
+                } else {
+                    format!("{r:.1}x")
+                },
+                esc(&super::findings::pair_evidence(&p.confidence))
+            );
+        }
+    }
+    b.push_str("</tbody></table></div>");
+    if total > n {
+        let _ = write!(
+            b,
+            "<p class=\"note\">{} more pairs not listed.</p>",
+            total - n
+        );
+    }
+    b.push_str("</details>");
+}
+
 /// One chart as a figure; `data-series` is the number of series drawn.
 fn figure(c: &Chart, out: &mut String) -> anyhow::Result<()> {
     let svg = svg::draw(c, true)?;
@@ -324,6 +373,7 @@ impl Exporter for Html {
                 }
                 b.push_str("</ul>");
             }
+            pairwise_html(w, &cases, &mut b);
             b.push_str("<h4>Tables</h4>");
             for t in tables.remove(w).unwrap_or_default().iter() {
                 let _ = write!(
