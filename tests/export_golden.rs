@@ -357,6 +357,8 @@ fn compare_flags_a_known_regression() {
         line.contains("REGRESSION") && line.contains("+30.0%"),
         "{line}"
     );
+    // The change carries its 95% bootstrap interval over the repetitions.
+    assert!(line.contains("+30.0% [+"), "{line}");
     assert_eq!(out.matches("REGRESSION").count(), 1, "{out}");
     assert!(out.contains("1 regression(s) beyond 5%: micro.pipe uring msg_bytes=64"));
     // The same change under a 40% threshold is not a regression.

@@ -131,19 +131,37 @@ fn report_renders_in_headless_chromium_without_console_errors() {
         );
     }
 
-    let shot = d.path().join("shot.png");
-    chromium(&profile)
-        .args([
-            &format!("--screenshot={}", shot.display()),
-            "--window-size=1280,2000",
-            &url,
-        ])
-        .assert()
-        .success();
-    let png = std::fs::read(&shot).expect("screenshot written");
-    assert!(
-        png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,
-        "{} bytes",
-        png.len()
-    );
+    // The findings open the report, before the environment, one linked line per workload.
+    let f = dom
+        .find("id=\"findings\"")
+        .expect("findings section rendered");
+    assert!(f < dom.find("id=\"environment\"").unwrap());
+    for w in charts::workloads(&run) {
+        assert!(
+            dom[f..].contains(&format!(">{w}</a>: ")),
+            "no finding for {w}"
+        );
+    }
+    // A laptop and a phone. RINGSIDE_SCREENSHOTS=DIR keeps the screenshots for a look.
+    let keep = std::env::var_os("RINGSIDE_SCREENSHOTS").map(std::path::PathBuf::from);
+    for (name, size) in [("laptop", "1280,2000"), ("phone", "390,2400")] {
+        let shot = keep
+            .as_deref()
+            .unwrap_or(d.path())
+            .join(format!("report-{name}.png"));
+        chromium(&profile)
+            .args([
+                &format!("--screenshot={}", shot.display()),
+                &format!("--window-size={size}"),
+                &url,
+            ])
+            .assert()
+            .success();
+        let png = std::fs::read(&shot).expect("screenshot written");
+        assert!(
+            png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,
+            "{name}: {} bytes",
+            png.len()
+        );
+    }
 }

@@ -12,8 +12,12 @@ use crate::stats::compare::{compare, Change, Method, ALPHA};
 use std::fmt::Write;
 use std::path::Path;
 
+/// The change with its 95% bootstrap interval where the repetitions give one.
 fn pct(c: &Change) -> String {
-    format!("{:+.1}%", c.pct)
+    match c.ci_pct {
+        Some((lo, hi)) => format!("{:+.1}% [{lo:+.1}, {hi:+.1}]", c.pct),
+        None => format!("{:+.1}%", c.pct),
+    }
 }
 
 fn p(c: &Change) -> String {
@@ -39,11 +43,11 @@ pub fn run(base: &Path, new: &Path, threshold: f64, allow_untested: bool) -> any
         "cell",
         "p50 base",
         "p50 new",
-        "p50 change",
+        "p50 change [95% CI]",
         "p",
         "ops/s base",
         "ops/s new",
-        "ops/s change",
+        "ops/s change [95% CI]",
         "p",
         "verdict",
     ];

@@ -2,4 +2,5 @@
 //! rows of their own beside ringside's (model `fio:<engine>`), never mixed into ours.
 
 pub mod fio;
+pub mod perf;
 pub mod wrk;

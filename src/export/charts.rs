@@ -51,7 +51,9 @@ impl Metric {
             (Metric::LatencyP50, true) => "latency per op (median, whisker to p99)",
             (Metric::LatencyP50, false) => "latency per op (median)",
             (Metric::LatencyP99, _) => "p99 latency per op",
-            (Metric::OpsPerSec, true) => "throughput (median of runs, whisker min-max)",
+            (Metric::OpsPerSec, true) => {
+                "throughput (median of runs, whisker 95% CI, else min-max)"
+            }
             (Metric::OpsPerSec, false) => "throughput (median of runs)",
             (Metric::SyscallsPer100, _) => "syscalls per 100 ops (measured)",
             (Metric::CpuPerOp, _) => "CPU time per op (all threads)",
@@ -85,7 +87,13 @@ impl Metric {
     pub fn whisker(self, f: &CaseFigures) -> Option<(f64, f64)> {
         match self {
             Metric::LatencyP50 => Some((f.latency_ns.p50, f.latency_ns.p99)),
-            Metric::OpsPerSec => Some((f.ops_per_sec.min, f.ops_per_sec.max)),
+            // The 95% CI of the median of runs where recorded, else min..max of runs.
+            Metric::OpsPerSec => Some(
+                f.ci95
+                    .as_ref()
+                    .and_then(|i| i.ops_per_sec)
+                    .unwrap_or((f.ops_per_sec.min, f.ops_per_sec.max)),
+            ),
             _ => None,
         }
     }

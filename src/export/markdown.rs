@@ -12,6 +12,20 @@ pub fn chart_file(id: &str) -> String {
     format!("charts/{id}.svg")
 }
 
+/// The anchor GitHub gives the heading "## micro.pipe": lower case, punctuation but `-` and
+/// `_` dropped, spaces as `-`.
+fn gh_anchor(heading: &str) -> String {
+    heading
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
 fn cell(s: &str) -> String {
     s.replace('|', "\\|")
 }
@@ -71,6 +85,23 @@ impl Exporter for Markdown {
         if !run.hosts.is_empty() {
             out.push('\n');
         }
+        out += "## Findings\n\n";
+        for s in super::findings::for_run(run) {
+            out += &format!("**{} suite**\n\n", s.suite);
+            for l in &s.lines {
+                out += &format!(
+                    "- [{}](#{}): {}\n",
+                    l.workload,
+                    gh_anchor(&l.workload),
+                    cell(&l.text)
+                );
+            }
+            out.push('\n');
+        }
+        out += &format!(
+            "How far to trust this run: {}\n\n",
+            cell(&super::findings::trust_text(run))
+        );
         let mut tables: std::collections::HashMap<String, Vec<Table>> =
             metric_tables_by_workload(run).into_iter().collect();
         let styles = charts::Styles::for_run(run);

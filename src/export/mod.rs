@@ -4,6 +4,7 @@
 pub mod charts;
 mod csv;
 pub mod hosts;
+pub mod findings;
 pub mod html;
 mod json;
 pub mod load;

@@ -70,8 +70,12 @@ const METRICS: &[Metric] = &[
     ("median (p50)", |c| fig(c, |f| fmt_ns(f.latency_ns.p50))),
     ("mean", |c| fig(c, |f| fmt_ns(f.latency_ns.mean))),
     ("stddev", |c| fig(c, |f| fmt_ns(f.latency_ns.stddev))),
-    ("p99", |c| fig(c, |f| fmt_ns(f.latency_ns.p99))),
-    ("p99.9", |c| fig(c, |f| fmt_ns(f.latency_ns.p999))),
+    ("p99", |c| {
+        fig(c, |f| thin(f, 0.99, fmt_ns(f.latency_ns.p99)))
+    }),
+    ("p99.9", |c| {
+        fig(c, |f| thin(f, 0.999, fmt_ns(f.latency_ns.p999)))
+    }),
     ("ops/s (median of runs)", |c| {
         fig(c, |f| fmt_rate(f.ops_per_sec.median))
     }),
@@ -88,6 +92,67 @@ const METRICS: &[Metric] = &[
     }),
     ("CPU/op (all threads)", |c| {
         fig(c, |f| fmt_ns(f.cpu_ns_per_op.total))
+    }),
+];
+
+/// What a percentile cell carries when fewer than [`THIN_TAIL`] samples lie beyond it: the
+/// figure is then mostly one or two hiccups (HTML greys such a cell).
+pub const THIN: &str = " (thin tail: ";
+/// Samples a percentile's tail must hold to be shown plainly.
+pub const THIN_TAIL: f64 = 10.0;
+
+fn thin(f: &crate::results::schema::CaseFigures, q: f64, text: String) -> String {
+    match &f.ci95 {
+        Some(i) if i.tail(q) < THIN_TAIL => {
+            format!("{text}{THIN}{:.0} samples beyond)", i.tail(q).floor())
+        }
+        _ => text,
+    }
+}
+
+fn ci_text(ci: Option<(f64, f64)>, fmt: fn(f64) -> String) -> String {
+    ci.map(|(lo, hi)| format!("{}..{}", fmt(lo), fmt(hi)))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// Rows of cells that carry confidence intervals (`ci95`): 95% bootstrap intervals over the
+/// repetitions, and the samples behind the percentiles.
+const CI_METRICS: &[Metric] = &[
+    ("p50 95% CI", |c| {
+        fig(c, |f| {
+            ci_text(f.ci95.as_ref().and_then(|i| i.p50_ns), fmt_ns)
+        })
+    }),
+    ("p99 95% CI", |c| {
+        fig(c, |f| {
+            ci_text(f.ci95.as_ref().and_then(|i| i.p99_ns), fmt_ns)
+        })
+    }),
+    ("p99.9 95% CI", |c| {
+        fig(c, |f| {
+            ci_text(f.ci95.as_ref().and_then(|i| i.p999_ns), fmt_ns)
+        })
+    }),
+    ("ops/s 95% CI (median of runs)", |c| {
+        fig(c, |f| {
+            ci_text(f.ci95.as_ref().and_then(|i| i.ops_per_sec), fmt_rate)
+        })
+    }),
+    ("CPU/op 95% CI (median of runs)", |c| {
+        fig(c, |f| {
+            ci_text(f.ci95.as_ref().and_then(|i| i.cpu_ns_per_op), fmt_ns)
+        })
+    }),
+    ("latency samples (beyond p99 / p99.9)", |c| {
+        fig(c, |f| match &f.ci95 {
+            Some(i) => format!(
+                "{} ({:.0} / {:.0})",
+                i.samples,
+                i.tail(0.99).floor(),
+                i.tail(0.999).floor()
+            ),
+            None => "-".into(),
+        })
     }),
 ];
 
@@ -275,8 +340,17 @@ fn table_of(
     } else {
         &[]
     };
+    let ci: &[Metric] = if cases
+        .iter()
+        .any(|c| c.figures.as_ref().is_some_and(|f| f.ci95.is_some()))
+    {
+        CI_METRICS
+    } else {
+        &[]
+    };
     let rows = METRICS
         .iter()
+        .chain(ci)
         .chain(net)
         .chain(open_loop)
         .chain(scaling)

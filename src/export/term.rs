@@ -6,6 +6,22 @@ use crate::results::RunResults;
 
 pub struct Term;
 
+/// The findings block that opens the terminal summary.
+pub fn findings_text(run: &RunResults) -> String {
+    let mut out = String::from("Findings (computed from the cells below)\n");
+    for s in super::findings::for_run(run) {
+        out += &format!("  {} suite\n", s.suite);
+        for l in &s.lines {
+            out += &format!("  - {}: {}\n", l.workload, l.text);
+        }
+    }
+    out += &format!(
+        "  How far to trust this run: {}\n",
+        super::findings::trust_text(run)
+    );
+    out
+}
+
 /// Renders one table with aligned columns (first column left, the rest right).
 pub fn render_table(t: &Table) -> String {
     let ncol = t.header.len();
@@ -52,7 +68,8 @@ pub fn render_table(t: &Table) -> String {
 impl Exporter for Term {
     fn render(&self, run: &RunResults) -> anyhow::Result<Vec<u8>> {
         let tables = metric_tables(run);
-        let body: Vec<String> = tables.iter().map(render_table).collect();
+        let mut body: Vec<String> = vec![findings_text(run)];
+        body.extend(tables.iter().map(render_table));
         Ok(body.join("\n").into_bytes())
     }
 }

@@ -39,6 +39,11 @@ impl Hist {
         let _ = self.0.add(&other.0);
     }
 
+    /// Empties it, keeping its size.
+    pub fn clear(&mut self) {
+        self.0.reset();
+    }
+
     pub fn len(&self) -> u64 {
         self.0.len()
     }

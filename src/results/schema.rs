@@ -243,6 +243,41 @@ pub struct CaseFigures {
     /// rankings test for significance (empty in older files).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs_cpu_ns_per_op: Vec<f64>,
+    /// 95% bootstrap confidence intervals over the repetitions and the samples behind the
+    /// percentiles (absent in files written before they were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95: Option<Intervals>,
+}
+
+/// 95% bootstrap confidence intervals of a cell's figures, resampling its repetitions
+/// (`stats::bootstrap`): `[low, high]`, absent with fewer than two repetitions.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Intervals {
+    /// Latency samples behind the percentiles (every timed op of every repetition).
+    pub samples: u64,
+    /// Percentiles over all samples, each repetition resampled whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ns: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p90_ns: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ns: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p999_ns: Option<(f64, f64)>,
+    /// Medians over repetitions: of the per-run medians, of ops/s, of CPU per op.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_p50_ns: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ops_per_sec: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ns_per_op: Option<(f64, f64)>,
+}
+
+impl Intervals {
+    /// Samples beyond quantile `q` (0.99: the slowest 1%).
+    pub fn tail(&self, q: f64) -> f64 {
+        self.samples as f64 * (1.0 - q)
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

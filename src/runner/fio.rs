@@ -181,6 +181,7 @@ pub fn figures(f: &FioFigures) -> CaseFigures {
         runs_p50_ns: vec![f.lat_p50],
         runs_ops_per_sec: vec![f.iops],
         runs_cpu_ns_per_op: Vec::new(),
+        ci95: None,
         cpu_ns_per_op: CpuPerOp {
             total: f.cpu_total_per_op,
             user: Measured::Value(f.cpu_user_per_op),

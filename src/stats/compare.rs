@@ -162,6 +162,9 @@ pub struct Change {
     /// (base, new) repetitions when they are too few for the test to ever reach [`ALPHA`]:
     /// then `significant` is false whatever the change.
     pub too_few: Option<(usize, usize)>,
+    /// 95% bootstrap interval of `pct` over the repetitions (`stats::bootstrap`), when each
+    /// side has at least two.
+    pub ci_pct: Option<(f64, f64)>,
 }
 
 fn change(
@@ -177,6 +180,7 @@ fn change(
         (new - base) / base * 100.0
     };
     let sizes = (base_runs.len(), new_runs.len());
+    let ci_pct = super::bootstrap::change_pct_ci(base_runs, new_runs);
     match mann_whitney(base_runs, new_runs) {
         Some(p) => Change {
             base,
@@ -186,6 +190,7 @@ fn change(
             significant: p < ALPHA,
             method: Method::MannWhitney,
             too_few: (!testable(sizes.0, sizes.1, ALPHA)).then_some(sizes),
+            ci_pct,
         },
         None => {
             let ((b0, b1), (n0, n1)) = ranges;
@@ -200,6 +205,7 @@ fn change(
                 significant: too_few.is_none() && (b1 < n0 || n1 < b0),
                 method: Method::Spread,
                 too_few,
+                ci_pct,
             }
         }
     }

@@ -1,8 +1,10 @@
 //! Statistics: pure functions from samples to summaries. Medians and MAD across repetitions
 //! (each repetition a separate run), percentiles over all samples of all repetitions.
 
+pub mod bootstrap;
 pub mod compare;
 pub mod equal_load;
+pub mod findings;
 pub mod scaling;
 pub mod summary;
 pub mod wrk;

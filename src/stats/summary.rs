@@ -1,8 +1,9 @@
 //! Summaries of one case: latency percentiles over every op of every repetition, and the
 //! spread of per-repetition figures (median, min, max, MAD).
 
+use super::bootstrap::median_ci;
 use crate::measure::{Hist, Measured, Sample};
-use crate::results::schema::{CaseFigures, CpuPerOp, LatencyNs};
+use crate::results::schema::{CaseFigures, CpuPerOp, Intervals, LatencyNs};
 
 pub use crate::results::spread::{mad, median, Spread};
 
@@ -60,6 +61,18 @@ pub fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFigures {
         .map(|s| s.cpu.total_ns as f64 / s.ops as f64)
         .collect();
     let h = all.inner();
+    let reps: Vec<&Hist> = samples.iter().map(|s| &s.latency).collect();
+    let q = super::bootstrap::quantile_cis(&reps, &[0.5, 0.9, 0.99, 0.999]);
+    let ci95 = Intervals {
+        samples: all.len(),
+        p50_ns: q[0],
+        p90_ns: q[1],
+        p99_ns: q[2],
+        p999_ns: q[3],
+        run_p50_ns: median_ci(&run_p50),
+        ops_per_sec: median_ci(&run_ops),
+        cpu_ns_per_op: median_ci(&run_cpu),
+    };
     CaseFigures {
         latency_ns: LatencyNs {
             min: h.min() as f64,
@@ -96,6 +109,7 @@ pub fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFigures {
         runs_p50_ns: run_p50,
         runs_ops_per_sec: run_ops,
         runs_cpu_ns_per_op: run_cpu,
+        ci95: Some(ci95),
     }
 }
 

@@ -55,6 +55,13 @@ fn table_html(t: &Table, out: &mut String) {
         for (i, c) in r.iter().enumerate() {
             if i == 0 {
                 let _ = write!(out, "<th>{}</th>", esc(c));
+            } else if c.contains(super::table::THIN) {
+                let _ = write!(
+                    out,
+                    "<td class=\"thin\" title=\"fewer than {} samples beyond this percentile: mostly one hiccup\">{}</td>",
+                    super::table::THIN_TAIL,
+                    esc(c)
+                );
             } else {
                 let _ = write!(out, "<td>{}</td>", esc(c));
             }
@@ -159,6 +166,84 @@ pub fn command_line(run: &RunResults) -> String {
         .join(" ")
 }
 
+/// The findings section: per suite, one line per workload linking to its section, and how
+/// far to trust the run.
+fn findings_html(run: &RunResults, b: &mut String) {
+    b.push_str("<section id=\"findings\"><h2>Findings</h2><p class=\"note\">Computed from the cells of this run on this machine; each links to its section.</p>");
+    for s in super::findings::for_run(run) {
+        let _ = write!(b, "<h4>{} suite</h4><ul class=\"findings\">", esc(&s.suite));
+        for l in &s.lines {
+            let _ = write!(
+                b,
+                "<li{}><a href=\"#{}\">{}</a>: {}</li>",
+                if l.within_noise {
+                    " class=\"noise\""
+                } else {
+                    ""
+                },
+                anchor(&l.workload),
+                esc(&l.workload),
+                esc(&l.text)
+            );
+        }
+        b.push_str("</ul>");
+    }
+    let _ = write!(
+        b,
+        "<p class=\"trust\"><b>How far to trust this run:</b> {}</p></section>",
+        esc(&super::findings::trust_text(run))
+    );
+}
+
+/// Rows of the collapsed pairwise table at most, per workload (a page stays small).
+const PAIR_ROWS: usize = 200;
+
+/// Every pair of models per point, collapsed under the verdicts.
+fn pairwise_html(w: &str, cases: &[&crate::results::CaseResult], b: &mut String) {
+    let (what, pts) = super::findings::pairwise(w, cases);
+    let total: usize = pts.iter().map(|(_, v)| v.len()).sum();
+    if total == 0 {
+        return;
+    }
+    let _ = write!(
+        b,
+        "<details class=\"pairs\"><summary>every pair of models ({total}), by {}</summary><div class=\"tablewrap\"><table><thead><tr><th>point</th><th>ahead</th><th>behind</th><th>by</th><th>evidence</th></tr></thead><tbody>",
+        esc(&what)
+    );
+    let mut n = 0;
+    'all: for (at, pairs) in &pts {
+        for p in pairs {
+            if n == PAIR_ROWS {
+                break 'all;
+            }
+            n += 1;
+            let r = p.times;
+            let _ = write!(
+                b,
+                "<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(if at.is_empty() { "-" } else { at }),
+                esc(&p.better),
+                esc(&p.worse),
+                if r < 1.1 {
+                    format!("{r:.2}x")
+                } else {
+                    format!("{r:.1}x")
+                },
+                esc(&super::findings::pair_evidence(&p.confidence))
+            );
+        }
+    }
+    b.push_str("</tbody></table></div>");
+    if total > n {
+        let _ = write!(
+            b,
+            "<p class=\"note\">{} more pairs not listed.</p>",
+            total - n
+        );
+    }
+    b.push_str("</details>");
+}
+
 /// One chart as a figure; `data-series` is the number of series drawn.
 fn figure(c: &Chart, out: &mut String) -> anyhow::Result<()> {
     let svg = svg::draw(c, true)?;
@@ -213,12 +298,13 @@ impl Exporter for Html {
                 .count()
         );
         let workloads = charts::workloads(run);
-        b.push_str("<nav><ul><li><a href=\"#environment\">environment</a></li><li><a href=\"#reproduce\">reproduce</a></li>");
+        b.push_str("<nav><ul><li><a href=\"#findings\">findings</a></li><li><a href=\"#environment\">environment</a></li><li><a href=\"#reproduce\">reproduce</a></li>");
         for w in &workloads {
             let _ = write!(b, "<li><a href=\"#{}\">{}</a></li>", anchor(w), esc(w));
         }
         b.push_str("<li><a href=\"#not-measured\">cells not measured</a></li></ul></nav>");
 
+        findings_html(run, &mut b);
         b.push_str("<section id=\"environment\"><h2>Environment</h2><div class=\"panel\">");
         kv(&mut b, &key_facts(run));
         let mut all = Vec::new();
@@ -290,6 +376,7 @@ impl Exporter for Html {
                 }
                 b.push_str("</ul>");
             }
+            pairwise_html(w, &cases, &mut b);
             b.push_str("<h4>Tables</h4>");
             for t in tables.remove(w).unwrap_or_default().iter() {
                 let _ = write!(

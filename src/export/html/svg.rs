@@ -59,9 +59,10 @@ pub fn draw(chart: &Chart, inline: bool) -> anyhow::Result<String> {
         full.fill(&WHITE).map_err(err)?;
         let (root, key) = full.split_horizontally(WIDTH - LEGEND_WIDTH);
         legend(&key, chart)?;
-        let (x0, x1) = x_range(chart);
+        let log_x = use_log_x(chart);
+        let (x0, x1) = x_range(chart, log_x);
         let (y0, y1) = y_range(chart);
-        match (chart.log_x, chart.log_y) {
+        match (log_x, chart.log_y) {
             (false, false) => plot(&root, chart, x0..x1, y0..y1, y0)?,
             (true, false) => plot(&root, chart, (x0..x1).log_scale(), y0..y1, y0)?,
             (false, true) => plot(&root, chart, x0..x1, (y0..y1).log_scale(), y0)?,
@@ -89,7 +90,63 @@ fn points(chart: &Chart) -> impl Iterator<Item = f64> + '_ {
     })
 }
 
-fn x_range(chart: &Chart) -> (f64, f64) {
+/// The data's x span (lines only).
+fn x_span(chart: &Chart) -> (f64, f64) {
+    chart
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.x))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+            (a.min(x), b.max(x))
+        })
+}
+
+/// A log x axis only where the chart asks for one and the data spans at least two decades:
+/// over a narrower span (a rate sweep from 50,000 to 100,000) a log axis has one labelled
+/// tick, or labels crowded together at its right end.
+fn use_log_x(chart: &Chart) -> bool {
+    let (lo, hi) = x_span(chart);
+    chart.log_x && chart.kind == Kind::Lines && lo > 0.0 && hi / lo >= 100.0
+}
+
+/// Width of the plot area, px (the chart less the legend strip, margins and y labels).
+const PLOT_WIDTH: u32 = WIDTH - LEGEND_WIDTH - 2 * 12 - 78;
+
+/// An x tick label: compact, so labels stay short ("50k", "1.5M", "64").
+fn x_tick(v: f64) -> String {
+    let a = v.abs();
+    let trim = |s: String| {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    };
+    if a >= 1e6 {
+        format!("{}M", trim(format!("{:.2}", v / 1e6)))
+    } else if a >= 1e4 {
+        format!("{}k", trim(format!("{:.1}", v / 1e3)))
+    } else if a >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        trim(format!("{v:.2}"))
+    }
+}
+
+/// How many x labels fit side by side: the plot's width over the widest label's width (0.6 em
+/// a character at the 15 px label font, plus a gap of two characters).
+fn x_label_count(chart: &Chart) -> usize {
+    let (lo, hi) = x_span(chart);
+    let chars = [lo, hi, (lo + hi) / 2.0]
+        .iter()
+        .map(|v| x_tick(*v).chars().count() + 1)
+        .max()
+        .unwrap_or(4);
+    let per = (chars + 2) as f64 * 0.6 * 15.0;
+    ((PLOT_WIDTH as f64 / per) as usize).clamp(2, 10)
+}
+
+fn x_range(chart: &Chart, log_x: bool) -> (f64, f64) {
     if chart.kind == Kind::Bars {
         return (0.0, chart.categories.len().max(1) as f64);
     }
@@ -100,7 +157,7 @@ fn x_range(chart: &Chart) -> (f64, f64) {
     let (lo, hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
         (a.min(x), b.max(x))
     });
-    if chart.log_x {
+    if log_x {
         (lo / 1.5, hi * 1.5)
     } else {
         let pad = ((hi - lo) * 0.05).max(0.5);
@@ -176,13 +233,7 @@ where
         .map_err(err)?;
     let ylab = |v: &f64| tick(chart, *v);
     let bars = chart.kind == Kind::Bars;
-    let xlab = |v: &f64| {
-        if *v >= 100.0 {
-            format!("{v:.0}")
-        } else {
-            format!("{v}")
-        }
-    };
+    let xlab = |v: &f64| x_tick(*v);
     let mut mesh = ctx.configure_mesh();
     mesh.x_desc(chart.x_axis.as_str())
         .y_desc(chart.y_axis.as_str())
@@ -194,7 +245,7 @@ where
     if bars {
         mesh.disable_x_mesh().x_labels(0);
     } else {
-        mesh.x_label_formatter(&xlab);
+        mesh.x_label_formatter(&xlab).x_labels(x_label_count(chart));
     }
     mesh.draw().map_err(err)?;
 

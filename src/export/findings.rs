@@ -1,0 +1,431 @@
+//! Findings in words, at the top of every report: per suite, one line per workload with the
+//! answer its cells support (`stats::findings` ranks; this module only arranges the cells into
+//! points and words the result), and one line on how far to trust the run.
+//!
+//! Which figure a workload is ranked by is its chart row's verdict metric; network servers
+//! are ranked by server CPU per op at equal load when the run has such points (every model
+//! offered the same rate, only the models that kept up), else by throughput between cells
+//! whose load generator had headroom, as the verdicts do.
+
+use super::charts::{spec_for, sweep_param, Metric, Ordered, ParamRoles};
+use super::table::{fmt_ns, fmt_rate};
+use crate::results::schema::CaseFigures;
+use crate::results::{CaseResult, RunResults, Status};
+use crate::stats::equal_load;
+use crate::stats::findings::{self, Confidence, Finding, Point};
+
+/// One workload's finding, worded (without the workload's name, which renderers link).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    pub workload: String,
+    pub text: String,
+    /// No model is clearly ahead at the headline point.
+    pub within_noise: bool,
+}
+
+/// The findings of one suite (`micro`, `storage`, `echo`, `http`), workloads in run order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Suite {
+    pub suite: String,
+    pub lines: Vec<Line>,
+}
+
+/// What a ranking is over: the figure, which way is better, and how it is named.
+struct Basis {
+    metric: Metric,
+    /// Words before the ranking ("at equal load, ").
+    prefix: &'static str,
+}
+
+fn is_net(w: &str) -> bool {
+    w.starts_with("echo.") || w.starts_with("http.")
+}
+
+fn higher_is_better(m: Metric) -> bool {
+    m == Metric::OpsPerSec
+}
+
+/// The figure's per-repetition values, where the results keep them.
+fn reps(m: Metric, f: &CaseFigures) -> Vec<f64> {
+    match m {
+        Metric::LatencyP50 => f.runs_p50_ns.clone(),
+        Metric::OpsPerSec => f.runs_ops_per_sec.clone(),
+        Metric::CpuPerOp => f.runs_cpu_ns_per_op.clone(),
+        Metric::LatencyP99 | Metric::SyscallsPer100 => Vec::new(),
+    }
+}
+
+fn noun(m: Metric, op: &str) -> String {
+    match m {
+        Metric::LatencyP50 => "median latency per op".into(),
+        Metric::LatencyP99 => "p99 latency per op".into(),
+        Metric::OpsPerSec => format!("throughput ({op}s/s)"),
+        Metric::SyscallsPer100 => "syscalls per op".into(),
+        Metric::CpuPerOp => format!("server CPU per {op}"),
+    }
+}
+
+fn value_text(m: Metric, v: f64) -> String {
+    match m {
+        Metric::OpsPerSec => format!("{}/s", fmt_rate(v)),
+        Metric::SyscallsPer100 => format!("{:.2} syscalls/op", v / 100.0),
+        _ => fmt_ns(v),
+    }
+}
+
+fn times_text(r: f64) -> String {
+    if r < 1.1 {
+        format!("{r:.2}x")
+    } else {
+        format!("{r:.1}x")
+    }
+}
+
+fn confidence_text(c: &Confidence) -> String {
+    match c.p {
+        Some(p) if p < 0.001 => format!("Mann-Whitney p<0.001, {} vs {} repetitions", c.n.0, c.n.1),
+        Some(p) => format!("Mann-Whitney p={p:.3}, {} vs {} repetitions", c.n.0, c.n.1),
+        None if c.n.0 < 2 || c.n.1 < 2 => "untested: one repetition".into(),
+        None => format!(
+            "{} vs {} repetitions, too few for a test; ranges {}",
+            c.n.0,
+            c.n.1,
+            if c.overlap { "overlap" } else { "apart" }
+        ),
+    }
+}
+
+/// The workload's cells as points to rank, in order: run order, or along the sweep parameter
+/// (grouped by the other parameters).
+fn points(workload: &str, cells: &[(&CaseResult, &CaseFigures)], m: Metric) -> Vec<Point> {
+    let all: Vec<&CaseResult> = cells.iter().map(|x| x.0).collect();
+    let roles = ParamRoles::of_cases(&all);
+    let sweep = sweep_param(spec_for(workload), &all);
+    let mut keys = Ordered::default();
+    let mut pts: Vec<(usize, f64, Point)> = Vec::new();
+    let mut groups = Ordered::default();
+    for (c, f) in cells {
+        let Some(v) = m.value(f).filter(|v| *v > 0.0) else {
+            continue;
+        };
+        let k = keys.add(roles.point(c, None));
+        if k == pts.len() {
+            let g = groups.add(roles.point(c, sweep));
+            let x = sweep
+                .and_then(|p| c.params.0.get(p))
+                .and_then(|v| v.as_f64())
+                .unwrap_or(0.0);
+            pts.push((
+                g,
+                x,
+                Point {
+                    at: keys.order[k].clone(),
+                    entries: Vec::new(),
+                },
+            ));
+        }
+        pts[k].2.entries.push(findings::Entry {
+            label: c.label(),
+            value: v,
+            reps: reps(m, f),
+        });
+    }
+    // Stable: run order within a group and x.
+    pts.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    pts.into_iter().map(|p| p.2).collect()
+}
+
+/// A measured cell and its figures.
+type MeasuredCell<'a> = (&'a CaseResult, &'a CaseFigures);
+
+fn measured(c: &CaseResult) -> Option<(&CaseResult, &CaseFigures)> {
+    c.figures
+        .as_ref()
+        .filter(|_| c.status == Status::Measured)
+        .map(|f| (c, f))
+}
+
+/// The basis and cells a workload is ranked on, or why it is not.
+fn basis<'a>(
+    workload: &str,
+    cases: &[&'a CaseResult],
+) -> Result<(Basis, Vec<MeasuredCell<'a>>), String> {
+    let cells: Vec<(&CaseResult, &CaseFigures)> =
+        cases.iter().filter_map(|c| measured(c)).collect();
+    if !is_net(workload) {
+        return Ok((
+            Basis {
+                metric: spec_for(workload).verdict,
+                prefix: "",
+            },
+            cells,
+        ));
+    }
+    let kept: Vec<_> = cells
+        .iter()
+        .copied()
+        .filter(|(c, _)| equal_load::kept_up(c) == Some(true))
+        .collect();
+    if kept.len() >= 2 {
+        return Ok((
+            Basis {
+                metric: Metric::CpuPerOp,
+                prefix: "at equal load, ",
+            },
+            kept,
+        ));
+    }
+    let headroom: Vec<_> = cells
+        .iter()
+        .copied()
+        .filter(|(c, _)| equal_load::offered_rate(c).is_none() && equal_load::load_had_headroom(c))
+        .collect();
+    if spec_for(workload).verdict == Metric::OpsPerSec && headroom.len() >= 2 {
+        return Ok((
+            Basis {
+                metric: Metric::OpsPerSec,
+                prefix: "capacity, load generator with headroom: ",
+            },
+            headroom,
+        ));
+    }
+    Err(
+        "not ranked: no point where two models kept up with the same offered rate, and fewer \
+         than two capacity cells whose load generator had headroom"
+            .into(),
+    )
+}
+
+/// One finding in words.
+fn words(f: &Finding, b: &Basis, op: &str) -> (String, bool) {
+    let h = &f.headline;
+    let m = b.metric;
+    let at = if h.at.is_empty() {
+        String::new()
+    } else {
+        format!(" at {}", h.at)
+    };
+    let ci = match h.ci {
+        Some((lo, hi)) => format!(
+            ", 95% CI {} to {} over {} repetitions",
+            value_text(m, lo),
+            value_text(m, hi),
+            h.reps
+        ),
+        None if h.reps == 1 => ", one repetition: no interval".into(),
+        None => String::new(),
+    };
+    let near = |list: &[findings::Other]| {
+        list.iter()
+            .map(|o| format!("{} {}", o.label, times_text(o.times)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut s = if h.behind.is_empty() {
+        format!(
+            "{}no clear leader by {}{at}: {} ({}{ci}) and {} are within noise of each other",
+            b.prefix,
+            noun(m, op),
+            h.leader,
+            value_text(m, h.value),
+            near(&h.near)
+        )
+    } else {
+        let first = &h.behind[0];
+        let mut s = format!(
+            "{}{} leads by {}{at} ({}{ci}), {} ahead of {} ({})",
+            b.prefix,
+            h.leader,
+            noun(m, op),
+            value_text(m, h.value),
+            times_text(first.times),
+            first.label,
+            confidence_text(&first.confidence)
+        );
+        if !h.near.is_empty() {
+            s += &format!("; within noise of it: {}", near(&h.near));
+        }
+        s
+    };
+    if f.points > 1 && f.leads == f.points && !h.behind.is_empty() {
+        s += &format!(
+            "; the same at all {} points (leads or within noise of the leader)",
+            f.points
+        );
+    }
+    const SHOWN: usize = 3;
+    if !f.flips.is_empty() {
+        let list: Vec<String> = f
+            .flips
+            .iter()
+            .take(SHOWN)
+            .map(|x| {
+                format!(
+                    "{} at {} ({} ahead of {})",
+                    x.leader,
+                    x.at,
+                    times_text(x.times),
+                    h.leader
+                )
+            })
+            .collect();
+        s += &format!("; the lead changes: {}", list.join(", "));
+        if f.flips.len() > SHOWN {
+            s += &format!(" and at {} more points", f.flips.len() - SHOWN);
+        }
+    }
+    (s, h.behind.is_empty())
+}
+
+/// A workload with one model measured per point: its figure, nothing to rank.
+fn alone(pts: &[Point], b: &Basis) -> String {
+    match pts.first().and_then(|p| p.entries.first().map(|e| (p, e))) {
+        None => "not ranked: nothing measured".into(),
+        Some((p, e)) => {
+            let ci = crate::stats::bootstrap::median_ci(&e.reps)
+                .map(|(lo, hi)| {
+                    format!(
+                        ", 95% CI {} to {}",
+                        value_text(b.metric, lo),
+                        value_text(b.metric, hi)
+                    )
+                })
+                .unwrap_or_default();
+            format!(
+                "{}only {} measured{}: {} {}{ci}; nothing to rank it against",
+                b.prefix,
+                e.label,
+                if p.at.is_empty() {
+                    String::new()
+                } else {
+                    format!(" at {}", p.at)
+                },
+                noun(b.metric, "op"),
+                value_text(b.metric, e.value)
+            )
+        }
+    }
+}
+
+/// What one op of a workload is called in a finding.
+fn op_word(workload: &str) -> &'static str {
+    if workload.starts_with("http.") {
+        "request"
+    } else if workload.starts_with("echo.") {
+        "message"
+    } else {
+        "op"
+    }
+}
+
+/// The finding of one workload's cells.
+pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Line {
+    let text = match basis(workload, cases) {
+        Err(why) => (why, false),
+        Ok((b, cells)) => {
+            let pts = points(workload, &cells, b.metric);
+            match findings::of_points(&pts, higher_is_better(b.metric)) {
+                Some(f) => words(&f, &b, op_word(workload)),
+                None => (alone(&pts, &b), false),
+            }
+        }
+    };
+    Line {
+        workload: workload.to_string(),
+        text: text.0,
+        within_noise: text.1,
+    }
+}
+
+/// Every pair of models at each point of a workload, on the figure its finding ranks by:
+/// (point, pairs), and the figure's name. Empty where the workload is not ranked.
+pub fn pairwise(
+    workload: &str,
+    cases: &[&CaseResult],
+) -> (String, Vec<(String, Vec<findings::Pair>)>) {
+    let Ok((b, cells)) = basis(workload, cases) else {
+        return (String::new(), Vec::new());
+    };
+    let hib = higher_is_better(b.metric);
+    let pts = points(workload, &cells, b.metric)
+        .iter()
+        .map(|p| (p.at.clone(), findings::pairs(p, hib)))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    (
+        format!("{}{}", b.prefix, noun(b.metric, op_word(workload))),
+        pts,
+    )
+}
+
+/// A pair's evidence in a few words ("p=0.008", "within noise", "untested").
+pub fn pair_evidence(c: &Confidence) -> String {
+    let p = match c.p {
+        Some(p) if p < 0.001 => "p<0.001".to_string(),
+        Some(p) => format!("p={p:.3}"),
+        None if c.n.0 < 2 || c.n.1 < 2 => "untested: one repetition".into(),
+        None => format!("{} vs {} repetitions", c.n.0, c.n.1),
+    };
+    if c.within_noise() {
+        format!("within noise ({p})")
+    } else {
+        p
+    }
+}
+
+/// Every workload's finding, by suite, in run order.
+pub fn for_run(run: &RunResults) -> Vec<Suite> {
+    let mut out: Vec<Suite> = Vec::new();
+    for (w, cases) in super::charts::by_workload(run) {
+        let suite = w.split('.').next().unwrap_or(w).to_string();
+        let line = for_cases(w, &cases);
+        match out.last_mut() {
+            Some(s) if s.suite == suite => s.lines.push(line),
+            _ => out.push(Suite {
+                suite,
+                lines: vec![line],
+            }),
+        }
+    }
+    out
+}
+
+/// "How far to trust this run", in one sentence.
+pub fn trust_text(run: &RunResults) -> String {
+    let t = findings::trust(run);
+    let mut s = format!("{} of {} cells measured", t.measured, t.cells);
+    if t.failed > 0 {
+        s += &format!(" ({} failed)", t.failed);
+    }
+    match t.reps {
+        Some((1, 1)) => s += "; one repetition per cell: no figure has a confidence interval and no difference is tested (use --profile quick or full)",
+        Some((lo, hi)) if lo == hi => s += &format!("; {lo} repetitions per cell"),
+        Some((lo, hi)) => s += &format!("; {lo} to {hi} repetitions per cell"),
+        None => {}
+    }
+    if t.warnings.is_empty() {
+        s += "; no cell carries a warning";
+    } else {
+        let list: Vec<String> = t
+            .warnings
+            .iter()
+            .map(|(w, n)| {
+                let name = serde_json::to_value(w)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                format!("{name} {n}")
+            })
+            .collect();
+        s += &format!(
+            "; {} measured cell{} warnings ({})",
+            t.warned,
+            if t.warned == 1 { " carries" } else { "s carry" },
+            list.join(", ")
+        );
+    }
+    if !run.finished {
+        s += "; the run was interrupted: only the cells it kept are here";
+    }
+    s
+}
