@@ -3,8 +3,8 @@
 
 pub mod charts;
 mod csv;
-pub mod hosts;
 pub mod findings;
+pub mod hosts;
 pub mod html;
 mod json;
 pub mod load;
