@@ -531,10 +531,27 @@ fn read_multishot(ev: &Evidence) -> Result<(), String> {
     Ok(())
 }
 
+/// Drivers without netdev queue-management ops: the kernel refuses a zero-copy receive
+/// registration on them (EOPNOTSUPP) before it touches any queue, so trying one is harmless.
+const ZCRX_HARMLESS_DRIVERS: &[&str] = &[
+    "virtio_net",
+    "veth",
+    "e1000",
+    "e1000e",
+    "vmxnet3",
+    "hv_netvsc",
+];
+
+/// The environment variable that lets the probe try a zero-copy receive registration on a NIC
+/// whose driver may accept it (registering restarts that NIC's queue 0: live traffic on it
+/// stalls for the restart, so `ringside env` never does it unasked).
+pub const PROBE_ZCRX_ENV: &str = "RINGSIDE_PROBE_ZCRX";
+
 /// Zero-copy receive needs a NIC whose queue can be given to io_uring: header/data split,
 /// flow steering and queue management in its driver. Each NIC that is up and not loopback
-/// is tried with IORING_REGISTER_ZCRX_IFQ on its queue 0 (the kernel checks header/data split
-/// before it restarts the queue, so a NIC without it is left alone).
+/// is tried with IORING_REGISTER_ZCRX_IFQ on its queue 0 where that cannot disturb it: its
+/// driver has no queue management (the kernel refuses first), or the user set
+/// `RINGSIDE_PROBE_ZCRX=1`; any other NIC is named as not tried, with the way to try it.
 fn recv_zc() -> Result<(), String> {
     let nics = nics();
     if nics.is_empty() {
@@ -545,7 +562,15 @@ fn recv_zc() -> Result<(), String> {
         );
     }
     let mut whys = Vec::new();
+    let asked = std::env::var(PROBE_ZCRX_ENV).is_ok_and(|v| v == "1");
     for (name, idx, driver) in &nics {
+        if !asked && !ZCRX_HARMLESS_DRIVERS.contains(&driver.as_str()) {
+            whys.push(format!(
+                "{name} (driver {driver}): not tried, since registering restarts its queue 0 \
+                 under live traffic ({PROBE_ZCRX_ENV}=1 tries it)"
+            ));
+            continue;
+        }
         match zcrx_register(*idx) {
             Ok(()) => return Ok(()),
             Err(e) => whys.push(format!("{name} (driver {driver}): {e}")),
