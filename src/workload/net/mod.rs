@@ -6,4 +6,5 @@ pub mod cell;
 pub mod cores;
 pub mod echo;
 pub mod http;
+pub mod ladder;
 pub mod launch;
