@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod equal_load;
+pub mod ladder;
 pub mod scaling;
 pub mod summary;
 pub mod wrk;
