@@ -5,6 +5,7 @@ pub mod charts;
 mod csv;
 pub mod html;
 mod json;
+mod ladder;
 pub mod load;
 pub mod markdown;
 pub mod table;

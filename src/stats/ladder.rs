@@ -42,8 +42,12 @@ pub fn steps<'a>(cases: &[&'a CaseResult]) -> Vec<Step<'a>> {
             let (change_pct, evidence) = match (mine, base.and_then(cpu)) {
                 (Some(m), Some(b)) => (
                     Some((m - b) / b * 100.0),
-                    case.zip(base)
-                        .and_then(|(c, b)| Some(cpu_per_op_evidence(c.figures.as_ref()?, b.figures.as_ref()?))),
+                    case.zip(base).and_then(|(c, b)| {
+                        Some(cpu_per_op_evidence(
+                            c.figures.as_ref()?,
+                            b.figures.as_ref()?,
+                        ))
+                    }),
                 ),
                 _ => (None, None),
             };
@@ -107,7 +111,11 @@ mod tests {
         let by = |id: &str| s.iter().find(|x| x.rung.model == id).unwrap();
         assert!(by("uring").change_pct.is_none());
         let d = by("uring-defer");
-        assert!((d.change_pct.unwrap() + 20.0).abs() < 1e-9, "{:?}", d.change_pct);
+        assert!(
+            (d.change_pct.unwrap() + 20.0).abs() < 1e-9,
+            "{:?}",
+            d.change_pct
+        );
         assert!(matches!(d.evidence, Some(Evidence::Tested { p }) if p < 0.05));
         // Missing rung (uring-defer-fixed): no cell, and the rung over it has no base.
         assert!(by("uring-defer-fixed").case.is_none());

@@ -35,8 +35,9 @@ pub struct Rung {
     pub note: Option<&'static str>,
 }
 
-const NOT_CUMULATIVE: &str = "over uring-tuned, not over the rung above: bundles and incremental \
-    buffers do not combine in this server yet";
+const NOT_CUMULATIVE: &str = "not cumulative: measured as uring-tuned plus this knob alone, not \
+    over the rung above (bundles and incremental buffers do not combine in this server yet, and \
+    no row combines the knobs after uring-tuned)";
 
 /// The rungs, in ladder order.
 pub static RUNGS: &[Rung] = &[
