@@ -120,6 +120,20 @@ pub static MODELS: &[ModelSpec] = &[
             ..UringKnobs::PLAIN
         }),
     },
+    // A rung of the ablation ladders (`workload::net::ladder`), between uring-defer and
+    // uring-tuned.
+    ModelSpec {
+        id: "uring-defer-fixed",
+        summary: "io_uring with DEFER_TASKRUN|SINGLE_ISSUER and registered files (a rung of \
+                  the ablation ladder)",
+        family: Family::Uring,
+        default_run: false,
+        knobs: Knobs::Uring(UringKnobs {
+            defer_taskrun: true,
+            fixed_files: true,
+            ..UringKnobs::PLAIN
+        }),
+    },
     ModelSpec {
         id: "uring-tuned",
         summary: "io_uring with every server knob that pays on small messages: \
@@ -266,6 +280,8 @@ pub static WORKLOADS: &[&dyn Workload] = &[
     &net::http::HttpClients,
     &net::http::HttpRate,
     &net::cores::HttpCores,
+    &net::ladder::EchoLadder,
+    &net::ladder::HttpLadder,
     &net::stream::StreamSend,
     &net::stream::StreamDuplex,
 ];

@@ -7,6 +7,7 @@ pub mod findings;
 pub mod hosts;
 pub mod html;
 mod json;
+mod ladder;
 pub mod load;
 pub mod markdown;
 pub mod table;

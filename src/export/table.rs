@@ -294,7 +294,11 @@ pub fn metric_tables_by_workload(run: &RunResults) -> Vec<(String, Vec<Table>)> 
             .order
             .iter()
             .zip(groups)
-            .map(|(params, cases)| table_of(workload, params, &cases, &roles, &not_applicable))
+            .flat_map(|(params, cases)| {
+                let ladder = super::ladder::table(workload, params, &cases);
+                std::iter::once(table_of(workload, params, &cases, &roles, &not_applicable))
+                    .chain(ladder)
+            })
             .collect();
         out.push((workload.to_string(), tables));
     }

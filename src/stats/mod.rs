@@ -5,6 +5,7 @@ pub mod bootstrap;
 pub mod compare;
 pub mod equal_load;
 pub mod findings;
+pub mod ladder;
 pub mod scaling;
 pub mod summary;
 pub mod wrk;

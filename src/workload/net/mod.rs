@@ -6,5 +6,6 @@ pub mod cell;
 pub mod cores;
 pub mod echo;
 pub mod http;
+pub mod ladder;
 pub mod launch;
 pub mod stream;

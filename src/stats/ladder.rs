@@ -1,0 +1,130 @@
+//! The ablation ladder's steps (`echo.ladder`, `http.ladder`): per rung at one point, its
+//! server CPU per op, p50/p99, syscalls per op, and the change in CPU per op from the row it
+//! adds its knob to (`workload::net::ladder::RUNGS`), with the evidence that the change is
+//! real (Mann-Whitney on the per-repetition CPU per op, as the equal-load verdict). Exporters
+//! render these; they compute nothing.
+
+use super::equal_load::{cpu_per_op_evidence, Evidence};
+use crate::results::schema::{CaseResult, Status};
+use crate::workload::net::ladder::{Rung, RUNGS};
+
+/// The workloads whose cells are ladder rungs.
+pub const LADDERS: &[&str] = &["echo.ladder", "http.ladder"];
+
+/// One rung at one point.
+pub struct Step<'a> {
+    pub rung: &'static Rung,
+    /// Its cell (`None`: the run has no cell of this rung at this point).
+    pub case: Option<&'a CaseResult>,
+    /// Server CPU per op, ns (measured cells only).
+    pub cpu_ns_per_op: Option<f64>,
+    /// Change in CPU per op from `rung.over`'s cell, percent (negative: the knob saved CPU).
+    pub change_pct: Option<f64>,
+    /// How far that change can be told from noise.
+    pub evidence: Option<Evidence>,
+}
+
+fn cpu(c: &CaseResult) -> Option<f64> {
+    let f = c.figures.as_ref()?;
+    (c.status == Status::Measured && f.cpu_ns_per_op.total > 0.0).then_some(f.cpu_ns_per_op.total)
+}
+
+/// The steps of one point of a ladder, in rung order: `cases` are the point's cells (any
+/// order; cells of rows that are not rungs are ignored).
+pub fn steps<'a>(cases: &[&'a CaseResult]) -> Vec<Step<'a>> {
+    let find = |id: &str| cases.iter().copied().find(|c| c.model == id);
+    RUNGS
+        .iter()
+        .map(|rung| {
+            let case = find(rung.model);
+            let mine = case.and_then(cpu);
+            let base = rung.over.and_then(find);
+            let (change_pct, evidence) = match (mine, base.and_then(cpu)) {
+                (Some(m), Some(b)) => (
+                    Some((m - b) / b * 100.0),
+                    case.zip(base).and_then(|(c, b)| {
+                        Some(cpu_per_op_evidence(
+                            c.figures.as_ref()?,
+                            b.figures.as_ref()?,
+                        ))
+                    }),
+                ),
+                _ => (None, None),
+            };
+            Step {
+                rung,
+                case,
+                cpu_ns_per_op: mine,
+                change_pct,
+                evidence,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(model: &str, status: Status, runs: &[f64]) -> CaseResult {
+        let figures = serde_json::json!({
+            "latency_ns": {"min":1.0,"p50":1.0,"p90":1.0,"p99":1.0,"p999":1.0,"max":1.0,"mean":1.0,"stddev":0.0},
+            "run_p50_ns": {"median":1.0,"mad":0.0,"min":1.0,"max":1.0},
+            "ops_per_sec": {"median":1.0,"mad":0.0,"min":1.0,"max":1.0},
+            "cpu_ns_per_op": {"total": crate::stats::median(runs), "user": 0.0, "sys": 0.0},
+            "ctx_switches_per_op": 0.0,
+            "syscalls_per_op": 1.0,
+            "ops_total": 1,
+            "counters": {},
+            "histogram": "",
+            "runs_cpu_ns_per_op": runs,
+        });
+        let mut v = serde_json::json!({
+            "workload": "echo.ladder", "model": model, "params": {}, "status": status,
+            "op": "", "knobs": null, "warmups": 0, "repetitions": runs.len(),
+        });
+        if status == Status::Measured {
+            v.as_object_mut()
+                .unwrap()
+                .extend(figures.as_object().unwrap().clone());
+        } else {
+            v["reason"] = "no NAPI id on loopback".into();
+        }
+        serde_json::from_value(v).expect("a cell")
+    }
+
+    #[test]
+    fn each_rung_is_compared_with_the_row_it_adds_its_knob_to() {
+        let slow = [1000.0, 1010.0, 990.0, 1005.0, 995.0];
+        let fast = [800.0, 810.0, 790.0, 805.0, 795.0];
+        let cells = [
+            cell("uring", Status::Measured, &slow),
+            cell("uring-defer", Status::Measured, &fast),
+            cell("uring-tuned", Status::Measured, &slow),
+            cell("uring-inc", Status::Measured, &fast),
+            cell("uring-napi", Status::Unavailable, &[]),
+            cell("epoll-lt", Status::Measured, &fast),
+        ];
+        let refs: Vec<&CaseResult> = cells.iter().collect();
+        let s = steps(&refs);
+        assert_eq!(s.len(), RUNGS.len());
+        let by = |id: &str| s.iter().find(|x| x.rung.model == id).unwrap();
+        assert!(by("uring").change_pct.is_none());
+        let d = by("uring-defer");
+        assert!(
+            (d.change_pct.unwrap() + 20.0).abs() < 1e-9,
+            "{:?}",
+            d.change_pct
+        );
+        assert!(matches!(d.evidence, Some(Evidence::Tested { p }) if p < 0.05));
+        // Missing rung (uring-defer-fixed): no cell, and the rung over it has no base.
+        assert!(by("uring-defer-fixed").case.is_none());
+        assert!(by("uring-tuned").change_pct.is_none());
+        // uring-inc is over uring-tuned, not over uring-bundle (absent here).
+        assert!(by("uring-inc").change_pct.unwrap() < -19.0);
+        // An unavailable rung keeps its cell (the reason) and no figure.
+        let n = by("uring-napi");
+        assert_eq!(n.case.unwrap().status, Status::Unavailable);
+        assert!(n.cpu_ns_per_op.is_none() && n.change_pct.is_none());
+    }
+}

@@ -1,0 +1,294 @@
+//! The ablation ladders (`echo.ladder`, `http.ladder`): the io_uring rows in ladder order, one
+//! knob per rung, at 50 and 1000 connections (capacity, closed loop) and at equal offered load
+//! after each (half the slowest rung's capacity there: server CPU per op). A ladder is the
+//! sweep of `echo.conns` or `http.clients` restricted to those points and to the rung rows; its
+//! rungs are data ([`RUNGS`]), each the registry row that adds its knob to the row it is
+//! measured against (`over`). The change per rung and its significance are computed in
+//! `stats::ladder`.
+//!
+//! Not every rung is strictly cumulative: bundles and incremental buffer consumption do not
+//! combine in our server yet, so `uring-inc`, `uring-minwait` and `uring-napi` each add their
+//! knob to `uring-tuned` (not to the rung above them), and their change is measured against
+//! `uring-tuned`; their `note` says so.
+
+use super::{echo, http};
+use crate::error::CaseError;
+use crate::measure::pin::CpuPlan;
+use crate::measure::Sample;
+use crate::model::{ModelSpec, UringKnobs};
+use crate::profile::{Budget, Profile};
+use crate::workload::{Ctx, Point, Workload};
+
+/// One rung: a registry row and the knob it adds to the row it is measured against.
+pub struct Rung {
+    /// The registry row (`registry::MODELS`).
+    pub model: &'static str,
+    /// The row this rung adds its knob to and is compared with (`None`: the first rung).
+    pub over: Option<&'static str>,
+    /// The knob it adds, for the report.
+    pub adds: &'static str,
+    /// The knob itself: `add(knobs of over) == knobs of model` (checked by the tests).
+    pub add: fn(UringKnobs) -> UringKnobs,
+    /// The first kernel version with the feature (the whole rung's minimum).
+    pub min_kernel: &'static str,
+    /// Where the rung is not over the rung before it, why.
+    pub note: Option<&'static str>,
+}
+
+const NOT_CUMULATIVE: &str = "not cumulative: measured as uring-tuned plus this knob alone, not \
+    over the rung above (bundles and incremental buffers do not combine in this server yet, and \
+    no row combines the knobs after uring-tuned)";
+
+/// The rungs, in ladder order.
+pub static RUNGS: &[Rung] = &[
+    Rung {
+        model: "uring",
+        over: None,
+        adds: "plain io_uring (accept/recv/send SQEs, one enter submits and waits)",
+        add: |k| k,
+        min_kernel: "5.6",
+        note: None,
+    },
+    Rung {
+        model: "uring-defer",
+        over: Some("uring"),
+        adds: "+DEFER_TASKRUN|SINGLE_ISSUER",
+        add: |k| UringKnobs {
+            defer_taskrun: true,
+            ..k
+        },
+        min_kernel: "6.1",
+        note: None,
+    },
+    Rung {
+        model: "uring-defer-fixed",
+        over: Some("uring-defer"),
+        adds: "+registered files",
+        add: |k| UringKnobs {
+            fixed_files: true,
+            ..k
+        },
+        min_kernel: "6.1",
+        note: None,
+    },
+    Rung {
+        model: "uring-tuned",
+        over: Some("uring-defer-fixed"),
+        adds: "+multishot accept/recv with a provided buffer ring",
+        add: |k| UringKnobs {
+            multishot: true,
+            buf_ring: true,
+            ..k
+        },
+        min_kernel: "6.1",
+        note: None,
+    },
+    Rung {
+        model: "uring-bundle",
+        over: Some("uring-tuned"),
+        adds: "+recv bundles",
+        add: |k| UringKnobs { bundle: true, ..k },
+        min_kernel: "6.10",
+        note: None,
+    },
+    Rung {
+        model: "uring-inc",
+        over: Some("uring-tuned"),
+        adds: "+incremental buffer consumption",
+        add: |k| UringKnobs {
+            inc_bufs: true,
+            ..k
+        },
+        min_kernel: "6.12",
+        note: Some(NOT_CUMULATIVE),
+    },
+    Rung {
+        model: "uring-minwait",
+        over: Some("uring-tuned"),
+        adds: "+min-wait",
+        add: |k| UringKnobs {
+            min_wait_us: Some(crate::registry::MIN_WAIT_US),
+            ..k
+        },
+        min_kernel: "6.12",
+        note: Some(NOT_CUMULATIVE),
+    },
+    Rung {
+        model: "uring-napi",
+        over: Some("uring-tuned"),
+        adds: "+NAPI busy poll",
+        add: |k| UringKnobs {
+            napi_busy_poll_us: Some(crate::registry::NAPI_BUSY_POLL_US),
+            ..k
+        },
+        min_kernel: "6.9",
+        note: Some(NOT_CUMULATIVE),
+    },
+];
+
+/// The rung of a row.
+pub fn rung(model: &str) -> Option<&'static Rung> {
+    RUNGS.iter().find(|r| r.model == model)
+}
+
+/// The connection counts of a ladder: capacity at each, then equal load.
+pub const LADDER_CONNS: &[u64] = &[50, 1000];
+
+fn accepts_rung(m: &ModelSpec) -> Result<(), String> {
+    match rung(m.id) {
+        Some(_) => Ok(()),
+        None => Err(format!(
+            "not a rung of the io_uring ladder ({})",
+            RUNGS
+                .iter()
+                .map(|r| r.model)
+                .collect::<Vec<_>>()
+                .join(" -> ")
+        )),
+    }
+}
+
+/// The ladder's points: `inner`'s capacity points at [`LADDER_CONNS`] (param `key`), each
+/// followed by its equal-load point.
+fn ladder_points(inner: &dyn Workload, key: &str, profile: Profile, m: &ModelSpec) -> Vec<Point> {
+    let capacity: Vec<Point> = inner
+        .points(profile, m)
+        .into_iter()
+        .filter(|p| p.equal_load.is_none())
+        .filter(|p| {
+            p.params
+                .0
+                .get(key)
+                .and_then(|v| v.as_u64())
+                .is_some_and(|n| LADDER_CONNS.contains(&n))
+        })
+        .collect();
+    echo::with_equal_load(capacity, |_| true)
+}
+
+/// `echo.ladder`.
+pub struct EchoLadder;
+/// `http.ladder`.
+pub struct HttpLadder;
+
+impl Workload for EchoLadder {
+    fn id(&self) -> &'static str {
+        "echo.ladder"
+    }
+    fn budget(&self, b: Budget) -> Budget {
+        echo::EchoConns.budget(b)
+    }
+    fn about(&self) -> &'static str {
+        "io_uring ablation ladder over echo (one knob per rung), 50 and 1000 connections, \
+         capacity and equal load (runs when named)"
+    }
+    fn op(&self) -> &'static str {
+        echo::EchoConns.op()
+    }
+    fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
+        accepts_rung(m).and(echo::EchoConns.accepts(m))
+    }
+    fn accepts_on(&self, m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
+        accepts_rung(m).and(echo::EchoConns.accepts_on(m, plan))
+    }
+    fn by_default(&self) -> bool {
+        false
+    }
+    fn points(&self, profile: Profile, m: &ModelSpec) -> Vec<Point> {
+        ladder_points(&echo::EchoConns, "conns", profile, m)
+    }
+    fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
+        echo::EchoConns.run_once(ctx, m, p)
+    }
+}
+
+impl Workload for HttpLadder {
+    fn id(&self) -> &'static str {
+        "http.ladder"
+    }
+    fn budget(&self, b: Budget) -> Budget {
+        http::HttpClients.budget(b)
+    }
+    fn about(&self) -> &'static str {
+        "io_uring ablation ladder over keep-alive HTTP/1.1 (one knob per rung), 50 and 1000 \
+         clients, capacity and equal load (runs when named)"
+    }
+    fn op(&self) -> &'static str {
+        http::HttpClients.op()
+    }
+    fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
+        accepts_rung(m).and(http::HttpClients.accepts(m))
+    }
+    fn accepts_on(&self, m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
+        accepts_rung(m).and(http::HttpClients.accepts_on(m, plan))
+    }
+    fn by_default(&self) -> bool {
+        false
+    }
+    fn points(&self, profile: Profile, m: &ModelSpec) -> Vec<Point> {
+        ladder_points(&http::HttpClients, "clients", profile, m)
+    }
+    fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
+        http::HttpClients.run_once(ctx, m, p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry;
+
+    /// Every rung is a registry row, in ladder order, whose knobs are the row it is measured
+    /// against plus exactly the knob it claims; rungs without a note are over the rung above.
+    #[test]
+    fn the_rungs_match_the_registry_and_are_cumulative_where_claimed() {
+        let knobs = |id: &str| {
+            registry::model(id)
+                .unwrap_or_else(|| panic!("rung {id} is not a registry row"))
+                .uring_knobs()
+                .copied()
+                .unwrap_or_else(|| panic!("rung {id} is not an io_uring row"))
+        };
+        assert_eq!(knobs(RUNGS[0].model), UringKnobs::PLAIN);
+        assert!(RUNGS[0].over.is_none());
+        for (i, r) in RUNGS.iter().enumerate().skip(1) {
+            let over = r.over.expect("every rung but the first is over a row");
+            assert_eq!((r.add)(knobs(over)), knobs(r.model), "{}", r.model);
+            assert_ne!(knobs(over), knobs(r.model), "{} adds nothing", r.model);
+            // Over the rung above unless it says otherwise.
+            if r.note.is_none() {
+                assert_eq!(over, RUNGS[i - 1].model, "{}", r.model);
+            }
+            // Its base is an earlier rung.
+            assert!(RUNGS[..i].iter().any(|b| b.model == over), "{}", r.model);
+        }
+    }
+
+    #[test]
+    fn a_ladder_takes_only_its_rungs_at_50_and_1000_with_equal_load_after_each() {
+        for w in [&EchoLadder as &dyn Workload, &HttpLadder] {
+            assert!(!w.by_default());
+            let taking: Vec<&str> = registry::MODELS
+                .iter()
+                .filter(|m| w.accepts(m).is_ok())
+                .map(|m| m.id)
+                .collect();
+            let rungs: Vec<&str> = RUNGS.iter().map(|r| r.model).collect();
+            assert_eq!(taking, rungs, "{}", w.id());
+            let e = w.accepts(registry::model("epoll-lt").unwrap()).unwrap_err();
+            assert!(e.contains("not a rung"), "{e}");
+            for profile in [Profile::Smoke, Profile::Quick, Profile::Full] {
+                let pts = w.points(profile, registry::model("uring").unwrap());
+                assert_eq!(pts.len(), 2 * LADDER_CONNS.len(), "{} {profile:?}", w.id());
+                for pair in pts.chunks(2) {
+                    assert!(pair[0].equal_load.is_none());
+                    let eq = pair[1]
+                        .equal_load
+                        .as_ref()
+                        .expect("equal load after capacity");
+                    assert_eq!(eq.capacity_of, pair[0].params);
+                }
+            }
+        }
+    }
+}
