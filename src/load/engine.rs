@@ -11,8 +11,7 @@
 //! protocol judged from its head is read into a per-thread scratch buffer and dropped.
 
 use super::{
-    Config, Edge, Exchange, Fault, Mismatch, Report, Response, Verdict, CLIENT_BOUND_FRACTION,
-    GAP_BUCKETS, READ_CHUNK,
+    Config, Edge, Exchange, Fault, Mismatch, Report, Response, Verdict, GAP_BUCKETS, READ_CHUNK,
 };
 use crate::io::sys::sockaddr;
 use crate::measure::{clock::now_ns, cpu, pin, Hist};
@@ -112,47 +111,7 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
         .load(Ordering::SeqCst)
         .min(shared.stop_at.load(Ordering::SeqCst));
     let window_ns = t_close.saturating_sub(t_open);
-    let cpus_available = threads.min(if cfg.cpus.is_empty() {
-        pin::allowed_cpus().len()
-    } else {
-        let mut c = cfg.cpus.clone();
-        c.sort();
-        c.dedup();
-        c.len()
-    });
-    let mut r = Report {
-        conns_requested: cfg.conns,
-        threads,
-        rate_per_sec: cfg.rate,
-        window_ns,
-        interrupted,
-        msgs: 0,
-        bytes: 0,
-        rx_bytes: 0,
-        connect_errors: 0,
-        resets: 0,
-        io_errors: 0,
-        read_errors: 0,
-        write_errors: 0,
-        mismatches: 0,
-        first_mismatch: None,
-        non_2xx: 0,
-        malformed: 0,
-        timeouts: 0,
-        reconnects: 0,
-        warmup_errors: 0,
-        warmup_invalid: 0,
-        live_conns: 0,
-        longest_gap_ns: 0,
-        first_error: None,
-        cpu_ns: 0,
-        cpus_available,
-        cpu_fraction: 0.0,
-        max_thread_fraction: 0.0,
-        client_bound: false,
-        latency: Hist::new(),
-        verified_bytes: 0,
-    };
+    let mut r = Report::empty(cfg, threads, cfg.rate, window_ns, interrupted);
     let mut max_thread = 0u64;
     let mut first_error: Option<(u64, String)> = None;
     let mut first_mismatch: Option<(u64, Mismatch)> = None;
@@ -197,12 +156,7 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
     r.first_error = first_error.map(|e| e.1);
     r.first_mismatch = first_mismatch.map(|m| m.1);
     r.longest_gap_ns = gaps.map_or(window_ns, |g| g.longest(t_close));
-    if window_ns > 0 {
-        r.cpu_fraction = r.cpu_ns as f64 / (window_ns as f64 * cpus_available.max(1) as f64);
-        r.max_thread_fraction = max_thread as f64 / window_ns as f64;
-    }
-    r.client_bound =
-        r.cpu_fraction >= CLIENT_BOUND_FRACTION || r.max_thread_fraction >= CLIENT_BOUND_FRACTION;
+    r.settle_cpu(max_thread);
     Ok(r)
 }
 

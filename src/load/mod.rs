@@ -283,6 +283,70 @@ pub struct Report {
 pub const GAP_BUCKETS: usize = 4096;
 
 impl Report {
+    /// A report of a run of `threads` load threads over `window_ns`, every count zero: the
+    /// drivers sum their threads' figures into it, then call [`Report::settle_cpu`].
+    pub(crate) fn empty(
+        cfg: &Config,
+        threads: usize,
+        rate_per_sec: Option<f64>,
+        window_ns: u64,
+        interrupted: bool,
+    ) -> Report {
+        let cpus_available = threads.min(if cfg.cpus.is_empty() {
+            crate::measure::pin::allowed_cpus().len()
+        } else {
+            let mut c = cfg.cpus.clone();
+            c.sort();
+            c.dedup();
+            c.len()
+        });
+        Report {
+            conns_requested: cfg.conns,
+            threads,
+            rate_per_sec,
+            window_ns,
+            interrupted,
+            msgs: 0,
+            bytes: 0,
+            rx_bytes: 0,
+            connect_errors: 0,
+            resets: 0,
+            io_errors: 0,
+            read_errors: 0,
+            write_errors: 0,
+            mismatches: 0,
+            first_mismatch: None,
+            non_2xx: 0,
+            malformed: 0,
+            timeouts: 0,
+            reconnects: 0,
+            warmup_errors: 0,
+            warmup_invalid: 0,
+            live_conns: 0,
+            longest_gap_ns: 0,
+            first_error: None,
+            cpu_ns: 0,
+            cpus_available,
+            cpu_fraction: 0.0,
+            max_thread_fraction: 0.0,
+            client_bound: false,
+            latency: Hist::new(),
+            verified_bytes: 0,
+        }
+    }
+
+    /// The load generator's CPU over the window (from the summed `cpu_ns` and the busiest
+    /// thread's `max_thread_ns`) and whether it was the bottleneck (`client_bound`).
+    pub(crate) fn settle_cpu(&mut self, max_thread_ns: u64) {
+        if self.window_ns > 0 {
+            self.cpu_fraction =
+                self.cpu_ns as f64 / (self.window_ns as f64 * self.cpus_available.max(1) as f64);
+            self.max_thread_fraction = max_thread_ns as f64 / self.window_ns as f64;
+        }
+        self.client_bound = self.cpu_fraction >= CLIENT_BOUND_FRACTION
+            || self.max_thread_fraction >= CLIENT_BOUND_FRACTION;
+    }
+
     pub fn msgs_per_sec(&self) -> f64 {
         per_sec(self.msgs, self.window_ns)
     }

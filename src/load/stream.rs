@@ -21,7 +21,7 @@
 //! (a socket buffer's worth may still be in flight at the window's edge). Each thread runs
 //! ONE epoll loop over its share of the connections, pinned like the message engine's.
 
-use super::{Config, Edge, Exchange, Mismatch, Report, Response, CLIENT_BOUND_FRACTION};
+use super::{Config, Edge, Exchange, Mismatch, Report, Response};
 use crate::measure::clock::now_ns;
 use crate::measure::{cpu, pin, Hist};
 use crate::proto::stream::{first_mismatch, read_trailer, PATTERN_PERIOD, TRAILER_BYTES};
@@ -185,47 +185,7 @@ impl Streaming {
         let t = times.get().expect("times set before the threads ran");
         let close = t.close.min(stop_at.load(Ordering::SeqCst));
         let window_ns = close.saturating_sub(t.open);
-        let cpus_available = threads.min(if cfg.cpus.is_empty() {
-            pin::allowed_cpus().len()
-        } else {
-            let mut c = cfg.cpus.clone();
-            c.sort();
-            c.dedup();
-            c.len()
-        });
-        let mut r = Report {
-            conns_requested: cfg.conns,
-            threads,
-            rate_per_sec: None,
-            window_ns,
-            interrupted,
-            msgs: 0,
-            bytes: 0,
-            rx_bytes: 0,
-            connect_errors: 0,
-            resets: 0,
-            io_errors: 0,
-            read_errors: 0,
-            write_errors: 0,
-            mismatches: 0,
-            first_mismatch: None,
-            non_2xx: 0,
-            malformed: 0,
-            timeouts: 0,
-            reconnects: 0,
-            warmup_errors: 0,
-            warmup_invalid: 0,
-            live_conns: 0,
-            longest_gap_ns: 0,
-            first_error: None,
-            cpu_ns: 0,
-            cpus_available,
-            cpu_fraction: 0.0,
-            max_thread_fraction: 0.0,
-            client_bound: false,
-            latency: Hist::new(),
-            verified_bytes: 0,
-        };
+        let mut r = Report::empty(cfg, threads, None, window_ns, interrupted);
         let mut max_thread = 0u64;
         for p in parts {
             let p = p?;
@@ -249,12 +209,7 @@ impl Streaming {
             r.first_error = r.first_error.or(p.first_error);
         }
         r.rx_bytes = r.bytes;
-        if window_ns > 0 {
-            r.cpu_fraction = r.cpu_ns as f64 / (window_ns as f64 * cpus_available.max(1) as f64);
-            r.max_thread_fraction = max_thread as f64 / window_ns as f64;
-        }
-        r.client_bound = r.cpu_fraction >= CLIENT_BOUND_FRACTION
-            || r.max_thread_fraction >= CLIENT_BOUND_FRACTION;
+        r.settle_cpu(max_thread);
         Ok(r)
     }
 
