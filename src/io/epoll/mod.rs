@@ -1,6 +1,7 @@
 //! epoll: readiness notification, level- or edge-triggered, then non-blocking syscalls.
 
 mod pipe;
+pub mod pubsub;
 pub mod server;
 
 pub use pipe::PipeWait;
