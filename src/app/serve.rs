@@ -107,6 +107,14 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         .into());
     }
+    if pubsub && a.threads > 1 {
+        return Err(InputError::BadValue {
+            flag: "--threads",
+            given: a.threads.to_string(),
+            valid: "--protocol pubsub is one broker (one hub): valid: 1".into(),
+        }
+        .into());
+    }
     let addr: SocketAddr = a.addr.parse().map_err(|e| InputError::BadAddr {
         given: a.addr.clone(),
         why: format!("{e} (expected IP:PORT, e.g. 127.0.0.1:0)"),

@@ -11,6 +11,12 @@ use crate::model::Trigger;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
+impl AsRawFd for Epoll {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
 /// An epoll instance.
 pub struct Epoll {
     fd: OwnedFd,

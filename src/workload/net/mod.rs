@@ -7,4 +7,5 @@ pub mod cores;
 pub mod echo;
 pub mod http;
 pub mod launch;
+pub mod pubsub;
 pub mod stream;
