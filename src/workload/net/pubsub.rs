@@ -5,7 +5,7 @@
 //! is one message delivered to one subscriber and verified (per publisher: no loss, no
 //! duplicate, in order; every payload byte); latency is publish (the message's due time,
 //! carried in it) to delivery. The offered rate is [`OFFERED_DELIVERIES`] deliveries/s (capped
-//! at [`OFFERED_BYTES`] bytes/s) divided by the fan-out, so the broker, not the offered load,
+//! at [`OFFERED_BYTES`] bytes/s) divided by the fan-out, at most [`MAX_PUBLISH_RATE`] publishes/s, so the broker, not the offered load,
 //! is the limit at fan-out 100; whether ringside's subscribers were the limit instead is the
 //! cell's `client_bound` flag, as in echo. The broker's subscriber queues are bounded
 //! (`proto::pubsub::DEFAULT_QUEUE_BYTES`); a subscriber it disconnects for a full queue fails
@@ -28,6 +28,10 @@ pub const PUBLISHERS: u64 = 2;
 pub const OFFERED_DELIVERIES: f64 = 600_000.0;
 /// Payload bytes per second offered, at most.
 pub const OFFERED_BYTES: f64 = 2e9;
+/// Publishes per second offered, at most: the one load thread also verifies every delivery,
+/// and at fan-out 1 a higher publish rate made ringside's subscribers the limit (their queues
+/// in the broker overflowed and they were disconnected).
+pub const MAX_PUBLISH_RATE: f64 = 50_000.0;
 
 #[derive(serde::Serialize)]
 struct Args {
@@ -104,7 +108,7 @@ impl Workload for PubsubFanout {
                     publishers: PUBLISHERS,
                     fanout,
                     payload_bytes,
-                    publish_rate: (deliveries / fanout as f64).round() as u64,
+                    publish_rate: (deliveries / fanout as f64).min(MAX_PUBLISH_RATE).round() as u64,
                     duration_ms,
                     warmup_ms,
                 }));
