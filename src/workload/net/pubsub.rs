@@ -38,7 +38,6 @@ struct Args {
     publishers: u64,
     fanout: u64,
     payload_bytes: u64,
-    publish_rate: u64,
     duration_ms: u64,
     warmup_ms: u64,
 }
@@ -59,6 +58,15 @@ fn accepts(m: &ModelSpec) -> Result<(), String> {
         None => Ok(()),
         Some(why) => Err(format!("no pubsub broker: {why}")),
     }
+}
+
+/// The publish rate offered at a point (not a parameter of its own: it follows from the
+/// fan-out and the size, and the charts sweep over the fan-out).
+pub fn publish_rate(fanout: u64, payload_bytes: u64) -> f64 {
+    let deliveries = OFFERED_DELIVERIES.min(OFFERED_BYTES / payload_bytes.max(1) as f64);
+    (deliveries / fanout.max(1) as f64)
+        .min(MAX_PUBLISH_RATE)
+        .round()
 }
 
 pub struct PubsubFanout;
@@ -103,12 +111,10 @@ impl Workload for PubsubFanout {
         let mut v = Vec::new();
         for &payload_bytes in sizes {
             for &fanout in fanouts {
-                let deliveries = OFFERED_DELIVERIES.min(OFFERED_BYTES / payload_bytes as f64);
                 v.push(Point::of(Args {
                     publishers: PUBLISHERS,
                     fanout,
                     payload_bytes,
-                    publish_rate: (deliveries / fanout as f64).min(MAX_PUBLISH_RATE).round() as u64,
                     duration_ms,
                     warmup_ms,
                 }));
@@ -123,11 +129,12 @@ impl Workload for PubsubFanout {
             fanout: a.fanout as u32,
             payload_bytes: a.payload_bytes as usize,
         };
+        let rate = publish_rate(a.fanout, a.payload_bytes);
         let load = cell::Load {
             conns: ex.conns(),
             warmup: Duration::from_millis(a.warmup_ms),
             duration: Duration::from_millis(a.duration_ms),
-            rate: Some(a.publish_rate as f64),
+            rate: Some(rate),
             exchange: &ex,
             bytes_received: false,
             after: None,
@@ -142,6 +149,7 @@ impl Workload for PubsubFanout {
             )));
         }
         s.counters.add("deliveries_verified", report.msgs);
+        s.counters.add("offered_publishes_per_sec", rate as u64);
         Ok(s)
     }
 }
@@ -156,6 +164,9 @@ mod tests {
         assert_eq!(PubsubFanout.points(Profile::Quick, m).len(), 3);
         assert_eq!(PubsubFanout.points(Profile::Full, m).len(), 9);
         assert!(!PubsubFanout.by_default());
+        assert_eq!(publish_rate(1, 1024), MAX_PUBLISH_RATE);
+        assert_eq!(publish_rate(100, 1024), 6000.0);
+        assert_eq!(publish_rate(100, 16 << 10), 1221.0);
         assert!(PubsubFanout.accepts(m).is_ok());
         for id in ["blocking", "uring", "tokio", "monoio", "threadpool"] {
             let m = crate::registry::model(id).unwrap();
