@@ -284,6 +284,7 @@ pub static WORKLOADS: &[&dyn Workload] = &[
     &net::ladder::HttpLadder,
     &net::stream::StreamSend,
     &net::stream::StreamDuplex,
+    &net::pubsub::PubsubFanout,
 ];
 
 /// Suites are the first component of workload ids, in registry order.
@@ -332,6 +333,9 @@ mod tests {
             assert_eq!(w.id().split('.').count(), 2, "{}", w.id());
             assert!(workload(w.id()).is_some());
         }
-        assert_eq!(suites(), vec!["micro", "storage", "echo", "http", "stream"]);
+        assert_eq!(
+            suites(),
+            vec!["micro", "storage", "echo", "http", "stream", "pubsub"]
+        );
     }
 }

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Protocols `--protocol` knows.
-pub const PROTOCOLS: &[&str] = &["echo", "http", "sink", "source"];
+pub const PROTOCOLS: &[&str] = &["echo", "http", "sink", "source", "pubsub"];
 /// Listen backlog: room for thousands of connects arriving at once.
 pub const BACKLOG: i32 = 4096;
 /// Largest `--idle-timeout-ms`: one day.
@@ -40,8 +40,8 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         _ => None,
     };
     let http = match (a.protocol.as_str(), a.body_bytes) {
-        ("echo" | "sink" | "source", None) => None,
-        ("echo" | "sink" | "source", Some(n)) => {
+        ("echo" | "sink" | "source" | "pubsub", None) => None,
+        ("echo" | "sink" | "source" | "pubsub", Some(n)) => {
             return Err(InputError::BadValue {
                 flag: "--body-bytes",
                 given: n.to_string(),
@@ -92,6 +92,29 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         .into());
     }
+    // The pubsub broker: the families that serve it so far (`io::pubsub_refusal`).
+    let pubsub = a.protocol == "pubsub";
+    if pubsub && (peer_kind(model).is_some() || io::pubsub_refusal(model).is_some()) {
+        let valid: Vec<&str> = MODELS
+            .iter()
+            .filter(|m| io::pubsub_refusal(m).is_none())
+            .map(|m| m.id)
+            .collect();
+        return Err(InputError::BadValue {
+            flag: "--model",
+            given: a.model.clone(),
+            valid: format!("--protocol pubsub is served by: {}", valid.join(", ")),
+        }
+        .into());
+    }
+    if pubsub && a.threads > 1 {
+        return Err(InputError::BadValue {
+            flag: "--threads",
+            given: a.threads.to_string(),
+            valid: "--protocol pubsub is one broker (one hub): valid: 1".into(),
+        }
+        .into());
+    }
     let addr: SocketAddr = a.addr.parse().map_err(|e| InputError::BadAddr {
         given: a.addr.clone(),
         why: format!("{e} (expected IP:PORT, e.g. 127.0.0.1:0)"),
@@ -134,6 +157,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         model,
         http,
         stream,
+        pubsub,
         idle,
         body,
         workers: a.threads as usize,
@@ -198,6 +222,9 @@ struct How {
     http: Option<Http>,
     /// `--protocol sink|source` (bulk transfer).
     stream: Option<Stream>,
+    /// `--protocol pubsub`: the broker (`proto::pubsub`), subscriber queues of
+    /// `proto::pubsub::DEFAULT_QUEUE_BYTES`.
+    pubsub: bool,
     idle: Option<Option<std::time::Duration>>,
     body: Arc<[u8]>,
     /// `tokio-mt`: its worker threads (`--threads`) and the CPUs they are pinned to, one each
@@ -217,6 +244,14 @@ impl How {
         stop: &Arc<Stop>,
     ) -> Result<crate::measure::Counters, CaseError> {
         let failed = |e: anyhow::Error| CaseError::Failed(e);
+        if self.pubsub {
+            return io::serve_pubsub(
+                self.model,
+                listener,
+                crate::proto::pubsub::DEFAULT_QUEUE_BYTES,
+                stop,
+            );
+        }
         match peer_kind(self.model) {
             Some(kind) => {
                 // Peers stop on a flag they poll; mirror the Stop into one.

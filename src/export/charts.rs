@@ -250,6 +250,23 @@ pub static CHARTS: &[ChartSpec] = &[
         verdict: Metric::OpsPerSec,
     },
     ChartSpec {
+        // A broker: one op is one message delivered to one subscriber.
+        workloads: "pubsub.",
+        sweep: Some(Sweep {
+            params: &["fanout"],
+            axis: "subscribers per topic (log)",
+            log_x: true,
+        }),
+        metrics: &[
+            Metric::OpsPerSec,
+            Metric::LatencyP99,
+            Metric::CpuPerOp,
+            Metric::SyscallsPer100,
+        ],
+        log_y: true,
+        verdict: Metric::OpsPerSec,
+    },
+    ChartSpec {
         workloads: "net.",
         sweep: Some(Sweep {
             params: &["conns", "clients", "connections"],

@@ -151,6 +151,36 @@ pub fn serve<P: Protocol>(
     }
 }
 
+/// Why model `m` does not serve the pubsub broker (`--protocol pubsub`) yet; `None`: it does.
+/// The families join one at a time, each once its conformance passes.
+pub fn pubsub_refusal(m: &ModelSpec) -> Option<&'static str> {
+    match &m.knobs {
+        Knobs::Epoll(_) => None,
+        _ if !serves_tcp(m) => Some("it has no built-in TCP server"),
+        _ => Some("its family has no pubsub broker loop yet (epoll-lt and epoll-et do)"),
+    }
+}
+
+/// Runs model `m`'s pubsub broker on `listener` until `stop` (subscriber queues of at most
+/// `queue_bytes`); see `proto::pubsub`.
+pub fn serve_pubsub(
+    m: &ModelSpec,
+    listener: TcpListener,
+    queue_bytes: usize,
+    stop: &Stop,
+) -> Result<Counters, CaseError> {
+    if let Some(why) = pubsub_refusal(m) {
+        return Err(CaseError::not_applicable(format!(
+            "model '{}' does not serve pubsub: {why}",
+            m.id
+        )));
+    }
+    match &m.knobs {
+        Knobs::Epoll(t) => Ok(epoll::pubsub::serve(listener, *t, queue_bytes, stop)?),
+        _ => unreachable!("refused above"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -52,6 +52,9 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
     if let Some(s) = ex.streaming() {
         return s.run(cfg, edge);
     }
+    if let Some(p) = ex.pubsub() {
+        return p.run(cfg, edge);
+    }
     if cfg.conns == 0 || cfg.threads == 0 {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,

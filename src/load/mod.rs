@@ -26,6 +26,7 @@
 pub mod echo;
 mod engine;
 pub mod http;
+pub mod pubsub;
 pub mod stream;
 
 pub use engine::run;
@@ -60,6 +61,10 @@ pub trait Exchange: Sync {
     fn response(&self, sent: &[u8], got: &[u8]) -> Response;
     /// A bulk transfer, which has no messages: [`run`] hands the run to its own driver.
     fn streaming(&self) -> Option<&stream::Streaming> {
+        None
+    }
+    /// Publish/subscribe fan-out: [`run`] hands the run to its own driver.
+    fn pubsub(&self) -> Option<&pubsub::Pubsub> {
         None
     }
 }

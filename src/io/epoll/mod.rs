@@ -1,6 +1,7 @@
 //! epoll: readiness notification, level- or edge-triggered, then non-blocking syscalls.
 
 mod pipe;
+pub mod pubsub;
 pub mod ring_wait;
 pub mod server;
 
@@ -10,6 +11,12 @@ use crate::io::sys::cvt;
 use crate::model::Trigger;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+impl AsRawFd for Epoll {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
 
 /// An epoll instance.
 pub struct Epoll {

@@ -8,4 +8,5 @@ pub mod echo;
 pub mod http;
 pub mod ladder;
 pub mod launch;
+pub mod pubsub;
 pub mod stream;

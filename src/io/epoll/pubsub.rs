@@ -1,0 +1,336 @@
+//! The epoll broker (`ringside serve --protocol pubsub` on epoll-lt and epoll-et): one thread,
+//! non-blocking sockets, the one `proto::pubsub::Hub` of this loop.
+//!
+//! A connection's bytes go through `Hub::on_bytes`; the subscribers it woke are sent their
+//! queued bytes at once (`send_queued`, the one "send this connection's queue and arm EPOLLOUT
+//! for the rest" path), the ones whose queue would overflow are closed (`slow_disconnects`).
+//! Level-triggered reads once per event, edge-triggered until EAGAIN, as the echo loop does.
+//! A publisher is never paused: the bound is on each subscriber's queue, so the server's
+//! memory stays within subscribers x `queue_bytes` whatever the clients do.
+
+use super::server::EpollCounters;
+use super::Epoll;
+use crate::io::accept::{accept_error_action, AcceptAction, ACCEPT_PAUSE};
+use crate::io::stop::Stop;
+use crate::io::sys::cvt;
+use crate::measure::{CounterSet, Counters};
+use crate::model::Trigger;
+use crate::proto::pubsub::{Decoder, Fanout, Hub};
+use std::io;
+use std::net::TcpListener;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+const RECV_BUF: usize = 64 * 1024;
+const TOKEN_LISTENER: u64 = u64::MAX;
+const TOKEN_STOP: u64 = u64::MAX - 1;
+const IN: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
+const OUT: u32 = libc::EPOLLOUT as u32;
+
+struct Conn {
+    fd: OwnedFd,
+    gen: u32,
+    dec: Decoder,
+    interest: u32,
+}
+
+struct Broker {
+    ep: Epoll,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    next_gen: u32,
+    hub: Hub,
+    c: EpollCounters,
+    fan: Fanout,
+}
+
+/// Serves the pubsub broker on `listener` until `stop`; subscriber queues hold at most
+/// `queue_bytes`. Returns the loop's counters and the hub's (`published`, `delivered`,
+/// `slow_disconnects`).
+pub fn serve(
+    listener: TcpListener,
+    trigger: Trigger,
+    queue_bytes: usize,
+    stop: &Stop,
+) -> io::Result<Counters> {
+    listener.set_nonblocking(true)?;
+    let ep = Epoll::new(trigger)?;
+    let lfd = listener.as_raw_fd();
+    ep.ctl(
+        libc::EPOLL_CTL_ADD,
+        lfd,
+        libc::EPOLLIN as u32,
+        TOKEN_LISTENER,
+    )?;
+    ep.ctl(
+        libc::EPOLL_CTL_ADD,
+        stop.fd(),
+        libc::EPOLLIN as u32,
+        TOKEN_STOP,
+    )?;
+    stop.ready();
+    let mut b = Broker {
+        ep,
+        conns: Vec::new(),
+        free: Vec::new(),
+        next_gen: 0,
+        hub: Hub::new(queue_bytes),
+        c: EpollCounters::default(),
+        fan: Fanout::default(),
+    };
+    let mut buf = vec![0u8; RECV_BUF];
+    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
+    let mut paused_until: Option<std::time::Instant> = None;
+    loop {
+        let timeout = match paused_until {
+            Some(t) => {
+                let left = t.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    b.ep.ctl(
+                        libc::EPOLL_CTL_ADD,
+                        lfd,
+                        libc::EPOLLIN as u32,
+                        TOKEN_LISTENER,
+                    )?;
+                    paused_until = None;
+                    -1
+                } else {
+                    left.as_millis() as i32 + 1
+                }
+            }
+            None => -1,
+        };
+        let n = b.ep.wait(&mut events, timeout)?;
+        b.c.epoll_waits += 1;
+        b.c.events += n as u64;
+        for ev in &events[..n] {
+            match ev.u64 {
+                TOKEN_STOP => return Ok(b.finish()),
+                TOKEN_LISTENER => {
+                    if b.accept_all(lfd)? {
+                        b.ep.ctl(libc::EPOLL_CTL_DEL, lfd, 0, 0)?;
+                        paused_until = Some(std::time::Instant::now() + ACCEPT_PAUSE);
+                    }
+                }
+                tok => b.on_event(tok, ev.events, &mut buf),
+            }
+        }
+    }
+}
+
+impl Broker {
+    fn finish(mut self) -> Counters {
+        self.c.live_at_stop += self.conns.iter().filter(|c| c.is_some()).count() as u64;
+        let mut out = self.c.to_counters();
+        out.add("published", self.hub.counters.published);
+        out.add("delivered", self.hub.counters.delivered);
+        out.add("slow_disconnects", self.hub.counters.slow_disconnects);
+        out
+    }
+
+    /// Accepts until the backlog is empty. Ok(true): accepting must pause (`io::accept`).
+    fn accept_all(&mut self, lfd: RawFd) -> io::Result<bool> {
+        loop {
+            // SAFETY: accept4 with null address pointers is valid.
+            let r = unsafe {
+                libc::accept4(
+                    lfd,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                )
+            };
+            match cvt(r) {
+                Ok(fd) => {
+                    self.c.accepts += 1;
+                    // SAFETY: fresh fd from accept4.
+                    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+                    let idx = self.free.pop().unwrap_or_else(|| {
+                        self.conns.push(None);
+                        self.conns.len() - 1
+                    });
+                    self.next_gen = self.next_gen.wrapping_add(1);
+                    let gen = self.next_gen;
+                    match self
+                        .ep
+                        .ctl(libc::EPOLL_CTL_ADD, fd.as_raw_fd(), IN, token(idx, gen))
+                    {
+                        Ok(()) => {
+                            self.conns[idx] = Some(Conn {
+                                fd,
+                                gen,
+                                dec: Decoder::default(),
+                                interest: IN,
+                            })
+                        }
+                        Err(_) => {
+                            self.free.push(idx);
+                            self.c.accept_errors += 1;
+                        }
+                    }
+                }
+                Err(e) => match accept_error_action(&e) {
+                    AcceptAction::Wait => return Ok(false),
+                    AcceptAction::Retry => self.c.accept_errors += 1,
+                    AcceptAction::Pause => {
+                        self.c.accept_pauses += 1;
+                        return Ok(true);
+                    }
+                    AcceptAction::Fatal => {
+                        return Err(io::Error::new(e.kind(), format!("accept: {e}")))
+                    }
+                },
+            }
+        }
+    }
+
+    fn close(&mut self, idx: usize) {
+        if self.conns[idx].take().is_some() {
+            // Closing the fd removes it from the interest set.
+            self.free.push(idx);
+            self.hub.remove(idx);
+            self.c.closes += 1;
+        }
+    }
+
+    fn on_event(&mut self, tok: u64, events: u32, buf: &mut [u8]) {
+        let (idx, gen) = ((tok & 0xffff_ffff) as usize, (tok >> 32) as u32);
+        match self.conns.get(idx) {
+            Some(Some(c)) if c.gen == gen => {}
+            _ => return, // closed earlier in this batch
+        }
+        if events & libc::EPOLLERR as u32 != 0 && events & libc::EPOLLIN as u32 == 0 {
+            self.c.resets += 1;
+            return self.close(idx);
+        }
+        if events & OUT != 0 && !self.send_queued(idx) {
+            return;
+        }
+        if events & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP) as u32 == 0 {
+            return;
+        }
+        let mut reads_left = if self.ep.trigger() == Trigger::Edge {
+            usize::MAX
+        } else {
+            1
+        };
+        while reads_left > 0 {
+            reads_left -= 1;
+            let Some(Some(conn)) = self.conns.get_mut(idx) else {
+                return; // closed by its own publish (it subscribed and overflowed)
+            };
+            let fd = conn.fd.as_raw_fd();
+            // SAFETY: buf is valid for writes of buf.len() bytes.
+            let r = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+            self.c.reads += 1;
+            if r == 0 {
+                // A FIN: a client that is done; what it queued is not waited for.
+                self.c.peer_fins += 1;
+                return self.close(idx);
+            }
+            if r < 0 {
+                match io::Error::last_os_error().raw_os_error() {
+                    Some(libc::EAGAIN) => {
+                        self.c.eagain += 1;
+                        break;
+                    }
+                    Some(libc::EINTR) => {
+                        reads_left = reads_left.saturating_add(1);
+                        continue;
+                    }
+                    _ => {
+                        self.c.resets += 1;
+                        return self.close(idx);
+                    }
+                }
+            }
+            let n = r as usize;
+            self.c.bytes_in += n as u64;
+            let mut fan = std::mem::take(&mut self.fan);
+            let ok = self
+                .hub
+                .on_bytes(idx, &mut conn.dec, &buf[..n], &mut fan)
+                .is_ok();
+            self.deliver(&mut fan);
+            self.fan = fan;
+            if !ok {
+                self.c.resets += 1;
+                return self.close(idx);
+            }
+        }
+    }
+
+    /// The one cross-connection path: closes the subscribers whose queue overflowed, then
+    /// sends the queued bytes of the ones a publish woke.
+    fn deliver(&mut self, fan: &mut Fanout) {
+        for &s in &fan.disconnect {
+            self.close(s);
+        }
+        for &s in &fan.woken {
+            if self.hub.has_queue(s) {
+                self.send_queued(s);
+            }
+        }
+        fan.woken.clear();
+        fan.disconnect.clear();
+    }
+
+    /// Sends subscriber `idx`'s queue until done or EAGAIN; EPOLLOUT is watched while bytes
+    /// remain. False: the connection was closed (a send error).
+    fn send_queued(&mut self, idx: usize) -> bool {
+        let Some(Some(conn)) = self.conns.get_mut(idx) else {
+            return false;
+        };
+        let fd = conn.fd.as_raw_fd();
+        let mut failed = false;
+        loop {
+            let q = self.hub.pending(idx);
+            if q.is_empty() {
+                break;
+            }
+            // SAFETY: the slice is valid for reads of its length.
+            let r = unsafe { libc::send(fd, q.as_ptr().cast(), q.len(), libc::MSG_NOSIGNAL) };
+            self.c.writes += 1;
+            if r < 0 {
+                match io::Error::last_os_error().raw_os_error() {
+                    Some(libc::EAGAIN) => {
+                        self.c.eagain += 1;
+                        self.c.partial_sends += 1;
+                        break;
+                    }
+                    Some(libc::EINTR) => continue,
+                    _ => {
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+            self.c.bytes_out += r as u64;
+            self.hub.sent(idx, r as usize);
+        }
+        if failed {
+            self.c.resets += 1;
+            self.close(idx);
+            return false;
+        }
+        let want = if self.hub.pending(idx).is_empty() {
+            IN
+        } else {
+            IN | OUT
+        };
+        if want != conn.interest {
+            conn.interest = want;
+            self.c.epoll_mods += 1;
+            let tok = token(idx, conn.gen);
+            if self.ep.ctl(libc::EPOLL_CTL_MOD, fd, want, tok).is_err() {
+                self.c.resets += 1;
+                self.close(idx);
+                return false;
+            }
+        }
+        true
+    }
+}
+
+fn token(idx: usize, gen: u32) -> u64 {
+    ((gen as u64) << 32) | idx as u64
+}

@@ -1,0 +1,262 @@
+//! The pubsub broker (`ringside serve --protocol pubsub`) on every server in the registry that
+//! serves it (`io::pubsub_refusal`), over real sockets: every subscriber of a topic gets every
+//! message of every publisher, verified byte for byte and in sequence, and nothing of other
+//! topics; a subscriber that never reads is disconnected once its bounded queue fills
+//! (`slow_disconnects`) while the others get everything; a subscriber that resets costs the
+//! others nothing; bytes that are not frames close that connection only; a model that does not
+//! serve pubsub is refused with exit 2.
+
+mod common;
+
+use common::child::Server;
+use common::net::{connect, reset};
+use common::servers::servers;
+use ringside::proto::pubsub::{
+    encode_pub, encode_sub, fill_payload, Decoder, Frame, Publish, SeqCheck, PUB,
+};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+/// Publisher ids at or above this are the subscribers' own handshakes (see [`Sub::new`]).
+const HANDSHAKE: u32 = 0xFFFF_0000;
+
+fn ids() -> Vec<&'static str> {
+    let v: Vec<&'static str> = servers()
+        .into_iter()
+        .filter(|m| ringside::io::pubsub_refusal(m).is_none())
+        .map(|m| m.id)
+        .collect();
+    assert!(v.contains(&"epoll-lt") && v.contains(&"epoll-et"), "{v:?}");
+    v
+}
+
+fn pub_frame(out: &mut Vec<u8>, topic: u32, publisher: u32, seq: u64, len: usize) {
+    let mut p = Vec::new();
+    fill_payload(&mut p, publisher, seq, len);
+    encode_pub(
+        out,
+        PUB,
+        &Publish {
+            topic,
+            publisher,
+            seq,
+            ts_ns: 0,
+            payload: &p,
+        },
+    );
+}
+
+/// A subscriber: its connection, its decoder and its check.
+struct Sub {
+    s: TcpStream,
+    dec: Decoder,
+    check: SeqCheck,
+    topic: u32,
+    len: usize,
+    /// Messages verified (handshakes not counted).
+    got: u64,
+}
+
+impl Sub {
+    /// Subscribes to `topic`, then publishes one handshake on it from the same connection and
+    /// waits for it to come back: the subscription is live before anyone publishes.
+    fn new(srv: &Server, topic: u32, id: u32, len: usize) -> Sub {
+        let mut s = srv.connect();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut w = Vec::new();
+        encode_sub(&mut w, topic, true);
+        pub_frame(&mut w, topic, HANDSHAKE + id, 0, 0);
+        s.write_all(&w).unwrap();
+        let mut sub = Sub {
+            s,
+            dec: Decoder::default(),
+            check: SeqCheck::default(),
+            topic,
+            len,
+            got: 0,
+        };
+        while sub.check.verified(HANDSHAKE + id) == 0 {
+            assert!(sub.read_some(), "{id}: closed during the handshake");
+        }
+        sub
+    }
+
+    /// Reads once and verifies every whole message; false at EOF or a reset.
+    fn read_some(&mut self) -> bool {
+        let mut buf = [0u8; 65536];
+        let n = match self.s.read(&mut buf) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => n,
+        };
+        let (check, topic, len, got) = (&mut self.check, self.topic, self.len, &mut self.got);
+        self.dec
+            .feed(&buf[..n], |f| match f {
+                Frame::Msg { msg, .. } => {
+                    assert_eq!(msg.topic, topic, "a message of another topic");
+                    let want = if msg.publisher >= HANDSHAKE { 0 } else { len };
+                    if let Err(e) = check.check(&msg, want) {
+                        panic!("topic {topic}: {e}");
+                    }
+                    if msg.publisher < HANDSHAKE {
+                        *got += 1;
+                    }
+                }
+                other => panic!("a subscriber got {other:?}"),
+            })
+            .expect("the broker sends frames");
+        true
+    }
+
+    /// Reads until `publisher` has `n` messages verified.
+    fn until(&mut self, publisher: u32, n: u64) {
+        while self.check.verified(publisher) < n {
+            assert!(
+                self.read_some(),
+                "closed at {} of {n} from publisher {publisher}",
+                self.check.verified(publisher)
+            );
+        }
+    }
+}
+
+/// Publishes `n` messages of `len` bytes to `topic` as `publisher`, several frames a write,
+/// pausing 1 ms every `pace` messages (0: never).
+fn publish(at: SocketAddr, topic: u32, publisher: u32, n: u64, len: usize, pace: u64) -> TcpStream {
+    let mut s = connect(at);
+    let mut w = Vec::new();
+    for seq in 0..n {
+        pub_frame(&mut w, topic, publisher, seq, len);
+        if w.len() > 32 * 1024 || seq + 1 == n {
+            s.write_all(&w).unwrap();
+            w.clear();
+        }
+        if pace > 0 && seq % pace == pace - 1 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    s
+}
+
+fn counter(c: &serde_json::Value, name: &str) -> u64 {
+    c[name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no counter {name} in {c}"))
+}
+
+#[test]
+fn every_subscriber_gets_every_message_in_order() {
+    for id in ids() {
+        let srv = Server::start(id, "pubsub", &[], None);
+        let n = 2000u64;
+        let len = 1000;
+        let readers: Vec<_> = (0..3)
+            .map(|i| {
+                let mut s = Sub::new(&srv, 1, i, len);
+                std::thread::spawn(move || {
+                    s.until(1, n);
+                    s.until(2, n);
+                    s.got
+                })
+            })
+            .collect();
+        let mut other = Sub::new(&srv, 2, 9, 64);
+        let at = srv.addr;
+        let pubs: Vec<_> = [1u32, 2]
+            .into_iter()
+            .map(|p| std::thread::spawn(move || publish(at, 1, p, n, len, 100)))
+            .collect();
+        let _third = publish(at, 2, 3, 5, 64, 0);
+        for r in readers {
+            assert_eq!(r.join().unwrap(), 2 * n, "{id}");
+        }
+        other.until(3, 5);
+        assert_eq!(other.got, 5, "{id}: topic 2 got only its own");
+        for p in pubs {
+            drop(p.join().unwrap());
+        }
+        let (st, c) = srv.stop();
+        assert!(st.success(), "{id}: {st}");
+        assert_eq!(counter(&c, "published"), 2 * n + 5 + 4, "{id}: {c}");
+        // Each handshake reaches the subscribers of its topic so far: 1 + 2 + 3, and 1.
+        assert_eq!(counter(&c, "delivered"), 3 * 2 * n + 5 + 7, "{id}: {c}");
+        assert_eq!(counter(&c, "slow_disconnects"), 0, "{id}: {c}");
+    }
+}
+
+#[test]
+fn a_slow_subscriber_is_disconnected_and_counted_the_others_get_everything() {
+    for id in ids() {
+        let srv = Server::start(id, "pubsub", &[], None);
+        let len = 16 * 1024;
+        let n = 4096u64; // 64 MiB: past the socket buffers and the 1 MiB queue
+        let mut slow = Sub::new(&srv, 1, 0, len);
+        let mut fast = Sub::new(&srv, 1, 1, len);
+        let at = srv.addr;
+        let p = std::thread::spawn(move || publish(at, 1, 5, n, len, 32));
+        fast.until(5, n);
+        drop(p.join().unwrap());
+        // The slow one got a verified prefix, then the broker closed it.
+        while slow.read_some() {}
+        assert!(slow.got < n, "{id}: the slow subscriber got all {n}");
+        let (st, c) = srv.stop();
+        assert!(st.success(), "{id}: {st}");
+        assert_eq!(counter(&c, "slow_disconnects"), 1, "{id}: {c}");
+        // Queued: the fast one's, the handshakes (1 + 2), the slow one's received prefix, and
+        // what sat in its queue when it was closed (at most the 1 MiB bound of messages).
+        let queued = counter(&c, "delivered");
+        let floor = n + 3 + slow.got;
+        let bound = (ringside::proto::pubsub::DEFAULT_QUEUE_BYTES / len) as u64;
+        assert!(
+            (floor..=floor + bound).contains(&queued),
+            "{id}: {queued} queued, want {floor}..={}: {c}",
+            floor + bound
+        );
+    }
+}
+
+#[test]
+fn a_subscriber_that_resets_costs_the_others_nothing() {
+    for id in ids() {
+        let srv = Server::start(id, "pubsub", &[], None);
+        let len = 64;
+        let n = 5000u64;
+        let mut keeps = Sub::new(&srv, 1, 0, len);
+        let mut quits = Sub::new(&srv, 1, 1, len);
+        let p1 = publish(srv.addr, 1, 7, n, len, 0);
+        quits.until(7, 10);
+        reset(quits.s);
+        let p2 = publish(srv.addr, 1, 8, n, len, 0);
+        keeps.until(7, n);
+        keeps.until(8, n);
+        // Bytes that are not frames close that connection, and only it.
+        let mut bad = srv.connect();
+        bad.write_all(&[0xff; 64]).unwrap();
+        let mut rest = Vec::new();
+        let _ = bad.read_to_end(&mut rest);
+        assert!(rest.is_empty(), "{id}");
+        let mut late = Sub::new(&srv, 1, 2, len);
+        let _p3 = publish(srv.addr, 1, 9, 10, len, 0);
+        late.until(9, 10);
+        keeps.until(9, 10);
+        drop((p1, p2));
+        let (st, c) = srv.stop();
+        assert!(st.success(), "{id}: {st}");
+        assert_eq!(counter(&c, "slow_disconnects"), 0, "{id}: {c}");
+    }
+}
+
+#[test]
+fn a_model_without_a_broker_is_refused() {
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("ringside"))
+        .args(["serve", "--protocol", "pubsub", "--model", "blocking"])
+        .args(["--addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("blocking") && err.contains("epoll-et"),
+        "{err}"
+    );
+}
