@@ -17,10 +17,8 @@ const TUNED: UringKnobs = UringKnobs {
     buf_ring: true,
     ..UringKnobs::PLAIN
 };
-/// `uring-minwait`'s longest wait for a batch of completions, us.
-pub const MIN_WAIT_US: u32 = 20;
-/// `uring-napi`'s busy-poll timeout, us.
-pub const NAPI_BUSY_POLL_US: u32 = 50;
+/// `uring-minwait`'s and `uring-napi`'s settings (with the ladder's rungs, in `model`).
+pub use crate::model::{MIN_WAIT_US, NAPI_BUSY_POLL_US};
 
 pub static MODELS: &[ModelSpec] = &[
     ModelSpec {

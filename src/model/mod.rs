@@ -3,6 +3,7 @@
 //! environment probe alone; external contenders become rows of a run's `contender::Catalog`.
 
 pub mod contender;
+pub mod ladder;
 pub mod probe;
 
 pub use crate::avail::Availability;
@@ -124,6 +125,11 @@ pub struct UringKnobs {
 fn is_false(b: &bool) -> bool {
     !*b
 }
+
+/// `uring-minwait`'s longest wait for a batch of completions, us.
+pub const MIN_WAIT_US: u32 = 20;
+/// `uring-napi`'s busy-poll timeout, us.
+pub const NAPI_BUSY_POLL_US: u32 = 50;
 
 impl UringKnobs {
     /// Knobs only the TCP servers use (the micro and storage shapes refuse them).

@@ -1,12 +1,12 @@
 //! The ablation ladder's steps (`echo.ladder`, `http.ladder`): per rung at one point, its
 //! server CPU per op, p50/p99, syscalls per op, and the change in CPU per op from the row it
-//! adds its knob to (`workload::net::ladder::RUNGS`), with the evidence that the change is
+//! adds its knob to (`model::ladder::RUNGS`), with the evidence that the change is
 //! real (Mann-Whitney on the per-repetition CPU per op, as the equal-load verdict). Exporters
 //! render these; they compute nothing.
 
 use super::equal_load::{cpu_per_op_evidence, Evidence};
+use crate::model::ladder::{Rung, RUNGS};
 use crate::results::schema::{CaseResult, Status};
-use crate::workload::net::ladder::{Rung, RUNGS};
 
 /// The workloads whose cells are ladder rungs.
 pub const LADDERS: &[&str] = &["echo.ladder", "http.ladder"];

@@ -15,116 +15,10 @@ use super::{echo, http};
 use crate::error::CaseError;
 use crate::measure::pin::CpuPlan;
 use crate::measure::Sample;
-use crate::model::{ModelSpec, UringKnobs};
+pub use crate::model::ladder::{Rung, RUNGS};
+use crate::model::ModelSpec;
 use crate::profile::{Budget, Profile};
 use crate::workload::{Ctx, Point, Workload};
-
-/// One rung: a registry row and the knob it adds to the row it is measured against.
-pub struct Rung {
-    /// The registry row (`registry::MODELS`).
-    pub model: &'static str,
-    /// The row this rung adds its knob to and is compared with (`None`: the first rung).
-    pub over: Option<&'static str>,
-    /// The knob it adds, for the report.
-    pub adds: &'static str,
-    /// The knob itself: `add(knobs of over) == knobs of model` (checked by the tests).
-    pub add: fn(UringKnobs) -> UringKnobs,
-    /// The first kernel version with the feature (the whole rung's minimum).
-    pub min_kernel: &'static str,
-    /// Where the rung is not over the rung before it, why.
-    pub note: Option<&'static str>,
-}
-
-const NOT_CUMULATIVE: &str = "not cumulative: measured as uring-tuned plus this knob alone, not \
-    over the rung above (bundles and incremental buffers do not combine in this server yet, and \
-    no row combines the knobs after uring-tuned)";
-
-/// The rungs, in ladder order.
-pub static RUNGS: &[Rung] = &[
-    Rung {
-        model: "uring",
-        over: None,
-        adds: "plain io_uring (accept/recv/send SQEs, one enter submits and waits)",
-        add: |k| k,
-        min_kernel: "5.6",
-        note: None,
-    },
-    Rung {
-        model: "uring-defer",
-        over: Some("uring"),
-        adds: "+DEFER_TASKRUN|SINGLE_ISSUER",
-        add: |k| UringKnobs {
-            defer_taskrun: true,
-            ..k
-        },
-        min_kernel: "6.1",
-        note: None,
-    },
-    Rung {
-        model: "uring-defer-fixed",
-        over: Some("uring-defer"),
-        adds: "+registered files",
-        add: |k| UringKnobs {
-            fixed_files: true,
-            ..k
-        },
-        min_kernel: "6.1",
-        note: None,
-    },
-    Rung {
-        model: "uring-tuned",
-        over: Some("uring-defer-fixed"),
-        adds: "+multishot accept/recv with a provided buffer ring",
-        add: |k| UringKnobs {
-            multishot: true,
-            buf_ring: true,
-            ..k
-        },
-        min_kernel: "6.1",
-        note: None,
-    },
-    Rung {
-        model: "uring-bundle",
-        over: Some("uring-tuned"),
-        adds: "+recv bundles",
-        add: |k| UringKnobs { bundle: true, ..k },
-        min_kernel: "6.10",
-        note: None,
-    },
-    Rung {
-        model: "uring-inc",
-        over: Some("uring-tuned"),
-        adds: "+incremental buffer consumption",
-        add: |k| UringKnobs {
-            inc_bufs: true,
-            ..k
-        },
-        min_kernel: "6.12",
-        note: Some(NOT_CUMULATIVE),
-    },
-    Rung {
-        model: "uring-minwait",
-        over: Some("uring-tuned"),
-        adds: "+min-wait",
-        add: |k| UringKnobs {
-            min_wait_us: Some(crate::registry::MIN_WAIT_US),
-            ..k
-        },
-        min_kernel: "6.12",
-        note: Some(NOT_CUMULATIVE),
-    },
-    Rung {
-        model: "uring-napi",
-        over: Some("uring-tuned"),
-        adds: "+NAPI busy poll",
-        add: |k| UringKnobs {
-            napi_busy_poll_us: Some(crate::registry::NAPI_BUSY_POLL_US),
-            ..k
-        },
-        min_kernel: "6.9",
-        note: Some(NOT_CUMULATIVE),
-    },
-];
 
 /// The rung of a row.
 pub fn rung(model: &str) -> Option<&'static Rung> {
@@ -236,6 +130,7 @@ impl Workload for HttpLadder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::UringKnobs;
     use crate::registry;
 
     /// Every rung is a registry row, in ladder order, whose knobs are the row it is measured
