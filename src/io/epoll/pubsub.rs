@@ -8,7 +8,7 @@
 //! A publisher is never paused: the bound is on each subscriber's queue, so the server's
 //! memory stays within subscribers x `queue_bytes` whatever the clients do.
 
-use super::server::EpollCounters;
+use super::server::{listener_timeout, EpollCounters, TOKEN_LISTENER};
 use super::Epoll;
 use crate::io::accept::{accept_error_action, AcceptAction, ACCEPT_PAUSE};
 use crate::io::stop::Stop;
@@ -21,7 +21,6 @@ use std::net::TcpListener;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 const RECV_BUF: usize = 64 * 1024;
-const TOKEN_LISTENER: u64 = u64::MAX;
 const TOKEN_STOP: u64 = u64::MAX - 1;
 const IN: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
 const OUT: u32 = libc::EPOLLOUT as u32;
@@ -81,24 +80,7 @@ pub fn serve(
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
     let mut paused_until: Option<std::time::Instant> = None;
     loop {
-        let timeout = match paused_until {
-            Some(t) => {
-                let left = t.saturating_duration_since(std::time::Instant::now());
-                if left.is_zero() {
-                    b.ep.ctl(
-                        libc::EPOLL_CTL_ADD,
-                        lfd,
-                        libc::EPOLLIN as u32,
-                        TOKEN_LISTENER,
-                    )?;
-                    paused_until = None;
-                    -1
-                } else {
-                    left.as_millis() as i32 + 1
-                }
-            }
-            None => -1,
-        };
+        let timeout = listener_timeout(&b.ep, lfd, &mut paused_until)?;
         let n = b.ep.wait(&mut events, timeout)?;
         b.c.epoll_waits += 1;
         b.c.events += n as u64;

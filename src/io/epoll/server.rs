@@ -48,7 +48,7 @@ crate::counter_set! {
         peer_fins, resets, idle_closes, closes, live_at_stop,
     }
 }
-const TOKEN_LISTENER: u64 = u64::MAX;
+pub(super) const TOKEN_LISTENER: u64 = u64::MAX;
 const TOKEN_STOP: u64 = u64::MAX - 1;
 
 struct Conn<C> {
@@ -124,24 +124,7 @@ pub fn serve_on<P: Protocol>(
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
     let mut paused_until: Option<std::time::Instant> = None;
     loop {
-        let timeout = match paused_until {
-            Some(t) => {
-                let left = t.saturating_duration_since(std::time::Instant::now());
-                if left.is_zero() {
-                    s.ep.ctl(
-                        libc::EPOLL_CTL_ADD,
-                        lfd,
-                        libc::EPOLLIN as u32,
-                        TOKEN_LISTENER,
-                    )?;
-                    paused_until = None;
-                    -1
-                } else {
-                    left.as_millis() as i32 + 1
-                }
-            }
-            None => -1,
-        };
+        let timeout = listener_timeout(&s.ep, lfd, &mut paused_until)?;
         // Sleep no longer than the next sweep while some connection could go idle.
         let timeout = match s.idle {
             Some(_) if s.conns.len() > s.free.len() => {
@@ -503,4 +486,28 @@ fn send_some(fd: RawFd, b: &[u8], c: &mut EpollCounters) -> io::Result<usize> {
     }
     c.bytes_out += put as u64;
     Ok(put)
+}
+
+/// The wait's timeout, ms, while the listener may be paused (`io::accept`'s pause after EMFILE
+/// and its kin): none while it is armed; once the pause is over, the listener is watched again.
+pub(super) fn listener_timeout(
+    ep: &Epoll,
+    lfd: RawFd,
+    paused_until: &mut Option<std::time::Instant>,
+) -> io::Result<i32> {
+    let Some(t) = *paused_until else {
+        return Ok(-1);
+    };
+    let left = t.saturating_duration_since(std::time::Instant::now());
+    if !left.is_zero() {
+        return Ok(left.as_millis() as i32 + 1);
+    }
+    ep.ctl(
+        libc::EPOLL_CTL_ADD,
+        lfd,
+        libc::EPOLLIN as u32,
+        TOKEN_LISTENER,
+    )?;
+    *paused_until = None;
+    Ok(-1)
 }
