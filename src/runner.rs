@@ -367,6 +367,13 @@ impl Running<'_> {
         if f.counters.cpu_over_allowed_ns > 0 {
             r.warnings.push(Warning::CpuOverAllowed);
         }
+        if f.counters
+            .load
+            .as_ref()
+            .is_some_and(|l| l.load_unsettled_conns > 0)
+        {
+            r.warnings.push(Warning::WarmupUnsettled);
+        }
         match agreement(&f.counters, f.ops_per_sec.median, samples.len() as u64) {
             Some(Agreement::WrkBound) => r.warnings.push(Warning::WrkBound),
             Some(Agreement::Disagrees) => r.warnings.push(Warning::LoadgenDisagrees),

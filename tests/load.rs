@@ -120,11 +120,51 @@ fn unanswered_messages_are_timeouts() {
     c.msg_timeout = Duration::from_millis(100);
     let r = run(&c, 64);
     assert_eq!(r.timeouts, 3, "one per outstanding message: {r:?}");
+    assert_eq!((r.warmup_ns, r.unsettled_conns), (0, 0), "no warm-up asked");
     assert_eq!(r.msgs, 0);
     assert_eq!(
         r.live_conns, 3,
         "a silent server still holds the connections"
     );
+}
+
+#[test]
+fn the_warm_up_lasts_until_every_connection_was_served_once() {
+    // Five connections accepted 150 ms apart: the last one waits 600 ms for its first
+    // answer. A fixed 50 ms warm-up would open the window on three connections still in the
+    // backlog (their first answers, 150-600 ms late, would be its tail).
+    let addr = serve(Mode::SlowAccept {
+        every: Duration::from_millis(150),
+    });
+    let mut c = cfg(addr, 5, 0.3);
+    c.warmup = Duration::from_millis(50);
+    let r = run(&c, 64);
+    assert_eq!(r.unsettled_conns, 0, "{r:?}");
+    assert!(r.warmup_ns >= 550_000_000, "warm-up {} ns", r.warmup_ns);
+    // Two rounds of the 600 ms it took to serve every connection once, not the 300 ms asked.
+    assert!(r.window_ns >= 1_100_000_000, "window {} ns", r.window_ns);
+    assert_eq!((r.mismatches, r.timeouts), (0, 0), "{r:?}");
+    let max = r.latency_ns(1.0).unwrap();
+    assert!(
+        max < 250_000_000,
+        "no first answer (150-600 ms late) is in the window: max {max} ns"
+    );
+}
+
+#[test]
+fn a_warm_up_that_never_settles_gives_up_at_the_message_timeout() {
+    let addr = serve(Mode::Silent);
+    let mut c = cfg(addr, 3, 0.2);
+    c.warmup = Duration::from_millis(50);
+    c.msg_timeout = Duration::from_millis(300);
+    let r = run(&c, 64);
+    assert_eq!(r.unsettled_conns, 3, "{r:?}");
+    assert!(
+        (300_000_000..2_000_000_000).contains(&r.warmup_ns),
+        "gave up at the message timeout: {} ns",
+        r.warmup_ns
+    );
+    assert_eq!(r.msgs, 0);
 }
 
 #[test]

@@ -69,6 +69,21 @@ fn tail(cfg: &Config, r: &Report) -> String {
         dur_h(r.longest_gap_ns),
         dur_h(cfg.msg_timeout.as_nanos() as u64)
     );
+    if r.warmup_ns > cfg.warmup.as_nanos() as u64 + 50_000_000 || r.unsettled_conns > 0 {
+        s += &format!(
+            "  warm-up {} (asked {}): it lasts until every connection had its first answer{}\n",
+            dur_h(r.warmup_ns),
+            dur_h(cfg.warmup.as_nanos() as u64),
+            if r.unsettled_conns > 0 {
+                format!(
+                    "; {} never had one by the message timeout [warmup_unsettled]",
+                    r.unsettled_conns
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
     if r.warmup_errors > 0 {
         s += &format!(
             "  warm-up (not counted above): {} errors, of which {} responses did not verify\n",

@@ -30,8 +30,16 @@ const EVENTS: usize = 256;
 const READABLE: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32;
 /// How often the coordinating thread looks at [`Config::stop`].
 const STOP_POLL: Duration = Duration::from_millis(20);
+/// How far ahead of the opening the coordinator decides when the window opens, and how
+/// often a loop that does not know it yet looks (so that every loop knows it beforehand and
+/// reads its CPU clock at the opening).
+const OPEN_MARGIN_NS: u64 = 10_000_000;
+const WARM_TICK_NS: u64 = OPEN_MARGIN_NS / 2;
+/// How often the coordinator looks whether the warm-up has settled, once it is due.
+const SETTLE_POLL: Duration = Duration::from_millis(1);
 
-/// Times every thread shares, set by the coordinating thread once all have connected.
+/// Times every thread shares, set by the coordinating thread: the start once all have
+/// connected, the window's edges once the warm-up has settled (`u64::MAX` until then).
 struct Shared {
     barrier: Barrier,
     t_start: AtomicU64,
@@ -39,6 +47,49 @@ struct Shared {
     t_close: AtomicU64,
     /// When the run was stopped early (`u64::MAX`: it was not): the window closes there.
     stop_at: AtomicU64,
+    /// Live connections whose first message was sent and not yet answered: the warm-up ends
+    /// only when this is 0 (every connection served once), or at the message timeout.
+    unanswered: AtomicU64,
+}
+
+/// The measured window, ns: `cfg.duration`, or, when serving every connection once took
+/// longer than the planned warm-up (`round_ns`), at least two such rounds (at most two message
+/// timeouts): a window shorter than the server's round holds a fraction of a round, or
+/// nothing at all.
+fn window_for(cfg: &Config, round_ns: u64) -> u64 {
+    let planned = cfg.duration.as_nanos() as u64;
+    if round_ns <= cfg.warmup.as_nanos() as u64 {
+        return planned;
+    }
+    let cap = (2 * cfg.msg_timeout.as_nanos() as u64).max(planned);
+    (2 * round_ns).clamp(planned, cap)
+}
+
+/// When a warm-up (`cfg.warmup` > 0) ends: not before `cfg.warmup` after the start, and not before every
+/// connection that sent its first message had it answered (a server that accepts its
+/// connections slowly, e.g. a thread per connection on a busy CPU, would otherwise be
+/// measured before it serves them all, or not at all), but at the latest at the message
+/// timeout. Returns the opening, the connections still unanswered then (0: settled) and
+/// when the warm-up settled, or `None` when stopped first.
+fn settle_warmup(cfg: &Config, shared: &Shared, t_start: u64) -> Option<(u64, u64, u64)> {
+    let planned = t_start + cfg.warmup.as_nanos() as u64;
+    let latest = t_start + cfg.warmup.max(cfg.msg_timeout).as_nanos() as u64;
+    // Looked at a margin early, so that a warm-up that settled in time opens when planned.
+    let first_look = planned.saturating_sub(OPEN_MARGIN_NS).max(t_start);
+    if !wait_until(first_look, cfg.stop) {
+        return None;
+    }
+    loop {
+        let unanswered = shared.unanswered.load(Ordering::SeqCst);
+        let now = now_ns();
+        if unanswered == 0 || now >= latest {
+            return Some(((now + OPEN_MARGIN_NS).max(planned), unanswered, now));
+        }
+        if stop_requested(cfg.stop) {
+            return None;
+        }
+        std::thread::sleep(SETTLE_POLL);
+    }
 }
 
 fn stop_requested(stop: Option<&AtomicBool>) -> bool {
@@ -66,11 +117,13 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
     let shared = Shared {
         barrier: Barrier::new(threads + 1),
         t_start: AtomicU64::new(0),
-        t_open: AtomicU64::new(0),
-        t_close: AtomicU64::new(0),
+        t_open: AtomicU64::new(u64::MAX),
+        t_close: AtomicU64::new(u64::MAX),
         stop_at: AtomicU64::new(u64::MAX),
+        unanswered: AtomicU64::new(0),
     };
     let mut interrupted = false;
+    let mut warmup = (0u64, 0u64);
     let parts: Vec<ThreadOut> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
@@ -86,17 +139,34 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
             .collect();
         shared.barrier.wait(); // every thread has connected (or given up)
         let t_start = now_ns();
-        let t_open = t_start + cfg.warmup.as_nanos() as u64;
-        let t_close = t_open + cfg.duration.as_nanos() as u64;
         shared.t_start.store(t_start, Ordering::SeqCst);
-        shared.t_open.store(t_open, Ordering::SeqCst);
-        shared.t_close.store(t_close, Ordering::SeqCst);
+        // No warm-up asked: the window opens at the start, known to every loop beforehand.
+        let no_warmup = cfg.warmup.is_zero();
+        if no_warmup {
+            let t_close = t_start + cfg.duration.as_nanos() as u64;
+            shared.t_close.store(t_close, Ordering::SeqCst);
+            shared.t_open.store(t_start, Ordering::SeqCst);
+        }
         shared.barrier.wait();
-        let opened = !stop_requested(cfg.stop) && wait_until(t_open, cfg.stop);
+        let settled = if no_warmup {
+            Some((t_start, 0, t_start))
+        } else {
+            settle_warmup(cfg, &shared, t_start)
+        };
+        if let Some((t_open, left, at)) = settled.filter(|_| !no_warmup) {
+            let window = window_for(cfg, at - t_start);
+            // t_close first: a loop that sees the opening sees the closing too.
+            shared.t_close.store(t_open + window, Ordering::SeqCst);
+            shared.t_open.store(t_open, Ordering::SeqCst);
+            warmup = (t_open - t_start, left);
+        }
+        let opened = settled.is_some_and(|(t_open, _, _)| {
+            !stop_requested(cfg.stop) && wait_until(t_open, cfg.stop)
+        });
         if opened {
             edge(Edge::Open);
         }
-        if !opened || !wait_until(t_close, cfg.stop) {
+        if !opened || !wait_until(shared.t_close.load(Ordering::SeqCst), cfg.stop) {
             interrupted = true;
             shared.stop_at.store(now_ns(), Ordering::SeqCst);
         }
@@ -115,6 +185,7 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
         .min(shared.stop_at.load(Ordering::SeqCst));
     let window_ns = t_close.saturating_sub(t_open);
     let mut r = Report::empty(cfg, threads, cfg.rate, window_ns, interrupted);
+    (r.warmup_ns, r.unsettled_conns) = warmup;
     let mut max_thread = 0u64;
     let mut first_error: Option<(u64, String)> = None;
     let mut first_mismatch: Option<(u64, Mismatch)> = None;
@@ -324,13 +395,22 @@ struct Conn {
     read_pending: bool,
     /// Connecting again after a `Connection: close` response (live, not lost).
     reconnecting: bool,
+    /// Counted in [`Shared::unanswered`]: its first message is sent (closed loop: due at
+    /// the start) and no response came yet.
+    unanswered: bool,
 }
 
 struct Loop<'a> {
     ex: &'a dyn Exchange,
+    shared: &'a Shared,
     c: Counts,
+    /// The window's edges as last read from [`Shared`] (by [`Loop::window`]): 0 and
+    /// `u64::MAX` while connecting (connect errors count in the window's figures), `u64::MAX`
+    /// both in the warm-up until the coordinator sets them.
     t_open: u64,
     t_close: u64,
+    /// Connecting is over: the edges are read from [`Shared`].
+    traffic: bool,
     /// Open loop: ns between two messages of one connection.
     interval: Option<u64>,
     due: BinaryHeap<Reverse<(u64, usize)>>,
@@ -383,9 +463,11 @@ fn worker_inner(
     let ep = unsafe { OwnedFd::from_raw_fd(cvt(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
     let mut lp = Loop {
         ex,
+        shared,
         c: Counts::default(),
         t_open: 0,
         t_close: u64::MAX,
+        traffic: false,
         interval: cfg
             .rate
             .map(|r| (cfg.conns as f64 * 1e9 / r.max(1e-9)).max(1.0) as u64),
@@ -413,6 +495,7 @@ fn worker_inner(
             timed_out: false,
             read_pending: false,
             reconnecting: false,
+            unanswered: false,
         };
         match connect(cfg.target, c.source) {
             Ok(fd) => {
@@ -462,13 +545,22 @@ fn worker_inner(
         }
     }
 
+    // Closed loop: every live connection sends at the start, so each one is awaited before
+    // the coordinator can look (open loop: counted as each first message falls due).
+    if lp.interval.is_none() {
+        let mut n = 0;
+        for c in conns.iter_mut().filter(|c| c.st == St::Idle) {
+            c.unanswered = true;
+            n += 1;
+        }
+        shared.unanswered.fetch_add(n, Ordering::SeqCst);
+    }
     shared.barrier.wait();
     shared.barrier.wait();
     *synced = true;
     let t_start = shared.t_start.load(Ordering::SeqCst);
-    lp.t_open = shared.t_open.load(Ordering::SeqCst);
-    lp.t_close = shared.t_close.load(Ordering::SeqCst);
-    lp.c.gaps = Some(Gaps::new(lp.t_open, lp.t_close - lp.t_open));
+    lp.traffic = true;
+    lp.window();
 
     // Traffic: closed loop sends now; open loop schedules message 0 of connection `id` at
     // t_start + id/rate, so the whole schedule is evenly spread.
@@ -486,7 +578,7 @@ fn worker_inner(
     let msg_timeout = cfg.msg_timeout.as_nanos() as u64;
     let connect_timeout = cfg.connect_timeout.as_nanos() as u64;
     loop {
-        lp.t_close = lp.t_close.min(shared.stop_at.load(Ordering::Relaxed));
+        lp.window();
         let mut now = now_ns();
         if cpu0.is_none() && now >= lp.t_open {
             cpu0 = Some(cpu::this_thread().total_ns);
@@ -524,14 +616,15 @@ fn worker_inner(
         }
         let mut until = lp.t_close.min(next_tick);
         if cpu0.is_none() {
-            until = until.min(lp.t_open);
+            // Until the coordinator has set the opening, look for it every WARM_TICK_NS.
+            until = until.min(lp.t_open).min(now + WARM_TICK_NS);
         }
         if let Some(&Reverse((due, _))) = lp.due.peek() {
             until = until.min(due);
         }
         let n = wait(&ep, &mut events, until.saturating_sub(now))?;
         // A stop during the wait closes the window before these events are counted.
-        lp.t_close = lp.t_close.min(shared.stop_at.load(Ordering::Relaxed));
+        lp.window();
         for ev in &events[..n] {
             let c = &mut conns[ev.u64 as usize];
             let readable = ev.events & READABLE != 0;
@@ -563,9 +656,35 @@ fn worker_inner(
 }
 
 impl Loop<'_> {
+    /// Reads the window's edges (set by the coordinator when the warm-up settles, closed
+    /// early by a stop) into `t_open` / `t_close`. Read again before each time is judged, so
+    /// a response is judged against the edges even when they were set during this
+    /// thread's wait: two relaxed loads. The gap tracker starts with the window.
+    fn window(&mut self) {
+        if !self.traffic {
+            return;
+        }
+        let s = self.shared;
+        let close = s.t_close.load(Ordering::Acquire);
+        self.t_open = s.t_open.load(Ordering::Acquire);
+        self.t_close = close.min(s.stop_at.load(Ordering::Relaxed));
+        if self.c.gaps.is_none() && self.t_open != u64::MAX {
+            self.c.gaps = Some(Gaps::new(self.t_open, close - self.t_open));
+        }
+    }
+
+    /// The connection no longer awaits its first answer (it got one, or it died).
+    fn answered(&mut self, c: &mut Conn) {
+        if c.unanswered {
+            c.unanswered = false;
+            self.shared.unanswered.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
     /// Counts one error of `kind` seen at `now`: in the window's counts, or in the warm-up's.
     /// (Connects before the traffic starts have `t_open` 0: they count in the window's.)
     fn count(&mut self, kind: Kind, now: u64) {
+        self.window();
         if now < self.t_open {
             self.c.warmup_errors += 1;
             if kind.invalid() {
@@ -595,6 +714,7 @@ impl Loop<'_> {
         let now = now_ns();
         self.count(Kind::Connect, now);
         self.note_error(now, || format!("connect: {e}"));
+        self.answered(c);
         c.st = St::Dead;
         c.fd = None;
         c.reconnecting = false;
@@ -624,6 +744,7 @@ impl Loop<'_> {
         c.pending = None;
         c.discard = 0;
         let now = now_ns();
+        self.window();
         if now >= self.t_open {
             self.c.reconnects += 1;
         }
@@ -655,6 +776,7 @@ impl Loop<'_> {
             }
             Some(_) => Kind::Io,
         };
+        self.window();
         if now >= self.t_open {
             if writing {
                 self.c.write_errors += 1;
@@ -667,12 +789,18 @@ impl Loop<'_> {
             None => "connection closed by the server".into(),
             Some(e) => format!("socket: {e}"),
         });
+        self.answered(c);
         c.st = St::Dead;
         c.fd = None;
     }
 
     /// Starts the connection's next message with latency measured from `origin`.
     fn start(&mut self, c: &mut Conn, origin: u64) {
+        if c.seq == 0 && !c.unanswered && self.interval.is_some() {
+            // Open loop: its first message fell due.
+            c.unanswered = true;
+            self.shared.unanswered.fetch_add(1, Ordering::SeqCst);
+        }
         c.out.clear();
         self.ex.request(c.id, c.seq, &mut c.out);
         c.sent = 0;
@@ -812,6 +940,7 @@ impl Loop<'_> {
         self.count(Kind::Malformed, now);
         let head = describe(&c.inb);
         self.note_error(now, || format!("malformed response ({why}): {head}"));
+        self.answered(c);
         c.st = St::Dead;
         c.fd = None;
     }
@@ -820,6 +949,8 @@ impl Loop<'_> {
     /// start or schedule the next message, or reconnect when the server closes.
     fn complete(&mut self, c: &mut Conn, d: Done) {
         let now = now_ns();
+        self.answered(c);
+        self.window();
         let in_window = now >= self.t_open && now < self.t_close;
         match d.verdict {
             Verdict::Valid if in_window => {

@@ -153,7 +153,10 @@ pub struct Config {
     pub conns: usize,
     /// Measured window after the warm-up.
     pub duration: Duration,
-    /// Traffic before the window opens (not counted).
+    /// Traffic before the window opens (not counted), at least. The message exchanges
+    /// (echo, HTTP) go on warming up until every connection has had its first message
+    /// answered, at most until the message timeout ([`Report::warmup_ns`],
+    /// [`Report::unsettled_conns`]). Zero: no warm-up, the window opens at the start.
     pub warmup: Duration,
     /// Open loop: messages per second over all connections. `None`: closed loop.
     pub rate: Option<f64>,
@@ -250,6 +253,12 @@ pub struct Report {
     /// Connections closed by a valid `Connection: close` response and opened again (wrk's
     /// behaviour); not errors.
     pub reconnects: u64,
+    /// The warm-up the run took, ns: `Config::warmup`, or longer when connections were still
+    /// awaiting their first answer then.
+    pub warmup_ns: u64,
+    /// Connections whose first message was still unanswered when the warm-up gave up at the
+    /// message timeout and the window opened anyway (0: every connection had been served).
+    pub unsettled_conns: u64,
     /// Errors of every kind in the warm-up (not in the counts above).
     pub warmup_errors: u64,
     /// Of `warmup_errors`: responses that did not verify (mismatch, non-2xx, malformed). A
@@ -325,6 +334,8 @@ impl Report {
             malformed: 0,
             timeouts: 0,
             reconnects: 0,
+            warmup_ns: cfg.warmup.as_nanos() as u64,
+            unsettled_conns: 0,
             warmup_errors: 0,
             warmup_invalid: 0,
             live_conns: 0,

@@ -34,6 +34,12 @@ crate::counter_set! {
         load_live_conns,
         /// Connections asked for but not live at the end: 0 when none was lost.
         load_lost_conns,
+        /// The warm-up each repetition took, ns: the profile's, or longer while connections
+        /// still awaited their first answer (`load::Report::warmup_ns`).
+        load_warmup_ns,
+        /// Connections never answered when the warm-up gave up at the message timeout
+        /// (warning `warmup_unsettled`).
+        load_unsettled_conns,
         /// The load generator was saturated (`load::CLIENT_BOUND_FRACTION`) while the server
         /// was not: the figure is the client's limit, not the server's.
         client_bound,

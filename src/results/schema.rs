@@ -111,6 +111,10 @@ pub enum Warning {
     /// The CPU read for the cell's tasks exceeded what the CPUs they may use could give in
     /// the measured time (counter `cpu_over_allowed_ns`): an accounting error, capped.
     CpuOverAllowed,
+    /// The warm-up gave up at the message timeout with connections whose first message was
+    /// never answered (counter `load_unsettled_conns`): the window opened on a server that had
+    /// not yet served every connection.
+    WarmupUnsettled,
 }
 
 impl Warning {
@@ -141,6 +145,12 @@ impl Warning {
             Warning::CpuOverAllowed => {
                 "more CPU time was read than the cell's CPUs could give in its wall time (see \
                  cpu_over_allowed_ns): the CPU figures are capped at that limit; please report it"
+            }
+            Warning::WarmupUnsettled => {
+                "the server had not answered every connection's first message by the message \
+                 timeout, so the window opened with some connections never served \
+                 (load_unsettled_conns); the figures cover the connections it did serve: use \
+                 fewer connections, or give the server more CPU"
             }
             Warning::WrkBound => {
                 "wrk saturated its CPU and measured fewer requests/s than ringside's load \

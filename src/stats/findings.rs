@@ -248,7 +248,7 @@ pub struct Trust {
 }
 
 /// Every warning, in the order [`Trust`] lists them.
-const WARNINGS: [Warning; 7] = [
+const WARNINGS: [Warning; 8] = [
     Warning::HighSpread,
     Warning::ClientBound,
     Warning::BothSaturated,
@@ -256,6 +256,7 @@ const WARNINGS: [Warning; 7] = [
     Warning::LoadgenDisagrees,
     Warning::WrkBound,
     Warning::CpuOverAllowed,
+    Warning::WarmupUnsettled,
 ];
 
 pub fn trust(run: &RunResults) -> Trust {

@@ -23,6 +23,9 @@ pub enum Mode {
     Silent,
     /// Echo, but the first read after `at` (from the first accept) stalls `stall` once.
     StallOnce { at: Duration, stall: Duration },
+    /// Echo, accepting one connection every `every` (the others wait in the backlog, as
+    /// with a thread-per-connection server on a busy CPU).
+    SlowAccept { every: Duration },
 }
 
 /// Starts the server on 127.0.0.1:0 in background threads; returns its address. The threads
@@ -50,6 +53,10 @@ fn accept_loop(l: TcpListener, mode: Mode) {
         match mode {
             Mode::Echo => {
                 std::thread::spawn(move || echo(s, usize::MAX, None));
+            }
+            Mode::SlowAccept { every } => {
+                std::thread::spawn(move || echo(s, usize::MAX, None));
+                std::thread::sleep(every);
             }
             Mode::Silent => {
                 std::thread::spawn(move || {

@@ -180,8 +180,12 @@ fn measure_pinned(
     }
     if report.msgs == 0 {
         let why = format!(
-            "no response completed in the measured window ({} timeouts; {})",
+            "no response completed in the measured window of {} ms ({} timeouts; {} \
+             connections never answered in a warm-up of {} ms; {})",
+            report.window_ns / 1_000_000,
             report.timeouts,
+            report.unsettled_conns,
+            report.warmup_ns / 1_000_000,
             report.first_error.as_deref().unwrap_or("no error recorded")
         );
         return Err(server.fail(&why));
@@ -254,6 +258,8 @@ fn measure_pinned(
         load_warmup_errors: report.warmup_errors,
         load_live_conns: report.live_conns,
         load_lost_conns: (report.conns_requested as u64).saturating_sub(report.live_conns),
+        load_warmup_ns: report.warmup_ns,
+        load_unsettled_conns: report.unsettled_conns,
         ..LoadCounters::default()
     };
     // The server's CPU against the CPUs it was given (SQPOLL's poller may use a second one).
