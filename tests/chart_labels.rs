@@ -28,6 +28,7 @@ fn chart(xs: &[f64], log_x: bool) -> Chart {
                     x,
                     y: 1000.0 + x / 100.0,
                     whisker: None,
+                    band: None,
                 })
                 .collect(),
         }],

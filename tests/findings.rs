@@ -271,6 +271,23 @@ fn intervals_show_as_rows_and_thin_tails_are_greyed() {
     assert!(md.contains("| p99 | 682 ns |"), "15 beyond p99 is not thin");
     let html = String::from_utf8(Format::Html.exporter().render(&run).unwrap()).unwrap();
     assert!(html.contains("<td class=\"thin\" title=\"fewer than 10 samples beyond"));
+    // The latency bars draw the p50's interval as a band; without intervals, none.
+    let band = |run: &RunResults| {
+        ringside::export::charts::build_for(run, "micro.pipe")
+            .into_iter()
+            .filter(|c| c.id.ends_with("-latency"))
+            .flat_map(|c| c.series)
+            .filter(|s| s.label == "blocking")
+            .flat_map(|s| s.points)
+            .map(|p| p.band)
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        band(&run).contains(&Some((671.0, 691.0))),
+        "{:?}",
+        band(&run)
+    );
+    assert!(band(&fixture()).iter().all(Option::is_none));
     // Without intervals (the fixture as written by older versions): no CI rows at all.
     let plain = String::from_utf8(Format::Markdown.exporter().render(&fixture()).unwrap()).unwrap();
     assert!(!plain.contains("95% CI |"));

@@ -48,9 +48,12 @@ impl Metric {
     /// Chart title; bars say what their whiskers show.
     pub fn title(self, bars: bool) -> &'static str {
         match (self, bars) {
-            (Metric::LatencyP50, true) => "latency per op (median, whisker to p99)",
+            (Metric::LatencyP50, true) => {
+                "latency per op (median, dark band its 95% CI, whisker to p99)"
+            }
             (Metric::LatencyP50, false) => "latency per op (median)",
-            (Metric::LatencyP99, _) => "p99 latency per op",
+            (Metric::LatencyP99, true) => "p99 latency per op (dark band its 95% CI)",
+            (Metric::LatencyP99, false) => "p99 latency per op",
             (Metric::OpsPerSec, true) => {
                 "throughput (median of runs, whisker 95% CI, else min-max)"
             }
@@ -94,6 +97,17 @@ impl Metric {
                     .and_then(|i| i.ops_per_sec)
                     .unwrap_or((f.ops_per_sec.min, f.ops_per_sec.max)),
             ),
+            _ => None,
+        }
+    }
+
+    /// The 95% confidence interval of the bar's own figure, drawn as a band on it (latency
+    /// percentiles: `stats::bootstrap` over repetitions; absent with one repetition).
+    pub fn band(self, f: &CaseFigures) -> Option<(f64, f64)> {
+        let ci = f.ci95.as_ref()?;
+        match self {
+            Metric::LatencyP50 => ci.p50_ns,
+            Metric::LatencyP99 => ci.p99_ns,
             _ => None,
         }
     }
@@ -398,6 +412,8 @@ pub struct Pt {
     pub x: f64,
     pub y: f64,
     pub whisker: Option<(f64, f64)>,
+    /// The figure's confidence interval (bars only, see [`Metric::band`]).
+    pub band: Option<(f64, f64)>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -744,6 +760,7 @@ pub fn for_cases(workload: &str, cases: &[&CaseResult], styles: &Styles) -> Vec<
                                         x,
                                         y,
                                         whisker: None,
+                                        band: None,
                                     })
                                 })
                                 .collect();
@@ -810,6 +827,7 @@ pub fn for_cases(workload: &str, cases: &[&CaseResult], styles: &Styles) -> Vec<
                                     x: x as f64,
                                     y,
                                     whisker: m.whisker(f),
+                                    band: m.band(f),
                                 })
                             })
                             .collect(),

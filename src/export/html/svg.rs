@@ -85,7 +85,8 @@ fn points(chart: &Chart) -> impl Iterator<Item = f64> + '_ {
     chart.series.iter().flat_map(|s| {
         s.points.iter().flat_map(|p| {
             let (lo, hi) = p.whisker.unwrap_or((p.y, p.y));
-            [p.y, lo, hi]
+            let (blo, bhi) = p.band.unwrap_or((p.y, p.y));
+            [p.y, lo, hi, blo, bhi]
         })
     })
 }
@@ -262,6 +263,16 @@ where
                     Rectangle::new([(x0(p), y_base), (x0(p) + w * 0.92, p.y)], c.filled())
                 }),
             )
+            .map_err(err)?;
+            // The figure's 95% CI: a dark band across the middle of the bar.
+            ctx.draw_series(s.points.iter().filter_map(|p| {
+                let (lo, hi) = p.band?;
+                let mid = x0(p) + w * 0.46;
+                Some(Rectangle::new(
+                    [(mid - w * 0.18, lo), (mid + w * 0.18, hi)],
+                    BLACK.mix(0.45).filled(),
+                ))
+            }))
             .map_err(err)?;
             let mut whiskers = Vec::new();
             for p in &s.points {
