@@ -148,9 +148,10 @@ pub struct RunArgs {
     /// more untimed repetition samples the server's CPUs (storage: the measured CPU) with
     /// `perf record -e cpu-clock -g` and groups the samples (syscalls, TCP/IP, softirq,
     /// scheduler, io_uring, copies, lock slow paths, user, idle); the report draws them.
-    /// Costs one extra repetition per cell plus about 1-3 s of perf start-up and symbol
-    /// resolution. Needs perf and CPU-wide sampling (root or perf_event_paranoid <= 0);
-    /// otherwise each breakdown is "unavailable" with the reason and the run goes on.
+    /// Costs one extra repetition per cell plus perf's start, stop and symbol resolution:
+    /// about 3 s per network cell on a 2-vCPU VM. Needs perf and CPU-wide sampling (root or
+    /// perf_event_paranoid <= 0); otherwise each breakdown is "unavailable" with the reason
+    /// and the run goes on.
     #[arg(long)]
     pub explain: bool,
     /// An external server as a contender in the network suites, model `ext:NAME`:
