@@ -144,6 +144,16 @@ pub struct RunArgs {
     /// and store fio's figures as their own rows.
     #[arg(long)]
     pub crosscheck: bool,
+    /// Network and storage cells: where the CPU goes. After a cell's timed repetitions, one
+    /// more untimed repetition samples the server's CPUs (storage: the measured CPU) with
+    /// `perf record -e cpu-clock -g` and groups the samples (syscalls, TCP/IP, softirq,
+    /// scheduler, io_uring, copies, lock slow paths, user, idle); the report draws them.
+    /// Costs one extra repetition per cell plus perf's start, stop and symbol resolution:
+    /// about 3 s per network cell on a 2-vCPU VM. Needs perf and CPU-wide sampling (root or
+    /// perf_event_paranoid <= 0); otherwise each breakdown is "unavailable" with the reason
+    /// and the run goes on.
+    #[arg(long)]
+    pub explain: bool,
     /// An external server as a contender in the network suites, model `ext:NAME`:
     /// `NAME='command with {port}'`, or `echo:NAME=...` / `http:NAME=...` for a server that
     /// speaks one protocol only. Repeatable. It runs pinned like ringside's servers and is

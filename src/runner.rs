@@ -9,7 +9,7 @@ pub use fio::randread_rows as fio_randread_rows;
 
 use crate::env::EnvReport;
 use crate::error::CaseError;
-use crate::measure::{pin, Meter, Sample};
+use crate::measure::{pin, Measured, Meter, Sample};
 use crate::model::Catalog;
 use crate::plan::{Budget, Case};
 use crate::profile::Profile;
@@ -44,6 +44,7 @@ pub fn run_with(
     storage: Option<&StorageCtx>,
     contenders: &Catalog,
     fio_crosscheck: Option<Profile>,
+    explain: bool,
 ) -> anyhow::Result<Outcome> {
     // The measured thread is this one: pin it, then open its syscall counter.
     let _ = pin::pin_this_thread(run.plan.measured);
@@ -61,6 +62,7 @@ pub fn run_with(
             meter: &meter,
             storage,
             contenders,
+            explain,
         };
         let Some(results) = measure_group(cases, &group, &ctx, &run.cases, obs) else {
             break; // interrupted mid-group: its cases are dropped
@@ -102,6 +104,9 @@ struct Setting<'a> {
     meter: &'a Meter,
     storage: Option<&'a StorageCtx>,
     contenders: &'a Catalog,
+    /// `--explain`: one more untimed repetition of each network and storage case, sampling
+    /// where the CPU goes.
+    explain: bool,
 }
 
 /// The cases of one parameter point (same workload and params; the models and variants at that
@@ -232,6 +237,11 @@ fn measure_group(
             c.counted = Some(s);
         }
     }
+    if set.explain {
+        for c in run.iter_mut().filter(|c| c.live && explains(c.case)) {
+            c.explain_once(set, offered_rate, obs)?;
+        }
+    }
     let mut out: Vec<CaseResult> = run.into_iter().map(Running::finish).collect();
     // A point of a cores sweep: its efficiency against the one-thread point, measured before.
     if let Some(sc) = first.point.as_ref().and_then(|p| p.scaling.as_ref()) {
@@ -240,6 +250,12 @@ fn measure_group(
         }
     }
     Some(out)
+}
+
+/// Whether `--explain` samples a case: network and storage cells (a micro loop's CPU is its own
+/// thread's, and its figures already say where it goes).
+fn explains(case: &Case) -> bool {
+    crate::registry::suite_of(case.workload.id()) != "micro"
 }
 
 fn start_case<'c>(index: usize, case: &'c Case, set: &Setting<'_>) -> Running<'c> {
@@ -271,6 +287,7 @@ fn start_case<'c>(index: usize, case: &'c Case, set: &Setting<'_>) -> Running<'c
         repetitions: 0,
         rate_per_sec: None,
         scaling_efficiency: None,
+        explain: None,
         runs_started_unix_ns: Vec::new(),
         figures: None,
         warnings: Vec::new(),
@@ -324,6 +341,7 @@ impl Running<'_> {
             contenders: set.contenders,
             offered_rate,
             repetition: rep.filter(|_| !counting),
+            explain: None,
         };
         let point = self.case.point.as_ref()?;
         match self.case.workload.run_once(&ctx, self.case.model, point) {
@@ -338,6 +356,43 @@ impl Running<'_> {
                 Some(None)
             }
         }
+    }
+
+    /// `--explain`'s repetition: untimed, its Sample discarded; the workload leaves where the
+    /// CPU went in the slot. A failure here is the breakdown's reason, never the case's.
+    /// `None`: interrupted.
+    fn explain_once(
+        &mut self,
+        set: &Setting<'_>,
+        offered_rate: Option<f64>,
+        obs: &dyn Observer,
+    ) -> Option<()> {
+        if stop_requested() {
+            return None;
+        }
+        obs.case_started(self.index, self.case);
+        let slot = crate::workload::ExplainSlot::default();
+        let ctx = Ctx {
+            ops: self.budget.ops,
+            warm_ops: self.budget.warm_ops,
+            plan: set.plan,
+            meter: set.meter,
+            count_syscalls: false,
+            storage: set.storage,
+            contenders: set.contenders,
+            offered_rate,
+            repetition: None,
+            explain: Some(&slot),
+        };
+        let point = self.case.point.as_ref()?;
+        let res = self.case.workload.run_once(&ctx, self.case.model, point);
+        let got = slot.into_inner().unwrap_or_else(|e| e.into_inner());
+        self.r.explain = Some(match (res, got) {
+            (Ok(_), Some(m)) => m,
+            (Ok(_), None) => Measured::unavailable("this workload does not sample its window"),
+            (Err(e), _) => Measured::unavailable(format!("the explain repetition failed: {e}")),
+        });
+        Some(())
     }
 
     fn finish(self) -> CaseResult {
@@ -493,6 +548,7 @@ mod tests {
             meter: &meter,
             storage: None,
             contenders: &crate::model::contender::NO_CONTENDERS,
+            explain: false,
         };
         for g in groups(&cases) {
             let rs = measure_group(&cases, &g, &set, done, &crate::ui::Silent).unwrap();

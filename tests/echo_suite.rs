@@ -88,6 +88,7 @@ fn ctx<'a>(plan: &'a CpuPlan, meter: &'a Meter, count_syscalls: bool) -> Ctx<'a>
         contenders: &ringside::model::contender::NO_CONTENDERS,
         offered_rate: None,
         repetition: None,
+        explain: None,
     }
 }
 

@@ -126,6 +126,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         storage.as_ref(),
         &contenders,
         a.crosscheck.then_some(profile),
+        a.explain,
     )?;
     if crate::shutdown::aborting() {
         // A second signal: the abort thread reports what was saved and ends the process.

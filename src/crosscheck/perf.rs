@@ -1,17 +1,27 @@
-//! Where the CPU goes, from `perf script` output: the parsing and grouping half of
-//! `ringside run --explain` (issue 15, item 4; not wired to a command yet). Input is the text
+//! Where the CPU goes, for `ringside run --explain`: [`Recording`] runs `perf record` on the
+//! sampled CPUs (through the supervisor, so it dies with ringside; bounded in time; its files in
+//! a temporary directory removed afterwards) and [`breakdown`] groups its samples. Input is the text
 //! of `perf script -F comm,tid,cpu,event,ip,sym` over a `perf record -e cpu-clock -g -C CPUS`
 //! (the software clock: VMs have no hardware counters); each sample is its header line and
 //! its call chain, leaf first. Every sample falls in exactly one [`Group`], so the groups sum
 //! to the samples read; the leaf kernel symbols are counted for the "top symbols" list.
 //!
 //! Grouping: idle when any frame is the idle loop; softirq when any frame is softirq
-//! processing (charged to the CPU that ran it, as the sample was); otherwise the first frame
+//! processing (charged to the CPU that ran it, as the sample was, whatever task it
+//! interrupted); other processes when the measured pids are known and the sample is another
+//! user-space program's (in user or kernel mode); otherwise the first frame
 //! from the leaf that a rule names (a copy inside tcp_sendmsg is a copy; a spin lock slow path
 //! under io_uring task work is a lock slow path); user space when the leaf is a user address;
 //! the rest of the kernel under a syscall is syscall entry/exit and other syscall work.
 
+use crate::child;
+use crate::results::explain::{Explain, Share, GROUPS};
 use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
 
 /// Where a sample's CPU went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -26,10 +36,13 @@ pub enum Group {
     Syscall,
     OtherKernel,
     User,
+    /// A user-space process other than the measured ones (with their pids known): another
+    /// program sharing the CPU, in user or kernel mode.
+    OtherProcesses,
 }
 
 impl Group {
-    pub const ALL: [Group; 10] = [
+    pub const ALL: [Group; 11] = [
         Group::User,
         Group::Syscall,
         Group::TcpIp,
@@ -39,21 +52,32 @@ impl Group {
         Group::Copies,
         Group::LockSlowPath,
         Group::OtherKernel,
+        Group::OtherProcesses,
         Group::Idle,
     ];
 
+    /// Its label ("lock slow paths"), from `results::explain::GROUPS`.
     pub fn name(self) -> &'static str {
+        GROUPS
+            .iter()
+            .find(|(k, _)| *k == self.key())
+            .map_or("", |(_, l)| l)
+    }
+
+    /// Its key in results.json (`results::explain::GROUPS`).
+    pub fn key(self) -> &'static str {
         match self {
             Group::Idle => "idle",
             Group::Softirq => "softirq",
-            Group::LockSlowPath => "lock slow paths",
-            Group::Copies => "copies to/from user",
-            Group::IoUring => "io_uring task work and io-wq",
-            Group::TcpIp => "TCP/IP and loopback transmit",
-            Group::Scheduler => "scheduler and wake-ups",
-            Group::Syscall => "syscall entry/exit and other syscall work",
-            Group::OtherKernel => "other kernel",
-            Group::User => "user space",
+            Group::LockSlowPath => "lock_slow_path",
+            Group::Copies => "copies",
+            Group::IoUring => "io_uring",
+            Group::TcpIp => "tcp_ip",
+            Group::Scheduler => "scheduler",
+            Group::Syscall => "syscall",
+            Group::OtherKernel => "other_kernel",
+            Group::User => "user",
+            Group::OtherProcesses => "other_processes",
         }
     }
 }
@@ -207,12 +231,23 @@ impl Breakdown {
 /// Leaf kernel symbols kept.
 pub const TOP: usize = 10;
 
-fn classify(comm: &str, frames: &[Frame]) -> Group {
+/// Which processes are measured: samples of other user-space processes are
+/// [`Group::OtherProcesses`] (kernel threads, which have no user frames, are grouped by their
+/// frames like the rest). `None`: every sample is grouped by its frames.
+pub type Own<'a> = Option<&'a [u32]>;
+
+fn classify(comm: &str, pid: Option<u32>, frames: &[Frame], own: Own<'_>) -> Group {
     if comm.starts_with("swapper") || frames.iter().any(|f| f.kernel && matches(&f.sym, IDLE)) {
         return Group::Idle;
     }
+    // Softirq work is charged to the CPU that ran it, whichever task it interrupted.
     if frames.iter().any(|f| f.kernel && matches(&f.sym, SOFTIRQ)) {
         return Group::Softirq;
+    }
+    if let (Some(own), Some(pid)) = (own, pid) {
+        if pid != 0 && !own.contains(&pid) && frames.iter().any(|f| !f.kernel) {
+            return Group::OtherProcesses;
+        }
     }
     match frames.first() {
         None => return Group::OtherKernel,
@@ -237,15 +272,21 @@ fn classify(comm: &str, frames: &[Frame]) -> Group {
 
 /// Parses `perf script -F comm,tid,cpu,event,ip,sym` text and groups its samples.
 pub fn breakdown(script: &str) -> Breakdown {
+    breakdown_of(script, None)
+}
+
+/// As [`breakdown`], for `perf script -F comm,pid,tid,...` (headers "comm pid/tid [cpu]"),
+/// with the measured processes' pids `own`.
+pub fn breakdown_of(script: &str, own: Own<'_>) -> Breakdown {
     let mut counts: HashMap<Group, u64> = HashMap::new();
     let mut leaves: HashMap<String, u64> = HashMap::new();
     let mut samples = 0u64;
-    let mut comm: Option<String> = None;
+    let mut comm: Option<(String, Option<u32>)> = None;
     let mut frames: Vec<Frame> = Vec::new();
-    let mut flush = |comm: &mut Option<String>, frames: &mut Vec<Frame>| {
-        if let Some(c) = comm.take() {
+    let mut flush = |comm: &mut Option<(String, Option<u32>)>, frames: &mut Vec<Frame>| {
+        if let Some((c, pid)) = comm.take() {
             samples += 1;
-            *counts.entry(classify(&c, frames)).or_default() += 1;
+            *counts.entry(classify(&c, pid, frames, own)).or_default() += 1;
             if let Some(f) = frames.first().filter(|f| f.kernel) {
                 *leaves.entry(f.sym.clone()).or_default() += 1;
             }
@@ -268,13 +309,15 @@ pub fn breakdown(script: &str) -> Breakdown {
             });
         } else {
             flush(&mut comm, &mut frames);
-            // The header: "comm  tid [cpu] event:"; comm may hold spaces.
+            // The header: "comm  tid [cpu] event:" or "comm  pid/tid [cpu] event:"; comm may
+            // hold spaces.
             let head = line.split(" [").next().unwrap_or(line).trim_end();
-            let name = head
+            let (name, ids) = head
                 .rsplit_once(' ')
-                .map(|(c, _tid)| c.trim_end())
-                .unwrap_or(head);
-            comm = Some(name.to_string());
+                .map(|(c, ids)| (c.trim_end(), ids))
+                .unwrap_or((head, ""));
+            let pid = ids.split_once('/').and_then(|(p, _)| p.parse().ok());
+            comm = Some((name.to_string(), pid));
         }
     }
     flush(&mut comm, &mut frames);
@@ -289,6 +332,257 @@ pub fn breakdown(script: &str) -> Breakdown {
             .filter(|(_, n)| *n > 0)
             .collect(),
         top_kernel: top,
+    }
+}
+
+impl Breakdown {
+    /// As stored in results.json: fractions of the samples, groups in `GROUPS` order.
+    pub fn to_explain(&self, cpus: &[u32], window_ns: u64) -> Explain {
+        let n = self.samples.max(1) as f64;
+        Explain {
+            samples: self.samples,
+            cpus: cpus.to_vec(),
+            window_ns,
+            // Every group, those without a sample at 0, so every breakdown names them all.
+            groups: Group::ALL
+                .iter()
+                .map(|g| Share {
+                    name: g.key().to_string(),
+                    fraction: self.groups.iter().find(|x| x.0 == *g).map_or(0, |x| x.1) as f64 / n,
+                })
+                .collect(),
+            top_kernel: self
+                .top_kernel
+                .iter()
+                .map(|(s, k)| Share {
+                    name: s.clone(),
+                    fraction: *k as f64 / n,
+                })
+                .collect(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Recording
+
+/// How long perf may take to start sampling (it reads the kernel's symbols first).
+const START_WITHIN: Duration = Duration::from_secs(15);
+/// How long `perf script` may take to print a recording.
+const SCRIPT_WITHIN: Duration = Duration::from_secs(120);
+/// The `perf script` text kept (a 1 s window on one CPU prints about 2 MB).
+const SCRIPT_MAX: usize = 64 << 20;
+/// Between SIGTERM and SIGKILL: perf writes its file on SIGTERM.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// A temporary directory, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Result<TempDir, String> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "ringside-perf-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir(&p).map_err(|e| format!("cannot make {}: {e}", p.display()))?;
+        Ok(TempDir(p))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn mkfifo(p: &Path) -> Result<std::fs::File, String> {
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
+        .map_err(|_| "a NUL in the temporary directory's path".to_string())?;
+    // SAFETY: a valid NUL-terminated path.
+    if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+        return Err(format!(
+            "mkfifo {}: {}",
+            p.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    // Read and write: opening a FIFO so never blocks, and it never sees EOF.
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(p)
+        .map_err(|e| format!("open {}: {e}", p.display()))
+}
+
+/// The `perf` this process would run: the first on PATH.
+fn perf_binary() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("perf"))
+        .find(|p| p.is_file())
+}
+
+/// Why CPU-wide sampling would be refused before trying (`None`: try it).
+fn refusal() -> Option<String> {
+    if perf_binary().is_none() {
+        return Some("perf is not installed (no `perf` on PATH; install linux-perf)".into());
+    }
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok());
+    match paranoid {
+        Some(p) if p > 0 && !root => Some(format!(
+            "perf refused: kernel.perf_event_paranoid is {p}; sampling whole CPUs needs 0 or              less, or root (CAP_PERFMON)"
+        )),
+        _ => None,
+    }
+}
+
+/// A `perf record -e cpu-clock -g -C CPUS` in progress, sampling since [`Recording::start`]
+/// returned. Stopped (and its files removed) by [`Recording::finish`] or on drop.
+pub struct Recording {
+    perf: child::Child,
+    dir: TempDir,
+    cpus: Vec<u32>,
+    run_on: Vec<u32>,
+}
+
+impl Recording {
+    /// Starts sampling `cpus` with call chains (kernel and user), perf itself running on
+    /// `run_on` (never on a sampled CPU when there is another), for at most `max`. Returns once
+    /// perf samples (it starts with its events disabled and acknowledges `enable` on a FIFO),
+    /// or why it cannot.
+    pub fn start(cpus: &[u32], run_on: &[u32], max: Duration) -> Result<Recording, String> {
+        if let Some(why) = refusal() {
+            return Err(why);
+        }
+        let dir = TempDir::new()?;
+        let mut ctl = mkfifo(&dir.0.join("ctl"))?;
+        let ack = mkfifo(&dir.0.join("ack"))?;
+        let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        let mut cmd = Command::new("perf");
+        cmd.arg("record")
+            .args([
+                "-e",
+                "cpu-clock",
+                "-g",
+                "-k",
+                "mono",
+                "-B",
+                "--no-buildid-cache",
+            ])
+            .arg("-C")
+            .arg(list(cpus))
+            .args(["-D", "-1", "--control"])
+            .arg(format!(
+                "fifo:{},{}",
+                dir.0.join("ctl").display(),
+                dir.0.join("ack").display()
+            ))
+            .arg("-o")
+            .arg(dir.0.join("perf.data"))
+            .args(["--", "sleep"])
+            .arg(format!("{}", max.as_secs().max(1)));
+        let mut perf = child::Spec::new("perf record", cmd)
+            .cpus(run_on)
+            .own_group()
+            .grace(STOP_GRACE)
+            .spawn()
+            .map_err(|e| format!("cannot run perf: {e}"))?;
+        ctl.write_all(b"enable\n")
+            .map_err(|e| format!("perf control FIFO: {e}"))?;
+        // Wait for "ack", watching perf's exit.
+        let deadline = Instant::now() + START_WITHIN;
+        let mut got = Vec::new();
+        loop {
+            if let Some(st) = perf.try_exit() {
+                let tail = perf.stderr_tail(6);
+                return Err(format!("perf record refused ({st}): {}", tail.trim()));
+            }
+            if got.windows(3).any(|w| w == b"ack") {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "perf record did not start sampling within {} s",
+                    START_WITHIN.as_secs()
+                ));
+            }
+            let mut pfd = libc::pollfd {
+                fd: ack.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            let r = unsafe { libc::poll(&mut pfd, 1, 50) };
+            if r > 0 {
+                let mut buf = [0u8; 64];
+                let n = (&ack)
+                    .read(&mut buf)
+                    .map_err(|e| format!("perf ack FIFO: {e}"))?;
+                got.extend_from_slice(&buf[..n]);
+            }
+        }
+        Ok(Recording {
+            perf,
+            dir,
+            cpus: cpus.to_vec(),
+            run_on: run_on.to_vec(),
+        })
+    }
+
+    /// Stops perf and groups the samples taken between `open_ns` and `close_ns`
+    /// (CLOCK_MONOTONIC, `measure::clock::now_ns`).
+    /// Samples of user-space processes other than `own` (the measured ones) are
+    /// [`Group::OtherProcesses`].
+    pub fn finish(mut self, open_ns: u64, close_ns: u64, own: &[u32]) -> Result<Explain, String> {
+        if self.perf.try_exit().is_some() {
+            return Err(format!(
+                "perf record ended before the window closed: {}",
+                self.perf.stderr_tail(6).trim()
+            ));
+        }
+        let stopped = self.perf.stop();
+        let data = self.dir.0.join("perf.data");
+        if stopped.killed || !data.is_file() {
+            return Err(format!(
+                "perf record wrote no data{}: {}",
+                if stopped.killed { " (killed)" } else { "" },
+                self.perf.stderr_tail(6).trim()
+            ));
+        }
+        let secs = |ns: u64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
+        let mut cmd = Command::new("perf");
+        cmd.arg("script")
+            .arg("-i")
+            .arg(&data)
+            .args(["-F", "comm,pid,tid,cpu,event,ip,sym", "--time"])
+            .arg(format!("{},{}", secs(open_ns), secs(close_ns)));
+        let cap = child::Capture {
+            stdout_max: SCRIPT_MAX,
+            stderr_max: 4096,
+            within: SCRIPT_WITHIN,
+            cpus: Some(self.run_on.clone()),
+        };
+        let out =
+            child::run_captured(cmd, &cap, |_| {}).map_err(|e| format!("perf script: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "perf script failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        let b = breakdown_of(&String::from_utf8_lossy(&out.stdout), Some(own));
+        if b.samples == 0 {
+            return Err("perf recorded no sample in the window".into());
+        }
+        Ok(b.to_explain(&self.cpus, close_ns.saturating_sub(open_ns)))
     }
 }
 
@@ -368,6 +662,70 @@ ringside serve  1750 [001] cpu-clock:
         assert!((b.pct(Group::Idle) - 10.0).abs() < 1e-9);
         // Leaf kernel symbols: some_fs_helper twice leads.
         assert_eq!(b.top_kernel[0], ("some_fs_helper".to_string(), 2));
+    }
+
+    #[test]
+    fn every_group_has_its_key_and_label_in_the_results_schema() {
+        for g in Group::ALL {
+            assert!(!g.name().is_empty(), "{g:?}");
+            assert_eq!(crate::results::explain::label(g.key()), g.name());
+        }
+        assert_eq!(Group::ALL.len(), GROUPS.len());
+        let e = breakdown(SCRIPT).to_explain(&[1], 5);
+        let sum: f64 = e.groups.iter().map(|s| s.fraction).sum();
+        assert!((sum - 1.0).abs() < 1e-9, "{sum}");
+        assert!((e.fraction("idle") - 0.1).abs() < 1e-9);
+        assert_eq!(e.top_kernel[0].name, "some_fs_helper");
+        assert!((e.top_kernel[0].fraction - 0.2).abs() < 1e-9);
+    }
+
+    /// With `pid/tid` headers and the measured pids: another program's samples (user or
+    /// kernel mode) are other processes; kernel threads and the measured process are grouped
+    /// by their frames.
+    #[test]
+    fn other_programs_on_the_sampled_cpu_are_grouped_apart() {
+        let script = "\
+rustc 900/901 [001] cpu-clock: 
+\t          10a974 some_rust_fn
+
+rustc 900/901 [001] cpu-clock: 
+\tffffffff81e51000 net_rx_action
+\tffffffff81e52000 handle_softirqs
+\tffffffff81e53000 irq_exit_rcu
+\t          10a974 some_rust_fn
+
+rustc 900/901 [001] cpu-clock: 
+\tffffffff81e40000 rep_movs_alternative
+\tffffffff821ef691 do_syscall_64
+\t          10a974 __libc_write
+
+ksoftirqd/1 22/22 [001] cpu-clock: 
+\tffffffff81e50000 tcp_v4_rcv
+\tffffffff81e52000 handle_softirqs
+
+ringside 1748/1750 [001] cpu-clock: 
+\tffffffff81000130 entry_SYSCALL_64_after_hwframe
+\t          10a974 __libc_recv
+
+swapper 0/0 [001] cpu-clock: 
+\tffffffff821f6a8e pv_native_safe_halt
+";
+        let b = breakdown_of(script, Some(&[1748]));
+        let of = |g: Group| b.groups.iter().find(|x| x.0 == g).map_or(0, |x| x.1);
+        assert_eq!(b.samples, 6);
+        assert_eq!(of(Group::OtherProcesses), 2);
+        assert_eq!(
+            of(Group::Softirq),
+            2,
+            "softirq work is the CPU's, whoever it interrupted"
+        );
+        assert_eq!(of(Group::Syscall), 1);
+        assert_eq!(of(Group::Idle), 1);
+        // Without pids, the other program's samples are grouped by their frames.
+        let b = breakdown_of(script, None);
+        let of = |g: Group| b.groups.iter().find(|x| x.0 == g).map_or(0, |x| x.1);
+        assert_eq!((of(Group::OtherProcesses), of(Group::User)), (0, 1));
+        assert_eq!(of(Group::Copies), 1);
     }
 
     #[test]

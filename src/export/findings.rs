@@ -318,6 +318,15 @@ fn op_word(workload: &str) -> &'static str {
     }
 }
 
+/// One point's cells (same workload and params) ranked as the findings rank them: same basis
+/// and figure. `None` when they cannot be ranked (fewer than two cells on the basis).
+pub fn rank_point(workload: &str, cells: &[&CaseResult]) -> Option<findings::Ranking> {
+    let (b, cells) = basis(workload, cells).ok()?;
+    let pts = points(workload, &cells, b.metric);
+    pts.first()
+        .and_then(|p| findings::rank(p, higher_is_better(b.metric)))
+}
+
 /// The finding of one workload's cells.
 pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Line {
     let text = match basis(workload, cases) {

@@ -118,6 +118,7 @@ impl Exporter for Markdown {
                 }
                 out.push('\n');
             }
+            out += &super::explain::markdown(w, &cases);
             for t in tables.remove(w).unwrap_or_default().iter() {
                 out += &render_table(t);
                 out.push('\n');

@@ -3,6 +3,7 @@
 
 pub mod charts;
 mod csv;
+pub mod explain;
 pub mod findings;
 pub mod hosts;
 pub mod html;

@@ -1,6 +1,7 @@
 //! Results: the serde schema (`schema_version` 1) and its atomic storage. `report` and
 //! `compare` work from these files alone.
 
+pub mod explain;
 pub mod params;
 pub mod schema;
 pub mod spread;

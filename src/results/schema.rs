@@ -199,6 +199,10 @@ pub struct CaseResult {
     pub figures: Option<CaseFigures>,
     #[serde(default)]
     pub warnings: Vec<Warning>,
+    /// `run --explain`: where the CPU went in an untimed repetition of its own (network and
+    /// storage cells), or why it could not be sampled. Absent without `--explain`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<Measured<super::explain::Explain>>,
 }
 
 impl CaseResult {

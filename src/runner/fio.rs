@@ -81,6 +81,7 @@ fn row(
         repetitions: 1,
         rate_per_sec: None,
         scaling_efficiency: None,
+        explain: None,
         runs_started_unix_ns: Vec::new(),
         figures: None,
         warnings: Vec::new(),

@@ -4,6 +4,7 @@
 pub mod bootstrap;
 pub mod compare;
 pub mod equal_load;
+pub mod explain;
 pub mod findings;
 pub mod ladder;
 pub mod scaling;

@@ -177,12 +177,51 @@ pub struct Ctx<'a> {
     /// Which timed repetition of its case this is (0-based; the runner interleaves them across
     /// models); `None` for warm-ups and the counting repetition.
     pub repetition: Option<u32>,
+    /// `run --explain`'s untimed repetition: the workload samples where the CPU goes in its
+    /// window ([`Ctx::explain_start`], [`Ctx::explain_finish`]) and leaves the result here.
+    /// `None` in every other repetition.
+    pub explain: Option<&'a ExplainSlot>,
 }
+
+/// Where an explain repetition leaves its breakdown, or why there is none.
+pub type ExplainSlot = std::sync::Mutex<Option<crate::measure::Measured<Explain>>>;
+
+use crate::results::explain::Explain;
+
+/// A sampling in progress, or why it could not start.
+pub type Sampling = Result<crate::crosscheck::perf::Recording, String>;
 
 impl Ctx<'_> {
     /// Opens the repetition's measured window.
     pub fn window(&self) -> crate::measure::Window<'_> {
         self.meter.window(self.count_syscalls)
+    }
+
+    /// In the explain repetition: starts sampling `cpus` (perf running on `run_on`, for at
+    /// most `max`); returns once it samples. `None` in every other repetition.
+    pub fn explain_start(
+        &self,
+        cpus: &[u32],
+        run_on: &[u32],
+        max: std::time::Duration,
+    ) -> Option<Sampling> {
+        self.explain
+            .map(|_| crate::crosscheck::perf::Recording::start(cpus, run_on, max))
+    }
+
+    /// Ends a sampling begun by [`Ctx::explain_start`], keeping the samples between `open_ns`
+    /// and `close_ns` (`measure::clock::now_ns`), and leaves the breakdown (or why there is
+    /// none) in the slot. `own`: the measured processes (other programs' samples are grouped
+    /// apart).
+    pub fn explain_finish(&self, s: Option<Sampling>, open_ns: u64, close_ns: u64, own: &[u32]) {
+        let (Some(slot), Some(s)) = (self.explain, s) else {
+            return;
+        };
+        let m = match s.and_then(|r| r.finish(open_ns, close_ns, own)) {
+            Ok(e) => crate::measure::Measured::Value(e),
+            Err(why) => crate::measure::Measured::unavailable(why),
+        };
+        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(m);
     }
 }
 

@@ -377,6 +377,7 @@ impl Exporter for Html {
                 b.push_str("</ul>");
             }
             pairwise_html(w, &cases, &mut b);
+            super::explain::html(w, &cases, &mut b)?;
             b.push_str("<h4>Tables</h4>");
             for t in tables.remove(w).unwrap_or_default().iter() {
                 let _ = write!(

@@ -110,6 +110,16 @@ fn measure_pinned(
         && (plan.shared() || launch.cpus().iter().any(|c| load_cpus.contains(c)));
     // An external contender is confined to its CPUs too, so this holds for every server.
     let server_cpus = launch.cpus().len();
+    // `run --explain`: sample the server's CPUs from before it starts (perf takes a moment to
+    // start) and keep the window's samples.
+    let sampling = if matches!(launch, Launch::Remote { .. }) {
+        ctx.explain.map(|_| {
+            Err("the server runs on another host (--server-host): its CPUs are not sampled".into())
+        })
+    } else {
+        let max = load.warmup + load.duration + Duration::from_secs(60);
+        ctx.explain_start(launch.cpus(), load_cpus, max)
+    };
     let mut server: UnderTest = launch.start()?;
     let remote = server.is_remote();
     let pids = server.pids();
@@ -142,7 +152,13 @@ fn measure_pinned(
     // When each edge's readings were taken: a reading taken late (this thread woke late on a
     // busy machine) covers a shorter or longer span than the client's window.
     let (mut at0, mut at1) = (0u64, 0u64);
+    // The window's edges for the explain sampling.
+    let (mut open_ns, mut close_ns) = (0u64, 0u64);
     let report = load::run(&cfg, load.exchange, &mut |e| {
+        match e {
+            Edge::Open => open_ns = now_ns(),
+            Edge::Close => close_ns = now_ns(),
+        }
         if remote {
             // Read on the server's host when the line arrives there.
             server.edge(matches!(e, Edge::Open));
@@ -159,6 +175,7 @@ fn measure_pinned(
             Edge::Close => (cpu1, sys1, at1) = (c, s, at),
         }
     });
+    ctx.explain_finish(sampling, open_ns, close_ns, &pids);
     let report = report.map_err(|e| server.fail(&format!("load generator: {e}")))?;
     if let Some(how) = server.exited() {
         return Err(server.fail(&format!("server died during the run ({how})")));

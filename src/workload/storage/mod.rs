@@ -423,6 +423,14 @@ impl<'c, 'a> Run<'c, 'a> {
         extra: Counters,
         body: impl FnOnce(&mut dyn FileEngine, &mut Hist) -> Result<(u64, u64), CaseError>,
     ) -> Result<Sample, CaseError> {
+        // `run --explain`: sample the measured CPU (perf on the helper CPU) over the window.
+        let plan = self.ctx.plan;
+        let max = std::time::Duration::from_secs(600);
+        let sampling = self.ctx.explain_start(
+            &[plan.measured],
+            &[plan.helper.unwrap_or(plan.measured)],
+            max,
+        );
         let workers0 = eng.workers_cpu();
         let w = self.ctx.window();
         let sys0 = match &self.counter {
@@ -432,6 +440,8 @@ impl<'c, 'a> Run<'c, 'a> {
         let t0 = crate::measure::clock::now_ns();
         let r = body(eng, &mut self.hist);
         let t1 = crate::measure::clock::now_ns();
+        self.ctx
+            .explain_finish(sampling, t0, t1, &[std::process::id()]);
         let sys1 = match &self.counter {
             Some(Ok(c)) => c.read(),
             _ => 0,

@@ -1,0 +1,334 @@
+//! `run --explain` in the reports: per parameter point, one stacked bar per model (where its
+//! server's sampled CPU went, by group) and one sentence naming the group whose share of own
+//! work differs most between the point's leader and its runner-up. Who leads comes from the
+//! findings' ranking (`export::findings::rank_point`), the difference from `stats::explain`;
+//! this module only arranges and draws.
+
+use super::findings::rank_point;
+use super::html::esc;
+use crate::measure::Measured;
+use crate::results::explain::{label, Explain, GROUPS};
+use crate::results::{CaseResult, Status};
+use crate::stats::explain::{biggest_difference, work_samples};
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::fmt::Write;
+
+/// One point of a workload with its cells' breakdowns.
+pub struct PointExplain<'a> {
+    /// Its params ("conns=50 msg_bytes=64").
+    pub at: String,
+    /// Each cell with a breakdown (or why it has none), in run order.
+    pub bars: Vec<(&'a CaseResult, &'a Measured<Explain>)>,
+    /// The sentence on the leader and runner-up.
+    pub sentence: String,
+}
+
+fn params_text(c: &CaseResult) -> String {
+    c.params
+        .0
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+/// The sentence of one point: the biggest difference between its leader and runner-up.
+fn sentence(workload: &str, cells: &[&CaseResult]) -> String {
+    let Some(r) = rank_point(workload, cells) else {
+        return "no leader to explain: fewer than two cells of this point could be ranked".into();
+    };
+    // The runner-up: the best after the leader, within noise of it or not.
+    let Some(second) = r
+        .near
+        .iter()
+        .chain(&r.behind)
+        .min_by(|a, b| a.times.total_cmp(&b.times))
+    else {
+        return "no runner-up to compare the leader with".into();
+    };
+    let of = |l: &str| {
+        cells
+            .iter()
+            .find(|c| c.label() == l)
+            .and_then(|c| c.explain.as_ref())
+    };
+    let (a, b) = match (of(&r.leader), of(&second.label)) {
+        (Some(Measured::Value(a)), Some(Measured::Value(b))) => (a, b),
+        (x, y) => {
+            let why = |who: &str, m: Option<&Measured<Explain>>| match m {
+                Some(Measured::Unavailable { unavailable }) => {
+                    Some(format!("{who}'s breakdown is unavailable: {unavailable}"))
+                }
+                None => Some(format!("{who} was not sampled")),
+                Some(Measured::Value(_)) => None,
+            };
+            let mut s = vec![];
+            s.extend(why(&r.leader, x));
+            s.extend(why(&second.label, y));
+            return format!("no comparison: {}", s.join("; "));
+        }
+    };
+    match biggest_difference(a, b) {
+        Ok(d) => format!(
+            "{} (leader) spends {} of its own work in {}; {} (runner-up) {} (own work: samples \
+             neither idle nor another program's; {:.0} and {:.0} samples)",
+            r.leader,
+            pct(d.leader),
+            label(d.group),
+            second.label,
+            pct(d.runner_up),
+            work_samples(a),
+            work_samples(b),
+        ),
+        Err(why) => format!(
+            "no comparison between {} (leader) and {}: {why}",
+            r.leader, second.label
+        ),
+    }
+}
+
+/// A workload's points that have breakdowns, in run order.
+pub fn points<'a>(workload: &str, cases: &[&'a CaseResult]) -> Vec<PointExplain<'a>> {
+    let mut out: Vec<(crate::results::Params, Vec<&'a CaseResult>)> = Vec::new();
+    for c in cases.iter().filter(|c| c.explain.is_some()) {
+        match out.iter_mut().find(|(p, _)| *p == c.params) {
+            Some((_, v)) => v.push(c),
+            None => out.push((c.params.clone(), vec![c])),
+        }
+    }
+    out.into_iter()
+        .map(|(_, cells)| {
+            // Ranked among every measured cell of the point, sampled or not.
+            let all: Vec<&CaseResult> = cases
+                .iter()
+                .copied()
+                .filter(|c| c.params == cells[0].params && c.status == Status::Measured)
+                .collect();
+            PointExplain {
+                at: params_text(cells[0]),
+                sentence: sentence(workload, &all),
+                bars: cells
+                    .iter()
+                    .filter_map(|c| c.explain.as_ref().map(|e| (*c, e)))
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// Each group's colour: work groups in distinct hues, idle light grey, other programs grey.
+fn group_rgb(key: &str) -> (u8, u8, u8) {
+    match key {
+        "user" => (0, 114, 178),
+        "syscall" => (213, 94, 0),
+        "tcp_ip" => (0, 158, 115),
+        "softirq" => (204, 121, 167),
+        "scheduler" => (86, 180, 233),
+        "io_uring" => (230, 159, 0),
+        "copies" => (51, 34, 136),
+        "lock_slow_path" => (136, 34, 85),
+        "other_kernel" => (153, 153, 51),
+        "other_processes" => (120, 120, 120),
+        _ => (215, 215, 215), // idle
+    }
+}
+
+const BAR_H: i32 = 26;
+const LEFT: i32 = 150;
+const BAR_W: i32 = 560;
+const LEGEND_X: i32 = LEFT + BAR_W + 20;
+const WIDTH: i32 = LEGEND_X + 260;
+
+fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow::anyhow!("drawing the explain chart: {e:?}")
+}
+
+/// One point's stacked bars as an SVG: one row per model, the groups left to right in
+/// `GROUPS` order, each as wide as its share of the sampled CPU.
+pub fn svg(p: &PointExplain<'_>) -> anyhow::Result<String> {
+    let rows = p.bars.len() as i32;
+    let height = (40 + rows * (BAR_H + 10)).max(40 + GROUPS.len() as i32 * 18) + 10;
+    let mut buf = String::new();
+    {
+        let area =
+            SVGBackend::with_string(&mut buf, (WIDTH as u32, height as u32)).into_drawing_area();
+        area.fill(&WHITE).map_err(err)?;
+        let font = |size| {
+            ("sans-serif", size)
+                .into_font()
+                .into_text_style(&area)
+                .pos(Pos::new(HPos::Left, VPos::Center))
+        };
+        area.draw(&Text::new(
+            "share of the sampled CPU (0 to 100%)".to_string(),
+            (LEFT, 14),
+            font(13),
+        ))
+        .map_err(err)?;
+        for (i, (c, m)) in p.bars.iter().enumerate() {
+            let y = 32 + i as i32 * (BAR_H + 10);
+            area.draw(&Text::new(c.label(), (8, y + BAR_H / 2), font(14)))
+                .map_err(err)?;
+            match m {
+                Measured::Value(e) => {
+                    let mut x = LEFT as f64;
+                    for s in &e.groups {
+                        let w = s.fraction * BAR_W as f64;
+                        if w <= 0.0 {
+                            continue;
+                        }
+                        let (r, g, b) = group_rgb(&s.name);
+                        area.draw(&Rectangle::new(
+                            [(x.round() as i32, y), ((x + w).round() as i32, y + BAR_H)],
+                            RGBColor(r, g, b).filled(),
+                        ))
+                        .map_err(err)?;
+                        x += w;
+                    }
+                }
+                Measured::Unavailable { .. } => {
+                    area.draw(&Text::new(
+                        "unavailable (see the table)".to_string(),
+                        (LEFT, y + BAR_H / 2),
+                        font(13),
+                    ))
+                    .map_err(err)?;
+                }
+            }
+        }
+        for (i, (k, l)) in GROUPS.iter().enumerate() {
+            let y = 24 + i as i32 * 18;
+            let (r, g, b) = group_rgb(k);
+            area.draw(&Rectangle::new(
+                [(LEGEND_X, y - 6), (LEGEND_X + 12, y + 6)],
+                RGBColor(r, g, b).filled(),
+            ))
+            .map_err(err)?;
+            area.draw(&Text::new(l.to_string(), (LEGEND_X + 18, y), font(12)))
+                .map_err(err)?;
+        }
+        area.present().map_err(err)?;
+    }
+    // Inline in HTML: no XML namespace needed (as the other charts).
+    Ok(buf)
+}
+
+/// One row per cell: samples, each group's share, the top kernel symbols.
+fn table_rows(p: &PointExplain<'_>) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut header = vec!["model".to_string(), "samples".to_string()];
+    header.extend(GROUPS.iter().map(|(_, l)| l.to_string()));
+    header.push("top kernel symbols".into());
+    let rows = p
+        .bars
+        .iter()
+        .map(|(c, m)| {
+            let mut r = vec![c.label()];
+            match m {
+                Measured::Value(e) => {
+                    r.push(e.samples.to_string());
+                    r.extend(GROUPS.iter().map(|(k, _)| pct(e.fraction(k))));
+                    r.push(
+                        e.top_kernel
+                            .iter()
+                            .take(5)
+                            .map(|s| format!("{} {:.1}%", s.name, s.fraction * 100.0))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    );
+                }
+                Measured::Unavailable { unavailable } => {
+                    r.push(format!("unavailable: {unavailable}"));
+                    r.extend(GROUPS.iter().map(|_| "-".to_string()));
+                    r.push("-".into());
+                }
+            }
+            r
+        })
+        .collect();
+    (header, rows)
+}
+
+/// The workload's "where the CPU went" section in HTML (empty without breakdowns).
+pub fn html(workload: &str, cases: &[&CaseResult], b: &mut String) -> anyhow::Result<()> {
+    let pts = points(workload, cases);
+    if pts.is_empty() {
+        return Ok(());
+    }
+    b.push_str("<h4>Where the CPU went (--explain)</h4><p class=\"note\">perf cpu-clock samples with call chains on the server's CPUs (storage: the measured CPU) in an untimed repetition of each cell's own, grouped by subsystem; shares of the sampled CPU.</p>");
+    for p in &pts {
+        let _ = write!(
+            b,
+            "<figure class=\"chart explain\" data-explain=\"{}\">{}<figcaption>{}{}</figcaption></figure>",
+            esc(&p.at),
+            svg(p)?,
+            if p.at.is_empty() {
+                String::new()
+            } else {
+                format!("{}: ", esc(&p.at))
+            },
+            esc(&p.sentence)
+        );
+        let (header, rows) = table_rows(p);
+        b.push_str(
+            "<details><summary>breakdown and top kernel symbols</summary><table><thead><tr>",
+        );
+        for h in &header {
+            let _ = write!(b, "<th>{}</th>", esc(h));
+        }
+        b.push_str("</tr></thead><tbody>");
+        for r in &rows {
+            b.push_str("<tr>");
+            for c in r {
+                let _ = write!(b, "<td>{}</td>", esc(c));
+            }
+            b.push_str("</tr>");
+        }
+        b.push_str("</tbody></table></details>");
+    }
+    Ok(())
+}
+
+/// The workload's "where the CPU went" section in Markdown (empty without breakdowns).
+pub fn markdown(workload: &str, cases: &[&CaseResult]) -> String {
+    let pts = points(workload, cases);
+    let mut out = String::new();
+    if pts.is_empty() {
+        return out;
+    }
+    out += "Where the CPU went (`--explain`: perf cpu-clock samples on the server's CPUs, \
+            shares of the sampled CPU):\n\n";
+    let cell = |s: &str| s.replace('|', "\\|");
+    for p in &pts {
+        if !p.at.is_empty() {
+            out += &format!("At {}: {}\n\n", p.at, cell(&p.sentence));
+        } else {
+            out += &format!("{}\n\n", cell(&p.sentence));
+        }
+        let (header, rows) = table_rows(p);
+        out += &format!(
+            "| {} |\n",
+            header
+                .iter()
+                .map(|h| cell(h))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        out += &format!(
+            "| :--- |{}\n",
+            " ---: |".repeat(header.len() - 2) + " :--- |"
+        );
+        for r in &rows {
+            out += &format!(
+                "| {} |\n",
+                r.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
+            );
+        }
+        out.push('\n');
+    }
+    out
+}

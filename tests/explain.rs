@@ -1,0 +1,133 @@
+//! `run --explain`: a smoke run of one small network workload with two models stores, per
+//! cell, where the server's sampled CPU went (every group named, the shares summing to the
+//! samples), and the report draws it; without perf the run goes on and each breakdown says why.
+//! Skips, saying why, where this machine cannot sample CPUs with perf.
+
+use assert_cmd::Command as Cmd;
+use ringside::results::explain::GROUPS;
+use serde_json::Value;
+use std::time::Duration;
+
+/// `ringside run echo.rate --profile smoke --models epoll-lt,uring --explain` with `path` as
+/// PATH (`None`: inherited); the results and report.md.
+fn run(path: Option<&std::path::Path>) -> (Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Cmd::cargo_bin("ringside").unwrap();
+    c.timeout(Duration::from_secs(300))
+        .args(["run", "echo.rate", "--profile", "smoke", "--runs", "1"])
+        .args(["--models", "epoll-lt,uring", "--explain"])
+        .args(["--quiet", "--format", "json", "--out"])
+        .arg(dir.path());
+    if let Some(p) = path {
+        c.env("PATH", p);
+    }
+    let out = c.assert().success().get_output().stdout.clone();
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    (serde_json::from_slice(&out).unwrap(), md)
+}
+
+/// Reasons that mean this machine cannot sample (not a defect of ringside).
+fn cannot_sample(why: &str) -> bool {
+    [
+        "perf is not installed",
+        "perf refused",
+        "perf record refused",
+    ]
+    .iter()
+    .any(|s| why.contains(s))
+}
+
+#[test]
+fn a_smoke_run_with_explain_stores_a_breakdown_per_cell_that_sums_to_the_samples() {
+    let (v, md) = run(None);
+    let cases: Vec<&Value> = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "measured")
+        .collect();
+    assert_eq!(cases.len(), 2, "{v}");
+    for c in &cases {
+        let e = &c["explain"];
+        if let Some(why) = e["unavailable"].as_str() {
+            if cannot_sample(why) {
+                eprintln!("skipped: perf cannot sample here: {why}");
+                return;
+            }
+            panic!("{}: breakdown unavailable: {why}", c["model"]);
+        }
+        let model = c["model"].as_str().unwrap();
+        assert!(e["samples"].as_u64().unwrap() > 0, "{model}: {e}");
+        assert!(e["window_ns"].as_u64().unwrap() > 0, "{model}: {e}");
+        let groups = e["groups"].as_array().unwrap();
+        let keys: Vec<&str> = groups.iter().map(|g| g["name"].as_str().unwrap()).collect();
+        let want: Vec<&str> = GROUPS.iter().map(|g| g.0).collect();
+        assert_eq!(keys, want, "{model}: every group named, in order");
+        assert!(keys.contains(&"syscall") && keys.contains(&"idle"));
+        let f = |k: &str| {
+            groups
+                .iter()
+                .find(|g| g["name"] == k)
+                .and_then(|g| g["fraction"].as_f64())
+                .unwrap()
+        };
+        let sum: f64 = want.iter().map(|k| f(k)).sum();
+        assert!(
+            (sum - 1.0).abs() < 0.01,
+            "{model}: shares sum to {sum}: {e}"
+        );
+        assert!(want.iter().all(|k| (0.0..=1.0).contains(&f(k))), "{e}");
+        // At 2,000 messages/s the server uses a few percent of its CPU: most samples are
+        // idle (or another program's, on a shared machine), and some are its kernel work.
+        assert!(
+            f("idle") + f("other_processes") >= 0.5,
+            "{model}: idle {} other {}: {e}",
+            f("idle"),
+            f("other_processes")
+        );
+        let kernel: f64 = [
+            "syscall",
+            "tcp_ip",
+            "softirq",
+            "scheduler",
+            "io_uring",
+            "copies",
+            "lock_slow_path",
+            "other_kernel",
+        ]
+        .iter()
+        .map(|k| f(k))
+        .sum();
+        assert!(
+            kernel > 0.0,
+            "{model}: an echo server's window has kernel work: {e}"
+        );
+        let top: Vec<f64> = e["top_kernel"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["fraction"].as_f64().unwrap())
+            .collect();
+        assert!(!top.is_empty() && top.len() <= 10, "{e}");
+        assert!(top.windows(2).all(|w| w[0] >= w[1]), "most first: {top:?}");
+    }
+    assert!(md.contains("Where the CPU went"), "{md}");
+    assert!(
+        md.contains("(leader)") || md.contains("no leader") || md.contains("no runner-up"),
+        "a sentence on the point: {md}"
+    );
+}
+
+#[test]
+fn without_perf_the_run_goes_on_and_each_breakdown_says_why() {
+    let empty = tempfile::tempdir().unwrap();
+    let (v, md) = run(Some(empty.path()));
+    let cases = v["cases"].as_array().unwrap();
+    let measured: Vec<&Value> = cases.iter().filter(|c| c["status"] == "measured").collect();
+    assert_eq!(measured.len(), 2, "{v}");
+    for c in measured {
+        let why = c["explain"]["unavailable"].as_str().unwrap_or_default();
+        assert!(why.contains("perf is not installed"), "{c}");
+    }
+    assert!(md.contains("unavailable: perf is not installed"), "{md}");
+}
