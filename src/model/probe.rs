@@ -7,7 +7,14 @@ impl ModelSpec {
     /// Whether this model can run here, and if not, why. Looks only at `env`, never guesses.
     pub fn availability(&self, env: &EnvReport) -> Availability {
         match &self.knobs {
-            Knobs::Blocking(_) | Knobs::Epoll(_) => Availability::Ready,
+            Knobs::Blocking(_) => Availability::Ready,
+            Knobs::Epoll(k) => match k.busy_poll {
+                None => Availability::Ready,
+                Some(_) => {
+                    use crate::env::uring::modern as f;
+                    env.modern(f::EPOLL_BUSY_POLL).and(&napi_path(env))
+                }
+            },
             Knobs::Uring(k) => {
                 let mut a = env.io_uring.clone();
                 if k.sqpoll_idle_ms.is_some() {
@@ -42,10 +49,7 @@ impl ModelSpec {
                     a = a.and(&env.modern(f::MIN_WAIT));
                 }
                 if k.napi_busy_poll_us.is_some() {
-                    // The echo and HTTP suites run over loopback.
-                    a = a
-                        .and(&env.modern(f::NAPI))
-                        .and(&env.modern(f::NAPI_LOOPBACK));
+                    a = a.and(&env.modern(f::NAPI)).and(&napi_path(env));
                 }
                 if k.epoll_wait {
                     a = a.and(&env.modern(f::EPOLL_WAIT));
@@ -68,6 +72,13 @@ impl ModelSpec {
             Knobs::Peer(k @ PeerKind::Monoio) => built(*k).and(&env.io_uring),
         }
     }
+}
+
+/// Whether busy polling has a NAPI queue to poll where the servers are measured: the echo and
+/// HTTP suites run over loopback, whose sockets carry no NAPI id (`uring-napi` and
+/// `epoll-busypoll` both ask this).
+pub fn napi_path(env: &EnvReport) -> Availability {
+    env.modern(crate::env::uring::modern::NAPI_LOOPBACK)
 }
 
 /// Whether contender `kind` was compiled into this binary. Static: no probing.
