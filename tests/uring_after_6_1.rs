@@ -131,7 +131,7 @@ fn epoll_busypoll_shares_the_napi_decision_with_uring_napi() {
     let env = ringside::env::probe();
     let bp = ringside::registry::model("epoll-busypoll").unwrap();
     assert!(!bp.default_run && !bp.always_available());
-    let path = ringside::model::probe::napi_path(&env);
+    let path = ringside::model::probe::napi_path(&env, ringside::model::probe::Serving::Loopback);
     let mine = bp.availability(&env);
     match path.reason() {
         Some(why) => {
