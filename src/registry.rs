@@ -149,11 +149,13 @@ pub static MODELS: &[ModelSpec] = &[
     },
     ModelSpec {
         id: "uring-zc",
-        summary: "io_uring with SEND_ZC zero-copy sends (for large payloads)",
+        summary: "io_uring with SEND_ZC zero-copy sends from registered buffers (for large \
+                  payloads)",
         family: Family::Uring,
         default_run: true,
         knobs: Knobs::Uring(UringKnobs {
             zc_send: true,
+            zc_fixed_buf: true,
             ..UringKnobs::PLAIN
         }),
     },

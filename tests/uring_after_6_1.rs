@@ -168,3 +168,15 @@ fn epoll_busypoll_shares_the_napi_decision_with_uring_napi() {
         assert!(w.accepts(bp).unwrap_err().contains("NAPI"));
     }
 }
+
+/// `uring-zc` sends with SEND_ZC from registered buffers: each connection's receive buffer is
+/// registered once, and its echoes name it (the bytes still echo exactly).
+#[test]
+fn send_zc_names_the_registered_receive_buffer() {
+    let Some(c) = echo_counters("uring-zc", &big(), 3) else {
+        return;
+    };
+    assert_eq!(c.get("zc_buf_registers"), 3, "{c:?}");
+    assert_eq!(c.get("zc_buf_register_errors"), 0, "{c:?}");
+    assert!(c.get("zc_fixed_sends") > 0, "{c:?}");
+}

@@ -158,6 +158,11 @@ pub struct UringKnobs {
     pub buf_ring: bool,
     /// SEND_ZC: zero-copy send (pays only for large payloads).
     pub zc_send: bool,
+    /// SEND_ZC from registered buffers: each connection's receive buffer is registered (a
+    /// sparse buffer table, one slot per connection slot) and its sends carry the buffer's
+    /// index, so the kernel skips pinning the pages per send (read in the io_uring server).
+    #[serde(skip_serializing_if = "is_false", default)]
+    pub zc_fixed_buf: bool,
     /// IORING_SETUP_IOPOLL: completions are polled from the device (O_DIRECT reads and writes
     /// on a device with poll queues only; never fsync).
     pub iopoll: bool,
@@ -219,6 +224,7 @@ impl UringKnobs {
         multishot: false,
         buf_ring: false,
         zc_send: false,
+        zc_fixed_buf: false,
         iopoll: false,
         bundle: false,
         inc_bufs: false,

@@ -52,6 +52,9 @@ impl ModelSpec {
                 if k.zc_send {
                     a = a.and(&env.send_zc);
                 }
+                if k.zc_fixed_buf {
+                    a = a.and(&env.registered_buffers);
+                }
                 use crate::env::uring::modern as f;
                 if k.bundle {
                     a = a.and(&env.modern(f::BUNDLE));
