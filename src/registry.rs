@@ -2,7 +2,7 @@
 //! validation, `ringside env`, the conformance tests and the reports iterate these tables;
 //! nothing else enumerates models or workloads by hand. Adding either is one row here.
 
-use crate::model::{Family, Knobs, ModelSpec, Threading, Trigger, UringKnobs};
+use crate::model::{EpollKnobs, Family, Knobs, ModelSpec, Threading, UringKnobs};
 use crate::workload::{micro, net, storage, Workload};
 
 /// SQPOLL poller idle time before it sleeps, ms. Long enough that it stays awake between the
@@ -40,14 +40,14 @@ pub static MODELS: &[ModelSpec] = &[
         summary: "epoll, level-triggered, non-blocking syscalls",
         family: Family::Epoll,
         default_run: true,
-        knobs: Knobs::Epoll(Trigger::Level),
+        knobs: Knobs::Epoll(EpollKnobs::LEVEL),
     },
     ModelSpec {
         id: "epoll-et",
         summary: "epoll, edge-triggered: drain until EAGAIN",
         family: Family::Epoll,
         default_run: true,
-        knobs: Knobs::Epoll(Trigger::Edge),
+        knobs: Knobs::Epoll(EpollKnobs::EDGE),
     },
     ModelSpec {
         id: "uring",
@@ -149,11 +149,13 @@ pub static MODELS: &[ModelSpec] = &[
     },
     ModelSpec {
         id: "uring-zc",
-        summary: "io_uring with SEND_ZC zero-copy sends (for large payloads)",
+        summary: "io_uring with SEND_ZC zero-copy sends from registered buffers (for large \
+                  payloads)",
         family: Family::Uring,
         default_run: true,
         knobs: Knobs::Uring(UringKnobs {
             zc_send: true,
+            zc_fixed_buf: true,
             ..UringKnobs::PLAIN
         }),
     },
@@ -202,6 +204,17 @@ pub static MODELS: &[ModelSpec] = &[
         knobs: Knobs::Uring(UringKnobs {
             napi_busy_poll_us: Some(NAPI_BUSY_POLL_US),
             ..TUNED
+        }),
+    },
+    ModelSpec {
+        id: "epoll-busypoll",
+        summary: "epoll-lt with epoll's own busy polling (EPIOCSPARAMS, kernel 6.9): uring-napi's \
+                  fair pair; needs sockets with a NAPI id: not loopback",
+        family: Family::Epoll,
+        default_run: false,
+        knobs: Knobs::Epoll(EpollKnobs {
+            busy_poll: Some(crate::model::EPOLL_BUSY_POLL),
+            ..EpollKnobs::LEVEL
         }),
     },
     ModelSpec {

@@ -303,10 +303,19 @@ fn start_case<'c>(index: usize, case: &'c Case, set: &Setting<'_>) -> Running<'c
     };
     if case.point.is_none() {
         c.end(Status::NotApplicable, case.not_applicable.clone());
-    } else if let Some(why) = m.availability(set.env).reason() {
+    } else if let Some(why) = m.availability_serving(set.env, serving()).reason() {
         c.end(Status::Unavailable, why.to_string());
     }
     c
+}
+
+/// Where this run's servers take their connections: on another host (`--server-host`) over
+/// the network, else over loopback.
+fn serving() -> crate::model::probe::Serving {
+    match crate::remote::get().is_some_and(|r| r.server.is_some()) {
+        true => crate::model::probe::Serving::Network,
+        false => crate::model::probe::Serving::Loopback,
+    }
 }
 
 impl Running<'_> {

@@ -131,12 +131,24 @@ fn run_cmd(h: &Hosts, ssh_opts: &[String], out: &Path, items: &[&str]) -> Comman
 
 /// [`run_cmd`] with `remote` as the ringside on the server host.
 fn run_with(h: &Hosts, ssh_opts: &[String], out: &Path, items: &[&str], remote: &Path) -> Command {
+    run_models(h, ssh_opts, out, items, "epoll-et", remote)
+}
+
+/// [`run_with`] with `models` in place of epoll-et.
+fn run_models(
+    h: &Hosts,
+    ssh_opts: &[String],
+    out: &Path,
+    items: &[&str],
+    models: &str,
+    remote: &Path,
+) -> Command {
     let mut c = Command::new("ip");
     c.args(["netns", "exec", &h.client_ns])
         .arg(bin())
         .arg("run")
         .args(items)
-        .args(["--profile", "smoke", "--models", "epoll-et", "--quiet"])
+        .args(["--profile", "smoke", "--models", models, "--quiet"])
         .args(["--format", "csv", "--out"])
         .arg(out)
         .arg(format!("--server-host=root@{}", h.server_ip))
@@ -233,6 +245,86 @@ fn servers_on_another_host_over_ssh() {
     a_run_killed_mid_way_leaves_nothing_running_on_either_host(&h, &s);
     a_remote_end_that_dies_mid_run_fails_its_cell_only(&h, &s);
     another_version_there_is_refused_naming_both(&h, &s);
+    // Last: it changes the veth pair's offloads.
+    napi_rows_measured_over_veth(&h, &s);
+}
+
+/// `uring-napi` and `epoll-busypoll` over veth: loopback has no NAPI, so locally both are
+/// unavailable; where the veth pair runs NAPI (GRO on, TSO off: `Hosts::veth_napi`) a
+/// connection carries a NAPI id, and both rows are measured on the server host, not
+/// unavailable. Skipped, with the reason, where the path has no NAPI id even so, or where
+/// this kernel lacks the registration itself (6.9).
+fn napi_rows_measured_over_veth(h: &Hosts, s: &Sshd) {
+    if let Err(why) = h.veth_napi() {
+        eprintln!("napi over veth: skipped: cannot turn GRO on and TSO off: {why}");
+        return;
+    }
+    match h.napi_id() {
+        Ok(0) => {
+            eprintln!(
+                "napi over veth: skipped: a veth connection carries no NAPI id here even \
+                 with GRO on and TSO off"
+            );
+            return;
+        }
+        Err(why) => panic!("napi over veth: the NAPI id check failed: {why}"),
+        Ok(_) => {}
+    }
+    let env = ringside::env::probe();
+    use ringside::env::uring::modern as f;
+    let mut models = Vec::new();
+    for (id, feature) in [
+        ("uring-napi", f::NAPI),
+        ("epoll-busypoll", f::EPOLL_BUSY_POLL),
+    ] {
+        match env.modern(feature).reason() {
+            Some(why) => eprintln!("napi over veth: {id} skipped: {why}"),
+            None => models.push(id),
+        }
+    }
+    if models.is_empty() {
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let (code, err) = finish(
+        run_models(
+            h,
+            &s.opts,
+            out.path(),
+            &["echo.conns", "--runs", "1"],
+            &models.join(","),
+            &bin(),
+        ),
+        Duration::from_secs(300),
+    );
+    assert_eq!(code, Some(0), "ringside run: {err}");
+    let v = results(out.path());
+    let cases = v["cases"].as_array().unwrap();
+    for id in &models {
+        let mine: Vec<_> = cases.iter().filter(|c| c["model"] == *id).collect();
+        assert!(!mine.is_empty(), "{id}: no cells: {v}");
+        for c in mine {
+            // Equal-load points may be not applicable (no capacity measured): never unavailable.
+            assert_ne!(c["status"], "unavailable", "{id}: {c}");
+            if c["params"].get("offered").is_none() {
+                assert_eq!(c["status"], "measured", "{id}: {c}");
+                assert!(
+                    c["cpu_ns_per_op"]["total"].as_f64().unwrap() > 0.0,
+                    "{id}: {c}"
+                );
+            }
+        }
+    }
+    // Locally (loopback) the same rows are unavailable, for the NAPI reason.
+    for id in &models {
+        let m = ringside::registry::model(id).unwrap();
+        assert!(
+            m.availability(&env)
+                .reason()
+                .is_some_and(|r| r.contains("NAPI")),
+            "{id}"
+        );
+    }
 }
 
 /// The remote ringside killed (as a host that dies would end it) while its server is being

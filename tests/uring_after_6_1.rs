@@ -122,3 +122,61 @@ fn rows_that_cannot_run_on_loopback_name_what_is_missing() {
             .any(|x| x.id == m.id));
     }
 }
+
+/// `epoll-busypoll` is `uring-napi`'s fair pair: the same NAPI decision (one function, not a
+/// copy), so on loopback both are unavailable with the same reason; it joins named runs only,
+/// and plain epoll rows keep their results-file knobs (`{"epoll": "level"}`).
+#[test]
+fn epoll_busypoll_shares_the_napi_decision_with_uring_napi() {
+    let env = ringside::env::probe();
+    let bp = ringside::registry::model("epoll-busypoll").unwrap();
+    assert!(!bp.default_run && !bp.always_available());
+    let path = ringside::model::probe::napi_path(&env, ringside::model::probe::Serving::Loopback);
+    let mine = bp.availability(&env);
+    match path.reason() {
+        Some(why) => {
+            assert!(why.contains("NAPI"), "{why}");
+            assert!(mine.reason().is_some_and(|r| r.contains(why)), "{mine}");
+            if env.io_uring.is_ready() {
+                let napi = ringside::registry::model("uring-napi").unwrap();
+                let theirs = napi.availability(&env);
+                assert!(theirs.reason().is_some_and(|r| r.contains(why)), "{theirs}");
+            }
+        }
+        // A machine whose loopback carries NAPI ids: only the ioctl's own probe may refuse.
+        None => assert_eq!(
+            mine.reason(),
+            env.modern(ringside::env::uring::modern::EPOLL_BUSY_POLL)
+                .reason()
+        ),
+    }
+    let knobs = |id: &str| serde_json::to_value(ringside::registry::model(id).unwrap().knobs);
+    assert_eq!(
+        knobs("epoll-lt").unwrap(),
+        serde_json::json!({"epoll": "level"})
+    );
+    assert_eq!(
+        knobs("epoll-et").unwrap(),
+        serde_json::json!({"epoll": "edge"})
+    );
+    let b = knobs("epoll-busypoll").unwrap();
+    assert_eq!(b["epoll"]["trigger"], "level", "{b}");
+    assert_eq!(b["epoll"]["busy_poll"]["busy_poll_usecs"], 50, "{b}");
+    // The micro shapes refuse it: a pipe or an eventfd has no NAPI queue.
+    for w in ["micro.pipe", "micro.fd_scaling"] {
+        let w = ringside::registry::workload(w).unwrap();
+        assert!(w.accepts(bp).unwrap_err().contains("NAPI"));
+    }
+}
+
+/// `uring-zc` sends with SEND_ZC from registered buffers: each connection's receive buffer is
+/// registered once, and its echoes name it (the bytes still echo exactly).
+#[test]
+fn send_zc_names_the_registered_receive_buffer() {
+    let Some(c) = echo_counters("uring-zc", &big(), 3) else {
+        return;
+    };
+    assert_eq!(c.get("zc_buf_registers"), 3, "{c:?}");
+    assert_eq!(c.get("zc_buf_register_errors"), 0, "{c:?}");
+    assert!(c.get("zc_fixed_sends") > 0, "{c:?}");
+}

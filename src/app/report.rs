@@ -2,7 +2,7 @@
 //! results file alone (also an unfinished one), and print the chosen format on stdout.
 
 use crate::export::markdown::chart_file;
-use crate::export::{charts, html, Format};
+use crate::export::{charts, html, waterfall, Format};
 use crate::results::store;
 use crate::results::RunResults;
 use anyhow::Context;
@@ -25,7 +25,11 @@ pub fn write_all(run: &RunResults, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     let charts_dir = dir.join("charts");
     let charts = charts::build(run);
-    if !charts.is_empty() {
+    let waterfalls: Vec<_> = charts::by_workload(run)
+        .into_iter()
+        .flat_map(|(w, cases)| waterfall::for_cases(w, &cases))
+        .collect();
+    if !charts.is_empty() || !waterfalls.is_empty() {
         std::fs::create_dir_all(&charts_dir)
             .with_context(|| format!("cannot create '{}'", charts_dir.display()))?;
     }
@@ -33,6 +37,11 @@ pub fn write_all(run: &RunResults, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         let path = dir.join(chart_file(&c.id));
         let svg = html::svg::draw(c, false)?;
         write_derived(&path, svg.as_bytes())?;
+        written.push(path);
+    }
+    for w in &waterfalls {
+        let path = dir.join(chart_file(&w.id));
+        write_derived(&path, html::waterfall::draw(w, false)?.as_bytes())?;
         written.push(path);
     }
     for (name, format) in [

@@ -144,7 +144,11 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         .into());
     }
-    if let Availability::Unavailable(why) = model.availability(&crate::env::probe()) {
+    let at = match addr.ip().is_loopback() {
+        true => crate::model::probe::Serving::Loopback,
+        false => crate::model::probe::Serving::Network,
+    };
+    if let Availability::Unavailable(why) = model.availability_serving(&crate::env::probe(), at) {
         return Ok(unavailable(&why));
     }
     let body: Arc<[u8]> = match a.body_bytes {

@@ -110,6 +110,9 @@ impl Exporter for Markdown {
             for c in charts::for_cases(w, &cases, &styles) {
                 out += &format!("![{}]({})\n\n", c.title, chart_file(&c.id));
             }
+            for wf in super::waterfall::for_cases(w, &cases) {
+                out += &format!("![{}]({})\n\n", wf.title, chart_file(&wf.id));
+            }
             let verdicts = verdict::for_cases(w, &cases);
             if !verdicts.is_empty() {
                 out += "Verdicts:\n\n";

@@ -14,6 +14,7 @@ pub mod markdown;
 pub mod table;
 mod term;
 pub mod verdict;
+pub mod waterfall;
 
 use crate::results::RunResults;
 

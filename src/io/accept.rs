@@ -145,7 +145,7 @@ mod tests {
                 continue;
             }
             if let Availability::Unavailable(why) = m.availability(&env) {
-                assert!(!m.family.always_available(), "{}: {why}", m.id);
+                assert!(!m.always_available(), "{}: {why}", m.id);
                 continue;
             }
             let id = m.id;

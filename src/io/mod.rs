@@ -49,7 +49,7 @@ pub fn pipe_batch(
     let set = sys::PipeSet::new(pipes, msg_bytes)?;
     match &m.knobs {
         Knobs::Blocking(_) => Ok(Box::new(blocking::PipeLoop::new(set))),
-        Knobs::Epoll(t) => Ok(Box::new(epoll::PipeWait::new(set, *t)?)),
+        Knobs::Epoll(k) => Ok(Box::new(epoll::PipeWait::new(set, k.trigger)?)),
         Knobs::Uring(k) => Ok(Box::new(uring::pipe::LinkedPairs::new(set, k, plan)?)),
         Knobs::Peer(_) => Err(CaseError::not_applicable("peers only serve TCP")),
     }
@@ -138,7 +138,7 @@ pub fn serve<P: Protocol>(
     }
     match &m.knobs {
         Knobs::Blocking(_) => Ok(blocking::server::serve(listener, proto, stop)?.to_counters()),
-        Knobs::Epoll(t) => Ok(epoll::server::serve(listener, proto, *t, stop)?.to_counters()),
+        Knobs::Epoll(k) => Ok(epoll::server::serve(listener, proto, k, stop)?.to_counters()),
         Knobs::Uring(k) if k.epoll_wait => {
             // `uring-epollwait`: the level-triggered epoll server, waiting through a ring.
             let ep = epoll::Epoll::via_ring(crate::model::Trigger::Level, 256, k)?;
@@ -176,7 +176,7 @@ pub fn serve_pubsub(
         )));
     }
     match &m.knobs {
-        Knobs::Epoll(t) => Ok(epoll::pubsub::serve(listener, *t, queue_bytes, stop)?),
+        Knobs::Epoll(k) => Ok(epoll::pubsub::serve(listener, k, queue_bytes, stop)?),
         _ => unreachable!("refused above"),
     }
 }
@@ -203,7 +203,7 @@ mod tests {
         ] {
             let m = crate::registry::model(id).unwrap();
             if let Availability::Unavailable(why) = m.availability(&env) {
-                assert!(!m.family.always_available(), "{id}: {why}");
+                assert!(!m.always_available(), "{id}: {why}");
                 continue;
             }
             let l = TcpListener::bind("127.0.0.1:0").unwrap();

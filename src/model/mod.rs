@@ -37,10 +37,15 @@ pub enum Family {
     Peer,
 }
 
-impl Family {
-    /// Blocking syscalls and epoll exist on every Linux: tests may never skip them.
-    pub fn always_available(self) -> bool {
-        matches!(self, Family::Blocking | Family::Epoll)
+impl ModelSpec {
+    /// Blocking syscalls and plain epoll exist on every Linux: tests may never skip them. A row
+    /// that needs more from the machine (epoll busy polling needs a NAPI id) may be unavailable.
+    pub fn always_available(&self) -> bool {
+        match &self.knobs {
+            Knobs::Blocking(_) => true,
+            Knobs::Epoll(k) => k.busy_poll.is_none(),
+            Knobs::Uring(_) | Knobs::Peer(_) => false,
+        }
     }
 }
 
@@ -48,7 +53,7 @@ impl Family {
 #[serde(rename_all = "snake_case")]
 pub enum Knobs {
     Blocking(Threading),
-    Epoll(Trigger),
+    Epoll(EpollKnobs),
     Uring(UringKnobs),
     Peer(PeerKind),
 }
@@ -71,6 +76,68 @@ pub enum Trigger {
     Edge,
 }
 
+/// An epoll row's knobs: its trigger, and epoll's own busy polling. The busy-poll settings are
+/// read in one place, `io::epoll::Epoll::with_knobs`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EpollKnobs {
+    pub trigger: Trigger,
+    /// EPIOCSPARAMS on the instance (6.9): `epoll_wait` busy-polls the NAPI queues of the
+    /// sockets it watches before sleeping.
+    pub busy_poll: Option<EpollBusyPoll>,
+}
+
+/// `struct epoll_params` as a row sets it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct EpollBusyPoll {
+    /// How long one wait busy-polls, us.
+    pub busy_poll_usecs: u32,
+    /// Packets per poll (at most 64 without CAP_NET_ADMIN).
+    pub budget: u16,
+    /// Prefer busy polling over softirq processing (the device's IRQs deferred meanwhile).
+    pub prefer_busy_poll: bool,
+}
+
+impl EpollKnobs {
+    pub const LEVEL: EpollKnobs = EpollKnobs {
+        trigger: Trigger::Level,
+        busy_poll: None,
+    };
+    pub const EDGE: EpollKnobs = EpollKnobs {
+        trigger: Trigger::Edge,
+        busy_poll: None,
+    };
+
+    /// Knobs only the TCP servers use (busy polling polls a NIC queue: pipes have none).
+    pub fn server_only(&self) -> bool {
+        self.busy_poll.is_some()
+    }
+}
+
+/// Results files record a plain epoll row's knobs as its trigger alone (`{"epoll": "level"}`,
+/// as before the busy-poll knob), and a busy-polling one as a struct.
+impl Serialize for EpollKnobs {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        match &self.busy_poll {
+            None => self.trigger.serialize(s),
+            Some(b) => {
+                let mut st = s.serialize_struct("EpollKnobs", 2)?;
+                st.serialize_field("trigger", &self.trigger)?;
+                st.serialize_field("busy_poll", b)?;
+                st.end()
+            }
+        }
+    }
+}
+
+/// `epoll-busypoll`'s settings: the busy-poll time of `uring-napi`, the kernel's default budget
+/// (NAPI_POLL_WEIGHT, the most an unprivileged caller may set), busy polling preferred.
+pub const EPOLL_BUSY_POLL: EpollBusyPoll = EpollBusyPoll {
+    busy_poll_usecs: NAPI_BUSY_POLL_US,
+    budget: 64,
+    prefer_busy_poll: true,
+};
+
 /// Every io_uring knob a model row may set. Read in exactly one place per knob: ring setup
 /// flags in `io::uring::ring::build`, the others where the shape that uses them is built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -91,6 +158,11 @@ pub struct UringKnobs {
     pub buf_ring: bool,
     /// SEND_ZC: zero-copy send (pays only for large payloads).
     pub zc_send: bool,
+    /// SEND_ZC from registered buffers: each connection's receive buffer is registered (a
+    /// sparse buffer table, one slot per connection slot) and its sends carry the buffer's
+    /// index, so the kernel skips pinning the pages per send (read in the io_uring server).
+    #[serde(skip_serializing_if = "is_false", default)]
+    pub zc_fixed_buf: bool,
     /// IORING_SETUP_IOPOLL: completions are polled from the device (O_DIRECT reads and writes
     /// on a device with poll queues only; never fsync).
     pub iopoll: bool,
@@ -152,6 +224,7 @@ impl UringKnobs {
         multishot: false,
         buf_ring: false,
         zc_send: false,
+        zc_fixed_buf: false,
         iopoll: false,
         bundle: false,
         inc_bufs: false,

@@ -3,11 +3,32 @@
 use super::{Availability, Knobs, ModelSpec, PeerKind};
 use crate::env::EnvReport;
 
+/// Where the servers under test take their connections: over loopback (every local run) or
+/// over a network address (`serve` on a non-loopback address, `run --server-host`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Serving {
+    Loopback,
+    Network,
+}
+
 impl ModelSpec {
-    /// Whether this model can run here, and if not, why. Looks only at `env`, never guesses.
+    /// Whether this model can run here, serving over loopback, and if not, why. Looks only at
+    /// `env`, never guesses.
     pub fn availability(&self, env: &EnvReport) -> Availability {
+        self.availability_serving(env, Serving::Loopback)
+    }
+
+    /// [`ModelSpec::availability`] for servers that take their connections `at`.
+    pub fn availability_serving(&self, env: &EnvReport, at: Serving) -> Availability {
         match &self.knobs {
-            Knobs::Blocking(_) | Knobs::Epoll(_) => Availability::Ready,
+            Knobs::Blocking(_) => Availability::Ready,
+            Knobs::Epoll(k) => match k.busy_poll {
+                None => Availability::Ready,
+                Some(_) => {
+                    use crate::env::uring::modern as f;
+                    env.modern(f::EPOLL_BUSY_POLL).and(&napi_path(env, at))
+                }
+            },
             Knobs::Uring(k) => {
                 let mut a = env.io_uring.clone();
                 if k.sqpoll_idle_ms.is_some() {
@@ -31,6 +52,9 @@ impl ModelSpec {
                 if k.zc_send {
                     a = a.and(&env.send_zc);
                 }
+                if k.zc_fixed_buf {
+                    a = a.and(&env.registered_buffers);
+                }
                 use crate::env::uring::modern as f;
                 if k.bundle {
                     a = a.and(&env.modern(f::BUNDLE));
@@ -42,10 +66,7 @@ impl ModelSpec {
                     a = a.and(&env.modern(f::MIN_WAIT));
                 }
                 if k.napi_busy_poll_us.is_some() {
-                    // The echo and HTTP suites run over loopback.
-                    a = a
-                        .and(&env.modern(f::NAPI))
-                        .and(&env.modern(f::NAPI_LOOPBACK));
+                    a = a.and(&env.modern(f::NAPI)).and(&napi_path(env, at));
                 }
                 if k.epoll_wait {
                     a = a.and(&env.modern(f::EPOLL_WAIT));
@@ -67,6 +88,19 @@ impl ModelSpec {
             }
             Knobs::Peer(k @ PeerKind::Monoio) => built(*k).and(&env.io_uring),
         }
+    }
+}
+
+/// Whether busy polling has a NAPI queue to poll where the servers take their connections
+/// (`uring-napi` and `epoll-busypoll` both ask this). Loopback sockets carry no NAPI id (the
+/// probe tries one). Over a network address the ids are the path's: a NIC's receive queues
+/// have them; a veth pair only where the receiving end runs NAPI (GRO on, or XDP attached)
+/// and the sender does not hand it TSO super-packets (on 6.18: GRO on and TSO off). No probe
+/// can see that before traffic, so a network path is taken as offered.
+pub fn napi_path(env: &EnvReport, at: Serving) -> Availability {
+    match at {
+        Serving::Loopback => env.modern(crate::env::uring::modern::NAPI_LOOPBACK),
+        Serving::Network => Availability::Ready,
     }
 }
 

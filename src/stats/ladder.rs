@@ -18,6 +18,9 @@ pub struct Step<'a> {
     pub case: Option<&'a CaseResult>,
     /// Server CPU per op, ns (measured cells only).
     pub cpu_ns_per_op: Option<f64>,
+    /// Server CPU per op of `rung.over`'s cell, ns (where both it and this rung were
+    /// measured): where this rung's change starts.
+    pub base_cpu_ns_per_op: Option<f64>,
     /// Change in CPU per op from `rung.over`'s cell, percent (negative: the knob saved CPU).
     pub change_pct: Option<f64>,
     /// How far that change can be told from noise.
@@ -39,7 +42,8 @@ pub fn steps<'a>(cases: &[&'a CaseResult]) -> Vec<Step<'a>> {
             let case = find(rung.model);
             let mine = case.and_then(cpu);
             let base = rung.over.and_then(find);
-            let (change_pct, evidence) = match (mine, base.and_then(cpu)) {
+            let base_cpu = base.and_then(cpu);
+            let (change_pct, evidence) = match (mine, base_cpu) {
                 (Some(m), Some(b)) => (
                     Some((m - b) / b * 100.0),
                     case.zip(base).and_then(|(c, b)| {
@@ -55,6 +59,7 @@ pub fn steps<'a>(cases: &[&'a CaseResult]) -> Vec<Step<'a>> {
                 rung,
                 case,
                 cpu_ns_per_op: mine,
+                base_cpu_ns_per_op: base_cpu.filter(|_| mine.is_some()),
                 change_pct,
                 evidence,
             }
@@ -117,6 +122,8 @@ mod tests {
             d.change_pct
         );
         assert!(matches!(d.evidence, Some(Evidence::Tested { p }) if p < 0.05));
+        assert_eq!(d.base_cpu_ns_per_op, Some(1000.0));
+        assert_eq!(by("uring").base_cpu_ns_per_op, None);
         // Missing rung (uring-defer-fixed): no cell, and the rung over it has no base.
         assert!(by("uring-defer-fixed").case.is_none());
         assert!(by("uring-tuned").change_pct.is_none());

@@ -15,7 +15,7 @@ pub fn servers() -> Vec<&'static ModelSpec> {
             Availability::Ready => v.push(m),
             Availability::Unavailable(why) => {
                 assert!(
-                    !m.family.always_available(),
+                    !m.always_available(),
                     "{} must always be available, got: {why}",
                     m.id
                 );

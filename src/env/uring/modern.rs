@@ -398,15 +398,23 @@ pub struct EpollParams {
     pub pad: u8,
 }
 
+// The uapi struct is 8 bytes (a u32, a u16, two u8): EPIOCSPARAMS encodes that size.
+const _: () = assert!(std::mem::size_of::<EpollParams>() == 8);
+
 /// EPIOCSPARAMS = _IOW(0x8A, 0x01, struct epoll_params).
 pub const EPIOCSPARAMS: libc::c_ulong = 0x4008_8a01;
 
 /// Sets epoll busy polling on `epfd` (budget at most 64 without CAP_NET_ADMIN).
-pub fn set_epoll_busy_poll(epfd: i32, usecs: u32, budget: u16) -> std::io::Result<()> {
+pub fn set_epoll_busy_poll(
+    epfd: i32,
+    usecs: u32,
+    budget: u16,
+    prefer: bool,
+) -> std::io::Result<()> {
     let p = EpollParams {
         busy_poll_usecs: usecs,
         busy_poll_budget: budget,
-        prefer_busy_poll: 0,
+        prefer_busy_poll: prefer as u8,
         pad: 0,
     };
     // SAFETY: EPIOCSPARAMS reads one epoll_params from the pointer.
@@ -426,7 +434,7 @@ fn epoll_busy_poll() -> Result<(), String> {
     }
     // SAFETY: a fresh fd we own.
     let ep = unsafe { OwnedFd::from_raw_fd(fd) };
-    set_epoll_busy_poll(ep.as_raw_fd(), 50, 8).map_err(|e| {
+    set_epoll_busy_poll(ep.as_raw_fd(), 50, 8, false).map_err(|e| {
         format!(
             "ioctl EPIOCSPARAMS (6.9+) refused: {}",
             crate::env::sys::os_text(&e)

@@ -4,6 +4,7 @@
 //! were not measured with their reasons; an environment panel and a "reproduce" block.
 
 pub mod svg;
+pub mod waterfall;
 
 use super::charts::{self, Chart};
 use super::table::{metric_tables_by_workload, Table};
@@ -271,6 +272,49 @@ fn figure(c: &Chart, out: &mut String) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A ladder's waterfalls, one per point (nothing for other workloads): each a figure whose
+/// caption gives the key and every gap's whole reason.
+fn waterfalls_html(
+    w: &str,
+    cases: &[&crate::results::CaseResult],
+    out: &mut String,
+) -> anyhow::Result<()> {
+    let ws = super::waterfall::for_cases(w, cases);
+    if ws.is_empty() {
+        return Ok(());
+    }
+    let _ = write!(
+        out,
+        "<h4>What each knob bought</h4><p class=\"note\">{}</p><div class=\"charts\">",
+        esc(waterfall::KEY)
+    );
+    for wf in &ws {
+        let svg = waterfall::draw(wf, true)?;
+        let gaps: Vec<String> = wf
+            .rows
+            .iter()
+            .filter_map(|r| match &r.bar {
+                super::waterfall::Bar::Gap { why } => Some(format!("{}: {why}", r.model)),
+                _ => None,
+            })
+            .collect();
+        let _ = write!(
+            out,
+            "<figure class=\"chart waterfall\" id=\"c-{}\" data-waterfall=\"{}\" data-rungs=\"{}\">{svg}<figcaption>{}</figcaption></figure>",
+            esc(&wf.id),
+            esc(&wf.id),
+            wf.rows.len(),
+            if gaps.is_empty() {
+                "every rung measured".to_string()
+            } else {
+                format!("gaps: {}", esc(&gaps.join("; ")))
+            }
+        );
+    }
+    out.push_str("</div>");
+    Ok(())
+}
+
 impl Exporter for Html {
     fn render(&self, run: &RunResults) -> anyhow::Result<Vec<u8>> {
         let mut b = String::new();
@@ -359,6 +403,7 @@ impl Exporter for Html {
                 }
                 b.push_str("</div>");
             }
+            waterfalls_html(w, &cases, &mut b)?;
             let vs = verdict::for_cases(w, &cases);
             if !vs.is_empty() {
                 b.push_str("<h4>Verdicts</h4><ul class=\"verdicts\">");

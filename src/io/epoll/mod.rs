@@ -39,6 +39,21 @@ impl Epoll {
         })
     }
 
+    /// A model row's instance: its trigger, and epoll's busy polling (EPIOCSPARAMS, 6.9) where
+    /// the row asks for it. The one place the busy-poll knob is read.
+    pub fn with_knobs(k: &crate::model::EpollKnobs) -> io::Result<Epoll> {
+        let ep = Epoll::new(k.trigger)?;
+        if let Some(b) = &k.busy_poll {
+            crate::env::uring::modern::set_epoll_busy_poll(
+                ep.fd.as_raw_fd(),
+                b.busy_poll_usecs,
+                b.budget,
+                b.prefer_busy_poll,
+            )?;
+        }
+        Ok(ep)
+    }
+
     /// An instance whose waits are IORING_OP_EPOLL_WAIT on a ring of its own (6.15).
     pub fn via_ring(
         trigger: Trigger,

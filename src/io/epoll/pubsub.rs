@@ -47,12 +47,12 @@ struct Broker {
 /// `slow_disconnects`).
 pub fn serve(
     listener: TcpListener,
-    trigger: Trigger,
+    knobs: &crate::model::EpollKnobs,
     queue_bytes: usize,
     stop: &Stop,
 ) -> io::Result<Counters> {
     listener.set_nonblocking(true)?;
-    let ep = Epoll::new(trigger)?;
+    let ep = Epoll::with_knobs(knobs)?;
     let lfd = listener.as_raw_fd();
     ep.ctl(
         libc::EPOLL_CTL_ADD,

@@ -80,10 +80,10 @@ enum Fate {
 pub fn serve<P: Protocol>(
     listener: TcpListener,
     proto: P,
-    trigger: Trigger,
+    knobs: &crate::model::EpollKnobs,
     stop: &Stop,
 ) -> io::Result<EpollCounters> {
-    serve_on(listener, proto, Epoll::new(trigger)?, stop)
+    serve_on(listener, proto, Epoll::with_knobs(knobs)?, stop)
 }
 
 /// `serve` on a given epoll instance (`Epoll::via_ring`: `uring-epollwait`).

@@ -22,7 +22,7 @@ const MSG_BYTES: u64 = 8;
 
 fn mechanisms(m: &ModelSpec) -> Vec<Mechanism> {
     match &m.knobs {
-        Knobs::Epoll(t) => vec![Mechanism::Epoll(*t)],
+        Knobs::Epoll(k) => vec![Mechanism::Epoll(k.trigger)],
         Knobs::Blocking(Threading::PerConnection) => vec![Mechanism::Poll, Mechanism::Select],
         _ => vec![],
     }
@@ -39,6 +39,9 @@ impl Workload for FdScaling {
         "one wait that finds the ready fd + its 8-byte read (the write that made it ready is untimed; syscalls count all three)"
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
+        if matches!(&m.knobs, Knobs::Epoll(k) if k.server_only()) {
+            return Err("busy polling polls a NIC's NAPI queue; eventfds have none".into());
+        }
         if mechanisms(m).is_empty() {
             return Err(
                 "readiness scaling compares epoll with poll/select (run under 'blocking')".into(),

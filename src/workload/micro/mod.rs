@@ -15,6 +15,9 @@ use crate::workload::Ctx;
 /// Which models run the pipe-batch shape (`micro.pipe`, `micro.batching`), and why not.
 pub(crate) fn accepts_pipe_shape(m: &ModelSpec) -> Result<(), String> {
     match &m.knobs {
+        Knobs::Epoll(k) if k.server_only() => {
+            Err("busy polling polls a NIC's NAPI queue; a pipe has none".into())
+        }
         Knobs::Blocking(Threading::PerConnection) | Knobs::Epoll(_) => Ok(()),
         Knobs::Blocking(_) => {
             Err("a thread pool hands each call to another thread; this loop is one thread".into())

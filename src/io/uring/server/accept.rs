@@ -141,6 +141,36 @@ impl<P: Protocol> Server<P> {
     fn open(&mut self, fd: Fd) -> io::Result<()> {
         let (own_buf, now) = (!self.mode.ms_recv, self.now);
         let idx = self.conns.insert(|gen| Conn::new(gen, fd, own_buf, now));
+        if idx < self.mode.zc_fixed_slots {
+            self.register_recv_buf(idx);
+        }
         self.progress(idx)
+    }
+
+    /// Registers connection `idx`'s receive buffer at table slot `idx` (replacing the buffer
+    /// of the slot's previous connection, whose sends have all completed: a slot is freed only
+    /// once none of its ops is in flight). Refused: its sends go unregistered (counted).
+    fn register_recv_buf(&mut self, idx: u32) {
+        let Some(conn) = self.conns.at(idx) else {
+            return;
+        };
+        let iov = libc::iovec {
+            iov_base: conn.recv_buf.as_mut_ptr().cast(),
+            iov_len: conn.recv_buf.len(),
+        };
+        // SAFETY: the buffer lives as long as the connection; a later connection in this slot
+        // replaces the entry before any SQE names it again, and only this connection's sends
+        // name it (`buf_registered`).
+        match unsafe {
+            self.ring
+                .submitter()
+                .register_buffers_update(idx, &[iov], None)
+        } {
+            Ok(()) => {
+                conn.buf_registered = true;
+                self.c.zc_buf_registers += 1;
+            }
+            Err(_) => self.c.zc_buf_register_errors += 1,
+        }
     }
 }

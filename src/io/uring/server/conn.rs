@@ -189,6 +189,9 @@ pub(super) struct Conn<C> {
     pub arms: u32,
     /// The sendmsg header (allocated on first use).
     pub msg: Option<Box<SendMsg>>,
+    /// `recv_buf` is registered at this connection's slab index (SEND_ZC from registered
+    /// buffers).
+    pub buf_registered: bool,
     /// The coarse time of accept or of the last reply, ns (kept only with an idle limit).
     pub last_ns: u64,
 }
@@ -210,6 +213,7 @@ impl<C: Default> Conn<C> {
             out: OutQueue::default(),
             arms: 0,
             msg: None,
+            buf_registered: false,
             last_ns: now,
         }
     }

@@ -153,6 +153,9 @@ crate::counter_set! {
         /// Connections closed for passing `HARD_OUT_BOUND`, and sockets closed before their
         /// slot because a SEND_ZC notification was still out.
         overrun_closes, zc_early_closes,
+        /// SEND_ZC from registered buffers: receive buffers registered (one per connection
+        /// below the table's size), registrations refused, and sends that named the buffer.
+        zc_buf_registers, zc_buf_register_errors, zc_fixed_sends,
         closes, live_at_stop,
         /// Teardown gave up waiting for the kernel and leaked the buffers instead.
         teardown_leaked,
@@ -170,6 +173,9 @@ struct Mode {
     ms_recv: bool,
     /// SEND_ZC for single sends.
     zc: bool,
+    /// SEND_ZC from registered buffers: slots in the sparse buffer table (a connection whose
+    /// slab index is below it has its receive buffer registered at that index).
+    zc_fixed_slots: u32,
     /// Minimum wait (us) for a batch of `MIN_WAIT_BATCH` completions, if set.
     min_wait_us: Option<u32>,
 }
@@ -233,6 +239,7 @@ pub fn serve<P: Protocol>(
         ms_accept: k.multishot,
         ms_recv: k.multishot && k.buf_ring,
         zc: k.zc_send,
+        zc_fixed_slots: 0,
         min_wait_us: k.min_wait_us,
     };
     let sweep = Idle::new(proto.idle_timeout()).map(Sweep::new);
@@ -269,6 +276,15 @@ pub fn serve<P: Protocol>(
             .register_files_sparse(slots)
             .map_err(|e| CaseError::unavailable(format!("sparse registered file table: {e}")))?;
         s.c.fixed_slots += slots as u64;
+    }
+    if k.zc_send && k.zc_fixed_buf && !s.mode.ms_recv {
+        // At most IORING_MAX_REG_BUFFERS (16384) slots; connections past them send unregistered.
+        let slots = nofile_soft().clamp(16, 16_384) as u32;
+        s.ring
+            .submitter()
+            .register_buffers_sparse(slots)
+            .map_err(|e| CaseError::unavailable(format!("sparse registered buffer table: {e}")))?;
+        s.mode.zc_fixed_slots = slots;
     }
     if s.mode.ms_recv {
         let (n, len, flags) = if k.inc_bufs {

@@ -4,7 +4,7 @@
 //! iovec each, so that sends keep pace with a multishot recv. A reply that is the input is sent
 //! from the receive buffer (or provided buffer) without a copy.
 
-use super::conn::{chunk_ptr, Phase, SendMsg, SendOp, MAX_IOV};
+use super::conn::{chunk_ptr, Phase, SendMsg, SendOp, Src, MAX_IOV};
 use super::Server;
 use crate::io::uring::user_data::{Op, UserData};
 use crate::proto::Protocol;
@@ -48,7 +48,12 @@ impl<P: Protocol> Server<P> {
             let ptr = unsafe { chunk_ptr(head, &conn.recv_buf, bufs).add(conn.out.head_off) };
             let len = (head.len - conn.out.head_off) as u32;
             if zc {
+                // From the registered receive buffer where it is one (echo's replies are).
+                let fixed =
+                    (conn.buf_registered && matches!(head.src, Src::RecvBuf)).then_some(idx as u16);
+                self.c.zc_fixed_sends += fixed.is_some() as u64;
                 on_fd!(conn.fd, |t| opcode::SendZc::new(t, ptr, len)
+                    .buf_index(fixed)
                     .flags(libc::MSG_NOSIGNAL)
                     .build())
             } else {

@@ -1,0 +1,291 @@
+//! The ablation ladder's waterfall (`echo.ladder`, `http.ladder`): per point, one floating bar
+//! per rung from the server CPU per op of the row it adds its knob to (`over`) to its own,
+//! cheaper and dearer told apart, the change's significance marked, each rung's minimum kernel
+//! on its label, and rungs that could not run as labelled gaps with their reason. The figures
+//! are `stats::ladder`'s; this arranges them, `html/waterfall.rs` draws them.
+
+use super::charts::{file_slug, Ordered, ParamRoles};
+use crate::results::schema::{CaseResult, Status};
+use crate::stats::equal_load::Evidence;
+use crate::stats::ladder::{steps, LADDERS};
+
+/// How far a rung's change can be told from noise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark {
+    /// Mann-Whitney below alpha, or the repetitions' ranges do not overlap.
+    Significant,
+    /// The test or the ranges cannot tell it from noise.
+    WithinNoise,
+    /// Too few repetitions (or no per-repetition CPU) to say.
+    Untested,
+}
+
+impl Mark {
+    fn of(e: Option<Evidence>) -> Mark {
+        match e {
+            None | Some(Evidence::OneRun) | Some(Evidence::None) => Mark::Untested,
+            Some(e) if e.within_noise() => Mark::WithinNoise,
+            Some(_) => Mark::Significant,
+        }
+    }
+}
+
+/// What one rung's row shows.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Bar {
+    /// The first rung: its CPU per op from zero.
+    Base { cpu_ns: f64 },
+    /// From the CPU per op of the row it adds its knob to, to its own.
+    Step {
+        from_ns: f64,
+        to_ns: f64,
+        change_pct: f64,
+        mark: Mark,
+        /// The evidence in words ("Mann-Whitney p=0.008").
+        evidence: String,
+    },
+    /// Measured, but the row it is compared with was not: its CPU per op alone, no change.
+    Alone { cpu_ns: f64 },
+    /// Not measured: "unavailable: <reason>", "not run", ...
+    Gap { why: String },
+}
+
+/// One rung.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub model: &'static str,
+    /// ">= 6.10".
+    pub kernel: String,
+    /// The row it adds its knob to, when that is not the rung drawn above it.
+    pub over_other: Option<&'static str>,
+    pub bar: Bar,
+}
+
+/// One point's waterfall.
+#[derive(Clone, Debug)]
+pub struct Waterfall {
+    /// File-safe and unique in a report: "echo.ladder-waterfall-2".
+    pub id: String,
+    pub workload: String,
+    /// The point's parameters ("conns=50 offered=50% of slowest").
+    pub point: String,
+    pub title: String,
+    /// Rungs in ladder order.
+    pub rows: Vec<Row>,
+}
+
+/// The waterfalls of a ladder workload, one per point in run order (none for other workloads).
+pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Waterfall> {
+    if !LADDERS.contains(&workload) {
+        return Vec::new();
+    }
+    let roles = ParamRoles::of_cases(cases);
+    let mut points = Ordered::default();
+    let mut groups: Vec<Vec<&CaseResult>> = Vec::new();
+    for c in cases.iter().copied() {
+        if c.params.0.is_empty() {
+            continue; // a model that takes no part (not applicable, no point)
+        }
+        let g = points.add(roles.point(c, None));
+        if g == groups.len() {
+            groups.push(Vec::new());
+        }
+        groups[g].push(c);
+    }
+    points
+        .order
+        .iter()
+        .zip(groups)
+        .enumerate()
+        .map(|(i, (point, cells))| of_point(workload, i, point, &cells))
+        .collect()
+}
+
+fn of_point(workload: &str, i: usize, point: &str, cells: &[&CaseResult]) -> Waterfall {
+    let steps = steps(cells);
+    let mut rows = Vec::with_capacity(steps.len());
+    let mut above: Option<&str> = None;
+    for s in &steps {
+        let r = s.rung;
+        let bar = match (s.case, s.cpu_ns_per_op) {
+            (None, _) => Bar::Gap {
+                why: "not run".into(),
+            },
+            (Some(c), None) => Bar::Gap {
+                why: if c.status == Status::Measured {
+                    "measured: no CPU per op recorded".into()
+                } else {
+                    format!(
+                        "{}: {}",
+                        c.status,
+                        c.reason.as_deref().unwrap_or("no reason recorded")
+                    )
+                },
+            },
+            (Some(_), Some(cpu)) if r.over.is_none() => Bar::Base { cpu_ns: cpu },
+            (Some(_), Some(cpu)) => match (s.base_cpu_ns_per_op, s.change_pct) {
+                (Some(from), Some(change)) => Bar::Step {
+                    from_ns: from,
+                    to_ns: cpu,
+                    change_pct: change,
+                    mark: Mark::of(s.evidence),
+                    evidence: s
+                        .evidence
+                        .map(|e| e.text())
+                        .unwrap_or_else(|| "untested".into()),
+                },
+                _ => Bar::Alone { cpu_ns: cpu },
+            },
+        };
+        rows.push(Row {
+            model: r.model,
+            kernel: format!(">= {}", r.min_kernel),
+            over_other: r.over.filter(|o| Some(*o) != above),
+            bar,
+        });
+        above = Some(r.model);
+    }
+    let at = if point.is_empty() {
+        String::new()
+    } else {
+        format!(" {point}")
+    };
+    Waterfall {
+        id: format!("{}-waterfall-{}", file_slug(workload), i + 1),
+        workload: workload.to_string(),
+        point: point.to_string(),
+        title: format!("{workload}{at}: what each knob bought (server CPU per op)"),
+        rows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ladder::RUNGS;
+
+    fn cell(model: &str, conns: u64, runs: &[f64], reason: Option<&str>) -> CaseResult {
+        let mut v = serde_json::json!({
+            "workload": "echo.ladder", "model": model, "params": {"conns": conns},
+            "status": "measured", "op": "", "knobs": null, "warmups": 0,
+            "repetitions": runs.len(),
+        });
+        match reason {
+            Some(r) => {
+                v["status"] = "unavailable".into();
+                v["reason"] = r.into();
+            }
+            None => {
+                let f = serde_json::json!({
+                    "latency_ns": {"min":1.0,"p50":1.0,"p90":1.0,"p99":1.0,"p999":1.0,"max":1.0,"mean":1.0,"stddev":0.0},
+                    "run_p50_ns": {"median":1.0,"mad":0.0,"min":1.0,"max":1.0},
+                    "ops_per_sec": {"median":1.0,"mad":0.0,"min":1.0,"max":1.0},
+                    "cpu_ns_per_op": {"total": crate::stats::median(runs), "user": 0.0, "sys": 0.0},
+                    "ctx_switches_per_op": 0.0, "syscalls_per_op": 1.0, "ops_total": 1,
+                    "counters": {}, "histogram": "", "runs_cpu_ns_per_op": runs,
+                });
+                v.as_object_mut()
+                    .unwrap()
+                    .extend(f.as_object().unwrap().clone());
+            }
+        }
+        serde_json::from_value(v).expect("a cell")
+    }
+
+    #[test]
+    fn one_waterfall_per_point_with_rungs_in_order_gaps_and_marks() {
+        let base = [1000.0, 1010.0, 990.0, 1005.0, 995.0];
+        let cheaper = [800.0, 810.0, 790.0, 805.0, 795.0];
+        let same = [1001.0, 1012.0, 989.0, 1004.0, 996.0];
+        let mut cells = Vec::new();
+        for conns in [50, 1000] {
+            cells.push(cell("uring", conns, &base, None));
+            cells.push(cell("uring-defer", conns, &cheaper, None));
+            cells.push(cell("uring-defer-fixed", conns, &cheaper, None));
+            cells.push(cell("uring-tuned", conns, &same, None));
+            cells.push(cell("uring-inc", conns, &[900.0], None));
+            cells.push(cell(
+                "uring-napi",
+                conns,
+                &[],
+                Some("no NAPI id on loopback"),
+            ));
+        }
+        let refs: Vec<&CaseResult> = cells.iter().collect();
+        let ws = for_cases("echo.ladder", &refs);
+        assert_eq!(ws.len(), 2);
+        assert_eq!(ws[0].point, "conns=50");
+        assert_eq!(ws[1].point, "conns=1000");
+        assert_ne!(ws[0].id, ws[1].id);
+        let w = &ws[0];
+        // Every rung, in ladder order, each with its minimum kernel.
+        let order: Vec<&str> = w.rows.iter().map(|r| r.model).collect();
+        let rungs: Vec<&str> = RUNGS.iter().map(|r| r.model).collect();
+        assert_eq!(order, rungs);
+        assert!(w
+            .rows
+            .iter()
+            .zip(RUNGS)
+            .all(|(row, r)| row.kernel.ends_with(r.min_kernel)));
+        let by = |id: &str| w.rows.iter().find(|r| r.model == id).unwrap();
+        assert_eq!(by("uring").bar, Bar::Base { cpu_ns: 1000.0 });
+        match &by("uring-defer").bar {
+            Bar::Step {
+                from_ns,
+                to_ns,
+                change_pct,
+                mark,
+                ..
+            } => {
+                assert_eq!((*from_ns, *to_ns), (1000.0, 800.0));
+                assert!((change_pct + 20.0).abs() < 1e-9);
+                assert_eq!(*mark, Mark::Significant);
+            }
+            b => panic!("{b:?}"),
+        }
+        assert!(
+            matches!(by("uring-tuned").bar, Bar::Step { mark: Mark::Significant, to_ns, .. } if to_ns > 1000.0)
+        );
+        // One repetition: a change, untested; over uring-tuned, which is the rung above.
+        assert!(matches!(
+            by("uring-inc").bar,
+            Bar::Step {
+                mark: Mark::Untested,
+                ..
+            }
+        ));
+        // Gaps: unavailable with the reason, and rungs this run did not have.
+        assert_eq!(
+            by("uring-napi").bar,
+            Bar::Gap {
+                why: "unavailable: no NAPI id on loopback".into()
+            }
+        );
+        assert_eq!(
+            by("uring-bundle").bar,
+            Bar::Gap {
+                why: "not run".into()
+            }
+        );
+        // A rung over a row other than the one above says which.
+        assert_eq!(by("uring-napi").over_other, Some("uring-tuned"));
+        assert_eq!(by("uring-inc").over_other, Some("uring-tuned"));
+        assert_eq!(by("uring-defer").over_other, None);
+        // Not a ladder: nothing.
+        assert!(for_cases("echo.conns", &refs).is_empty());
+    }
+
+    #[test]
+    fn a_rung_whose_base_is_missing_is_drawn_alone() {
+        let cells = [cell("uring-defer", 50, &[700.0, 710.0], None)];
+        let refs: Vec<&CaseResult> = cells.iter().collect();
+        let w = &for_cases("echo.ladder", &refs)[0];
+        assert_eq!(w.rows[1].bar, Bar::Alone { cpu_ns: 705.0 });
+        assert_eq!(
+            w.rows[0].bar,
+            Bar::Gap {
+                why: "not run".into()
+            }
+        );
+    }
+}
