@@ -104,9 +104,25 @@ fn measure_pinned(
 ) -> Result<(Sample, Report), CaseError> {
     let plan = ctx.plan;
     let load_cpu = load_cpus[0];
+    // `run --load-host`: the load generator runs on other hosts (`load::remote`).
+    let remote_load = crate::remote::get().filter(|r| !r.load.is_empty());
+    let wire = match remote_load {
+        Some(r) => {
+            if let Some(why) = &r.load_error {
+                return Err(CaseError::Failed(anyhow::anyhow!("{why}")));
+            }
+            Some(load.exchange.wire().ok_or_else(|| {
+                CaseError::Failed(anyhow::anyhow!(
+                    "this workload's load generator runs on this host only, not on --load-host"
+                ))
+            })?)
+        }
+        None => None,
+    };
     // A SQPOLL server's poller runs on a load generator's CPU when there is no spare one.
-    // (Never with the server on another host.)
+    // (Never with the server on another host, nor with the load generator elsewhere.)
     let shared = !matches!(launch, Launch::Remote { .. })
+        && remote_load.is_none()
         && (plan.shared() || launch.cpus().iter().any(|c| load_cpus.contains(c)));
     // An external contender is confined to its CPUs too, so this holds for every server.
     let server_cpus = launch.cpus().len();
@@ -142,7 +158,7 @@ fn measure_pinned(
     // When each edge's readings were taken: a reading taken late (this thread woke late on a
     // busy machine) covers a shorter or longer span than the client's window.
     let (mut at0, mut at1) = (0u64, 0u64);
-    let report = load::run(&cfg, load.exchange, &mut |e| {
+    let mut on_edge = |e: Edge| {
         if remote {
             // Read on the server's host when the line arrives there.
             server.edge(matches!(e, Edge::Open));
@@ -158,8 +174,19 @@ fn measure_pinned(
             Edge::Open => (cpu0, sys0, at0) = (c, s, at),
             Edge::Close => (cpu1, sys1, at1) = (c, s, at),
         }
-    });
-    let report = report.map_err(|e| server.fail(&format!("load generator: {e}")))?;
+    };
+    let report = match (remote_load, &wire) {
+        (Some(r), Some(wire)) => load::remote::run(r, &cfg, wire, &mut on_edge).map_err(|e| {
+            // A server that died is the cell's story; else the load host's error.
+            if let Some(how) = server.exited() {
+                server.fail(&format!("server died during the run ({how}); {e}"))
+            } else {
+                CaseError::Failed(anyhow::anyhow!("{e}"))
+            }
+        })?,
+        _ => load::run(&cfg, load.exchange, &mut on_edge)
+            .map_err(|e| server.fail(&format!("load generator: {e}")))?,
+    };
     if let Some(how) = server.exited() {
         return Err(server.fail(&format!("server died during the run ({how})")));
     }
@@ -187,7 +214,14 @@ fn measure_pinned(
         return Err(server.fail(&why));
     }
     let mut extra = CellCounters::default();
-    if let Some(after) = load.after {
+    if let Some(r) = remote_load {
+        // How many load hosts drove the server, and how many of them lacked headroom.
+        extra.add("load_hosts", report.hosts.len().max(1) as u64);
+        extra.add("load_hosts_client_bound", report.bound_hosts.len() as u64);
+        debug_assert!(report.hosts.len() <= r.load.len());
+    }
+    // A second load generator from this host (wrk) has no place beside remote load hosts.
+    if let Some(after) = load.after.filter(|_| remote_load.is_none()) {
         match after(server.addr(), load_cpu) {
             Ok(c) => extra = c,
             Err(_) => extra.add("after_failures", 1),
