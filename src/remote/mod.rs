@@ -9,7 +9,8 @@
 //! its host under that host's own CPU plan, prints `listening on ADDR`, takes the server's CPU
 //! and syscall readings when told `open` / `close` on its stdin, and on `stop` (or EOF: the SSH
 //! session ended) stops the server and prints `figures <json>` ([`Figures`]). `remote-env`
-//! prints the host's environment and network path ([`HostProbe`]).
+//! prints the host's environment and network path ([`HostProbe`]). With `run --load-host`,
+//! `remote-load` runs a repetition's load generator there instead (`crate::load::remote`).
 
 use crate::child;
 use crate::env::netpath::NetPath;
