@@ -506,8 +506,112 @@ fn load_generators_on_another_host_over_ssh() {
     let _turn = one_at_a_time();
     let Some((h, s)) = setup("rl") else { return };
     echo_and_http_driven_from_there(&h, &s);
+    two_load_hosts_are_merged_and_the_server_may_be_remote_too(&h, &s);
     a_load_host_that_refuses_the_key_fails_the_cells(&h, &s);
+    a_load_host_that_dies_mid_run_fails_its_cell_only(&h, &s);
     a_run_killed_mid_way_leaves_no_ringside_on_the_load_host(&h, &s);
+}
+
+/// Two load sessions (the same sshd twice: two hosts as far as ringside can tell) share the
+/// connections and their reports are merged; then the server on that host too, this one only
+/// controlling.
+fn two_load_hosts_are_merged_and_the_server_may_be_remote_too(h: &Hosts, s: &Sshd) {
+    let out = tempfile::tempdir().unwrap();
+    let mut c = load_cmd(h, &s.opts, out.path(), &["echo.payload"]);
+    c.arg(format!("--load-host=root@{}", h.server_ip));
+    let (code, err) = finish(c, Duration::from_secs(180));
+    assert_eq!(code, Some(0), "ringside run: {err}");
+    let v = results(out.path());
+    let cases = v["cases"].as_array().unwrap();
+    assert!(!cases.is_empty(), "{v}");
+    for c in cases {
+        assert_eq!(c["status"], "measured", "{c}");
+        assert_eq!(c["counters"]["load_hosts"].as_u64(), Some(2), "{c}");
+        // 50 connections, 25 from each host, all alive at the end.
+        assert_eq!(c["counters"]["load_live_conns"].as_u64(), Some(50), "{c}");
+        assert!(c["ops_total"].as_u64().unwrap() > 0, "{c}");
+    }
+    let roles: Vec<&str> = v["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["server", "load", "load"], "{v}");
+
+    let out = tempfile::tempdir().unwrap();
+    let mut c = load_cmd(h, &s.opts, out.path(), &["echo.payload"]);
+    c.arg(format!("--server-host=root@{}", h.server_ip));
+    let (code, err) = finish(c, Duration::from_secs(180));
+    assert_eq!(code, Some(0), "ringside run: {err}");
+    let v = results(out.path());
+    for c in v["cases"].as_array().unwrap() {
+        assert_eq!(c["status"], "measured", "{c}");
+        assert_eq!(c["counters"]["load_hosts"].as_u64(), Some(1), "{c}");
+        assert!(c["syscalls_per_op"].as_f64().unwrap() > 0.0, "{c}");
+    }
+    let roles: Vec<&str> = v["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["controller", "server", "load"], "{v}");
+}
+
+/// The remote load generator killed (as a host that dies would end it) mid-run: that cell
+/// fails with what ssh saw, the other cells are measured.
+fn a_load_host_that_dies_mid_run_fails_its_cell_only(h: &Hosts, s: &Sshd) {
+    let out = tempfile::tempdir().unwrap();
+    let mut c = load_cmd(h, &s.opts, out.path(), &["echo.payload"]);
+    c.args(["--runs", "3"]);
+    let mut kid = Kid(c
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap());
+    let t0 = Instant::now();
+    let victim = loop {
+        let found = ringside_in(&h.server_ns)
+            .into_iter()
+            .find(|l| l.contains("remote-load"));
+        if let Some(l) = found {
+            break l.split(':').next().unwrap().parse::<i32>().unwrap();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no remote-load within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    std::thread::sleep(Duration::from_millis(150));
+    // SAFETY: kill(2) on a pid just read from /proc (the remote end of this test's run).
+    unsafe { libc::kill(victim, libc::SIGKILL) };
+    let t0 = Instant::now();
+    let st = loop {
+        if let Some(st) = kid.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(180), "run did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(st.code(), Some(1), "a failed cell exits 1");
+    let v = results(out.path());
+    let cases = v["cases"].as_array().unwrap();
+    let failed: Vec<&serde_json::Value> =
+        cases.iter().filter(|c| c["status"] == "failed").collect();
+    assert_eq!(failed.len(), 1, "one cell failed: {v}");
+    assert!(
+        cases.iter().filter(|c| c["status"] == "measured").count() >= 1,
+        "the run went on: {v}"
+    );
+    let why = failed[0]["reason"].as_str().unwrap();
+    eprintln!("the cell whose load host died: {why}");
+    assert!(
+        why.contains(&format!("load host root@{}", h.server_ip)),
+        "{why}"
+    );
+    assert!(ringside_in(&h.server_ns).is_empty());
 }
 
 fn echo_and_http_driven_from_there(h: &Hosts, s: &Sshd) {

@@ -78,6 +78,8 @@ pub fn shares(conns: usize, hosts: usize) -> Vec<usize> {
 struct Session<'a> {
     host: &'a Host,
     child: child::Child,
+    /// It said `ready` (the SSH session was up and ringside ran there).
+    ready: bool,
 }
 
 impl Session<'_> {
@@ -87,8 +89,11 @@ impl Session<'_> {
         let tail = tail.trim();
         let mut s = format!("load host {} (through ssh): {why}", self.host.spec);
         match self.child.exit_status().and_then(|st| st.code()) {
+            Some(255) if self.ready => {
+                s += " (ssh exit 255: the session or the remote ringside ended)"
+            }
             Some(255) => s += " (ssh exit 255: connection or authentication failed)",
-            Some(127) => s += " (exit 127: ringside not found there)",
+            Some(127) if !self.ready => s += " (exit 127: ringside not found there)",
             _ => {}
         }
         if !tail.is_empty() {
@@ -136,13 +141,18 @@ pub fn run(
         .grace(Duration::from_secs(1))
         .spawn()
         .map_err(|e| format!("load host {}: cannot start ssh: {e}", host.spec))?;
-        sessions.push(Session { host, child });
+        sessions.push(Session {
+            host,
+            child,
+            ready: false,
+        });
     }
     // Dropping `sessions` (any error below) stops every ssh: the remote ends see EOF and die.
     for s in &mut sessions {
         if let Err(e) = s.child.wait_line(LOAD_READY, READY_WITHIN) {
             return Err(s.not_ready("'ready'", e));
         }
+        s.ready = true;
     }
     for s in &mut sessions {
         if let Err(e) = s.child.send_line("go") {
