@@ -162,19 +162,58 @@ pub fn run(
     let t0 = Instant::now();
     let open_by = t0 + cfg.connect_timeout + cfg.warmup + SLACK;
     let mut stopped = false;
-    // Every host's window open: the server's opens.
-    for i in 0..sessions.len() {
-        wait(&mut sessions, Some(i), WINDOW_OPEN, open_by, &mut stopped)?;
+    // Every host's window open: the server's opens. (When the first opened: below.)
+    let mut first_open: Option<Instant> = None;
+    let mut seen = vec![false; sessions.len()];
+    while seen.iter().any(|s| !s) {
+        let i = wait(
+            &mut sessions,
+            None,
+            Some(&seen),
+            WINDOW_OPEN,
+            open_by,
+            &mut stopped,
+        )?;
+        seen[i] = true;
+        first_open.get_or_insert_with(Instant::now);
     }
     edge(Edge::Open);
-    // The first host's window closed: the server's closes.
-    let close_by = Instant::now() + cfg.duration + SLACK;
-    wait(&mut sessions, None, WINDOW_CLOSE, close_by, &mut stopped)?;
+    let opened = Instant::now();
+    // The first host's window closed: the server's closes. Several hosts are looked at in
+    // turn, so not before the first one's window is nearly over (no polling through the
+    // window on the server's host); a host that ends early shows then.
+    if sessions.len() > 1 {
+        let near_end =
+            first_open.unwrap_or(opened) + cfg.duration.saturating_sub(Duration::from_millis(20));
+        while !crate::shutdown::stop_requested() {
+            let left = near_end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
+    }
+    let close_by = opened + cfg.duration + SLACK;
+    wait(
+        &mut sessions,
+        None,
+        None,
+        WINDOW_CLOSE,
+        close_by,
+        &mut stopped,
+    )?;
     edge(Edge::Close);
     let report_by = Instant::now() + cfg.msg_timeout + SLACK;
     let mut merged: Option<(String, Report)> = None;
     for i in 0..sessions.len() {
-        wait(&mut sessions, Some(i), REPORT, report_by, &mut stopped)?;
+        wait(
+            &mut sessions,
+            Some(i),
+            None,
+            REPORT,
+            report_by,
+            &mut stopped,
+        )?;
         let s = &mut sessions[i];
         let line = s.child.line(REPORT).unwrap_or_default();
         let mut rep: Report = serde_json::from_str(&line)
@@ -203,21 +242,29 @@ pub fn run(
     Ok(report)
 }
 
-/// Waits until host `which` (or, with `None`, any host) has printed a `prefix` line, until
-/// `by`; a host that ends or goes silent first is the error. Ctrl-C here (the run's stop
-/// flag) sends every host `stop` once, so that their windows close and they report.
+/// Waits until host `which` (or, with `None`, any host not yet `seen`) has printed a
+/// `prefix` line, until `by`; which one did. A host that ends or goes silent first is the
+/// error. Ctrl-C here (the run's stop flag) sends every host `stop` once, so that their
+/// windows close and they report.
 fn wait(
     sessions: &mut [Session<'_>],
     which: Option<usize>,
+    seen: Option<&[bool]>,
     prefix: &str,
     by: Instant,
     stopped: &mut bool,
-) -> Result<(), String> {
-    // One host: its line wakes us at once. Several, any of them: each is looked at in turn.
-    let step = match which {
-        Some(_) => Duration::from_millis(100),
-        None if sessions.len() == 1 => Duration::from_millis(100),
-        None => Duration::from_millis(1),
+) -> Result<usize, String> {
+    let candidates: Vec<usize> = match which {
+        Some(i) => vec![i],
+        None => (0..sessions.len())
+            .filter(|&i| !seen.is_some_and(|s| s[i]))
+            .collect(),
+    };
+    // One host: its line wakes us at once. Several: each is looked at in turn, briefly.
+    let step = if candidates.len() == 1 {
+        Duration::from_millis(100)
+    } else {
+        Duration::from_millis(1)
     };
     loop {
         if !*stopped && crate::shutdown::stop_requested() {
@@ -226,20 +273,16 @@ fn wait(
                 let _ = s.child.send_line("stop");
             }
         }
-        let range = match which {
-            Some(i) => i..i + 1,
-            None => 0..sessions.len(),
-        };
-        for i in range {
+        for &i in &candidates {
             let s = &mut sessions[i];
             match s.child.wait_line(prefix, step) {
-                Ok(_) => return Ok(()),
+                Ok(_) => return Ok(i),
                 Err(NotReady::TimedOut(_)) => {}
                 Err(e) => return Err(s.not_ready(&format!("'{}'", prefix.trim()), e)),
             }
         }
         if Instant::now() >= by {
-            let s = &sessions[which.unwrap_or(0)];
+            let s = &sessions[candidates.first().copied().unwrap_or(0)];
             return Err(s.error(&format!("no '{}' in time", prefix.trim())));
         }
     }
