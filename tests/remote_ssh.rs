@@ -526,8 +526,9 @@ fn two_load_hosts_are_merged_and_the_server_may_be_remote_too(h: &Hosts, s: &Ssh
     assert!(!cases.is_empty(), "{v}");
     for c in cases {
         assert_eq!(c["status"], "measured", "{c}");
-        assert_eq!(c["counters"]["load_hosts"].as_u64(), Some(2), "{c}");
-        // 50 connections, 25 from each host, all alive at the end.
+        // 50 connections, 25 from each host, all alive at the end: both reports merged
+        // (one repetition at smoke).
+        assert_eq!(c["repetitions"].as_u64(), Some(1), "{c}");
         assert_eq!(c["counters"]["load_live_conns"].as_u64(), Some(50), "{c}");
         assert!(c["ops_total"].as_u64().unwrap() > 0, "{c}");
     }
@@ -547,7 +548,7 @@ fn two_load_hosts_are_merged_and_the_server_may_be_remote_too(h: &Hosts, s: &Ssh
     let v = results(out.path());
     for c in v["cases"].as_array().unwrap() {
         assert_eq!(c["status"], "measured", "{c}");
-        assert_eq!(c["counters"]["load_hosts"].as_u64(), Some(1), "{c}");
+        assert!(c["ops_total"].as_u64().unwrap() > 0, "{c}");
         assert!(c["syscalls_per_op"].as_f64().unwrap() > 0.0, "{c}");
     }
     let roles: Vec<&str> = v["hosts"]
@@ -635,8 +636,12 @@ fn echo_and_http_driven_from_there(h: &Hosts, s: &Sshd) {
         assert_eq!(c["counters"]["load_mismatches"].as_u64().unwrap_or(0), 0);
         assert_eq!(c["counters"]["load_warmup_errors"].as_u64().unwrap_or(0), 0);
         assert_eq!(c["counters"]["load_non_2xx"].as_u64().unwrap_or(0), 0);
-        // Driven from the one load host; the server measured here.
-        assert_eq!(c["counters"]["load_hosts"].as_u64(), Some(1), "{what}: {c}");
+        // Driven from the load host, which had headroom; the server measured here.
+        assert_eq!(
+            c["counters"]["load_hosts_client_bound"].as_u64(),
+            Some(0),
+            "{what}: {c}"
+        );
         assert!(c["counters"]["load_cpu_ns"].as_u64().unwrap() > 0, "{what}");
         assert!(
             c["cpu_ns_per_op"]["total"].as_f64().unwrap() > 0.0,
