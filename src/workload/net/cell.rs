@@ -176,17 +176,19 @@ fn measure_pinned(
         }
     };
     let report = match (remote_load, &wire) {
-        (Some(r), Some(wire)) => load::remote::run(r, &cfg, wire, &mut on_edge).map_err(|e| {
-            // A server that died is the cell's story; else the load host's error.
-            if let Some(how) = server.exited() {
-                server.fail(&format!("server died during the run ({how}); {e}"))
-            } else {
-                CaseError::Failed(anyhow::anyhow!("{e}"))
-            }
-        })?,
-        _ => load::run(&cfg, load.exchange, &mut on_edge)
-            .map_err(|e| server.fail(&format!("load generator: {e}")))?,
+        (Some(r), Some(wire)) => load::remote::run(r, &cfg, wire, &mut on_edge),
+        _ => {
+            load::run(&cfg, load.exchange, &mut on_edge).map_err(|e| format!("load generator: {e}"))
+        }
     };
+    let report = report.map_err(|e| match server.exited() {
+        // With load hosts, a server that died is the cell's story; else a load host's error.
+        Some(how) if remote_load.is_some() => {
+            server.fail(&format!("server died during the run ({how}); {e}"))
+        }
+        _ if remote_load.is_some() => CaseError::Failed(anyhow::anyhow!("{e}")),
+        _ => server.fail(&e),
+    })?;
     if let Some(how) = server.exited() {
         return Err(server.fail(&format!("server died during the run ({how})")));
     }
