@@ -6,7 +6,9 @@
 //! counters. A repetition in which any response did not verify (a mismatched echo, a wrong
 //! HTTP body, a non-2xx or malformed response, in the window or the warm-up) fails the cell,
 //! with the count and the first wrong byte's offset: those responses are never ops. The echo and HTTP suites differ only in the [`Exchange`] and the counting of
-//! bytes.
+//! bytes. With `run --load-host` the load generator runs on those hosts instead
+//! ([`crate::load::remote`]: the same edges, a merged report); with `--server-host` the
+//! server's readings are taken on its host.
 
 use super::launch::{Launch, UnderTest};
 use crate::error::CaseError;
