@@ -914,6 +914,40 @@ impl Child {
         }
     }
 
+    /// Waits up to `within` for a stdout line starting with `prefix` (one of
+    /// [`Spec::keep_lines`]), watching for the child's exit; the rest of the line.
+    pub fn wait_line(&mut self, prefix: &str, within: Duration) -> Result<String, NotReady> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(l) = self.line(prefix) {
+                return Ok(l);
+            }
+            if let Some(st) = self.try_exit() {
+                // Its last lines may still be in the reader's hands.
+                self.join_readers();
+                return match self.line(prefix) {
+                    Some(l) => Ok(l),
+                    None => Err(NotReady::Exited(st)),
+                };
+            }
+            if lock(&self.lines.0).eof {
+                let st = self.wait_exit(Instant::now() + READERS_WITHIN);
+                return Err(NotReady::ClosedStdout(st));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(NotReady::TimedOut(within));
+            }
+            let step = deadline.saturating_duration_since(now).min(POLL);
+            let (m, cv) = &*self.lines;
+            let g = lock(m);
+            if g.kept.iter().any(|(p, _)| *p == prefix) || g.eof {
+                continue;
+            }
+            let _ = cv.wait_timeout(g, step);
+        }
+    }
+
     /// Writes `line` and a newline to its stdin ([`Spec::stdin_piped`]).
     pub fn send_line(&mut self, line: &str) -> io::Result<()> {
         let Some(w) = self.stdin.as_mut() else {

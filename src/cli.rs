@@ -71,6 +71,39 @@ pub enum Command {
     /// to the SSH client, as JSON.
     #[command(hide = true)]
     RemoteEnv,
+    /// On a load host of `run --load-host`, over SSH: one repetition's load generator, run
+    /// here on `go` (see src/load/remote.rs).
+    #[command(hide = true)]
+    RemoteLoad(RemoteLoadArgs),
+}
+
+/// `ringside remote-load`: one load host's share of a repetition.
+#[derive(clap::Args, Debug)]
+pub struct RemoteLoadArgs {
+    /// The server's address.
+    #[arg(long)]
+    pub target: String,
+    /// echo or http.
+    #[arg(long)]
+    pub protocol: String,
+    #[arg(long)]
+    pub conns: usize,
+    #[arg(long)]
+    pub warmup_ms: u64,
+    #[arg(long)]
+    pub duration_ms: u64,
+    /// Open loop: messages/s over this host's connections.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Echo: message size, bytes.
+    #[arg(long)]
+    pub msg_bytes: Option<usize>,
+    /// HTTP: the path requested.
+    #[arg(long, default_value = "/")]
+    pub path: String,
+    /// HTTP: the body length every response must have (default: any).
+    #[arg(long)]
+    pub body_bytes: Option<usize>,
 }
 
 /// `ringside remote-serve`: what a remote repetition's server needs.
@@ -164,6 +197,15 @@ pub struct RunArgs {
     /// keys and ~/.ssh/config), measured there; the same ringside must be installed there.
     #[arg(long, value_name = "[USER@]HOST[:PORT]")]
     pub server_host: Option<String>,
+    /// Echo and HTTP suites: run the load generator on this host instead of here (repeatable:
+    /// the connections are shared out and the hosts' figures merged, histograms added), over
+    /// SSH like --server-host; the same ringside must be installed there.
+    #[arg(long = "load-host", value_name = "[USER@]HOST[:PORT]")]
+    pub load_hosts: Vec<String>,
+    /// With --load-host: the address servers on this host listen on (default: the address the
+    /// load hosts see this host's SSH connection come from).
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<String>,
     /// An extra ssh argument (repeatable), e.g. --ssh-opt=-i --ssh-opt=/path/key.
     #[arg(long = "ssh-opt", value_name = "ARG", allow_hyphen_values = true)]
     pub ssh_opts: Vec<String>,

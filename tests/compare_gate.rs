@@ -244,4 +244,21 @@ fn the_hosts_and_their_network_paths_are_diffed() {
         out.contains("hosts.server.host: (absent) -> root@10.0.0.1"),
         "{out}"
     );
+    // Load hosts (--load-host, repeatable) by their place: the second one is not lost.
+    let loads = |second_mtu: u64| {
+        serde_json::json!([
+            {"role": "server", "host": "here"},
+            {"role": "load", "host": "root@10.0.0.3",
+             "path": {"peer": "10.0.0.2", "interface": "eth0", "kind": "nic", "mtu": 1500}},
+            {"role": "load", "host": "root@10.0.0.4",
+             "path": {"peer": "10.0.0.2", "interface": "eth0", "kind": "nic", "mtu": second_mtu}}
+        ])
+    };
+    let (mut c, mut e) = (base.clone(), base.clone());
+    c["hosts"] = loads(1500);
+    e["hosts"] = loads(9000);
+    let (pc, pe) = (save(d.path(), "c.json", &c), save(d.path(), "e.json", &e));
+    let (_, out) = compare(&pc, &pe, &["--allow-untested"]);
+    assert!(out.contains("hosts.load2.path.mtu: 1500 -> 9000"), "{out}");
+    assert!(!out.contains("hosts.load1.path.mtu"), "{out}");
 }

@@ -235,10 +235,19 @@ fn setup(tag: &str) -> Option<(Hosts, Sshd)> {
     }
 }
 
-/// The three scenarios share one sshd and run in turn (run in parallel, their processes
-/// could not be told apart).
+/// The tests that run sshd take turns: their namespaces get the same addresses (made from
+/// the test process's pid), so their processes could not be told apart.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The scenarios share one sshd and run in turn (run in parallel, their processes could not
+/// be told apart).
 #[test]
 fn servers_on_another_host_over_ssh() {
+    let _turn = one_at_a_time();
     let Some((h, s)) = setup("rh") else { return };
     echo_and_http_measured_there(&h, &s);
     a_refused_key_fails_the_cells_and_the_run_goes_on(&h, &s);
@@ -547,6 +556,335 @@ fn a_run_killed_mid_way_leaves_nothing_running_on_either_host(h: &Hosts, s: &Ssh
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// `ringside run ... --load-host root@SERVER_NS` in the client namespace: the servers run
+/// here (the client namespace), the load generator over SSH in the other namespace.
+fn load_cmd(h: &Hosts, ssh_opts: &[String], out: &Path, items: &[&str]) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", &h.client_ns])
+        .arg(bin())
+        .arg("run")
+        .args(items)
+        .args(["--profile", "smoke", "--models", "epoll-et", "--quiet"])
+        .args(["--format", "csv", "--out"])
+        .arg(out)
+        .arg(format!("--load-host=root@{}", h.server_ip))
+        .arg(format!("--remote-ringside={}", bin().display()))
+        .args(ssh_opts.iter().map(|o| format!("--ssh-opt={o}")));
+    c
+}
+
+/// The processes inside network namespace `ns` whose command line names ringside's binary.
+fn ringside_in(ns: &str) -> Vec<String> {
+    let out = Command::new("ip")
+        .args(["netns", "pids", ns])
+        .output()
+        .expect("ip netns pids");
+    let me = bin().display().to_string();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            cmd.contains(&me).then(|| format!("{pid}: {cmd}"))
+        })
+        .collect()
+}
+
+/// `run --load-host`: the load generator runs on the other host over SSH.
+#[test]
+fn load_generators_on_another_host_over_ssh() {
+    let _turn = one_at_a_time();
+    let Some((h, s)) = setup("rl") else { return };
+    echo_and_http_driven_from_there(&h, &s);
+    two_load_hosts_are_merged_and_the_server_may_be_remote_too(&h, &s);
+    a_load_host_that_refuses_the_key_fails_the_cells(&h, &s);
+    a_load_host_that_dies_mid_run_fails_its_cell_only(&h, &s);
+    a_run_killed_mid_way_leaves_no_ringside_on_the_load_host(&h, &s);
+}
+
+/// Two load sessions (the same sshd twice: two hosts as far as ringside can tell) share the
+/// connections and their reports are merged; then the server on that host too, this one only
+/// controlling.
+fn two_load_hosts_are_merged_and_the_server_may_be_remote_too(h: &Hosts, s: &Sshd) {
+    let out = tempfile::tempdir().unwrap();
+    let mut c = load_cmd(h, &s.opts, out.path(), &["echo.payload"]);
+    c.arg(format!("--load-host=root@{}", h.server_ip));
+    let (code, err) = finish(c, Duration::from_secs(180));
+    assert_eq!(code, Some(0), "ringside run: {err}");
+    let v = results(out.path());
+    let cases = v["cases"].as_array().unwrap();
+    assert!(!cases.is_empty(), "{v}");
+    for c in cases {
+        assert_eq!(c["status"], "measured", "{c}");
+        // 50 connections, 25 from each host, all alive at the end: both reports merged
+        // (one repetition at smoke).
+        assert_eq!(c["repetitions"].as_u64(), Some(1), "{c}");
+        assert_eq!(c["counters"]["load_live_conns"].as_u64(), Some(50), "{c}");
+        assert!(c["ops_total"].as_u64().unwrap() > 0, "{c}");
+    }
+    let roles: Vec<&str> = v["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["server", "load", "load"], "{v}");
+
+    let out = tempfile::tempdir().unwrap();
+    let mut c = load_cmd(h, &s.opts, out.path(), &["echo.payload"]);
+    c.arg(format!("--server-host=root@{}", h.server_ip));
+    let (code, err) = finish(c, Duration::from_secs(180));
+    assert_eq!(code, Some(0), "ringside run: {err}");
+    let v = results(out.path());
+    for c in v["cases"].as_array().unwrap() {
+        assert_eq!(c["status"], "measured", "{c}");
+        assert!(c["ops_total"].as_u64().unwrap() > 0, "{c}");
+        assert!(c["syscalls_per_op"].as_f64().unwrap() > 0.0, "{c}");
+    }
+    let roles: Vec<&str> = v["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["controller", "server", "load"], "{v}");
+}
+
+/// The remote load generator killed (as a host that dies would end it) mid-run: that cell
+/// fails with what ssh saw, the other cells are measured.
+fn a_load_host_that_dies_mid_run_fails_its_cell_only(h: &Hosts, s: &Sshd) {
+    let out = tempfile::tempdir().unwrap();
+    let mut c = load_cmd(h, &s.opts, out.path(), &["echo.payload"]);
+    c.args(["--runs", "3"]);
+    let mut kid = Kid(c
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap());
+    let t0 = Instant::now();
+    let victim = loop {
+        let found = ringside_in(&h.server_ns)
+            .into_iter()
+            .find(|l| l.contains("remote-load"));
+        if let Some(l) = found {
+            break l.split(':').next().unwrap().parse::<i32>().unwrap();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no remote-load within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    std::thread::sleep(Duration::from_millis(150));
+    // SAFETY: kill(2) on a pid just read from /proc (the remote end of this test's run).
+    unsafe { libc::kill(victim, libc::SIGKILL) };
+    let t0 = Instant::now();
+    let st = loop {
+        if let Some(st) = kid.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(180), "run did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(st.code(), Some(1), "a failed cell exits 1");
+    let v = results(out.path());
+    let cases = v["cases"].as_array().unwrap();
+    let failed: Vec<&serde_json::Value> =
+        cases.iter().filter(|c| c["status"] == "failed").collect();
+    assert_eq!(failed.len(), 1, "one cell failed: {v}");
+    assert!(
+        cases.iter().filter(|c| c["status"] == "measured").count() >= 1,
+        "the run went on: {v}"
+    );
+    let why = failed[0]["reason"].as_str().unwrap();
+    eprintln!("the cell whose load host died: {why}");
+    assert!(
+        why.contains(&format!("load host root@{}", h.server_ip)),
+        "{why}"
+    );
+    assert!(ringside_in(&h.server_ns).is_empty());
+}
+
+fn echo_and_http_driven_from_there(h: &Hosts, s: &Sshd) {
+    let out = tempfile::tempdir().unwrap();
+    let (code, err) = finish(
+        load_cmd(h, &s.opts, out.path(), &["echo.conns", "http.clients"]),
+        Duration::from_secs(240),
+    );
+    assert_eq!(code, Some(0), "ringside run: {err}");
+    let v = results(out.path());
+    let cases = v["cases"].as_array().unwrap();
+    assert!(cases.len() >= 2, "{v}");
+    for w in ["echo.conns", "http.clients"] {
+        assert!(cases.iter().any(|c| c["workload"] == w), "{w}: {v}");
+    }
+    for c in cases {
+        let what = format!("{} {} {}", c["workload"], c["model"], c["params"]);
+        assert_eq!(c["status"], "measured", "{what}: {c}");
+        assert!(c["ops_total"].as_u64().unwrap() > 0, "{what}");
+        // Bytes verified on the load host: a mismatch there would have failed the cell.
+        assert_eq!(c["counters"]["load_mismatches"].as_u64().unwrap_or(0), 0);
+        assert_eq!(c["counters"]["load_warmup_errors"].as_u64().unwrap_or(0), 0);
+        assert_eq!(c["counters"]["load_non_2xx"].as_u64().unwrap_or(0), 0);
+        // Driven from the load host, which had headroom; the server measured here.
+        assert_eq!(
+            c["counters"]["load_hosts_client_bound"].as_u64(),
+            Some(0),
+            "{what}: {c}"
+        );
+        assert!(c["counters"]["load_cpu_ns"].as_u64().unwrap() > 0, "{what}");
+        assert!(
+            c["cpu_ns_per_op"]["total"].as_f64().unwrap() > 0.0,
+            "{what}: {c}"
+        );
+        assert!(
+            c["counters"]["server_accepts"].as_u64().unwrap() > 0,
+            "{what}: {c}"
+        );
+        // Latency percentiles from the load host's histogram.
+        assert!(
+            c["latency_ns"]["p50"].as_f64().unwrap() > 0.0,
+            "{what}: {c}"
+        );
+    }
+    let hosts = v["hosts"].as_array().expect("hosts recorded");
+    assert_eq!(hosts.len(), 2, "{v}");
+    let (here, there) = (&hosts[0], &hosts[1]);
+    assert_eq!(here["role"], "server", "{here}");
+    assert_eq!(there["role"], "load", "{there}");
+    assert_eq!(there["host"], format!("root@{}", h.server_ip));
+    assert!(there["env"]["cpus"].as_u64().unwrap() > 0, "{there}");
+    assert!(there["env"]["cpu_plan"].is_object(), "{there}");
+    assert_eq!(there["ringside"], here["ringside"]);
+    assert_eq!(here["path"]["kind"], "veth", "{here}");
+    assert_eq!(there["path"]["peer"], h.client_ip.as_str());
+    // This host's own env is the run's.
+    assert!(v["env"]["cpus"].as_u64().unwrap() > 0);
+    let md = std::fs::read_to_string(out.path().join("report.md")).unwrap();
+    assert!(md.contains(&format!("load root@{}", h.server_ip)), "{md}");
+    // Nothing left on the load host.
+    assert!(ringside_in(&h.server_ns).is_empty());
+}
+
+fn a_load_host_that_refuses_the_key_fails_the_cells(h: &Hosts, s: &Sshd) {
+    let out = tempfile::tempdir().unwrap();
+    let other = s.dir.path().join("other_load_key");
+    keygen(&other);
+    let key = s.dir.path().join("client_key").display().to_string();
+    let opts: Vec<String> = s
+        .opts
+        .iter()
+        .map(|o| {
+            if *o == key {
+                other.display().to_string()
+            } else {
+                o.clone()
+            }
+        })
+        .collect();
+    let (code, err) = finish(
+        load_cmd(h, &opts, out.path(), &["echo.payload"]),
+        Duration::from_secs(120),
+    );
+    assert_eq!(code, Some(1), "a failed cell exits 1: {err}");
+    let v = results(out.path());
+    let cases = v["cases"].as_array().unwrap();
+    assert!(!cases.is_empty(), "{v}");
+    for c in cases {
+        assert_eq!(c["status"], "failed", "{c}");
+        let why = c["reason"].as_str().unwrap();
+        assert!(
+            why.contains("Permission denied") && why.contains(&h.server_ip),
+            "the SSH error: {why}"
+        );
+    }
+    assert_eq!(v["hosts"][1]["role"], "load", "{v}");
+    assert!(v["hosts"][1]["error"].is_string(), "{v}");
+}
+
+fn a_run_killed_mid_way_leaves_no_ringside_on_the_load_host(h: &Hosts, s: &Sshd) {
+    let out = tempfile::tempdir().unwrap();
+    let mut c = load_cmd(h, &s.opts, out.path(), &["echo.conns"]);
+    // Many repetitions, so that the kill lands in one.
+    c.args(["--runs", "50"]);
+    let mut kid = Kid(c
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap());
+    let t0 = Instant::now();
+    // A load generator at work on the load host.
+    while !ringside_in(&h.server_ns)
+        .iter()
+        .any(|l| l.contains("remote-load"))
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no remote-load within 60 s"
+        );
+        assert!(
+            kid.0.try_wait().unwrap().is_none(),
+            "ringside run ended early"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // `ip netns exec` execs ringside: this is ringside's pid.
+    kid.0.kill().unwrap();
+    kid.0.wait().unwrap();
+    let ssh_needle = format!("root@{}", h.server_ip);
+    let t0 = Instant::now();
+    loop {
+        let left: Vec<String> = ringside_in(&h.server_ns)
+            .into_iter()
+            .chain(ringside_in(&h.client_ns))
+            .chain(procs_with(&ssh_needle))
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "still running 20 s after ringside run was killed: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `--load-host` with a suite whose load cannot run elsewhere: refused before anything runs
+/// (exit 2), naming the workloads that take it (no root or sshd needed).
+#[test]
+fn a_load_host_is_refused_for_suites_that_cannot_use_it() {
+    let out = Command::new(bin())
+        .args(["run", "echo.conns", "micro.pipe", "--profile", "smoke"])
+        .arg("--load-host=root@192.0.2.1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--load-host micro.pipe") && err.contains("echo.conns"),
+        "{err}"
+    );
+    assert!(err.contains("http.clients"), "{err}");
+    for bad in ["-oProxyCommand=x", "h:0"] {
+        let out = Command::new(bin())
+            .args(["run", "echo.conns", "--profile", "smoke"])
+            .arg(format!("--load-host={bad}"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains("--load-host") && err.contains(bad), "{err}");
+    }
+    let out = Command::new(bin())
+        .args(["run", "echo.conns", "--profile", "smoke", "--bind=10.0.0.1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--bind"));
 }
 
 /// Bad hosts are refused before anything runs, naming the value (no root or sshd needed).

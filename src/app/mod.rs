@@ -33,5 +33,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         } => compare::run(&base, &new, threshold, allow_untested),
         Command::RemoteServe(a) => remote::serve(a),
         Command::RemoteEnv => remote::env(),
+        Command::RemoteLoad(a) => remote::load(a),
     }
 }

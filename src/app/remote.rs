@@ -1,5 +1,6 @@
 //! The hidden subcommands another host's ringside runs over SSH (see `src/remote/mod.rs`):
-//! `remote-serve` (one repetition's server, measured on this host) and `remote-env` (this
+//! `remote-serve` (one repetition's server, measured on this host), `remote-load` (one load
+//! host's share of a repetition's load, see `src/load/remote.rs`) and `remote-env` (this
 //! host's environment and network path back to the SSH client).
 //!
 //! `remote-serve` dies with its SSH session: it watches its stdin, and EOF (the session
@@ -7,17 +8,26 @@
 //! end; the server is a supervised child (PR_SET_PDEATHSIG), so it never outlives this process.
 
 use crate::child::{announce, EXIT_UNAVAILABLE};
-use crate::cli::{RemoteServeArgs, RunArgs};
+use crate::cli::{RemoteLoadArgs, RemoteServeArgs, RunArgs};
+use crate::env::netpath;
 use crate::error::{CaseError, InputError};
+use crate::load::echo::{MAX_MSG_BYTES, MIN_MSG_BYTES};
+use crate::load::{Config, Edge, Wire};
 use crate::measure::syscalls::{Scope, SyscallCounter};
 use crate::measure::topology;
 use crate::registry::{self, MODELS};
-use crate::remote::{self, EdgeReading, Figures, Host, HostError, HostProbe, Remote, Ssh, FIGURES};
+use crate::remote::{
+    self, EdgeReading, Figures, Host, HostError, HostProbe, Remote, Ssh, FIGURES, LOAD_READY,
+    REPORT, WINDOW_CLOSE, WINDOW_OPEN,
+};
 use crate::results::schema::HostRecord;
 use crate::workload::net::cell::STOP_WITHIN;
 use crate::workload::net::echo::serve_command_on;
 use crate::workload::net::launch::Launch;
+use crate::workload::Workload;
 use std::io::BufRead;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
@@ -145,71 +155,413 @@ pub fn env() -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// `run --server-host`: parses the host (bad: exit 2), checks that it runs this very ringside
-/// (another version: refused, both named), probes its environment and the network path both
-/// ways, and configures the run's [`Remote`]. A host that cannot be reached, refuses the key
-/// or lacks ringside does not stop the run: its cells fail with the SSH error. The records
-/// go into results.json (`hosts`): this host first.
-pub fn setup(a: &RunArgs) -> anyhow::Result<Vec<HostRecord>> {
-    let Some(spec) = &a.server_host else {
-        return Ok(Vec::new());
-    };
-    let host = Host::parse(spec).map_err(|why| InputError::BadValue {
-        flag: "--server-host",
-        given: spec.clone(),
-        valid: format!("[USER@]HOST[:PORT] ({why})"),
+/// The suites whose load generator can run on other hosts (`run --load-host`): their
+/// exchanges travel as a [`Wire`].
+pub const LOAD_HOST_SUITES: &[&str] = &["echo", "http"];
+
+/// A stop asked of `remote-load` (`stop` on stdin, or EOF: the SSH session ended).
+static LOAD_STOP: AtomicBool = AtomicBool::new(false);
+
+/// `remote-load`: this host's share of a repetition's load, under this host's own CPU plan
+/// (every CPU it allows: no server runs here). Says `ready`, waits for `go`, runs the load
+/// generator exactly as `ringside run` does locally, announcing its window's edges, and
+/// prints its report as one JSON line. EOF on stdin (the session ended) stops it at once.
+pub fn load(a: RemoteLoadArgs) -> anyhow::Result<i32> {
+    let target: SocketAddr = a.target.parse().map_err(|_| InputError::BadValue {
+        flag: "--target",
+        given: a.target.clone(),
+        valid: "an IP address and port".into(),
     })?;
+    let wire = match a.protocol.as_str() {
+        "echo" => {
+            let n = a.msg_bytes.unwrap_or(64);
+            if !(MIN_MSG_BYTES..=MAX_MSG_BYTES).contains(&n) {
+                return Err(InputError::BadValue {
+                    flag: "--msg-bytes",
+                    given: n.to_string(),
+                    valid: format!("{MIN_MSG_BYTES}..={MAX_MSG_BYTES}"),
+                }
+                .into());
+            }
+            Wire::Echo { msg_bytes: n }
+        }
+        "http" => Wire::Http {
+            path: a.path.clone(),
+            expect_body_bytes: a.body_bytes,
+        },
+        other => {
+            return Err(InputError::BadValue {
+                flag: "--protocol",
+                given: other.into(),
+                valid: "echo, http".into(),
+            }
+            .into())
+        }
+    };
+    if a.conns == 0 || a.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
+        anyhow::bail!("--conns must be at least 1 and --rate a positive rate");
+    }
+    let plan = topology::plan(&topology::Topology::read(), &topology::Request::default())
+        .map_err(|e| anyhow::anyhow!("CPU plan: {e}"))?;
+    let mut cpus = plan.load_cpus();
+    cpus.extend(plan.server_cpus());
+    cpus.sort_unstable();
+    cpus.dedup();
+    let mut cfg = Config::new(target, a.conns, Duration::from_millis(a.duration_ms));
+    cfg.warmup = Duration::from_millis(a.warmup_ms);
+    cfg.rate = a.rate;
+    cfg.threads = cpus.len();
+    cfg.cpus = cpus;
+    cfg.stop = Some(&LOAD_STOP);
+    let (tx, rx) = mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(l) = line else { break };
+            match l.trim() {
+                "go" => {
+                    let _ = tx.send(());
+                }
+                "stop" => LOAD_STOP.store(true, Ordering::SeqCst),
+                _ => {}
+            }
+        }
+        // EOF: the session is over; nobody will read a report.
+        LOAD_STOP.store(true, Ordering::SeqCst);
+    });
+    announce(LOAD_READY)?;
+    if rx.recv().is_err() || LOAD_STOP.load(Ordering::SeqCst) {
+        eprintln!("error: the session ended before 'go'");
+        return Ok(1);
+    }
+    let ex = wire.exchange();
+    let report = crate::load::run(&cfg, &*ex, &mut |e| {
+        let _ = announce(match e {
+            Edge::Open => WINDOW_OPEN,
+            Edge::Close => WINDOW_CLOSE,
+        });
+    })?;
+    // The client may be gone (EOF): nobody reads this, and that is fine.
+    let _ = announce(&format!("{REPORT}{}", serde_json::to_string(&report)?));
+    Ok(0)
+}
+
+/// `run --server-host` / `--load-host`: refuses `--load-host` for suites whose load cannot
+/// run elsewhere (exit 2, naming the ones that can), parses the hosts (bad: exit 2), checks
+/// that each runs this very ringside (another version: refused, both named), probes each
+/// one's environment and the network path both ways, picks the address servers here listen
+/// on for the load hosts, and configures the run's [`Remote`]. A host that cannot be
+/// reached, refuses the key or lacks ringside does not stop the run: the cells that need it
+/// fail with the SSH error. The records go into results.json (`hosts`): this host first.
+pub fn setup(a: &RunArgs, workloads: &[&'static dyn Workload]) -> anyhow::Result<Vec<HostRecord>> {
+    if a.load_hosts.is_empty() {
+        if let Some(b) = &a.bind {
+            return Err(InputError::BadValue {
+                flag: "--bind",
+                given: b.clone(),
+                valid: "only with --load-host (the address the load hosts reach servers here at)"
+                    .into(),
+            }
+            .into());
+        }
+        if a.server_host.is_none() {
+            return Ok(Vec::new());
+        }
+    } else {
+        refuse_suites_without_remote_load(workloads)?;
+    }
+    let server = a
+        .server_host
+        .as_deref()
+        .map(|s| parse_host("--server-host", s))
+        .transpose()?;
+    let loads = a
+        .load_hosts
+        .iter()
+        .map(|s| parse_host("--load-host", s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let bind: Option<IpAddr> = a
+        .bind
+        .as_deref()
+        .map(|b| {
+            b.trim_matches(|c| c == '[' || c == ']')
+                .parse()
+                .map_err(|_| InputError::BadValue {
+                    flag: "--bind",
+                    given: b.into(),
+                    valid: "an IP address of this host (10.0.0.1, fd00::1)".into(),
+                })
+        })
+        .transpose()?;
     let ssh = Ssh {
         opts: a.ssh_opts.clone(),
         bin: a.remote_ringside.clone(),
     };
     let mut here = HostRecord {
-        role: "client".into(),
+        role: match (&server, loads.is_empty()) {
+            (None, _) => "server",
+            (Some(_), true) => "client",
+            (Some(_), false) => "controller",
+        }
+        .into(),
         host: "here".into(),
         ringside: Some(remote::version_line()),
         ..Default::default()
     };
-    let mut there = HostRecord {
-        role: "server".into(),
-        host: spec.clone(),
+    let mut records = Vec::new();
+    let mut server_error = None;
+    if let Some(h) = &server {
+        let (rec, probe) = probe_host(&ssh, h, "--server-host", "server")?;
+        server_error = rec.error.clone();
+        if let Some(p) = &probe {
+            here.path = p.path.local_addr.as_deref().map(netpath::toward);
+        }
+        records.push(rec);
+    }
+    let mut load_error = None;
+    // The address each load host saw this host's SSH connection come from.
+    let mut seen: Vec<(String, IpAddr)> = Vec::new();
+    for h in &loads {
+        let (rec, probe) = probe_host(&ssh, h, "--load-host", "load")?;
+        if load_error.is_none() {
+            load_error = rec
+                .error
+                .as_ref()
+                .map(|e| format!("load host {}: {e}", h.spec));
+        }
+        if let Some(p) = &probe {
+            if here.path.is_none() {
+                here.path = p.path.local_addr.as_deref().map(netpath::toward);
+            }
+            if let Ok(ip) = p.path.peer.parse() {
+                seen.push((h.spec.clone(), ip));
+            }
+        }
+        records.push(rec);
+    }
+    let bind = if loads.is_empty() {
+        None
+    } else {
+        listen_address(bind, &seen, server.is_some())?
+    };
+    if let Some(e) = &server_error {
+        eprintln!(
+            "ringside: server host {} cannot be used, its cells fail: {e}",
+            a.server_host.as_deref().unwrap_or("")
+        );
+    }
+    if let Some(e) = &load_error {
+        eprintln!("ringside: the echo and HTTP cells fail: {e}");
+    }
+    remote::configure(Remote {
+        ssh,
+        server,
+        server_error,
+        load: loads,
+        load_error,
+        bind,
+    });
+    records.insert(0, here);
+    Ok(records)
+}
+
+/// `--load-host` with a workload outside [`LOAD_HOST_SUITES`]: exit 2, naming the ones that
+/// take it.
+fn refuse_suites_without_remote_load(
+    workloads: &[&'static dyn Workload],
+) -> Result<(), InputError> {
+    let refused: Vec<&str> = workloads
+        .iter()
+        .map(|w| w.id())
+        .filter(|id| !LOAD_HOST_SUITES.contains(&registry::suite_of(id)))
+        .collect();
+    if refused.is_empty() {
+        return Ok(());
+    }
+    let takes: Vec<&str> = registry::WORKLOADS
+        .iter()
+        .map(|w| w.id())
+        .filter(|id| LOAD_HOST_SUITES.contains(&registry::suite_of(id)))
+        .collect();
+    Err(InputError::BadValue {
+        flag: "--load-host",
+        given: refused.join(", "),
+        valid: format!(
+            "these cannot run their load on another host; --load-host takes the {} suites \
+             only ({}): name those, or run the others without --load-host",
+            LOAD_HOST_SUITES.join(" and "),
+            takes.join(", ")
+        ),
+    })
+}
+
+fn parse_host(flag: &'static str, spec: &str) -> Result<Host, InputError> {
+    Host::parse(spec).map_err(|why| InputError::BadValue {
+        flag,
+        given: spec.to_string(),
+        valid: format!("[USER@]HOST[:PORT] ({why})"),
+    })
+}
+
+/// Checks `host`'s version (another: exit 2, both named) and probes it: its record (with the
+/// SSH error when it cannot be used) and its probe when it can.
+fn probe_host(
+    ssh: &Ssh,
+    host: &Host,
+    flag: &'static str,
+    role: &str,
+) -> Result<(HostRecord, Option<HostProbe>), InputError> {
+    let mut rec = HostRecord {
+        role: role.into(),
+        host: host.spec.clone(),
         ..Default::default()
     };
-    let error = match remote::check_version(&ssh, &host) {
+    let probe = match remote::check_version(ssh, host) {
         Err(HostError::Mismatch { here, there, .. }) => {
             return Err(InputError::BadValue {
-                flag: "--server-host",
-                given: spec.clone(),
+                flag,
+                given: host.spec.clone(),
                 valid: format!(
                     "runs '{there}' but this is '{here}': every host must run the same \
                      ringside (version and git commit)"
                 ),
-            }
-            .into())
+            })
         }
-        Err(HostError::Ssh(e)) => Some(e),
-        Ok(()) => match remote::probe(&ssh, &host) {
-            Ok(p) => {
-                here.path = p
-                    .path
-                    .local_addr
-                    .as_deref()
-                    .map(crate::env::netpath::toward);
-                there.ringside = Some(p.ringside);
-                there.env = Some(p.env);
-                there.path = Some(p.path);
-                None
-            }
-            Err(e) => Some(e),
-        },
+        Err(HostError::Ssh(e)) => Err(e),
+        Ok(()) => remote::probe(ssh, host),
     };
-    if let Some(e) = &error {
-        eprintln!("ringside: server host {spec} cannot be used, its cells fail: {e}");
-        there.error = Some(e.clone());
+    match probe {
+        Ok(p) => {
+            rec.ringside = Some(p.ringside.clone());
+            rec.env = Some(p.env.clone());
+            rec.path = Some(p.path.clone());
+            Ok((rec, Some(p)))
+        }
+        Err(e) => {
+            rec.error = Some(e);
+            Ok((rec, None))
+        }
     }
-    remote::configure(Remote {
-        ssh,
-        server: Some(host),
-        server_error: error,
-    });
-    Ok(vec![here, there])
+}
+
+/// The address servers listen on for the load hosts: `--bind`, else the one address every
+/// load host saw this host's SSH connection come from (with a server host: `--bind` only, or
+/// its own default). Refused (exit 2) when loopback-only while a load host is elsewhere, or
+/// when the hosts saw different addresses.
+fn listen_address(
+    bind: Option<IpAddr>,
+    seen: &[(String, IpAddr)],
+    server_elsewhere: bool,
+) -> Result<Option<IpAddr>, InputError> {
+    if let Some(b) = bind {
+        if b.is_loopback() || b.is_unspecified() {
+            if let Some((h, ip)) = seen.iter().find(|(_, ip)| !ip.is_loopback()) {
+                return Err(InputError::BadValue {
+                    flag: "--bind",
+                    given: b.to_string(),
+                    valid: format!(
+                        "{} cannot be reached from load host {h}, which reaches this host \
+                         at {ip}: pass an address the load hosts reach, e.g. --bind {ip}",
+                        if b.is_loopback() {
+                            "a loopback-only address"
+                        } else {
+                            "not one address:"
+                        }
+                    ),
+                });
+            }
+        }
+        return Ok(Some(b));
+    }
+    if server_elsewhere {
+        return Ok(None);
+    }
+    let mut ips: Vec<IpAddr> = seen.iter().map(|(_, ip)| *ip).collect();
+    ips.sort();
+    ips.dedup();
+    match ips.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(*one)),
+        _ => Err(InputError::BadValue {
+            flag: "--load-host",
+            given: seen
+                .iter()
+                .map(|(h, _)| h.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            valid: format!(
+                "the load hosts reach this host at different addresses ({}): pass --bind \
+                 ADDR, an address of this host every load host reaches",
+                seen.iter()
+                    .map(|(h, ip)| format!("{ip} from {h}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn servers_listen_where_the_load_hosts_saw_this_host() {
+        let seen = vec![
+            ("a".to_string(), ip("10.0.0.1")),
+            ("b".into(), ip("10.0.0.1")),
+        ];
+        assert_eq!(
+            listen_address(None, &seen, false).unwrap(),
+            Some(ip("10.0.0.1"))
+        );
+        // --bind wins; with a server host only --bind says.
+        assert_eq!(
+            listen_address(Some(ip("10.0.0.9")), &seen, false).unwrap(),
+            Some(ip("10.0.0.9"))
+        );
+        assert_eq!(listen_address(None, &seen, true).unwrap(), None);
+        // A load host on this machine (reached over loopback) may use loopback.
+        let local = vec![("localhost".to_string(), ip("127.0.0.1"))];
+        assert_eq!(
+            listen_address(Some(ip("127.0.0.1")), &local, false).unwrap(),
+            Some(ip("127.0.0.1"))
+        );
+    }
+
+    #[test]
+    fn loopback_only_or_ambiguous_addresses_are_refused_saying_why() {
+        let seen = vec![("root@b".to_string(), ip("10.0.0.1"))];
+        let e = listen_address(Some(ip("127.0.0.1")), &seen, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--bind 127.0.0.1") && e.contains("loopback-only"),
+            "{e}"
+        );
+        assert!(e.contains("root@b") && e.contains("--bind 10.0.0.1"), "{e}");
+        let two = vec![
+            ("a".to_string(), ip("10.0.0.1")),
+            ("b".into(), ip("10.0.1.1")),
+        ];
+        let e = listen_address(None, &two, false).unwrap_err().to_string();
+        assert!(e.contains("10.0.1.1 from b") && e.contains("--bind"), "{e}");
+    }
+
+    #[test]
+    fn only_the_echo_and_http_suites_take_a_load_host() {
+        let w = |id| registry::workload(id).unwrap();
+        assert!(refuse_suites_without_remote_load(&[w("echo.conns"), w("http.clients")]).is_ok());
+        let e = refuse_suites_without_remote_load(&[w("echo.conns"), w("micro.pipe")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--load-host micro.pipe:"), "{e}");
+        assert!(
+            e.contains("echo.conns") && e.contains("http.clients"),
+            "{e}"
+        );
+    }
 }

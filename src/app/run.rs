@@ -39,8 +39,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         budget.runs_given = true;
     }
     let plan = cpu_plan(&a)?;
-    // Other hosts (--server-host): parsed, version-checked and probed before anything runs.
-    let hosts = super::remote::setup(&a)?;
+    // Other hosts (--server-host, --load-host): parsed, version-checked and probed before
+    // anything runs.
+    let hosts = super::remote::setup(&a, &workloads)?;
     let started = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()

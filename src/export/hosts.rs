@@ -1,4 +1,4 @@
-//! The hosts of a multi-host run (`run --server-host`), for the environment panels: each
+//! The hosts of a multi-host run (`run --server-host`, `--load-host`), for the environment panels: each
 //! host's ringside, kernel, CPU and CPU plan, and its network path to the other side
 //! (interface, loopback/veth/NIC, MTU, link speed, queues, IRQ CPUs where read).
 
@@ -35,7 +35,15 @@ fn text(run: &RunResults, h: &HostRecord) -> String {
             e.cpus,
             e.virtualized
         ));
-        if let Some(p) = &e.cpu_plan {
+        if let (Some(p), "load") = (&e.cpu_plan, h.role.as_str()) {
+            // A load host runs no server: its load generator takes every CPU of its plan.
+            let mut all = p.load_cpus();
+            all.extend(p.server_cpus());
+            parts.push(format!(
+                "CPU plan: load {}",
+                crate::measure::topology::list_string(&all)
+            ));
+        } else if let Some(p) = &e.cpu_plan {
             parts.push(format!(
                 "CPU plan: server {}, load {}",
                 crate::measure::topology::list_string(&p.server_cpus()),

@@ -2,7 +2,7 @@
 //! bytes LE) and the sequence number (8 bytes LE), followed by bytes derived from both; the
 //! response must be exactly the message.
 
-use super::{Exchange, Response, Verdict};
+use super::{Exchange, Response, Verdict, Wire};
 
 /// Header: connection id (u32 LE) then sequence number (u64 LE).
 pub const HEADER_BYTES: usize = 12;
@@ -18,6 +18,12 @@ pub struct Echo {
 }
 
 impl Exchange for Echo {
+    fn wire(&self) -> Option<Wire> {
+        Some(Wire::Echo {
+            msg_bytes: self.msg_bytes,
+        })
+    }
+
     fn request(&self, conn: u32, seq: u64, out: &mut Vec<u8>) {
         let mut head = [0u8; HEADER_BYTES];
         head[..4].copy_from_slice(&conn.to_le_bytes());

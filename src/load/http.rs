@@ -62,6 +62,13 @@ enum Framing {
 }
 
 impl Exchange for HttpGet {
+    fn wire(&self) -> Option<super::Wire> {
+        Some(super::Wire::Http {
+            path: self.path.clone(),
+            expect_body_bytes: self.expect_body_bytes,
+        })
+    }
+
     fn request(&self, _conn: u32, _seq: u64, out: &mut Vec<u8>) {
         out.extend_from_slice(b"GET ");
         out.extend_from_slice(self.path.as_bytes());

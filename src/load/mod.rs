@@ -27,12 +27,13 @@ pub mod echo;
 mod engine;
 pub mod http;
 pub mod pubsub;
+pub mod remote;
 pub mod stream;
 
 pub use engine::run;
 
 use crate::measure::Hist;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -66,6 +67,43 @@ pub trait Exchange: Sync {
     /// Publish/subscribe fan-out: [`run`] hands the run to its own driver.
     fn pubsub(&self) -> Option<&pubsub::Pubsub> {
         None
+    }
+    /// How another host's load generator makes this exchange (`run --load-host`); `None`:
+    /// it runs on this host only.
+    fn wire(&self) -> Option<Wire> {
+        None
+    }
+}
+
+/// An [`Exchange`] described for another host's `ringside remote-load`, which makes the same
+/// one there ([`Wire::exchange`]): the echo and HTTP exchanges.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Wire {
+    Echo {
+        msg_bytes: usize,
+    },
+    Http {
+        path: String,
+        expect_body_bytes: Option<usize>,
+    },
+}
+
+impl Wire {
+    /// The exchange this describes.
+    pub fn exchange(&self) -> Box<dyn Exchange> {
+        match self {
+            Wire::Echo { msg_bytes } => Box::new(echo::Echo {
+                msg_bytes: *msg_bytes,
+            }),
+            Wire::Http {
+                path,
+                expect_body_bytes,
+            } => Box::new(http::HttpGet {
+                host: "127.0.0.1".into(),
+                path: path.clone(),
+                expect_body_bytes: *expect_body_bytes,
+            }),
+        }
     }
 }
 
@@ -119,7 +157,7 @@ pub enum Fault {
 }
 
 /// Where the first mismatch was seen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mismatch {
     /// Connection id (0-based, as carried in echo messages).
     pub conn: u32,
@@ -208,8 +246,10 @@ pub enum Edge {
 
 /// What a load run measured. Every count covers the measured window (after the warm-up), the
 /// same window for successes and errors, unless said otherwise; what went wrong in the
-/// warm-up is summed in `warmup_errors` / `warmup_invalid`.
-#[derive(Clone, Debug, Serialize)]
+/// warm-up is summed in `warmup_errors` / `warmup_invalid`. A load host's report comes back
+/// as JSON (`ringside remote-load`), its histogram as base64 of its V2 serialisation, and the
+/// hosts' reports are added up by [`Report::merge`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
     pub conns_requested: usize,
     pub threads: usize,
@@ -284,12 +324,18 @@ pub struct Report {
     /// See [`CLIENT_BOUND_FRACTION`].
     pub client_bound: bool,
     /// Per-message latency, ns (valid responses in the window only).
-    #[serde(skip)]
+    #[serde(with = "crate::measure::hist::base64_v2")]
     pub latency: Hist,
     /// Bulk transfer ([`stream`]): payload bytes verified against the pattern, warm-up and
     /// window (by the client; for uploads by the server, whose trailer the client checks).
     /// 0 for message exchanges, whose every op is a verified response.
     pub verified_bytes: u64,
+    /// Merged reports ([`Report::merge`], `run --load-host`): the load hosts that took part
+    /// and those of them whose load generator was saturated (`client_bound` there).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bound_hosts: Vec<String>,
 }
 
 /// The window is cut into this many buckets to find the longest gap with no completion over
@@ -348,7 +394,78 @@ impl Report {
             client_bound: false,
             latency: Hist::new(),
             verified_bytes: 0,
+            hosts: Vec::new(),
+            bound_hosts: Vec::new(),
         }
+    }
+
+    /// Adds the report of another load host that drove the same server over the same window
+    /// (`run --load-host`): counts and CPU summed, histograms ADDED (never averaged, so the
+    /// percentiles are those of every message of every host), the window the longest of the
+    /// hosts' (ops per second over it do not flatter), the first mismatch and error kept.
+    /// Headroom is judged per host: the merged report is `client_bound` when any host's load
+    /// generator was (named in `bound_hosts`). `longest_gap_ns` becomes the shortest host's:
+    /// the true gap over all hosts is at most that. `self` is the first host's report, named
+    /// `first`; `other` is `host`'s.
+    pub fn merge(&mut self, first: &str, other: &Report, host: &str) {
+        if self.hosts.is_empty() {
+            self.hosts.push(first.to_string());
+            if self.client_bound {
+                self.bound_hosts.push(first.to_string());
+            }
+        }
+        self.hosts.push(host.to_string());
+        if other.client_bound {
+            self.bound_hosts.push(host.to_string());
+        }
+        self.conns_requested += other.conns_requested;
+        self.threads += other.threads;
+        self.rate_per_sec = match (self.rate_per_sec, other.rate_per_sec) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.window_ns = self.window_ns.max(other.window_ns);
+        self.interrupted |= other.interrupted;
+        for (a, b) in [
+            (&mut self.msgs, other.msgs),
+            (&mut self.bytes, other.bytes),
+            (&mut self.rx_bytes, other.rx_bytes),
+            (&mut self.connect_errors, other.connect_errors),
+            (&mut self.resets, other.resets),
+            (&mut self.io_errors, other.io_errors),
+            (&mut self.read_errors, other.read_errors),
+            (&mut self.write_errors, other.write_errors),
+            (&mut self.mismatches, other.mismatches),
+            (&mut self.non_2xx, other.non_2xx),
+            (&mut self.malformed, other.malformed),
+            (&mut self.timeouts, other.timeouts),
+            (&mut self.reconnects, other.reconnects),
+            (&mut self.warmup_errors, other.warmup_errors),
+            (&mut self.warmup_invalid, other.warmup_invalid),
+            (&mut self.unsettled_conns, other.unsettled_conns),
+            (&mut self.live_conns, other.live_conns),
+            (&mut self.cpu_ns, other.cpu_ns),
+            (&mut self.verified_bytes, other.verified_bytes),
+        ] {
+            *a += b;
+        }
+        if self.first_mismatch.is_none() {
+            self.first_mismatch = other.first_mismatch;
+        }
+        if self.first_error.is_none() {
+            self.first_error.clone_from(&other.first_error);
+        }
+        self.longest_gap_ns = self.longest_gap_ns.min(other.longest_gap_ns);
+        // Each host settles its own warm-up: the longest is the one the window waited for.
+        self.warmup_ns = self.warmup_ns.max(other.warmup_ns);
+        self.cpus_available += other.cpus_available;
+        if self.window_ns > 0 {
+            self.cpu_fraction =
+                self.cpu_ns as f64 / (self.window_ns as f64 * self.cpus_available.max(1) as f64);
+        }
+        self.max_thread_fraction = self.max_thread_fraction.max(other.max_thread_fraction);
+        self.client_bound = !self.bound_hosts.is_empty();
+        self.latency.merge(&other.latency);
     }
 
     /// The load generator's CPU over the window (from the summed `cpu_ns` and the busiest
@@ -437,5 +554,85 @@ fn per_sec(n: u64, ns: u64) -> f64 {
         0.0
     } else {
         n as f64 * 1e9 / ns as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report over a 1 s window with `n` messages of `ns` each.
+    fn report(n: u64, ns: u64, bound: bool) -> Report {
+        let cfg = Config::new("127.0.0.1:1".parse().unwrap(), 10, Duration::from_secs(1));
+        let mut r = Report::empty(&cfg, 1, None, 1_000_000_000, false);
+        r.msgs = n;
+        r.bytes = n * 64;
+        r.rx_bytes = n * 64;
+        r.live_conns = 10;
+        r.cpu_ns = 500_000_000;
+        r.longest_gap_ns = 3_000;
+        r.client_bound = bound;
+        r.latency.record_n(ns, n);
+        r
+    }
+
+    #[test]
+    fn merged_reports_add_their_histograms_and_counts() {
+        // 900 messages at 10 us on one host, 100 at 1 ms on the other: the sum's p50 is
+        // 10 us and its p95 1 ms (an average of the two hosts' p95s would say ~505 us).
+        let mut a = report(900, 10_000, false);
+        let b = report(100, 1_000_000, true);
+        a.merge("a", &b, "b");
+        assert_eq!(a.latency.len(), 1000);
+        assert_eq!(a.msgs, 1000);
+        assert_eq!(a.bytes, 64_000);
+        assert_eq!(a.live_conns, 20);
+        assert_eq!(a.conns_requested, 20);
+        assert_eq!(a.cpu_ns, 1_000_000_000);
+        assert_eq!(a.cpus_available, 2);
+        assert!((a.cpu_fraction - 0.5).abs() < 1e-9);
+        let within = |v: u64, want: u64| v.abs_diff(want) <= want / 1000;
+        assert!(
+            within(a.latency.quantile(0.5), 10_000),
+            "{}",
+            a.latency.quantile(0.5)
+        );
+        assert!(within(a.latency.quantile(0.95), 1_000_000));
+        assert!(within(a.latency.quantile(0.9), 10_000));
+        assert!((a.msgs_per_sec() - 1000.0).abs() < 1e-6);
+        // Headroom per host: one saturated host makes the merged run client-bound, named.
+        assert!(a.client_bound);
+        assert_eq!(a.hosts, ["a", "b"]);
+        assert_eq!(a.bound_hosts, ["b"]);
+        // A third host with headroom changes nothing of that.
+        a.merge("a", &report(0, 1, false), "c");
+        assert!(a.client_bound);
+        assert_eq!(a.hosts, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn a_report_round_trips_through_json_histogram_included() {
+        let mut r = report(500, 20_000, true);
+        r.latency.record(7_000_000_000);
+        r.first_mismatch = Some(Mismatch {
+            conn: 3,
+            msg: 9,
+            offset: 12,
+            in_warmup: false,
+        });
+        r.mismatches = 1;
+        r.first_error = Some("connection reset".into());
+        r.rate_per_sec = Some(2500.0);
+        let json = serde_json::to_string(&r).unwrap();
+        let back: Report = serde_json::from_str(&json).unwrap();
+        assert_eq!(serde_json::to_string(&back).unwrap(), json);
+        assert_eq!(back.latency.len(), 501);
+        for q in [0.5, 0.99, 1.0] {
+            assert_eq!(back.latency.quantile(q), r.latency.quantile(q));
+        }
+        assert_eq!(back.first_mismatch, r.first_mismatch);
+        assert_eq!(back.unverified(), r.unverified());
+        assert!(back.client_bound);
+        assert_eq!(back.msgs, 500);
     }
 }

@@ -73,24 +73,45 @@ impl Hist {
         }
         base64_encode(&buf)
     }
+
+    /// The histogram [`Hist::to_base64`] wrote (V2 or V2-deflate, base64); `""` is an empty
+    /// one. It keeps resizing, so that adding it to another never clips.
+    pub fn from_base64(s: &str) -> Result<Hist, String> {
+        use base64::Engine;
+        use hdrhistogram::serialization::Deserializer;
+        if s.is_empty() {
+            return Ok(Hist::new());
+        }
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .map_err(|e| format!("histogram: not base64: {e}"))?;
+        let mut h: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| format!("histogram: not an HdrHistogram V2: {e:?}"))?;
+        h.auto(true);
+        Ok(Hist(h))
+    }
 }
 
 fn base64_encode(bytes: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for c in bytes.chunks(3) {
-        let n = (c[0] as u32) << 16
-            | (*c.get(1).unwrap_or(&0) as u32) << 8
-            | *c.get(2).unwrap_or(&0) as u32;
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// `#[serde(with = "crate::measure::hist::base64_v2")]`: a [`Hist`] as [`Hist::to_base64`]'s
+/// text (a load host's report carries its latency histogram this way).
+pub mod base64_v2 {
+    use super::Hist;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(h: &Hist, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&h.to_base64())
     }
-    out
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Hist, D::Error> {
+        let s = String::deserialize(d)?;
+        Hist::from_base64(&s).map_err(serde::de::Error::custom)
+    }
 }
 
 #[cfg(test)]
@@ -119,5 +140,22 @@ mod tests {
         assert_eq!(base64_encode(b"fo"), "Zm8=");
         assert_eq!(base64_encode(b"foo"), "Zm9v");
         assert_eq!(base64_encode(b"foobar"), "Zm9vYmFy");
+    }
+
+    #[test]
+    fn a_histogram_survives_base64_and_keeps_every_count() {
+        let mut a = Hist::new();
+        for v in 1..=1000 {
+            a.record(v * 1_000);
+        }
+        a.record(7_000_000_000);
+        let b = Hist::from_base64(&a.to_base64()).unwrap();
+        assert_eq!(b.len(), a.len());
+        for q in [0.0, 0.5, 0.99, 0.999, 1.0] {
+            assert_eq!(b.quantile(q), a.quantile(q), "{q}");
+        }
+        assert!(Hist::from_base64("").unwrap().is_empty());
+        assert!(Hist::from_base64("not base64!").is_err());
+        assert!(Hist::from_base64("Zm9v").is_err());
     }
 }

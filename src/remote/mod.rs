@@ -9,7 +9,8 @@
 //! its host under that host's own CPU plan, prints `listening on ADDR`, takes the server's CPU
 //! and syscall readings when told `open` / `close` on its stdin, and on `stop` (or EOF: the SSH
 //! session ended) stops the server and prints `figures <json>` ([`Figures`]). `remote-env`
-//! prints the host's environment and network path ([`HostProbe`]).
+//! prints the host's environment and network path ([`HostProbe`]). With `run --load-host`,
+//! `remote-load` runs a repetition's load generator there instead (`crate::load::remote`).
 
 use crate::child;
 use crate::env::netpath::NetPath;
@@ -31,6 +32,13 @@ const PROBE_OUTPUT_BYTES: usize = 1 << 20;
 
 /// The stdout prefix of the remote server's figures line.
 pub const FIGURES: &str = "figures ";
+
+/// A remote load generator's lines (`ringside remote-load`): set up and waiting for `go`,
+/// its measured window's edges, and its load report as JSON.
+pub const LOAD_READY: &str = "ready";
+pub const WINDOW_OPEN: &str = "window open";
+pub const WINDOW_CLOSE: &str = "window close";
+pub const REPORT: &str = "report ";
 
 /// `[USER@]HOST[:PORT]` as given to `--server-host`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,7 +105,7 @@ impl Host {
 }
 
 /// How ringside reaches other hosts: ssh's extra options and the remote `ringside`'s path.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Ssh {
     /// Extra ssh arguments (`--ssh-opt`), each passed as one argument before the destination.
     pub opts: Vec<String>,
@@ -171,7 +179,7 @@ pub fn quote(s: &str) -> String {
 }
 
 /// The run's remote hosts, set once by `ringside run` before any cell.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Remote {
     pub ssh: Ssh,
     /// `--server-host`: the network suites' servers run there.
@@ -179,6 +187,25 @@ pub struct Remote {
     /// Why the server host cannot be used (unreachable, refused key, no ringside there): every
     /// cell that needs it fails with this.
     pub server_error: Option<String>,
+    /// `--load-host` (repeatable): the echo and HTTP suites' load generators run there
+    /// (`ringside remote-load`), their reports merged.
+    pub load: Vec<Host>,
+    /// Why a load host cannot be used: every cell that needs it fails with this.
+    pub load_error: Option<String>,
+    /// The address this host's servers listen on so that the load hosts reach them
+    /// (`--bind`, or the address the load hosts saw this host's SSH connection come from).
+    pub bind: Option<std::net::IpAddr>,
+}
+
+impl Remote {
+    /// Where a server on this host listens: the bind address, port 0 (`None`: loopback).
+    pub fn listen_addr(&self) -> Option<String> {
+        if self.load.is_empty() {
+            return None;
+        }
+        self.bind
+            .map(|ip| std::net::SocketAddr::new(ip, 0).to_string())
+    }
 }
 
 static REMOTE: OnceLock<Remote> = OnceLock::new();

@@ -36,7 +36,9 @@ pub struct RunResults {
 /// One host of a multi-host run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct HostRecord {
-    /// `client` (this host: the load generator), `server` (`--server-host`).
+    /// `client` (this host: the load generator), `server` (`--server-host`, or this host when
+    /// the load runs elsewhere), `load` (`--load-host`), `controller` (this host when both run
+    /// elsewhere).
     pub role: String,
     /// As given (`root@10.0.0.2`); `here` for this host.
     pub host: String,

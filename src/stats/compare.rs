@@ -401,8 +401,17 @@ fn context(run: &RunResults) -> Vec<(String, String)> {
         "clocksource": run.timer.clocksource,
         "flags": run.command.iter().skip(1).cloned().collect::<Vec<_>>().join(" "),
         "env": run.env,
-        // A multi-host run's other hosts, by role: their env and network path diff too.
-        "hosts": run.hosts.iter().map(|h| (h.role.as_str(), h)).collect::<std::collections::BTreeMap<_, _>>(),
+        // A multi-host run's other hosts, by role: their env and network path diff too. Load
+        // hosts (`--load-host`, repeatable) by their place in the list.
+        "hosts": run.hosts.iter().scan(0, |n, h| {
+            let key = if h.role == "load" {
+                *n += 1;
+                format!("load{n}")
+            } else {
+                h.role.clone()
+            };
+            Some((key, h))
+        }).collect::<std::collections::BTreeMap<_, _>>(),
     });
     let mut out = Vec::new();
     flatten("", &v, &mut out);

@@ -6,7 +6,9 @@
 //! counters. A repetition in which any response did not verify (a mismatched echo, a wrong
 //! HTTP body, a non-2xx or malformed response, in the window or the warm-up) fails the cell,
 //! with the count and the first wrong byte's offset: those responses are never ops. The echo and HTTP suites differ only in the [`Exchange`] and the counting of
-//! bytes.
+//! bytes. With `run --load-host` the load generator runs on those hosts instead
+//! ([`crate::load::remote`]: the same edges, a merged report); with `--server-host` the
+//! server's readings are taken on its host.
 
 use super::launch::{Launch, UnderTest};
 use crate::error::CaseError;
@@ -104,9 +106,25 @@ fn measure_pinned(
 ) -> Result<(Sample, Report), CaseError> {
     let plan = ctx.plan;
     let load_cpu = load_cpus[0];
+    // `run --load-host`: the load generator runs on other hosts (`load::remote`).
+    let remote_load = crate::remote::get().filter(|r| !r.load.is_empty());
+    let wire = match remote_load {
+        Some(r) => {
+            if let Some(why) = &r.load_error {
+                return Err(CaseError::Failed(anyhow::anyhow!("{why}")));
+            }
+            Some(load.exchange.wire().ok_or_else(|| {
+                CaseError::Failed(anyhow::anyhow!(
+                    "this workload's load generator runs on this host only, not on --load-host"
+                ))
+            })?)
+        }
+        None => None,
+    };
     // A SQPOLL server's poller runs on a load generator's CPU when there is no spare one.
-    // (Never with the server on another host.)
+    // (Never with the server on another host, nor with the load generator elsewhere.)
     let shared = !matches!(launch, Launch::Remote { .. })
+        && remote_load.is_none()
         && (plan.shared() || launch.cpus().iter().any(|c| load_cpus.contains(c)));
     // An external contender is confined to its CPUs too, so this holds for every server.
     let server_cpus = launch.cpus().len();
@@ -154,7 +172,7 @@ fn measure_pinned(
     let (mut at0, mut at1) = (0u64, 0u64);
     // The window's edges for the explain sampling.
     let (mut open_ns, mut close_ns) = (0u64, 0u64);
-    let report = load::run(&cfg, load.exchange, &mut |e| {
+    let mut on_edge = |e: Edge| {
         match e {
             Edge::Open => open_ns = now_ns(),
             Edge::Close => close_ns = now_ns(),
@@ -174,9 +192,22 @@ fn measure_pinned(
             Edge::Open => (cpu0, sys0, at0) = (c, s, at),
             Edge::Close => (cpu1, sys1, at1) = (c, s, at),
         }
-    });
+    };
+    let report = match (remote_load, &wire) {
+        (Some(r), Some(wire)) => load::remote::run(r, &cfg, wire, &mut on_edge),
+        _ => {
+            load::run(&cfg, load.exchange, &mut on_edge).map_err(|e| format!("load generator: {e}"))
+        }
+    };
     ctx.explain_finish(sampling, open_ns, close_ns, &pids);
-    let report = report.map_err(|e| server.fail(&format!("load generator: {e}")))?;
+    let report = report.map_err(|e| match server.exited() {
+        // With load hosts, a server that died is the cell's story; else a load host's error.
+        Some(how) if remote_load.is_some() => {
+            server.fail(&format!("server died during the run ({how}); {e}"))
+        }
+        _ if remote_load.is_some() => CaseError::Failed(anyhow::anyhow!("{e}")),
+        _ => server.fail(&e),
+    })?;
     if let Some(how) = server.exited() {
         return Err(server.fail(&format!("server died during the run ({how})")));
     }
@@ -208,7 +239,13 @@ fn measure_pinned(
         return Err(server.fail(&why));
     }
     let mut extra = CellCounters::default();
-    if let Some(after) = load.after {
+    if remote_load.is_some() {
+        // How many load hosts lacked headroom (summed over repetitions, as counters are; the
+        // hosts themselves are in results.json `hosts`).
+        extra.add("load_hosts_client_bound", report.bound_hosts.len() as u64);
+    }
+    // A second load generator from this host (wrk) has no place beside remote load hosts.
+    if let Some(after) = load.after.filter(|_| remote_load.is_none()) {
         match after(server.addr(), load_cpu) {
             Ok(c) => extra = c,
             Err(_) => extra.add("after_failures", 1),

@@ -451,7 +451,15 @@ pub fn launch(ctx: &Ctx<'_>, m: &ModelSpec, protocol: &str) -> Result<Launch, Ca
     if let Some(l) = remote_launch(ctx, m, protocol)? {
         return Ok(l);
     }
+    let remote = crate::remote::get();
     if let Knobs::Peer(PeerKind::External) = m.knobs {
+        if let Some(h) = remote.and_then(|r| r.load.first()) {
+            return Err(CaseError::Unavailable(format!(
+                "an external contender listens where its command says, which --load-host {} \
+                 cannot be told: it runs with the load generator on this host only",
+                h.spec
+            )));
+        }
         let ext = ctx.contenders.get(m.id).cloned().ok_or_else(|| {
             CaseError::Failed(anyhow::anyhow!("no --contender command for {}", m.id))
         })?;
@@ -460,7 +468,11 @@ pub fn launch(ctx: &Ctx<'_>, m: &ModelSpec, protocol: &str) -> Result<Launch, Ca
             cpus: ctx.plan.server_cpus(),
         });
     }
-    let (cmd, cpus) = serve_command(m, ctx.plan, protocol)?;
+    // With --load-host: on the address the load hosts reach this host at.
+    let (cmd, cpus) = match remote.and_then(|r| r.listen_addr()) {
+        Some(addr) => serve_command_on(m, ctx.plan, protocol, &addr)?,
+        None => serve_command(m, ctx.plan, protocol)?,
+    };
     Ok(Launch::Child { cmd, cpus })
 }
 
@@ -498,6 +510,11 @@ fn remote_launch(
     ];
     if ctx.count_syscalls {
         args.push("--count-syscalls");
+    }
+    // With --load-host and --bind: where the load hosts reach the server host.
+    let addr = r.listen_addr();
+    if let Some(a) = &addr {
+        args.extend(["--addr", a]);
     }
     Ok(Some(Launch::Remote {
         cmd: r.ssh.command(host, &args),
