@@ -47,4 +47,16 @@ fn a_smoke_run_of_echo_ladder_has_one_cell_per_rung_at_each_point() {
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(md.contains("echo.ladder ladder"), "{md}");
     assert!(md.contains("uring-napi: unavailable"), "{md}");
+    // report.html draws a waterfall per point, the NAPI rung a gap with its reason.
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert_eq!(
+        html.matches("data-waterfall=").count(),
+        points,
+        "one waterfall per point"
+    );
+    assert!(html.contains("gap: unavailable: loopback has no NAPI"));
+    assert!(dir
+        .path()
+        .join("charts/echo.ladder-waterfall-1.svg")
+        .exists());
 }

@@ -74,6 +74,8 @@ pub fn draw(w: &Waterfall, inline: bool) -> anyhow::Result<String> {
         let mut ctx = ChartBuilder::on(&root)
             .caption(&w.title, ("sans-serif", 20))
             .margin(12)
+            // Room for the last x tick's label ("8000 ns") past the plot's right edge.
+            .margin_right(36)
             .x_label_area_size(44)
             .y_label_area_size(LABELS)
             .build_cartesian_2d(0f64..xmax, 0f64..n as f64)
