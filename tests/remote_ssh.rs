@@ -180,6 +180,34 @@ fn finish(mut c: Command, within: Duration) -> (Option<i32>, String) {
     (st.code(), reader.join().unwrap())
 }
 
+/// Kills the remote end `victim` of the run `kid` writing to `out`, a moment after it
+/// started, and waits for the run: it exits 1 with exactly one failed cell and the others
+/// measured. Returns that cell's reason.
+fn kill_remote_end(kid: &mut Kid, victim: i32, out: &Path) -> String {
+    std::thread::sleep(Duration::from_millis(150));
+    // SAFETY: kill(2) on a pid just read from /proc (the remote end of this test's run).
+    unsafe { libc::kill(victim, libc::SIGKILL) };
+    let t0 = Instant::now();
+    let st = loop {
+        if let Some(st) = kid.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(180), "run did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(st.code(), Some(1), "a failed cell exits 1");
+    let v = results(out);
+    let cases = v["cases"].as_array().unwrap();
+    let failed: Vec<&serde_json::Value> =
+        cases.iter().filter(|c| c["status"] == "failed").collect();
+    assert_eq!(failed.len(), 1, "one cell failed: {v}");
+    assert!(
+        cases.iter().filter(|c| c["status"] == "measured").count() >= 1,
+        "the run went on: {v}"
+    );
+    failed[0]["reason"].as_str().unwrap().to_string()
+}
+
 fn results(out: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap()
 }
@@ -368,28 +396,8 @@ fn a_remote_end_that_dies_mid_run_fails_its_cell_only(h: &Hosts, s: &Sshd) {
         );
         std::thread::sleep(Duration::from_millis(5));
     };
-    std::thread::sleep(Duration::from_millis(150));
-    // SAFETY: kill(2) on a pid just read from /proc (the remote end of this test's run).
-    unsafe { libc::kill(victim, libc::SIGKILL) };
-    let t0 = Instant::now();
-    let st = loop {
-        if let Some(st) = kid.0.try_wait().unwrap() {
-            break st;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(180), "run did not end");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(st.code(), Some(1), "a failed cell exits 1");
-    let v = results(out.path());
-    let cases = v["cases"].as_array().unwrap();
-    let failed: Vec<&serde_json::Value> =
-        cases.iter().filter(|c| c["status"] == "failed").collect();
-    assert_eq!(failed.len(), 1, "one cell failed: {v}");
-    assert!(
-        cases.iter().filter(|c| c["status"] == "measured").count() >= 1,
-        "the run went on: {v}"
-    );
-    let why = failed[0]["reason"].as_str().unwrap();
+    let why = kill_remote_end(&mut kid, victim, out.path());
+    let why = why.as_str();
     eprintln!("the cell whose remote end died: {why}");
     assert!(why.contains("server"), "{why}");
     assert!(procs_with(&serve_needle).is_empty());
@@ -677,28 +685,8 @@ fn a_load_host_that_dies_mid_run_fails_its_cell_only(h: &Hosts, s: &Sshd) {
         );
         std::thread::sleep(Duration::from_millis(5));
     };
-    std::thread::sleep(Duration::from_millis(150));
-    // SAFETY: kill(2) on a pid just read from /proc (the remote end of this test's run).
-    unsafe { libc::kill(victim, libc::SIGKILL) };
-    let t0 = Instant::now();
-    let st = loop {
-        if let Some(st) = kid.0.try_wait().unwrap() {
-            break st;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(180), "run did not end");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(st.code(), Some(1), "a failed cell exits 1");
-    let v = results(out.path());
-    let cases = v["cases"].as_array().unwrap();
-    let failed: Vec<&serde_json::Value> =
-        cases.iter().filter(|c| c["status"] == "failed").collect();
-    assert_eq!(failed.len(), 1, "one cell failed: {v}");
-    assert!(
-        cases.iter().filter(|c| c["status"] == "measured").count() >= 1,
-        "the run went on: {v}"
-    );
-    let why = failed[0]["reason"].as_str().unwrap();
+    let why = kill_remote_end(&mut kid, victim, out.path());
+    let why = why.as_str();
     eprintln!("the cell whose load host died: {why}");
     assert!(
         why.contains(&format!("load host root@{}", h.server_ip)),

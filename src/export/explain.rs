@@ -24,15 +24,6 @@ pub struct PointExplain<'a> {
     pub sentence: String,
 }
 
-fn params_text(c: &CaseResult) -> String {
-    c.params
-        .0
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
@@ -110,7 +101,7 @@ pub fn points<'a>(workload: &str, cases: &[&'a CaseResult]) -> Vec<PointExplain<
                 .filter(|c| c.params == cells[0].params && c.status == Status::Measured)
                 .collect();
             PointExplain {
-                at: params_text(cells[0]),
+                at: super::charts::params_text(cells[0], None),
                 sentence: sentence(workload, &all),
                 bars: cells
                     .iter()

@@ -54,15 +54,6 @@ pub fn fmt_ratio(x: f64) -> String {
     }
 }
 
-fn params_text(c: &CaseResult) -> String {
-    c.params
-        .0
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// Metric rows of the per-point tables: (label, cell for a measured case).
 type Metric = (&'static str, fn(&CaseResult) -> String);
 
@@ -481,7 +472,7 @@ pub fn case_rows(run: &RunResults) -> Table {
                 c.workload.clone(),
                 c.model.clone(),
                 c.variant.clone().unwrap_or_default(),
-                params_text(c),
+                super::charts::params_text(c, None),
                 serde_name(&c.status),
                 c.reason.clone().unwrap_or_default(),
                 c.repetitions.to_string(),
