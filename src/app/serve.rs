@@ -92,9 +92,9 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         .into());
     }
-    // The pubsub broker: the families that serve it so far (`io::pubsub_refusal`).
+    // The pubsub broker: every server but the external commands (`io::pubsub_refusal`).
     let pubsub = a.protocol == "pubsub";
-    if pubsub && (peer_kind(model).is_some() || io::pubsub_refusal(model).is_some()) {
+    if pubsub && io::pubsub_refusal(model).is_some() {
         let valid: Vec<&str> = MODELS
             .iter()
             .filter(|m| io::pubsub_refusal(m).is_none())
@@ -248,11 +248,12 @@ impl How {
         stop: &Arc<Stop>,
     ) -> Result<crate::measure::Counters, CaseError> {
         let failed = |e: anyhow::Error| CaseError::Failed(e);
-        if self.pubsub {
+        if self.pubsub && peer_kind(self.model).is_none() {
             return io::serve_pubsub(
                 self.model,
                 listener,
                 crate::proto::pubsub::DEFAULT_QUEUE_BYTES,
+                plan,
                 stop,
             );
         }
@@ -276,6 +277,15 @@ impl How {
                     cpus: &self.worker_cpus,
                     ready: &ready,
                 };
+                if self.pubsub {
+                    let q = crate::proto::pubsub::DEFAULT_QUEUE_BYTES;
+                    let (accepts, hub) = crate::peer::serve_pubsub(kind, listener, q, flag, setup)
+                        .map_err(failed)?;
+                    let mut c = crate::measure::Counters::default();
+                    c.add("peer_runs", 1);
+                    c.add("accepts", accepts);
+                    return Ok(io::with_hub(c, &hub));
+                }
                 let served = match (&self.http, self.stream) {
                     (_, Some(s)) => crate::peer::serve_proto(kind, listener, s, flag, setup),
                     (http, None) => match http {

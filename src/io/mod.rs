@@ -151,22 +151,42 @@ pub fn serve<P: Protocol>(
     }
 }
 
-/// Why model `m` does not serve the pubsub broker (`--protocol pubsub`) yet; `None`: it does.
-/// The families join one at a time, each once its conformance passes.
+/// Why model `m` does not serve the pubsub broker (`--protocol pubsub`); `None`: it does.
+/// Every built-in server family has a broker loop driving the one `proto::pubsub::Hub`; the
+/// peers (tokio, monoio) serve it from `src/peer/` (`peer::serve_pubsub`).
 pub fn pubsub_refusal(m: &ModelSpec) -> Option<&'static str> {
     match &m.knobs {
-        Knobs::Epoll(_) => None,
-        _ if !serves_tcp(m) => Some("it has no built-in TCP server"),
-        _ => Some("its family has no pubsub broker loop yet (epoll-lt and epoll-et do)"),
+        Knobs::Blocking(Threading::PerConnection) | Knobs::Epoll(_) => None,
+        // Not yet: with SEND_ZC a healthy subscriber was disconnected in the slow-subscriber
+        // conformance (its taken queue is the kernel's until the notification).
+        Knobs::Uring(k) if k.zc_send => Some(
+            "its SEND_ZC broker does not pass conformance yet (a healthy subscriber \
+             overflowed while its zero-copy send awaited its notification)",
+        ),
+        // The rows that cannot set up (zero-copy receive here) say why when they start.
+        Knobs::Uring(_) if serves_tcp(m) => None,
+        Knobs::Peer(p) if p.in_process() => None,
+        Knobs::Peer(_) => Some("an external command serves its own protocol"),
+        _ => Some("it has no built-in TCP server"),
     }
 }
 
+/// The hub's counters added to a broker loop's (`published`, `delivered`,
+/// `slow_disconnects`): the one place they get their names.
+pub fn with_hub(mut c: Counters, h: &crate::proto::pubsub::HubCounters) -> Counters {
+    c.add("published", h.published);
+    c.add("delivered", h.delivered);
+    c.add("slow_disconnects", h.slow_disconnects);
+    c
+}
+
 /// Runs model `m`'s pubsub broker on `listener` until `stop` (subscriber queues of at most
-/// `queue_bytes`); see `proto::pubsub`.
+/// `queue_bytes`); see `proto::pubsub`. The peers are served by `peer::serve_pubsub`.
 pub fn serve_pubsub(
     m: &ModelSpec,
     listener: TcpListener,
     queue_bytes: usize,
+    plan: &CpuPlan,
     stop: &Stop,
 ) -> Result<Counters, CaseError> {
     if let Some(why) = pubsub_refusal(m) {
@@ -176,8 +196,23 @@ pub fn serve_pubsub(
         )));
     }
     match &m.knobs {
+        Knobs::Blocking(_) => {
+            let (c, h) = blocking::pubsub::serve(listener, queue_bytes, stop)?;
+            Ok(with_hub(c.to_counters(), &h))
+        }
         Knobs::Epoll(k) => Ok(epoll::pubsub::serve(listener, k, queue_bytes, stop)?),
-        _ => unreachable!("refused above"),
+        Knobs::Uring(k) if k.epoll_wait => {
+            // `uring-epollwait`: the level-triggered epoll broker, waiting through a ring.
+            let ep = epoll::Epoll::via_ring(crate::model::Trigger::Level, 256, k)?;
+            Ok(epoll::pubsub::serve_on(listener, ep, queue_bytes, stop)?)
+        }
+        Knobs::Uring(k) => {
+            let (c, h) = uring::server::serve_broker(listener, queue_bytes, k, plan, stop)?;
+            Ok(with_hub(c.to_counters(), &h))
+        }
+        Knobs::Peer(_) => Err(CaseError::not_applicable(
+            "peers are served from src/peer (peer::serve_pubsub), not the built-in servers",
+        )),
     }
 }
 

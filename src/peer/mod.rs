@@ -28,6 +28,8 @@ pub mod external;
 pub mod files;
 #[cfg(feature = "peer-monoio")]
 pub mod monoio;
+#[cfg(any(feature = "peer-tokio", feature = "peer-monoio"))]
+pub mod pubsub;
 #[cfg(feature = "peer-tokio")]
 pub mod tokio;
 
@@ -196,6 +198,47 @@ pub fn serve_http(
         #[allow(unreachable_patterns)]
         _ => {
             drop((listener, stop, body, setup.workers));
+            unreachable!("built() refused a contender that was not compiled in")
+        }
+    }
+}
+
+/// Serves the pubsub broker (`proto::pubsub`, subscriber queues of at most `queue_bytes`)
+/// with contender `kind`'s runtime ([`pubsub`]: a reader task per connection, a writer task
+/// per subscriber, the one hub) until `stop`. Returns the connections accepted and the hub's
+/// counters. Fails as [`serve_echo`] does.
+pub fn serve_pubsub(
+    kind: PeerKind,
+    listener: TcpListener,
+    queue_bytes: usize,
+    stop: Arc<AtomicBool>,
+    setup: Setup<'_>,
+) -> anyhow::Result<(u64, crate::proto::pubsub::HubCounters)> {
+    if let Availability::Unavailable(why) = built(kind) {
+        anyhow::bail!("{} is unavailable: {why}", kind_id(kind));
+    }
+    match kind {
+        #[cfg(feature = "peer-tokio")]
+        PeerKind::Tokio => tokio::serve_pubsub(
+            listener,
+            queue_bytes,
+            stop,
+            tokio::Flavor::CurrentThread,
+            setup.ready,
+        ),
+        #[cfg(feature = "peer-tokio")]
+        PeerKind::TokioMt => {
+            tokio::serve_pubsub(listener, queue_bytes, stop, setup.flavor(), setup.ready)
+        }
+        #[cfg(feature = "peer-monoio")]
+        PeerKind::Monoio => monoio::serve_pubsub(listener, queue_bytes, stop, setup.ready),
+        PeerKind::External => anyhow::bail!(
+            "an external contender runs its own command (peer::external::External::start), \
+             it is not served in-process"
+        ),
+        #[allow(unreachable_patterns)]
+        _ => {
+            drop((listener, stop, setup.workers, queue_bytes));
             unreachable!("built() refused a contender that was not compiled in")
         }
     }

@@ -251,3 +251,76 @@ async fn proto_conn<P: Protocol>(mut stream: TcpStream, proto: P, live: Live) {
         }
     }
 }
+
+/// The pubsub broker (`super::pubsub`): a reader task per connection and a writer task per
+/// subscriber around the one hub. Returns the connections accepted and the hub's counters.
+pub fn serve_pubsub(
+    listener: std::net::TcpListener,
+    queue_bytes: usize,
+    stop: Arc<AtomicBool>,
+    ready: &dyn Fn(),
+) -> anyhow::Result<(u64, crate::proto::pubsub::HubCounters)> {
+    let sh = super::pubsub::Shared::new(queue_bytes);
+    let conns = sh.clone();
+    let accepts = serve_with(listener, stop, ready, move |s, live| {
+        pubsub_conn(s, conns.clone(), live)
+    })?;
+    Ok((accepts, sh.counters()))
+}
+
+async fn pubsub_conn(stream: TcpStream, sh: super::pubsub::Shared, live: Live) {
+    use ::monoio::io::Splitable;
+    let _guard = LiveGuard::new(&stream, live);
+    let _ = stream.set_nodelay(true);
+    let fd = stream.as_raw_fd();
+    let id = sh.id();
+    let (mut rd, wr) = stream.into_split();
+    let mut wr = Some(wr);
+    let mut dec = crate::proto::pubsub::Decoder::default();
+    let mut fan = crate::proto::pubsub::Fanout::default();
+    let mut buf: Vec<u8> = Vec::with_capacity(4 * BUF_BYTES);
+    loop {
+        // monoio reads into the buffer from its start and sets its length to what arrived.
+        let (res, b) = rd.read(buf).await;
+        buf = b;
+        match res {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        match sh.feed(id, fd, &mut dec, &buf, &mut fan) {
+            Err(_) => break,
+            Ok(Some(signal)) => {
+                if let Some(w) = wr.take() {
+                    ::monoio::spawn(pubsub_writer(w, sh.clone(), id, signal));
+                }
+            }
+            Ok(None) => {}
+        }
+    }
+    sh.leave(id);
+    // The read half keeps the socket open here; this ends a write in progress.
+    shutdown(fd);
+}
+
+async fn pubsub_writer<W: ::monoio::io::AsyncWriteRent>(
+    mut w: W,
+    sh: super::pubsub::Shared,
+    id: crate::proto::pubsub::SubId,
+    signal: Arc<super::pubsub::Signal>,
+) {
+    use super::pubsub::Take;
+    let mut out = Vec::new();
+    loop {
+        match sh.take(id, &mut out) {
+            Take::Bytes => {
+                let (r, o) = w.write_all(out).await;
+                out = o;
+                if r.is_err() {
+                    return;
+                }
+            }
+            Take::Wait => signal.wait().await,
+            Take::Gone => return,
+        }
+    }
+}

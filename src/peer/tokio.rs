@@ -269,3 +269,72 @@ async fn proto_conn<P: Protocol>(mut stream: TcpStream, proto: P) {
         }
     }
 }
+
+/// The pubsub broker (`super::pubsub`): a reader task per connection and a writer task per
+/// subscriber around the one hub. Returns the connections accepted and the hub's counters.
+pub fn serve_pubsub(
+    listener: std::net::TcpListener,
+    queue_bytes: usize,
+    stop: Arc<AtomicBool>,
+    flavor: Flavor<'_>,
+    ready: &dyn Fn(),
+) -> anyhow::Result<(u64, crate::proto::pubsub::HubCounters)> {
+    let sh = super::pubsub::Shared::new(queue_bytes);
+    let conns = sh.clone();
+    let accepts = serve_with(listener, stop, flavor, ready, move |s| {
+        pubsub_conn(s, conns.clone())
+    })?;
+    Ok((accepts, sh.counters()))
+}
+
+async fn pubsub_conn(stream: TcpStream, sh: super::pubsub::Shared) {
+    use std::os::fd::AsRawFd;
+    let _ = stream.set_nodelay(true);
+    let fd = stream.as_raw_fd();
+    let id = sh.id();
+    let (mut rd, wr) = stream.into_split();
+    let mut wr = Some(wr);
+    let mut dec = crate::proto::pubsub::Decoder::default();
+    let mut fan = crate::proto::pubsub::Fanout::default();
+    let mut buf: Vec<u8> = Vec::with_capacity(4 * BUF_BYTES);
+    loop {
+        buf.clear();
+        match rd.read_buf(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        match sh.feed(id, fd, &mut dec, &buf, &mut fan) {
+            Err(_) => break,
+            Ok(Some(signal)) => {
+                if let Some(w) = wr.take() {
+                    ::tokio::spawn(pubsub_writer(w, sh.clone(), id, signal));
+                }
+            }
+            Ok(None) => {}
+        }
+    }
+    sh.leave(id);
+    // SAFETY: the read half keeps the socket open here; this ends a write in progress.
+    unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+}
+
+async fn pubsub_writer(
+    mut w: ::tokio::net::tcp::OwnedWriteHalf,
+    sh: super::pubsub::Shared,
+    id: crate::proto::pubsub::SubId,
+    signal: Arc<super::pubsub::Signal>,
+) {
+    use super::pubsub::Take;
+    let mut out = Vec::new();
+    loop {
+        match sh.take(id, &mut out) {
+            Take::Bytes => {
+                if w.write_all(&out).await.is_err() {
+                    return;
+                }
+            }
+            Take::Wait => signal.wait().await,
+            Take::Gone => return,
+        }
+    }
+}

@@ -1,4 +1,4 @@
-//! Publish/subscribe (`pubsub.fanout`, not yet served: see below): a small framed protocol
+//! Publish/subscribe (`pubsub.fanout`): a small framed protocol
 //! and the broker's delivery bookkeeping, both sans-I/O, so every server family can share
 //! them and they are tested here once, without sockets.
 //!
@@ -355,6 +355,24 @@ impl Hub {
             q.drain(..n.min(q.len()));
         }
     }
+
+    /// Takes all of `sub`'s queued bytes at once, for a loop whose send must own its buffer
+    /// until it completes (io_uring, a writer thread, an async task): `into` (cleared here)
+    /// becomes the queue, so buffers are swapped, never copied, and a loop that alternates two
+    /// reuses both. The queue starts empty again: the next publish wakes `sub` again. A loop
+    /// takes again only once its last take is sent, so a subscriber holds at most twice
+    /// [`Hub::queue_bytes`] (the queue and the bytes in flight). False: nothing queued (or
+    /// no such subscriber), `into` untouched but cleared.
+    pub fn take(&mut self, sub: SubId, into: &mut Vec<u8>) -> bool {
+        into.clear();
+        match self.queues.get_mut(&sub) {
+            Some(q) if !q.is_empty() => {
+                std::mem::swap(q, into);
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Byte `j` of the payload of publisher `publisher`'s message `seq`: a function of all three,
@@ -602,6 +620,28 @@ mod tests {
         assert!(h.pending(12).is_empty());
         h.remove(10);
         assert_eq!(h.publish(1, &raw), Fanout::default());
+    }
+
+    #[test]
+    fn take_swaps_the_queue_out_and_the_next_publish_wakes_again() {
+        let mut raw = Vec::new();
+        encode_pub(&mut raw, PUB, &msg(1, 0, &[2u8; 10]));
+        let mut h = Hub::new(1 << 20);
+        h.subscribe(4, 1);
+        let mut spare = vec![9u8; 3];
+        assert!(!h.take(4, &mut spare), "nothing queued");
+        assert!(spare.is_empty());
+        assert_eq!(h.publish(1, &raw).woken, vec![4]);
+        assert!(h.publish(1, &raw).woken.is_empty(), "already queued");
+        assert!(h.take(4, &mut spare));
+        assert_eq!(spare.len(), 2 * raw.len());
+        assert!(h.pending(4).is_empty());
+        assert_eq!(
+            h.publish(1, &raw).woken,
+            vec![4],
+            "empty again: woken again"
+        );
+        assert!(!h.take(5, &mut spare), "not a subscriber");
     }
 
     impl Frame<'_> {

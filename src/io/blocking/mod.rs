@@ -3,6 +3,7 @@
 pub mod file;
 mod pipe;
 pub mod pool;
+pub mod pubsub;
 pub mod server;
 
 pub use pipe::PipeLoop;

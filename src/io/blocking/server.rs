@@ -54,6 +54,17 @@ pub fn serve<P: Protocol>(
     proto: P,
     stop: &Stop,
 ) -> io::Result<BlockingCounters> {
+    serve_conns(listener, stop, move |s| conn_loop(&proto, s))
+}
+
+/// The accept loop of every blocking server (echo/HTTP/stream and the pubsub broker): accepts
+/// on `listener` until `stop`, running `conn(stream)` on a thread of its own per connection
+/// (at most `MAX_THREADS`, `STACK_BYTES` of stack each), and merges what each counted. On
+/// stop every live socket is shut down (which wakes its thread) and the threads are joined.
+pub fn serve_conns<F>(listener: TcpListener, stop: &Stop, conn: F) -> io::Result<BlockingCounters>
+where
+    F: Fn(TcpStream) -> BlockingCounters + Clone + Send + 'static,
+{
     listener.set_nonblocking(true)?;
     let live: Live = Arc::new(Mutex::new(HashMap::new()));
     let mut threads: Vec<JoinHandle<BlockingCounters>> = Vec::new();
@@ -123,12 +134,12 @@ pub fn serve<P: Protocol>(
                     if let Ok(clone) = s.try_clone() {
                         live.lock().unwrap().insert(id, clone);
                     }
-                    let (p, l) = (proto.clone(), live.clone());
+                    let (run, l) = (conn.clone(), live.clone());
                     let spawned = std::thread::Builder::new()
                         .name("conn".into())
                         .stack_size(STACK_BYTES)
                         .spawn(move || {
-                            let c = conn_loop(&p, s);
+                            let c = run(s);
                             l.lock().unwrap().remove(&id);
                             c
                         });
@@ -261,7 +272,7 @@ fn is_timeout(e: &io::Error) -> bool {
 /// write_all with MSG_NOSIGNAL (a reset peer is an error, not SIGPIPE), retrying EINTR. With
 /// an idle limit and the time of the last reply, a send that times out (SO_SNDTIMEO) is
 /// retried until the limit passes, then fails with `TimedOut`.
-fn send_all(
+pub(super) fn send_all(
     s: &TcpStream,
     mut b: &[u8],
     c: &mut BlockingCounters,

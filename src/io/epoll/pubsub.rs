@@ -1,4 +1,5 @@
-//! The epoll broker (`ringside serve --protocol pubsub` on epoll-lt and epoll-et): one thread,
+//! The epoll broker (`ringside serve --protocol pubsub` on epoll-lt, epoll-et and, waiting
+//! through a ring, uring-epollwait): one thread,
 //! non-blocking sockets, the one `proto::pubsub::Hub` of this loop.
 //!
 //! A connection's bytes go through `Hub::on_bytes`; the subscribers it woke are sent their
@@ -8,17 +9,16 @@
 //! A publisher is never paused: the bound is on each subscriber's queue, so the server's
 //! memory stays within subscribers x `queue_bytes` whatever the clients do.
 
-use super::server::{listener_timeout, EpollCounters, TOKEN_LISTENER};
+use super::server::{accept_all, listener_timeout, EpollCounters, TOKEN_LISTENER};
 use super::Epoll;
-use crate::io::accept::{accept_error_action, AcceptAction, ACCEPT_PAUSE};
+use crate::io::accept::ACCEPT_PAUSE;
 use crate::io::stop::Stop;
-use crate::io::sys::cvt;
 use crate::measure::{CounterSet, Counters};
 use crate::model::Trigger;
 use crate::proto::pubsub::{Decoder, Fanout, Hub};
 use std::io;
 use std::net::TcpListener;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 const RECV_BUF: usize = 64 * 1024;
 const TOKEN_STOP: u64 = u64::MAX - 1;
@@ -51,8 +51,17 @@ pub fn serve(
     queue_bytes: usize,
     stop: &Stop,
 ) -> io::Result<Counters> {
+    serve_on(listener, Epoll::with_knobs(knobs)?, queue_bytes, stop)
+}
+
+/// `serve` on a given epoll instance (`Epoll::via_ring`: `uring-epollwait`).
+pub fn serve_on(
+    listener: TcpListener,
+    ep: Epoll,
+    queue_bytes: usize,
+    stop: &Stop,
+) -> io::Result<Counters> {
     listener.set_nonblocking(true)?;
-    let ep = Epoll::with_knobs(knobs)?;
     let lfd = listener.as_raw_fd();
     ep.ctl(
         libc::EPOLL_CTL_ADD,
@@ -102,67 +111,37 @@ pub fn serve(
 impl Broker {
     fn finish(mut self) -> Counters {
         self.c.live_at_stop += self.conns.iter().filter(|c| c.is_some()).count() as u64;
-        let mut out = self.c.to_counters();
-        out.add("published", self.hub.counters.published);
-        out.add("delivered", self.hub.counters.delivered);
-        out.add("slow_disconnects", self.hub.counters.slow_disconnects);
-        out
+        crate::io::with_hub(self.c.to_counters(), &self.hub.counters)
     }
 
-    /// Accepts until the backlog is empty. Ok(true): accepting must pause (`io::accept`).
+    /// Accepts until the backlog is empty (`server::accept_all`, the one epoll accept loop).
+    /// Ok(true): accepting must pause (`io::accept`).
     fn accept_all(&mut self, lfd: RawFd) -> io::Result<bool> {
-        loop {
-            // SAFETY: accept4 with null address pointers is valid.
-            let r = unsafe {
-                libc::accept4(
-                    lfd,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                    libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                )
-            };
-            match cvt(r) {
-                Ok(fd) => {
-                    self.c.accepts += 1;
-                    // SAFETY: fresh fd from accept4.
-                    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-                    let idx = self.free.pop().unwrap_or_else(|| {
-                        self.conns.push(None);
-                        self.conns.len() - 1
-                    });
-                    self.next_gen = self.next_gen.wrapping_add(1);
-                    let gen = self.next_gen;
-                    match self
-                        .ep
-                        .ctl(libc::EPOLL_CTL_ADD, fd.as_raw_fd(), IN, token(idx, gen))
-                    {
-                        Ok(()) => {
-                            self.conns[idx] = Some(Conn {
-                                fd,
-                                gen,
-                                dec: Decoder::default(),
-                                interest: IN,
-                            })
-                        }
-                        Err(_) => {
-                            self.free.push(idx);
-                            self.c.accept_errors += 1;
-                        }
-                    }
-                }
-                Err(e) => match accept_error_action(&e) {
-                    AcceptAction::Wait => return Ok(false),
-                    AcceptAction::Retry => self.c.accept_errors += 1,
-                    AcceptAction::Pause => {
-                        self.c.accept_pauses += 1;
-                        return Ok(true);
-                    }
-                    AcceptAction::Fatal => {
-                        return Err(io::Error::new(e.kind(), format!("accept: {e}")))
-                    }
-                },
+        let (ep, conns, free, next_gen) = (
+            &self.ep,
+            &mut self.conns,
+            &mut self.free,
+            &mut self.next_gen,
+        );
+        accept_all(lfd, &mut self.c, |fd| {
+            let idx = free.pop().unwrap_or_else(|| {
+                conns.push(None);
+                conns.len() - 1
+            });
+            *next_gen = next_gen.wrapping_add(1);
+            let gen = *next_gen;
+            if let Err(e) = ep.ctl(libc::EPOLL_CTL_ADD, fd.as_raw_fd(), IN, token(idx, gen)) {
+                free.push(idx);
+                return Err(e);
             }
-        }
+            conns[idx] = Some(Conn {
+                fd,
+                gen,
+                dec: Decoder::default(),
+                interest: IN,
+            });
+            Ok(())
+        })
     }
 
     fn close(&mut self, idx: usize) {

@@ -20,6 +20,7 @@ use crate::io::accept::{accept_error_action, AcceptAction, ACCEPT_PAUSE};
 use crate::io::idle::{coarse_now_ns, Idle};
 use crate::io::stop::Stop;
 use crate::io::sys::cvt;
+use crate::measure::CounterSet;
 use crate::model::Trigger;
 use crate::proto::{Next, Protocol, Reply, OUT_BOUND_BYTES};
 use std::io;
@@ -189,38 +190,10 @@ impl<P: Protocol> Server<P> {
 
     /// Accepts until the backlog is empty. Ok(true): accepting must pause (`io::accept`).
     fn accept_all(&mut self, lfd: RawFd) -> io::Result<bool> {
-        loop {
-            // SAFETY: accept4 with null address pointers is valid.
-            let r = unsafe {
-                libc::accept4(
-                    lfd,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                    libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                )
-            };
-            match cvt(r) {
-                Ok(fd) => {
-                    self.c.accepts += 1;
-                    // SAFETY: fresh fd from accept4.
-                    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-                    if let Err(_e) = self.insert(fd) {
-                        self.c.accept_errors += 1;
-                    }
-                }
-                Err(e) => match accept_error_action(&e) {
-                    AcceptAction::Wait => return Ok(false),
-                    AcceptAction::Retry => self.c.accept_errors += 1,
-                    AcceptAction::Pause => {
-                        self.c.accept_pauses += 1;
-                        return Ok(true);
-                    }
-                    AcceptAction::Fatal => {
-                        return Err(io::Error::new(e.kind(), format!("accept: {e}")))
-                    }
-                },
-            }
-        }
+        let mut c = std::mem::take(&mut self.c);
+        let r = accept_all(lfd, &mut c, |fd| self.insert(fd));
+        self.c.merge(&c);
+        r
     }
 
     fn insert(&mut self, fd: OwnedFd) -> io::Result<()> {
@@ -309,6 +282,49 @@ impl<P: Protocol> Server<P> {
             self.conns[idx] = None;
             self.free.push(idx);
             self.c.closes += 1;
+        }
+    }
+}
+
+/// The one accept loop of the epoll servers (echo/HTTP/stream and the pubsub broker): accepts
+/// on `lfd` until the backlog is empty, handing each new non-blocking socket to `insert` (an
+/// error there counts as an accept error, the socket is dropped). Ok(true): accepting must
+/// pause (`io::accept`); Err: a fatal accept error.
+pub(super) fn accept_all(
+    lfd: RawFd,
+    c: &mut EpollCounters,
+    mut insert: impl FnMut(OwnedFd) -> io::Result<()>,
+) -> io::Result<bool> {
+    loop {
+        // SAFETY: accept4 with null address pointers is valid.
+        let r = unsafe {
+            libc::accept4(
+                lfd,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            )
+        };
+        match cvt(r) {
+            Ok(fd) => {
+                c.accepts += 1;
+                // SAFETY: fresh fd from accept4.
+                let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+                if insert(fd).is_err() {
+                    c.accept_errors += 1;
+                }
+            }
+            Err(e) => match accept_error_action(&e) {
+                AcceptAction::Wait => return Ok(false),
+                AcceptAction::Retry => c.accept_errors += 1,
+                AcceptAction::Pause => {
+                    c.accept_pauses += 1;
+                    return Ok(true);
+                }
+                AcceptAction::Fatal => {
+                    return Err(io::Error::new(e.kind(), format!("accept: {e}")))
+                }
+            },
         }
     }
 }

@@ -10,14 +10,14 @@
 //! cell's `client_bound` flag, as in echo. The broker's subscriber queues are bounded
 //! (`proto::pubsub::DEFAULT_QUEUE_BYTES`); a subscriber it disconnects for a full queue fails
 //! the cell (`slow_disconnects` is among the server's counters). Models whose family has no
-//! broker loop yet are refused with the reason (`io::pubsub_refusal`).
+//! broker loop are refused with the reason (`io::pubsub_refusal`).
 
 use super::cell;
 use super::echo::launch;
 use crate::error::CaseError;
 use crate::load::pubsub::Pubsub;
 use crate::measure::Sample;
-use crate::model::{Knobs, ModelSpec};
+use crate::model::ModelSpec;
 use crate::profile::{Budget, Profile};
 use crate::workload::{Ctx, Point, Workload};
 use std::time::Duration;
@@ -51,9 +51,6 @@ fn grid(profile: Profile) -> (&'static [u64], &'static [u64]) {
 }
 
 fn accepts(m: &ModelSpec) -> Result<(), String> {
-    if let Knobs::Peer(_) = m.knobs {
-        return Err("the peers (tokio, monoio) have no pubsub broker yet".into());
-    }
     match crate::io::pubsub_refusal(m) {
         None => Ok(()),
         Some(why) => Err(format!("no pubsub broker: {why}")),
@@ -167,7 +164,18 @@ mod tests {
         assert_eq!(publish_rate(100, 1024), 15_000.0);
         assert_eq!(publish_rate(100, 16 << 10), 1221.0);
         assert!(PubsubFanout.accepts(m).is_ok());
-        for id in ["blocking", "uring", "tokio", "monoio", "threadpool"] {
+        for id in [
+            "blocking",
+            "uring",
+            "uring-multishot",
+            "tokio",
+            "tokio-mt",
+            "monoio",
+        ] {
+            let m = crate::registry::model(id).unwrap();
+            assert!(PubsubFanout.accepts(m).is_ok(), "{id}");
+        }
+        for id in ["threadpool", "uring-zc"] {
             let m = crate::registry::model(id).unwrap();
             let why = PubsubFanout.accepts(m).unwrap_err();
             assert!(!why.is_empty(), "{id}");

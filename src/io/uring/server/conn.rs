@@ -313,6 +313,7 @@ impl<P: Protocol> Server<P> {
     /// cancel and then free; otherwise send the queue's head and (re-)arm the receive, or hold
     /// it back for backpressure.
     pub(super) fn progress(&mut self, idx: u32) -> io::Result<()> {
+        self.refill(idx);
         let Some(conn) = self.conns.at(idx) else {
             return Ok(());
         };

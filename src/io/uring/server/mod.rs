@@ -66,6 +66,7 @@ macro_rules! on_fd {
 }
 
 mod accept;
+mod broker;
 mod bundle;
 mod conn;
 mod hybrid;
@@ -102,6 +103,8 @@ pub const RECV_BUF: usize = 16 * 1024;
 pub const RING_BUFS: u16 = 4096;
 /// Size of one provided buffer, bytes (pool: 32 MiB, touched as it cycles).
 pub const RING_BUF_BYTES: usize = 8 * 1024;
+/// The broker's provided-buffer ring, bytes in all (see `serve_with`).
+pub const BROKER_RING_BYTES: usize = 1 << 20;
 /// Single-shot accepts kept in flight. One at a time accepts one connection per trip through
 /// the ring, and while established connections keep the ring busy each trip takes a while:
 /// 1000 clients connecting at once waited up to 1.2 s (the whole run) to be accepted.
@@ -196,6 +199,33 @@ pub fn serve<P: Protocol>(
     plan: &CpuPlan,
     stop: &Stop,
 ) -> Result<UringCounters, CaseError> {
+    serve_with(listener, proto, k, plan, stop, None).map(|(c, _)| c)
+}
+
+/// Serves the pubsub broker (`broker`: the one `proto::pubsub::Hub`, subscriber queues of at
+/// most `queue_bytes`) on `listener` with the ring `k` describes, until `stop`; every row that
+/// serves TCP serves it (the ones that cannot set up say why, as for echo). Returns the
+/// server's counters and the hub's.
+pub fn serve_broker(
+    listener: TcpListener,
+    queue_bytes: usize,
+    k: &UringKnobs,
+    plan: &CpuPlan,
+    stop: &Stop,
+) -> Result<(UringCounters, crate::proto::pubsub::HubCounters), CaseError> {
+    let b = broker::Broker::new(queue_bytes);
+    let (c, b) = serve_with(listener, broker::HubFrames, k, plan, stop, Some(b))?;
+    Ok((c, b.map(|b| b.hub.counters).unwrap_or_default()))
+}
+
+fn serve_with<P: Protocol>(
+    listener: TcpListener,
+    proto: P,
+    k: &UringKnobs,
+    plan: &CpuPlan,
+    stop: &Stop,
+    broker: Option<broker::Broker>,
+) -> Result<(UringCounters, Option<broker::Broker>), CaseError> {
     if k.fixed_bufs {
         return Err(CaseError::not_applicable(
             "registered buffers are not used by the TCP servers",
@@ -259,6 +289,7 @@ pub fn serve<P: Protocol>(
         sweep,
         now: 0,
         hybrid,
+        broker,
     };
     for f in &setup.flags {
         let name = format!("setup_{}", f.to_ascii_lowercase());
@@ -296,6 +327,15 @@ pub fn serve<P: Protocol>(
         } else {
             (RING_BUFS, RING_BUF_BYTES, 0)
         };
+        // The broker copies each buffer out at once, so it needs few; and the ring is its
+        // intake: a large one pulls a publisher's bytes in faster than subscribers drain
+        // (TCP flow control no longer holds the publisher back) and overflows healthy
+        // subscribers' queues. `BROKER_RING_BYTES` in all, like epoll's one read per event.
+        let n = if s.broker.is_some() {
+            (BROKER_RING_BYTES / len).max(1) as u16
+        } else {
+            n
+        };
         let br = BufRing::with_flags(&s.ring.submitter(), BGID, n, len, flags)
             .map_err(|e| CaseError::unavailable(format!("provided buffer ring: {e}")))?;
         let mut p = Provided::new(br);
@@ -311,7 +351,7 @@ pub fn serve<P: Protocol>(
     let teardown = s.teardown();
     r?;
     teardown?;
-    Ok(s.c)
+    Ok((s.c, s.broker.take()))
 }
 
 struct Server<P: Protocol> {
@@ -336,6 +376,8 @@ struct Server<P: Protocol> {
     now: u64,
     /// `hybrid`: epoll accepts and the loop waits in epoll.
     hybrid: Option<hybrid::Hybrid>,
+    /// The pubsub broker's hub (`broker`): connections' bytes go there, not to `proto`.
+    broker: Option<broker::Broker>,
 }
 
 impl<P: Protocol> Server<P> {

@@ -56,13 +56,14 @@ impl<P: Protocol> Server<P> {
     pub(super) fn recv_next(&mut self, idx: u32) -> io::Result<()> {
         let ms = self.mode.ms_recv;
         let bgid = self.provided.as_ref().map(|p| p.ring.bgid());
+        let broker = self.broker.is_some();
         let Some(conn) = self.conns.at(idx) else {
             return Ok(());
         };
         let gen = conn.gen;
         // Not over the output bound, and the receive buffer is not still being sent.
         let may_read = conn.phase == Phase::Open
-            && conn.out.queued <= OUT_BOUND_BYTES
+            && (broker || conn.out.queued <= OUT_BOUND_BYTES)
             && !conn.out.holds_recv_buf();
         if !ms && !may_read && conn.out.queued > OUT_BOUND_BYTES {
             self.c.read_pauses += 1;
@@ -132,6 +133,19 @@ impl<P: Protocol> Server<P> {
                 (None, Some(b), Some(p)) => p.ring.buf(b, n),
                 _ => &conn.recv_buf[..n],
             };
+            if let Some(b) = self.broker.as_mut() {
+                // Broker: the bytes go to the hub (`broker`); the buffer is recycled below.
+                if b.feed(u.idx, input).is_err() {
+                    self.c.resets += 1;
+                    conn.phase = Phase::Closing;
+                }
+                self.c.bytes_in += n as u64;
+                if let Some(b) = recycle {
+                    self.recycle(b);
+                }
+                self.deliver()?;
+                return self.progress(u.idx);
+            }
             self.scratch.clear();
             let step = self
                 .proto

@@ -99,6 +99,9 @@ impl<P: Protocol> Server<P> {
         let Some(conn) = self.conns.remove(idx) else {
             return Ok(());
         };
+        if let Some(b) = self.broker.as_mut() {
+            b.forget(idx);
+        }
         self.c.closes += 1;
         for ch in &conn.out.chunks {
             if let Src::Bid(b) = ch.src {
