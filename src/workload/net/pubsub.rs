@@ -1,7 +1,7 @@
 //! `pubsub.fanout` (suite `pubsub`, run when named): a broker's hot path per I/O model.
 //! `ringside serve --protocol pubsub` is driven by `load::pubsub`: 2 publishers, each on its
 //! own topic, at a fixed total rate (open loop), and `fanout` subscribers per topic (1, 10,
-//! 100), messages of 64 B, 1 KiB and 16 KiB (`full`; `quick` runs the 1 KiB column). One op
+//! 100), messages of 64 B, 1 KiB and 16 KiB (`full`; `quick` runs fan-out 100 at 1 KiB). One op
 //! is one message delivered to one subscriber and verified (per publisher: no loss, no
 //! duplicate, in order; every payload byte); latency is publish (the message's due time,
 //! carried in it) to delivery. The offered rate is [`OFFERED_DELIVERIES`] deliveries/s (capped
@@ -45,7 +45,10 @@ struct Args {
 fn grid(profile: Profile) -> (&'static [u64], &'static [u64]) {
     match profile {
         Profile::Smoke => (&[10], &[1024]),
-        Profile::Quick => (&[1, 10, 100], &[1024]),
+        // Quick: fan-out 100 only (where the broker, not the offered load, is the limit):
+        // with every family serving it, three points took `ringside run pubsub stream
+        // --profile quick` past its 4 minutes on a 2-vCPU VM.
+        Profile::Quick => (&[100], &[1024]),
         Profile::Full => (&[1, 10, 100], &[64, 1024, 16 << 10]),
     }
 }
@@ -157,7 +160,7 @@ mod tests {
     #[test]
     fn quick_sweeps_the_fanout_and_only_brokers_take_part() {
         let m = crate::registry::model("epoll-et").unwrap();
-        assert_eq!(PubsubFanout.points(Profile::Quick, m).len(), 3);
+        assert_eq!(PubsubFanout.points(Profile::Quick, m).len(), 1);
         assert_eq!(PubsubFanout.points(Profile::Full, m).len(), 9);
         assert!(!PubsubFanout.by_default());
         assert_eq!(publish_rate(1, 1024), MAX_PUBLISH_RATE);
