@@ -73,9 +73,15 @@ fn sentence(workload: &str, cells: &[&CaseResult]) -> String {
             return format!("no comparison: {}", s.join("; "));
         }
     };
+    // As the findings word it: a runner-up within noise leaves no clear leader.
+    let lead = if r.near.iter().any(|o| o.label == second.label) {
+        "ranked first, within noise of the runner-up"
+    } else {
+        "leader"
+    };
     match biggest_difference(a, b) {
         Ok(d) => format!(
-            "{} (leader) spends {} of its own work in {}; {} (runner-up) {} (own work: samples \
+            "{} ({lead}) spends {} of its own work in {}; {} (runner-up) {} (own work: samples \
              neither idle nor another program's; {:.0} and {:.0} samples)",
             r.leader,
             pct(d.leader),
