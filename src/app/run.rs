@@ -77,7 +77,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     };
     // What a ringside killed before it could clean up left: stopped or removed, and named.
     for said in crate::child::sweep_stale().into_iter().chain(
-        crate::workload::storage::sweep_stale_work_dirs(&storage_parent),
+        crate::workload::storage::sweep_stale_work_dirs(&storage_parent)
+            .into_iter()
+            .chain(crate::crosscheck::perf::sweep_stale_dirs(
+                &std::env::temp_dir(),
+            )),
     ) {
         eprintln!("ringside: {said}");
     }

@@ -375,7 +375,13 @@ const SCRIPT_MAX: usize = 64 << 20;
 /// Between SIGTERM and SIGKILL: perf writes its file on SIGTERM.
 const STOP_GRACE: Duration = Duration::from_secs(10);
 
-/// A temporary directory, removed on drop.
+/// Prefix of every recording's directory in the temporary directory: `ringside-perf-PID-N`.
+const DIR_PREFIX: &str = "ringside-perf-";
+/// The file in it naming the ringside that made it (`child::owner_token`).
+const OWNER_FILE: &str = ".ringside-owner";
+
+/// A temporary directory, removed on drop (and by a later run's [`sweep_stale_dirs`] when a
+/// ringside killed with SIGKILL could not).
 struct TempDir(PathBuf);
 
 impl TempDir {
@@ -383,13 +389,60 @@ impl TempDir {
         use std::sync::atomic::{AtomicU64, Ordering};
         static N: AtomicU64 = AtomicU64::new(0);
         let p = std::env::temp_dir().join(format!(
-            "ringside-perf-{}-{}",
+            "{DIR_PREFIX}{}-{}",
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::create_dir(&p).map_err(|e| format!("cannot make {}: {e}", p.display()))?;
-        Ok(TempDir(p))
+        let d = TempDir(p);
+        std::fs::write(d.0.join(OWNER_FILE), child::owner_token())
+            .map_err(|e| format!("cannot write in {}: {e}", d.0.display()))?;
+        Ok(d)
     }
+}
+
+/// Removes the recordings' directories under `parent` (the temporary directory) that a
+/// ringside no longer running left: named `ringside-perf-PID-N`, their owner file naming a
+/// ringside that is gone (or none, and a PID that runs no process). One sentence per directory.
+pub fn sweep_stale_dirs(parent: &Path) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    let mut said = Vec::new();
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(DIR_PREFIX)) else {
+            continue;
+        };
+        let Some(pid) = rest
+            .split_once('-')
+            .filter(|(p, n)| {
+                !p.is_empty() && p.bytes().chain(n.bytes()).all(|b| b.is_ascii_digit())
+            })
+            .and_then(|(p, _)| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let path = e.path();
+        let stale = match std::fs::read_to_string(path.join(OWNER_FILE)) {
+            Ok(owner) => !child::owner_alive(owner.trim()),
+            Err(_) => !Path::new(&format!("/proc/{pid}")).exists(),
+        };
+        if stale {
+            said.push(match std::fs::remove_dir_all(&path) {
+                Ok(()) => format!(
+                    "removed stale perf directory {} (left by ringside pid {pid}, which is no \
+                     longer running)",
+                    path.display()
+                ),
+                Err(e) => format!("cannot remove stale perf directory {}: {e}", path.display()),
+            });
+        }
+    }
+    said
 }
 
 impl Drop for TempDir {
@@ -726,6 +779,31 @@ swapper 0/0 [001] cpu-clock:
         let of = |g: Group| b.groups.iter().find(|x| x.0 == g).map_or(0, |x| x.1);
         assert_eq!((of(Group::OtherProcesses), of(Group::User)), (0, 1));
         assert_eq!(of(Group::Copies), 1);
+    }
+
+    /// A directory of a ringside that is gone is removed, this one's and other names are not.
+    #[test]
+    fn stale_recording_directories_are_swept() {
+        let parent = tempfile::tempdir().unwrap();
+        let mk = |name: &str, owner: Option<&str>| {
+            let p = parent.path().join(name);
+            std::fs::create_dir(&p).unwrap();
+            if let Some(o) = owner {
+                std::fs::write(p.join(OWNER_FILE), o).unwrap();
+            }
+            p
+        };
+        // Beyond the largest pid Linux gives (2^22): no such process.
+        let gone = mk("ringside-perf-4194305-0", Some("4194305:1"));
+        let mine = mk(
+            &format!("ringside-perf-{}-7", std::process::id()),
+            Some(child::owner_token()),
+        );
+        let other = mk("ringside-perf-x-0", None);
+        let said = sweep_stale_dirs(parent.path());
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].contains("ringside-perf-4194305-0"), "{said:?}");
+        assert!(!gone.exists() && mine.exists() && other.exists());
     }
 
     #[test]

@@ -64,9 +64,15 @@ fn sentence(workload: &str, cells: &[&CaseResult]) -> String {
             return format!("no comparison: {}", s.join("; "));
         }
     };
+    // As the findings word it: a runner-up within noise leaves no clear leader.
+    let lead = if r.near.iter().any(|o| o.label == second.label) {
+        "ranked first, within noise of the runner-up"
+    } else {
+        "leader"
+    };
     match biggest_difference(a, b) {
         Ok(d) => format!(
-            "{} (leader) spends {} of its own work in {}; {} (runner-up) {} (own work: samples \
+            "{} ({lead}) spends {} of its own work in {}; {} (runner-up) {} (own work: samples \
              neither idle nor another program's; {:.0} and {:.0} samples)",
             r.leader,
             pct(d.leader),
@@ -322,4 +328,100 @@ pub fn markdown(workload: &str, cases: &[&CaseResult]) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A measured storage.randread cell (ranked by ops/s) with its repetitions and breakdown.
+    fn cell(model: &str, ops: f64, explain: serde_json::Value) -> CaseResult {
+        serde_json::from_value(json!({
+            "workload": "storage.randread", "model": model,
+            "params": {"block_bytes": 4096, "depth": 1},
+            "status": "measured", "op": "one read", "knobs": {}, "warmups": 0,
+            "repetitions": 5,
+            "latency_ns": {"min": 1.0, "p50": 10.0, "p90": 10.0, "p99": 20.0, "p999": 20.0,
+                           "max": 20.0, "mean": 10.0, "stddev": 1.0},
+            "run_p50_ns": {"median": 10.0, "min": 10.0, "max": 10.0, "mad": 0.0},
+            "ops_per_sec": {"median": ops, "min": ops * 0.99, "max": ops * 1.01, "mad": 0.0},
+            "cpu_ns_per_op": {"total": 100.0, "user": 1.0, "sys": 1.0},
+            "ctx_switches_per_op": 0.0, "syscalls_per_op": 1.0, "ops_total": 1000,
+            "counters": {}, "histogram": "",
+            "runs_ops_per_sec": [ops * 0.99, ops * 0.995, ops, ops * 1.005, ops * 1.01],
+            "warnings": [],
+            "explain": explain,
+        }))
+        .unwrap()
+    }
+
+    fn breakdown(samples: u64, groups: &[(&str, f64)]) -> serde_json::Value {
+        let g: Vec<_> = GROUPS
+            .iter()
+            .map(|(k, _)| {
+                let f = groups.iter().find(|x| x.0 == *k).map_or(0.0, |x| x.1);
+                json!({"name": k, "fraction": f})
+            })
+            .collect();
+        json!({"samples": samples, "cpus": [1], "window_ns": 1, "groups": g,
+               "top_kernel": [{"name": "native_queued_spin_lock_slowpath", "fraction": 0.3}]})
+    }
+
+    /// The slowest cell comes first in run order: the runner-up is the second by the
+    /// findings' ranking, not the second listed.
+    #[test]
+    fn the_sentence_names_the_leaders_and_runner_ups_biggest_difference() {
+        let cells = [
+            cell("epoll-lt", 1000.0, breakdown(1000, &[("syscall", 1.0)])),
+            cell(
+                "uring",
+                3000.0,
+                breakdown(1000, &[("lock_slow_path", 0.3), ("syscall", 0.7)]),
+            ),
+            cell(
+                "blocking",
+                2000.0,
+                breakdown(1000, &[("syscall", 0.9), ("copies", 0.1)]),
+            ),
+        ];
+        let refs: Vec<&CaseResult> = cells.iter().collect();
+        let pts = points("storage.randread", &refs);
+        assert_eq!(pts.len(), 1);
+        assert_eq!(pts[0].bars.len(), 3);
+        let s = &pts[0].sentence;
+        assert!(
+            s.starts_with("uring (leader) spends 30% of its own work in lock slow paths; blocking (runner-up) 0%"),
+            "{s}"
+        );
+        let md = markdown("storage.randread", &refs);
+        assert!(md.contains("| uring | 1000 |"), "{md}");
+        assert!(
+            md.contains("native_queued_spin_lock_slowpath 30.0%"),
+            "{md}"
+        );
+        let mut html = String::new();
+        super::html("storage.randread", &refs, &mut html).unwrap();
+        // The bars' segments (2 + 1 + 2) and the legend's swatches.
+        assert!(html.matches("<rect").count() >= 5 + GROUPS.len(), "{html}");
+    }
+
+    #[test]
+    fn an_unavailable_breakdown_is_said_not_compared() {
+        let cells = [
+            cell(
+                "uring",
+                3000.0,
+                json!({"unavailable": "perf refused: paranoid"}),
+            ),
+            cell("blocking", 2000.0, breakdown(1000, &[("syscall", 1.0)])),
+        ];
+        let refs: Vec<&CaseResult> = cells.iter().collect();
+        let s = &points("storage.randread", &refs)[0].sentence;
+        assert_eq!(
+            s,
+            "no comparison: uring's breakdown is unavailable: perf refused: paranoid"
+        );
+        assert!(markdown("storage.randread", &refs).contains("unavailable: perf refused"));
+    }
 }
