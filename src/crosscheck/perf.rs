@@ -336,6 +336,20 @@ pub fn breakdown_of(script: &str, own: Own<'_>) -> Breakdown {
 }
 
 impl Breakdown {
+    /// Counts the periods of the window that took no sample (`expected` samples in all) as
+    /// idle: a sleeping CPU's clock does not tick.
+    pub fn add_unsampled_idle(&mut self, expected: u64) {
+        let missing = expected.saturating_sub(self.samples);
+        if missing == 0 {
+            return;
+        }
+        self.samples += missing;
+        match self.groups.iter_mut().find(|g| g.0 == Group::Idle) {
+            Some(g) => g.1 += missing,
+            None => self.groups.push((Group::Idle, missing)),
+        }
+    }
+
     /// As stored in results.json: fractions of the samples, groups in `GROUPS` order.
     pub fn to_explain(&self, cpus: &[u32], window_ns: u64) -> Explain {
         let n = self.samples.max(1) as f64;
@@ -365,6 +379,11 @@ impl Breakdown {
 
 // ---------------------------------------------------------------------------------------
 // Recording
+
+/// The sampling period, ns of CPU clock (4,000 samples per second per busy CPU). A CPU that
+/// sleeps in the idle loop takes no sample (the clock stops with the tick), so the window's
+/// periods without a sample are counted as idle.
+pub const PERIOD_NS: u64 = 250_000;
 
 /// How long perf may take to start sampling (it reads the kernel's symbols first).
 const START_WITHIN: Duration = Duration::from_secs(15);
@@ -529,6 +548,8 @@ impl Recording {
                 "-B",
                 "--no-buildid-cache",
             ])
+            .arg("-c")
+            .arg(PERIOD_NS.to_string())
             .arg("-C")
             .arg(list(cpus))
             .args(["-D", "-1", "--control"])
@@ -631,7 +652,9 @@ impl Recording {
                 String::from_utf8_lossy(&out.stderr).trim()
             ));
         }
-        let b = breakdown_of(&String::from_utf8_lossy(&out.stdout), Some(own));
+        let mut b = breakdown_of(&String::from_utf8_lossy(&out.stdout), Some(own));
+        let window = close_ns.saturating_sub(open_ns);
+        b.add_unsampled_idle(window / PERIOD_NS * self.cpus.len() as u64);
         if b.samples == 0 {
             return Err("perf recorded no sample in the window".into());
         }
@@ -724,6 +747,13 @@ ringside serve  1750 [001] cpu-clock:
             assert_eq!(crate::results::explain::label(g.key()), g.name());
         }
         assert_eq!(Group::ALL.len(), GROUPS.len());
+        // A window of 20 periods with 10 samples: 10 more idle.
+        let mut b = breakdown(SCRIPT);
+        b.add_unsampled_idle(20);
+        assert_eq!(b.samples, 20);
+        assert!((b.pct(Group::Idle) - 55.0).abs() < 1e-9);
+        b.add_unsampled_idle(5);
+        assert_eq!(b.samples, 20, "never fewer");
         let e = breakdown(SCRIPT).to_explain(&[1], 5);
         let sum: f64 = e.groups.iter().map(|s| s.fraction).sum();
         assert!((sum - 1.0).abs() < 1e-9, "{sum}");
