@@ -569,6 +569,17 @@ fn a_run_killed_mid_way_leaves_nothing_running_on_either_host(h: &Hosts, s: &Ssh
 /// `ringside run ... --load-host root@SERVER_NS` in the client namespace: the servers run
 /// here (the client namespace), the load generator over SSH in the other namespace.
 fn load_cmd(h: &Hosts, ssh_opts: &[String], out: &Path, items: &[&str]) -> Command {
+    load_cmd_with(h, ssh_opts, out, items, &bin())
+}
+
+/// [`load_cmd`] with `remote` as the ringside on the load host.
+fn load_cmd_with(
+    h: &Hosts,
+    ssh_opts: &[String],
+    out: &Path,
+    items: &[&str],
+    remote: &Path,
+) -> Command {
     let mut c = Command::new("ip");
     c.args(["netns", "exec", &h.client_ns])
         .arg(bin())
@@ -578,7 +589,7 @@ fn load_cmd(h: &Hosts, ssh_opts: &[String], out: &Path, items: &[&str]) -> Comma
         .args(["--format", "csv", "--out"])
         .arg(out)
         .arg(format!("--load-host=root@{}", h.server_ip))
-        .arg(format!("--remote-ringside={}", bin().display()))
+        .arg(format!("--remote-ringside={}", remote.display()))
         .args(ssh_opts.iter().map(|o| format!("--ssh-opt={o}")));
     c
 }
@@ -608,6 +619,7 @@ fn load_generators_on_another_host_over_ssh() {
     echo_and_http_driven_from_there(&h, &s);
     two_load_hosts_are_merged_and_the_server_may_be_remote_too(&h, &s);
     a_load_host_that_refuses_the_key_fails_the_cells(&h, &s);
+    a_load_host_without_ringside_fails_the_cells(&h, &s);
     a_load_host_that_dies_mid_run_fails_its_cell_only(&h, &s);
     a_run_killed_mid_way_leaves_no_ringside_on_the_load_host(&h, &s);
 }
@@ -754,6 +766,26 @@ fn echo_and_http_driven_from_there(h: &Hosts, s: &Sshd) {
     assert!(md.contains(&format!("load root@{}", h.server_ip)), "{md}");
     // Nothing left on the load host.
     assert!(ringside_in(&h.server_ns).is_empty());
+}
+
+fn a_load_host_without_ringside_fails_the_cells(h: &Hosts, s: &Sshd) {
+    let out = tempfile::tempdir().unwrap();
+    let missing = s.dir.path().join("no-such-ringside");
+    let c = load_cmd_with(h, &s.opts, out.path(), &["echo.payload"], &missing);
+    let (code, err) = finish(c, Duration::from_secs(120));
+    assert_eq!(code, Some(1), "a failed cell exits 1: {err}");
+    let v = results(out.path());
+    let cases = v["cases"].as_array().unwrap();
+    assert!(!cases.is_empty(), "{v}");
+    for c in cases {
+        assert_eq!(c["status"], "failed", "{c}");
+        let why = c["reason"].as_str().unwrap();
+        assert!(
+            why.contains("ringside not found there") && why.contains(&h.server_ip),
+            "{why}"
+        );
+    }
+    assert!(v["hosts"][1]["error"].is_string(), "{v}");
 }
 
 fn a_load_host_that_refuses_the_key_fails_the_cells(h: &Hosts, s: &Sshd) {
