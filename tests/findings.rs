@@ -288,6 +288,20 @@ fn intervals_show_as_rows_and_thin_tails_are_greyed() {
         band(&run)
     );
     assert!(band(&fixture()).iter().all(Option::is_none));
+    // The title names the band only where one is drawn.
+    let title = |run: &RunResults| {
+        ringside::export::charts::build_for(run, "micro.pipe")
+            .into_iter()
+            .find(|c| c.id.ends_with("-latency"))
+            .unwrap()
+            .title
+    };
+    assert!(
+        title(&run).contains("dark band its 95% CI"),
+        "{}",
+        title(&run)
+    );
+    assert!(!title(&fixture()).contains("band"), "{}", title(&fixture()));
     // Without intervals (the fixture as written by older versions): no CI rows at all.
     let plain = String::from_utf8(Format::Markdown.exporter().render(&fixture()).unwrap()).unwrap();
     assert!(!plain.contains("95% CI |"));

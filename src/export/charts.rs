@@ -45,15 +45,17 @@ impl Metric {
         }
     }
 
-    /// Chart title; bars say what their whiskers show.
-    pub fn title(self, bars: bool) -> &'static str {
+    /// Chart title; bars say what their whiskers show, and their band when they have one
+    /// ([`Metric::band`]).
+    pub fn title(self, bars: bool, band: bool) -> &'static str {
         match (self, bars) {
-            (Metric::LatencyP50, true) => {
+            (Metric::LatencyP50, true) if band => {
                 "latency per op (median, dark band its 95% CI, whisker to p99)"
             }
+            (Metric::LatencyP50, true) => "latency per op (median, whisker to p99)",
             (Metric::LatencyP50, false) => "latency per op (median)",
-            (Metric::LatencyP99, true) => "p99 latency per op (dark band its 95% CI)",
-            (Metric::LatencyP99, false) => "p99 latency per op",
+            (Metric::LatencyP99, true) if band => "p99 latency per op (dark band its 95% CI)",
+            (Metric::LatencyP99, _) => "p99 latency per op",
             (Metric::OpsPerSec, true) => {
                 "throughput (median of runs, whisker 95% CI, else min-max)"
             }
@@ -785,9 +787,9 @@ pub fn for_cases(workload: &str, cases: &[&CaseResult], styles: &Styles) -> Vec<
                         id: format!("{}-{}{suffix}", file_slug(workload), m.slug()),
                         workload: workload.to_string(),
                         title: if g.is_empty() {
-                            format!("{workload}: {}", m.title(false))
+                            format!("{workload}: {}", m.title(false, false))
                         } else {
-                            format!("{workload} {g}: {}", m.title(false))
+                            format!("{workload} {g}: {}", m.title(false, false))
                         },
                         kind: Kind::Lines,
                         metric: m,
@@ -837,10 +839,13 @@ pub fn for_cases(workload: &str, cases: &[&CaseResult], styles: &Styles) -> Vec<
                 if series.is_empty() {
                     continue;
                 }
+                let band = series
+                    .iter()
+                    .any(|s| s.points.iter().any(|p| p.band.is_some()));
                 charts.push(Chart {
                     id: format!("{}-{}", file_slug(workload), m.slug()),
                     workload: workload.to_string(),
-                    title: format!("{workload}: {}", m.title(true)),
+                    title: format!("{workload}: {}", m.title(true, band)),
                     kind: Kind::Bars,
                     metric: m,
                     x_axis: if all_empty {
