@@ -26,10 +26,10 @@ use std::time::Duration;
 /// Connections (echo) or clients (HTTP) per server thread.
 pub const CONNS_PER_THREAD: u64 = 100;
 
-const OP_ECHO: &str = "one 64-byte message echoed over loopback TCP by a server of N threads, \
+const OP_ECHO: &str = "one 64-byte message echoed over TCP by a server of N threads, \
     100 connections per thread (closed loop: sent, whole echo received and verified); CPU, \
     context switches and syscalls are the server's (all its threads), measured from outside";
-const OP_HTTP: &str = "one HTTP/1.1 GET answered over a keep-alive loopback connection by a \
+const OP_HTTP: &str = "one HTTP/1.1 GET answered over a keep-alive TCP connection by a \
     server of N threads, 100 clients per thread (closed loop, every response parsed and \
     validated); CPU and syscalls are the server's (all its threads), measured from outside";
 

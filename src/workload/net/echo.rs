@@ -40,12 +40,12 @@ use crate::workload::{Ctx, EqualLoad, Point, Workload};
 use std::process::Command;
 use std::time::Duration;
 
-const OP_OPEN: &str = "one 64-byte message echoed over loopback TCP at an offered rate over \
+const OP_OPEN: &str = "one 64-byte message echoed over TCP at an offered rate over \
     50 connections (open loop: latency from the message's intended send time, so a server \
     that falls behind shows it; whole echo received and verified); CPU, context switches and \
     syscalls are the server's, measured from outside";
 
-const OP: &str = "one message echoed over loopback TCP (closed loop: sent, whole echo received \
+const OP: &str = "one message echoed over TCP (closed loop: sent, whole echo received \
                   and verified); latency per message at the client; CPU, context switches and \
                   syscalls are the server's, measured from outside";
 

@@ -32,12 +32,12 @@ use crate::profile::{Budget, Profile};
 use crate::workload::{Ctx, Point, Workload};
 use std::time::Duration;
 
-const OP_CLOSED: &str = "one HTTP/1.1 GET answered over a keep-alive loopback connection \
+const OP_CLOSED: &str = "one HTTP/1.1 GET answered over a keep-alive TCP connection \
     (closed loop: request sent, whole response received, parsed and validated: 200 and the \
     13-byte body); latency per request at the client; bytes are all bytes received; CPU, \
     context switches and syscalls are the server's, measured from outside";
-const OP_OPEN: &str = "one HTTP/1.1 GET answered at an offered rate over 100 keep-alive \
-    loopback connections (open loop: latency from the request's intended send time, so a \
+const OP_OPEN: &str = "one HTTP/1.1 GET answered at an offered rate over 100 keep-alive TCP \
+    connections (open loop: latency from the request's intended send time, so a \
     server that falls behind shows it); CPU and syscalls are the server's";
 
 /// The path requested (every server answers any path with the same body).
