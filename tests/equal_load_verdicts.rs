@@ -295,3 +295,101 @@ fn echo_rate_ranks_every_rate_at_equal_load_and_tables_show_the_offered_rate() {
         .expect("an offered-rate row");
     assert_eq!(row[1..], ["10 k", "10 k"]);
 }
+
+/// A pubsub point is open loop at one offered delivery rate: it is ranked by the broker's CPU
+/// per delivery among the brokers that kept up, never by throughput (every broker that keeps
+/// up delivers the same rate; a throughput ranking would "separate" them by noise).
+#[test]
+fn pubsub_ranks_cpu_per_delivery_at_equal_load_and_names_who_fell_behind() {
+    let p = json!({"fanout": 100, "payload_bytes": 1024, "publishers": 2});
+    let cells = [
+        cell(
+            "pubsub.fanout",
+            "a",
+            p.clone(),
+            1_500_000.0,
+            &reps(300.0),
+            Some((1_500_000, 1_500_000, 0)),
+            &[],
+        ),
+        cell(
+            "pubsub.fanout",
+            "b",
+            p.clone(),
+            1_510_000.0,
+            &reps(200.0),
+            Some((1_500_000, 1_500_000, 0)),
+            &[],
+        ),
+        cell(
+            "pubsub.fanout",
+            "c",
+            p,
+            900_000.0,
+            &reps(100.0),
+            Some((1_500_000, 900_000, 5)),
+            &[],
+        ),
+    ];
+    let v = lines("pubsub.fanout", &cells);
+    let eq: Vec<&String> = v
+        .iter()
+        .filter(|l| l.starts_with("at equal load"))
+        .collect();
+    assert_eq!(eq.len(), 2, "{v:#?}");
+    assert!(
+        eq[0].contains("1500000 deliveries/s offered") && eq[0].contains("c (achieved 900000)"),
+        "{}",
+        eq[0]
+    );
+    assert!(
+        eq[1].contains("ranked by server CPU per delivery (less is better): b leads")
+            && eq[1].contains("behind it by: a 1.5x"),
+        "{}",
+        eq[1]
+    );
+    assert!(
+        !v.iter().any(|l| l.contains("ranked by throughput")),
+        "pubsub ranked by throughput: {v:#?}"
+    );
+}
+
+/// Bulk transfer is closed loop: ranked by throughput only between cells whose load generator
+/// had headroom, the others named.
+#[test]
+fn stream_capacity_is_ranked_only_where_the_load_generator_had_headroom() {
+    let p = json!({"conns": 10, "direction": "up", "write_bytes": 65536});
+    let cells = [
+        cell(
+            "stream.send",
+            "a",
+            p.clone(),
+            60_000.0,
+            &reps(100.0),
+            None,
+            &[],
+        ),
+        cell(
+            "stream.send",
+            "b",
+            p.clone(),
+            90_000.0,
+            &reps(100.0),
+            None,
+            &["client_bound"],
+        ),
+        cell("stream.send", "c", p, 40_000.0, &reps(100.0), None, &[]),
+    ];
+    let v = lines("stream.send", &cells);
+    assert!(
+        v.iter().any(|l| l.starts_with(CAPACITY_PREFIX)
+            && l.contains("a leads; behind it by: c 1.5x")
+            && !l.contains(" b ")),
+        "{v:#?}"
+    );
+    assert!(
+        v.iter()
+            .any(|l| l.starts_with("capacity not ranked for 1 cell") && l.ends_with(": b")),
+        "{v:#?}"
+    );
+}

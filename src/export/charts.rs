@@ -280,7 +280,9 @@ pub static CHARTS: &[ChartSpec] = &[
             Metric::SyscallsPer100,
         ],
         log_y: true,
-        verdict: Metric::OpsPerSec,
+        // Open loop at a rate every model is offered alike: ranked by CPU per delivery at
+        // equal load (`verdict::at_equal_load`), the sweep's verdicts by the tail latency.
+        verdict: Metric::LatencyP99,
     },
     ChartSpec {
         workloads: "net.",
@@ -294,6 +296,28 @@ pub static CHARTS: &[ChartSpec] = &[
         verdict: Metric::OpsPerSec,
     },
 ];
+
+/// Whether a workload measures a network server driven by ringside's load generator (echo,
+/// HTTP, pubsub, stream): its figures are ranked by server CPU per op at equal offered load,
+/// or by throughput only where the load generator had headroom.
+pub fn is_net(workload: &str) -> bool {
+    ["echo.", "http.", "pubsub.", "stream."]
+        .iter()
+        .any(|p| workload.starts_with(p))
+}
+
+/// What a network workload's ops are called: (rate unit, one op).
+pub fn net_units(workload: &str) -> (&'static str, &'static str) {
+    if workload.starts_with("http.") {
+        ("req/s", "request")
+    } else if workload.starts_with("pubsub.") {
+        ("deliveries/s", "delivery")
+    } else if workload.starts_with("stream.") {
+        ("writes/s", "write")
+    } else {
+        ("msgs/s", "message")
+    }
+}
 
 /// The spec for a workload: its own row, else its suite's, else the default bars.
 pub fn spec_for(workload: &str) -> &'static ChartSpec {

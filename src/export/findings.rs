@@ -7,7 +7,7 @@
 //! offered the same rate, only the models that kept up), else by throughput between cells
 //! whose load generator had headroom, as the verdicts do.
 
-use super::charts::{spec_for, sweep_param, Metric, Ordered, ParamRoles};
+use super::charts::{is_net, net_units, spec_for, sweep_param, Metric, Ordered, ParamRoles};
 use super::table::{fmt_ns, fmt_rate};
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status};
@@ -35,10 +35,6 @@ struct Basis {
     metric: Metric,
     /// Words before the ranking ("at equal load, ").
     prefix: &'static str,
-}
-
-fn is_net(w: &str) -> bool {
-    w.starts_with("echo.") || w.starts_with("http.")
 }
 
 fn higher_is_better(m: Metric) -> bool {
@@ -309,10 +305,8 @@ fn alone(pts: &[Point], b: &Basis) -> String {
 
 /// What one op of a workload is called in a finding.
 fn op_word(workload: &str) -> &'static str {
-    if workload.starts_with("http.") {
-        "request"
-    } else if workload.starts_with("echo.") {
-        "message"
+    if is_net(workload) {
+        net_units(workload).1
     } else {
         "op"
     }

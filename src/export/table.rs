@@ -235,10 +235,6 @@ pub fn fmt_bytes_rate(b: f64) -> String {
     }
 }
 
-fn is_net(workload: &str) -> bool {
-    workload.starts_with("echo.") || workload.starts_with("http.")
-}
-
 fn fig(c: &CaseResult, f: impl Fn(&crate::results::schema::CaseFigures) -> String) -> String {
     match (&c.status, &c.figures) {
         (Status::Measured, Some(x)) => f(x),
@@ -320,7 +316,11 @@ fn table_of(
             .as_ref()
             .is_some_and(|f| crate::stats::wrk::requests_per_sec(&f.counters).is_some())
     });
-    let net: &[Metric] = if is_net(&workload) { NET_METRICS } else { &[] };
+    let net: &[Metric] = if super::charts::is_net(&workload) {
+        NET_METRICS
+    } else {
+        &[]
+    };
     let wrk: &[Metric] = if has_wrk { WRK_METRICS } else { &[] };
     let open_loop: &[Metric] = if cases
         .iter()

@@ -17,7 +17,9 @@
 //! - **capacity**: closed-loop throughput, only between cells whose load generator had
 //!   headroom (no `client_bound` / `both_saturated`); the others are named, not ranked.
 
-use super::charts::{by_workload, spec_for, sweep_param, Metric, Ordered, ParamRoles};
+use super::charts::{
+    by_workload, is_net, net_units, spec_for, sweep_param, Metric, Ordered, ParamRoles,
+};
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status};
 use crate::stats::equal_load::{self, cpu_per_op_evidence};
@@ -174,22 +176,9 @@ pub fn for_workload(run: &RunResults, workload: &str) -> Vec<Verdict> {
     for_cases(workload, &cases)
 }
 
-fn is_net(workload: &str) -> bool {
-    workload.starts_with("echo.") || workload.starts_with("http.")
-}
-
 /// A cell of an equal-load point (its params carry the marker the workload adds).
 fn is_equal_load_point(c: &CaseResult) -> bool {
     c.params.0.contains_key(EQUAL_LOAD_PARAM)
-}
-
-/// What a network workload's ops are called: (rate unit, one op).
-fn net_units(workload: &str) -> (&'static str, &'static str) {
-    if workload.starts_with("http.") {
-        ("req/s", "request")
-    } else {
-        ("msgs/s", "message")
-    }
 }
 
 /// The prefix of every capacity verdict of a network workload.

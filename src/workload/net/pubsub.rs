@@ -13,7 +13,7 @@
 //! broker loop are refused with the reason (`io::pubsub_refusal`).
 
 use super::cell;
-use super::echo::launch;
+use super::echo::{launch, open_loop_counters};
 use crate::error::CaseError;
 use crate::load::pubsub::Pubsub;
 use crate::measure::Sample;
@@ -149,6 +149,9 @@ impl Workload for PubsubFanout {
             )));
         }
         s.counters.add("deliveries_verified", report.msgs);
+        // Every model is offered the same deliveries per second (the publish rate times the
+        // fan-out): the cells are ranked at equal load, among those that kept up.
+        open_loop_counters(&mut s, rate * a.fanout as f64, &report);
         Ok(s)
     }
 }
