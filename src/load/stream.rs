@@ -67,6 +67,9 @@ pub const MAX_WRITE_BYTES: usize = crate::proto::stream::MAX_REQUEST as usize;
 /// and not how a server copes with a client that floods it without reading (the conformance
 /// tests do that); it is also the largest write of the suite.
 pub const DUPLEX_WINDOW: u64 = 1 << 20;
+/// The most bytes one read or write call moves on a connection before the loop looks at the
+/// window's edges again.
+const CALL_BYTES: usize = 4 << 20;
 /// How long the client waits for the `Up` trailers after the window.
 pub const TRAILER_WAIT: Duration = Duration::from_secs(3);
 
@@ -264,7 +267,6 @@ impl Streaming {
         shared.barrier.wait();
         shared.barrier.wait();
         *synced = true;
-        let mut t = Times::now(shared);
         // The pattern from offset 0, long enough for a write starting anywhere in a period.
         let mut src = Vec::new();
         crate::proto::stream::fill_pattern(&mut src, 0, PATTERN_PERIOD + self.write_bytes);
@@ -274,7 +276,7 @@ impl Streaming {
         for c in conns.iter_mut() {
             c.last_chunk = start;
             if self.direction == Direction::Down {
-                self.ask(c, &t, &mut out);
+                self.ask(c, shared, &mut out);
             }
             if c.done && std::mem::take(&mut c.waiting) {
                 shared.unanswered.fetch_sub(1, Ordering::SeqCst);
@@ -282,7 +284,7 @@ impl Streaming {
         }
         let mut cpu0 = None;
         loop {
-            t = Times::now(shared);
+            let t = Times::now(shared);
             let now = now_ns();
             if cpu0.is_none() && now >= t.open {
                 cpu0 = Some(cpu::this_thread_ns());
@@ -301,8 +303,6 @@ impl Streaming {
                 Some(_) => 10,
             };
             let n = ep.wait(&mut events, timeout_ms)?;
-            // The edges again: the coordinator may have set them during the wait.
-            t = Times::now(shared);
             for ev in &events[..n] {
                 let c = &mut conns[ev.u64 as usize];
                 if c.done {
@@ -312,13 +312,13 @@ impl Streaming {
                 let readable =
                     ev.events & (libc::EPOLLIN | libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0;
                 if readable {
-                    self.read(c, &mut rbuf, &t, &mut out);
+                    self.read(c, &mut rbuf, shared, &mut out);
                 }
                 if !c.done && ev.events & libc::EPOLLOUT as u32 != 0 {
-                    self.write(c, &src, &t, &mut out);
+                    self.write(c, &src, shared, &mut out);
                 }
                 if !c.done && self.direction == Direction::Down {
-                    self.ask(c, &t, &mut out);
+                    self.ask(c, shared, &mut out);
                 }
                 if c.waiting && (c.done || c.rx > rx) {
                     c.waiting = false;
@@ -348,7 +348,8 @@ impl Streaming {
     }
 
     /// Counts an error on `c` (in the window or the warm-up) and retires it.
-    fn fail(&self, c: &mut Conn, t: &Times, out: &mut Out, e: &io::Error, reading: bool) {
+    fn fail(&self, c: &mut Conn, t: &Shared, out: &mut Out, e: &io::Error, reading: bool) {
+        let t = Times::now(t);
         let now = now_ns();
         if now < t.open {
             out.warmup_errors += 1;
@@ -370,7 +371,8 @@ impl Streaming {
         c.done = true;
     }
 
-    fn mismatch(&self, c: &mut Conn, t: &Times, out: &mut Out, offset: u64) {
+    fn mismatch(&self, c: &mut Conn, t: &Shared, out: &mut Out, offset: u64) {
+        let t = Times::now(t);
         let in_warmup = now_ns() < t.open;
         if in_warmup {
             out.warmup_invalid += 1;
@@ -390,7 +392,10 @@ impl Streaming {
 
     /// Chunks completed when a connection's count went from `before` to `after` bytes: ops
     /// and latencies when inside the window.
-    fn chunks(&self, c: &mut Conn, before: u64, after: u64, t: &Times, out: &mut Out) {
+    fn chunks(&self, c: &mut Conn, before: u64, after: u64, t: &Shared, out: &mut Out) {
+        // The edges as they are now: a loop may stay in one read or write call across the
+        // opening.
+        let t = Times::now(t);
         let now = now_ns();
         let w = self.write_bytes as u64;
         let k = after / w - before / w;
@@ -407,8 +412,11 @@ impl Streaming {
         }
     }
 
-    fn read(&self, c: &mut Conn, buf: &mut [u8], t: &Times, out: &mut Out) {
-        loop {
+    fn read(&self, c: &mut Conn, buf: &mut [u8], t: &Shared, out: &mut Out) {
+        // At most CALL_BYTES per call, so that the loop looks at the window's edges (a
+        // source faster than the client would otherwise keep it here).
+        let mut moved = 0;
+        while moved < CALL_BYTES {
             let n = match sys_read(c.sock.as_raw_fd(), buf) {
                 Ok(0) => {
                     let e = io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed");
@@ -436,16 +444,19 @@ impl Streaming {
             let before = c.rx;
             c.rx += n as u64;
             self.chunks(c, before, c.rx, t, out);
+            moved += n;
             if n < buf.len() {
                 return;
             }
         }
     }
 
-    fn write(&self, c: &mut Conn, src: &[u8], t: &Times, out: &mut Out) {
+    fn write(&self, c: &mut Conn, src: &[u8], t: &Shared, out: &mut Out) {
         let w = self.write_bytes as u64;
-        // Duplex: at most DUPLEX_WINDOW sent and not yet echoed.
-        loop {
+        // Duplex: at most DUPLEX_WINDOW sent and not yet echoed. At most CALL_BYTES per call
+        // (a sink faster than the client would otherwise keep the loop here).
+        let mut moved = 0u64;
+        while moved < CALL_BYTES as u64 {
             let mut left = w - c.tx % w;
             if self.direction == Direction::Duplex {
                 left = left.min(DUPLEX_WINDOW.saturating_sub(c.tx - c.rx));
@@ -458,6 +469,7 @@ impl Streaming {
                 Ok(n) => {
                     let before = c.tx;
                     c.tx += n as u64;
+                    moved += n as u64;
                     if self.direction == Direction::Up {
                         self.chunks(c, before, c.tx, t, out);
                     }
@@ -473,7 +485,7 @@ impl Streaming {
     }
 
     /// `Down`: keeps [`WINDOW_REQUESTS`] requests of `write_bytes` outstanding.
-    fn ask(&self, c: &mut Conn, t: &Times, out: &mut Out) {
+    fn ask(&self, c: &mut Conn, t: &Shared, out: &mut Out) {
         let w = self.write_bytes as u64;
         let mut reqs = [0u8; 4 * WINDOW_REQUESTS as usize];
         let mut n = 0;
