@@ -152,6 +152,50 @@ fn the_warm_up_lasts_until_every_connection_was_served_once() {
 }
 
 #[test]
+fn a_stream_warm_up_lasts_until_every_connection_got_its_first_bytes() {
+    // The stream driver shares the engine's warm-up: duplex connections accepted 150 ms apart
+    // get their first echoed bytes up to 600 ms after the start.
+    use ringside::load::stream::{Direction, Streaming};
+    let addr = serve(Mode::SlowAccept {
+        every: Duration::from_millis(150),
+    });
+    let mut c = cfg(addr, 5, 0.3);
+    c.warmup = Duration::from_millis(50);
+    let ex = Streaming {
+        direction: Direction::Duplex,
+        write_bytes: 4096,
+    };
+    let r = load::run(&c, &ex, &mut |_| {}).unwrap();
+    assert_eq!(r.unsettled_conns, 0, "{r:?}");
+    assert!(r.warmup_ns >= 550_000_000, "warm-up {} ns", r.warmup_ns);
+    assert!(r.window_ns >= 1_100_000_000, "window {} ns", r.window_ns);
+    assert_eq!((r.mismatches, r.errors()), (0, 0), "{r:?}");
+    assert_eq!(r.live_conns, 5);
+    assert!(r.msgs > 0);
+}
+
+#[test]
+fn a_stream_warm_up_that_never_settles_gives_up_at_the_message_timeout() {
+    use ringside::load::stream::{Direction, Streaming};
+    let addr = serve(Mode::Silent);
+    let mut c = cfg(addr, 3, 0.2);
+    c.warmup = Duration::from_millis(50);
+    c.msg_timeout = Duration::from_millis(300);
+    let ex = Streaming {
+        direction: Direction::Duplex,
+        write_bytes: 4096,
+    };
+    let r = load::run(&c, &ex, &mut |_| {}).unwrap();
+    assert_eq!(r.unsettled_conns, 3, "{r:?}");
+    assert!(
+        (300_000_000..2_000_000_000).contains(&r.warmup_ns),
+        "gave up at the message timeout: {} ns",
+        r.warmup_ns
+    );
+    assert_eq!(r.msgs, 0);
+}
+
+#[test]
 fn a_warm_up_that_never_settles_gives_up_at_the_message_timeout() {
     let addr = serve(Mode::Silent);
     let mut c = cfg(addr, 3, 0.2);

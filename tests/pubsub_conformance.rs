@@ -287,3 +287,51 @@ fn a_model_without_a_broker_is_refused() {
         "{err}"
     );
 }
+
+/// The load generator (`load::pubsub`) over three load threads: subscribers of both topics
+/// spread over the threads (the third thread has no publisher), every delivery verified per
+/// publisher sequence, the threads' counts and histograms added into one report, and the
+/// warm-up settled (every subscriber had its first delivery before the window opened).
+#[test]
+fn the_load_generator_spreads_subscribers_over_threads_and_verifies_every_delivery() {
+    use ringside::load::pubsub::Pubsub;
+    let srv = Server::start("epoll-et", "pubsub", &[], None);
+    let ex = Pubsub {
+        publishers: 2,
+        fanout: 10,
+        payload_bytes: 512,
+    };
+    let mut cfg = ringside::load::Config::new(srv.addr, ex.conns(), Duration::from_millis(500));
+    cfg.warmup = Duration::from_millis(100);
+    cfg.rate = Some(2000.0);
+    cfg.threads = 3;
+    let r = ringside::load::run(&cfg, &ex, &mut |_| {}).unwrap();
+    assert_eq!(r.threads, 3, "{r:?}");
+    assert_eq!(r.unverified(), None);
+    assert_eq!(r.errors(), 0, "{:?}", r.first_error);
+    assert_eq!(r.live_conns, 22, "every subscriber and publisher lived");
+    assert_eq!(
+        r.unsettled_conns, 0,
+        "every subscriber had its first delivery"
+    );
+    assert!(r.warmup_ns >= 100_000_000, "{}", r.warmup_ns);
+    assert!(r.msgs > 0);
+    assert_eq!(
+        r.latency.len(),
+        r.msgs,
+        "one latency per delivery, over every thread"
+    );
+    assert_eq!(r.bytes, r.msgs * 512);
+    assert_eq!(r.verified_bytes, r.bytes);
+    // No more deliveries than fan-out x the messages published by the window's end.
+    let published = 2000.0 * (r.warmup_ns + r.window_ns) as f64 / 1e9 + 2.0;
+    assert!(
+        r.msgs as f64 <= 10.0 * published,
+        "{} deliveries of {published} publishes",
+        r.msgs
+    );
+    let (st, c) = srv.stop();
+    assert!(st.success(), "{st}");
+    assert_eq!(counter(&c, "slow_disconnects"), 0, "{c}");
+    assert!(counter(&c, "delivered") >= r.msgs, "{c}");
+}

@@ -244,3 +244,33 @@ fn a_hundred_connections_of_one_mib_writes_verify_every_direction() {
         }
     }
 }
+
+/// Uploads into a sink that keeps up: a write never blocks, and a loop that stayed in one
+/// write call across the window's opening once counted nothing (the edges it judged by were
+/// read before the opening was known): the window's writes are counted on every run.
+#[test]
+fn an_upload_that_never_blocks_counts_its_window_every_time() {
+    use ringside::load::stream::{Direction, Streaming};
+    use ringside::load::{run, Config};
+    for id in ["epoll-et", "tokio"] {
+        if id == "tokio" && !peer_ready(PeerKind::Tokio) {
+            continue;
+        }
+        let srv = Server::start(id, "sink", &[], None);
+        for i in 0..6 {
+            let mut cfg = Config::new(srv.addr, 10, Duration::from_millis(300));
+            cfg.warmup = Duration::from_millis(100);
+            cfg.threads = 1;
+            let ex = Streaming {
+                direction: Direction::Up,
+                write_bytes: 64 << 10,
+            };
+            let r = run(&cfg, &ex, &mut |_| {}).unwrap();
+            assert_eq!(r.unverified(), None, "{id} run {i}");
+            assert!(r.msgs > 0 && r.bytes > 0, "{id} run {i}: {r:?}");
+            assert!(r.verified_bytes >= r.bytes, "{id} run {i}");
+        }
+        let (status, _) = srv.stop();
+        assert!(status.success(), "{id}: {status}");
+    }
+}

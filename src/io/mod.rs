@@ -157,12 +157,6 @@ pub fn serve<P: Protocol>(
 pub fn pubsub_refusal(m: &ModelSpec) -> Option<&'static str> {
     match &m.knobs {
         Knobs::Blocking(Threading::PerConnection) | Knobs::Epoll(_) => None,
-        // Not yet: with SEND_ZC a healthy subscriber was disconnected in the slow-subscriber
-        // conformance (its taken queue is the kernel's until the notification).
-        Knobs::Uring(k) if k.zc_send => Some(
-            "its SEND_ZC broker does not pass conformance yet (a healthy subscriber \
-             overflowed while its zero-copy send awaited its notification)",
-        ),
         // The rows that cannot set up (zero-copy receive here) say why when they start.
         Knobs::Uring(_) if serves_tcp(m) => None,
         Knobs::Peer(p) if p.in_process() => None,

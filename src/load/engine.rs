@@ -34,22 +34,113 @@ const STOP_POLL: Duration = Duration::from_millis(20);
 /// often a loop that does not know it yet looks (so that every loop knows it beforehand and
 /// reads its CPU clock at the opening).
 const OPEN_MARGIN_NS: u64 = 10_000_000;
-const WARM_TICK_NS: u64 = OPEN_MARGIN_NS / 2;
+pub(super) const WARM_TICK_NS: u64 = OPEN_MARGIN_NS / 2;
 /// How often the coordinator looks whether the warm-up has settled, once it is due.
 const SETTLE_POLL: Duration = Duration::from_millis(1);
 
 /// Times every thread shares, set by the coordinating thread: the start once all have
-/// connected, the window's edges once the warm-up has settled (`u64::MAX` until then).
-struct Shared {
-    barrier: Barrier,
-    t_start: AtomicU64,
+/// connected, the window's edges once the warm-up has settled (`u64::MAX` until then). The
+/// message engine, the pubsub driver and the stream driver share it and [`coordinate`]: their
+/// loops pass [`Shared::barrier`] twice (connected; then the start is known), count what
+/// they await in [`Shared::unanswered`], and read the edges ([`Shared::edges`]) as they judge.
+pub(super) struct Shared {
+    pub(super) barrier: Barrier,
+    pub(super) t_start: AtomicU64,
     t_open: AtomicU64,
     t_close: AtomicU64,
     /// When the run was stopped early (`u64::MAX`: it was not): the window closes there.
     stop_at: AtomicU64,
-    /// Live connections whose first message was sent and not yet answered: the warm-up ends
-    /// only when this is 0 (every connection served once), or at the message timeout.
-    unanswered: AtomicU64,
+    /// Live connections whose first message was sent and not yet answered (pubsub: live
+    /// subscribers without their first delivery; a stream: connections without their first
+    /// bytes): the warm-up ends only when this is 0 (every connection served once), or at
+    /// the message timeout.
+    pub(super) unanswered: AtomicU64,
+}
+
+impl Shared {
+    /// For `threads` loops and the coordinating thread.
+    pub(super) fn new(threads: usize) -> Shared {
+        Shared {
+            barrier: Barrier::new(threads + 1),
+            t_start: AtomicU64::new(0),
+            t_open: AtomicU64::new(u64::MAX),
+            t_close: AtomicU64::new(u64::MAX),
+            stop_at: AtomicU64::new(u64::MAX),
+            unanswered: AtomicU64::new(0),
+        }
+    }
+
+    /// The window's edges as known now: (opening, closing), the closing brought forward by a
+    /// stop; both `u64::MAX` in the warm-up until the coordinator sets them.
+    pub(super) fn edges(&self) -> (u64, u64) {
+        let close = self.t_close.load(Ordering::Acquire);
+        let open = self.t_open.load(Ordering::Acquire);
+        (open, close.min(self.stop_at.load(Ordering::Relaxed)))
+    }
+}
+
+/// What [`coordinate`] decided: whether the run was stopped early, the warm-up it took (ns)
+/// and the connections still unanswered when it gave up (0: settled).
+pub(super) struct Coordinated {
+    pub(super) interrupted: bool,
+    pub(super) warmup_ns: u64,
+    pub(super) unsettled: u64,
+}
+
+impl Coordinated {
+    /// The report's window (opening to closing, or to the stop), ns.
+    pub(super) fn window_ns(shared: &Shared) -> u64 {
+        let (open, close) = shared.edges();
+        close.saturating_sub(open)
+    }
+}
+
+/// The coordinating thread's part of a run, after it started the loops: waits for them to
+/// connect (first barrier), sets the start (second barrier), settles the warm-up
+/// ([`settle_warmup`]), sets the window's edges ([`window_for`]) and calls `edge` at the
+/// opening and the closing; a stop ends the window where it was seen.
+pub(super) fn coordinate(cfg: &Config, shared: &Shared, edge: &mut dyn FnMut(Edge)) -> Coordinated {
+    let mut out = Coordinated {
+        interrupted: false,
+        warmup_ns: 0,
+        unsettled: 0,
+    };
+    shared.barrier.wait(); // every thread has connected (or given up)
+    let t_start = now_ns();
+    shared.t_start.store(t_start, Ordering::SeqCst);
+    // No warm-up asked: the window opens at the start, known to every loop beforehand.
+    let no_warmup = cfg.warmup.is_zero();
+    if no_warmup {
+        let t_close = t_start + cfg.duration.as_nanos() as u64;
+        shared.t_close.store(t_close, Ordering::SeqCst);
+        shared.t_open.store(t_start, Ordering::SeqCst);
+    }
+    shared.barrier.wait();
+    let settled = if no_warmup {
+        Some((t_start, 0, t_start))
+    } else {
+        settle_warmup(cfg, shared, t_start)
+    };
+    if let Some((t_open, left, at)) = settled.filter(|_| !no_warmup) {
+        let window = window_for(cfg, at - t_start);
+        // t_close first: a loop that sees the opening sees the closing too.
+        shared.t_close.store(t_open + window, Ordering::SeqCst);
+        shared.t_open.store(t_open, Ordering::SeqCst);
+        (out.warmup_ns, out.unsettled) = (t_open - t_start, left);
+    }
+    let opened = settled
+        .is_some_and(|(t_open, _, _)| !stop_requested(cfg.stop) && wait_until(t_open, cfg.stop));
+    if opened {
+        edge(Edge::Open);
+    }
+    if !opened || !wait_until(shared.t_close.load(Ordering::SeqCst), cfg.stop) {
+        out.interrupted = true;
+        shared.stop_at.store(now_ns(), Ordering::SeqCst);
+    }
+    if opened {
+        edge(Edge::Close);
+    }
+    out
 }
 
 /// The measured window, ns: `cfg.duration`, or, when serving every connection once took
@@ -114,16 +205,8 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
     }
     crate::io::sys::raise_nofile(cfg.conns as u64 + 64)?;
     let threads = cfg.threads.min(cfg.conns);
-    let shared = Shared {
-        barrier: Barrier::new(threads + 1),
-        t_start: AtomicU64::new(0),
-        t_open: AtomicU64::new(u64::MAX),
-        t_close: AtomicU64::new(u64::MAX),
-        stop_at: AtomicU64::new(u64::MAX),
-        unanswered: AtomicU64::new(0),
-    };
-    let mut interrupted = false;
-    let mut warmup = (0u64, 0u64);
+    let shared = Shared::new(threads);
+    let mut coord = None;
     let parts: Vec<ThreadOut> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
@@ -137,55 +220,17 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
                     .expect("spawn load thread")
             })
             .collect();
-        shared.barrier.wait(); // every thread has connected (or given up)
-        let t_start = now_ns();
-        shared.t_start.store(t_start, Ordering::SeqCst);
-        // No warm-up asked: the window opens at the start, known to every loop beforehand.
-        let no_warmup = cfg.warmup.is_zero();
-        if no_warmup {
-            let t_close = t_start + cfg.duration.as_nanos() as u64;
-            shared.t_close.store(t_close, Ordering::SeqCst);
-            shared.t_open.store(t_start, Ordering::SeqCst);
-        }
-        shared.barrier.wait();
-        let settled = if no_warmup {
-            Some((t_start, 0, t_start))
-        } else {
-            settle_warmup(cfg, &shared, t_start)
-        };
-        if let Some((t_open, left, at)) = settled.filter(|_| !no_warmup) {
-            let window = window_for(cfg, at - t_start);
-            // t_close first: a loop that sees the opening sees the closing too.
-            shared.t_close.store(t_open + window, Ordering::SeqCst);
-            shared.t_open.store(t_open, Ordering::SeqCst);
-            warmup = (t_open - t_start, left);
-        }
-        let opened = settled.is_some_and(|(t_open, _, _)| {
-            !stop_requested(cfg.stop) && wait_until(t_open, cfg.stop)
-        });
-        if opened {
-            edge(Edge::Open);
-        }
-        if !opened || !wait_until(shared.t_close.load(Ordering::SeqCst), cfg.stop) {
-            interrupted = true;
-            shared.stop_at.store(now_ns(), Ordering::SeqCst);
-        }
-        if opened {
-            edge(Edge::Close);
-        }
+        coord = Some(coordinate(cfg, &shared, edge));
         handles
             .into_iter()
             .map(|h| h.join().expect("load thread panicked"))
             .collect()
     });
-    let t_open = shared.t_open.load(Ordering::SeqCst);
-    let t_close = shared
-        .t_close
-        .load(Ordering::SeqCst)
-        .min(shared.stop_at.load(Ordering::SeqCst));
-    let window_ns = t_close.saturating_sub(t_open);
-    let mut r = Report::empty(cfg, threads, cfg.rate, window_ns, interrupted);
-    (r.warmup_ns, r.unsettled_conns) = warmup;
+    let coord = coord.expect("coordinated");
+    let (_, t_close) = shared.edges();
+    let window_ns = Coordinated::window_ns(&shared);
+    let mut r = Report::empty(cfg, threads, cfg.rate, window_ns, coord.interrupted);
+    (r.warmup_ns, r.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
     let mut max_thread = 0u64;
     let mut first_error: Option<(u64, String)> = None;
     let mut first_mismatch: Option<(u64, Mismatch)> = None;
@@ -236,7 +281,7 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
 
 /// Sleeps until `t`; with a stop flag, in slices of [`STOP_POLL`], returning false as soon as
 /// the flag is set (true: `t` was reached).
-fn wait_until(t: u64, stop: Option<&AtomicBool>) -> bool {
+pub(super) fn wait_until(t: u64, stop: Option<&AtomicBool>) -> bool {
     loop {
         if stop_requested(stop) {
             return false;

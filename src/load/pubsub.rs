@@ -7,13 +7,23 @@
 //! CLOCK_MONOTONIC). A subscriber that does not verify, or that the broker disconnects (its
 //! queue overflowed), fails the run ([`Report::unverified`] / `live_conns`).
 //!
-//! One thread, pinned to the first load CPU, runs every connection: a level-triggered epoll
-//! loop over the subscribers, woken by `epoll_pwait2` at the next publish's due time (no busy
-//! loop). A publisher whose socket is full keeps at most [`PUB_BOUND`] bytes pending; later
-//! messages wait (they are late, not lost). Subscriptions are made live before the warm-up by
-//! a handshake: each subscriber publishes one empty message on its topic from its own
-//! connection and waits for it to come back.
+//! The subscribers are spread over the load threads the CPU plan gives the load side
+//! ([`Config::threads`], pinned to [`Config::cpus`] round-robin, as the message engine's): thread
+//! t of T takes the t-th contiguous share of the subscribers and publishers t, t+T, ..., so the
+//! total publish rate is split by publisher and each schedule stays open loop. Each thread
+//! verifies its own subscribers' deliveries and keeps its own counts and histogram; the run's
+//! report adds them ([`Part::add_to`]: counts summed, histograms added), and headroom is judged
+//! per thread (`max_thread_fraction`, as in the engine). Each thread is a level-triggered
+//! epoll loop over its subscribers, woken by `epoll_pwait2` at its next publish's due time
+//! (no busy loop). A publisher whose socket is full keeps at most [`PUB_BOUND`] bytes
+//! pending; later messages wait (they are late, not lost). Subscriptions are made live before
+//! the start by a handshake: each subscriber publishes one empty message on its topic from
+//! its own connection and waits for it to come back. The warm-up is the engine's
+//! ([`super::engine::coordinate`]): at least [`Config::warmup`], and until every live
+//! subscriber has had its first delivery, at most the message timeout
+//! (`unsettled_conns` then counts those still waiting).
 
+use super::engine::{coordinate, Coordinated, Shared, WARM_TICK_NS};
 use super::{Config, Edge, Exchange, Mismatch, Report, Response};
 use crate::measure::clock::now_ns;
 use crate::measure::{cpu, pin, Hist};
@@ -54,6 +64,46 @@ struct Sub {
     dec: Decoder,
     check: SeqCheck,
     done: bool,
+    /// Counted in [`Shared::unanswered`]: no delivery of a publisher yet.
+    waiting: bool,
+}
+
+/// One load thread's figures, added into the run's report by [`Part::add_to`].
+#[derive(Default)]
+struct Part {
+    msgs: u64,
+    bytes: u64,
+    connect_errors: u64,
+    resets: u64,
+    mismatches: u64,
+    warmup_errors: u64,
+    live: u64,
+    cpu_ns: u64,
+    first_error: Option<String>,
+    first_mismatch: Option<Mismatch>,
+    latency: Hist,
+}
+
+impl Part {
+    /// Adds this thread's figures to `r` (counts summed, histogram added, the first error
+    /// and mismatch kept) and returns its CPU, for the busiest thread's fraction.
+    fn add_to(self, r: &mut Report) -> u64 {
+        r.msgs += self.msgs;
+        r.bytes += self.bytes;
+        r.rx_bytes += self.bytes;
+        r.verified_bytes += self.bytes;
+        r.connect_errors += self.connect_errors;
+        r.resets += self.resets;
+        r.read_errors += self.resets;
+        r.mismatches += self.mismatches;
+        r.warmup_errors += self.warmup_errors;
+        r.live_conns += self.live;
+        r.cpu_ns += self.cpu_ns;
+        r.latency.merge(&self.latency);
+        r.first_error = r.first_error.take().or(self.first_error);
+        r.first_mismatch = r.first_mismatch.or(self.first_mismatch);
+        self.cpu_ns
+    }
 }
 
 struct Publisher {
@@ -79,9 +129,16 @@ impl Pubsub {
         let rate = cfg.rate.filter(|r| *r > 0.0).ok_or_else(|| {
             bad_input("pubsub runs open loop: a total publish rate is required".into())
         })?;
-        if self.publishers == 0 || self.fanout == 0 || self.payload_bytes + PUB_HEADER > MAX_FRAME {
+        let subs = self.publishers as u64 * self.fanout as u64;
+        if self.publishers == 0
+            || self.fanout == 0
+            || subs > u64::from(u32::MAX - HANDSHAKE)
+            || self.payload_bytes + PUB_HEADER > MAX_FRAME
+        {
             return Err(bad_input(format!(
-                "publishers and fanout must be >= 1 and payload_bytes <= {} (given {}, {}, {})",
+                "publishers and fanout must be >= 1 with at most {} subscribers in all, and \
+                 payload_bytes <= {} (given {}, {}, {})",
+                u32::MAX - HANDSHAKE,
                 MAX_FRAME - PUB_HEADER,
                 self.publishers,
                 self.fanout,
@@ -89,39 +146,95 @@ impl Pubsub {
             )));
         }
         crate::io::sys::raise_nofile(self.conns() as u64 + 64)?;
-        if let Some(&c) = cfg.cpus.first() {
+        let threads = cfg.threads.clamp(1, subs as usize);
+        let shared = Shared::new(threads);
+        let mut coord = None;
+        let parts: Vec<io::Result<Part>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let cpu = (!cfg.cpus.is_empty()).then(|| cfg.cpus[t % cfg.cpus.len()]);
+                    let shared = &shared;
+                    std::thread::Builder::new()
+                        .name(format!("pubsub-{t}"))
+                        .spawn_scoped(s, move || {
+                            let mut synced = false;
+                            let res =
+                                self.worker(cfg, shared, (t, threads), cpu, rate, &mut synced);
+                            if !synced {
+                                // An early error still passes both barriers.
+                                shared.barrier.wait();
+                                shared.barrier.wait();
+                            }
+                            res
+                        })
+                        .expect("spawn load thread")
+                })
+                .collect();
+            coord = Some(coordinate(cfg, &shared, edge));
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("load thread panicked"))
+                .collect()
+        });
+        let coord = coord.expect("coordinated");
+        let window_ns = Coordinated::window_ns(&shared);
+        let mut r = Report::empty(cfg, threads, Some(rate), window_ns, coord.interrupted);
+        (r.warmup_ns, r.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
+        r.conns_requested = self.conns();
+        let mut max_thread = 0;
+        for p in parts {
+            max_thread = max_thread.max(p?.add_to(&mut r));
+        }
+        r.settle_cpu(max_thread);
+        Ok(r)
+    }
+
+    /// Load thread `t` of `threads`: connects its share, passes the barriers, then publishes
+    /// and verifies until the window closes.
+    fn worker(
+        &self,
+        cfg: &Config,
+        shared: &Shared,
+        (t, threads): (usize, usize),
+        cpu: Option<u32>,
+        rate: f64,
+        synced: &mut bool,
+    ) -> io::Result<Part> {
+        if let Some(c) = cpu {
             let _ = pin::pin_this_thread(c);
         }
-        let mut first_error: Option<String> = None;
-        let mut connect_errors = 0u64;
+        let mut part = Part::default();
         let connect = || -> io::Result<TcpStream> {
             let s = TcpStream::connect_timeout(&cfg.target, cfg.connect_timeout)?;
             s.set_nodelay(true)?;
             s.set_read_timeout(Some(cfg.connect_timeout))?;
             Ok(s)
         };
-        // Subscribers, each made live by its handshake.
+        // This thread's share of the subscribers (subscriber i is on topic i / fanout), each
+        // made live by its handshake.
+        let n = self.publishers as usize * self.fanout as usize;
         let mut subs = Vec::new();
-        for p in 0..self.publishers {
-            for k in 0..self.fanout {
-                let id = p * self.fanout + k;
-                match connect().and_then(|s| handshake(s, p, id)) {
-                    Ok((sock, dec, check)) => subs.push(Sub {
-                        sock,
-                        id,
-                        dec,
-                        check,
-                        done: false,
-                    }),
-                    Err(e) => {
-                        connect_errors += 1;
-                        first_error.get_or_insert_with(|| format!("subscriber {id}: {e}"));
-                    }
+        for i in n * t / threads..n * (t + 1) / threads {
+            let (id, topic) = (i as u32, (i / self.fanout as usize) as u32);
+            match connect().and_then(|s| handshake(s, topic, id)) {
+                Ok((sock, dec, check)) => subs.push(Sub {
+                    sock,
+                    id,
+                    dec,
+                    check,
+                    done: false,
+                    waiting: true,
+                }),
+                Err(e) => {
+                    part.connect_errors += 1;
+                    part.first_error
+                        .get_or_insert_with(|| format!("subscriber {id}: {e}"));
                 }
             }
         }
         let mut pubs = Vec::new();
-        for p in 0..self.publishers {
+        for p in (t..self.publishers as usize).step_by(threads) {
+            let p = p as u32;
             match connect().and_then(|s| s.set_nonblocking(true).map(|()| s)) {
                 Ok(sock) => pubs.push(Publisher {
                     sock,
@@ -131,8 +244,9 @@ impl Pubsub {
                     at: 0,
                 }),
                 Err(e) => {
-                    connect_errors += 1;
-                    first_error.get_or_insert_with(|| format!("publisher {p}: {e}"));
+                    part.connect_errors += 1;
+                    part.first_error
+                        .get_or_insert_with(|| format!("publisher {p}: {e}"));
                 }
             }
         }
@@ -146,9 +260,19 @@ impl Pubsub {
                 i as u64,
             )?;
         }
-        let start = now_ns();
-        let open = start + cfg.warmup.as_nanos() as u64;
-        let close = open + cfg.duration.as_nanos() as u64;
+        // The warm-up waits for every live subscriber's first delivery.
+        shared
+            .unanswered
+            .fetch_add(subs.len() as u64, Ordering::SeqCst);
+        let answered = |s: &mut Sub| {
+            if std::mem::take(&mut s.waiting) {
+                shared.unanswered.fetch_sub(1, Ordering::SeqCst);
+            }
+        };
+        shared.barrier.wait();
+        shared.barrier.wait();
+        *synced = true;
+        let start = shared.t_start.load(Ordering::SeqCst);
         // Publisher p's message k is due at start + (k * P + p) / rate.
         let step_ns = 1e9 / rate;
         let n_pub = self.publishers as f64;
@@ -156,27 +280,23 @@ impl Pubsub {
         let mut payload = Vec::new();
         let mut buf = vec![0u8; 256 << 10];
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
-        let (mut ops, mut bytes, mut mismatches, mut resets, mut warmup_errors) = (0, 0, 0, 0, 0);
-        let mut first_mismatch = None;
-        let mut latency = Hist::new();
-        let (mut opened, mut cpu0, mut interrupted) = (false, 0u64, false);
-        let stop = || cfg.stop.is_some_and(|s| s.load(Ordering::SeqCst));
+        let mut cpu0 = None;
         loop {
-            let now = now_ns();
-            if !opened && now >= open {
-                opened = true;
-                edge(Edge::Open);
-                cpu0 = cpu::this_thread_ns();
+            let (open, close) = shared.edges();
+            let mut now = now_ns();
+            if cpu0.is_none() && now >= open {
+                cpu0 = Some(cpu::this_thread_ns());
+                now = now_ns();
             }
             if now >= close {
                 break;
             }
-            if stop() {
-                interrupted = true;
-                break;
-            }
             // Publish what is due, within each publisher's bound.
-            let mut next = close;
+            let mut next = close.min(now + 10_000_000);
+            if cpu0.is_none() {
+                // Until the coordinator has set the opening, look for it every WARM_TICK_NS.
+                next = next.min(open).min(now + WARM_TICK_NS);
+            }
             for p in pubs.iter_mut() {
                 loop {
                     let d = due(p.id, p.seq);
@@ -211,7 +331,7 @@ impl Pubsub {
                     }
                 }
             }
-            let wait = next.saturating_sub(now_ns()).min(10_000_000);
+            let wait = next.saturating_sub(now_ns());
             let ts = libc::timespec {
                 tv_sec: 0,
                 tv_nsec: wait as i64,
@@ -227,6 +347,8 @@ impl Pubsub {
                 )
             };
             let n = if r < 0 { 0 } else { r as usize };
+            // The edges again: the coordinator may have set them during the wait.
+            let (open, close) = shared.edges();
             for ev in &events[..n] {
                 let s = &mut subs[ev.u64 as usize];
                 if s.done {
@@ -245,12 +367,14 @@ impl Pubsub {
                     Ok(n) => n,
                     Err(e) => {
                         if now_ns() < open {
-                            warmup_errors += 1;
+                            part.warmup_errors += 1;
                         } else {
-                            resets += 1;
+                            part.resets += 1;
                         }
-                        first_error.get_or_insert_with(|| format!("subscriber {}: {e}", s.id));
+                        part.first_error
+                            .get_or_insert_with(|| format!("subscriber {}: {e}", s.id));
                         s.done = true;
+                        answered(s);
                         ep.ctl(libc::EPOLL_CTL_DEL, s.sock.as_raw_fd(), 0, 0)?;
                         continue;
                     }
@@ -259,6 +383,9 @@ impl Pubsub {
                 let in_window = t >= open && t < close;
                 let (check, len, id) = (&mut s.check, self.payload_bytes, s.id);
                 let mut bad = None;
+                let mut delivered = false;
+                let (ops, bytes, latency) = (&mut part.msgs, &mut part.bytes, &mut part.latency);
+                let first_mismatch = &mut part.first_mismatch;
                 let fed = s.dec.feed(&buf[..n], |f| {
                     let Frame::Msg { msg, .. } = f else {
                         bad.get_or_insert(format!("subscriber {id} got a non-MSG frame"));
@@ -275,49 +402,33 @@ impl Pubsub {
                         });
                         return;
                     }
-                    if in_window && msg.publisher < HANDSHAKE {
-                        ops += 1;
-                        bytes += len as u64;
-                        latency.record(t.saturating_sub(msg.ts_ns));
+                    if msg.publisher < HANDSHAKE {
+                        delivered = true;
+                        if in_window {
+                            *ops += 1;
+                            *bytes += len as u64;
+                            latency.record(t.saturating_sub(msg.ts_ns));
+                        }
                     }
                 });
                 if let Err(e) = fed {
                     bad.get_or_insert(format!("subscriber {id}: {e}"));
                 }
+                if delivered {
+                    answered(s);
+                }
                 if let Some(why) = bad {
-                    mismatches += 1;
-                    first_error.get_or_insert(why);
+                    part.mismatches += 1;
+                    part.first_error.get_or_insert(why);
                     s.done = true;
+                    answered(s);
                     ep.ctl(libc::EPOLL_CTL_DEL, s.sock.as_raw_fd(), 0, 0)?;
                 }
             }
         }
-        let end = now_ns().min(close);
-        let cpu_ns = if opened {
-            edge(Edge::Close);
-            cpu::this_thread_ns().saturating_sub(cpu0)
-        } else {
-            0
-        };
-        let window_ns = if opened { end.saturating_sub(open) } else { 0 };
-        let mut r = Report::empty(cfg, 1, Some(rate), window_ns, interrupted);
-        r.conns_requested = self.conns();
-        r.msgs = ops;
-        r.bytes = bytes;
-        r.rx_bytes = bytes;
-        r.verified_bytes = bytes;
-        r.connect_errors = connect_errors;
-        r.resets = resets;
-        r.read_errors = resets;
-        r.mismatches = mismatches;
-        r.first_mismatch = first_mismatch;
-        r.warmup_errors = warmup_errors;
-        r.live_conns = (subs.iter().filter(|s| !s.done).count() + pubs.len()) as u64;
-        r.first_error = first_error;
-        r.latency = latency;
-        r.cpu_ns = cpu_ns;
-        r.settle_cpu(cpu_ns);
-        Ok(r)
+        part.cpu_ns = cpu0.map_or(0, |c0| cpu::this_thread_ns().saturating_sub(c0));
+        part.live = (subs.iter().filter(|s| !s.done).count() + pubs.len()) as u64;
+        Ok(part)
     }
 }
 
@@ -361,4 +472,45 @@ fn handshake(mut s: TcpStream, topic: u32, id: u32) -> io::Result<(TcpStream, De
         }
     }
     Ok((s, dec, check))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(msgs: u64, ns: u64, cpu_ns: u64, err: Option<&str>) -> Part {
+        let mut p = Part {
+            msgs,
+            bytes: msgs * 100,
+            live: 5,
+            cpu_ns,
+            first_error: err.map(String::from),
+            ..Part::default()
+        };
+        p.latency.record_n(ns, msgs);
+        p
+    }
+
+    #[test]
+    fn the_threads_parts_add_up_to_the_report() {
+        let cfg = Config::new("127.0.0.1:1".parse().unwrap(), 10, Duration::from_secs(1));
+        let mut r = Report::empty(&cfg, 2, Some(1000.0), 1_000_000_000, false);
+        let a = part(900, 10_000, 300_000_000, None);
+        let b = part(100, 1_000_000, 950_000_000, Some("subscriber 7: reset"));
+        let max = a.add_to(&mut r).max(b.add_to(&mut r));
+        r.settle_cpu(max);
+        assert_eq!(
+            (r.msgs, r.bytes, r.verified_bytes),
+            (1000, 100_000, 100_000)
+        );
+        assert_eq!(r.live_conns, 10);
+        assert_eq!(r.latency.len(), 1000, "histograms added, not averaged");
+        let p95 = r.latency.quantile(0.95);
+        assert!(p95.abs_diff(1_000_000) < 1_000, "{p95}");
+        assert_eq!(r.first_error.as_deref(), Some("subscriber 7: reset"));
+        // Headroom per thread: one thread at 95% of its CPU makes the run client-bound even
+        // though the two together used 62.5% of two CPUs.
+        assert!((r.cpu_fraction - 0.625).abs() < 1e-9, "{}", r.cpu_fraction);
+        assert!(r.client_bound);
+    }
 }

@@ -19,8 +19,12 @@
 //! the echoed bytes; each also crossed the other way). Latency is a chunk's time: since the
 //! previous chunk of its connection completed. Sent bytes are counted when `send` took them
 //! (a socket buffer's worth may still be in flight at the window's edge). Each thread runs
-//! ONE epoll loop over its share of the connections, pinned like the message engine's.
+//! ONE epoll loop over its share of the connections, pinned like the message engine's. The
+//! warm-up is the engine's ([`super::engine::coordinate`]): at least [`Config::warmup`], and
+//! until every live `Down` / `Duplex` connection has received its first bytes (an `Up`
+//! connection hears nothing before the end: none is awaited), at most the message timeout.
 
+use super::engine::{coordinate, Coordinated, Shared, WARM_TICK_NS};
 use super::{Config, Edge, Exchange, Mismatch, Report, Response};
 use crate::measure::clock::now_ns;
 use crate::measure::{cpu, pin, Hist};
@@ -28,8 +32,7 @@ use crate::proto::stream::{first_mismatch, read_trailer, PATTERN_PERIOD, TRAILER
 use std::io;
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Barrier;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Which way the bytes go.
@@ -64,6 +67,9 @@ pub const MAX_WRITE_BYTES: usize = crate::proto::stream::MAX_REQUEST as usize;
 /// and not how a server copes with a client that floods it without reading (the conformance
 /// tests do that); it is also the largest write of the suite.
 pub const DUPLEX_WINDOW: u64 = 1 << 20;
+/// The most bytes one read or write call moves on a connection before the loop looks at the
+/// window's edges again.
+const CALL_BYTES: usize = 4 << 20;
 /// How long the client waits for the `Up` trailers after the window.
 pub const TRAILER_WAIT: Duration = Duration::from_secs(3);
 
@@ -98,6 +104,8 @@ struct Conn {
     done: bool,
     /// Registered for EPOLLOUT (level-triggered: only while there is something to write).
     out_armed: bool,
+    /// Counted in [`Shared::unanswered`]: no bytes received yet (`Down`, `Duplex`).
+    waiting: bool,
 }
 
 #[derive(Default)]
@@ -121,9 +129,17 @@ struct Out {
     verified: u64,
 }
 
+/// The window's edges as a loop last read them ([`Shared::edges`]).
 struct Times {
     open: u64,
     close: u64,
+}
+
+impl Times {
+    fn now(shared: &Shared) -> Times {
+        let (open, close) = shared.edges();
+        Times { open, close }
+    }
 }
 
 impl Streaming {
@@ -142,50 +158,40 @@ impl Streaming {
         }
         crate::io::sys::raise_nofile(cfg.conns as u64 + 64)?;
         let threads = cfg.threads.min(cfg.conns);
-        let barrier = Barrier::new(threads + 1);
-        let stop_at = std::sync::atomic::AtomicU64::new(u64::MAX);
-        let times = std::sync::OnceLock::<Times>::new();
-        let mut interrupted = false;
+        let shared = Shared::new(threads);
+        let mut coord = None;
         let parts: Vec<io::Result<Out>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..threads)
                 .map(|t| {
                     let lo = cfg.conns * t / threads;
                     let hi = cfg.conns * (t + 1) / threads;
                     let cpu = (!cfg.cpus.is_empty()).then(|| cfg.cpus[t % cfg.cpus.len()]);
-                    let (barrier, times, stop_at) = (&barrier, &times, &stop_at);
+                    let shared = &shared;
                     std::thread::Builder::new()
                         .name(format!("stream-{t}"))
                         .spawn_scoped(s, move || {
-                            self.worker(cfg, lo..hi, cpu, barrier, times, stop_at)
+                            let mut synced = false;
+                            let res = self.worker(cfg, lo..hi, cpu, shared, &mut synced);
+                            if !synced {
+                                // An early error still passes both barriers.
+                                shared.barrier.wait();
+                                shared.barrier.wait();
+                            }
+                            res
                         })
                         .expect("spawn load thread")
                 })
                 .collect();
-            barrier.wait(); // connected
-            let open = now_ns() + cfg.warmup.as_nanos() as u64;
-            let close = open + cfg.duration.as_nanos() as u64;
-            let _ = times.set(Times { open, close });
-            barrier.wait();
-            let opened = wait_until(open, cfg.stop);
-            if opened {
-                edge(Edge::Open);
-            }
-            if !opened || !wait_until(close, cfg.stop) {
-                interrupted = true;
-                stop_at.store(now_ns(), Ordering::SeqCst);
-            }
-            if opened {
-                edge(Edge::Close);
-            }
+            coord = Some(coordinate(cfg, &shared, edge));
             handles
                 .into_iter()
                 .map(|h| h.join().expect("load thread panicked"))
                 .collect()
         });
-        let t = times.get().expect("times set before the threads ran");
-        let close = t.close.min(stop_at.load(Ordering::SeqCst));
-        let window_ns = close.saturating_sub(t.open);
-        let mut r = Report::empty(cfg, threads, None, window_ns, interrupted);
+        let coord = coord.expect("coordinated");
+        let window_ns = Coordinated::window_ns(&shared);
+        let mut r = Report::empty(cfg, threads, None, window_ns, coord.interrupted);
+        (r.warmup_ns, r.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
         let mut max_thread = 0u64;
         for p in parts {
             let p = p?;
@@ -218,9 +224,8 @@ impl Streaming {
         cfg: &Config,
         ids: std::ops::Range<usize>,
         cpu: Option<u32>,
-        barrier: &Barrier,
-        times: &std::sync::OnceLock<Times>,
-        stop_at: &std::sync::atomic::AtomicU64,
+        shared: &Shared,
+        synced: &mut bool,
     ) -> io::Result<Out> {
         if let Some(c) = cpu {
             let _ = pin::pin_this_thread(c);
@@ -241,6 +246,7 @@ impl Streaming {
                     trailer: Vec::new(),
                     done: false,
                     out_armed: false,
+                    waiting: self.direction != Direction::Up,
                 }),
                 Err(e) => {
                     out.connect_errors += 1;
@@ -249,15 +255,18 @@ impl Streaming {
                 }
             }
         }
-        barrier.wait();
-        barrier.wait();
-        let t = times.get().expect("set before the second barrier");
         let ep = Epoll::new()?;
         let want_out = self.direction != Direction::Down;
         for (i, c) in conns.iter_mut().enumerate() {
             ep.add(c.sock.as_raw_fd(), i as u64, want_out)?;
             c.out_armed = want_out;
         }
+        // The warm-up waits for every live connection's first bytes (`Down`, `Duplex`).
+        let awaited = conns.iter().filter(|c| c.waiting).count() as u64;
+        shared.unanswered.fetch_add(awaited, Ordering::SeqCst);
+        shared.barrier.wait();
+        shared.barrier.wait();
+        *synced = true;
         // The pattern from offset 0, long enough for a write starting anywhere in a period.
         let mut src = Vec::new();
         crate::proto::stream::fill_pattern(&mut src, 0, PATTERN_PERIOD + self.write_bytes);
@@ -267,38 +276,53 @@ impl Streaming {
         for c in conns.iter_mut() {
             c.last_chunk = start;
             if self.direction == Direction::Down {
-                self.ask(c, t, &mut out);
+                self.ask(c, shared, &mut out);
+            }
+            if c.done && std::mem::take(&mut c.waiting) {
+                shared.unanswered.fetch_sub(1, Ordering::SeqCst);
             }
         }
         let mut cpu0 = None;
         loop {
+            let t = Times::now(shared);
             let now = now_ns();
             if cpu0.is_none() && now >= t.open {
                 cpu0 = Some(cpu::this_thread_ns());
             }
-            if now >= t.close.min(stop_at.load(Ordering::SeqCst)) {
+            if now >= t.close {
                 break;
             }
             if conns.iter().all(|c| c.done) {
                 std::thread::sleep(Duration::from_millis(1));
                 continue;
             }
-            let n = ep.wait(&mut events, 10)?;
+            // Until the opening is known and reached, look for it every WARM_TICK_NS (the
+            // last part of a millisecond before it is polled).
+            let timeout_ms = match cpu0 {
+                None => (t.open.saturating_sub(now).min(WARM_TICK_NS) / 1_000_000) as i32,
+                Some(_) => 10,
+            };
+            let n = ep.wait(&mut events, timeout_ms)?;
             for ev in &events[..n] {
                 let c = &mut conns[ev.u64 as usize];
                 if c.done {
                     continue;
                 }
+                let rx = c.rx;
                 let readable =
                     ev.events & (libc::EPOLLIN | libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0;
                 if readable {
-                    self.read(c, &mut rbuf, t, &mut out);
+                    self.read(c, &mut rbuf, shared, &mut out);
                 }
                 if !c.done && ev.events & libc::EPOLLOUT as u32 != 0 {
-                    self.write(c, &src, t, &mut out);
+                    self.write(c, &src, shared, &mut out);
                 }
                 if !c.done && self.direction == Direction::Down {
-                    self.ask(c, t, &mut out);
+                    self.ask(c, shared, &mut out);
+                }
+                if c.waiting && (c.done || c.rx > rx) {
+                    c.waiting = false;
+                    shared.unanswered.fetch_sub(1, Ordering::SeqCst);
                 }
                 if c.done {
                     ep.del(c.sock.as_raw_fd());
@@ -324,7 +348,8 @@ impl Streaming {
     }
 
     /// Counts an error on `c` (in the window or the warm-up) and retires it.
-    fn fail(&self, c: &mut Conn, t: &Times, out: &mut Out, e: &io::Error, reading: bool) {
+    fn fail(&self, c: &mut Conn, t: &Shared, out: &mut Out, e: &io::Error, reading: bool) {
+        let t = Times::now(t);
         let now = now_ns();
         if now < t.open {
             out.warmup_errors += 1;
@@ -346,7 +371,8 @@ impl Streaming {
         c.done = true;
     }
 
-    fn mismatch(&self, c: &mut Conn, t: &Times, out: &mut Out, offset: u64) {
+    fn mismatch(&self, c: &mut Conn, t: &Shared, out: &mut Out, offset: u64) {
+        let t = Times::now(t);
         let in_warmup = now_ns() < t.open;
         if in_warmup {
             out.warmup_invalid += 1;
@@ -366,7 +392,10 @@ impl Streaming {
 
     /// Chunks completed when a connection's count went from `before` to `after` bytes: ops
     /// and latencies when inside the window.
-    fn chunks(&self, c: &mut Conn, before: u64, after: u64, t: &Times, out: &mut Out) {
+    fn chunks(&self, c: &mut Conn, before: u64, after: u64, t: &Shared, out: &mut Out) {
+        // The edges as they are now: a loop may stay in one read or write call across the
+        // opening.
+        let t = Times::now(t);
         let now = now_ns();
         let w = self.write_bytes as u64;
         let k = after / w - before / w;
@@ -383,8 +412,11 @@ impl Streaming {
         }
     }
 
-    fn read(&self, c: &mut Conn, buf: &mut [u8], t: &Times, out: &mut Out) {
-        loop {
+    fn read(&self, c: &mut Conn, buf: &mut [u8], t: &Shared, out: &mut Out) {
+        // At most CALL_BYTES per call, so that the loop looks at the window's edges (a
+        // source faster than the client would otherwise keep it here).
+        let mut moved = 0;
+        while moved < CALL_BYTES {
             let n = match sys_read(c.sock.as_raw_fd(), buf) {
                 Ok(0) => {
                     let e = io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed");
@@ -412,16 +444,19 @@ impl Streaming {
             let before = c.rx;
             c.rx += n as u64;
             self.chunks(c, before, c.rx, t, out);
+            moved += n;
             if n < buf.len() {
                 return;
             }
         }
     }
 
-    fn write(&self, c: &mut Conn, src: &[u8], t: &Times, out: &mut Out) {
+    fn write(&self, c: &mut Conn, src: &[u8], t: &Shared, out: &mut Out) {
         let w = self.write_bytes as u64;
-        // Duplex: at most DUPLEX_WINDOW sent and not yet echoed.
-        loop {
+        // Duplex: at most DUPLEX_WINDOW sent and not yet echoed. At most CALL_BYTES per call
+        // (a sink faster than the client would otherwise keep the loop here).
+        let mut moved = 0u64;
+        while moved < CALL_BYTES as u64 {
             let mut left = w - c.tx % w;
             if self.direction == Direction::Duplex {
                 left = left.min(DUPLEX_WINDOW.saturating_sub(c.tx - c.rx));
@@ -434,6 +469,7 @@ impl Streaming {
                 Ok(n) => {
                     let before = c.tx;
                     c.tx += n as u64;
+                    moved += n as u64;
                     if self.direction == Direction::Up {
                         self.chunks(c, before, c.tx, t, out);
                     }
@@ -449,7 +485,7 @@ impl Streaming {
     }
 
     /// `Down`: keeps [`WINDOW_REQUESTS`] requests of `write_bytes` outstanding.
-    fn ask(&self, c: &mut Conn, t: &Times, out: &mut Out) {
+    fn ask(&self, c: &mut Conn, t: &Shared, out: &mut Out) {
         let w = self.write_bytes as u64;
         let mut reqs = [0u8; 4 * WINDOW_REQUESTS as usize];
         let mut n = 0;
@@ -558,19 +594,6 @@ impl Streaming {
             });
         }
         Ok(())
-    }
-}
-
-fn wait_until(t: u64, stop: Option<&AtomicBool>) -> bool {
-    loop {
-        if stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
-            return false;
-        }
-        let now = now_ns();
-        if now >= t {
-            return true;
-        }
-        std::thread::sleep(Duration::from_nanos(t - now).min(super::STOP_WITHIN));
     }
 }
 

@@ -47,6 +47,9 @@ impl Op {
     }
 }
 
+/// The op byte's low nibble holds the op; its high nibble a send's tag ([`UserData::tag_of`]).
+const OP_MASK: u8 = 0x0F;
+
 /// Generations wrap at 2^24.
 pub const GEN_MASK: u32 = (1 << 24) - 1;
 
@@ -77,11 +80,25 @@ impl UserData {
         ((self.op as u64) << 56) | (((self.gen & GEN_MASK) as u64) << 32) | self.idx as u64
     }
 
+    /// With a 4-bit `tag` in the op byte's high nibble (the ops fit in its low one): the
+    /// broker's SEND_ZC sends carry one each, so that a notification CQE (same user_data as
+    /// its send) names the send whose buffer it frees. Tag 0 is [`UserData::encode`].
+    #[inline]
+    pub fn encode_tagged(self, tag: u8) -> u64 {
+        self.encode() | (u64::from(tag & OP_MASK) << 60)
+    }
+
+    /// The tag [`UserData::encode_tagged`] put in `v` (0 for an untagged value).
+    #[inline]
+    pub fn tag_of(v: u64) -> u8 {
+        (v >> 60) as u8
+    }
+
     /// `None` for a value no server SQE carries.
     #[inline]
     pub fn decode(v: u64) -> Option<UserData> {
         Some(UserData {
-            op: Op::from_u8((v >> 56) as u8)?,
+            op: Op::from_u8(((v >> 56) as u8) & OP_MASK)?,
             gen: ((v >> 32) as u32) & GEN_MASK,
             idx: v as u32,
         })
@@ -112,6 +129,15 @@ mod tests {
                 }
             }
         }
+        for tag in [0, 1, 15] {
+            let u = UserData::new(Op::Send, 7, GEN_MASK);
+            let v = u.encode_tagged(tag);
+            assert_eq!((UserData::decode(v), UserData::tag_of(v)), (Some(u), tag));
+        }
+        assert_eq!(
+            UserData::new(Op::Send, 7, 9).encode_tagged(0),
+            UserData::new(Op::Send, 7, 9).encode()
+        );
         // Generations wrap instead of spilling into the op byte.
         assert_eq!(UserData::new(Op::Recv, 3, GEN_MASK + 1).gen, 0);
         assert_eq!(UserData::decode(0), None);

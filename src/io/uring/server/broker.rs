@@ -11,6 +11,15 @@
 //!   (`Hub::take`, a buffer swap) as one owned chunk and sends it (send, sendmsg, or SEND_ZC on
 //!   `uring-zc`); publishes meanwhile queue in the hub, whose bound is what disconnects a slow
 //!   subscriber (`slow_disconnects`). A subscriber holds at most twice the queue bound.
+//! - SEND_ZC: a send that took its whole chunk frees the connection for its next send at its
+//!   first CQE and keeps the buffer (`Conn::zc_held`, at most `ZC_HELD`) until its
+//!   notification, which names it by the 4-bit tag in the send's user_data
+//!   (`UserData::encode_tagged`). Waiting for each notification before the next send drained
+//!   a subscriber's pipe first (over loopback a notification comes only once the peer has
+//!   read the whole send) and a healthy subscriber's queue overflowed. The held buffers are
+//!   bytes the socket already took (its buffers bound them), and the slot stays until they
+//!   are free (`Conn::busy`); a closing connection with some held is reset, as one awaiting
+//!   its own notification is.
 //! - Fan-out: each woken subscriber gets its send SQE in the same batch, so one
 //!   io_uring_enter submits a publish's whole fan-out.
 //! - A connection leaves the hub as soon as it stops being open (FIN, reset, overflow, bytes

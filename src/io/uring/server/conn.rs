@@ -194,7 +194,19 @@ pub(super) struct Conn<C> {
     pub buf_registered: bool,
     /// The coarse time of accept or of the last reply, ns (kept only with an idle limit).
     pub last_ns: u64,
+    /// Broker mode under SEND_ZC: buffers whose send completed and whose notification has
+    /// not come, by the send's tag (at most [`ZC_HELD`]): the kernel's until then, so the slot
+    /// stays ([`Conn::busy`]); the next send need not wait for them.
+    pub zc_held: Vec<(u8, Vec<u8>)>,
+    /// The tag of the send in flight, and the next one to give.
+    pub zc_tag: u8,
+    pub zc_next_tag: u8,
 }
+
+/// Completed SEND_ZC buffers a broker connection may hold awaiting their notifications; past
+/// this the next completion waits for its own notification before the next send (tags are 4
+/// bits: the held, the one in flight and the next stay distinct).
+pub(super) const ZC_HELD: usize = 8;
 
 impl<C: Default> Conn<C> {
     pub fn new(gen: u32, fd: Fd, own_recv_buf: bool, now: u64) -> Conn<C> {
@@ -215,6 +227,9 @@ impl<C: Default> Conn<C> {
             msg: None,
             buf_registered: false,
             last_ns: now,
+            zc_held: Vec::new(),
+            zc_tag: 0,
+            zc_next_tag: 0,
         }
     }
 }
@@ -222,7 +237,28 @@ impl<C: Default> Conn<C> {
 impl<C> Conn<C> {
     /// Some op of this connection is in flight: its slot and buffers must stay.
     pub fn busy(&self) -> bool {
-        self.recv.in_flight() || self.send.in_flight()
+        self.recv.in_flight() || self.send.in_flight() || !self.zc_held.is_empty()
+    }
+
+    /// The tag for a new broker SEND_ZC: the next one no held buffer carries.
+    pub fn take_zc_tag(&mut self) -> u8 {
+        while self.zc_held.iter().any(|h| h.0 == self.zc_next_tag) {
+            self.zc_next_tag = (self.zc_next_tag + 1) & 0x0F;
+        }
+        self.zc_tag = self.zc_next_tag;
+        self.zc_next_tag = (self.zc_next_tag + 1) & 0x0F;
+        self.zc_tag
+    }
+
+    /// A notification for tag `tag` frees a held buffer: true when it was one.
+    pub fn release_zc(&mut self, tag: u8) -> bool {
+        match self.zc_held.iter().position(|h| h.0 == tag) {
+            Some(i) => {
+                self.zc_held.swap_remove(i);
+                true
+            }
+            None => false,
+        }
     }
 }
 
@@ -329,9 +365,15 @@ impl<P: Protocol> Server<P> {
 
     /// A cancel of connection `idx`'s op `target`; its completion comes as `on`.
     pub(super) fn cancel(&mut self, target: Op, on: Op, idx: u32, gen: u32) -> io::Result<()> {
-        let e = io_uring::opcode::AsyncCancel::new(UserData::new(target, idx, gen).encode())
-            .build()
-            .user_data(UserData::new(on, idx, gen).encode());
+        // A broker's SEND_ZC carries its tag (0 for every other send).
+        let tag = match (target, self.conns.at(idx)) {
+            (Op::Send, Some(c)) => c.zc_tag,
+            _ => 0,
+        };
+        let e =
+            io_uring::opcode::AsyncCancel::new(UserData::new(target, idx, gen).encode_tagged(tag))
+                .build()
+                .user_data(UserData::new(on, idx, gen).encode());
         self.push(e)
     }
 }

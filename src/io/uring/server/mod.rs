@@ -159,6 +159,9 @@ crate::counter_set! {
         /// SEND_ZC from registered buffers: receive buffers registered (one per connection
         /// below the table's size), registrations refused, and sends that named the buffer.
         zc_buf_registers, zc_buf_register_errors, zc_fixed_sends,
+        /// Broker SEND_ZC sends whose buffer was held for its notification while the next
+        /// send went out, and the notifications that freed one.
+        zc_held_sends, zc_held_notifs,
         closes, live_at_stop,
         /// Teardown gave up waiting for the kernel and leaked the buffers instead.
         teardown_leaked,
@@ -421,7 +424,7 @@ impl<P: Protocol> Server<P> {
             Op::Accept => self.on_accept(res, flags),
             Op::AcceptPause => self.on_accept_pause_end(),
             Op::Recv => self.on_recv(u, res, flags),
-            Op::Send => self.on_send(u, res, flags),
+            Op::Send => self.on_send(u, UserData::tag_of(ud), res, flags),
             Op::CancelRecv => self.on_cancel_recv(u, res),
             Op::IdleTick => self.on_tick(res, flags),
             Op::Cancel | Op::Close => Ok(()),

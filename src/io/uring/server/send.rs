@@ -4,7 +4,7 @@
 //! iovec each, so that sends keep pace with a multishot recv. A reply that is the input is sent
 //! from the receive buffer (or provided buffer) without a copy.
 
-use super::conn::{chunk_ptr, Phase, SendMsg, SendOp, Src, MAX_IOV};
+use super::conn::{chunk_ptr, Phase, SendMsg, SendOp, Src, MAX_IOV, ZC_HELD};
 use super::Server;
 use crate::io::uring::user_data::{Op, UserData};
 use crate::proto::Protocol;
@@ -63,16 +63,49 @@ impl<P: Protocol> Server<P> {
             }
         };
         conn.send = SendOp::InFlight;
-        let ud = UserData::new(Op::Send, idx, conn.gen).encode();
+        // A broker's SEND_ZC is tagged, so that its notification names its buffer.
+        let tag = if zc && self.broker.is_some() {
+            conn.take_zc_tag()
+        } else {
+            0
+        };
+        let ud = UserData::new(Op::Send, idx, conn.gen).encode_tagged(tag);
         self.push(e.user_data(ud))
     }
 
-    pub(super) fn on_send(&mut self, u: UserData, res: i32, flags: u32) -> io::Result<()> {
+    pub(super) fn on_send(&mut self, u: UserData, tag: u8, res: i32, flags: u32) -> io::Result<()> {
         let zc = self.mode.zc;
+        let broker = self.broker.is_some();
         let Some(conn) = self.conns.get(u) else {
             return Ok(());
         };
         let res = if zc {
+            if cqueue::notif(flags) && conn.release_zc(tag) {
+                self.c.zc_held_notifs += 1;
+                // A held buffer is free: the slot may be waiting for it to close.
+                return self.progress(u.idx);
+            }
+            // Broker mode: a send that took its whole chunk (the hub's queue, owned) holds
+            // the buffer until its notification and frees the connection for its next send,
+            // so a subscriber's pipe is not drained before each send (over loopback a
+            // notification comes only once the subscriber has read the whole send).
+            let whole = conn.out.chunks.front().is_some_and(|h| {
+                matches!(h.src, Src::Owned(_))
+                    && res >= 0
+                    && h.len - conn.out.head_off == res as usize
+            });
+            if broker && cqueue::more(flags) && whole && conn.zc_held.len() < ZC_HELD {
+                let head = conn.out.chunks.pop_front().expect("a whole head chunk");
+                conn.out.queued -= head.len - conn.out.head_off;
+                conn.out.head_off = 0;
+                if let Src::Owned(v) = head.src {
+                    conn.zc_held.push((conn.zc_tag, v));
+                }
+                self.c.bytes_out += res as u64;
+                self.c.zc_held_sends += 1;
+                conn.send = SendOp::Idle;
+                return self.progress(u.idx);
+            }
             if cqueue::notif(flags) {
                 // The buffer is free now; apply the result saved from the first CQE.
                 match conn.send {

@@ -70,6 +70,11 @@ impl<P: Protocol> Server<P> {
                 conn.phase = Phase::SocketClosed;
                 reset_now = true;
             }
+            // Only held SEND_ZC buffers' notifications are out (broker): the same.
+            SendOp::Idle if !conn.zc_held.is_empty() && conn.phase != Phase::SocketClosed => {
+                conn.phase = Phase::SocketClosed;
+                reset_now = true;
+            }
             SendOp::InFlight => {
                 conn.send = SendOp::Cancelling;
                 cancel_send = true;
@@ -263,6 +268,7 @@ impl<P: Protocol> Server<P> {
                 if let Some(c) = self.conns.get(u) {
                     match u.op {
                         Op::Recv if !more => c.recv = RecvOp::Idle,
+                        Op::Send if cqueue::notif(flags) && c.release_zc(UserData::tag_of(ud)) => {}
                         Op::Send if !more || cqueue::notif(flags) => c.send = SendOp::Idle,
                         _ => {}
                     }
