@@ -5,7 +5,9 @@
 //! equal-load cells.
 
 use ringside::export::table::metric_tables;
-use ringside::export::verdict::{for_cases, CAPACITY_PREFIX};
+use ringside::export::verdict::{
+    for_cases, past_capacity_cells, CAPACITY_PREFIX, PAST_CAPACITY_PREFIX,
+};
 use ringside::results::{CaseResult, RunResults};
 use serde_json::{json, Value};
 
@@ -348,10 +350,54 @@ fn pubsub_ranks_cpu_per_delivery_at_equal_load_and_names_who_fell_behind() {
         "{}",
         eq[1]
     );
+    // By throughput only where a broker fell behind: what each achieved, the ones that kept
+    // up (1.5 M/s offered) ahead of c.
+    let by_rate: Vec<&String> = v
+        .iter()
+        .filter(|l| l.contains("ranked by throughput"))
+        .collect();
+    assert_eq!(by_rate.len(), 1, "{v:#?}");
     assert!(
-        !v.iter().any(|l| l.contains("ranked by throughput")),
-        "pubsub ranked by throughput: {v:#?}"
+        by_rate[0].starts_with(PAST_CAPACITY_PREFIX) && by_rate[0].contains("behind it by: c 1.7x"),
+        "{}",
+        by_rate[0]
     );
+}
+
+/// Where no two brokers kept up, the finding ranks what each achieved (load generator with
+/// headroom only), never "not ranked".
+#[test]
+fn pubsub_past_capacity_ranks_the_rate_achieved_with_headroom() {
+    let p = json!({"fanout": 100, "payload_bytes": 1024, "publishers": 2});
+    let behind = |m: &str, achieved: u64, warnings: &[&str]| {
+        cell(
+            "pubsub.fanout",
+            m,
+            p.clone(),
+            achieved as f64,
+            &reps(300.0),
+            Some((1_500_000, achieved, 5)),
+            warnings,
+        )
+    };
+    let cells = [
+        behind("a", 1_200_000, &[]),
+        behind("b", 800_000, &[]),
+        behind("c", 1_400_000, &["client_bound"]),
+    ];
+    let refs: Vec<&CaseResult> = cells.iter().collect();
+    let past = past_capacity_cells("pubsub.fanout", &refs);
+    let names: Vec<&str> = past.iter().map(|c| c.model.as_str()).collect();
+    assert_eq!(names, ["a", "b"], "c's load generator had no headroom");
+    let v = lines("pubsub.fanout", &cells);
+    assert!(
+        v.iter()
+            .any(|l| l.starts_with(PAST_CAPACITY_PREFIX)
+                && l.contains("a leads; behind it by: b 1.5x")),
+        "{v:#?}"
+    );
+    // The rate sweeps have their knees instead.
+    assert!(past_capacity_cells("echo.rate", &refs).is_empty());
 }
 
 /// Bulk transfer is closed loop: ranked by throughput only between cells whose load generator

@@ -55,9 +55,17 @@ fn noun(m: Metric, op: &str) -> String {
     match m {
         Metric::LatencyP50 => "median latency per op".into(),
         Metric::LatencyP99 => "p99 latency per op".into(),
-        Metric::OpsPerSec => format!("throughput ({op}s/s)"),
+        Metric::OpsPerSec => format!("throughput ({}/s)", plural(op)),
         Metric::SyscallsPer100 => "syscalls per op".into(),
         Metric::CpuPerOp => format!("server CPU per {op}"),
+    }
+}
+
+/// "delivery" -> "deliveries", "message" -> "messages".
+fn plural(op: &str) -> String {
+    match op.strip_suffix('y') {
+        Some(stem) => format!("{stem}ies"),
+        None => format!("{op}s"),
     }
 }
 
@@ -171,6 +179,22 @@ fn basis<'a>(
             kept,
         ));
     }
+    // Open-loop points where models fell behind: what they achieved, with headroom.
+    let refs: Vec<&CaseResult> = cells.iter().map(|x| x.0).collect();
+    let past = super::verdict::past_capacity_cells(workload, &refs);
+    if past.len() >= 2 {
+        return Ok((
+            Basis {
+                metric: Metric::OpsPerSec,
+                prefix: super::verdict::PAST_CAPACITY_PREFIX,
+            },
+            cells
+                .iter()
+                .copied()
+                .filter(|(c, _)| past.iter().any(|p| std::ptr::eq(*p, *c)))
+                .collect(),
+        ));
+    }
     let headroom: Vec<_> = cells
         .iter()
         .copied()
@@ -187,7 +211,7 @@ fn basis<'a>(
     }
     Err(
         "not ranked: no point where two models kept up with the same offered rate, and fewer \
-         than two capacity cells whose load generator had headroom"
+         than two cells whose load generator had headroom at capacity or past it"
             .into(),
     )
 }

@@ -226,11 +226,55 @@ pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
                     ..v
                 }),
         );
+        // A point offered one rate where some models fell behind it (`pubsub`: one rate per
+        // point, no rate sweep of its own): what each achieved is its capacity where its load
+        // generator had headroom, and those who kept up are ahead of them all.
+        let past = past_capacity_cells(workload, cases);
+        out.extend(
+            sweep_verdicts_by(workload, &past, Metric::OpsPerSec)
+                .into_iter()
+                .map(|v| Verdict {
+                    text: format!("{PAST_CAPACITY_PREFIX}{}", v.text),
+                    ..v
+                }),
+        );
     }
     if workload == "http.rate" || workload == "echo.rate" {
         out.extend(capacity(cases, net_units(workload).0));
     }
     out
+}
+
+/// The prefix of the throughput ranking of an open-loop point where models fell behind.
+pub const PAST_CAPACITY_PREFIX: &str =
+    "where models fell behind the offered rate, by the rate achieved (load generator with headroom): ";
+
+/// The cells of the open-loop points where a model fell behind the offered rate, those whose
+/// load generator had headroom (what they achieved is the server's, not the client's). Not
+/// the equal-load points (their capacity point ranks capacity) nor the rate sweeps (their
+/// knees say where each model's capacity lies).
+pub fn past_capacity_cells<'a>(workload: &str, cases: &[&'a CaseResult]) -> Vec<&'a CaseResult> {
+    if workload == "http.rate" || workload == "echo.rate" {
+        return Vec::new();
+    }
+    let cases: Vec<&CaseResult> = cases
+        .iter()
+        .copied()
+        .filter(|c| !is_equal_load_point(c))
+        .collect();
+    let roles = ParamRoles::of_cases(&cases);
+    let behind: Vec<String> = cases
+        .iter()
+        .filter(|c| c.status == Status::Measured && equal_load::kept_up(c) == Some(false))
+        .map(|c| roles.point(c, None))
+        .collect();
+    cases
+        .iter()
+        .copied()
+        .filter(|c| c.status == Status::Measured && equal_load::offered_rate(c).is_some())
+        .filter(|c| equal_load::load_had_headroom(c))
+        .filter(|c| behind.contains(&roles.point(c, None)))
+        .collect()
 }
 
 /// The prefix of the sweep verdicts of an open-loop workload (`echo.rate`, `http.rate`).
@@ -405,8 +449,12 @@ fn at_equal_load(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
 /// Cells are grouped once (by point, group and label), so the work is linear in the cells,
 /// times the number of series for the crossovers between every two of them.
 fn sweep_verdicts(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
+    sweep_verdicts_by(workload, cases, spec_for(workload).verdict)
+}
+
+/// The sweep's verdicts of `cases` ranked by `m`.
+fn sweep_verdicts_by(workload: &str, cases: &[&CaseResult], m: Metric) -> Vec<Verdict> {
     let spec = spec_for(workload);
-    let m = spec.verdict;
     let cells: Vec<Cell> = cases.iter().filter_map(|c| cell(m, c)).collect();
     let roles = ParamRoles::of_cases(cases);
     let params_text = |c: &CaseResult, skip: Option<&str>| roles.point(c, skip);
