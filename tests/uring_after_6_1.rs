@@ -1,6 +1,7 @@
 //! The io_uring rows after 6.1 engage their feature (not only echo correctly, which
-//! tests/conformance.rs checks for every row): bundle receives go through the copy-out path, incremental
-//! buffers take several pieces, the hybrid waits in epoll and accepts there, EPOLL_WAIT
+//! tests/conformance.rs checks for every row): bundle receives span several buffers through the
+//! copy-out path, incremental buffers take several pieces, bundles over an incremental ring do
+//! both, the hybrid waits in epoll and accepts there, EPOLL_WAIT
 //! waits through the ring; rows that cannot run on loopback say what is missing.
 
 use ringside::io::{self, Stop};
@@ -56,17 +57,49 @@ fn big() -> Vec<u8> {
 }
 
 #[test]
-fn bundle_receives_are_copied_out_of_the_ring() {
-    // Whether a completion spans several buffers is the kernel's choice (on 6.18 over TCP
-    // loopback each one covered a single 8 KiB buffer: `bundle_bufs` == `bundle_recvs`, a
-    // figure the measured cells record); what is checked here is that every byte came through
-    // the bundle path, and that the bytes echo exactly.
+fn bundle_receives_span_several_buffers_and_are_copied_out_of_the_ring() {
+    // The recv asks for bundles (IORING_RECVSEND_BUNDLE): with 200 KB queued at once the
+    // kernel maps several 8 KiB buffers per completion (its first completion per arm maps
+    // one), and every byte comes through the copy-out path and echoes exactly.
     let Some(c) = echo_counters("uring-bundle", &big(), 2) else {
         return;
     };
     let (bufs, recvs) = (c.get("bundle_bufs"), c.get("bundle_recvs"));
-    assert!(recvs > 0 && bufs >= recvs, "{c:?}");
+    assert!(recvs > 0 && bufs > recvs, "{c:?}");
+    assert!(c.get("bundle_multi") > 0, "{c:?}");
     assert!(bufs * 8192 >= c.get("bytes_in"), "{c:?}");
+    assert_eq!(c.get("buf_more"), 0, "not an incremental ring: {c:?}");
+}
+
+/// `uring-bundle-inc`: bundles over an incremental ring. Large messages make completions that
+/// run through several 64 KiB buffers and end inside one, which the kernel keeps
+/// (IORING_CQE_F_BUF_MORE); the next completion starts where that one ended. Small messages
+/// each take a piece of the head buffer. The echo checks every byte.
+#[test]
+fn bundles_over_an_incremental_ring_span_buffers_and_consume_pieces() {
+    let Some(c) = echo_counters("uring-bundle-inc", &big(), 3) else {
+        return;
+    };
+    let (bufs, recvs) = (c.get("bundle_bufs"), c.get("bundle_recvs"));
+    assert!(
+        c.get("bundle_multi") > 0,
+        "no completion spanned buffers: {c:?}"
+    );
+    assert!(bufs > recvs, "{c:?}");
+    assert!(c.get("buf_more") > 0, "no completion left a piece: {c:?}");
+    // 600 KB through 64 KiB buffers: at least 10 buffers touched.
+    assert!(bufs >= 10, "{c:?}");
+    let Some(c) = echo_counters("uring-bundle-inc", b"ringside incremental bundle", 20) else {
+        return;
+    };
+    assert_eq!(c.get("bundle_recvs"), 20, "{c:?}");
+    assert_eq!(c.get("bundle_bufs"), 20, "{c:?}");
+    assert_eq!(
+        c.get("buf_more"),
+        20,
+        "each message a piece of one buffer: {c:?}"
+    );
+    assert_eq!(c.get("bundle_multi"), 0, "{c:?}");
 }
 
 #[test]
@@ -104,9 +137,15 @@ fn rows_that_cannot_run_on_loopback_name_what_is_missing() {
     if !env.io_uring.is_ready() {
         return;
     }
-    let napi = ringside::registry::model("uring-napi").unwrap();
-    let why = napi.availability(&env);
-    assert!(why.reason().is_some_and(|r| r.contains("NAPI")), "{why}");
+    // The single-knob row and the ladder's top rung, which adds NAPI to the rung below it.
+    for id in ["uring-napi", "uring-bundle-inc-minwait-napi"] {
+        let napi = ringside::registry::model(id).unwrap();
+        let why = napi.availability(&env);
+        assert!(
+            why.reason().is_some_and(|r| r.contains("NAPI")),
+            "{id}: {why}"
+        );
+    }
     let zcrx = ringside::registry::model("uring-zcrx").unwrap();
     let why = zcrx.availability(&env);
     assert!(

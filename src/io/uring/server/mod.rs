@@ -126,8 +126,9 @@ crate::counter_set! {
         hybrid_epoll_waits,
         /// Provided buffers spanned by receive completions whose bytes were copied out
         /// (bundles: several per completion; incremental: one piece per completion), and those
-        /// completions.
-        bundle_bufs, bundle_recvs,
+        /// completions; of them, the ones that spanned more than one buffer, and the ones
+        /// whose last buffer the kernel kept for more (IORING_CQE_F_BUF_MORE: a piece).
+        bundle_bufs, bundle_recvs, bundle_multi, buf_more,
         /// Slots of the sparse registered file table (direct descriptors).
         fixed_slots,
         /// io_uring_enter calls, SQEs they submitted, CQEs reaped, pushes that met a full SQ.
@@ -174,6 +175,8 @@ struct Mode {
     /// Multishot recv from the provided-buffer ring instead of recv into the connection's
     /// own buffer.
     ms_recv: bool,
+    /// The multishot recv asks for bundles (IORING_RECVSEND_BUNDLE).
+    bundle: bool,
     /// SEND_ZC for single sends.
     zc: bool,
     /// SEND_ZC from registered buffers: slots in the sparse buffer table (a connection whose
@@ -186,8 +189,9 @@ struct Mode {
 /// Completions a minimum-wait enter asks for (`uring-minwait`): it returns with fewer once
 /// the minimum wait has passed and one has arrived.
 pub const MIN_WAIT_BATCH: usize = 32;
-/// Incremental buffer rings (`uring-inc`): fewer, larger buffers than `RING_BUFS` x
-/// `RING_BUF_BYTES` (the same 32 MiB), each consumed piecewise by many receives.
+/// Incremental buffer rings (`uring-inc`, and `uring-bundle-inc` whose bundles span them):
+/// fewer, larger buffers than `RING_BUFS` x `RING_BUF_BYTES` (the same 32 MiB), each consumed
+/// piecewise by many receives.
 pub const INC_BUFS: u16 = 512;
 pub const INC_BUF_BYTES: usize = 64 * 1024;
 
@@ -268,6 +272,7 @@ fn serve_with<P: Protocol>(
         fixed: k.fixed_files,
         ms_accept: k.multishot,
         ms_recv: k.multishot && k.buf_ring,
+        bundle: k.bundle,
         zc: k.zc_send,
         zc_fixed_slots: 0,
         min_wait_us: k.min_wait_us,
@@ -339,11 +344,12 @@ fn serve_with<P: Protocol>(
         let br = BufRing::with_flags(&s.ring.submitter(), BGID, n, len, flags)
             .map_err(|e| CaseError::unavailable(format!("provided buffer ring: {e}")))?;
         let mut p = Provided::new(br);
-        if k.bundle {
-            p.copy = Some(bundle::CopyOut::bundle());
-        } else if k.inc_bufs {
-            p.copy = Some(bundle::CopyOut::inc(n));
-        }
+        p.copy = match (k.bundle, k.inc_bufs) {
+            (true, true) => Some(bundle::CopyOut::bundle_inc()),
+            (true, false) => Some(bundle::CopyOut::bundle()),
+            (false, true) => Some(bundle::CopyOut::inc(n)),
+            (false, false) => None,
+        };
         s.provided = Some(p);
     }
     stop.ready();
