@@ -194,6 +194,8 @@ pub(super) struct Conn<C> {
     pub buf_registered: bool,
     /// The coarse time of accept or of the last reply, ns (kept only with an idle limit).
     pub last_ns: u64,
+    /// NAPI rows: its NAPI id was asked for (`napi`).
+    pub napi_checked: bool,
 }
 
 impl<C: Default> Conn<C> {
@@ -215,6 +217,7 @@ impl<C: Default> Conn<C> {
             msg: None,
             buf_registered: false,
             last_ns: now,
+            napi_checked: false,
         }
     }
 }

@@ -70,6 +70,7 @@ mod broker;
 mod bundle;
 mod conn;
 mod hybrid;
+mod napi;
 mod recv;
 mod send;
 mod teardown;
@@ -160,6 +161,10 @@ crate::counter_set! {
         /// SEND_ZC from registered buffers: receive buffers registered (one per connection
         /// below the table's size), registrations refused, and sends that named the buffer.
         zc_buf_registers, zc_buf_register_errors, zc_fixed_sends,
+        /// NAPI rows: accepted sockets whose SO_INCOMING_NAPI_ID was read at their first
+        /// bytes, those whose id was 0 (busy polling had no queue to poll for them), and
+        /// reads that failed (see `napi`).
+        napi_socks, napi_id_zero, napi_check_errors,
         closes, live_at_stop,
         /// Teardown gave up waiting for the kernel and leaked the buffers instead.
         teardown_leaked,
@@ -184,6 +189,8 @@ struct Mode {
     zc_fixed_slots: u32,
     /// Minimum wait (us) for a batch of `MIN_WAIT_BATCH` completions, if set.
     min_wait_us: Option<u32>,
+    /// NAPI busy polling is registered: each connection's NAPI id is read (`napi`).
+    napi_check: bool,
 }
 
 /// Completions a minimum-wait enter asks for (`uring-minwait`): it returns with fewer once
@@ -276,6 +283,7 @@ fn serve_with<P: Protocol>(
         zc: k.zc_send,
         zc_fixed_slots: 0,
         min_wait_us: k.min_wait_us,
+        napi_check: k.napi_busy_poll_us.is_some(),
     };
     let sweep = Idle::new(proto.idle_timeout()).map(Sweep::new);
     let mut s = Server {
@@ -430,6 +438,7 @@ impl<P: Protocol> Server<P> {
             Op::Send => self.on_send(u, res, flags),
             Op::CancelRecv => self.on_cancel_recv(u, res),
             Op::IdleTick => self.on_tick(res, flags),
+            Op::NapiFd => self.on_napi_fd(res),
             Op::Cancel | Op::Close => Ok(()),
         }
     }

@@ -133,6 +133,7 @@ impl<P: Protocol> Server<P> {
         }
         let mut recycle = bid;
         let mut overrun = None;
+        let napi_first = res > 0 && self.mode.napi_check && !conn.napi_checked;
         if res > 0 && conn.phase == Phase::Open {
             let n = res as usize;
             let input: &[u8] = match (&owned, bid, self.provided.as_ref()) {
@@ -218,6 +219,9 @@ impl<P: Protocol> Server<P> {
         }
         if let Some(b) = recycle {
             self.recycle(b);
+        }
+        if napi_first {
+            self.napi_check(u.idx)?;
         }
         if let Some(fd) = overrun {
             // SO_LINGER 0 makes the close send RST; SHUT_RD ends the multishot recv.
