@@ -176,3 +176,104 @@ pub(super) fn take(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::uring::bufring::BufRing;
+    use io_uring::IoUring;
+
+    /// IORING_CQE_F_BUF_MORE (checked against the crate's reading of it below).
+    const BUF_MORE: u32 = 1 << 4;
+
+    /// A registered incremental ring of 4 buffers of 8 bytes, buffer b filled with bytes
+    /// 10*b.., copied out in `BundleInc` mode (None where io_uring or the flag is refused).
+    fn ring() -> Option<(IoUring, Provided)> {
+        let ring = IoUring::new(8).ok()?;
+        let flags = io_uring::types::IOU_PBUF_RING_INC as u16;
+        let mut br = BufRing::with_flags(&ring.submitter(), 0, 4, 8, flags).ok()?;
+        for b in 0..4u16 {
+            for (i, x) in br.buf_mut(b).iter_mut().enumerate() {
+                *x = (10 * b as usize + i) as u8;
+            }
+        }
+        let mut p = Provided::new(br);
+        p.copy = Some(CopyOut::bundle_inc());
+        Some((ring, p))
+    }
+
+    fn bytes(from: &[(u16, std::ops::Range<usize>)]) -> Vec<u8> {
+        from.iter()
+            .flat_map(|(b, r)| r.clone().map(move |i| (10 * *b as usize + i) as u8))
+            .collect()
+    }
+
+    #[test]
+    fn a_bundle_over_an_incremental_ring_reads_as_the_kernel_commits() {
+        assert!(cqueue::buffer_more(BUF_MORE));
+        let Some((_ring, mut p)) = ring() else {
+            eprintln!("no io_uring incremental ring here: skipped");
+            return;
+        };
+        let mut out = Vec::new();
+        // A piece of buffer 0, kept for more.
+        let t = take(&mut p, 0, 3, BUF_MORE, &mut out).unwrap();
+        assert_eq!(
+            t,
+            Taken {
+                spanned: 1,
+                kept: true
+            }
+        );
+        assert_eq!(out, bytes(&[(0, 0..3)]));
+        // From where that ended, through buffer 1, into buffer 2, which the kernel keeps.
+        out.clear();
+        let t = take(&mut p, 0, 5 + 8 + 2, BUF_MORE, &mut out).unwrap();
+        assert_eq!(
+            t,
+            Taken {
+                spanned: 3,
+                kept: true
+            }
+        );
+        assert_eq!(out, bytes(&[(0, 3..8), (1, 0..8), (2, 0..2)]));
+        // The CQE names the head buffer (2 now); 0 is wrong.
+        assert!(take(&mut p, 0, 1, 0, &mut out).is_err());
+        // Ending exactly at buffer 2's end, without BUF_MORE: finished, the head moves on.
+        out.clear();
+        let t = take(&mut p, 2, 6, 0, &mut out).unwrap();
+        assert_eq!(
+            t,
+            Taken {
+                spanned: 1,
+                kept: false
+            }
+        );
+        assert_eq!(out, bytes(&[(2, 2..8)]));
+        // Without BUF_MORE a partly used last buffer is finished too (the kernel moved on).
+        out.clear();
+        let t = take(&mut p, 3, 4, 0, &mut out).unwrap();
+        assert_eq!(
+            t,
+            Taken {
+                spanned: 1,
+                kept: false
+            }
+        );
+        assert_eq!(out, bytes(&[(3, 0..4)]));
+        // Buffers 0..3 went back in order: the ring's next slots hold them again, the next
+        // completion starts at buffer 0's start.
+        out.clear();
+        let t = take(&mut p, 0, 2, BUF_MORE, &mut out).unwrap();
+        assert_eq!(
+            t,
+            Taken {
+                spanned: 1,
+                kept: true
+            }
+        );
+        assert_eq!(out, bytes(&[(0, 0..2)]));
+        // BUF_MORE on a buffer the bytes filled is a contradiction, never a silent guess.
+        assert!(take(&mut p, 0, 6, BUF_MORE, &mut Vec::new()).is_err());
+    }
+}
