@@ -226,8 +226,8 @@ fn send_zc_names_the_registered_receive_buffer() {
     assert!(c.get("zc_fixed_sends") > 0, "{c:?}");
 }
 
-/// A NAPI row reads each served socket's NAPI id at its first bytes (a direct descriptor
-/// through FIXED_FD_INSTALL): over loopback every one is 0, which the counters show and the
+/// A NAPI row's io_uring server reads each served socket's NAPI id at its first bytes (a
+/// direct descriptor through FIXED_FD_INSTALL): over loopback every one is 0, which the counters show and the
 /// runner turns into the `no_napi_id` warning. Served here despite the row being unavailable
 /// on loopback, to see the check count what the probe predicts.
 #[test]
@@ -247,5 +247,22 @@ fn a_napi_row_counts_the_sockets_that_had_no_napi_id() {
     }
     // Rows without busy polling do not ask.
     let c = serve_echo("uring-tuned", b"ringside napi", 2);
+    assert_eq!(c.get("napi_socks") + c.get("napi_check_errors"), 0, "{c:?}");
+}
+
+/// `epoll-busypoll` (its fair pair) checks its sockets the same way, plain epoll does not.
+#[test]
+fn epoll_busypoll_counts_the_sockets_that_had_no_napi_id() {
+    use ringside::env::uring::modern as f;
+    let env = ringside::env::probe();
+    if env.modern(f::EPOLL_BUSY_POLL).reason().is_some() {
+        eprintln!("EPIOCSPARAMS unavailable here: skipped");
+        return;
+    }
+    let c = serve_echo("epoll-busypoll", b"ringside napi", 3);
+    assert_eq!(c.get("napi_socks"), 3, "{c:?}");
+    assert_eq!(c.get("napi_id_zero"), 3, "loopback: {c:?}");
+    assert_eq!(c.get("napi_check_errors"), 0, "{c:?}");
+    let c = serve_echo("epoll-lt", b"ringside napi", 2);
     assert_eq!(c.get("napi_socks") + c.get("napi_check_errors"), 0, "{c:?}");
 }

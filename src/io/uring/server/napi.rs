@@ -1,41 +1,16 @@
 //! NAPI rows (`uring-napi`, the ladder's top rung): whether the sockets served really carry a
-//! NAPI id. Busy polling registered on the ring polls the device queues its sockets name
-//! (SO_INCOMING_NAPI_ID); a socket with id 0 (loopback, a veth pair without GRO) gives it
-//! nothing to poll, and the row then measures plain `uring-tuned` plus a spinning wait. The
-//! probe before a run asks the path once; this asks each connection the server measured, at
-//! its first received bytes (the id is the queue of the last packet received), and counts:
-//! `napi_socks` read, `napi_id_zero` of them with id 0 (the runner warns `no_napi_id`),
-//! `napi_check_errors`. A direct descriptor has no fd to ask: one IORING_OP_FIXED_FD_INSTALL
+//! NAPI id (see `io::napi`). The probe before a run asks the path once; this asks each
+//! connection the server measured, at its first received bytes. A direct descriptor has no fd to ask: one IORING_OP_FIXED_FD_INSTALL
 //! (6.8) gives a plain fd for the one getsockopt, closed at once; the connection never waits
 //! for it (its completion touches no connection state).
 
 use super::conn::Fd;
 use super::Server;
+use crate::io::napi::incoming_napi_id as napi_id;
 use crate::io::uring::user_data::{Op, UserData};
 use crate::proto::Protocol;
 use io_uring::{opcode, types};
 use std::io;
-use std::os::fd::RawFd;
-
-/// SO_INCOMING_NAPI_ID of `fd`.
-fn napi_id(fd: RawFd) -> io::Result<u32> {
-    let mut id: u32 = 0;
-    let mut len = std::mem::size_of::<u32>() as libc::socklen_t;
-    // SAFETY: `id` and `len` are valid for writes of the sizes given.
-    let r = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_INCOMING_NAPI_ID,
-            (&mut id as *mut u32).cast(),
-            &mut len,
-        )
-    };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(id)
-}
 
 impl<P: Protocol> Server<P> {
     /// At a connection's first received bytes on a NAPI row: reads its NAPI id (a direct
@@ -76,13 +51,12 @@ impl<P: Protocol> Server<P> {
     }
 
     fn count_napi_id(&mut self, id: io::Result<u32>) {
-        match id {
-            Ok(0) => {
-                self.c.napi_socks += 1;
-                self.c.napi_id_zero += 1;
-            }
-            Ok(_) => self.c.napi_socks += 1,
-            Err(_) => self.c.napi_check_errors += 1,
-        }
+        let c = &mut self.c;
+        crate::io::napi::count(
+            id,
+            &mut c.napi_socks,
+            &mut c.napi_id_zero,
+            &mut c.napi_check_errors,
+        );
     }
 }
