@@ -206,6 +206,49 @@ pub static MODELS: &[ModelSpec] = &[
             ..TUNED
         }),
     },
+    // The ablation ladder's rungs after uring-tuned, each the rung above plus one knob
+    // (`model::ladder::RUNGS`): bundles over an incremental ring, then min-wait, then NAPI.
+    ModelSpec {
+        id: "uring-bundle-inc",
+        summary: "uring-bundle + incremental buffer consumption: receive bundles over an \
+                  IOU_PBUF_RING_INC ring, a completion's bytes running from where the last one \
+                  ended through as many buffers as they fill (kernel 6.12; spanning several \
+                  buffers from 6.15)",
+        family: Family::Uring,
+        default_run: false,
+        knobs: Knobs::Uring(UringKnobs {
+            bundle: true,
+            inc_bufs: true,
+            ..TUNED
+        }),
+    },
+    ModelSpec {
+        id: "uring-bundle-inc-minwait",
+        summary: "uring-bundle-inc + minimum wait (20 us for a batch of completions, kernel \
+                  6.12)",
+        family: Family::Uring,
+        default_run: false,
+        knobs: Knobs::Uring(UringKnobs {
+            bundle: true,
+            inc_bufs: true,
+            min_wait_us: Some(MIN_WAIT_US),
+            ..TUNED
+        }),
+    },
+    ModelSpec {
+        id: "uring-bundle-inc-minwait-napi",
+        summary: "uring-bundle-inc-minwait + NAPI busy polling registered on the ring: the \
+                  ladder's top rung (needs sockets with a NAPI id: not loopback)",
+        family: Family::Uring,
+        default_run: false,
+        knobs: Knobs::Uring(UringKnobs {
+            bundle: true,
+            inc_bufs: true,
+            min_wait_us: Some(MIN_WAIT_US),
+            napi_busy_poll_us: Some(NAPI_BUSY_POLL_US),
+            ..TUNED
+        }),
+    },
     ModelSpec {
         id: "epoll-busypoll",
         summary: "epoll-lt with epoll's own busy polling (EPIOCSPARAMS, kernel 6.9): uring-napi's \

@@ -438,6 +438,10 @@ impl Running<'_> {
         {
             r.warnings.push(Warning::WarmupUnsettled);
         }
+        // NAPI rows read each served socket's NAPI id (io::uring::server::napi).
+        if f.counters.other.get("server_napi_id_zero") > 0 {
+            r.warnings.push(Warning::NoNapiId);
+        }
         match agreement(&f.counters, f.ops_per_sec.median, samples.len() as u64) {
             Some(Agreement::WrkBound) => r.warnings.push(Warning::WrkBound),
             Some(Agreement::Disagrees) => r.warnings.push(Warning::LoadgenDisagrees),

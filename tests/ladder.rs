@@ -42,11 +42,14 @@ fn a_smoke_run_of_echo_ladder_has_one_cell_per_rung_at_each_point() {
     // Loopback has no NAPI: that rung is a gap with its reason, in the cells and the report.
     assert!(cases
         .iter()
-        .filter(|c| c["model"] == "uring-napi")
+        .filter(|c| c["model"] == "uring-bundle-inc-minwait-napi")
         .all(|c| c["status"] == "unavailable"));
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(md.contains("echo.ladder ladder"), "{md}");
-    assert!(md.contains("uring-napi: unavailable"), "{md}");
+    assert!(
+        md.contains("uring-bundle-inc-minwait-napi: unavailable"),
+        "{md}"
+    );
     // report.html draws a waterfall per point, the NAPI rung a gap with its reason.
     let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     assert_eq!(

@@ -1,6 +1,6 @@
 //! The ladder's waterfall in report.html, on a fixture ladder (tests/fixtures/ladder.json:
 //! echo.ladder at 50 and 1000 connections, capacity and equal load, every rung measured but
-//! uring-napi, unavailable with loopback's reason; its CPU figures are made up for the test):
+//! the top one (uring-bundle-inc-minwait-napi), unavailable with loopback's reason; its CPU figures are made up for the test):
 //! one waterfall per point, rungs in ladder order with their minimum kernels, the NAPI rung a
 //! gap with its reason, cheaper and dearer bars told apart. With /usr/bin/chromium the report
 //! is also rendered at 1280 and 390 px (RINGSIDE_SCREENSHOTS=DIR keeps the screenshots).
@@ -70,11 +70,12 @@ fn one_waterfall_per_point_with_rungs_in_order_kernels_and_gaps() {
         // The NAPI rung is a gap with its reason, drawn and in the caption whole.
         assert!(w.contains("gap: unavailable: loopback has no NAPI"), "{w}");
         assert!(w.contains(
-            "uring-napi: unavailable: loopback has no NAPI: a loopback socket&#39;s \
+            "uring-bundle-inc-minwait-napi: unavailable: loopback has no NAPI: a loopback \
+             socket&#39;s \
              SO_INCOMING_NAPI_ID is 0"
         ));
         // Cheaper (uring-defer) and dearer (uring-bundle) bars in their own colours; the
-        // within-noise uring-inc change is marked so.
+        // within-noise uring-bundle-inc change is marked so.
         assert!(w.contains("fill=\"#009E73\""), "cheaper colour");
         assert!(w.contains("fill=\"#D55E00\""), "dearer colour");
         assert!(w.contains("(within noise)"));
@@ -134,7 +135,11 @@ fn report_writes_each_waterfall_as_an_svg_linked_from_report_md() {
         let file = format!("charts/echo.ladder-waterfall-{i}.svg");
         assert!(md.contains(&format!("]({file})")), "report.md links {file}");
         let svg = std::fs::read_to_string(d.path().join(&file)).unwrap();
-        assert!(svg.starts_with("<svg") && svg.contains("xmlns=") && svg.contains("uring-napi"));
+        assert!(
+            svg.starts_with("<svg")
+                && svg.contains("xmlns=")
+                && svg.contains("uring-bundle-inc-minwait-napi")
+        );
     }
     assert!(!d.path().join("charts/echo.ladder-waterfall-5.svg").exists());
 }

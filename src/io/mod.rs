@@ -7,6 +7,7 @@ pub mod blocking;
 pub mod epoll;
 pub mod file;
 pub mod idle;
+pub mod napi;
 pub mod readiness;
 pub mod stop;
 pub mod sys;

@@ -21,10 +21,6 @@ pub struct Rung {
     pub note: Option<&'static str>,
 }
 
-const NOT_CUMULATIVE: &str = "not cumulative: measured as uring-tuned plus this knob alone, not \
-    over the rung above (bundles and incremental buffers do not combine in this server yet, and \
-    no row combines the knobs after uring-tuned)";
-
 /// The rungs, in ladder order.
 pub static RUNGS: &[Rung] = &[
     Rung {
@@ -78,36 +74,36 @@ pub static RUNGS: &[Rung] = &[
         note: None,
     },
     Rung {
-        model: "uring-inc",
-        over: Some("uring-tuned"),
+        model: "uring-bundle-inc",
+        over: Some("uring-bundle"),
         adds: "+incremental buffer consumption",
         add: |k| UringKnobs {
             inc_bufs: true,
             ..k
         },
         min_kernel: "6.12",
-        note: Some(NOT_CUMULATIVE),
+        note: None,
     },
     Rung {
-        model: "uring-minwait",
-        over: Some("uring-tuned"),
+        model: "uring-bundle-inc-minwait",
+        over: Some("uring-bundle-inc"),
         adds: "+min-wait",
         add: |k| UringKnobs {
             min_wait_us: Some(super::MIN_WAIT_US),
             ..k
         },
         min_kernel: "6.12",
-        note: Some(NOT_CUMULATIVE),
+        note: None,
     },
     Rung {
-        model: "uring-napi",
-        over: Some("uring-tuned"),
+        model: "uring-bundle-inc-minwait-napi",
+        over: Some("uring-bundle-inc-minwait"),
         adds: "+NAPI busy poll",
         add: |k| UringKnobs {
             napi_busy_poll_us: Some(super::NAPI_BUSY_POLL_US),
             ..k
         },
-        min_kernel: "6.9",
-        note: Some(NOT_CUMULATIVE),
+        min_kernel: "6.12",
+        note: None,
     },
 ];

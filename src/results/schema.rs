@@ -117,6 +117,9 @@ pub enum Warning {
     /// never answered (counter `load_unsettled_conns`): the window opened on a server that had
     /// not yet served every connection.
     WarmupUnsettled,
+    /// NAPI busy polling was registered but sockets the server measured carried NAPI id 0
+    /// (counter `server_napi_id_zero`): busy polling had no device queue to poll for them.
+    NoNapiId,
 }
 
 impl Warning {
@@ -153,6 +156,12 @@ impl Warning {
                  timeout, so the window opened with some connections never served \
                  (load_unsettled_conns); the figures cover the connections it did serve: use \
                  fewer connections, or give the server more CPU"
+            }
+            Warning::NoNapiId => {
+                "busy polling was registered, but sockets the server served carried NAPI id 0 \
+                 (server_napi_id_zero of server_napi_socks): it had no device queue to poll \
+                 for them, so the row measured a spinning wait, not busy polling; serve over a \
+                 NIC, or a veth pair with GRO on and TSO off on the sender"
             }
             Warning::WrkBound => {
                 "wrk saturated its CPU and measured fewer requests/s than ringside's load \

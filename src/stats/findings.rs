@@ -248,7 +248,7 @@ pub struct Trust {
 }
 
 /// Every warning, in the order [`Trust`] lists them.
-const WARNINGS: [Warning; 8] = [
+const WARNINGS: [Warning; 9] = [
     Warning::HighSpread,
     Warning::ClientBound,
     Warning::BothSaturated,
@@ -257,6 +257,7 @@ const WARNINGS: [Warning; 8] = [
     Warning::WrkBound,
     Warning::CpuOverAllowed,
     Warning::WarmupUnsettled,
+    Warning::NoNapiId,
 ];
 
 pub fn trust(run: &RunResults) -> Trust {

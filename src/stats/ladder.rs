@@ -106,8 +106,9 @@ mod tests {
             cell("uring", Status::Measured, &slow),
             cell("uring-defer", Status::Measured, &fast),
             cell("uring-tuned", Status::Measured, &slow),
-            cell("uring-inc", Status::Measured, &fast),
-            cell("uring-napi", Status::Unavailable, &[]),
+            cell("uring-bundle", Status::Measured, &slow),
+            cell("uring-bundle-inc", Status::Measured, &fast),
+            cell("uring-bundle-inc-minwait-napi", Status::Unavailable, &[]),
             cell("epoll-lt", Status::Measured, &fast),
         ];
         let refs: Vec<&CaseResult> = cells.iter().collect();
@@ -127,10 +128,13 @@ mod tests {
         // Missing rung (uring-defer-fixed): no cell, and the rung over it has no base.
         assert!(by("uring-defer-fixed").case.is_none());
         assert!(by("uring-tuned").change_pct.is_none());
-        // uring-inc is over uring-tuned, not over uring-bundle (absent here).
-        assert!(by("uring-inc").change_pct.unwrap() < -19.0);
+        // uring-bundle-inc is over uring-bundle, the rung above.
+        assert!(by("uring-bundle-inc").change_pct.unwrap() < -19.0);
+        assert_eq!(by("uring-bundle-inc").base_cpu_ns_per_op, Some(1000.0));
+        // A rung whose base did not run (uring-bundle-inc-minwait) has no change.
+        assert!(by("uring-bundle-inc-minwait").case.is_none());
         // An unavailable rung keeps its cell (the reason) and no figure.
-        let n = by("uring-napi");
+        let n = by("uring-bundle-inc-minwait-napi");
         assert_eq!(n.case.unwrap().status, Status::Unavailable);
         assert!(n.cpu_ns_per_op.is_none() && n.change_pct.is_none());
     }

@@ -25,6 +25,9 @@ pub struct Epoll {
     via_ring: Option<std::cell::RefCell<ring_wait::RingWait>>,
     fd: OwnedFd,
     trigger: Trigger,
+    /// Busy polling is set (`epoll-busypoll`): the server reads each connection's NAPI id
+    /// (`io::napi`).
+    pub(super) busy_poll: bool,
 }
 
 impl Epoll {
@@ -36,14 +39,16 @@ impl Epoll {
             via_ring: None,
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
             trigger,
+            busy_poll: false,
         })
     }
 
     /// A model row's instance: its trigger, and epoll's busy polling (EPIOCSPARAMS, 6.9) where
     /// the row asks for it. The one place the busy-poll knob is read.
     pub fn with_knobs(k: &crate::model::EpollKnobs) -> io::Result<Epoll> {
-        let ep = Epoll::new(k.trigger)?;
+        let mut ep = Epoll::new(k.trigger)?;
         if let Some(b) = &k.busy_poll {
+            ep.busy_poll = true;
             crate::env::uring::modern::set_epoll_busy_poll(
                 ep.fd.as_raw_fd(),
                 b.busy_poll_usecs,

@@ -46,6 +46,9 @@ crate::counter_set! {
         epoll_mods,
         /// Reads skipped because the connection's pending output is over the bound.
         read_pauses,
+        /// `epoll-busypoll`: sockets whose NAPI id was read at their first bytes, those with
+        /// id 0, failed reads (`io::napi`).
+        napi_socks, napi_id_zero, napi_check_errors,
         peer_fins, resets, idle_closes, closes, live_at_stop,
     }
 }
@@ -64,6 +67,8 @@ struct Conn<C> {
     interest: u32,
     /// The coarse time of accept or of the last reply, ns (kept only with an idle limit).
     last_ns: u64,
+    /// Busy polling is set and this connection's NAPI id is not read yet.
+    napi_unchecked: bool,
 }
 
 impl<C> Conn<C> {
@@ -222,6 +227,7 @@ impl<P: Protocol> Server<P> {
             read_done: false,
             interest,
             last_ns: self.now,
+            napi_unchecked: self.ep.busy_poll,
         });
         Ok(())
     }
@@ -416,6 +422,16 @@ fn step<P: Protocol>(
             }
             let n = r as usize;
             c.bytes_in += n as u64;
+            if conn.napi_unchecked && n > 0 {
+                conn.napi_unchecked = false;
+                let id = crate::io::napi::incoming_napi_id(conn.fd.as_raw_fd());
+                crate::io::napi::count(
+                    id,
+                    &mut c.napi_socks,
+                    &mut c.napi_id_zero,
+                    &mut c.napi_check_errors,
+                );
+            }
             let st = proto.on_bytes(&mut conn.state, &buf[..n], &mut conn.out);
             if let (Some(t), true) = (now, st.reply != Reply::Nothing) {
                 conn.last_ns = t;

@@ -115,6 +115,13 @@ impl BufRing {
         &self.bufs[start..start + len.min(self.buf_len)]
     }
 
+    /// Buffer `bid`, writable: tests stand in for the kernel's writes.
+    #[cfg(test)]
+    pub fn buf_mut(&mut self, bid: u16) -> &mut [u8] {
+        let start = bid as usize * self.buf_len;
+        &mut self.bufs[start..start + self.buf_len]
+    }
+
     /// The buffer id in ring slot `pos` (masked): which buffer the kernel takes at that
     /// position of its head (bundles read the buffers a completion spanned from here).
     pub fn bid_at(&self, pos: u16) -> u16 {

@@ -28,6 +28,8 @@ pub enum Op {
     CancelRecv = 8,
     /// The idle-sweep timer (only with an idle limit).
     IdleTick = 9,
+    /// NAPI rows: a direct descriptor installed as a plain fd to read its NAPI id.
+    NapiFd = 10,
 }
 
 impl Op {
@@ -42,6 +44,7 @@ impl Op {
             7 => Op::Close,
             8 => Op::CancelRecv,
             9 => Op::IdleTick,
+            10 => Op::NapiFd,
             _ => return None,
         })
     }
@@ -121,6 +124,7 @@ mod tests {
             Op::Close,
             Op::CancelRecv,
             Op::IdleTick,
+            Op::NapiFd,
         ] {
             for idx in [0, 1, 12345, u32::MAX] {
                 for gen in [0, 1, GEN_MASK - 1, GEN_MASK] {

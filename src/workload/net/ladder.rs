@@ -6,11 +6,10 @@
 //! measured against (`over`). The change per rung and its significance are computed in
 //! `stats::ladder`.
 //!
-//! Not every rung is strictly cumulative: bundles and incremental buffer consumption do not
-//! combine in our server yet, so `uring-inc`, `uring-minwait` and `uring-napi` each add their
-//! knob to `uring-tuned` (not to the rung above them), and their change is measured against
-//! `uring-tuned`; their `note` says so.
-
+//! The rungs are cumulative: each adds its knob to the rung above (`uring-tuned` ->
+//! `uring-bundle` -> `uring-bundle-inc` -> `uring-bundle-inc-minwait` ->
+//! `uring-bundle-inc-minwait-napi`). A rung may say in its `note` that it is measured over
+//! another row instead (none does now).
 use super::{echo, http};
 use crate::error::CaseError;
 use crate::measure::pin::CpuPlan;

@@ -201,6 +201,8 @@ pub(super) struct Conn<C> {
     /// The tag of the send in flight, and the next one to give.
     pub zc_tag: u8,
     pub zc_next_tag: u8,
+    /// NAPI rows: its NAPI id was asked for (`napi`).
+    pub napi_checked: bool,
 }
 
 /// Completed SEND_ZC buffers a broker connection may hold awaiting their notifications; past
@@ -230,6 +232,7 @@ impl<C: Default> Conn<C> {
             zc_held: Vec::new(),
             zc_tag: 0,
             zc_next_tag: 0,
+            napi_checked: false,
         }
     }
 }

@@ -70,6 +70,7 @@ mod broker;
 mod bundle;
 mod conn;
 mod hybrid;
+mod napi;
 mod recv;
 mod send;
 mod teardown;
@@ -126,8 +127,9 @@ crate::counter_set! {
         hybrid_epoll_waits,
         /// Provided buffers spanned by receive completions whose bytes were copied out
         /// (bundles: several per completion; incremental: one piece per completion), and those
-        /// completions.
-        bundle_bufs, bundle_recvs,
+        /// completions; of them, the ones that spanned more than one buffer, and the ones
+        /// whose last buffer the kernel kept for more (IORING_CQE_F_BUF_MORE: a piece).
+        bundle_bufs, bundle_recvs, bundle_multi, buf_more,
         /// Slots of the sparse registered file table (direct descriptors).
         fixed_slots,
         /// io_uring_enter calls, SQEs they submitted, CQEs reaped, pushes that met a full SQ.
@@ -162,6 +164,10 @@ crate::counter_set! {
         /// Broker SEND_ZC sends whose buffer was held for its notification while the next
         /// send went out, and the notifications that freed one.
         zc_held_sends, zc_held_notifs,
+        /// NAPI rows: accepted sockets whose SO_INCOMING_NAPI_ID was read at their first
+        /// bytes, those whose id was 0 (busy polling had no queue to poll for them), and
+        /// reads that failed (see `napi`).
+        napi_socks, napi_id_zero, napi_check_errors,
         closes, live_at_stop,
         /// Teardown gave up waiting for the kernel and leaked the buffers instead.
         teardown_leaked,
@@ -177,6 +183,8 @@ struct Mode {
     /// Multishot recv from the provided-buffer ring instead of recv into the connection's
     /// own buffer.
     ms_recv: bool,
+    /// The multishot recv asks for bundles (IORING_RECVSEND_BUNDLE).
+    bundle: bool,
     /// SEND_ZC for single sends.
     zc: bool,
     /// SEND_ZC from registered buffers: slots in the sparse buffer table (a connection whose
@@ -184,13 +192,16 @@ struct Mode {
     zc_fixed_slots: u32,
     /// Minimum wait (us) for a batch of `MIN_WAIT_BATCH` completions, if set.
     min_wait_us: Option<u32>,
+    /// NAPI busy polling is registered: each connection's NAPI id is read (`napi`).
+    napi_check: bool,
 }
 
 /// Completions a minimum-wait enter asks for (`uring-minwait`): it returns with fewer once
 /// the minimum wait has passed and one has arrived.
 pub const MIN_WAIT_BATCH: usize = 32;
-/// Incremental buffer rings (`uring-inc`): fewer, larger buffers than `RING_BUFS` x
-/// `RING_BUF_BYTES` (the same 32 MiB), each consumed piecewise by many receives.
+/// Incremental buffer rings (`uring-inc`, and `uring-bundle-inc` whose bundles span them):
+/// fewer, larger buffers than `RING_BUFS` x `RING_BUF_BYTES` (the same 32 MiB), each consumed
+/// piecewise by many receives.
 pub const INC_BUFS: u16 = 512;
 pub const INC_BUF_BYTES: usize = 64 * 1024;
 
@@ -271,9 +282,11 @@ fn serve_with<P: Protocol>(
         fixed: k.fixed_files,
         ms_accept: k.multishot,
         ms_recv: k.multishot && k.buf_ring,
+        bundle: k.bundle,
         zc: k.zc_send,
         zc_fixed_slots: 0,
         min_wait_us: k.min_wait_us,
+        napi_check: k.napi_busy_poll_us.is_some(),
     };
     let sweep = Idle::new(proto.idle_timeout()).map(Sweep::new);
     let mut s = Server {
@@ -342,11 +355,12 @@ fn serve_with<P: Protocol>(
         let br = BufRing::with_flags(&s.ring.submitter(), BGID, n, len, flags)
             .map_err(|e| CaseError::unavailable(format!("provided buffer ring: {e}")))?;
         let mut p = Provided::new(br);
-        if k.bundle {
-            p.copy = Some(bundle::CopyOut::bundle());
-        } else if k.inc_bufs {
-            p.copy = Some(bundle::CopyOut::inc(n));
-        }
+        p.copy = match (k.bundle, k.inc_bufs) {
+            (true, true) => Some(bundle::CopyOut::bundle_inc()),
+            (true, false) => Some(bundle::CopyOut::bundle()),
+            (false, true) => Some(bundle::CopyOut::inc(n)),
+            (false, false) => None,
+        };
         s.provided = Some(p);
     }
     stop.ready();
@@ -427,6 +441,7 @@ impl<P: Protocol> Server<P> {
             Op::Send => self.on_send(u, UserData::tag_of(ud), res, flags),
             Op::CancelRecv => self.on_cancel_recv(u, res),
             Op::IdleTick => self.on_tick(res, flags),
+            Op::NapiFd => self.on_napi_fd(res),
             Op::Cancel | Op::Close => Ok(()),
         }
     }

@@ -55,6 +55,7 @@ impl<P: Protocol> Server<P> {
     /// multishot one that must stop (output over the bound, or no more reading).
     pub(super) fn recv_next(&mut self, idx: u32) -> io::Result<()> {
         let ms = self.mode.ms_recv;
+        let bundle = self.mode.bundle;
         let bgid = self.provided.as_ref().map(|p| p.ring.bgid());
         let broker = self.broker.is_some();
         let Some(conn) = self.conns.at(idx) else {
@@ -77,7 +78,11 @@ impl<P: Protocol> Server<P> {
                         self.c.recv_rearms += 1;
                     }
                     conn.arms += 1;
-                    on_fd!(conn.fd, |t| opcode::RecvMulti::new(t, bgid).build())
+                    if bundle {
+                        on_fd!(conn.fd, |t| opcode::RecvMultiBundle::new(t, bgid).build())
+                    } else {
+                        on_fd!(conn.fd, |t| opcode::RecvMulti::new(t, bgid).build())
+                    }
                 } else {
                     let (p, l) = (conn.recv_buf.as_mut_ptr(), conn.recv_buf.len() as u32);
                     on_fd!(conn.fd, |t| opcode::Recv::new(t, p, l).build())
@@ -108,9 +113,11 @@ impl<P: Protocol> Server<P> {
         if let (true, Some(b), Some(p)) = (res > 0, bid, self.provided.as_mut()) {
             if p.copy.is_some() {
                 let mut v = Vec::with_capacity(res as usize);
-                let spanned = bundle::take(p, b, res as usize, flags, &mut v)?;
-                self.c.bundle_bufs += u64::from(spanned);
+                let t = bundle::take(p, b, res as usize, flags, &mut v)?;
+                self.c.bundle_bufs += u64::from(t.spanned);
                 self.c.bundle_recvs += 1;
+                self.c.bundle_multi += u64::from(t.spanned > 1);
+                self.c.buf_more += u64::from(t.kept);
                 owned = Some(v);
                 bid = None;
             }
@@ -126,6 +133,7 @@ impl<P: Protocol> Server<P> {
         }
         let mut recycle = bid;
         let mut overrun = None;
+        let napi_first = res > 0 && self.mode.napi_check && !conn.napi_checked;
         if res > 0 && conn.phase == Phase::Open {
             let n = res as usize;
             let input: &[u8] = match (&owned, bid, self.provided.as_ref()) {
@@ -211,6 +219,9 @@ impl<P: Protocol> Server<P> {
         }
         if let Some(b) = recycle {
             self.recycle(b);
+        }
+        if napi_first {
+            self.napi_check(u.idx)?;
         }
         if let Some(fd) = overrun {
             // SO_LINGER 0 makes the close send RST; SHUT_RD ends the multishot recv.

@@ -257,10 +257,15 @@ impl<P: Protocol> Server<P> {
                 Err(e) => return Err(e),
             }
             self.reap();
-            for (ud, _, flags) in std::mem::take(&mut self.cqes) {
+            for (ud, res, flags) in std::mem::take(&mut self.cqes) {
                 let Some(u) = UserData::decode(ud) else {
                     continue;
                 };
+                if u.op == Op::NapiFd {
+                    // Its fd is still read and closed (`napi`).
+                    self.on_napi_fd(res)?;
+                    continue;
+                }
                 if let Some(b) = cqueue::buffer_select(flags) {
                     self.recycle(b);
                 }
