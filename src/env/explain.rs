@@ -79,6 +79,7 @@ pub fn errno_name(errno: i32) -> String {
         libc::ETIME => "ETIME",
         libc::ECANCELED => "ECANCELED",
         libc::ENXIO => "ENXIO",
+        libc::EBADFD => "EBADFD",
         _ => return format!("errno {errno}"),
     };
     name.to_string()

@@ -48,6 +48,7 @@ pub const NAPI_LOOPBACK: &str = "napi_on_loopback";
 pub const EPOLL_BUSY_POLL: &str = "epoll_busy_poll";
 pub const EPOLL_WAIT: &str = "op_epoll_wait";
 pub const READ_MULTISHOT: &str = "read_multishot";
+pub const READ_MULTISHOT_FILE: &str = "read_multishot_regular_file";
 pub const HYBRID_IOPOLL: &str = "hybrid_iopoll";
 pub const RECV_ZC: &str = "recv_zc";
 
@@ -124,6 +125,12 @@ pub(super) fn probe(io_uring: &Availability, ev: &Evidence) -> Vec<Feature> {
             "6.7",
             "opcode::ReadMulti",
             run(&|| read_multishot(ev)),
+        ),
+        f(
+            READ_MULTISHOT_FILE,
+            "6.7",
+            "opcode::ReadMulti",
+            run(&|| read_multishot_file(ev)),
         ),
         f(
             HYBRID_IOPOLL,
@@ -539,6 +546,50 @@ fn read_multishot(ev: &Evidence) -> Result<(), String> {
     Ok(())
 }
 
+/// READ_MULTISHOT on a regular file, as the storage suite reads them: the kernel serves
+/// multishot reads only on files it can poll (pipes, sockets), so where it refuses one, no
+/// storage row can use it and the line says what the kernel answered.
+fn read_multishot_file(ev: &Evidence) -> Result<(), String> {
+    let pages = Pages::two().map_err(setup_err("mmap"))?;
+    let (mut ring, probe) = ring_and_probe()?;
+    if !probe.is_supported(opcode::ReadMulti::CODE) {
+        return Err(
+            "IORING_OP_READ_MULTISHOT is not in the kernel's opcode probe (needs 6.7)".into(),
+        );
+    }
+    buf_ring(&ring, &pages, 4, 14, 0, BUF_LEN, ev)?;
+    let path = std::env::temp_dir().join(format!("ringside-read-mshot-{}", std::process::id()));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .map_err(setup_err("a temporary file"));
+    let _ = std::fs::remove_file(&path);
+    let mut file = file?;
+    file.write_all(b"ringside").map_err(setup_err("write"))?;
+    let sqe = opcode::ReadMulti::new(Fd(file.as_raw_fd()), 0, 14)
+        .build()
+        .user_data(TAG);
+    // SAFETY: as in `bundle`.
+    unsafe { push(&mut ring, &sqe)? };
+    let mut got: Vec<Cqe> = Vec::new();
+    reap(&mut ring, TAG, &mut got, |c| !c.is_empty())
+        .map_err(|e| format!("READ_MULTISHOT on a regular file: {e}"))?;
+    let c = got[0];
+    drop(ring);
+    if c.result < 0 {
+        return Err(format!(
+            "the kernel refuses a multishot read of a regular file ({}): it serves only files it \
+             can poll (pipes, sockets), so the storage suite, which reads regular files, has no \
+             row for it",
+            explain::errno_name(-c.result)
+        ));
+    }
+    Ok(())
+}
+
 /// Drivers without netdev queue-management ops: the kernel refuses a zero-copy receive
 /// registration on them (EOPNOTSUPP) before it touches any queue, so trying one is harmless.
 const ZCRX_HARMLESS_DRIVERS: &[&str] = &[
@@ -679,10 +730,10 @@ mod tests {
         let r = crate::env::probe();
         let f = &r.io_uring_modern;
         let mut names: Vec<_> = f.iter().map(|f| f.name.as_str()).collect();
-        assert_eq!(names.len(), 11);
+        assert_eq!(names.len(), 12);
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), 11, "names must be unique");
+        assert_eq!(names.len(), 12, "names must be unique");
         for x in f {
             let v: Vec<u32> = x.kernel.split('.').filter_map(|p| p.parse().ok()).collect();
             assert!(
@@ -698,6 +749,15 @@ mod tests {
         // What the crate lacks is said, not hand-rolled.
         let hybrid = r.modern(HYBRID_IOPOLL);
         assert!(hybrid.reason().unwrap().contains(CRATE), "{hybrid}");
+        // A regular file cannot be polled: where multishot reads work at all, the kernel
+        // refuses them on one (EBADFD), and the line says so for the storage suite.
+        if r.modern(READ_MULTISHOT).is_ready() {
+            let file = r.modern(READ_MULTISHOT_FILE);
+            assert!(
+                file.reason().is_some_and(|w| w.contains("storage suite")),
+                "{file}"
+            );
+        }
         // Loopback never has a NAPI id.
         assert!(r.modern(NAPI_LOOPBACK).reason().is_some());
         assert!(r
