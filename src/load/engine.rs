@@ -95,6 +95,48 @@ impl Coordinated {
     }
 }
 
+/// Runs `threads` load threads (`{name}-{t}`, thread t on the plan's load CPU `t % cpus`)
+/// while this thread coordinates the warm-up and the window ([`coordinate`]). `body(t, cpu,
+/// synced)` is thread t's loop: one that returns without passing the two barriers (`*synced`
+/// left false: an early error) passes them on its way out, so that no other thread waits for
+/// it. Returns the threads' results in thread order, and the coordination.
+pub(super) fn run_threads<T: Send>(
+    cfg: &Config,
+    shared: &Shared,
+    edge: &mut dyn FnMut(Edge),
+    threads: usize,
+    name: &str,
+    body: impl Fn(usize, Option<u32>, &mut bool) -> T + Sync,
+) -> (Vec<T>, Coordinated) {
+    let mut coord = None;
+    let body = &body;
+    let parts = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let cpu = (!cfg.cpus.is_empty()).then(|| cfg.cpus[t % cfg.cpus.len()]);
+                std::thread::Builder::new()
+                    .name(format!("{name}-{t}"))
+                    .spawn_scoped(s, move || {
+                        let mut synced = false;
+                        let res = body(t, cpu, &mut synced);
+                        if !synced {
+                            shared.barrier.wait();
+                            shared.barrier.wait();
+                        }
+                        res
+                    })
+                    .expect("spawn load thread")
+            })
+            .collect();
+        coord = Some(coordinate(cfg, shared, edge));
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("load thread panicked"))
+            .collect()
+    });
+    (parts, coord.expect("coordinated"))
+}
+
 /// The coordinating thread's part of a run, after it started the loops: waits for them to
 /// connect (first barrier), sets the start (second barrier), settles the warm-up
 /// ([`settle_warmup`]), sets the window's edges ([`window_for`]) and calls `edge` at the
@@ -206,27 +248,14 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
     crate::io::sys::raise_nofile(cfg.conns as u64 + 64)?;
     let threads = cfg.threads.min(cfg.conns);
     let shared = Shared::new(threads);
-    let mut coord = None;
-    let parts: Vec<ThreadOut> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let lo = cfg.conns * t / threads;
-                let hi = cfg.conns * (t + 1) / threads;
-                let cpu = (!cfg.cpus.is_empty()).then(|| cfg.cpus[t % cfg.cpus.len()]);
-                let shared = &shared;
-                std::thread::Builder::new()
-                    .name(format!("load-{t}"))
-                    .spawn_scoped(s, move || worker(cfg, ex, shared, lo..hi, cpu))
-                    .expect("spawn load thread")
-            })
-            .collect();
-        coord = Some(coordinate(cfg, &shared, edge));
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("load thread panicked"))
-            .collect()
-    });
-    let coord = coord.expect("coordinated");
+    let (parts, coord): (Vec<ThreadOut>, _) =
+        run_threads(cfg, &shared, edge, threads, "load", |t, cpu, synced| {
+            // The worker passes both barriers itself, early errors included.
+            *synced = true;
+            let lo = cfg.conns * t / threads;
+            let hi = cfg.conns * (t + 1) / threads;
+            worker(cfg, ex, &shared, lo..hi, cpu)
+        });
     let (_, t_close) = shared.edges();
     let window_ns = Coordinated::window_ns(&shared);
     let mut r = Report::empty(cfg, threads, cfg.rate, window_ns, coord.interrupted);

@@ -23,7 +23,7 @@
 //! subscriber has had its first delivery, at most the message timeout
 //! (`unsettled_conns` then counts those still waiting).
 
-use super::engine::{coordinate, Coordinated, Shared, WARM_TICK_NS};
+use super::engine::{run_threads, Coordinated, Shared, WARM_TICK_NS};
 use super::{Config, Edge, Exchange, Mismatch, Report, Response};
 use crate::measure::clock::now_ns;
 use crate::measure::{cpu, pin, Hist};
@@ -148,35 +148,10 @@ impl Pubsub {
         crate::io::sys::raise_nofile(self.conns() as u64 + 64)?;
         let threads = cfg.threads.clamp(1, subs as usize);
         let shared = Shared::new(threads);
-        let mut coord = None;
-        let parts: Vec<io::Result<Part>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
-                    let cpu = (!cfg.cpus.is_empty()).then(|| cfg.cpus[t % cfg.cpus.len()]);
-                    let shared = &shared;
-                    std::thread::Builder::new()
-                        .name(format!("pubsub-{t}"))
-                        .spawn_scoped(s, move || {
-                            let mut synced = false;
-                            let res =
-                                self.worker(cfg, shared, (t, threads), cpu, rate, &mut synced);
-                            if !synced {
-                                // An early error still passes both barriers.
-                                shared.barrier.wait();
-                                shared.barrier.wait();
-                            }
-                            res
-                        })
-                        .expect("spawn load thread")
-                })
-                .collect();
-            coord = Some(coordinate(cfg, &shared, edge));
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("load thread panicked"))
-                .collect()
-        });
-        let coord = coord.expect("coordinated");
+        let (parts, coord): (Vec<io::Result<Part>>, _) =
+            run_threads(cfg, &shared, edge, threads, "pubsub", |t, cpu, synced| {
+                self.worker(cfg, &shared, (t, threads), cpu, rate, synced)
+            });
         let window_ns = Coordinated::window_ns(&shared);
         let mut r = Report::empty(cfg, threads, Some(rate), window_ns, coord.interrupted);
         (r.warmup_ns, r.unsettled_conns) = (coord.warmup_ns, coord.unsettled);

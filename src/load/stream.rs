@@ -24,7 +24,7 @@
 //! until every live `Down` / `Duplex` connection has received its first bytes (an `Up`
 //! connection hears nothing before the end: none is awaited), at most the message timeout.
 
-use super::engine::{coordinate, Coordinated, Shared, WARM_TICK_NS};
+use super::engine::{run_threads, Coordinated, Shared, WARM_TICK_NS};
 use super::{Config, Edge, Exchange, Mismatch, Report, Response};
 use crate::measure::clock::now_ns;
 use crate::measure::{cpu, pin, Hist};
@@ -159,36 +159,12 @@ impl Streaming {
         crate::io::sys::raise_nofile(cfg.conns as u64 + 64)?;
         let threads = cfg.threads.min(cfg.conns);
         let shared = Shared::new(threads);
-        let mut coord = None;
-        let parts: Vec<io::Result<Out>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
-                    let lo = cfg.conns * t / threads;
-                    let hi = cfg.conns * (t + 1) / threads;
-                    let cpu = (!cfg.cpus.is_empty()).then(|| cfg.cpus[t % cfg.cpus.len()]);
-                    let shared = &shared;
-                    std::thread::Builder::new()
-                        .name(format!("stream-{t}"))
-                        .spawn_scoped(s, move || {
-                            let mut synced = false;
-                            let res = self.worker(cfg, lo..hi, cpu, shared, &mut synced);
-                            if !synced {
-                                // An early error still passes both barriers.
-                                shared.barrier.wait();
-                                shared.barrier.wait();
-                            }
-                            res
-                        })
-                        .expect("spawn load thread")
-                })
-                .collect();
-            coord = Some(coordinate(cfg, &shared, edge));
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("load thread panicked"))
-                .collect()
-        });
-        let coord = coord.expect("coordinated");
+        let (parts, coord): (Vec<io::Result<Out>>, _) =
+            run_threads(cfg, &shared, edge, threads, "stream", |t, cpu, synced| {
+                let lo = cfg.conns * t / threads;
+                let hi = cfg.conns * (t + 1) / threads;
+                self.worker(cfg, lo..hi, cpu, &shared, synced)
+            });
         let window_ns = Coordinated::window_ns(&shared);
         let mut r = Report::empty(cfg, threads, None, window_ns, coord.interrupted);
         (r.warmup_ns, r.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
