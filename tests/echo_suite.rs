@@ -260,7 +260,7 @@ fn smoke_run_of_the_echo_suite_when_servers_exist() {
         assert_eq!(c["counters"]["load_mismatches"], 0);
         assert_eq!(c["counters"]["load_live_conns"], 50, "one timed repetition");
         assert_eq!(c["counters"]["load_lost_conns"], 0, "{c}");
-        assert!(c["op"].as_str().unwrap().contains("loopback"));
+        assert!(c["op"].as_str().unwrap().contains("over TCP"));
     }
 }
 

@@ -164,7 +164,7 @@ pub(super) fn coordinate(cfg: &Config, shared: &Shared, edge: &mut dyn FnMut(Edg
         settle_warmup(cfg, shared, t_start)
     };
     if let Some((t_open, left, at)) = settled.filter(|_| !no_warmup) {
-        let window = window_for(cfg, at - t_start);
+        let window = window_for(cfg, at - t_start, left);
         // t_close first: a loop that sees the opening sees the closing too.
         shared.t_close.store(t_open + window, Ordering::SeqCst);
         shared.t_open.store(t_open, Ordering::SeqCst);
@@ -185,13 +185,15 @@ pub(super) fn coordinate(cfg: &Config, shared: &Shared, edge: &mut dyn FnMut(Edg
     out
 }
 
-/// The measured window, ns: `cfg.duration`, or, when serving every connection once took
-/// longer than the planned warm-up (`round_ns`), at least two such rounds (at most two message
-/// timeouts): a window shorter than the server's round holds a fraction of a round, or
-/// nothing at all.
-fn window_for(cfg: &Config, round_ns: u64) -> u64 {
+/// The measured window, ns: `cfg.duration` once every connection has been served (the server
+/// is past its connection set-up: a thread per connection on one CPU took 1-5 s to answer
+/// 1,000 first messages while it then served a round of them in ~10 ms); when the warm-up gave
+/// up with connections still unanswered (`unsettled`), at least two rounds of the warm-up
+/// (`round_ns`, at most two message timeouts): a window shorter than the server's round
+/// holds a fraction of a round, or nothing at all.
+fn window_for(cfg: &Config, round_ns: u64, unsettled: u64) -> u64 {
     let planned = cfg.duration.as_nanos() as u64;
-    if round_ns <= cfg.warmup.as_nanos() as u64 {
+    if unsettled == 0 || round_ns <= cfg.warmup.as_nanos() as u64 {
         return planned;
     }
     let cap = (2 * cfg.msg_timeout.as_nanos() as u64).max(planned);

@@ -30,6 +30,9 @@ pub enum Op {
     IdleTick = 9,
     /// NAPI rows: a direct descriptor installed as a plain fd to read its NAPI id.
     NapiFd = 10,
+    /// The SHUT_RD of a reset direct descriptor (`Server::reset`): forced to io-wq, where the
+    /// kernel resolves the slot, so the slot stays the connection's until it completes.
+    ShutRead = 11,
 }
 
 impl Op {
@@ -45,6 +48,7 @@ impl Op {
             8 => Op::CancelRecv,
             9 => Op::IdleTick,
             10 => Op::NapiFd,
+            11 => Op::ShutRead,
             _ => return None,
         })
     }
@@ -125,6 +129,7 @@ mod tests {
             Op::CancelRecv,
             Op::IdleTick,
             Op::NapiFd,
+            Op::ShutRead,
         ] {
             for idx in [0, 1, 12345, u32::MAX] {
                 for gen in [0, 1, GEN_MASK - 1, GEN_MASK] {

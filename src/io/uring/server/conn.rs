@@ -203,6 +203,9 @@ pub(super) struct Conn<C> {
     pub zc_next_tag: u8,
     /// NAPI rows: its NAPI id was asked for (`napi`).
     pub napi_checked: bool,
+    /// A reset's SHUT_RD on its direct descriptor is in flight (`Op::ShutRead`): the slot must
+    /// not be closed and given to a new connection before it ran, or it would shut that one.
+    pub shutting: bool,
 }
 
 /// Completed SEND_ZC buffers a broker connection may hold awaiting their notifications; past
@@ -233,6 +236,7 @@ impl<C: Default> Conn<C> {
             zc_tag: 0,
             zc_next_tag: 0,
             napi_checked: false,
+            shutting: false,
         }
     }
 }
@@ -240,7 +244,7 @@ impl<C: Default> Conn<C> {
 impl<C> Conn<C> {
     /// Some op of this connection is in flight: its slot and buffers must stay.
     pub fn busy(&self) -> bool {
-        self.recv.in_flight() || self.send.in_flight() || !self.zc_held.is_empty()
+        self.recv.in_flight() || self.send.in_flight() || !self.zc_held.is_empty() || self.shutting
     }
 
     /// The tag for a new broker SEND_ZC: the next one no held buffer carries.

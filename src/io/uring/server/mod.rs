@@ -442,6 +442,12 @@ impl<P: Protocol> Server<P> {
             Op::CancelRecv => self.on_cancel_recv(u, res),
             Op::IdleTick => self.on_tick(res, flags),
             Op::NapiFd => self.on_napi_fd(res),
+            Op::ShutRead => {
+                if let Some(c) = self.conns.get(u) {
+                    c.shutting = false;
+                }
+                self.progress(u.idx)
+            }
             Op::Cancel | Op::Close => Ok(()),
         }
     }

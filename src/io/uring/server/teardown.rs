@@ -169,12 +169,19 @@ impl<P: Protocol> Server<P> {
                 .user_data(ud);
                 let next = match then {
                     Then::ShutRead => {
-                        opcode::Shutdown::new(types::Fixed(slot), libc::SHUT_RD).build()
+                        // The kernel runs a shutdown in io-wq and resolves the slot there: the
+                        // slot stays this connection's (busy) until it completes.
+                        if let Some(c) = self.conns.at(idx).filter(|c| c.gen == gen) {
+                            c.shutting = true;
+                        }
+                        opcode::Shutdown::new(types::Fixed(slot), libc::SHUT_RD)
+                            .build()
+                            .user_data(UserData::new(Op::ShutRead, idx, gen).encode())
                     }
-                    Then::Close => opcode::Close::new(types::Fixed(slot)).build(),
+                    Then::Close => opcode::Close::new(types::Fixed(slot)).build().user_data(ud),
                 };
                 self.push(set)?;
-                self.push(next.user_data(ud))
+                self.push(next)
             }
         }
     }
