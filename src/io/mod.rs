@@ -158,6 +158,14 @@ pub fn serve<P: Protocol>(
 pub fn pubsub_refusal(m: &ModelSpec) -> Option<&'static str> {
     match &m.knobs {
         Knobs::Blocking(Threading::PerConnection) | Knobs::Epoll(_) => None,
+        // Not yet: a SEND_ZC notification comes over loopback only once the subscriber read
+        // the bytes; holding up to 8 sends' buffers (`zc_held`) made it pass most runs, but a
+        // healthy subscriber was still disconnected at 399 of 4,096 16 KiB messages in one
+        // run of the slow-subscriber conformance on a fresh clone.
+        Knobs::Uring(k) if k.zc_send => Some(
+            "its SEND_ZC broker does not pass conformance reliably yet (a healthy subscriber \
+             overflowed while its zero-copy sends awaited their notifications)",
+        ),
         // The rows that cannot set up (zero-copy receive here) say why when they start.
         Knobs::Uring(_) if serves_tcp(m) => None,
         Knobs::Peer(p) if p.in_process() => None,
