@@ -14,7 +14,7 @@ use crate::cli::ServeArgs;
 use crate::error::{CaseError, InputError};
 use crate::io::{self, Stop};
 use crate::measure::pin::{self, CpuPlan};
-use crate::model::{Availability, Knobs, PeerKind};
+use crate::model::{Availability, Knobs, ModelSpec, PeerKind};
 use crate::proto::http::{body_pattern, DEFAULT_BODY, MAX_BODY_BYTES};
 use crate::proto::{Echo, Http, Protocol, Stream, WithIdle};
 use crate::registry::{self, MODELS};
@@ -92,18 +92,21 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         .into());
     }
-    // The pubsub broker: every server but the external commands (`io::pubsub_refusal`).
+    // The pubsub broker: every server but the external commands (`io::pubsub_refusal`) and
+    // the brokers that cannot run yet (`io::pubsub_unavailable`).
     let pubsub = a.protocol == "pubsub";
-    if pubsub && io::pubsub_refusal(model).is_some() {
-        let valid: Vec<&str> = MODELS
-            .iter()
-            .filter(|m| io::pubsub_refusal(m).is_none())
-            .map(|m| m.id)
-            .collect();
+    let brokers =
+        |m: &ModelSpec| io::pubsub_refusal(m).is_none() && io::pubsub_unavailable(m).is_none();
+    if pubsub && !brokers(model) {
+        let valid: Vec<&str> = MODELS.iter().filter(|m| brokers(m)).map(|m| m.id).collect();
         return Err(InputError::BadValue {
             flag: "--model",
             given: a.model.clone(),
-            valid: format!("--protocol pubsub is served by: {}", valid.join(", ")),
+            valid: format!(
+                "{}--protocol pubsub is served by: {}",
+                io::pubsub_unavailable(model).map_or(String::new(), |w| format!("{w}; ")),
+                valid.join(", ")
+            ),
         }
         .into());
     }

@@ -152,25 +152,34 @@ pub fn serve<P: Protocol>(
     }
 }
 
-/// Why model `m` does not serve the pubsub broker (`--protocol pubsub`); `None`: it does.
-/// Every built-in server family has a broker loop driving the one `proto::pubsub::Hub`; the
-/// peers (tokio, monoio) serve it from `src/peer/` (`peer::serve_pubsub`).
+/// Why model `m` does not serve the pubsub broker (`--protocol pubsub`); `None`: it does, or
+/// its family has a broker that cannot run yet (`pubsub_unavailable`). Every built-in server
+/// family has a broker loop driving the one `proto::pubsub::Hub`; the peers (tokio, monoio)
+/// serve it from `src/peer/` (`peer::serve_pubsub`).
 pub fn pubsub_refusal(m: &ModelSpec) -> Option<&'static str> {
     match &m.knobs {
         Knobs::Blocking(Threading::PerConnection) | Knobs::Epoll(_) => None,
-        // Not yet: a SEND_ZC notification comes over loopback only once the subscriber read
-        // the bytes; holding up to 8 sends' buffers (`zc_held`) made it pass most runs, but a
-        // healthy subscriber was still disconnected at 399 of 4,096 16 KiB messages in one
-        // run of the slow-subscriber conformance on a fresh clone.
-        Knobs::Uring(k) if k.zc_send => Some(
-            "its SEND_ZC broker does not pass conformance reliably yet (a healthy subscriber \
-             overflowed while its zero-copy sends awaited their notifications)",
-        ),
         // The rows that cannot set up (zero-copy receive here) say why when they start.
         Knobs::Uring(_) if serves_tcp(m) => None,
         Knobs::Peer(p) if p.in_process() => None,
         Knobs::Peer(_) => Some("an external command serves its own protocol"),
         _ => Some("it has no built-in TCP server"),
+    }
+}
+
+/// Why model `m`'s broker cannot run yet although its family has one: `ringside serve` refuses
+/// it and a pubsub cell says `unavailable: <why>` (the model is planned, so the report shows it).
+pub fn pubsub_unavailable(m: &ModelSpec) -> Option<&'static str> {
+    match &m.knobs {
+        // A SEND_ZC notification comes over loopback only once the subscriber read the bytes;
+        // holding up to 8 sends' buffers (`zc_held`) made it pass most runs, but a healthy
+        // subscriber was still disconnected at 399 of 4,096 16 KiB messages in one run of the
+        // slow-subscriber conformance on a fresh clone.
+        Knobs::Uring(k) if k.zc_send => Some(
+            "its SEND_ZC broker does not pass conformance reliably yet (a healthy subscriber \
+             overflowed while its zero-copy sends awaited their notifications)",
+        ),
+        _ => None,
     }
 }
 
@@ -197,6 +206,9 @@ pub fn serve_pubsub(
             "model '{}' does not serve pubsub: {why}",
             m.id
         )));
+    }
+    if let Some(why) = pubsub_unavailable(m) {
+        return Err(CaseError::Unavailable(format!("pubsub broker: {why}")));
     }
     match &m.knobs {
         Knobs::Blocking(_) => {
