@@ -184,6 +184,44 @@ fn a_client_that_never_reads_cannot_grow_the_server() {
     }
 }
 
+/// A reset's SHUT_RD that resolves its direct descriptor late (the kernel runs a shutdown in
+/// io-wq; here `FAULT_RESET_RACE` holds it back 1 s, and lets the flood pass the hard output
+/// bound so that the reset happens) must not shut the next connection given the same slot:
+/// the slot stays the reset connection's until the shutdown completes. Before that rule, the
+/// fresh client's second echo, after the delay, read EOF.
+#[test]
+fn a_late_reset_cannot_shut_the_next_connection() {
+    use ringside::io::uring::server::FAULT_RESET_RACE;
+    let rows: Vec<_> = servers()
+        .into_iter()
+        .filter(|m| {
+            m.uring_knobs()
+                .is_some_and(|k| k.fixed_files && k.multishot && k.buf_ring && !k.epoll_accept)
+        })
+        .collect();
+    let ids: Vec<_> = rows.iter().map(|m| m.id).collect();
+    assert!(ids.contains(&"uring-tuned"), "{ids:?}");
+    for m in rows {
+        let id = m.id;
+        let srv = Server::start_env(id, "echo", &[], None, &[(FAULT_RESET_RACE, "1000")]);
+        assert_serves(&srv, "warm-up");
+        let s = srv.connect();
+        // Past the hard output bound (no backpressure cancel): the server resets this client.
+        common::net::push_until_stalled(&s, &[0x5au8; 1 << 16], 256 << 20, id);
+        let mut c = srv.connect();
+        roundtrip(&mut c, &pattern(1, 1000), id);
+        std::thread::sleep(Duration::from_millis(1300));
+        roundtrip(&mut c, &pattern(2, 1000), id);
+        drop((s, c));
+        let (status, counters) = srv.stop();
+        assert!(status.success(), "{id}: {status}");
+        assert!(
+            counters["overrun_closes"].as_u64().unwrap_or(0) > 0,
+            "{id}: the never-reading client was not reset: {counters}"
+        );
+    }
+}
+
 fn is_reset(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),

@@ -26,7 +26,19 @@ impl Server {
     /// `ringside serve --protocol PROTOCOL --model ID --addr 127.0.0.1:0 ARGS...`, with
     /// RLIMIT_NOFILE set to `nofile` when given. Waits up to 10 s for `listening on ADDR`.
     pub fn start(id: &'static str, protocol: &str, args: &[&str], nofile: Option<u64>) -> Server {
+        Server::start_env(id, protocol, args, nofile, &[])
+    }
+
+    /// [`Server::start`] with `env` set in the child's environment.
+    pub fn start_env(
+        id: &'static str,
+        protocol: &str,
+        args: &[&str],
+        nofile: Option<u64>,
+        env: &[(&str, &str)],
+    ) -> Server {
         let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("ringside"));
+        cmd.envs(env.iter().copied());
         cmd.args(["serve", "--protocol", protocol, "--model", id])
             .args(["--addr", "127.0.0.1:0"])
             .args(args)

@@ -306,6 +306,7 @@ fn serve_with<P: Protocol>(
         now: 0,
         hybrid,
         broker,
+        race_fault: race_fault(),
     };
     for f in &setup.flags {
         let name = format!("setup_{}", f.to_ascii_lowercase());
@@ -395,6 +396,26 @@ struct Server<P: Protocol> {
     hybrid: Option<hybrid::Hybrid>,
     /// The pubsub broker's hub (`broker`): connections' bytes go there, not to `proto`.
     broker: Option<broker::Broker>,
+    /// Fault injection (`FAULT_RESET_RACE`), tests only: a timer hard-linked before each
+    /// reset's SHUT_RD, so that the shutdown resolves its direct descriptor late, and no
+    /// backpressure cancel of a multishot recv, so that a flooding client is reset.
+    race_fault: Option<Box<types::Timespec>>,
+}
+
+/// `RINGSIDE_FAULT_RESET_RACE_MS=N` sets up the reset race for its regression test
+/// (`tests/conformance.rs`); never set by ringside itself. A multishot recv is not cancelled
+/// when the connection's output passes its bound, so a client that floods and never reads
+/// passes `HARD_OUT_BOUND` and is reset, and the reset's SHUT_RD runs N ms late, as a late
+/// io-wq worker would run it (the kernel resolves the fixed slot only then).
+pub const FAULT_RESET_RACE: &str = "RINGSIDE_FAULT_RESET_RACE_MS";
+
+fn race_fault() -> Option<Box<types::Timespec>> {
+    let ms: u64 = std::env::var(FAULT_RESET_RACE).ok()?.parse().ok()?;
+    Some(Box::new(
+        types::Timespec::new()
+            .sec(ms / 1000)
+            .nsec((ms % 1000) as u32 * 1_000_000),
+    ))
 }
 
 impl<P: Protocol> Server<P> {

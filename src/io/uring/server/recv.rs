@@ -90,7 +90,7 @@ impl<P: Protocol> Server<P> {
                 conn.recv = RecvOp::Armed;
                 self.push(e.user_data(UserData::new(Op::Recv, idx, gen).encode()))
             }
-            RecvOp::Armed if ms && !may_read => {
+            RecvOp::Armed if ms && !may_read && self.race_fault.is_none() => {
                 // Multishot keeps receiving: cancel it until the output drains.
                 conn.recv = RecvOp::Cancelling;
                 self.c.read_pauses += 1;

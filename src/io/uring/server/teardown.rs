@@ -181,6 +181,13 @@ impl<P: Protocol> Server<P> {
                     Then::Close => opcode::Close::new(types::Fixed(slot)).build().user_data(ud),
                 };
                 self.push(set)?;
+                if let (Then::ShutRead, Some(ts)) = (then, self.race_fault.as_deref()) {
+                    let t = opcode::Timeout::new(ts as *const types::Timespec)
+                        .build()
+                        .flags(squeue::Flags::IO_HARDLINK)
+                        .user_data(ud);
+                    self.push(t)?;
+                }
                 self.push(next)
             }
         }
