@@ -152,6 +152,62 @@ fn the_warm_up_lasts_until_every_connection_was_served_once() {
 }
 
 #[test]
+fn a_closed_loop_warm_up_starts_with_one_round() {
+    // Five connections accepted 100 ms apart, echoed by a thread each that counts the bytes.
+    // In the first round every connection sends one message and none sends a second before
+    // all five were answered: when the last one is accepted, the first four echoed at most
+    // their first 64 bytes each (a closed loop on the first ones from the start kept a
+    // thread-per-connection server from accepting its last connections for seconds).
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{mpsc, Arc};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let echoed = Arc::new(AtomicU64::new(0));
+    let (tx, before_last) = mpsc::channel();
+    let e = echoed.clone();
+    std::thread::spawn(move || {
+        for (i, s) in l.incoming().take(5).enumerate() {
+            let mut s = s.unwrap();
+            if i == 4 {
+                tx.send(e.load(Ordering::SeqCst)).unwrap();
+            }
+            let e = e.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n @ 1..) = s.read(&mut buf) {
+                    if s.write_all(&buf[..n]).is_err() {
+                        return;
+                    }
+                    e.fetch_add(n as u64, Ordering::SeqCst);
+                }
+            });
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let mut c = cfg(addr, 5, 0.2);
+    c.warmup = Duration::from_millis(50);
+    let r = run(&c, 64);
+    let before = before_last.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert!(
+        (64..=4 * 64).contains(&before),
+        "{before} bytes echoed before the last connection was accepted"
+    );
+    assert_eq!(
+        (r.unsettled_conns, r.mismatches, r.timeouts),
+        (0, 0, 0),
+        "{r:?}"
+    );
+    // The round (400 ms of accepts), then the 50 ms asked.
+    assert!(r.warmup_ns >= 450_000_000, "warm-up {} ns", r.warmup_ns);
+    assert_eq!(r.window_ns, 200_000_000);
+    assert!(
+        r.msgs > 5 && echoed.load(Ordering::SeqCst) > 5 * 64,
+        "{r:?}"
+    );
+}
+
+#[test]
 fn a_stream_warm_up_lasts_until_every_connection_got_its_first_bytes() {
     // The stream driver shares the engine's warm-up: duplex connections accepted 150 ms apart
     // get their first echoed bytes up to 600 ms after the start.

@@ -55,6 +55,12 @@ pub(super) struct Shared {
     /// bytes): the warm-up ends only when this is 0 (every connection served once), or at
     /// the message timeout.
     pub(super) unanswered: AtomicU64,
+    /// The message engine's closed loop ([`Shared::with_first_round`]): the warm-up starts
+    /// with one round, each connection's first message and no second one until every
+    /// connection was answered once (or the round gave up), then `cfg.warmup` of load.
+    first_round: bool,
+    /// Set by the coordinator when the first round is over: parked connections go on.
+    pub(super) round_done: AtomicBool,
 }
 
 impl Shared {
@@ -67,7 +73,18 @@ impl Shared {
             t_close: AtomicU64::new(u64::MAX),
             stop_at: AtomicU64::new(u64::MAX),
             unanswered: AtomicU64::new(0),
+            first_round: false,
+            round_done: AtomicBool::new(false),
         }
+    }
+
+    /// A closed loop's warm-up starts with one round (see [`settle_warmup`]): a server that
+    /// accepts slowly (a thread per connection on one CPU) is not kept from accepting the
+    /// last connections by the first ones' closed loops (1,000 connections took it over 4 s
+    /// to answer once each, and often gave up, with their loops running).
+    pub(super) fn with_first_round(mut self) -> Shared {
+        self.first_round = true;
+        self
     }
 
     /// The window's edges as known now: (opening, closing), the closing brought forward by a
@@ -153,6 +170,7 @@ pub(super) fn coordinate(cfg: &Config, shared: &Shared, edge: &mut dyn FnMut(Edg
     // No warm-up asked: the window opens at the start, known to every loop beforehand.
     let no_warmup = cfg.warmup.is_zero();
     if no_warmup {
+        shared.round_done.store(true, Ordering::SeqCst);
         let t_close = t_start + cfg.duration.as_nanos() as u64;
         shared.t_close.store(t_close, Ordering::SeqCst);
         shared.t_open.store(t_start, Ordering::SeqCst);
@@ -204,27 +222,36 @@ fn window_for(cfg: &Config, round_ns: u64, unsettled: u64) -> u64 {
 /// connection that sent its first message had it answered (a server that accepts its
 /// connections slowly, e.g. a thread per connection on a busy CPU, would otherwise be
 /// measured before it serves them all, or not at all), but at the latest at the message
-/// timeout. Returns the opening, the connections still unanswered then (0: settled) and
-/// when the warm-up settled, or `None` when stopped first.
+/// timeout. With a first round ([`Shared::with_first_round`]) the connections send nothing
+/// more until it settles (`round_done`), and `cfg.warmup` of load follows it. Returns the
+/// opening, the connections still unanswered then (0: settled) and when the warm-up (or its
+/// first round) settled, or `None` when stopped first.
 fn settle_warmup(cfg: &Config, shared: &Shared, t_start: u64) -> Option<(u64, u64, u64)> {
-    let planned = t_start + cfg.warmup.as_nanos() as u64;
+    let warmup = cfg.warmup.as_nanos() as u64;
+    let planned = t_start + warmup;
     let latest = t_start + cfg.warmup.max(cfg.msg_timeout).as_nanos() as u64;
-    // Looked at a margin early, so that a warm-up that settled in time opens when planned.
-    let first_look = planned.saturating_sub(OPEN_MARGIN_NS).max(t_start);
-    if !wait_until(first_look, cfg.stop) {
-        return None;
-    }
-    loop {
+    // Looked at a margin early, so that a warm-up that settled in time opens when planned;
+    // a first round from the start, as the loops wait for it.
+    let first_look = match shared.first_round {
+        true => t_start,
+        false => planned.saturating_sub(OPEN_MARGIN_NS).max(t_start),
+    };
+    let mut settled = None;
+    while wait_until(first_look, cfg.stop) {
         let unanswered = shared.unanswered.load(Ordering::SeqCst);
         let now = now_ns();
         if unanswered == 0 || now >= latest {
-            return Some(((now + OPEN_MARGIN_NS).max(planned), unanswered, now));
-        }
-        if stop_requested(cfg.stop) {
-            return None;
+            let open = match shared.first_round {
+                true => now + warmup.max(OPEN_MARGIN_NS),
+                false => (now + OPEN_MARGIN_NS).max(planned),
+            };
+            settled = Some((open, unanswered, now));
+            break;
         }
         std::thread::sleep(SETTLE_POLL);
     }
+    shared.round_done.store(true, Ordering::SeqCst);
+    settled
 }
 
 fn stop_requested(stop: Option<&AtomicBool>) -> bool {
@@ -249,7 +276,11 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
     }
     crate::io::sys::raise_nofile(cfg.conns as u64 + 64)?;
     let threads = cfg.threads.min(cfg.conns);
-    let shared = Shared::new(threads);
+    let shared = match cfg.rate {
+        // Closed loop: one round first (open loop: the schedule sends every message).
+        None => Shared::new(threads).with_first_round(),
+        Some(_) => Shared::new(threads),
+    };
     let (parts, coord): (Vec<ThreadOut>, _) =
         run_threads(cfg, &shared, edge, threads, "load", |t, cpu, synced| {
             // The worker passes both barriers itself, early errors included.
@@ -490,6 +521,11 @@ struct Loop<'a> {
     /// Open loop: ns between two messages of one connection.
     interval: Option<u64>,
     due: BinaryHeap<Reverse<(u64, usize)>>,
+    /// A first round ([`Shared::with_first_round`]): connections answered once that wait for
+    /// the round to end (`Shared::round_done`) before their next message.
+    parked: Vec<usize>,
+    /// The first round is over (or there is none).
+    released: bool,
     ep: RawFd,
     target: SocketAddr,
     /// Where discarded response bytes land, READ_CHUNK bytes.
@@ -548,6 +584,8 @@ fn worker_inner(
             .rate
             .map(|r| (cfg.conns as f64 * 1e9 / r.max(1e-9)).max(1.0) as u64),
         due: BinaryHeap::new(),
+        parked: Vec::new(),
+        released: !shared.first_round,
         ep: ep.as_raw_fd(),
         target: cfg.target,
         scratch: vec![0u8; READ_CHUNK],
@@ -655,6 +693,14 @@ fn worker_inner(
     let connect_timeout = cfg.connect_timeout.as_nanos() as u64;
     loop {
         lp.window();
+        if !lp.parked.is_empty() && lp.round_over() {
+            let now = now_ns();
+            for k in std::mem::take(&mut lp.parked) {
+                if conns[k].st == St::Idle {
+                    lp.start(&mut conns[k], now);
+                }
+            }
+        }
         let mut now = now_ns();
         if cpu0.is_none() && now >= lp.t_open {
             cpu0 = Some(cpu::this_thread().total_ns);
@@ -870,8 +916,22 @@ impl Loop<'_> {
         c.fd = None;
     }
 
-    /// Starts the connection's next message with latency measured from `origin`.
+    /// Whether the first round is over (no first round: always).
+    fn round_over(&mut self) -> bool {
+        if !self.released {
+            self.released = self.shared.round_done.load(Ordering::Acquire);
+        }
+        self.released
+    }
+
+    /// Starts the connection's next message with latency measured from `origin` (in a first
+    /// round, a connection answered once is parked instead until the round is over).
     fn start(&mut self, c: &mut Conn, origin: u64) {
+        if c.seq > 0 && !self.round_over() {
+            c.st = St::Idle;
+            self.parked.push(c.idx);
+            return;
+        }
         if c.seq == 0 && !c.unanswered && self.interval.is_some() {
             // Open loop: its first message fell due.
             c.unanswered = true;
