@@ -109,7 +109,7 @@ impl Workload for PubsubFanout {
         cell::budget(b)
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
-        let (warmup_ms, duration_ms) = cell::timing(profile);
+        let (warmup_ms, duration_ms) = super::stream::timing(profile);
         let (fanouts, sizes) = grid(profile);
         let mut v = Vec::new();
         for &payload_bytes in sizes {

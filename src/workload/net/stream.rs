@@ -63,17 +63,24 @@ fn grid(profile: Profile) -> (&'static [u64], &'static [u64]) {
     }
 }
 
-/// Quick windows of bulk transfer are shorter than the other network suites' (0.3 s, not
-/// 0.4 s): a 64 KiB-write stream moves tens of thousands of writes in 0.3 s, and 54 stream
-/// cells of six repetitions must leave `ringside run pubsub stream --profile quick` under
-/// four minutes on a 2-vCPU VM (4 min 6 s with 0.4 s windows).
+/// Quick windows of bulk transfer and pubsub fan-out are shorter than the other network
+/// suites' (0.3 s, not 0.4 s): a 64 KiB-write stream moves tens of thousands of writes and a
+/// broker at fan-out 100 some 450,000 deliveries in 0.3 s, and `ringside run pubsub stream
+/// --profile quick` must stay under four minutes on a 2-vCPU VM (4 min 6 s with 0.4 s
+/// windows; 3 min 51 s with 0.3 s for stream only).
 const QUICK_WINDOW_MS: u64 = 300;
 
-fn points(profile: Profile, dirs: &[Direction]) -> Vec<Point> {
-    let (warmup_ms, duration_ms) = match cell::timing(profile) {
+/// (warm-up, window) in ms of a stream or pubsub cell: `cell::timing`, with the shorter
+/// quick window (`QUICK_WINDOW_MS`).
+pub(super) fn timing(profile: Profile) -> (u64, u64) {
+    match cell::timing(profile) {
         (w, _) if profile == Profile::Quick => (w, QUICK_WINDOW_MS),
         t => t,
-    };
+    }
+}
+
+fn points(profile: Profile, dirs: &[Direction]) -> Vec<Point> {
+    let (warmup_ms, duration_ms) = timing(profile);
     let (conns, sizes) = grid(profile);
     let mut v = Vec::new();
     for &direction in dirs {
