@@ -6,27 +6,9 @@
 //! warns `no_napi_id` on a cell whose server saw an id 0.
 
 use std::io;
-use std::os::fd::RawFd;
 
-/// SO_INCOMING_NAPI_ID of socket `fd` (0: none).
-pub fn incoming_napi_id(fd: RawFd) -> io::Result<u32> {
-    let mut id: u32 = 0;
-    let mut len = std::mem::size_of::<u32>() as libc::socklen_t;
-    // SAFETY: `id` and `len` are valid for writes of the sizes given.
-    let r = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_INCOMING_NAPI_ID,
-            (&mut id as *mut u32).cast(),
-            &mut len,
-        )
-    };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(id)
-}
+/// SO_INCOMING_NAPI_ID of socket `fd` (0: none): the one `ringside env`'s probe reads too.
+pub use crate::env::uring::modern::napi_id as incoming_napi_id;
 
 /// Adds one reading to a server's three NAPI counters (socks, id_zero, errors).
 pub fn count(id: io::Result<u32>, socks: &mut u64, id_zero: &mut u64, errors: &mut u64) {
