@@ -60,7 +60,7 @@ pub(super) struct Shared {
     /// connection was answered once (or the round gave up), then `cfg.warmup` of load.
     first_round: bool,
     /// Set by the coordinator when the first round is over: parked connections go on.
-    pub(super) round_done: AtomicBool,
+    round_done: AtomicBool,
 }
 
 impl Shared {
