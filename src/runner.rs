@@ -9,11 +9,14 @@ pub use fio::randread_rows as fio_randread_rows;
 
 use crate::env::EnvReport;
 use crate::error::CaseError;
-use crate::measure::{pin, Measured, Meter, Sample};
+use crate::measure::disturb::{self, Disturbance};
+use crate::measure::{calib, pin, Measured, Meter, Sample};
 use crate::model::Catalog;
 use crate::plan::{Budget, Case};
 use crate::profile::Profile;
-use crate::results::schema::{CaseResult, RunResults, Status, Warning};
+use crate::results::schema::{
+    CaseResult, NoiseRecord, Rerun, RoundRecord, RunResults, Status, Warning,
+};
 use crate::results::store::Store;
 use crate::shutdown::{aborting, stop_requested};
 use crate::stats::wrk::{agreement, Agreement};
@@ -63,10 +66,12 @@ pub fn run_with(
             storage,
             contenders,
             explain,
+            watch: true,
         };
-        let Some(results) = measure_group(cases, &group, &ctx, &run.cases, obs) else {
+        let Some((results, rounds)) = measure_group(cases, &group, &ctx, &run.cases, obs) else {
             break; // interrupted mid-group: its cases are dropped
         };
+        run.rounds.extend(rounds);
         if aborting() {
             // A second signal: what this group met after it (its files removed) is no result.
             return Ok(Outcome::Interrupted);
@@ -107,6 +112,9 @@ struct Setting<'a> {
     /// `--explain`: one more untimed repetition of each network and storage case, sampling
     /// where the CPU goes.
     explain: bool,
+    /// Read other programs' CPU time around each repetition (the runner's own tests turn it
+    /// off: a neighbour's scheduler tick must not change what they check).
+    watch: bool,
 }
 
 /// The cases of one parameter point (same workload and params; the models and variants at that
@@ -174,6 +182,42 @@ struct Running<'c> {
     counted: Option<Sample>,
     /// Still taking part (not failed, unavailable or not applicable).
     live: bool,
+    /// Other programs' and steal time over the kept repetitions.
+    noise: Disturbance,
+    /// Kept repetitions that were disturbed (after their re-run).
+    disturbed: u32,
+    /// Kept repetitions that stalled (after their re-run).
+    stalled: u32,
+}
+
+/// How a group's repetitions are re-run: a disturbed or stalled repetition once; once a
+/// re-run was disturbed too, the disturbance is taken as lasting, and later disturbed
+/// repetitions of the group are kept as they are (warned), so a busy machine does not double
+/// the run.
+#[derive(Default)]
+struct Reruns {
+    lasting: bool,
+}
+
+/// A small deterministic shuffle (xorshift64*), seeded per group from the clock: the order
+/// is recorded, not reproduced.
+struct Shuffle(u64);
+
+impl Shuffle {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Fisher-Yates.
+    fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = (self.next() % (i as u64 + 1)) as usize;
+            v.swap(i, j);
+        }
+    }
 }
 
 /// Measures one point's cases with their repetitions interleaved: round k runs timed
@@ -181,14 +225,15 @@ struct Running<'c> {
 /// every model alike; a case's warm-ups run just before its first timed repetition, and the
 /// syscall-counting repetitions come after the timed ones (an enabled syscall tracepoint slows
 /// every syscall, so counting never shares a repetition with timing). A case that fails drops
-/// out with its reason; the others go on. `None`: interrupted.
+/// out with its reason; the others go on. Each round runs the cases in a freshly shuffled
+/// order after a calibration probe, both recorded (the returned rounds). `None`: interrupted.
 fn measure_group(
     cases: &[Case],
     group: &[usize],
     set: &Setting<'_>,
     done: &[CaseResult],
     obs: &dyn Observer,
-) -> Option<Vec<CaseResult>> {
+) -> Option<(Vec<CaseResult>, Vec<RoundRecord>)> {
     let mut run: Vec<Running<'_>> = group
         .iter()
         .map(|&i| start_case(i, &cases[i], set))
@@ -212,11 +257,28 @@ fn measure_group(
         }
     }
     let reps = run.iter().map(|c| c.budget.repetitions).max().unwrap_or(0);
+    let cpus = disturb::plan_cpus(set.plan);
+    // The probe's wake-up partner: the other side's CPU.
+    let other = set
+        .plan
+        .helper
+        .or(set.plan.load.first().copied())
+        .filter(|c| *c != set.plan.measured);
+    let mut rng = Shuffle(crate::measure::clock::unix_ns() | 1);
+    let mut reruns = Reruns::default();
+    let mut rounds = Vec::new();
     for round in 0..reps {
-        for c in run
-            .iter_mut()
-            .filter(|c| c.live && round < c.budget.repetitions)
-        {
+        let mut order: Vec<usize> = (0..run.len())
+            .filter(|&i| run[i].live && round < run[i].budget.repetitions)
+            .collect();
+        if order.is_empty() {
+            break;
+        }
+        rng.shuffle(&mut order);
+        let probe = calib::probe(other);
+        let mut labels = Vec::new();
+        for (pos, &i) in order.iter().enumerate() {
+            let c = &mut run[i];
             if round == 0 {
                 for _ in 0..c.budget.warmups {
                     c.once(set, offered_rate, None, obs)?;
@@ -225,12 +287,27 @@ fn measure_group(
             if !c.live {
                 continue;
             }
-            let started = crate::measure::clock::unix_ns();
-            if let Some(s) = c.once(set, offered_rate, Some(round), obs)? {
-                c.r.runs_started_unix_ns.push(started);
-                c.samples.push(s);
-            }
+            labels.push(c.r.label());
+            c.timed(
+                set,
+                offered_rate,
+                (round, pos as u32),
+                &cpus,
+                &mut reruns,
+                obs,
+            )?;
         }
+        rounds.push(RoundRecord {
+            workload: first.workload.id().to_string(),
+            params: first
+                .point
+                .as_ref()
+                .map(|p| p.params.clone())
+                .unwrap_or_default(),
+            round,
+            order: labels,
+            probe,
+        });
     }
     for c in run.iter_mut().filter(|c| c.live) {
         if let Some(s) = c.once(set, offered_rate, Some(COUNTING), obs)? {
@@ -249,7 +326,16 @@ fn measure_group(
             r.scaling_efficiency = stats::scaling::efficiency(r, sc.threads, &sc.base, done);
         }
     }
-    Some(out)
+    Some((out, rounds))
+}
+
+/// A repetition's throughput, ops/s.
+fn ops_per_sec(s: &Sample) -> f64 {
+    if s.timed_ns == 0 {
+        0.0
+    } else {
+        s.ops as f64 * 1e9 / s.timed_ns as f64
+    }
 }
 
 /// Whether `--explain` samples a case: network and storage cells (a micro loop's CPU is its own
@@ -289,6 +375,9 @@ fn start_case<'c>(index: usize, case: &'c Case, set: &Setting<'_>) -> Running<'c
         scaling_efficiency: None,
         explain: None,
         runs_started_unix_ns: Vec::new(),
+        runs_order: Vec::new(),
+        reruns: Vec::new(),
+        disturbance: None,
         figures: None,
         warnings: Vec::new(),
     };
@@ -300,6 +389,9 @@ fn start_case<'c>(index: usize, case: &'c Case, set: &Setting<'_>) -> Running<'c
         samples: Vec::with_capacity(budget.repetitions as usize),
         counted: None,
         live: true,
+        noise: Disturbance::default(),
+        disturbed: 0,
+        stalled: 0,
     };
     if case.point.is_none() {
         c.end(Status::NotApplicable, case.not_applicable.clone());
@@ -367,6 +459,64 @@ impl Running<'_> {
         }
     }
 
+    /// Timed repetition `round` at place `pos` of its round's order, with the disturbance
+    /// on the plan's `cpus` read around it. A disturbed repetition, or one whose throughput
+    /// stalled (under half of this cell's earlier repetitions' median), is run once more in
+    /// its place (see [`Reruns`]); the re-run is kept whatever it gives, and warned when it
+    /// is still disturbed or stalled. `None`: interrupted.
+    fn timed(
+        &mut self,
+        set: &Setting<'_>,
+        offered_rate: Option<f64>,
+        (round, pos): (u32, u32),
+        cpus: &[u32],
+        reruns: &mut Reruns,
+        obs: &dyn Observer,
+    ) -> Option<()> {
+        let mut again = false;
+        loop {
+            let started = crate::measure::clock::unix_ns();
+            let before = set.watch.then(|| disturb::snapshot(cpus));
+            let Some(s) = self.once(set, offered_rate, Some(round), obs)? else {
+                return Some(()); // the case ended
+            };
+            let d = before
+                .map(|b| b.until(&disturb::snapshot(cpus), cpus))
+                .unwrap_or_default();
+            let earlier: Vec<f64> = self.samples.iter().map(ops_per_sec).collect();
+            let stall = stats::claims::is_stall(ops_per_sec(&s), &earlier, true);
+            let why = if d.disturbed() {
+                Some(format!("disturbed: {}", d.text()))
+            } else if stall {
+                Some(format!(
+                    "stall: {:.0} ops/s against a median of {:.0} in the earlier repetitions",
+                    ops_per_sec(&s),
+                    stats::median(&earlier)
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                let lasting = d.disturbed() && reruns.lasting;
+                if !again && !lasting {
+                    self.r.reruns.push(Rerun { round, why });
+                    again = true;
+                    continue;
+                }
+                if again && d.disturbed() {
+                    reruns.lasting = true;
+                }
+            }
+            self.disturbed += d.disturbed() as u32;
+            self.stalled += stall as u32;
+            self.noise.add(&d);
+            self.r.runs_started_unix_ns.push(started);
+            self.r.runs_order.push(pos);
+            self.samples.push(s);
+            return Some(());
+        }
+    }
+
     /// `--explain`'s repetition: untimed, its Sample discarded; the workload leaves where the
     /// CPU went in the slot. A failure here is the breakdown's reason, never the case's.
     /// `None`: interrupted.
@@ -408,8 +558,18 @@ impl Running<'_> {
         let mut r = self.r;
         if r.status != Status::Measured {
             r.runs_started_unix_ns.clear();
+            r.runs_order.clear();
             r.rate_per_sec = None;
             return r;
+        }
+        let mut noise = NoiseRecord::of(&self.noise);
+        noise.disturbed_repetitions = self.disturbed;
+        r.disturbance = Some(noise);
+        if self.disturbed > 0 {
+            r.warnings.push(Warning::Disturbed);
+        }
+        if self.stalled > 0 {
+            r.warnings.push(Warning::Stalled);
         }
         let samples = self.samples;
         r.repetitions = samples.len() as u32;
@@ -537,7 +697,7 @@ mod tests {
 
     static CAPACITY_THEN_EQUAL: Fake = Fake { id: "fake.eq" };
 
-    fn run_fake(w: &'static Fake, models: &[&str], done: &mut Vec<CaseResult>) {
+    fn run_fake(w: &'static Fake, models: &[&str], done: &mut Vec<CaseResult>) -> Vec<RoundRecord> {
         let models: Vec<&'static ModelSpec> = models
             .iter()
             .map(|id| crate::registry::model(id).unwrap())
@@ -562,19 +722,23 @@ mod tests {
             storage: None,
             contenders: &crate::model::contender::NO_CONTENDERS,
             explain: false,
+            watch: false,
         };
+        let mut rounds = Vec::new();
         for g in groups(&cases) {
-            let rs = measure_group(&cases, &g, &set, done, &crate::ui::Silent).unwrap();
+            let (rs, r) = measure_group(&cases, &g, &set, done, &crate::ui::Silent).unwrap();
             done.extend(rs);
+            rounds.extend(r);
         }
+        rounds
     }
 
     #[test]
-    fn repetitions_run_round_robin_and_a_failing_model_drops_out() {
+    fn repetitions_run_in_shuffled_rounds_and_a_failing_model_drops_out() {
         let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         LOG.lock().unwrap().clear();
         let mut done = Vec::new();
-        run_fake(
+        let rounds = run_fake(
             &CAPACITY_THEN_EQUAL,
             &["blocking", "epoll-lt", "epoll-et"],
             &mut done,
@@ -585,23 +749,33 @@ mod tests {
             .filter(|e| e.1 == 1)
             .map(|e| (e.0.as_str(), e.2))
             .collect();
-        // Warm-up and first timed repetition of each in turn, then round 2 (epoll-et fails
-        // and drops out), round 3, then the counting repetitions.
-        let want = [
-            ("blocking", false),
-            ("blocking", false),
-            ("epoll-lt", false),
-            ("epoll-lt", false),
-            ("epoll-et", false),
-            ("epoll-et", false),
-            ("blocking", false),
-            ("epoll-lt", false),
-            ("epoll-et", false),
-            ("blocking", false),
-            ("epoll-lt", false),
-            ("blocking", true),
-            ("epoll-lt", true),
-        ];
+        // Round 1: every model (its warm-up just before its first timed repetition); round
+        // 2: every model, epoll-et failing and dropping out; round 3: the two left; then the
+        // counting repetitions.
+        let cap_rounds: Vec<&RoundRecord> =
+            rounds.iter().filter(|r| r.params.0["n"] == 1).collect();
+        assert_eq!(cap_rounds.len(), 3);
+        let sorted = |r: &RoundRecord| {
+            let mut v = r.order.clone();
+            v.sort();
+            v
+        };
+        assert_eq!(sorted(cap_rounds[0]), ["blocking", "epoll-et", "epoll-lt"]);
+        assert_eq!(sorted(cap_rounds[1]), ["blocking", "epoll-et", "epoll-lt"]);
+        assert_eq!(sorted(cap_rounds[2]), ["blocking", "epoll-lt"]);
+        assert!(cap_rounds.iter().all(|r| r.probe.syscall_ns > 0.0));
+        let mut want: Vec<(&str, bool)> = Vec::new();
+        for (k, r) in cap_rounds.iter().enumerate() {
+            for m in &r.order {
+                if k == 0 {
+                    want.push((m, false)); // the warm-up
+                }
+                want.push((m, false));
+            }
+        }
+        want.push(("blocking", true));
+        want.push(("epoll-lt", true));
+        // The counting repetitions run in case order, after every timed one.
         assert_eq!(at1, want);
         let cap: Vec<&CaseResult> = done.iter().filter(|c| c.params.0["n"] == 1).collect();
         assert_eq!(cap.len(), 3);
@@ -609,17 +783,36 @@ mod tests {
             if c.model == "epoll-et" {
                 assert_eq!(c.status, Status::Failed);
                 assert!(c.reason.as_deref().unwrap().contains("broken on purpose"));
-                assert!(c.runs_started_unix_ns.is_empty());
+                assert!(c.runs_started_unix_ns.is_empty() && c.runs_order.is_empty());
             } else {
                 assert_eq!(c.status, Status::Measured, "{c:?}");
                 assert_eq!(c.repetitions, 3);
                 let t = &c.runs_started_unix_ns;
                 assert_eq!(t.len(), 3, "{t:?}");
                 assert!(t.windows(2).all(|w| w[0] < w[1]) && t[0] > 0, "{t:?}");
+                // Its place in each round's order, as recorded there.
+                for (k, pos) in c.runs_order.iter().enumerate() {
+                    assert_eq!(cap_rounds[k].order[*pos as usize], c.model, "{c:?}");
+                }
+                assert!(c.disturbance.is_some() && c.reruns.is_empty());
             }
         }
-        // Interleaved: blocking's second repetition started after epoll-lt's first.
-        assert!(cap[0].runs_started_unix_ns[1] > cap[1].runs_started_unix_ns[0]);
+    }
+
+    #[test]
+    fn the_order_of_a_round_is_shuffled() {
+        let mut rng = Shuffle(12345);
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..200 {
+            let mut v = [0, 1, 2, 3];
+            rng.shuffle(&mut v);
+            let mut s = v;
+            s.sort();
+            assert_eq!(s, [0, 1, 2, 3]);
+            seen.insert(v);
+        }
+        // All 24 orders of four come up in 200 shuffles.
+        assert_eq!(seen.len(), 24);
     }
 
     #[test]

@@ -100,6 +100,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
 
     let mut env = crate::env::probe();
     env.cpu_plan = Some(plan.clone());
+    let plan_for_check = plan.clone();
     let mut results = RunResults {
         schema_version: SCHEMA_VERSION,
         ringside: Version::current(),
@@ -112,7 +113,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         env: env.clone(),
         cases: Vec::new(),
         hosts,
+        rounds: Vec::new(),
+        before_run: Some(quiet_check(&results_plan_cpus(&plan_for_check))),
     };
+    if let Some(b) = &results.before_run {
+        if let Some(line) = noise_line(b) {
+            eprintln!("ringside: {line}");
+        }
+    }
     store.save(&results)?;
     let progress;
     let obs: &dyn Observer = if a.quiet {
@@ -182,6 +190,44 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             130
         }
     })
+}
+
+fn results_plan_cpus(plan: &crate::measure::pin::CpuPlan) -> Vec<u32> {
+    crate::measure::disturb::plan_cpus(plan)
+}
+
+/// Half a second's look at the plan's CPUs before the run, and other ringside processes.
+fn quiet_check(cpus: &[u32]) -> crate::results::schema::NoiseRecord {
+    use crate::measure::disturb;
+    let d = disturb::look(cpus, std::time::Duration::from_millis(500));
+    let mut r = crate::results::schema::NoiseRecord::of(&d);
+    r.other_ringside = disturb::other_ringside();
+    r
+}
+
+/// What the look before the run says, when it says anything: another ringside running, or
+/// other programs and steal taking more than the disturbance share of the plan's CPUs.
+pub fn noise_line(b: &crate::results::schema::NoiseRecord) -> Option<String> {
+    let mut parts = Vec::new();
+    if b.other_ringside > 0 {
+        parts.push(format!(
+            "{} other ringside process(es) running: they share this run's CPUs, and both runs' \
+             figures will move",
+            b.other_ringside
+        ));
+    }
+    if b.share > crate::measure::disturb::SHARE {
+        parts.push(format!(
+            "other programs and steal took {:.0}% of the plan's CPUs in the half second before \
+             the run{}: expect disturbed repetitions (re-run once, then warned `disturbed`)",
+            b.share * 100.0,
+            b.top
+                .as_ref()
+                .map(|t| format!(" (most: {t})"))
+                .unwrap_or_default()
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// ` (conns=50, msg_bytes=64)`: a case's parameters, for a line naming it.

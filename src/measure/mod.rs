@@ -1,9 +1,11 @@
 //! Measurement: the clock, CPU time, syscall counts, latency histograms and pinning, combined
 //! into one `Sample` per repetition. Nothing here computes statistics or prints.
 
+pub mod calib;
 pub mod cell;
 pub mod clock;
 pub mod cpu;
+pub mod disturb;
 pub mod hist;
 pub mod pin;
 pub mod syscalls;

@@ -31,6 +31,76 @@ pub struct RunResults {
     /// files written before it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<HostRecord>,
+    /// Every round of every point, in run order: the models' shuffled order and the
+    /// calibration probe taken before it (empty in files written before rounds were kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<RoundRecord>,
+    /// What other programs and steal took of the plan's CPUs in a short look before the run
+    /// (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_run: Option<NoiseRecord>,
+}
+
+/// One round of one point: every model measured once, in this order.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RoundRecord {
+    pub workload: String,
+    pub params: Params,
+    /// 0-based.
+    pub round: u32,
+    /// The cells' labels in the order they ran.
+    pub order: Vec<String>,
+    /// The calibration probe taken just before the round.
+    pub probe: crate::measure::calib::Probe,
+}
+
+/// Disturbance summed over a span: other programs' and steal time on the plan's CPUs.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct NoiseRecord {
+    /// (other programs' + steal) / (wall x the plan's CPUs).
+    pub share: f64,
+    pub others_ns: u64,
+    pub steal_ns: u64,
+    pub wall_ns: u64,
+    /// The other program that took the most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top: Option<String>,
+    /// Repetitions (of a cell) that stayed disturbed after their one re-run.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub disturbed_repetitions: u32,
+    /// Other ringside processes running at the time (another run on the same CPUs).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub other_ringside: u32,
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+
+impl NoiseRecord {
+    pub fn of(d: &crate::measure::disturb::Disturbance) -> NoiseRecord {
+        NoiseRecord {
+            share: d.share(),
+            others_ns: d.others_ns,
+            steal_ns: d.steal_ns,
+            wall_ns: d.wall_ns,
+            top: d
+                .top
+                .as_ref()
+                .map(|(c, ns)| format!("{c} ({:.1} ms)", *ns as f64 / 1e6)),
+            disturbed_repetitions: 0,
+            other_ringside: 0,
+        }
+    }
+}
+
+/// A repetition measured again: why, and what the first attempt gave.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Rerun {
+    /// The round (0-based) whose repetition was run again.
+    pub round: u32,
+    /// "disturbed: ..." or "stall: ...".
+    pub why: String,
 }
 
 /// One host of a multi-host run.
@@ -120,6 +190,12 @@ pub enum Warning {
     /// NAPI busy polling was registered but sockets the server measured carried NAPI id 0
     /// (counter `server_napi_id_zero`): busy polling had no device queue to poll for them.
     NoNapiId,
+    /// Other programs or steal took more than 5% of the plan's CPUs in a repetition, and its
+    /// re-run was disturbed too (the cell's `disturbance` says how much, and who).
+    Disturbed,
+    /// A repetition's throughput fell under half of the others' median, and its re-run did
+    /// too (`reruns` names it): one of the figures is a stall, not the model's.
+    Stalled,
 }
 
 impl Warning {
@@ -162,6 +238,17 @@ impl Warning {
                  (server_napi_id_zero of server_napi_socks): it had no device queue to poll \
                  for them, so the row measured a spinning wait, not busy polling; serve over a \
                  NIC, or a veth pair with GRO on and TSO off on the sender"
+            }
+            Warning::Disturbed => {
+                "other programs (or the hypervisor's steal) took more than 5% of the plan's \
+                 CPUs during a repetition, even after it was run again: the figures include \
+                 their interference; `compare` does not compare this cell; rerun on a quiet \
+                 machine (see the cell's disturbance for who)"
+            }
+            Warning::Stalled => {
+                "a repetition stalled (under half of the others' throughput) and stalled again \
+                 when it was run again: claims about this cell are made from its rounds as \
+                 they are, the stall included"
             }
             Warning::WrkBound => {
                 "wrk saturated its CPU and measured fewer requests/s than ringside's load \
@@ -206,6 +293,16 @@ pub struct CaseResult {
     /// models at one point run interleaved (A B C A B C ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs_started_unix_ns: Vec<u64>,
+    /// Per timed repetition (= round), this cell's place (0-based) in the round's shuffled
+    /// order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs_order: Vec<u32>,
+    /// Repetitions run again (disturbed, or stalled), each once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reruns: Vec<Rerun>,
+    /// Other programs' and steal time on the plan's CPUs over the kept repetitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<NoiseRecord>,
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub figures: Option<CaseFigures>,
     #[serde(default)]
@@ -224,6 +321,10 @@ impl CaseResult {
             None => self.model.clone(),
         }
     }
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 fn is_zero(v: &f64) -> bool {
@@ -268,6 +369,13 @@ pub struct CaseFigures {
     /// rankings test for significance (empty in older files).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs_cpu_ns_per_op: Vec<f64>,
+    /// Each measured repetition's p99 latency, ns, in run order (empty in older files), and
+    /// the fewest latency samples beyond it in any repetition: a p99 is claimed only with
+    /// enough of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs_p99_ns: Vec<f64>,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub p99_tail_min: u64,
     /// 95% bootstrap confidence intervals over the repetitions and the samples behind the
     /// percentiles (absent in files written before they were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -83,6 +83,9 @@ fn row(
         scaling_efficiency: None,
         explain: None,
         runs_started_unix_ns: Vec::new(),
+        runs_order: Vec::new(),
+        reruns: Vec::new(),
+        disturbance: None,
         figures: None,
         warnings: Vec::new(),
     };
@@ -182,6 +185,8 @@ pub fn figures(f: &FioFigures) -> CaseFigures {
         runs_p50_ns: vec![f.lat_p50],
         runs_ops_per_sec: vec![f.iops],
         runs_cpu_ns_per_op: Vec::new(),
+        runs_p99_ns: Vec::new(),
+        p99_tail_min: 0,
         ci95: None,
         cpu_ns_per_op: CpuPerOp {
             total: f.cpu_total_per_op,

@@ -121,7 +121,7 @@ fn exact_p(n1: usize, n2: usize, u: f64) -> f64 {
 }
 
 /// Upper tail of the standard normal, via erfc (Numerical Recipes' erfcc, |error| < 1.2e-7).
-fn normal_sf(z: f64) -> f64 {
+pub(crate) fn normal_sf(z: f64) -> f64 {
     let x = z / std::f64::consts::SQRT_2;
     let t = 1.0 / (1.0 + 0.5 * x.abs());
     let y = t

@@ -2,6 +2,7 @@
 //! (each repetition a separate run), percentiles over all samples of all repetitions.
 
 pub mod bootstrap;
+pub mod claims;
 pub mod compare;
 pub mod equal_load;
 pub mod explain;

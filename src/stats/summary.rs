@@ -60,6 +60,16 @@ pub fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFigures {
         .filter(|s| s.ops > 0)
         .map(|s| s.cpu.total_ns as f64 / s.ops as f64)
         .collect();
+    let run_p99: Vec<f64> = samples
+        .iter()
+        .map(|s| s.latency.quantile(0.99) as f64)
+        .collect();
+    // Samples beyond the p99 in the thinnest repetition.
+    let p99_tail_min = samples
+        .iter()
+        .map(|s| s.latency.len() / 100)
+        .min()
+        .unwrap_or(0);
     let h = all.inner();
     let reps: Vec<&Hist> = samples.iter().map(|s| &s.latency).collect();
     let q = super::bootstrap::quantile_cis(&reps, &[0.5, 0.9, 0.99, 0.999]);
@@ -109,6 +119,8 @@ pub fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFigures {
         runs_p50_ns: run_p50,
         runs_ops_per_sec: run_ops,
         runs_cpu_ns_per_op: run_cpu,
+        runs_p99_ns: run_p99,
+        p99_tail_min,
         ci95: Some(ci95),
     }
 }

@@ -1,0 +1,821 @@
+//! The claims engine: every statement a report or `compare` makes about two models ("X leads",
+//! "behind by", "equivalent", "undecided", a crossover, a regression) is a typed value computed
+//! here, from repetitions measured in rounds. Exporters render claims; they compute none.
+//!
+//! **Paired rounds.** The runner measures a point's models in rounds: each round runs every
+//! model once, in a freshly shuffled order. Repetition k of every model at a point belongs to
+//! round k, so two models are compared by their per-round ratio (B/A within round k): drift
+//! that a round shares (the machine got slower for a minute) cancels in the ratio.
+//!
+//! **The test.** The per-round log ratios are tested with the Wilcoxon signed-rank test, exact
+//! (the distribution of W+ counted over the 2^n sign assignments, midranks at ties) for up
+//! to [`EXACT_MAX`] rounds, else its normal approximation with the tie correction. It
+//! assumes only that the rounds are independent and the log ratio's distribution symmetric
+//! under no difference; it is valid at any number of rounds, but the smallest two-sided p it
+//! can reach is 2 / 2^n ([`min_p`]): 0.0625 at 5 rounds, 0.031 at 6, so a claim needs at
+//! least [`rounds_needed`] (6) rounds at alpha 0.05. The effect is the Hodges-Lehmann
+//! estimate of the log ratio (the median of the Walsh averages) with its distribution-free
+//! interval (the Walsh averages between the signed-rank test's critical ranks), so the
+//! interval excludes "no difference" exactly when the test rejects it.
+//!
+//! **Three outcomes.** An interval inside +-[`MARGIN`] is *equivalent* (whatever the p);
+//! otherwise a difference the test supports after the family's correction (Holm over the
+//! comparisons at one point, Benjamini-Hochberg) is a decided *lead* with its factor and interval; anything else is
+//! *undecided*, with the rounds behind it. [`Claim::invisible_pct`] says how large a
+//! difference the rounds could not have told apart from none.
+
+use super::compare::normal_sf;
+
+/// Significance level of every claim.
+pub const ALPHA: f64 = 0.05;
+/// Two models whose ratio's interval lies within +-5% are equivalent.
+pub const MARGIN: f64 = 0.05;
+/// Up to this many rounds the signed-rank test is exact.
+pub const EXACT_MAX: usize = 40;
+/// A repetition is a stall when its figure is this many times worse than the median of the
+/// same cell's other repetitions (a throughput at under half of theirs).
+pub const STALL_FACTOR: f64 = 2.0;
+
+/// The smallest two-sided p the signed-rank test can give with `n` rounds: every round's
+/// difference of one sign, 2 / 2^n.
+pub fn min_p(n: usize) -> f64 {
+    if n == 0 {
+        return 1.0;
+    }
+    (2.0 / 2f64.powi(n as i32)).min(1.0)
+}
+
+/// The fewest rounds with which a paired claim can reach `alpha` (6 at 0.05).
+pub fn rounds_needed(alpha: f64) -> usize {
+    (1..=64).find(|&n| min_p(n) < alpha).unwrap_or(64)
+}
+
+/// Counts of W+ (the sum of the ranks of the positive differences) over all 2^n sign
+/// assignments of ranks 1..=n: index w holds how many give W+ = w.
+fn signed_rank_counts(n: usize) -> Vec<f64> {
+    let max = n * (n + 1) / 2;
+    let mut c = vec![0.0; max + 1];
+    c[0] = 1.0;
+    for r in 1..=n {
+        for w in (r..=max).rev() {
+            c[w] += c[w - r];
+        }
+    }
+    c
+}
+
+/// Ranks of `|d|` (average ranks at ties), and whether any tie occurred.
+fn abs_ranks(d: &[f64]) -> (Vec<f64>, bool) {
+    let mut idx: Vec<usize> = (0..d.len()).collect();
+    idx.sort_by(|&a, &b| d[a].abs().total_cmp(&d[b].abs()));
+    let mut ranks = vec![0.0; d.len()];
+    let mut ties = false;
+    let mut i = 0;
+    while i < idx.len() {
+        let mut j = i;
+        while j + 1 < idx.len() && d[idx[j + 1]].abs() == d[idx[i]].abs() {
+            j += 1;
+        }
+        ties |= j > i;
+        let r = (i + j) as f64 / 2.0 + 1.0;
+        for &k in &idx[i..=j] {
+            ranks[k] = r;
+        }
+        i = j + 1;
+    }
+    (ranks, ties)
+}
+
+/// Two-sided p of the Wilcoxon signed-rank test that `d` is centred on 0 (zeros dropped);
+/// `None` when no difference is left. Never below [`min_p`] of the differences used.
+pub fn signed_rank_p(d: &[f64]) -> Option<f64> {
+    let d: Vec<f64> = d
+        .iter()
+        .copied()
+        .filter(|x| *x != 0.0 && x.is_finite())
+        .collect();
+    let n = d.len();
+    if n == 0 {
+        return None;
+    }
+    let (ranks, ties) = abs_ranks(&d);
+    let w_plus: f64 = d
+        .iter()
+        .zip(&ranks)
+        .filter(|(x, _)| **x > 0.0)
+        .map(|(_, r)| r)
+        .sum();
+    let total = (n * (n + 1)) as f64 / 2.0;
+    let w = w_plus.min(total - w_plus);
+    let p = if n <= EXACT_MAX {
+        // Exact over the 2^n sign assignments of the ranks as they are (midranks at ties,
+        // doubled to integers): the permutation distribution of W+.
+        let twice: Vec<usize> = ranks.iter().map(|r| (2.0 * r).round() as usize).collect();
+        let max: usize = twice.iter().sum();
+        let mut c = vec![0.0f64; max + 1];
+        c[0] = 1.0;
+        for &r in &twice {
+            for s in (r..=max).rev() {
+                c[s] += c[s - r];
+            }
+        }
+        let all = 2f64.powi(n as i32);
+        let k = ((2.0 * w).round() as usize).min(max);
+        2.0 * c[..=k].iter().sum::<f64>() / all
+    } else {
+        let nf = n as f64;
+        let mu = total / 2.0;
+        let mut var = nf * (nf + 1.0) * (2.0 * nf + 1.0) / 24.0;
+        if ties {
+            // Tie correction: sum of (t^3 - t) / 48 over groups of equal magnitudes.
+            let mut sorted = ranks.clone();
+            sorted.sort_by(f64::total_cmp);
+            let mut i = 0;
+            while i < sorted.len() {
+                let mut j = i;
+                while j + 1 < sorted.len() && sorted[j + 1] == sorted[i] {
+                    j += 1;
+                }
+                let t = (j - i + 1) as f64;
+                var -= (t * t * t - t) / 48.0;
+                i = j + 1;
+            }
+        }
+        if var <= 0.0 {
+            1.0
+        } else {
+            let z = ((w_plus - mu).abs() - 0.5).max(0.0) / var.sqrt();
+            2.0 * normal_sf(z)
+        }
+    };
+    Some(p.clamp(min_p(n), 1.0))
+}
+
+/// The Hodges-Lehmann estimate of `d`'s centre (the median of the Walsh averages
+/// (d_i + d_j) / 2, i <= j) and its distribution-free interval at about `1 - alpha`: the
+/// Walsh averages at ranks k+1 and M-k (of M), k the largest W+ the signed-rank test rejects
+/// at (P(W+ <= k) < alpha / 2; k = 0 when n is too small for any: the interval is then
+/// [min, max] of the averages, at the confidence 1 - 2 / 2^n it has). `None` without a value.
+pub fn hodges_lehmann(d: &[f64], alpha: f64) -> Option<(f64, (f64, f64))> {
+    let d: Vec<f64> = d.iter().copied().filter(|x| x.is_finite()).collect();
+    let n = d.len();
+    if n == 0 {
+        return None;
+    }
+    let mut walsh = Vec::with_capacity(n * (n + 1) / 2);
+    for i in 0..n {
+        for j in i..n {
+            walsh.push((d[i] + d[j]) / 2.0);
+        }
+    }
+    walsh.sort_by(f64::total_cmp);
+    let m = walsh.len();
+    let est = if m % 2 == 1 {
+        walsh[m / 2]
+    } else {
+        (walsh[m / 2 - 1] + walsh[m / 2]) / 2.0
+    };
+    let k = if n <= EXACT_MAX {
+        let c = signed_rank_counts(n);
+        let all = 2f64.powi(n as i32);
+        // The largest w the test rejects at (P(W <= w) < alpha / 2): the interval excludes 0
+        // exactly when W+ or W- is at most it (W- counts the negative Walsh averages).
+        let mut cum = 0.0;
+        let mut k = 0;
+        for (w, x) in c.iter().enumerate() {
+            cum += x;
+            if cum / all < alpha / 2.0 {
+                k = w;
+            } else {
+                break;
+            }
+        }
+        k
+    } else {
+        let nf = n as f64;
+        let mu = nf * (nf + 1.0) / 4.0;
+        let sd = (nf * (nf + 1.0) * (2.0 * nf + 1.0) / 24.0).sqrt();
+        (mu - 1.959_964 * sd).floor().max(0.0) as usize
+    };
+    let k = k.min((m - 1) / 2);
+    Some((est, (walsh[k], walsh[m - 1 - k])))
+}
+
+/// Per-round log ratios ln(b_k / a_k) over the rounds both have (the first `min(len)`),
+/// skipping rounds where either value is not positive and finite.
+pub fn log_ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
+    a.iter()
+        .zip(b)
+        .filter(|(x, y)| **x > 0.0 && **y > 0.0 && x.is_finite() && y.is_finite())
+        .map(|(x, y)| (y / x).ln())
+        .collect()
+}
+
+/// What the rounds say about B against A.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The interval of the ratio lies within +-[`MARGIN`].
+    Equivalent,
+    /// B is worse than A: decided (p below alpha after the family's correction).
+    Behind,
+    /// B is better than A: decided.
+    Ahead,
+    /// Neither: more rounds, or a quieter machine, would be needed.
+    Undecided,
+}
+
+/// One paired claim: B against A on one figure.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Claim {
+    pub outcome: Outcome,
+    /// How many times worse B is than A (> 1: worse; < 1: better), the Hodges-Lehmann
+    /// estimate over the rounds, on the figure's "worse" direction.
+    pub times: f64,
+    /// Interval of `times`.
+    pub ci: (f64, f64),
+    /// The signed-rank p, before any correction (`None` when every round tied).
+    pub p: Option<f64>,
+    /// The p after the family's correction (Benjamini-Hochberg's adjusted p over the point's
+    /// comparisons, or over every test `compare` makes).
+    pub p_adj: Option<f64>,
+    /// Rounds paired.
+    pub rounds: usize,
+}
+
+impl Claim {
+    /// Decided either way (a lead), not equivalent or undecided.
+    pub fn decided(&self) -> bool {
+        matches!(self.outcome, Outcome::Behind | Outcome::Ahead)
+    }
+
+    /// The smallest difference, in percent, these rounds could have told apart: the
+    /// interval's half-width (infinite below [`rounds_needed`] rounds, where no p reaches
+    /// alpha).
+    pub fn invisible_pct(&self) -> f64 {
+        if self.rounds < rounds_needed(ALPHA) {
+            return f64::INFINITY;
+        }
+        let (lo, hi) = (self.ci.0.max(1e-12).ln(), self.ci.1.max(1e-12).ln());
+        (((hi - lo) / 2.0).exp() - 1.0) * 100.0
+    }
+
+    /// "p=0.031, 6 rounds" / "6 rounds".
+    pub fn evidence(&self) -> String {
+        match self.p_adj.or(self.p) {
+            Some(p) => format!("p={}, {} rounds", p_text(p), self.rounds),
+            None => format!("{} rounds", self.rounds),
+        }
+    }
+}
+
+/// "0.031", "<0.001".
+pub fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// B against A from their per-round values of a figure, `higher_is_better` saying which
+/// way is better, judged at `alpha` (the family's correction is the caller's: [`correct`]).
+/// `None` with no round in common.
+pub fn pair(a: &[f64], b: &[f64], higher_is_better: bool, alpha: f64) -> Option<Claim> {
+    let mut d = log_ratios(a, b);
+    if higher_is_better {
+        d.iter_mut().for_each(|x| *x = -*x);
+    }
+    from_log_diffs(&d, alpha)
+}
+
+/// A claim from per-round log "worse" factors (> 0: B worse).
+pub fn from_log_diffs(d: &[f64], alpha: f64) -> Option<Claim> {
+    let (est, (lo, hi)) = hodges_lehmann(d, alpha)?;
+    let p = signed_rank_p(d);
+    let mut c = Claim {
+        outcome: Outcome::Undecided,
+        times: est.exp(),
+        ci: (lo.exp(), hi.exp()),
+        p,
+        p_adj: p,
+        rounds: d.len(),
+    };
+    c.outcome = judge(&c, alpha);
+    Some(c)
+}
+
+/// The outcome of a claim at `alpha`, from its interval and (corrected) p.
+fn judge(c: &Claim, alpha: f64) -> Outcome {
+    let m = 1.0 + MARGIN;
+    if c.rounds >= 2 && c.ci.0 >= 1.0 / m && c.ci.1 <= m {
+        Outcome::Equivalent
+    } else if c.p_adj.is_some_and(|p| p < alpha) && (c.ci.0 > 1.0 || c.ci.1 < 1.0) {
+        if c.times > 1.0 {
+            Outcome::Behind
+        } else {
+            Outcome::Ahead
+        }
+    } else {
+        Outcome::Undecided
+    }
+}
+
+/// The correction over one family of claims (the comparisons at one point, or every test
+/// `compare` makes): Benjamini-Hochberg, keeping the share of false claims among the decided
+/// ones under alpha. Each claim's `p_adj` becomes its adjusted p and its outcome is judged
+/// again. (Holm's family-wise control would need 2/2^n * (models - 1) < alpha: 10 rounds at
+/// eleven models, where the false discovery rate needs 6.)
+pub fn correct(claims: &mut [&mut Claim], alpha: f64) {
+    let idx: Vec<usize> = (0..claims.len())
+        .filter(|&i| claims[i].p.is_some())
+        .collect();
+    let ps: Vec<f64> = idx.iter().map(|&i| claims[i].p.unwrap()).collect();
+    let (_, adj) = benjamini_hochberg(&ps, alpha);
+    for (k, &i) in idx.iter().enumerate() {
+        claims[i].p_adj = Some(adj[k]);
+    }
+    for c in claims.iter_mut() {
+        c.outcome = judge(c, alpha);
+    }
+}
+
+/// Benjamini-Hochberg: which of `ps` are discoveries with the false discovery rate kept at
+/// `q`, and each p's adjusted value (the smallest q at which it would be one).
+pub fn benjamini_hochberg(ps: &[f64], q: f64) -> (Vec<bool>, Vec<f64>) {
+    let m = ps.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| ps[a].total_cmp(&ps[b]));
+    let mut adj = vec![1.0; m];
+    let mut running: f64 = 1.0;
+    for (rank, &i) in order.iter().enumerate().rev() {
+        let v = (ps[i] * m as f64 / (rank + 1) as f64).min(1.0);
+        running = running.min(v);
+        adj[i] = running;
+    }
+    (adj.iter().map(|a| *a <= q).collect(), adj)
+}
+
+/// The repetitions of one cell that stalled: those whose figure is [`STALL_FACTOR`] times
+/// worse than the median of the cell's other repetitions (at least two others), by index.
+pub fn stalls(reps: &[f64], higher_is_better: bool) -> Vec<usize> {
+    if reps.len() < 3 {
+        return Vec::new();
+    }
+    (0..reps.len())
+        .filter(|&i| {
+            let others: Vec<f64> = reps
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, v)| *v)
+                .collect();
+            is_stall(reps[i], &others, higher_is_better)
+        })
+        .collect()
+}
+
+/// Whether `v` is a stall against `others` (at least two of them).
+pub fn is_stall(v: f64, others: &[f64], higher_is_better: bool) -> bool {
+    if others.len() < 2 {
+        return false;
+    }
+    let med = super::median(others);
+    if med.is_nan() || med <= 0.0 || !v.is_finite() {
+        return false;
+    }
+    if higher_is_better {
+        v * STALL_FACTOR < med
+    } else {
+        v > med * STALL_FACTOR
+    }
+}
+
+/// One model's per-round values of a figure at a point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    pub label: String,
+    /// Per round, in round order.
+    pub rounds: Vec<f64>,
+}
+
+impl Entry {
+    pub fn median(&self) -> f64 {
+        if self.rounds.is_empty() {
+            f64::NAN
+        } else {
+            super::median(&self.rounds)
+        }
+    }
+}
+
+/// One model against the leader of its point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Against {
+    pub label: String,
+    /// The model against the leader ("behind" = worse than the leader).
+    pub claim: Claim,
+}
+
+/// A point ranked by paired claims: the leader (best median), and every other model's claim
+/// against it, corrected as one family.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ranking {
+    pub leader: String,
+    /// The leader's median over its rounds.
+    pub value: f64,
+    /// In order of median, best first.
+    pub others: Vec<Against>,
+    /// Rounds of the leader.
+    pub rounds: usize,
+}
+
+impl Ranking {
+    /// The leader leads decidedly: every other is behind it, or equivalent to it.
+    pub fn leader_decided(&self) -> bool {
+        self.others
+            .iter()
+            .all(|o| o.claim.outcome != Outcome::Undecided)
+            && self
+                .others
+                .iter()
+                .any(|o| o.claim.outcome == Outcome::Behind)
+    }
+
+    pub fn with(&self, o: Outcome) -> impl Iterator<Item = &Against> {
+        self.others.iter().filter(move |a| a.claim.outcome == o)
+    }
+
+    /// Whether `label` leads or is not decided against the leader (at par).
+    pub fn at_par(&self, label: &str) -> bool {
+        self.leader == label
+            || self
+                .others
+                .iter()
+                .any(|o| o.label == label && o.claim.outcome != Outcome::Behind)
+    }
+
+    /// The claim of `label` against the leader.
+    pub fn of(&self, label: &str) -> Option<&Claim> {
+        self.others
+            .iter()
+            .find(|o| o.label == label)
+            .map(|o| &o.claim)
+    }
+}
+
+/// Ranks a point's entries (`None` with fewer than two that have rounds).
+pub fn rank(entries: &[Entry], higher_is_better: bool) -> Option<Ranking> {
+    let mut order: Vec<&Entry> = entries
+        .iter()
+        .filter(|e| e.rounds.iter().any(|v| *v > 0.0 && v.is_finite()))
+        .collect();
+    if order.len() < 2 {
+        return None;
+    }
+    // Stable: ties keep the caller's order.
+    order.sort_by(|a, b| {
+        if higher_is_better {
+            b.median().total_cmp(&a.median())
+        } else {
+            a.median().total_cmp(&b.median())
+        }
+    });
+    let lead = order[0];
+    let mut others: Vec<Against> = order[1..]
+        .iter()
+        .filter_map(|e| {
+            Some(Against {
+                label: e.label.clone(),
+                claim: pair(&lead.rounds, &e.rounds, higher_is_better, ALPHA)?,
+            })
+        })
+        .collect();
+    let mut fam: Vec<&mut Claim> = others.iter_mut().map(|o| &mut o.claim).collect();
+    correct(&mut fam, ALPHA);
+    Some(Ranking {
+        leader: lead.label.clone(),
+        value: lead.median(),
+        others,
+        rounds: lead.rounds.len(),
+    })
+}
+
+/// A decided crossover along a sweep: `winner` is decided worse than `loser` at `before` and
+/// decided better at `after` (each a paired claim, corrected over the pairs at its point).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Crossover {
+    pub winner: String,
+    pub loser: String,
+    pub before: f64,
+    pub after: f64,
+}
+
+/// The decided crossovers of series along a sweep: `points` holds, per sweep value (in
+/// order), the entries there. Pairs not decided at both neighbouring points are counted in
+/// the second value (shown, not claimed).
+pub fn crossovers(points: &[(f64, Vec<Entry>)], higher_is_better: bool) -> (Vec<Crossover>, usize) {
+    // Per point: every pair's claim, corrected over the pairs of that point.
+    let claims: Vec<Vec<(String, String, Claim)>> = points
+        .iter()
+        .map(|(_, es)| {
+            let mut v: Vec<(String, String, Claim)> = Vec::new();
+            for (i, a) in es.iter().enumerate() {
+                for b in &es[i + 1..] {
+                    if let Some(c) = pair(&a.rounds, &b.rounds, higher_is_better, ALPHA) {
+                        v.push((a.label.clone(), b.label.clone(), c));
+                    }
+                }
+            }
+            let mut fam: Vec<&mut Claim> = v.iter_mut().map(|x| &mut x.2).collect();
+            correct(&mut fam, ALPHA);
+            v
+        })
+        .collect();
+    let find = |k: usize, a: &str, b: &str| {
+        claims[k]
+            .iter()
+            .find(|(x, y, _)| x == a && y == b)
+            .map(|(_, _, c)| c.clone())
+            .or_else(|| {
+                claims[k]
+                    .iter()
+                    .find(|(x, y, _)| x == b && y == a)
+                    .map(|(_, _, c)| flip(c))
+            })
+    };
+    let (mut out, mut undecided) = (Vec::new(), 0);
+    for k in 1..points.len() {
+        for (a, b, after) in &claims[k] {
+            let Some(before) = find(k - 1, a, b) else {
+                continue;
+            };
+            // The raw medians' order changed: a crossing to judge.
+            let sign = |c: &Claim| c.times > 1.0;
+            if sign(&before) == sign(after) {
+                continue;
+            }
+            if before.decided() && after.decided() {
+                let (winner, loser) = if after.outcome == Outcome::Behind {
+                    (a, b)
+                } else {
+                    (b, a)
+                };
+                out.push(Crossover {
+                    winner: winner.clone(),
+                    loser: loser.clone(),
+                    before: points[k - 1].0,
+                    after: points[k].0,
+                });
+            } else {
+                undecided += 1;
+            }
+        }
+    }
+    (out, undecided)
+}
+
+/// The same claim seen from the other side (A against B).
+pub fn flip(c: &Claim) -> Claim {
+    Claim {
+        outcome: match c.outcome {
+            Outcome::Behind => Outcome::Ahead,
+            Outcome::Ahead => Outcome::Behind,
+            o => o,
+        },
+        times: 1.0 / c.times,
+        ci: (1.0 / c.ci.1, 1.0 / c.ci.0),
+        ..c.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A deterministic pseudo-random stream (xorshift) for synthetic rounds.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> f64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 >> 11) as f64 / (1u64 << 53) as f64
+        }
+        /// Roughly normal, mean 0, sd 1 (sum of 12 uniforms).
+        fn normal(&mut self) -> f64 {
+            (0..12).map(|_| self.next()).sum::<f64>() - 6.0
+        }
+    }
+
+    /// `n` rounds of a figure near `base` with `noise` relative sd per repetition and a
+    /// per-round machine factor `drift[k]` shared by every model of the round.
+    fn rounds(rng: &mut Rng, base: f64, noise: f64, drift: &[f64]) -> Vec<f64> {
+        drift
+            .iter()
+            .map(|d| base * d * (1.0 + noise * rng.normal()))
+            .collect()
+    }
+
+    #[test]
+    fn smallest_p_and_rounds_needed() {
+        assert!((min_p(5) - 0.0625).abs() < 1e-12);
+        assert!((min_p(6) - 0.03125).abs() < 1e-12);
+        assert_eq!(rounds_needed(0.05), 6);
+        // Five rounds all one way: 0.0625, never a claim.
+        assert!((signed_rank_p(&[1.0, 2.0, 3.0, 4.0, 5.0]).unwrap() - 0.0625).abs() < 1e-12);
+        let c = from_log_diffs(&[0.5, 0.6, 0.7, 0.8, 0.9], ALPHA).unwrap();
+        assert_eq!(c.outcome, Outcome::Undecided);
+        assert_eq!(c.invisible_pct(), f64::INFINITY);
+        let c = from_log_diffs(&[0.5, 0.6, 0.7, 0.8, 0.9, 0.55], ALPHA).unwrap();
+        assert_eq!(c.outcome, Outcome::Behind);
+    }
+
+    #[test]
+    fn signed_rank_known_values() {
+        // n = 8, W+ = 3 (ranks 1 and 2 positive): P(W+ <= 3) = 5 / 256, two-sided 0.039.
+        let d = [1.0, 2.0, -3.0, -4.0, -5.0, -6.0, -7.0, -8.0];
+        let p = signed_rank_p(&d).unwrap();
+        assert!((p - 10.0 / 256.0).abs() < 1e-12, "{p}");
+        // Symmetric data: p = 1.
+        let p = signed_rank_p(&[1.0, -1.5, 2.0, -2.5]).unwrap();
+        assert!(p > 0.6, "{p}");
+    }
+
+    #[test]
+    fn the_interval_excludes_zero_exactly_when_the_test_rejects() {
+        let mut rng = Rng(7);
+        for _ in 0..300 {
+            let n = 6 + (rng.next() * 10.0) as usize;
+            let shift = rng.next() * 0.2 - 0.1;
+            let d: Vec<f64> = (0..n).map(|_| shift + 0.05 * rng.normal()).collect();
+            let p = signed_rank_p(&d).unwrap();
+            let (_, (lo, hi)) = hodges_lehmann(&d, ALPHA).unwrap();
+            assert_eq!(p < ALPHA, lo > 0.0 || hi < 0.0, "n={n} p={p} [{lo}, {hi}]");
+        }
+    }
+
+    #[test]
+    fn drift_shared_by_a_round_cancels() {
+        // The machine swings between two states (1.0 and 1.45) from round to round; two
+        // models, one 10% more costly, are each measured once per round.
+        let mut rng = Rng(11);
+        let drift: Vec<f64> = (0..8)
+            .map(|k| if k % 3 == 0 { 1.45 } else { 1.0 })
+            .collect();
+        let a = rounds(&mut rng, 1000.0, 0.01, &drift);
+        let b = rounds(&mut rng, 1100.0, 0.01, &drift);
+        let c = pair(&a, &b, false, ALPHA).unwrap();
+        assert_eq!(c.outcome, Outcome::Behind, "{c:?}");
+        assert!((c.times - 1.1).abs() < 0.03, "{c:?}");
+        assert!(c.ci.0 > 1.05 && c.ci.1 < 1.15, "{c:?}");
+        // The same figures unpaired would not separate: the drift dwarfs the effect.
+        assert!(super::super::compare::mann_whitney(&a, &b).unwrap() > ALPHA);
+    }
+
+    #[test]
+    fn a_known_ten_percent_effect_is_found() {
+        let mut rng = Rng(3);
+        let mut found = 0;
+        for _ in 0..100 {
+            let drift: Vec<f64> = (0..8).map(|_| 1.0 + 0.2 * rng.next()).collect();
+            let a = rounds(&mut rng, 50_000.0, 0.02, &drift);
+            let b = rounds(&mut rng, 45_000.0, 0.02, &drift);
+            let c = pair(&a, &b, true, ALPHA).unwrap();
+            if c.outcome == Outcome::Behind {
+                found += 1;
+                assert!(c.ci.0 < 1.111 * 1.04 && c.ci.1 > 1.111 / 1.04, "{c:?}");
+            }
+        }
+        assert!(found >= 95, "found {found} of 100");
+    }
+
+    #[test]
+    fn an_a_a_pair_makes_no_claim_and_a_tight_one_is_equivalent() {
+        let mut rng = Rng(5);
+        let mut claims = 0;
+        let mut equivalent = 0;
+        for _ in 0..200 {
+            let drift: Vec<f64> = (0..8).map(|_| 1.0 + 0.5 * rng.next()).collect();
+            let a = rounds(&mut rng, 1000.0, 0.01, &drift);
+            let b = rounds(&mut rng, 1000.0, 0.01, &drift);
+            let c = pair(&a, &b, false, ALPHA).unwrap();
+            claims += c.decided() as usize;
+            equivalent += (c.outcome == Outcome::Equivalent) as usize;
+        }
+        // alpha 0.05 over 200 independent A/A pairs: about 10 false claims at most by chance;
+        // none are expected to be decided after the margin (1% noise: always equivalent).
+        assert_eq!(claims, 0, "{claims}");
+        assert!(equivalent >= 190, "{equivalent}");
+    }
+
+    #[test]
+    fn a_stall_is_named() {
+        let ops = [40007.0, 39692.0, 202.0, 39755.0, 2000.0, 40100.0];
+        assert_eq!(stalls(&ops, true), vec![2, 4]);
+        assert!(stalls(&[10.0, 11.0, 9.5, 10.2], true).is_empty());
+        // Lower is better: a repetition at 3x the others' CPU per op.
+        assert_eq!(stalls(&[7.0, 7.2, 21.0, 6.9], false), vec![2]);
+    }
+
+    #[test]
+    fn the_correction_keeps_false_claims_under_their_level() {
+        // A thousand null cells of 8 paired rounds: the false discovery rate after BH stays
+        // under q, and with no true effect at all BH rarely finds anything.
+        let mut rng = Rng(17);
+        let ps: Vec<f64> = (0..1000)
+            .map(|_| {
+                let d: Vec<f64> = (0..8).map(|_| 0.05 * rng.normal()).collect();
+                signed_rank_p(&d).unwrap()
+            })
+            .collect();
+        let raw = ps.iter().filter(|p| **p < ALPHA).count();
+        assert!(raw > 10, "uncorrected tests do find noise: {raw}");
+        let (found, adj) = benjamini_hochberg(&ps, ALPHA);
+        assert_eq!(found.iter().filter(|x| **x).count(), 0);
+        assert!(adj.iter().all(|a| (0.0..=1.0).contains(a)));
+        // With 100 true effects among 900 nulls, the share of nulls among discoveries stays
+        // under q.
+        let mut ps2: Vec<(f64, bool)> = ps[..900].iter().map(|p| (*p, false)).collect();
+        for _ in 0..100 {
+            let d: Vec<f64> = (0..10).map(|_| 0.3 + 0.05 * rng.normal()).collect();
+            ps2.push((signed_rank_p(&d).unwrap(), true));
+        }
+        let (found, _) = benjamini_hochberg(&ps2.iter().map(|x| x.0).collect::<Vec<_>>(), 0.05);
+        let disc: Vec<bool> = ps2
+            .iter()
+            .zip(&found)
+            .filter(|(_, f)| **f)
+            .map(|(x, _)| x.1)
+            .collect();
+        let false_share = disc.iter().filter(|t| !**t).count() as f64 / disc.len() as f64;
+        assert!(
+            disc.len() >= 95 && false_share <= 0.05,
+            "{} {false_share}",
+            disc.len()
+        );
+        // A point's family: three comparisons, one strong.
+        let mut a = from_log_diffs(&[0.3, 0.31, 0.29, 0.33, 0.3, 0.32, 0.28, 0.3], ALPHA).unwrap();
+        let mut b = from_log_diffs(&[0.1, -0.2, 0.15, -0.1, 0.2, -0.05, 0.1, 0.0], ALPHA).unwrap();
+        let mut c = from_log_diffs(&[0.02, -0.3, 0.4, -0.1, 0.3, -0.25, 0.1, 0.2], ALPHA).unwrap();
+        correct(&mut [&mut a, &mut b, &mut c], ALPHA);
+        assert_eq!(a.outcome, Outcome::Behind);
+        assert!(a.p_adj.unwrap() >= a.p.unwrap() * 2.9);
+        assert_eq!(b.outcome, Outcome::Undecided);
+        assert_eq!(c.outcome, Outcome::Undecided);
+    }
+
+    fn entry(label: &str, v: &[f64]) -> Entry {
+        Entry {
+            label: label.into(),
+            rounds: v.to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_point_ranks_leader_equivalent_undecided_and_behind() {
+        let r = rank(
+            &[
+                entry("slow", &[300.0, 330.0, 290.0, 310.0, 305.0, 320.0]),
+                entry("fast", &[100.0, 110.0, 97.0, 103.0, 101.0, 107.0]),
+                entry("twin", &[101.0, 111.0, 98.0, 104.0, 102.0, 108.0]),
+                entry("noisy", &[90.0, 150.0, 80.0, 140.0, 100.0, 130.0]),
+            ],
+            false,
+        )
+        .unwrap();
+        assert_eq!(r.leader, "fast");
+        assert_eq!(r.of("twin").unwrap().outcome, Outcome::Equivalent);
+        assert_eq!(r.of("slow").unwrap().outcome, Outcome::Behind);
+        assert_eq!(r.of("noisy").unwrap().outcome, Outcome::Undecided);
+        assert!(!r.leader_decided());
+        assert!(r.at_par("noisy") && r.at_par("twin") && !r.at_par("slow"));
+    }
+
+    #[test]
+    fn a_crossover_is_claimed_only_when_decided_at_both_points() {
+        let pt = |x: f64, a: &[f64], b: &[f64]| (x, vec![entry("a", a), entry("b", b)]);
+        let pts = vec![
+            pt(
+                1.0,
+                &[10.0, 10.5, 10.2, 10.1, 10.4, 10.3],
+                &[20.0, 21.0, 20.4, 20.2, 20.8, 20.6],
+            ),
+            pt(
+                8.0,
+                &[30.0, 31.0, 30.5, 30.2, 30.8, 30.4],
+                &[10.0, 10.5, 10.2, 10.1, 10.4, 10.3],
+            ),
+            // Crosses back within noise: counted, not claimed.
+            pt(
+                64.0,
+                &[10.0, 12.0, 9.0, 11.0, 10.0, 12.0],
+                &[12.0, 9.0, 13.0, 10.0, 12.5, 11.0],
+            ),
+        ];
+        let (xs, undecided) = crossovers(&pts, false);
+        assert_eq!(xs.len(), 1, "{xs:?}");
+        assert_eq!((xs[0].winner.as_str(), xs[0].loser.as_str()), ("b", "a"));
+        assert_eq!((xs[0].before, xs[0].after), (1.0, 8.0));
+        assert_eq!(undecided, 1);
+    }
+}
