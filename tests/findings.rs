@@ -58,7 +58,7 @@ fn fixture_findings_match_golden_and_name_the_change_of_lead() {
     let pipe = text.lines().find(|l| l.contains("micro.pipe:")).unwrap();
     assert!(!pipe.contains("lead changes"), "{pipe}");
     assert!(
-        pipe.contains("95% CI") && pipe.contains("Mann-Whitney p="),
+        pipe.contains("95% CI") && pipe.contains("signed-rank over 6 paired rounds, p="),
         "{pipe}"
     );
     assert!(text.contains("How far to trust this run: 22 of 25 cells measured (1 failed)"));
@@ -71,7 +71,7 @@ fn every_model_within_noise_has_no_leader() {
     for c in run.cases.iter_mut().filter(|c| c.workload == "micro.pipe") {
         if let Some(f) = c.figures.as_mut() {
             let base = f.latency_ns.p50;
-            f.runs_p50_ns = vec![600.0, 3000.0, base, 650.0, 2900.0];
+            f.runs_p50_ns = vec![600.0, 3000.0, base, 650.0, 2900.0, 1000.0];
         }
     }
     let cases: Vec<&CaseResult> = run
@@ -84,12 +84,12 @@ fn every_model_within_noise_has_no_leader() {
     assert!(line.within_noise);
     assert!(
         line.text
-            .starts_with("no clear leader by median latency per op at msg_bytes=64"),
+            .starts_with("no decided leader by median latency per op at msg_bytes=64"),
         "{}",
         line.text
     );
     assert!(
-        line.text.contains("within noise of each other"),
+        line.text.contains("undecided against it: epoll-lt"),
         "{}",
         line.text
     );
@@ -130,8 +130,9 @@ fn net(
     .unwrap()
 }
 
-fn five(base: f64) -> Vec<f64> {
-    (0..5).map(|i| base + i as f64).collect()
+/// Six rounds (the fewest a paired claim can decide on at alpha 0.05).
+fn six(base: f64) -> Vec<f64> {
+    (0..6).map(|i| base + i as f64).collect()
 }
 
 #[test]
@@ -139,12 +140,12 @@ fn network_findings_rank_at_equal_load_and_skip_what_fell_behind() {
     let cap = json!({"conns": 50, "msg_bytes": 64});
     let eq = json!({"conns": 50, "msg_bytes": 64, "offered": "50% of slowest"});
     let mut cells = vec![
-        net("a", cap.clone(), 90_000.0, &five(100.0), None, &[]),
+        net("a", cap.clone(), 90_000.0, &six(100.0), None, &[]),
         net(
             "b",
             cap.clone(),
             120_000.0,
-            &five(100.0),
+            &six(100.0),
             None,
             &["client_bound"],
         ),
@@ -152,7 +153,7 @@ fn network_findings_rank_at_equal_load_and_skip_what_fell_behind() {
             "a",
             eq.clone(),
             45_000.0,
-            &five(200.0),
+            &six(200.0),
             Some((45_000, 45_000)),
             &[],
         ),
@@ -160,7 +161,7 @@ fn network_findings_rank_at_equal_load_and_skip_what_fell_behind() {
             "b",
             eq.clone(),
             45_000.0,
-            &five(100.0),
+            &six(100.0),
             Some((45_000, 45_000)),
             &[],
         ),
@@ -169,7 +170,7 @@ fn network_findings_rank_at_equal_load_and_skip_what_fell_behind() {
             "c",
             eq.clone(),
             20_000.0,
-            &five(10.0),
+            &six(10.0),
             Some((45_000, 20_000)),
             &[],
         ),
@@ -309,7 +310,7 @@ fn intervals_show_as_rows_and_thin_tails_are_greyed() {
 }
 
 /// The full pairwise comparison sits collapsed under each workload's verdicts: every pair of
-/// models per point, better first, with its evidence (within noise said as such).
+/// models per point, better first, with its evidence (decided, equivalent or undecided).
 #[test]
 fn pairwise_table_is_collapsed_and_complete() {
     let run = fixture();
@@ -325,11 +326,11 @@ fn pairwise_table_is_collapsed_and_complete() {
     );
     assert_eq!(sec.matches("<tr><th>msg_bytes=").count(), 9);
     assert!(sec.contains(
-        "<tr><th>msg_bytes=64</th><td>blocking</td><td>epoll-lt</td><td>1.07x</td><td>p=0.008</td></tr>"
-    ));
+        "<tr><th>msg_bytes=64</th><td>blocking</td><td>epoll-lt</td><td>1.07x</td><td>decided, p=0.031, 6 rounds</td></tr>"
+    ), "{sec}");
     assert!(
-        sec.contains("<td>within noise ("),
-        "blocking vs epoll-lt at 4096"
+        sec.contains("<td>undecided, p=") || sec.contains("<td>equivalent, p="),
+        "blocking vs epoll-lt at 4096: {sec}"
     );
     let (what, pts) = ringside::export::findings::pairwise(
         "micro.pipe",

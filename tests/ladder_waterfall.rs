@@ -78,7 +78,7 @@ fn one_waterfall_per_point_with_rungs_in_order_kernels_and_gaps() {
         // within-noise uring-bundle-inc change is marked so.
         assert!(w.contains("fill=\"#009E73\""), "cheaper colour");
         assert!(w.contains("fill=\"#D55E00\""), "dearer colour");
-        assert!(w.contains("(within noise)"));
+        assert!(w.contains("(not decided)"));
         assert!(w.contains("(-12.5%) *"), "uring-defer's significant change");
     }
 }

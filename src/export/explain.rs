@@ -341,7 +341,7 @@ mod tests {
             "workload": "storage.randread", "model": model,
             "params": {"block_bytes": 4096, "depth": 1},
             "status": "measured", "op": "one read", "knobs": {}, "warmups": 0,
-            "repetitions": 5,
+            "repetitions": 6,
             "latency_ns": {"min": 1.0, "p50": 10.0, "p90": 10.0, "p99": 20.0, "p999": 20.0,
                            "max": 20.0, "mean": 10.0, "stddev": 1.0},
             "run_p50_ns": {"median": 10.0, "min": 10.0, "max": 10.0, "mad": 0.0},
@@ -349,7 +349,7 @@ mod tests {
             "cpu_ns_per_op": {"total": 100.0, "user": 1.0, "sys": 1.0},
             "ctx_switches_per_op": 0.0, "syscalls_per_op": 1.0, "ops_total": 1000,
             "counters": {}, "histogram": "",
-            "runs_ops_per_sec": [ops * 0.99, ops * 0.995, ops, ops * 1.005, ops * 1.01],
+            "runs_ops_per_sec": [ops * 0.99, ops * 0.995, ops, ops * 1.005, ops * 1.01, ops * 1.002],
             "warnings": [],
             "explain": explain,
         }))

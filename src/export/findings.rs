@@ -86,17 +86,28 @@ fn times_text(r: f64) -> String {
 }
 
 fn confidence_text(c: &Confidence) -> String {
-    match c.p {
-        Some(p) if p < 0.001 => format!("Mann-Whitney p<0.001, {} vs {} repetitions", c.n.0, c.n.1),
-        Some(p) => format!("Mann-Whitney p={p:.3}, {} vs {} repetitions", c.n.0, c.n.1),
-        None if c.n.0 < 2 || c.n.1 < 2 => "untested: one repetition".into(),
-        None => format!(
-            "{} vs {} repetitions, too few for a test; ranges {}",
-            c.n.0,
-            c.n.1,
-            if c.overlap { "overlap" } else { "apart" }
-        ),
+    c.text()
+}
+
+/// "differences under 6% are invisible here": the smallest difference the leader's claims
+/// could tell apart (the median of their interval half-widths), when they have enough rounds.
+fn invisible_text(r: &findings::Ranking) -> String {
+    let mut v: Vec<f64> = r
+        .near
+        .iter()
+        .chain(&r.behind)
+        .filter_map(|o| o.confidence.claim.as_ref())
+        .map(|c| c.invisible_pct())
+        .filter(|x| x.is_finite())
+        .collect();
+    if v.is_empty() {
+        return String::new();
     }
+    v.sort_by(f64::total_cmp);
+    format!(
+        "; differences under {:.0}% are invisible here",
+        v[v.len() / 2].max(1.0)
+    )
 }
 
 /// The workload's cells as points to rank, in order: run order, or along the sweep parameter
@@ -235,24 +246,24 @@ fn words(f: &Finding, b: &Basis, op: &str) -> (String, bool) {
         None if h.reps == 1 => ", one repetition: no interval".into(),
         None => String::new(),
     };
-    let near = |list: &[findings::Other]| {
-        list.iter()
-            .map(|o| format!("{} {}", o.label, times_text(o.times)))
+    let list = |it: &mut dyn Iterator<Item = &findings::Other>| {
+        it.map(|o| format!("{} {}", o.label, times_text(o.times)))
             .collect::<Vec<_>>()
             .join(", ")
     };
+    let equivalent = list(&mut h.equivalent());
+    let undecided = list(&mut h.undecided());
     let mut s = if h.behind.is_empty() {
         format!(
-            "{}no clear leader by {}{at}: {} ({}{ci}) and {} are within noise of each other",
+            "{}no decided leader by {}{at}: {} ({}{ci}) is not decided ahead of the others",
             b.prefix,
             noun(m, op),
             h.leader,
             value_text(m, h.value),
-            near(&h.near)
         )
     } else {
         let first = &h.behind[0];
-        let mut s = format!(
+        format!(
             "{}{} leads by {}{at} ({}{ci}), {} ahead of {} ({})",
             b.prefix,
             h.leader,
@@ -261,15 +272,21 @@ fn words(f: &Finding, b: &Basis, op: &str) -> (String, bool) {
             times_text(first.times),
             first.label,
             confidence_text(&first.confidence)
-        );
-        if !h.near.is_empty() {
-            s += &format!("; within noise of it: {}", near(&h.near));
-        }
-        s
+        )
     };
+    if !equivalent.is_empty() {
+        s += &format!(
+            "; equivalent to it (within {:.0}%): {equivalent}",
+            crate::stats::claims::MARGIN * 100.0
+        );
+    }
+    if !undecided.is_empty() {
+        s += &format!("; undecided against it: {undecided}");
+    }
+    s += &invisible_text(h);
     if f.points > 1 && f.leads == f.points && !h.behind.is_empty() {
         s += &format!(
-            "; the same at all {} points (leads or within noise of the leader)",
+            "; the same at all {} points (leads, or is not decided behind the leader)",
             f.points
         );
     }
@@ -385,18 +402,22 @@ pub fn pairwise(
     )
 }
 
-/// A pair's evidence in a few words ("p=0.008", "within noise", "untested").
+/// A pair's evidence in a few words ("behind, p=0.031", "equivalent", "undecided").
 pub fn pair_evidence(c: &Confidence) -> String {
-    let p = match c.p {
-        Some(p) if p < 0.001 => "p<0.001".to_string(),
-        Some(p) => format!("p={p:.3}"),
-        None if c.n.0 < 2 || c.n.1 < 2 => "untested: one repetition".into(),
-        None => format!("{} vs {} repetitions", c.n.0, c.n.1),
-    };
-    if c.within_noise() {
-        format!("within noise ({p})")
-    } else {
-        p
+    use crate::stats::claims::Outcome;
+    match &c.claim {
+        None => c.text(),
+        Some(cl) => {
+            let p = cl
+                .p_adj
+                .map(|p| format!(", p={}", crate::stats::claims::p_text(p)))
+                .unwrap_or_default();
+            match cl.outcome {
+                Outcome::Behind | Outcome::Ahead => format!("decided{p}, {} rounds", cl.rounds),
+                Outcome::Equivalent => format!("equivalent{p}, {} rounds", cl.rounds),
+                Outcome::Undecided => format!("undecided{p}, {} rounds", cl.rounds),
+            }
+        }
     }
 }
 

@@ -4,9 +4,13 @@
 //! metric, the models within noise of it, then the rest in order with how many times better
 //! the leader is. For sweeps: one line with each series' last point against its first (what
 //! the sweep buys or costs), the ranked line at the sweep's far end, and the crossover points
-//! where one series overtakes another. "Within noise" means the two cells' per-repetition
-//! ranges (min..max of the per-run medians, or of per-run ops/s) overlap; crossovers within
-//! noise are only counted.
+//! where one series overtakes another. Every comparison is a claim of `stats::claims`
+//! (through `stats::findings::rank`): at one point, the paired claim over the point's rounds;
+//! along a sweep (two points, not one round), Mann-Whitney on the repetitions. A model is
+//! "behind" only when its claim is decided; otherwise it is equivalent (within +-5%) or
+//! undecided, and a crossover is listed only when the pair is decided at both of its points
+//! (the others are counted, shown and not claimed). A p99 is claimed only where every
+//! repetition had at least [`TAIL_MIN`] samples beyond it.
 //!
 //! Network servers are ranked two ways, and each verdict says which:
 //! - **at equal load**: the open-loop cells of one point (an equal-load point of `echo.conns`
@@ -22,9 +26,10 @@ use super::charts::{
 };
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status};
-use crate::stats::equal_load::{self, cpu_per_op_evidence};
+use crate::stats::equal_load;
+use crate::stats::findings;
 use crate::workload::net::echo::EQUAL_LOAD_PARAM;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// One computed sentence.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,7 +42,7 @@ impl Verdict {
     /// The sentence with its noise marker.
     pub fn line(&self) -> String {
         if self.within_noise {
-            format!("{} (within noise)", self.text)
+            format!("{} (nothing decided)", self.text)
         } else {
             self.text.clone()
         }
@@ -48,21 +53,17 @@ fn higher_is_better(m: Metric) -> bool {
     m == Metric::OpsPerSec
 }
 
-/// Per-repetition range of the metric, when the metric has one.
-fn range(m: Metric, f: &CaseFigures) -> Option<(f64, f64)> {
-    match m {
-        Metric::LatencyP50 | Metric::LatencyP99 | Metric::CpuPerOp => {
-            Some((f.run_p50_ns.min, f.run_p50_ns.max)).filter(|_| m == Metric::LatencyP50)
-        }
-        Metric::OpsPerSec => Some((f.ops_per_sec.min, f.ops_per_sec.max)),
-        Metric::SyscallsPer100 => None,
-    }
-}
+/// Samples beyond the p99 each repetition needs before a p99 is claimed.
+pub const TAIL_MIN: u64 = 20;
 
-fn overlap(a: Option<(f64, f64)>, b: Option<(f64, f64)>) -> bool {
-    match (a, b) {
-        (Some((a0, a1)), Some((b0, b1))) => a0 <= b1 && b0 <= a1,
-        _ => false,
+/// The metric's per-repetition (= per-round) values, where a claim can be made on them.
+fn reps(m: Metric, f: &CaseFigures) -> Vec<f64> {
+    match m {
+        Metric::LatencyP50 => f.runs_p50_ns.clone(),
+        Metric::OpsPerSec => f.runs_ops_per_sec.clone(),
+        Metric::CpuPerOp => f.runs_cpu_ns_per_op.clone(),
+        Metric::LatencyP99 if f.p99_tail_min >= TAIL_MIN => f.runs_p99_ns.clone(),
+        Metric::LatencyP99 | Metric::SyscallsPer100 => Vec::new(),
     }
 }
 
@@ -72,7 +73,7 @@ type Members<'c, 'a> = (Vec<&'c Cell<'a>>, BTreeMap<usize, Vec<&'c Cell<'a>>>);
 struct Cell<'a> {
     c: &'a CaseResult,
     v: f64,
-    range: Option<(f64, f64)>,
+    reps: Vec<f64>,
 }
 
 fn cell(m: Metric, c: &CaseResult) -> Option<Cell<'_>> {
@@ -84,7 +85,7 @@ fn cell(m: Metric, c: &CaseResult) -> Option<Cell<'_>> {
     Some(Cell {
         c,
         v,
-        range: range(m, f),
+        reps: reps(m, f),
     })
 }
 
@@ -119,51 +120,67 @@ fn rank_by(m: Metric) -> &'static str {
     }
 }
 
-/// One ranked line over the cells of one point: the leader, the cells within noise of it
-/// (their repetitions overlap the leader's), then the rest in order with how many times
-/// better the leader is. `None` with fewer than two cells.
+/// One ranked line over the cells of one point: the leader, each other cell's paired claim
+/// against it (`stats::findings::rank`): those decided behind, in order, with how many times
+/// better the leader is; those equivalent to it; those undecided. `None` with fewer than two
+/// cells.
 fn ranked(m: Metric, here: &[&Cell], at: &str) -> Option<Verdict> {
-    if here.len() < 2 {
-        return None;
-    }
-    let mut order: Vec<&Cell> = here.to_vec();
-    // Stable: ties keep run order.
-    order.sort_by(|a, b| {
-        if higher_is_better(m) {
-            b.v.total_cmp(&a.v)
-        } else {
-            a.v.total_cmp(&b.v)
-        }
-    });
-    let lead = order[0];
-    let times = |c: &Cell| {
-        if higher_is_better(m) {
-            lead.v / c.v
-        } else {
-            c.v / lead.v
-        }
+    let point = findings::Point {
+        at: String::new(),
+        entries: here
+            .iter()
+            .map(|c| findings::Entry {
+                label: c.c.label(),
+                value: c.v,
+                reps: c.reps.clone(),
+            })
+            .collect(),
     };
-    let (near, behind): (Vec<&Cell>, Vec<&Cell>) = order[1..]
-        .iter()
-        .copied()
-        .partition(|c| overlap(lead.range, c.range));
-    let list = |cs: &[&Cell]| {
-        cs.iter()
-            .map(|c| format!("{} {}", c.c.label(), ratio_text(times(c))))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let mut text = format!("ranked by {}{at}: {} leads", rank_by(m), lead.c.label());
-    if !near.is_empty() {
-        text.push_str(&format!("; within noise of it: {}", list(&near)));
-    }
-    if !behind.is_empty() {
-        text.push_str(&format!("; behind it by: {}", list(&behind)));
-    }
+    let r = findings::rank(&point, higher_is_better(m))?;
+    let mut text = format!("ranked by {}{at}: {} leads", rank_by(m), r.leader);
+    text.push_str(&claims_text(&r));
     Some(Verdict {
         text,
-        within_noise: behind.is_empty(),
+        within_noise: r.behind.is_empty(),
     })
+}
+
+/// "; behind it by: b 1.3x (evidence); equivalent to it: c 1.01x; undecided against it: d
+/// 1.1x (evidence)".
+fn claims_text(r: &findings::Ranking) -> String {
+    let list = |it: &mut dyn Iterator<Item = &findings::Other>, evidence: bool| {
+        it.map(|o| {
+            if evidence {
+                format!(
+                    "{} {} ({})",
+                    o.label,
+                    ratio_text(o.times),
+                    o.confidence.text()
+                )
+            } else {
+                format!("{} {}", o.label, ratio_text(o.times))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+    };
+    let mut text = String::new();
+    let behind = list(&mut r.behind.iter(), true);
+    if !behind.is_empty() {
+        text.push_str(&format!("; behind it by: {behind}"));
+    }
+    let eq = list(&mut r.equivalent(), false);
+    if !eq.is_empty() {
+        text.push_str(&format!(
+            "; equivalent to it (within {:.0}%): {eq}",
+            crate::stats::claims::MARGIN * 100.0
+        ));
+    }
+    let und = list(&mut r.undecided(), true);
+    if !und.is_empty() {
+        text.push_str(&format!("; undecided against it: {und}"));
+    }
+    text
 }
 
 /// Verdicts of one workload.
@@ -402,44 +419,30 @@ fn at_equal_load(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
             });
         }
         let cpu = |f: &CaseFigures| f.cpu_ns_per_op.total;
-        let mut ranked: Vec<&(&CaseResult, &CaseFigures, f64)> =
-            kept.iter().filter(|x| cpu(x.1) > 0.0).collect();
-        ranked.sort_by(|a, b| cpu(a.1).total_cmp(&cpu(b.1)));
-        let Some(&best) = ranked.first() else {
+        let point = findings::Point {
+            at: String::new(),
+            entries: kept
+                .iter()
+                .filter(|x| cpu(x.1) > 0.0)
+                .map(|x| findings::Entry {
+                    label: x.0.label(),
+                    value: cpu(x.1),
+                    reps: x.1.runs_cpu_ns_per_op.clone(),
+                })
+                .collect(),
+        };
+        let Some(r) = findings::rank(&point, false) else {
             continue;
         };
-        if ranked.len() < 2 {
-            continue;
-        }
-        let (mut near, mut behind) = (Vec::new(), Vec::new());
-        for other in &ranked[1..] {
-            let e = cpu_per_op_evidence(best.1, other.1);
-            let part = format!(
-                "{} {} ({})",
-                other.0.label(),
-                ratio_text(cpu(other.1) / cpu(best.1)),
-                e.text()
-            );
-            if e.within_noise() {
-                near.push(part);
-            } else {
-                behind.push(part);
-            }
-        }
         let mut text = format!(
             "{head}: ranked by server CPU per {op} (less is better): {} leads ({})",
-            best.0.label(),
-            super::table::fmt_ns(cpu(best.1))
+            r.leader,
+            super::table::fmt_ns(r.value)
         );
-        if !near.is_empty() {
-            text.push_str(&format!("; within noise of it: {}", near.join(", ")));
-        }
-        if !behind.is_empty() {
-            text.push_str(&format!("; behind it by: {}", behind.join(", ")));
-        }
+        text.push_str(&claims_text(&r));
         out.push(Verdict {
             text,
-            within_noise: behind.is_empty(),
+            within_noise: r.behind.is_empty(),
         });
     }
     out
@@ -531,14 +534,25 @@ fn sweep_verdicts_by(workload: &str, cases: &[&CaseResult], m: Metric) -> Vec<Ve
                         } else {
                             (first, last)
                         };
-                        let noise = overlap(b.1.range, w.1.range);
+                        // Two points, two groups of rounds: an unpaired claim.
+                        let claim = crate::stats::claims::unpaired(
+                            &w.1.reps,
+                            &b.1.reps,
+                            higher_is_better(m),
+                            crate::stats::claims::ALPHA,
+                        );
+                        let noise = !claim.as_ref().is_some_and(|c| c.decided());
                         all_noise &= noise;
+                        let mark = match claim.as_ref().map(|c| c.outcome) {
+                            Some(crate::stats::claims::Outcome::Equivalent) => " (equivalent)",
+                            _ if noise => " (undecided)",
+                            _ => "",
+                        };
                         along.push(format!(
-                            "{l}: {param}={} is {} {param}={}{}",
+                            "{l}: {param}={} is {} {param}={}{mark}",
                             b.0,
                             compare(m, b.1, w.1),
                             w.0,
-                            if noise { " (within noise)" } else { "" }
                         ));
                     }
                 }
@@ -566,51 +580,46 @@ fn sweep_verdicts_by(workload: &str, cases: &[&CaseResult], m: Metric) -> Vec<Ve
                     at.replace(" (", ", ").replace(')', "")
                 );
                 out.extend(ranked(m, &here, &at_far));
-                // Crossovers: where the sign of (a - b) changes between neighbouring points.
-                // One whose repetitions overlap at either point is no evidence of a crossing:
-                // those are counted, not listed (on a noisy machine there are dozens).
-                let mut noisy = 0;
-                for (i, (la, sa)) in series.iter().enumerate() {
-                    for (lb, sb) in series.iter().skip(i + 1) {
-                        let (la, lb) = (&labels.order[*la], &labels.order[*lb]);
-                        // The first cell of `sb` at each x.
-                        let mut at_x: HashMap<u64, &Cell> = HashMap::new();
-                        for (xb, cb) in sb {
-                            at_x.entry(xb.to_bits()).or_insert(cb);
-                        }
-                        let common: Vec<(f64, &Cell, &Cell)> = sa
+                // Crossovers: where one series overtakes another between neighbouring
+                // points, claimed only when the pair is decided at both (paired claims over
+                // each point's rounds); the others are counted, not listed.
+                let mut xs: Vec<f64> = series
+                    .iter()
+                    .flat_map(|(_, s)| s.iter().map(|p| p.0))
+                    .collect();
+                xs.sort_by(f64::total_cmp);
+                xs.dedup();
+                let per_x: Vec<(f64, Vec<crate::stats::claims::Entry>)> = xs
+                    .iter()
+                    .map(|&xv| {
+                        let entries = series
                             .iter()
-                            .filter_map(|(xa, ca)| {
-                                at_x.get(&xa.to_bits()).map(|cb| (*xa, *ca, *cb))
+                            .filter_map(|(l, s)| {
+                                let (_, c) = s.iter().find(|p| p.0 == xv)?;
+                                Some(crate::stats::claims::Entry {
+                                    label: labels.order[*l].clone(),
+                                    rounds: c.reps.clone(),
+                                })
                             })
                             .collect();
-                        for w in common.windows(2) {
-                            let before = better(w[0].1.v, w[0].2.v);
-                            let after = better(w[1].1.v, w[1].2.v);
-                            if before != after && w[0].1.v != w[0].2.v && w[1].1.v != w[1].2.v {
-                                if overlap(w[0].1.range, w[0].2.range)
-                                    || overlap(w[1].1.range, w[1].2.range)
-                                {
-                                    noisy += 1;
-                                    continue;
-                                }
-                                let (winner, loser) = if after { (la, lb) } else { (lb, la) };
-                                out.push(Verdict {
-                                    text: format!(
-                                        "crossover: {winner} overtakes {loser} between {param}={} and {param}={}{at}",
-                                        w[0].0, w[1].0
-                                    ),
-                                    within_noise: false,
-                                });
-                            }
-                        }
-                    }
+                        (xv, entries)
+                    })
+                    .collect();
+                let (found, noisy) = crate::stats::claims::crossovers(&per_x, higher_is_better(m));
+                for c in found {
+                    out.push(Verdict {
+                        text: format!(
+                            "crossover: {} overtakes {} between {param}={} and {param}={}{at}",
+                            c.winner, c.loser, c.before, c.after
+                        ),
+                        within_noise: false,
+                    });
                 }
                 if noisy > 0 {
                     out.push(Verdict {
                         text: format!(
-                            "{noisy} crossover{} along {param} not listed: the two series' \
-                             repetitions overlap where they cross{at}",
+                            "{noisy} crossing{} along {param} not claimed: the pair is not \
+                             decided at both points where the medians cross{at}",
                             if noisy == 1 { "" } else { "s" }
                         ),
                         within_noise: true,
@@ -623,11 +632,21 @@ fn sweep_verdicts_by(workload: &str, cases: &[&CaseResult], m: Metric) -> Vec<Ve
 }
 
 /// The open-loop sweep's answer per model: the highest offered rate it kept up with (achieved
-/// at least [`KEEP_UP`] of it) with p99 at most [`CAPACITY_P99_NS`], and the first rate where
-/// it did not (the knee).
+/// at least [`KEEP_UP`] of it) without a p99 over [`CAPACITY_P99_NS`] (claimed as
+/// `p99_over_target` says), and the first rate where it did not (the knee).
 pub const CAPACITY_P99_NS: f64 = 10e6;
 /// Share of the offered rate a server must achieve to count as keeping up.
 pub const KEEP_UP: f64 = equal_load::KEEP_UP;
+
+/// Whether a cell's p99 is over [`CAPACITY_P99_NS`] as a claim: in every repetition, each with
+/// at least [`TAIL_MIN`] samples beyond its p99 (a p99 from a thin tail is mostly one hiccup:
+/// shown, not claimed). Files without per-repetition p99s: the cell's p99.
+fn p99_over_target(f: &CaseFigures) -> bool {
+    if f.runs_p99_ns.is_empty() {
+        return f.latency_ns.p99 > CAPACITY_P99_NS;
+    }
+    f.p99_tail_min >= TAIL_MIN && f.runs_p99_ns.iter().all(|p| *p > CAPACITY_P99_NS)
+}
 
 fn capacity(cases: &[&CaseResult], unit: &str) -> Vec<Verdict> {
     let mut labels = Ordered::default();
@@ -649,7 +668,7 @@ fn capacity(cases: &[&CaseResult], unit: &str) -> Vec<Verdict> {
                 let offered = c.params.0.get("rate_per_sec")?.as_f64()?;
                 let achieved = crate::stats::equal_load::achieved_rate(c).unwrap_or(0.0);
                 (offered > 0.0).then(|| {
-                    let ok = achieved >= KEEP_UP * offered && f.latency_ns.p99 <= CAPACITY_P99_NS;
+                    let ok = achieved >= KEEP_UP * offered && !p99_over_target(f);
                     (offered, ok)
                 })
             })

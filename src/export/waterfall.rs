@@ -12,16 +12,16 @@ use crate::stats::ladder::{steps, LADDERS};
 /// How far a rung's change can be told from noise.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mark {
-    /// Mann-Whitney below alpha, or the repetitions' ranges do not overlap.
+    /// Decided by the paired claim over the rounds.
     Significant,
-    /// The test or the ranges cannot tell it from noise.
+    /// Equivalent, or undecided.
     WithinNoise,
     /// Too few repetitions (or no per-repetition CPU) to say.
     Untested,
 }
 
 impl Mark {
-    fn of(e: Option<Evidence>) -> Mark {
+    fn of(e: Option<&Evidence>) -> Mark {
         match e {
             None | Some(Evidence::OneRun) | Some(Evidence::None) => Mark::Untested,
             Some(e) if e.within_noise() => Mark::WithinNoise,
@@ -41,7 +41,7 @@ pub enum Bar {
         to_ns: f64,
         change_pct: f64,
         mark: Mark,
-        /// The evidence in words ("Mann-Whitney p=0.008").
+        /// The evidence in words (the paired claim's test, p and interval).
         evidence: String,
     },
     /// Measured, but the row it is compared with was not: its CPU per op alone, no change.
@@ -128,9 +128,10 @@ fn of_point(workload: &str, i: usize, point: &str, cells: &[&CaseResult]) -> Wat
                     from_ns: from,
                     to_ns: cpu,
                     change_pct: change,
-                    mark: Mark::of(s.evidence),
+                    mark: Mark::of(s.evidence.as_ref()),
                     evidence: s
                         .evidence
+                        .as_ref()
                         .map(|e| e.text())
                         .unwrap_or_else(|| "untested".into()),
                 },
@@ -194,9 +195,9 @@ mod tests {
 
     #[test]
     fn one_waterfall_per_point_with_rungs_in_order_gaps_and_marks() {
-        let base = [1000.0, 1010.0, 990.0, 1005.0, 995.0];
-        let cheaper = [800.0, 810.0, 790.0, 805.0, 795.0];
-        let same = [1001.0, 1012.0, 989.0, 1004.0, 996.0];
+        let base = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0];
+        let cheaper = [800.0, 810.0, 790.0, 805.0, 795.0, 800.0];
+        let same = [1001.0, 1012.0, 989.0, 1004.0, 996.0, 1001.0];
         let mut cells = Vec::new();
         for conns in [50, 1000] {
             cells.push(cell("uring", conns, &base, None));

@@ -238,8 +238,10 @@ pub struct Claim {
     /// The p after the family's correction (Benjamini-Hochberg's adjusted p over the point's
     /// comparisons, or over every test `compare` makes).
     pub p_adj: Option<f64>,
-    /// Rounds paired.
+    /// Rounds paired (unpaired: the fewer repetitions of the two sides).
     pub rounds: usize,
+    /// A paired claim (signed-rank over rounds), or an unpaired one (Mann-Whitney).
+    pub paired: bool,
 }
 
 impl Claim {
@@ -252,7 +254,7 @@ impl Claim {
     /// interval's half-width (infinite below [`rounds_needed`] rounds, where no p reaches
     /// alpha).
     pub fn invisible_pct(&self) -> f64 {
-        if self.rounds < rounds_needed(ALPHA) {
+        if self.paired && self.rounds < rounds_needed(ALPHA) {
             return f64::INFINITY;
         }
         let (lo, hi) = (self.ci.0.max(1e-12).ln(), self.ci.1.max(1e-12).ln());
@@ -299,6 +301,39 @@ pub fn from_log_diffs(d: &[f64], alpha: f64) -> Option<Claim> {
         p,
         p_adj: p,
         rounds: d.len(),
+        paired: true,
+    };
+    c.outcome = judge(&c, alpha);
+    Some(c)
+}
+
+/// B against A from two sets of repetitions that were not measured in the same rounds (two
+/// points of a sweep, two runs): Mann-Whitney's p on the values, the ratio of medians and
+/// its 95% bootstrap interval. `None` with fewer than two values a side.
+pub fn unpaired(a: &[f64], b: &[f64], higher_is_better: bool, alpha: f64) -> Option<Claim> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let (ma, mb) = (super::median(a), super::median(b));
+    if ma <= 0.0 || mb <= 0.0 {
+        return None;
+    }
+    let (lo, hi) = super::bootstrap::change_pct_ci(a, b)?;
+    let (lo, hi) = (1.0 + lo / 100.0, 1.0 + hi / 100.0);
+    let (times, ci) = if higher_is_better {
+        (ma / mb, (1.0 / hi.max(1e-12), 1.0 / lo.max(1e-12)))
+    } else {
+        (mb / ma, (lo, hi))
+    };
+    let p = super::compare::mann_whitney(a, b);
+    let mut c = Claim {
+        outcome: Outcome::Undecided,
+        times,
+        ci,
+        p,
+        p_adj: p,
+        rounds: a.len().min(b.len()),
+        paired: false,
     };
     c.outcome = judge(&c, alpha);
     Some(c)

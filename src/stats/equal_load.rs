@@ -7,7 +7,7 @@
 use crate::measure::cell::OpenLoopCounters;
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, Status, Warning};
-use crate::stats::compare::{mann_whitney, testable, ALPHA};
+use crate::stats::claims::{self, Claim, ALPHA};
 
 /// Share of the offered rate a server must achieve to count as keeping up with it.
 pub const KEEP_UP: f64 = 0.95;
@@ -68,46 +68,45 @@ pub fn load_had_headroom(c: &CaseResult) -> bool {
 }
 
 /// How far two cells' server CPU per op can be told apart.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Evidence {
-    /// Mann-Whitney U on the per-repetition CPU per op (enough repetitions to reach
-    /// [`ALPHA`]).
-    Tested { p: f64 },
-    /// Too few repetitions for the test: whether the per-repetition ranges overlap.
-    Ranges { overlap: bool, n: (usize, usize) },
-    /// Fewer than two repetitions a side: nothing to test or compare.
+    /// The paired claim over their rounds (`stats::claims`; uncorrected until the caller
+    /// corrects its family).
+    Claimed(Claim),
+    /// Fewer than two repetitions a side: nothing to test.
     OneRun,
     /// No per-repetition CPU recorded (files written before it was).
     None,
 }
 
 impl Evidence {
-    /// True when the difference is not shown to be real.
-    pub fn within_noise(self) -> bool {
+    /// True when the difference is not decided (equivalent, undecided, untested).
+    pub fn within_noise(&self) -> bool {
         match self {
-            Evidence::Tested { p } => p >= ALPHA,
-            Evidence::Ranges { overlap, .. } => overlap,
-            Evidence::OneRun | Evidence::None => false,
+            Evidence::Claimed(c) => !c.decided(),
+            Evidence::OneRun | Evidence::None => true,
         }
     }
 
     /// What the evidence is, for the verdict's text.
-    pub fn text(self) -> String {
+    pub fn text(&self) -> String {
         match self {
-            Evidence::Tested { p } => format!("Mann-Whitney p={p:.3}"),
-            Evidence::Ranges { overlap, n } => format!(
-                "{} and {} repetitions, too few for a test; their ranges {}",
-                n.0,
-                n.1,
-                if overlap { "overlap" } else { "do not overlap" }
-            ),
+            Evidence::Claimed(c) => super::findings::claim_text(c),
             Evidence::OneRun => "untested: one repetition".into(),
             Evidence::None => "untested: no per-repetition CPU recorded".into(),
         }
     }
+
+    pub fn claim_mut(&mut self) -> Option<&mut Claim> {
+        match self {
+            Evidence::Claimed(c) => Some(c),
+            _ => None,
+        }
+    }
 }
 
-/// The evidence that `a` and `b` differ in server CPU per op.
+/// The evidence that `b` differs from `a` in server CPU per op: the paired claim of `b`
+/// against `a` over their rounds.
 pub fn cpu_per_op_evidence(a: &CaseFigures, b: &CaseFigures) -> Evidence {
     let (x, y) = (&a.runs_cpu_ns_per_op, &b.runs_cpu_ns_per_op);
     if x.is_empty() || y.is_empty() {
@@ -116,21 +115,9 @@ pub fn cpu_per_op_evidence(a: &CaseFigures, b: &CaseFigures) -> Evidence {
     if x.len() < 2 || y.len() < 2 {
         return Evidence::OneRun;
     }
-    if testable(x.len(), y.len(), ALPHA) {
-        if let Some(p) = mann_whitney(x, y) {
-            return Evidence::Tested { p };
-        }
-    }
-    let range = |v: &[f64]| {
-        v.iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
-                (lo.min(x), hi.max(x))
-            })
-    };
-    let ((a0, a1), (b0, b1)) = (range(x), range(y));
-    Evidence::Ranges {
-        overlap: a0 <= b1 && b0 <= a1,
-        n: (x.len(), y.len()),
+    match claims::pair(x, y, false, ALPHA) {
+        Some(c) => Evidence::Claimed(c),
+        None => Evidence::None,
     }
 }
 
@@ -171,26 +158,26 @@ mod tests {
     }
 
     #[test]
-    fn cpu_evidence_tests_when_it_can_and_compares_ranges_when_not() {
+    fn cpu_evidence_is_a_paired_claim_over_the_rounds() {
         let f = |v: &[f64]| cell(v.len() as u32, 1, 1, 0, v).figures.unwrap();
-        let low = f(&[100.0, 101.0, 102.0, 103.0, 104.0]);
-        let high = f(&[140.0, 141.0, 142.0, 143.0, 144.0]);
+        let low = f(&[100.0, 101.0, 102.0, 103.0, 104.0, 100.5]);
+        let high = f(&[140.0, 141.0, 142.0, 143.0, 144.0, 140.0]);
         let e = cpu_per_op_evidence(&low, &high);
-        assert!(matches!(e, Evidence::Tested { p } if p < ALPHA), "{e:?}");
+        assert!(
+            matches!(&e, Evidence::Claimed(c) if c.outcome == claims::Outcome::Behind),
+            "{e:?}"
+        );
         assert!(!e.within_noise());
-        let mixed = f(&[99.0, 145.0, 102.0, 139.0, 104.0]);
+        let mixed = f(&[99.0, 145.0, 102.0, 139.0, 104.0, 150.0]);
         assert!(cpu_per_op_evidence(&low, &mixed).within_noise());
-        // Three against three: no test can reach 0.05; the ranges decide.
+        // Three rounds: no paired test can reach 0.05, however far apart.
         let (a, b) = (f(&[1.0, 2.0, 3.0]), f(&[4.0, 5.0, 6.0]));
         let e = cpu_per_op_evidence(&a, &b);
-        assert_eq!(
-            e,
-            Evidence::Ranges {
-                overlap: false,
-                n: (3, 3)
-            }
+        assert!(
+            e.within_noise() && e.text().contains("a claim needs 6"),
+            "{}",
+            e.text()
         );
-        assert!(!e.within_noise() && e.text().contains("too few"));
         assert_eq!(cpu_per_op_evidence(&a, &f(&[])), Evidence::None);
         assert_eq!(cpu_per_op_evidence(&a, &f(&[9.0])), Evidence::OneRun);
     }

@@ -3,14 +3,16 @@
 //! workload's measured cells into points (one parameter point each, sweep points in sweep
 //! order) with the figure to rank by; this module ranks every point, picks the headline (the
 //! first point), says by how much the leader leads and with what confidence, which models are
-//! within noise of it, and where along the points another model takes the lead. [`trust`]
-//! sums up how far a run can be trusted.
+//! equivalent to it or undecided against it, and where along the points another model takes
+//! the lead. [`trust`] sums up how far a run can be trusted.
 //!
-//! "Within noise" is the verdicts' criterion (the per-repetition ranges overlap), and also any
-//! difference a Mann-Whitney test on the repetitions cannot show at [`ALPHA`].
+//! Every comparison is a paired claim of `stats::claims` over the point's rounds (repetition k
+//! of every model ran in round k): "behind" only when the signed-rank test, corrected over
+//! the point's comparisons, decides it; "equivalent" when the ratio's interval lies within
+//! +-5%; "undecided" otherwise.
 
 use super::bootstrap::median_ci;
-use super::compare::{mann_whitney, testable, ALPHA};
+use super::claims::{self, Claim, Outcome, ALPHA};
 use crate::results::{RunResults, Status, Warning};
 
 /// One model's figure at one point.
@@ -19,7 +21,7 @@ pub struct Entry {
     pub label: String,
     /// The figure ranked (the cell's summary: a median, a CPU per op).
     pub value: f64,
-    /// The same figure per repetition (empty when the file has none).
+    /// The same figure per repetition, one per round (empty when the file has none).
     pub reps: Vec<f64>,
 }
 
@@ -30,38 +32,88 @@ pub struct Point {
     pub entries: Vec<Entry>,
 }
 
-/// How well two entries' repetitions are told apart.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// How two entries' rounds tell them apart: the paired claim, when they have rounds.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Confidence {
-    /// Mann-Whitney p on the repetitions, when they are enough to reach [`ALPHA`].
-    pub p: Option<f64>,
+    pub claim: Option<Claim>,
     /// Repetitions on each side.
     pub n: (usize, usize),
-    /// Whether their per-repetition ranges overlap.
-    pub overlap: bool,
 }
 
 impl Confidence {
-    pub fn of(a: &[f64], b: &[f64]) -> Confidence {
-        let range = |v: &[f64]| {
-            v.iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
-                    (lo.min(x), hi.max(x))
-                })
-        };
-        let ((a0, a1), (b0, b1)) = (range(a), range(b));
+    /// `b` against `a`, on a figure where `higher_is_better` (uncorrected: a point's family
+    /// is corrected by [`rank`] and [`pairs`]).
+    pub fn of(a: &[f64], b: &[f64], higher_is_better: bool) -> Confidence {
         Confidence {
-            p: testable(a.len(), b.len(), ALPHA)
-                .then(|| mann_whitney(a, b))
-                .flatten(),
+            claim: claims::pair(a, b, higher_is_better, ALPHA),
             n: (a.len(), b.len()),
-            overlap: !a.is_empty() && !b.is_empty() && a0 <= b1 && b0 <= a1,
         }
     }
 
-    /// True when the difference is not shown to be real.
+    /// True when the difference is not decided (equivalent, undecided or untested).
     pub fn within_noise(&self) -> bool {
-        self.overlap || self.p.is_some_and(|p| p >= ALPHA)
+        !self.claim.as_ref().is_some_and(Claim::decided)
+    }
+
+    pub fn outcome(&self) -> Option<Outcome> {
+        self.claim.as_ref().map(|c| c.outcome)
+    }
+
+    /// "Wilcoxon signed-rank over 6 paired rounds, p=0.031 (FDR-adjusted); ratio 1.28x, 95%
+    /// interval 1.20x to 1.35x", or why there is no test.
+    pub fn text(&self) -> String {
+        match &self.claim {
+            None if self.n.0 == 0 || self.n.1 == 0 => {
+                "shown, not claimed: no per-repetition values of this figure (a p99 needs 20 \
+                 samples beyond it in every repetition)"
+                    .into()
+            }
+            None if self.n.0 < 2 || self.n.1 < 2 => "untested: one repetition".into(),
+            None => "untested: no round in common".into(),
+            Some(c) => claim_text(c),
+        }
+    }
+}
+
+/// A claim's evidence in words.
+pub fn claim_text(c: &Claim) -> String {
+    let need = claims::rounds_needed(ALPHA);
+    let p = c
+        .p_adj
+        .or(c.p)
+        .map(|p| format!("p={}", claims::p_text(p)))
+        .unwrap_or_else(|| "every round tied".into());
+    if !c.paired {
+        return format!(
+            "Mann-Whitney over {}+ repetitions a side (not paired), {p}; {} to {} at 95%",
+            c.rounds,
+            ratio(c.ci.0),
+            ratio(c.ci.1)
+        );
+    }
+    if c.rounds < need {
+        return format!(
+            "undecided: {} paired round{}, and a claim needs {need} (the smallest p {} rounds \
+             can give is {:.3})",
+            c.rounds,
+            if c.rounds == 1 { "" } else { "s" },
+            c.rounds,
+            claims::min_p(c.rounds)
+        );
+    }
+    format!(
+        "signed-rank over {} paired rounds, {p} after FDR; {} to {} at 95%",
+        c.rounds,
+        ratio(c.ci.0),
+        ratio(c.ci.1)
+    )
+}
+
+fn ratio(r: f64) -> String {
+    if (0.9..1.1).contains(&r) {
+        format!("{r:.2}x")
+    } else {
+        format!("{r:.1}x")
     }
 }
 
@@ -69,12 +121,14 @@ impl Confidence {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Other {
     pub label: String,
-    /// How many times better the leader is (>= 1).
+    /// How many times better the leader is: the paired claim's estimate over the rounds,
+    /// or the cells' figures' ratio where there are no rounds.
     pub times: f64,
     pub confidence: Confidence,
 }
 
-/// One point ranked: the leader, the entries within noise of it, the rest in order.
+/// One point ranked: the leader, the entries not decided against it (equivalent or
+/// undecided), the rest (decided behind) in order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ranking {
     pub at: String,
@@ -95,15 +149,25 @@ impl Ranking {
     fn at_par(&self, label: &str) -> bool {
         self.leader == label || self.near.iter().any(|o| o.label == label)
     }
+
+    /// The entries equivalent to the leader.
+    pub fn equivalent(&self) -> impl Iterator<Item = &Other> {
+        self.near
+            .iter()
+            .filter(|o| o.confidence.outcome() == Some(Outcome::Equivalent))
+    }
+
+    /// The entries neither behind nor equivalent: undecided or untested.
+    pub fn undecided(&self) -> impl Iterator<Item = &Other> {
+        self.near
+            .iter()
+            .filter(|o| o.confidence.outcome() != Some(Outcome::Equivalent))
+    }
 }
 
-/// Ranks one point's entries (`None` with fewer than two).
-pub fn rank(p: &Point, higher_is_better: bool) -> Option<Ranking> {
-    if p.entries.len() < 2 {
-        return None;
-    }
+/// Entries in rank order (stable: ties keep the caller's order).
+fn ordered(p: &Point, higher_is_better: bool) -> Vec<&Entry> {
     let mut order: Vec<&Entry> = p.entries.iter().collect();
-    // Stable: ties keep the caller's order.
     order.sort_by(|a, b| {
         if higher_is_better {
             b.value.total_cmp(&a.value)
@@ -111,25 +175,59 @@ pub fn rank(p: &Point, higher_is_better: bool) -> Option<Ranking> {
             a.value.total_cmp(&b.value)
         }
     });
-    let lead = order[0];
-    let (mut near, mut behind) = (Vec::new(), Vec::new());
-    for e in &order[1..] {
-        let times = if higher_is_better {
-            lead.value / e.value
-        } else {
-            e.value / lead.value
-        };
-        let o = Other {
-            label: e.label.clone(),
-            times,
-            confidence: Confidence::of(&lead.reps, &e.reps),
-        };
-        if o.confidence.within_noise() {
-            near.push(o);
-        } else {
-            behind.push(o);
-        }
+    order
+}
+
+fn times(a: &Entry, b: &Entry, higher_is_better: bool) -> f64 {
+    if higher_is_better {
+        a.value / b.value
+    } else {
+        b.value / a.value
     }
+}
+
+/// Corrects a point's family of confidences (Benjamini-Hochberg over its claims).
+fn correct(cs: &mut [&mut Confidence]) {
+    let mut fam: Vec<&mut Claim> = cs.iter_mut().filter_map(|c| c.claim.as_mut()).collect();
+    claims::correct(&mut fam, ALPHA);
+}
+
+/// Ranks one point's entries (`None` with fewer than two): the leader by the cells' figures,
+/// each other entry's paired claim against it, corrected as one family.
+pub fn rank(p: &Point, higher_is_better: bool) -> Option<Ranking> {
+    if p.entries.len() < 2 {
+        return None;
+    }
+    let order = ordered(p, higher_is_better);
+    let lead = order[0];
+    let mut others: Vec<Other> = order[1..]
+        .iter()
+        .map(|e| {
+            let confidence = Confidence::of(&lead.reps, &e.reps, higher_is_better);
+            Other {
+                label: e.label.clone(),
+                // The paired estimate where there is one (so the factor and its interval
+                // agree), else the cells' figures.
+                times: confidence
+                    .claim
+                    .as_ref()
+                    .filter(|c| c.paired)
+                    .map_or_else(|| times(lead, e, higher_is_better), |c| c.times),
+                confidence,
+            }
+        })
+        .collect();
+    correct(
+        &mut others
+            .iter_mut()
+            .map(|o| &mut o.confidence)
+            .collect::<Vec<_>>(),
+    );
+    let (near, behind): (Vec<Other>, Vec<Other>) = others
+        .into_iter()
+        .partition(|o| o.confidence.outcome() != Some(Outcome::Behind));
+    // A model decided *ahead* of the leader by the paired rounds (the cells' figures put
+    // it second) stays with the near ones: it is not behind.
     Some(Ranking {
         at: p.at.clone(),
         leader: lead.label.clone(),
@@ -150,31 +248,27 @@ pub struct Pair {
     pub confidence: Confidence,
 }
 
-/// Every pair of a point's entries, better first, in rank order (the leader's pairs first).
+/// Every pair of a point's entries, better first, in rank order (the leader's pairs first),
+/// each a paired claim, corrected over the point's pairs.
 pub fn pairs(p: &Point, higher_is_better: bool) -> Vec<Pair> {
-    let mut order: Vec<&Entry> = p.entries.iter().collect();
-    order.sort_by(|a, b| {
-        if higher_is_better {
-            b.value.total_cmp(&a.value)
-        } else {
-            a.value.total_cmp(&b.value)
-        }
-    });
+    let order = ordered(p, higher_is_better);
     let mut out = Vec::new();
     for (i, a) in order.iter().enumerate() {
         for b in &order[i + 1..] {
             out.push(Pair {
                 better: a.label.clone(),
                 worse: b.label.clone(),
-                times: if higher_is_better {
-                    a.value / b.value
-                } else {
-                    b.value / a.value
-                },
-                confidence: Confidence::of(&a.reps, &b.reps),
+                times: times(a, b, higher_is_better),
+                confidence: Confidence::of(&a.reps, &b.reps, higher_is_better),
             });
         }
     }
+    correct(
+        &mut out
+            .iter_mut()
+            .map(|o| &mut o.confidence)
+            .collect::<Vec<_>>(),
+    );
     out
 }
 
@@ -248,7 +342,9 @@ pub struct Trust {
 }
 
 /// Every warning, in the order [`Trust`] lists them.
-const WARNINGS: [Warning; 9] = [
+const WARNINGS: [Warning; 11] = [
+    Warning::Disturbed,
+    Warning::Stalled,
     Warning::HighSpread,
     Warning::ClientBound,
     Warning::BothSaturated,
@@ -322,9 +418,9 @@ mod tests {
         let p = pt(
             "x=1",
             vec![
-                e("slow", &[300.0, 310.0, 305.0, 302.0, 301.0]),
-                e("fast", &[100.0, 101.0, 102.0, 99.0, 100.0]),
-                e("close", &[101.0, 103.0, 104.0, 102.0, 105.0]),
+                e("slow", &[300.0, 310.0, 305.0, 302.0, 301.0, 304.0]),
+                e("fast", &[100.0, 101.0, 102.0, 99.0, 100.0, 101.0]),
+                e("close", &[101.0, 102.0, 104.0, 100.0, 101.0, 101.5]),
             ],
         );
         let r = rank(&p, false).unwrap();
@@ -333,8 +429,21 @@ mod tests {
         assert_eq!(r.near[0].label, "close");
         assert_eq!(r.behind.len(), 1);
         assert_eq!(r.behind[0].label, "slow");
-        assert!((r.behind[0].times - 3.03).abs() < 0.01);
-        assert!(r.behind[0].confidence.p.unwrap() < 0.05);
+        assert!(
+            (r.behind[0].times - 3.01).abs() < 0.02,
+            "{}",
+            r.behind[0].times
+        );
+        assert!(
+            r.behind[0]
+                .confidence
+                .claim
+                .as_ref()
+                .unwrap()
+                .p_adj
+                .unwrap()
+                < 0.05
+        );
         let (lo, hi) = r.ci.unwrap();
         assert!(lo <= 100.0 && hi >= 100.0 && lo >= 99.0 && hi <= 102.0);
     }
@@ -344,8 +453,8 @@ mod tests {
         let p = pt(
             "",
             vec![
-                e("a", &[1.0, 1.1, 1.0, 1.05]),
-                e("b", &[3.0, 3.1, 3.0, 3.2]),
+                e("a", &[1.0, 1.1, 1.0, 1.05, 1.02, 1.0]),
+                e("b", &[3.0, 3.1, 3.0, 3.2, 3.1, 3.05]),
             ],
         );
         let r = rank(&p, true).unwrap();
@@ -359,24 +468,24 @@ mod tests {
             pt(
                 "n=1",
                 vec![
-                    e("a", &[10.0, 11.0, 10.5, 10.2]),
-                    e("b", &[20.0, 21.0, 20.5, 20.2]),
+                    e("a", &[10.0, 11.0, 10.5, 10.2, 10.4, 10.3]),
+                    e("b", &[20.0, 21.0, 20.5, 20.2, 20.6, 20.4]),
                 ],
             ),
             // b leads but within noise of a: no flip.
             pt(
                 "n=8",
                 vec![
-                    e("a", &[10.0, 11.0, 10.5, 10.2]),
-                    e("b", &[9.9, 10.9, 10.4, 10.1]),
+                    e("a", &[10.0, 11.0, 10.5, 10.2, 10.4, 10.3]),
+                    e("b", &[9.9, 11.1, 10.3, 10.3, 10.4, 10.2]),
                 ],
             ),
             // b clearly ahead: a flip.
             pt(
                 "n=64",
                 vec![
-                    e("a", &[30.0, 31.0, 30.5, 30.2]),
-                    e("b", &[10.0, 11.0, 10.5, 10.2]),
+                    e("a", &[30.0, 31.0, 30.5, 30.2, 30.6, 30.4]),
+                    e("b", &[10.0, 11.0, 10.5, 10.2, 10.4, 10.3]),
                 ],
             ),
         ];
@@ -414,9 +523,30 @@ mod tests {
     }
 
     #[test]
-    fn one_repetition_is_not_noise_but_has_no_p() {
-        let c = Confidence::of(&[1.0], &[2.0]);
-        assert!(!c.within_noise());
-        assert_eq!(c.p, None);
+    fn too_few_rounds_are_undecided_and_say_so() {
+        let c = Confidence::of(&[1.0], &[2.0], false);
+        assert!(c.within_noise());
+        assert_eq!(c.outcome(), Some(Outcome::Undecided));
+        assert!(c.text().contains("a claim needs 6"), "{}", c.text());
+        let five = Confidence::of(&[1.0; 5], &[2.0; 5], false);
+        assert!(five.within_noise(), "5 rounds can never reach p < 0.05");
+        let none = Confidence::of(&[], &[], false);
+        assert!(none.within_noise() && none.text().contains("untested"));
+    }
+
+    #[test]
+    fn drift_shared_by_rounds_does_not_hide_a_lead() {
+        // Round 3 ran with the machine 50% slower for everyone: paired, the lead holds.
+        let p = pt(
+            "",
+            vec![
+                e("a", &[100.0, 101.0, 150.0, 99.0, 100.0, 102.0]),
+                e("b", &[120.0, 121.0, 181.0, 119.0, 121.0, 122.0]),
+            ],
+        );
+        let r = rank(&p, false).unwrap();
+        assert_eq!(r.leader, "a");
+        assert_eq!(r.behind.len(), 1, "{r:?}");
+        assert!(r.behind[0].confidence.text().contains("6 paired rounds"));
     }
 }

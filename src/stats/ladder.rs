@@ -1,7 +1,7 @@
 //! The ablation ladder's steps (`echo.ladder`, `http.ladder`): per rung at one point, its
 //! server CPU per op, p50/p99, syscalls per op, and the change in CPU per op from the row it
 //! adds its knob to (`model::ladder::RUNGS`), with the evidence that the change is
-//! real (Mann-Whitney on the per-repetition CPU per op, as the equal-load verdict). Exporters
+//! real (the paired claim over the point's rounds, corrected over the ladder's steps). Exporters
 //! render these; they compute nothing.
 
 use super::equal_load::{cpu_per_op_evidence, Evidence};
@@ -36,7 +36,7 @@ fn cpu(c: &CaseResult) -> Option<f64> {
 /// order; cells of rows that are not rungs are ignored).
 pub fn steps<'a>(cases: &[&'a CaseResult]) -> Vec<Step<'a>> {
     let find = |id: &str| cases.iter().copied().find(|c| c.model == id);
-    RUNGS
+    let mut steps: Vec<Step<'a>> = RUNGS
         .iter()
         .map(|rung| {
             let case = find(rung.model);
@@ -64,7 +64,14 @@ pub fn steps<'a>(cases: &[&'a CaseResult]) -> Vec<Step<'a>> {
                 evidence,
             }
         })
-        .collect()
+        .collect();
+    // The steps of one point are one family.
+    let mut fam: Vec<&mut crate::stats::claims::Claim> = steps
+        .iter_mut()
+        .filter_map(|s| s.evidence.as_mut().and_then(Evidence::claim_mut))
+        .collect();
+    crate::stats::claims::correct(&mut fam, crate::stats::claims::ALPHA);
+    steps
 }
 
 #[cfg(test)]
@@ -100,8 +107,8 @@ mod tests {
 
     #[test]
     fn each_rung_is_compared_with_the_row_it_adds_its_knob_to() {
-        let slow = [1000.0, 1010.0, 990.0, 1005.0, 995.0];
-        let fast = [800.0, 810.0, 790.0, 805.0, 795.0];
+        let slow = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1000.0];
+        let fast = [800.0, 810.0, 790.0, 805.0, 795.0, 800.0];
         let cells = [
             cell("uring", Status::Measured, &slow),
             cell("uring-defer", Status::Measured, &fast),
@@ -122,7 +129,7 @@ mod tests {
             "{:?}",
             d.change_pct
         );
-        assert!(matches!(d.evidence, Some(Evidence::Tested { p }) if p < 0.05));
+        assert!(matches!(&d.evidence, Some(e @ Evidence::Claimed(_)) if !e.within_noise()));
         assert_eq!(d.base_cpu_ns_per_op, Some(1000.0));
         assert_eq!(by("uring").base_cpu_ns_per_op, None);
         // Missing rung (uring-defer-fixed): no cell, and the rung over it has no base.

@@ -30,7 +30,7 @@ fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
 pub fn mark_text(m: Mark) -> &'static str {
     match m {
         Mark::Significant => "*",
-        Mark::WithinNoise => "(within noise)",
+        Mark::WithinNoise => "(not decided)",
         Mark::Untested => "(untested)",
     }
 }
