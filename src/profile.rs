@@ -30,6 +30,20 @@ pub struct Budget {
     pub runs_given: bool,
 }
 
+impl Budget {
+    /// The rounds a network or storage point runs (each repetition a fresh server or fresh
+    /// files, seconds each): 3/5 of the micro loops' repetitions, 1, 6 and 10 at smoke, quick
+    /// and full. Six is the fewest with which a paired claim (the signed-rank test over the
+    /// rounds) can reach p < 0.05. `--runs N` as given.
+    pub fn rounds(self) -> u32 {
+        if self.runs_given {
+            self.repetitions
+        } else {
+            (self.repetitions * 3 / 5).clamp(1, 10)
+        }
+    }
+}
+
 impl Profile {
     pub const ALL: [Profile; 3] = [Profile::Smoke, Profile::Quick, Profile::Full];
 

@@ -105,18 +105,124 @@ fn three_repetitions_cannot_pass_a_2x_slowdown() {
         out.contains("too few repetitions to test (n=3; need >= 4)"),
         "{out}"
     );
-    // With 4 repetitions the same slowdown is tested, and is a regression.
+    // With 4 repetitions the test can run, but a lone change among every test compare makes
+    // cannot be confirmed by the false-discovery correction (4 vs 4 can give p = 0.029 at
+    // best): untested again, not "no change".
     let mut base4 = load();
     keep_runs(&mut base4, 4);
     let mut new4 = base4.clone();
     scale_cell(&mut new4, "micro.pipe", "uring", 64, 2.0);
+    let (b4, n4) = (
+        save(d.path(), "b4.json", &base4),
+        save(d.path(), "n4.json", &new4),
+    );
+    let (code, out) = compare(&b4, &n4, &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("a lone change among"), "{out}");
+    assert!(!out.contains("REGRESSION"), "{out}");
+    let (code, out) = compare(&b4, &n4, &["--allow-untested"]);
+    assert_eq!(code, 0, "{out}");
+    // With the fixture's six repetitions and the slowdown in four cells, the correction
+    // confirms it: regressions.
+    let base6 = load();
+    let mut new6 = base6.clone();
+    for (m, msg) in [
+        ("uring", 64),
+        ("uring", 4096),
+        ("epoll-lt", 64),
+        ("epoll-lt", 4096),
+    ] {
+        scale_cell(&mut new6, "micro.pipe", m, msg, 2.0);
+    }
     let (code, out) = compare(
-        &save(d.path(), "b4.json", &base4),
-        &save(d.path(), "n4.json", &new4),
-        &["--allow-untested"],
+        &save(d.path(), "b6.json", &base6),
+        &save(d.path(), "n6.json", &new6),
+        &[],
     );
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("REGRESSION"), "{out}");
+    assert!(out.contains("FAIL: 4 regression(s)"), "{out}");
+}
+
+/// A/A with the machine's drift: every cell of NEW 30% slower, as a machine in a slower state
+/// makes them. Relative to each point's reference model nothing changed, so nothing but the
+/// references can be called; with calibration probes that moved as much, not even they are.
+#[test]
+fn a_machine_that_got_slower_is_not_a_regression() {
+    let d = tempfile::tempdir().unwrap();
+    let mut base = load();
+    let probe = |sys: f64, wake: f64| {
+        (0..12)
+            .map(|k| {
+                serde_json::json!({"workload": "micro.pipe", "params": {}, "round": k,
+                    "order": [], "probe": {"syscall_ns": sys + k as f64, "wake_ns": wake + k as f64}})
+            })
+            .collect::<Vec<_>>()
+    };
+    base["rounds"] = probe(110.0, 30_000.0).into();
+    let mut new = base.clone();
+    for c in new["cases"].as_array_mut().unwrap() {
+        for x in c["runs_p50_ns"].as_array_mut().into_iter().flatten() {
+            *x = (x.as_f64().unwrap() * 1.3).into();
+        }
+        for x in c["runs_ops_per_sec"].as_array_mut().into_iter().flatten() {
+            *x = (x.as_f64().unwrap() / 1.3).into();
+        }
+    }
+    new["rounds"] = probe(143.0, 39_000.0).into();
+    let (code, out) = compare(
+        &save(d.path(), "b.json", &base),
+        &save(d.path(), "n.json", &new),
+        &[],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("REGRESSION"), "{out}");
+    assert!(
+        out.contains("the machine changed between the runs"),
+        "{out}"
+    );
+    assert!(out.contains("the machine's drift"), "{out}");
+    // The same drift with probes that did not move: the reference cells (the first model of
+    // each point, and single-model points) carry the change alone, and are regressions.
+    new["rounds"] = probe(110.0, 30_000.0).into();
+    let (code, out) = compare(
+        &save(d.path(), "b.json", &base),
+        &save(d.path(), "n2.json", &new),
+        &[],
+    );
+    assert_eq!(code, 1, "{out}");
+    let regs = out.lines().filter(|l| l.contains("REGRESSION")).count();
+    assert!(regs >= 1, "{out}");
+    assert!(
+        out.lines()
+            .filter(|l| l.contains("REGRESSION"))
+            .all(|l| !l.contains("; vs ")),
+        "only cells without a reference: {out}"
+    );
+}
+
+/// A cell disturbed in either run is not compared, whatever its figures say.
+#[test]
+fn a_disturbed_cell_is_not_compared() {
+    let d = tempfile::tempdir().unwrap();
+    let base = load();
+    let mut new = base.clone();
+    scale_cell(&mut new, "micro.pipe", "uring", 64, 2.0);
+    for c in new["cases"].as_array_mut().unwrap() {
+        if is_cell(c, "micro.pipe", "uring", 64) {
+            c["warnings"] = serde_json::json!(["disturbed"]);
+        }
+    }
+    let (code, out) = compare(
+        &save(d.path(), "b.json", &base),
+        &save(d.path(), "n.json", &new),
+        &[],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("not compared: micro.pipe uring msg_bytes=64: disturbed in NEW"),
+        "{out}"
+    );
 }
 
 #[test]

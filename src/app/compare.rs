@@ -1,5 +1,6 @@
 //! `ringside compare BASE.json NEW.json [--threshold PCT] [--allow-untested]`: per common
-//! cell, the change in median latency and ops/s with its significance, the cells only one run
+//! cell, the change in p50, ops/s, CPU per op and p99 with its significance (corrected over
+//! every test), whether the machine explains it, the cells only one run
 //! has, and what differs between the two environments. Exit 1 when the gate fails (see
 //! [`crate::stats::compare::Comparison::gate`]: a significant regression beyond the threshold,
 //! a measured cell that failed, an unfinished NEW, nothing compared; and unless
@@ -8,7 +9,7 @@
 
 use crate::export::table::{fmt_ns, fmt_rate, Table};
 use crate::results::store;
-use crate::stats::compare::{compare, Change, Method, ALPHA};
+use crate::stats::compare::{compare, Change, Figure, FigureChange, Method, ALPHA};
 use std::fmt::Write;
 use std::path::Path;
 
@@ -20,13 +21,42 @@ fn pct(c: &Change) -> String {
     }
 }
 
+/// The p after the correction (and the raw one when they differ).
 fn p(c: &Change) -> String {
-    match (c.method, c.p) {
-        (Method::MannWhitney, Some(p)) if p < 0.001 => "<0.001".into(),
-        (Method::MannWhitney, Some(p)) => format!("{p:.3}"),
+    let f = |p: f64| {
+        if p < 0.001 {
+            "<0.001".to_string()
+        } else {
+            format!("{p:.3}")
+        }
+    };
+    match (c.method, c.p_adj, c.p) {
+        (Method::MannWhitney, Some(a), Some(r)) if (a - r).abs() > 1e-12 => {
+            format!("{} (raw {})", f(a), f(r))
+        }
+        (Method::MannWhitney, Some(a), _) => f(a),
         _ if c.significant => "spreads apart".into(),
         _ => "spreads overlap".into(),
     }
+}
+
+/// One figure's cell of the table: "681 ns -> 700 ns, +2.8% [..], p 0.031".
+fn figure_text(f: &FigureChange) -> String {
+    let v = |x: f64| match f.figure {
+        Figure::OpsPerSec => fmt_rate(x),
+        _ => fmt_ns(x),
+    };
+    let mut s = format!(
+        "{} -> {}, {}, p {}",
+        v(f.change.base),
+        v(f.change.new),
+        pct(&f.change),
+        p(&f.change)
+    );
+    if let Some((r, rel)) = &f.relative {
+        s += &format!("; vs {r} {:+.1}%", rel.pct);
+    }
+    s
 }
 
 pub fn run(base: &Path, new: &Path, threshold: f64, allow_untested: bool) -> anyhow::Result<i32> {
@@ -39,51 +69,50 @@ pub fn run(base: &Path, new: &Path, threshold: f64, allow_untested: bool) -> any
         return Ok(2);
     };
     let cmp = compare(&b, &n, threshold);
-    let header = [
-        "cell",
-        "p50 base",
-        "p50 new",
-        "p50 change [95% CI]",
-        "p",
-        "ops/s base",
-        "ops/s new",
-        "ops/s change [95% CI]",
-        "p",
-        "verdict",
+    let figs = [
+        Figure::P50,
+        Figure::OpsPerSec,
+        Figure::CpuPerOp,
+        Figure::P99,
     ];
+    let mut header = vec!["cell".to_string()];
+    header.extend(figs.iter().map(|f| f.name().to_string()));
+    header.push("verdict".into());
     let rows = cmp
         .cells
         .iter()
         .map(|c| {
-            vec![
-                c.cell.clone(),
-                fmt_ns(c.p50.base),
-                fmt_ns(c.p50.new),
-                pct(&c.p50),
-                p(&c.p50),
-                fmt_rate(c.ops.base),
-                fmt_rate(c.ops.new),
-                pct(&c.ops),
-                p(&c.ops),
-                if c.regression {
-                    "REGRESSION".into()
-                } else if c.improvement {
-                    "improved".into()
-                } else if let Some(why) = &c.untested {
-                    format!("UNTESTED: {why}")
-                } else if c.p50.significant || c.ops.significant {
-                    format!("changed within {threshold}%")
-                } else if let Some((nb, nn)) = c.p50.too_few.or(c.ops.too_few) {
-                    let n = if nb == nn {
-                        format!("n={nb}")
-                    } else {
-                        format!("n={nb} and {nn}")
-                    };
-                    format!("within {threshold}% ({n}: too few to test)")
+            let mut row = vec![c.cell.clone()];
+            for f in figs {
+                row.push(
+                    c.figures
+                        .iter()
+                        .find(|x| x.figure == f)
+                        .map(figure_text)
+                        .unwrap_or_default(),
+                );
+            }
+            row.push(if c.regression {
+                "REGRESSION".into()
+            } else if c.improvement {
+                "improved".into()
+            } else if let Some(why) = &c.untested {
+                format!("UNTESTED: {why}")
+            } else if let Some(why) = &c.drift {
+                format!("the machine's drift: {why}")
+            } else if c.figures.iter().any(|f| f.change.significant) {
+                format!("changed within {threshold}%")
+            } else if let Some((nb, nn)) = c.figures.iter().find_map(|f| f.change.too_few) {
+                let n = if nb == nn {
+                    format!("n={nb}")
                 } else {
-                    "no significant change".into()
-                },
-            ]
+                    format!("n={nb} and {nn}")
+                };
+                format!("within {threshold}% ({n}: too few to test)")
+            } else {
+                "no significant change".into()
+            });
+            row
         })
         .collect();
     let mut footnotes = Vec::new();
@@ -107,8 +136,14 @@ pub fn run(base: &Path, new: &Path, threshold: f64, allow_untested: bool) -> any
     let t = Table {
         title: format!("{} -> {}", base.display(), new.display()),
         note: format!(
-            "median of per-run p50 and ops/s; p: two-sided Mann-Whitney U on per-run values \
-             (alpha {ALPHA}); regression: significant and worse by more than {threshold}%"
+            "medians of per-run figures (ops/s of closed-loop cells only, p99 where every \
+             repetition had {} samples beyond it); p: two-sided Mann-Whitney U on per-run \
+             values, adjusted for a false discovery rate of {ALPHA} over all {} tests; \
+             regression: significant, worse by more than {threshold}%, and not the machine's \
+             (relative to the point's reference model in the same rounds, or beyond the \
+             calibration probes' drift)",
+            crate::stats::claims::TAIL_MIN,
+            cmp.tests
         ),
         header: header.iter().map(|s| s.to_string()).collect(),
         rows,
@@ -116,6 +151,28 @@ pub fn run(base: &Path, new: &Path, threshold: f64, allow_untested: bool) -> any
     };
     let mut out = crate::export::term_table(&t);
     out.push('\n');
+    match cmp.probes.as_ref() {
+        None => out += "calibration probes: not in both files (runs before they were kept)\n",
+        Some(pd) => {
+            let list: Vec<String> = pd
+                .probes
+                .iter()
+                .map(|(n, b, x, pct, _)| format!("{n} {b:.0} -> {x:.0} ns ({pct:+.1}%)"))
+                .collect();
+            out += &format!("calibration probes: {}\n", list.join(", "));
+            if let Some(t) = pd.text() {
+                out += &format!("  {t}\n");
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "{} tests over {} cells, false discovery rate kept at {ALPHA}; {} cell(s) not \
+         compared because a run was disturbed there",
+        cmp.tests,
+        cmp.cells.len(),
+        cmp.disturbed.len()
+    );
     if cmp.env_diff.is_empty() {
         out += "environment: no difference\n";
     } else {

@@ -53,8 +53,7 @@ fn higher_is_better(m: Metric) -> bool {
     m == Metric::OpsPerSec
 }
 
-/// Samples beyond the p99 each repetition needs before a p99 is claimed.
-pub const TAIL_MIN: u64 = 20;
+pub use crate::stats::claims::TAIL_MIN;
 
 /// The metric's per-repetition (= per-round) values, where a claim can be made on them.
 fn reps(m: Metric, f: &CaseFigures) -> Vec<f64> {

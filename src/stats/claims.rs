@@ -32,6 +32,9 @@ pub const ALPHA: f64 = 0.05;
 pub const MARGIN: f64 = 0.05;
 /// Up to this many rounds the signed-rank test is exact.
 pub const EXACT_MAX: usize = 40;
+/// Samples beyond the p99 each repetition needs before a p99 is claimed (in a report or by
+/// `compare`): a p99 from a thinner tail is mostly one hiccup, shown and not claimed.
+pub const TAIL_MIN: u64 = 20;
 /// A repetition is a stall when its figure is this many times worse than the median of the
 /// same cell's other repetitions (a throughput at under half of theirs).
 pub const STALL_FACTOR: f64 = 2.0;

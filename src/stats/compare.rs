@@ -1,7 +1,20 @@
-//! Comparing two runs: per common cell, the change in median latency and in ops/s, with
-//! significance from the repetitions (two-sided Mann-Whitney U on the per-run values: exact
-//! for small samples without ties, normal approximation with tie correction otherwise), and
-//! the differences between the two environments.
+//! Comparing two runs: per common cell, the change in median latency, ops/s (closed loop
+//! only: an open-loop cell's rate is what it was offered), server CPU per op and p99 (where
+//! every repetition had enough samples beyond it), each with significance from the
+//! repetitions (two-sided Mann-Whitney U on the per-run values: exact for small samples
+//! without ties, normal approximation with tie correction otherwise), and the differences
+//! between the two environments.
+//!
+//! **No crying wolf.** Every test `compare` makes is one family: the false discovery rate
+//! over all of them is kept at [`ALPHA`] (Benjamini-Hochberg), and the number of tests is
+//! printed. A change is a regression only when, beyond that, it is not the machine's: where
+//! the cell's point has a reference model measured in both runs (the point's first), the
+//! cell's figure relative to the reference's in the same round must have changed too; for
+//! the reference itself (and single-model points), the change must exceed the threshold plus
+//! the drift the calibration probes measured between the runs. Cells disturbed in either run
+//! are not compared; equal-load cells whose offered rates differ by more than
+//! [`RATE_TOLERANCE`] are not compared either (each run derives its rate from its own
+//! capacity point).
 //!
 //! A test can only find what its sample sizes allow: the smallest two-sided p Mann-Whitney
 //! can give for n1 and n2 values is 2 / C(n1 + n2, n1) (0.1 for 3 against 3), so below 4
@@ -9,11 +22,17 @@
 //! threshold is reported as untested, never as "no significant change"; [`Comparison::gate`]
 //! says what makes `ringside compare` exit 1.
 
-use crate::results::{CaseResult, RunResults, Status};
+use crate::results::schema::CaseFigures;
+use crate::results::{CaseResult, RunResults, Status, Warning};
 use crate::stats::median;
 
-/// Significance level of every test here.
+/// Significance level of every test here, and the false discovery rate `compare` keeps.
 pub const ALPHA: f64 = 0.05;
+/// Equal-load cells are compared only when their offered rates are within 10%.
+pub const RATE_TOLERANCE: f64 = 0.10;
+/// A probe whose median moved by more than this (and significantly) means the machine
+/// changed between the runs.
+pub const PROBE_DRIFT: f64 = 0.10;
 
 /// The smallest two-sided p-value the Mann-Whitney U test can reach with `n1` and `n2`
 /// values: both samples completely apart, the one arrangement in C(n1 + n2, n1) (per tail)
@@ -165,6 +184,11 @@ pub struct Change {
     /// 95% bootstrap interval of `pct` over the repetitions (`stats::bootstrap`), when each
     /// side has at least two.
     pub ci_pct: Option<(f64, f64)>,
+    /// Repetitions (base, new) behind the test.
+    pub sizes: (usize, usize),
+    /// The p after the false-discovery-rate correction over every test of the comparison
+    /// (`significant` is judged on it).
+    pub p_adj: Option<f64>,
 }
 
 fn change(
@@ -191,6 +215,8 @@ fn change(
             method: Method::MannWhitney,
             too_few: (!testable(sizes.0, sizes.1, ALPHA)).then_some(sizes),
             ci_pct,
+            sizes,
+            p_adj: Some(p),
         },
         None => {
             let ((b0, b1), (n0, n1)) = ranges;
@@ -206,9 +232,54 @@ fn change(
                 method: Method::Spread,
                 too_few,
                 ci_pct,
+                sizes,
+                p_adj: None,
             }
         }
     }
+}
+
+/// Which figure a [`Change`] is of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Figure {
+    P50,
+    OpsPerSec,
+    CpuPerOp,
+    P99,
+}
+
+impl Figure {
+    pub fn name(self) -> &'static str {
+        match self {
+            Figure::P50 => "p50",
+            Figure::OpsPerSec => "ops/s",
+            Figure::CpuPerOp => "CPU/op",
+            Figure::P99 => "p99",
+        }
+    }
+
+    fn higher_is_better(self) -> bool {
+        self == Figure::OpsPerSec
+    }
+
+    /// Whether a change of `pct` percent is a change for the worse.
+    pub fn worse(self, pct: f64) -> bool {
+        if self.higher_is_better() {
+            pct < 0.0
+        } else {
+            pct > 0.0
+        }
+    }
+}
+
+/// One figure of a cell in both runs, and the same figure relative to the point's reference
+/// model in the same round (where there is one).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FigureChange {
+    pub figure: Figure,
+    pub change: Change,
+    /// (reference model, the change of this figure / the reference's, per round).
+    pub relative: Option<(String, Change)>,
 }
 
 /// One cell present and measured in both runs.
@@ -220,13 +291,19 @@ pub struct CellChange {
     pub p50: Change,
     /// Median of per-run ops/s.
     pub ops: Change,
-    /// Slower or less throughput, significantly and beyond the threshold.
+    /// Every figure tested (p50, ops/s of closed-loop cells, CPU per op, p99 with a tail).
+    pub figures: Vec<FigureChange>,
+    /// Worse, significantly after the correction, beyond the threshold, and not the
+    /// machine's drift.
     pub regression: bool,
-    /// Faster or more throughput, significantly and beyond the threshold.
+    /// Better, the same way.
     pub improvement: bool,
     /// A change beyond the threshold (either way) that the repetitions are too few to test:
     /// "too few repetitions to test (n=3; need >= 4)".
     pub untested: Option<String>,
+    /// A significant change beyond the threshold that the reference model or the probes
+    /// explain: "the machine's drift", said as such.
+    pub drift: Option<String>,
 }
 
 /// "too few repetitions to test (n=3; need >= 4)" for `(base, new)` repetitions.
@@ -260,6 +337,48 @@ pub struct Comparison {
     pub new_finished: bool,
     /// (what, base value, new value) for every environment fact that differs.
     pub env_diff: Vec<(String, String, String)>,
+    /// Tests made (every figure of every cell), all corrected as one family.
+    pub tests: usize,
+    /// Cells not compared because a run was disturbed there (part of `not_compared`).
+    pub disturbed: Vec<String>,
+    /// The calibration probes of both runs and what they say.
+    pub probes: Option<ProbeDrift>,
+}
+
+/// The calibration probes' medians in each run (`syscall_ns`, `wake_ns`), and the drift
+/// between them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProbeDrift {
+    /// (probe, base median, new median, change %, Mann-Whitney p over the rounds).
+    pub probes: Vec<(&'static str, f64, f64, f64, Option<f64>)>,
+    /// The largest significant change of a probe beyond [`PROBE_DRIFT`], percent (0: the
+    /// machine did not change between the runs).
+    pub drift_pct: f64,
+    /// A probe whose rounds within one run spread over more than 30% (max / min of the
+    /// rounds' medians): the machine changed state within the run.
+    pub within: Vec<String>,
+}
+
+impl ProbeDrift {
+    /// What the probes say, in a sentence, when they say anything.
+    pub fn text(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.drift_pct > 0.0 {
+            let list: Vec<String> = self
+                .probes
+                .iter()
+                .map(|(n, b, x, pct, _)| format!("{n} {b:.0} -> {x:.0} ns ({pct:+.0}%)"))
+                .collect();
+            parts.push(format!(
+                "the machine changed between the runs (calibration probes: {}): absolute \
+                 changes within {:.0}% more than the threshold are taken as the machine's",
+                list.join(", "),
+                self.drift_pct
+            ));
+        }
+        parts.extend(self.within.iter().cloned());
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
 }
 
 impl Comparison {
@@ -418,12 +537,136 @@ fn context(run: &RunResults) -> Vec<(String, String)> {
     out
 }
 
-/// Compares `new` against `base`; a cell regresses when its median latency rises or its
-/// ops/s falls by more than `threshold_pct` percent, significantly.
+/// The calibration probes' per-round values of a run: (syscall, wake-up).
+fn probe_rounds(run: &RunResults) -> (Vec<f64>, Vec<f64>) {
+    let sys = run.rounds.iter().map(|r| r.probe.syscall_ns).collect();
+    let wake = run.rounds.iter().filter_map(|r| r.probe.wake_ns).collect();
+    (sys, wake)
+}
+
+/// The probes of both runs compared (`None` when either run has none: files written before
+/// rounds were kept).
+pub fn probe_drift(base: &RunResults, new: &RunResults) -> Option<ProbeDrift> {
+    let (bs, bw) = probe_rounds(base);
+    let (ns, nw) = probe_rounds(new);
+    if bs.is_empty() || ns.is_empty() {
+        return None;
+    }
+    let mut d = ProbeDrift::default();
+    for (name, b, n) in [("syscall", &bs, &ns), ("wake-up", &bw, &nw)] {
+        if b.is_empty() || n.is_empty() {
+            continue;
+        }
+        let (mb, mn) = (median(b), median(n));
+        let pct = if mb > 0.0 {
+            (mn - mb) / mb * 100.0
+        } else {
+            0.0
+        };
+        let p = mann_whitney(b, n);
+        if pct.abs() > PROBE_DRIFT * 100.0 && p.is_some_and(|p| p < ALPHA) {
+            d.drift_pct = d.drift_pct.max(pct.abs());
+        }
+        d.probes.push((name, mb, mn, pct, p));
+        for (which, v) in [("BASE", b), ("NEW", n)] {
+            let (lo, hi) = v.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
+                (lo.min(*x), hi.max(*x))
+            });
+            // The median of the lowest and of the highest quarter of rounds, so that one
+            // hiccup is not a state.
+            let mut s = v.clone();
+            s.sort_by(f64::total_cmp);
+            let q = (s.len() / 4).max(1);
+            let (low, high) = (median(&s[..q]), median(&s[s.len() - q..]));
+            if s.len() >= 8 && low > 0.0 && high / low > 1.3 {
+                d.within.push(format!(
+                    "the machine changed state within {which}: its {name} probe moved between \
+                     {low:.0} and {high:.0} ns over the rounds (extremes {lo:.0} to {hi:.0})"
+                ));
+            }
+        }
+    }
+    Some(d)
+}
+
+/// One figure of a cell as `compare` tests it: (figure, value, per-round values, their range).
+type FigureRuns = (Figure, f64, Vec<f64>, (f64, f64));
+
+/// The figures of a measured cell that `compare` tests.
+fn figure_runs(c: &CaseResult, f: &CaseFigures) -> Vec<FigureRuns> {
+    let med = |runs: &[f64], fallback: f64| {
+        if runs.is_empty() {
+            fallback
+        } else {
+            median(runs)
+        }
+    };
+    let mut v = vec![(
+        Figure::P50,
+        med(&f.runs_p50_ns, f.run_p50_ns.median),
+        f.runs_p50_ns.clone(),
+        (f.run_p50_ns.min, f.run_p50_ns.max),
+    )];
+    // An open-loop cell achieves the rate it is offered: its ops/s is no figure of the code.
+    if super::equal_load::offered_rate(c).is_none() {
+        v.push((
+            Figure::OpsPerSec,
+            med(&f.runs_ops_per_sec, f.ops_per_sec.median),
+            f.runs_ops_per_sec.clone(),
+            (f.ops_per_sec.min, f.ops_per_sec.max),
+        ));
+    }
+    if f.runs_cpu_ns_per_op.len() >= 2 {
+        let r = &f.runs_cpu_ns_per_op;
+        v.push((
+            Figure::CpuPerOp,
+            median(r),
+            r.clone(),
+            (
+                r.iter().copied().fold(f64::INFINITY, f64::min),
+                r.iter().copied().fold(0.0, f64::max),
+            ),
+        ));
+    }
+    if f.runs_p99_ns.len() >= 2 && f.p99_tail_min >= super::claims::TAIL_MIN {
+        let r = &f.runs_p99_ns;
+        v.push((
+            Figure::P99,
+            median(r),
+            r.clone(),
+            (
+                r.iter().copied().fold(f64::INFINITY, f64::min),
+                r.iter().copied().fold(0.0, f64::max),
+            ),
+        ));
+    }
+    v
+}
+
+/// The point's reference cell in a run: the first measured cell of the same workload and
+/// params (not `c` itself), by the order of BASE's cells.
+fn point_key(c: &CaseResult) -> String {
+    let p: Vec<String> = c.params.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("{} {}", c.workload, p.join(" "))
+}
+
+/// Per-round values of `cell` divided by the reference's in the same round.
+fn relative_runs(cell: &[f64], reference: &[f64]) -> Vec<f64> {
+    cell.iter()
+        .zip(reference)
+        .filter(|(a, b)| **b > 0.0 && a.is_finite())
+        .map(|(a, b)| a / b)
+        .collect()
+}
+
+/// Compares `new` against `base`; a cell regresses when one of its figures gets worse by more
+/// than `threshold_pct` percent, significantly after the correction over every test, and not
+/// as the machine did (see the module's doc).
 pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Comparison {
     let mut cmp = Comparison {
         base_finished: base.finished,
         new_finished: new.finished,
+        probes: probe_drift(base, new),
         ..Comparison::default()
     };
     // First cell of each key in NEW (a key seen twice keeps its first cell, as before).
@@ -432,6 +675,18 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
         in_new.entry(cell_key(n)).or_insert(n);
     }
     let in_base: std::collections::HashSet<String> = base.cases.iter().map(cell_key).collect();
+    // Each point's reference: its first cell measured in both runs.
+    let measured = |c: &CaseResult| c.status == Status::Measured && c.figures.is_some();
+    let mut reference: std::collections::HashMap<String, (&CaseResult, &CaseResult)> =
+        Default::default();
+    for b in base.cases.iter().filter(|c| measured(c)) {
+        if let Some(&n) = in_new.get(&cell_key(b)).filter(|n| measured(n)) {
+            let disturbed = |c: &CaseResult| c.warnings.contains(&Warning::Disturbed);
+            if !disturbed(b) && !disturbed(n) {
+                reference.entry(point_key(b)).or_insert((b, n));
+            }
+        }
+    }
     for b in &base.cases {
         let key = cell_key(b);
         let Some(&n) = in_new.get(&key) else {
@@ -462,53 +717,109 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
                 .push(format!("{key}: base {}; new {}", why(b), why(n)));
             continue;
         };
-        let med = |runs: &[f64], fallback: f64| {
-            if runs.is_empty() {
-                fallback
-            } else {
-                median(runs)
+        let disturbed: Vec<&str> = [("BASE", b), ("NEW", n)]
+            .iter()
+            .filter(|(_, c)| c.warnings.contains(&Warning::Disturbed))
+            .map(|(w, _)| *w)
+            .collect();
+        if !disturbed.is_empty() {
+            let line = format!(
+                "{key}: disturbed in {} (other programs took its CPUs; see the cell's \
+                 disturbance)",
+                disturbed.join(" and ")
+            );
+            cmp.disturbed.push(line.clone());
+            cmp.not_compared.push(line);
+            continue;
+        }
+        let rates = (
+            super::equal_load::offered_rate(b),
+            super::equal_load::offered_rate(n),
+        );
+        if let (Some(rb), Some(rn)) = rates {
+            if rb > 0.0 && ((rn - rb) / rb).abs() > RATE_TOLERANCE {
+                cmp.not_compared.push(format!(
+                    "{key}: offered {rb:.0} ops/s in BASE and {rn:.0} in NEW (each run derives \
+                     an equal-load rate from its own capacity point): figures at different \
+                     loads are not compared"
+                ));
+                continue;
             }
+        }
+        let refs = reference
+            .get(&point_key(b))
+            .filter(|(rb, _)| !std::ptr::eq(*rb, b));
+        let runs_b = figure_runs(b, fb);
+        let runs_n = figure_runs(n, fnew);
+        let mut figures = Vec::new();
+        for (fig, vb, rb, range_b) in &runs_b {
+            let Some((_, vn, rn, range_n)) = runs_n.iter().find(|x| x.0 == *fig) else {
+                continue;
+            };
+            let change = change(*vb, *vn, rb, rn, (*range_b, *range_n));
+            let relative = refs.and_then(|(refb, refn)| {
+                let (fr_b, fr_n) = (refb.figures.as_ref()?, refn.figures.as_ref()?);
+                let ref_b = figure_runs(refb, fr_b).into_iter().find(|x| x.0 == *fig)?;
+                let ref_n = figure_runs(refn, fr_n).into_iter().find(|x| x.0 == *fig)?;
+                let (xb, xn) = (relative_runs(rb, &ref_b.2), relative_runs(rn, &ref_n.2));
+                if xb.len() < 2 || xn.len() < 2 {
+                    return None;
+                }
+                let (mb, mn) = (median(&xb), median(&xn));
+                let r = self::change(mb, mn, &xb, &xn, ((mb, mb), (mn, mn)));
+                Some((refb.label(), r))
+            });
+            figures.push(FigureChange {
+                figure: *fig,
+                change,
+                relative,
+            });
+        }
+        let pick = |f: Figure| {
+            figures
+                .iter()
+                .find(|x| x.figure == f)
+                .map(|x| x.change.clone())
         };
-        let p50 = change(
-            med(&fb.runs_p50_ns, fb.run_p50_ns.median),
-            med(&fnew.runs_p50_ns, fnew.run_p50_ns.median),
-            &fb.runs_p50_ns,
-            &fnew.runs_p50_ns,
-            (
-                (fb.run_p50_ns.min, fb.run_p50_ns.max),
-                (fnew.run_p50_ns.min, fnew.run_p50_ns.max),
-            ),
-        );
-        let ops = change(
-            med(&fb.runs_ops_per_sec, fb.ops_per_sec.median),
-            med(&fnew.runs_ops_per_sec, fnew.ops_per_sec.median),
-            &fb.runs_ops_per_sec,
-            &fnew.runs_ops_per_sec,
-            (
-                (fb.ops_per_sec.min, fb.ops_per_sec.max),
-                (fnew.ops_per_sec.min, fnew.ops_per_sec.max),
-            ),
-        );
-        let regression = (p50.significant && p50.pct > threshold_pct)
-            || (ops.significant && ops.pct < -threshold_pct);
-        let improvement = !regression
-            && ((p50.significant && p50.pct < -threshold_pct)
-                || (ops.significant && ops.pct > threshold_pct));
-        let beyond = |c: &Change| c.pct.abs() > threshold_pct;
-        let untested = [&p50, &ops]
-            .into_iter()
-            .find(|c| beyond(c) && c.too_few.is_some())
-            .filter(|_| !regression && !improvement)
-            .and_then(|c| c.too_few)
-            .map(too_few_text);
+        let p50 = pick(Figure::P50).expect("p50 is always tested");
+        let ops = pick(Figure::OpsPerSec).unwrap_or_else(|| {
+            let v = fb.ops_per_sec.median;
+            let x = fnew.ops_per_sec.median;
+            change(v, x, &[], &[], ((v, v), (x, x)))
+        });
         cmp.cells.push(CellChange {
             cell: key,
             p50,
             ops,
-            regression,
-            improvement,
-            untested,
+            figures,
+            regression: false,
+            improvement: false,
+            untested: None,
+            drift: None,
         });
+    }
+    // One family: every figure of every cell.
+    let mut ps: Vec<f64> = Vec::new();
+    for c in &cmp.cells {
+        for f in &c.figures {
+            if let (Method::MannWhitney, Some(p)) = (f.change.method, f.change.p) {
+                ps.push(p);
+            }
+        }
+    }
+    cmp.tests = ps.len();
+    let (_, adj) = super::claims::benjamini_hochberg(&ps, ALPHA);
+    let mut k = 0;
+    let drift_pct = cmp.probes.as_ref().map_or(0.0, |p| p.drift_pct);
+    for c in &mut cmp.cells {
+        for f in &mut c.figures {
+            if let (Method::MannWhitney, Some(_)) = (f.change.method, f.change.p) {
+                f.change.p_adj = Some(adj[k]);
+                f.change.significant = adj[k] < ALPHA;
+                k += 1;
+            }
+        }
+        judge(c, threshold_pct, drift_pct, ps.len());
     }
     for n in &new.cases {
         let key = cell_key(n);
@@ -534,6 +845,99 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
         }
     }
     cmp
+}
+
+/// A cell's verdict from its corrected figures: regression, improvement, untested, or a
+/// change that is the machine's.
+fn judge(c: &mut CellChange, threshold_pct: f64, drift_pct: f64, tests: usize) {
+    let beyond = |ch: &Change| ch.pct.abs() > threshold_pct;
+    // The p a lone discovery needs among `tests` (Benjamini-Hochberg's first step).
+    let lone = ALPHA / tests.max(1) as f64;
+    for f in &c.figures {
+        let ch = &f.change;
+        if !(ch.significant && beyond(ch)) {
+            continue;
+        }
+        // The machine's? Relative to the reference in the same rounds, the change must hold
+        // too (its raw test: requiring it only removes discoveries); with no reference, it
+        // must exceed the threshold plus the probes' drift.
+        let machine = match &f.relative {
+            Some((r, rel)) => {
+                let holds = rel.p.is_some_and(|p| p < ALPHA)
+                    && beyond(rel)
+                    && f.figure.worse(rel.pct) == f.figure.worse(ch.pct);
+                (!holds).then(|| {
+                    format!(
+                        "{} {:+.1}% but {:+.1}% relative to {r} in the same rounds",
+                        f.figure.name(),
+                        ch.pct,
+                        rel.pct
+                    )
+                })
+            }
+            None => (ch.pct.abs() <= threshold_pct + drift_pct).then(|| {
+                format!(
+                    "{} {:+.1}%, within the threshold plus the probes' drift ({drift_pct:.0}%)",
+                    f.figure.name(),
+                    ch.pct
+                )
+            }),
+        };
+        if let Some(why) = machine {
+            c.drift.get_or_insert(why);
+            continue;
+        }
+        if f.figure.worse(ch.pct) {
+            c.regression = true;
+        } else {
+            c.improvement = true;
+        }
+    }
+    if c.regression {
+        c.improvement = false;
+    }
+    if !c.regression && !c.improvement {
+        c.untested = c
+            .figures
+            .iter()
+            .map(|f| &f.change)
+            .find(|ch| beyond(ch) && ch.too_few.is_some())
+            .and_then(|ch| ch.too_few)
+            .map(too_few_text);
+    }
+    if c.regression || c.improvement || c.untested.is_some() || c.drift.is_some() {
+        return;
+    }
+    // A change the family cannot confirm however clear it is: the repetitions are completely
+    // apart (the smallest p they can give), beyond the threshold and the probes' drift, the
+    // same relative to the reference, and yet that p is above what a lone discovery among
+    // this many tests needs. Untested, not "no change".
+    for f in &c.figures {
+        let ch = &f.change;
+        let (Some(p), Some((nb, nn))) = (ch.p, Some(ch.sizes)) else {
+            continue;
+        };
+        let floor = min_p(nb, nn);
+        let apart = (p - floor).abs() <= 1e-12 * floor.max(1e-300) || p <= floor;
+        let holds = match &f.relative {
+            Some((_, rel)) => {
+                rel.p.is_some_and(|p| p < ALPHA)
+                    && beyond(rel)
+                    && f.figure.worse(rel.pct) == f.figure.worse(ch.pct)
+            }
+            None => ch.pct.abs() > threshold_pct + drift_pct,
+        };
+        if apart && holds && beyond(ch) && floor > lone && f.figure.worse(ch.pct) {
+            c.untested = Some(format!(
+                "{} {:+.1}% with every repetition apart (p={floor:.3}, the smallest {nb} and \
+                 {nn} repetitions can give), but a lone change among {tests} tests needs \
+                 p <= {lone:.4} to be confirmed: too few repetitions to test it here",
+                f.figure.name(),
+                ch.pct
+            ));
+            return;
+        }
+    }
 }
 
 #[cfg(test)]

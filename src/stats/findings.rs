@@ -531,7 +531,7 @@ mod tests {
         let five = Confidence::of(&[1.0; 5], &[2.0; 5], false);
         assert!(five.within_noise(), "5 rounds can never reach p < 0.05");
         let none = Confidence::of(&[], &[], false);
-        assert!(none.within_noise() && none.text().contains("untested"));
+        assert!(none.within_noise() && none.text().contains("not claimed"));
     }
 
     #[test]

@@ -29,24 +29,20 @@ pub use crate::measure::cell::LoadCounters;
 pub fn timing(profile: Profile) -> (u64, u64) {
     match profile {
         Profile::Smoke => (100, 400),
-        Profile::Quick => (100, 400),
+        Profile::Quick => (100, 330),
         Profile::Full => (2_000, 20_000),
     }
 }
 
 /// Each repetition starts a server and warms it up itself, so no warm-up repetitions; and a
-/// sweep of ~100 cells at seconds each takes fewer repetitions than the micro loops: smoke 1,
-/// quick and full 5 timed repetitions (plus the one that counts syscalls) — five, so that an
-/// exact Mann-Whitney test between two models can reach p < 0.05 (2/C(10,5) = 0.008); quick
-/// keeps its time by shorter windows (0.4 s). `--runs N` as given.
+/// sweep of ~100 cells at seconds each takes fewer rounds than the micro loops: smoke 1, quick
+/// 6 and full 10 (plus the one that counts syscalls) — at least six, the fewest with which a
+/// paired claim between two models (the signed-rank test over the rounds) can reach p < 0.05
+/// (2/2^6 = 0.031); quick keeps its time by shorter windows (0.33 s). `--runs N` as given.
 pub fn budget(b: Budget) -> Budget {
     Budget {
         warmups: 0,
-        repetitions: if b.runs_given {
-            b.repetitions
-        } else {
-            (b.repetitions / 2).clamp(1, 5)
-        },
+        repetitions: b.rounds(),
         ..b
     }
 }
@@ -358,16 +354,20 @@ fn measure_pinned(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::compare::{reps_needed, ALPHA};
+    use crate::stats::claims::{rounds_needed, ALPHA};
 
-    /// Two models' cells at quick and full can be told apart by the exact test; `--runs` wins.
+    /// Two models' cells at quick and full can be told apart by a paired claim; `--runs` wins.
     #[test]
-    fn network_cells_run_enough_repetitions_to_decide() {
+    fn network_cells_run_enough_rounds_to_decide() {
         for p in [Profile::Quick, Profile::Full] {
             let b = budget(p.budget());
-            assert!(b.repetitions as usize >= reps_needed(ALPHA), "{p:?}: {b:?}");
-            assert!(b.repetitions <= 5, "{p:?}: {b:?}");
+            assert!(
+                b.repetitions as usize >= rounds_needed(ALPHA),
+                "{p:?}: {b:?}"
+            );
+            assert!(b.repetitions <= 10, "{p:?}: {b:?}");
         }
+        assert_eq!(budget(Profile::Quick.budget()).repetitions, 6);
         let mut given = Profile::Quick.budget();
         (given.repetitions, given.runs_given) = (2, true);
         assert_eq!(budget(given).repetitions, 2);

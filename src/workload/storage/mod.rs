@@ -237,16 +237,13 @@ pub fn space_needed(ids: &[&str], profile: Profile) -> u64 {
     }
 }
 
-/// Storage repetitions each write their files afresh: a third of the profile's (1, 3, 5 at
-/// smoke, quick, full), no warm-up (nothing carries over between repetitions).
+/// Storage repetitions each write their files afresh: as many rounds as a network point (1, 6,
+/// 10 at smoke, quick, full: six, so that a paired claim can be decided), no warm-up
+/// (nothing carries over between repetitions).
 pub fn storage_budget(b: Budget) -> Budget {
     Budget {
         warmups: 0,
-        repetitions: if b.runs_given {
-            b.repetitions
-        } else {
-            (b.repetitions / 3).clamp(1, 5)
-        },
+        repetitions: b.rounds(),
         ..b
     }
 }
