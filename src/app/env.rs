@@ -13,10 +13,33 @@ pub fn run(json: bool) -> anyhow::Result<()> {
     let out = if json {
         serde_json::to_string_pretty(&report)? + "\n"
     } else {
-        render(&report)
+        render(&report) + &noise_now()
     };
     super::stdout::print(&out)?;
     Ok(())
+}
+
+/// A third of a second's look at the CPUs a run may use: what other programs and steal take
+/// of them now, and other ringside processes (another run would share them).
+fn noise_now() -> String {
+    use crate::measure::disturb;
+    let cpus = crate::measure::pin::allowed_cpus();
+    let d = disturb::look(&cpus, std::time::Duration::from_millis(300));
+    let mut r = crate::results::schema::NoiseRecord::of(&d);
+    r.other_ringside = disturb::other_ringside();
+    let verdict = super::run::noise_line(&r).unwrap_or_else(|| {
+        "quiet enough: a repetition is re-run when others take more than 5% of the plan's CPUs"
+            .into()
+    });
+    format!(
+        "\nnoise now (0.3 s look)\n  other programs and steal: {:.1}% of {} CPU(s){}\n  {verdict}\n",
+        r.share * 100.0,
+        cpus.len(),
+        r.top
+            .as_ref()
+            .map(|t| format!(" (most: {t})"))
+            .unwrap_or_default()
+    )
 }
 
 type Group = (&'static str, Vec<(String, String)>);

@@ -472,6 +472,33 @@ pub fn trust_text(run: &RunResults) -> String {
             list.join(", ")
         );
     }
+    if t.reruns > 0 {
+        s += &format!(
+            "; {} repetition{} run again (disturbed by other programs, or stalled), {} kept \
+             disturbed",
+            t.reruns,
+            if t.reruns == 1 { " was" } else { "s were" },
+            t.disturbed_reps
+        );
+    }
+    for st in &t.states {
+        s += &format!("; {st}");
+    }
+    if let Some(b) = run
+        .before_run
+        .as_ref()
+        .filter(|b| b.share > 0.05 || b.other_ringside > 0)
+    {
+        s += &format!(
+            "; before the run, other programs took {:.0}% of its CPUs{}",
+            b.share * 100.0,
+            if b.other_ringside > 0 {
+                format!(" and {} other ringside process(es) ran", b.other_ringside)
+            } else {
+                String::new()
+            }
+        );
+    }
     if !run.finished {
         s += "; the run was interrupted: only the cells it kept are here";
     }

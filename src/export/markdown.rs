@@ -116,8 +116,19 @@ impl Exporter for Markdown {
             let verdicts = verdict::for_cases(w, &cases);
             if !verdicts.is_empty() {
                 out += "Verdicts:\n\n";
-                for v in verdicts {
+                let (shown, rest) = verdict::split_shown(&verdicts);
+                for v in shown {
                     out += &format!("- {}\n", cell(&v.line()));
+                }
+                if !rest.is_empty() {
+                    out += &format!(
+                        "\n<details><summary>{} more verdict line(s)</summary>\n\n",
+                        rest.len()
+                    );
+                    for v in rest {
+                        out += &format!("- {}\n", cell(&v.line()));
+                    }
+                    out += "\n</details>\n";
                 }
                 out.push('\n');
             }

@@ -182,6 +182,25 @@ fn claims_text(r: &findings::Ranking) -> String {
     text
 }
 
+/// Verdict lines a report shows openly per workload; the rest are collapsed.
+pub const SHOWN: usize = 8;
+
+/// The lines a report shows (decided ones first, in order, at most [`SHOWN`]) and the rest
+/// (collapsed), each in its original order.
+pub fn split_shown(vs: &[Verdict]) -> (Vec<&Verdict>, Vec<&Verdict>) {
+    let mut order: Vec<usize> = (0..vs.len()).collect();
+    // Stable: decided lines before the ones that decide nothing.
+    order.sort_by_key(|&i| vs[i].within_noise);
+    let mut keep: Vec<usize> = order.iter().copied().take(SHOWN).collect();
+    keep.sort_unstable();
+    let shown = keep.iter().map(|&i| &vs[i]).collect();
+    let rest = (0..vs.len())
+        .filter(|i| !keep.contains(i))
+        .map(|i| &vs[i])
+        .collect();
+    (shown, rest)
+}
+
 /// Verdicts of one workload.
 pub fn for_workload(run: &RunResults, workload: &str) -> Vec<Verdict> {
     let cases: Vec<&CaseResult> = run

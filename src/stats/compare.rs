@@ -544,6 +544,36 @@ fn probe_rounds(run: &RunResults) -> (Vec<f64>, Vec<f64>) {
     (sys, wake)
 }
 
+/// Whether a probe's rounds within one run (`which`) show two states of the machine: the
+/// median of the highest quarter of rounds over 1.3x that of the lowest (so that one hiccup
+/// is not a state), with at least 8 rounds.
+pub fn state_change(v: &[f64], name: &str, which: &str) -> Option<String> {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    if s.len() < 8 {
+        return None;
+    }
+    let q = (s.len() / 4).max(1);
+    let (low, high) = (median(&s[..q]), median(&s[s.len() - q..]));
+    (low > 0.0 && high / low > 1.3).then(|| {
+        format!(
+            "the machine changed state within {which}: its {name} probe moved between {low:.0} \
+             and {high:.0} ns over the rounds (extremes {:.0} to {:.0})",
+            s[0],
+            s[s.len() - 1]
+        )
+    })
+}
+
+/// The machine states a run's calibration probes show (see [`state_change`]).
+pub fn run_states(run: &RunResults, which: &str) -> Vec<String> {
+    let (sys, wake) = probe_rounds(run);
+    [("syscall", sys), ("wake-up", wake)]
+        .iter()
+        .filter_map(|(n, v)| state_change(v, n, which))
+        .collect()
+}
+
 /// The probes of both runs compared (`None` when either run has none: files written before
 /// rounds were kept).
 pub fn probe_drift(base: &RunResults, new: &RunResults) -> Option<ProbeDrift> {
@@ -569,21 +599,7 @@ pub fn probe_drift(base: &RunResults, new: &RunResults) -> Option<ProbeDrift> {
         }
         d.probes.push((name, mb, mn, pct, p));
         for (which, v) in [("BASE", b), ("NEW", n)] {
-            let (lo, hi) = v.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
-                (lo.min(*x), hi.max(*x))
-            });
-            // The median of the lowest and of the highest quarter of rounds, so that one
-            // hiccup is not a state.
-            let mut s = v.clone();
-            s.sort_by(f64::total_cmp);
-            let q = (s.len() / 4).max(1);
-            let (low, high) = (median(&s[..q]), median(&s[s.len() - q..]));
-            if s.len() >= 8 && low > 0.0 && high / low > 1.3 {
-                d.within.push(format!(
-                    "the machine changed state within {which}: its {name} probe moved between \
-                     {low:.0} and {high:.0} ns over the rounds (extremes {lo:.0} to {hi:.0})"
-                ));
-            }
+            d.within.extend(state_change(v, name, which));
         }
     }
     Some(d)

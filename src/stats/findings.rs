@@ -339,6 +339,11 @@ pub struct Trust {
     pub warnings: Vec<(Warning, usize)>,
     /// Measured cells with any warning.
     pub warned: usize,
+    /// Repetitions run again (disturbed or stalled), and those kept disturbed.
+    pub reruns: usize,
+    pub disturbed_reps: u32,
+    /// What the calibration probes say of the machine's state over the run.
+    pub states: Vec<String>,
 }
 
 /// Every warning, in the order [`Trust`] lists them.
@@ -389,6 +394,13 @@ pub fn trust(run: &RunResults) -> Trust {
         reps,
         warnings,
         warned: measured.iter().filter(|c| !c.warnings.is_empty()).count(),
+        reruns: measured.iter().map(|c| c.reruns.len()).sum(),
+        disturbed_reps: measured
+            .iter()
+            .filter_map(|c| c.disturbance.as_ref())
+            .map(|d| d.disturbed_repetitions)
+            .sum(),
+        states: super::compare::run_states(run, "this run"),
     }
 }
 

@@ -406,20 +406,34 @@ impl Exporter for Html {
             waterfalls_html(w, &cases, &mut b)?;
             let vs = verdict::for_cases(w, &cases);
             if !vs.is_empty() {
+                let (shown, rest) = verdict::split_shown(&vs);
+                let items = |b: &mut String, vs: &[&verdict::Verdict]| {
+                    for v in vs {
+                        let _ = write!(
+                            b,
+                            "<li{}>{}</li>",
+                            if v.within_noise {
+                                " class=\"noise\""
+                            } else {
+                                ""
+                            },
+                            esc(&v.line())
+                        );
+                    }
+                };
                 b.push_str("<h4>Verdicts</h4><ul class=\"verdicts\">");
-                for v in &vs {
+                items(&mut b, &shown);
+                b.push_str("</ul>");
+                if !rest.is_empty() {
                     let _ = write!(
                         b,
-                        "<li{}>{}</li>",
-                        if v.within_noise {
-                            " class=\"noise\""
-                        } else {
-                            ""
-                        },
-                        esc(&v.line())
+                        "<details class=\"more-verdicts\"><summary>{} more verdict line(s)\
+                         </summary><ul class=\"verdicts\">",
+                        rest.len()
                     );
+                    items(&mut b, &rest);
+                    b.push_str("</ul></details>");
                 }
-                b.push_str("</ul>");
             }
             pairwise_html(w, &cases, &mut b);
             super::explain::html(w, &cases, &mut b)?;
