@@ -339,9 +339,17 @@ fn scale(c: &mut serde_json::Value, field: &str, by: impl Fn(usize) -> f64) {
 #[test]
 fn compare_flags_a_known_regression() {
     let d = tempfile::tempdir().unwrap();
-    // uring msg_bytes=64 on pipes: every run 30% slower, throughput down accordingly.
+    // uring and epoll-lt on pipes at both sizes: every run 30% slower, throughput down
+    // accordingly (eight tests with every repetition apart: the correction over all of them
+    // confirms them).
+    let slowed = [
+        "micro.pipe uring {\"msg_bytes\":64}",
+        "micro.pipe uring {\"msg_bytes\":4096}",
+        "micro.pipe epoll-lt {\"msg_bytes\":64}",
+        "micro.pipe epoll-lt {\"msg_bytes\":4096}",
+    ];
     let slow = variant_file(d.path(), "slow.json", |key, c| {
-        if key == "micro.pipe uring {\"msg_bytes\":64}" {
+        if slowed.contains(&key) {
             scale(c, "runs_p50_ns", |_| 1.3);
             scale(c, "runs_ops_per_sec", |_| 1.0 / 1.3);
         }
@@ -365,8 +373,11 @@ fn compare_flags_a_known_regression() {
     );
     // The change carries its 95% bootstrap interval over the repetitions.
     assert!(line.contains("+30.0% [+"), "{line}");
-    assert_eq!(out.matches("REGRESSION").count(), 1, "{out}");
-    assert!(out.contains("1 regression(s) beyond 5%: micro.pipe uring msg_bytes=64"));
+    assert_eq!(out.matches("REGRESSION").count(), 4, "{out}");
+    assert!(
+        out.contains("4 regression(s) beyond 5%: micro.pipe"),
+        "{out}"
+    );
     // The same change under a 40% threshold is not a regression.
     ringside()
         .args([
@@ -377,6 +388,28 @@ fn compare_flags_a_known_regression() {
         .args(["--threshold", "40"])
         .assert()
         .code(0);
+    // One cell alone 30% slower: six repetitions a side cannot confirm a lone change among
+    // every test compare makes (2/924 = 0.002 at best): untested, and the gate fails.
+    let lone = variant_file(d.path(), "lone.json", |key, c| {
+        if key == slowed[0] {
+            scale(c, "runs_p50_ns", |_| 1.3);
+            scale(c, "runs_ops_per_sec", |_| 1.0 / 1.3);
+        }
+    });
+    let a = ringside()
+        .args([
+            "compare",
+            fixture().to_str().unwrap(),
+            lone.to_str().unwrap(),
+        ])
+        .assert()
+        .code(1);
+    let out = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    assert!(!out.contains("REGRESSION"), "{out}");
+    assert!(
+        out.contains("UNTESTED") && out.contains("a lone change among"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -186,6 +186,9 @@ pub struct Change {
     pub ci_pct: Option<(f64, f64)>,
     /// Repetitions (base, new) behind the test.
     pub sizes: (usize, usize),
+    /// Every repetition of one side beyond every one of the other (complete separation: the
+    /// strongest evidence these repetitions can give).
+    pub apart: bool,
     /// The p after the false-discovery-rate correction over every test of the comparison
     /// (`significant` is judged on it).
     pub p_adj: Option<f64>,
@@ -205,6 +208,14 @@ fn change(
     };
     let sizes = (base_runs.len(), new_runs.len());
     let ci_pct = super::bootstrap::change_pct_ci(base_runs, new_runs);
+    let range = |v: &[f64]| {
+        v.iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+                (lo.min(*x), hi.max(*x))
+            })
+    };
+    let ((b_lo, b_hi), (n_lo, n_hi)) = (range(base_runs), range(new_runs));
+    let apart = sizes.0 >= 2 && sizes.1 >= 2 && (b_hi < n_lo || n_hi < b_lo);
     match mann_whitney(base_runs, new_runs) {
         Some(p) => Change {
             base,
@@ -216,6 +227,7 @@ fn change(
             too_few: (!testable(sizes.0, sizes.1, ALPHA)).then_some(sizes),
             ci_pct,
             sizes,
+            apart,
             p_adj: Some(p),
         },
         None => {
@@ -233,6 +245,7 @@ fn change(
                 too_few,
                 ci_pct,
                 sizes,
+                apart,
                 p_adj: None,
             }
         }
@@ -930,11 +943,9 @@ fn judge(c: &mut CellChange, threshold_pct: f64, drift_pct: f64, tests: usize) {
     // this many tests needs. Untested, not "no change".
     for f in &c.figures {
         let ch = &f.change;
-        let (Some(p), Some((nb, nn))) = (ch.p, Some(ch.sizes)) else {
-            continue;
-        };
+        let (nb, nn) = ch.sizes;
         let floor = min_p(nb, nn);
-        let apart = (p - floor).abs() <= 1e-12 * floor.max(1e-300) || p <= floor;
+        let apart = ch.apart && ch.p.is_some();
         let holds = match &f.relative {
             Some((_, rel)) => {
                 rel.p.is_some_and(|p| p < ALPHA)
