@@ -28,6 +28,14 @@ pub struct Budget {
     /// `repetitions` was given by the user (`--runs`): workloads that scale the profile's
     /// repetitions down (servers, storage) keep it as given.
     pub runs_given: bool,
+    /// Rounds a point may add after `repetitions` while its claims are undecided (adaptive
+    /// rounds: network and storage points at quick and full; 0 elsewhere).
+    #[serde(default)]
+    pub extra_rounds: u32,
+    /// Seconds a whole run may spend on added rounds (the profile's; a run that used them up
+    /// adds no more): quick 75 s, so that the default run stays within its 15 minutes.
+    #[serde(default)]
+    pub extension_s: u64,
 }
 
 impl Budget {
@@ -40,6 +48,17 @@ impl Budget {
             self.repetitions
         } else {
             (self.repetitions * 3 / 5).clamp(1, 10)
+        }
+    }
+
+    /// The rounds a network or storage point may add while its claims are undecided: two
+    /// thirds of [`Budget::rounds`] (4 at quick, 6 at full), none at smoke or with `--runs`.
+    pub fn extra_rounds(self) -> u32 {
+        let r = self.rounds();
+        if self.runs_given || r < 6 {
+            0
+        } else {
+            r * 2 / 3
         }
     }
 }
@@ -63,6 +82,8 @@ impl Profile {
                 ops: 300,
                 warm_ops: 50,
                 runs_given: false,
+                extra_rounds: 0,
+                extension_s: 0,
             },
             Profile::Quick => Budget {
                 warmups: 1,
@@ -70,6 +91,8 @@ impl Profile {
                 ops: 2_000,
                 warm_ops: 200,
                 runs_given: false,
+                extra_rounds: 0,
+                extension_s: 75,
             },
             Profile::Full => Budget {
                 warmups: 2,
@@ -77,6 +100,8 @@ impl Profile {
                 ops: 5_000,
                 warm_ops: 500,
                 runs_given: false,
+                extra_rounds: 0,
+                extension_s: 1800,
             },
         }
     }

@@ -53,6 +53,7 @@ pub fn run_with(
     let _ = pin::pin_this_thread(run.plan.measured);
     let meter = Meter::new();
     let plan = run.plan.clone();
+    let extension = std::cell::Cell::new(std::time::Duration::from_secs(budget.extension_s));
     obs.run_started(cases.len());
     for group in groups(cases) {
         if stop_requested() {
@@ -67,6 +68,7 @@ pub fn run_with(
             contenders,
             explain,
             watch: true,
+            extension: &extension,
         };
         let Some((results, rounds)) = measure_group(cases, &group, &ctx, &run.cases, obs) else {
             break; // interrupted mid-group: its cases are dropped
@@ -115,6 +117,8 @@ struct Setting<'a> {
     /// Read other programs' CPU time around each repetition (the runner's own tests turn it
     /// off: a neighbour's scheduler tick must not change what they check).
     watch: bool,
+    /// What is left of the run's time for added rounds.
+    extension: &'a std::cell::Cell<std::time::Duration>,
 }
 
 /// The cases of one parameter point (same workload and params; the models and variants at that
@@ -267,9 +271,40 @@ fn measure_group(
     let mut rng = Shuffle(crate::measure::clock::unix_ns() | 1);
     let mut reruns = Reruns::default();
     let mut rounds = Vec::new();
-    for round in 0..reps {
+    // Adaptive rounds: after its rounds a point looks at its claims; while some are undecided
+    // and the run's extension time allows, it adds rounds and looks again (the two looks split
+    // alpha: stats::claims::ALPHA_FIRST_LOOK and ALPHA_SECOND_LOOK).
+    let extra = run
+        .iter()
+        .filter(|c| c.live)
+        .map(|c| c.budget.extra_rounds)
+        .max()
+        .unwrap_or(0);
+    let mut alpha = if extra > 0 {
+        stats::claims::ALPHA_FIRST_LOOK
+    } else {
+        stats::claims::ALPHA
+    };
+    let group_started = std::time::Instant::now();
+    let mut added: Option<(u32, std::time::Instant)> = None;
+    let mut round = 0;
+    loop {
+        if round == reps && extra > 0 && added.is_none() {
+            let per_round = group_started.elapsed() / reps.max(1);
+            if set.extension.get() >= per_round * extra && undecided(&run, first) {
+                added = Some((extra, std::time::Instant::now()));
+                alpha = stats::claims::ALPHA_SECOND_LOOK;
+            }
+        }
+        let more = added.map_or(0, |a| a.0);
+        if round >= reps + more {
+            break;
+        }
         let mut order: Vec<usize> = (0..run.len())
-            .filter(|&i| run[i].live && round < run[i].budget.repetitions)
+            .filter(|&i| {
+                let c = &run[i];
+                c.live && round < c.budget.repetitions + more.min(c.budget.extra_rounds)
+            })
             .collect();
         if order.is_empty() {
             break;
@@ -308,6 +343,11 @@ fn measure_group(
             order: labels,
             probe,
         });
+        round += 1;
+    }
+    if let Some((_, t)) = added {
+        set.extension
+            .set(set.extension.get().saturating_sub(t.elapsed()));
     }
     for c in run.iter_mut().filter(|c| c.live) {
         if let Some(s) = c.once(set, offered_rate, Some(COUNTING), obs)? {
@@ -320,6 +360,9 @@ fn measure_group(
         }
     }
     let mut out: Vec<CaseResult> = run.into_iter().map(Running::finish).collect();
+    for f in out.iter_mut().filter_map(|r| r.figures.as_mut()) {
+        f.claim_alpha = alpha;
+    }
     // A point of a cores sweep: its efficiency against the one-thread point, measured before.
     if let Some(sc) = first.point.as_ref().and_then(|p| p.scaling.as_ref()) {
         for r in &mut out {
@@ -327,6 +370,20 @@ fn measure_group(
         }
     }
     Some((out, rounds))
+}
+
+/// Whether the point's claims that matter are undecided after its rounds so far: the
+/// ranking the report will make (`export::findings::rank_point`, on the cells as they stand)
+/// has a model neither decided behind the leader nor equivalent to it.
+fn undecided(run: &[Running<'_>], first: &Case) -> bool {
+    let interim: Vec<CaseResult> = run
+        .iter()
+        .filter(|c| c.live && !c.samples.is_empty())
+        .map(Running::interim)
+        .collect();
+    let refs: Vec<&CaseResult> = interim.iter().collect();
+    crate::export::findings::rank_point(first.workload.id(), &refs)
+        .is_some_and(|r| r.undecided().next().is_some())
 }
 
 /// A repetition's throughput, ops/s.
@@ -554,6 +611,23 @@ impl Running<'_> {
         Some(())
     }
 
+    /// The cell as its repetitions so far make it, for a look at its claims: its figures
+    /// and the headroom warnings a ranking's basis reads.
+    fn interim(&self) -> CaseResult {
+        let mut r = self.r.clone();
+        let f = stats::summarize(&self.samples, None);
+        let (client_bound, both_saturated, _) = f.counters.flags();
+        if client_bound > 0 {
+            r.warnings.push(Warning::ClientBound);
+        }
+        if both_saturated > 0 {
+            r.warnings.push(Warning::BothSaturated);
+        }
+        r.repetitions = self.samples.len() as u32;
+        r.figures = Some(f);
+        r
+    }
+
     fn finish(self) -> CaseResult {
         let mut r = self.r;
         if r.status != Status::Measured {
@@ -707,12 +781,15 @@ mod tests {
             crate::plan::expand(&[w as &dyn Workload], &models, false, Profile::Smoke, &plan);
         let env = crate::env::probe();
         let meter = Meter::new();
+        let extension = std::cell::Cell::new(std::time::Duration::ZERO);
         let budget = Budget {
             warmups: 1,
             repetitions: 3,
             ops: 1,
             warm_ops: 0,
             runs_given: true,
+            extra_rounds: 0,
+            extension_s: 0,
         };
         let set = Setting {
             budget,
@@ -723,6 +800,7 @@ mod tests {
             contenders: &crate::model::contender::NO_CONTENDERS,
             explain: false,
             watch: false,
+            extension: &extension,
         };
         let mut rounds = Vec::new();
         for g in groups(&cases) {
@@ -797,6 +875,119 @@ mod tests {
                 assert!(c.disturbance.is_some() && c.reruns.is_empty());
             }
         }
+    }
+
+    /// One point; `epoll-lt` swings by 60% from call to call around `blocking`'s figure, so
+    /// the two stay undecided; `uring` is 3x slower than blocking, always.
+    struct Noisy;
+
+    static NOISY: Noisy = Noisy;
+    static NOISY_CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+    impl Workload for Noisy {
+        fn id(&self) -> &'static str {
+            "fake.noisy"
+        }
+        fn about(&self) -> &'static str {
+            "fake"
+        }
+        fn op(&self) -> &'static str {
+            "nothing"
+        }
+        fn accepts(&self, _: &ModelSpec) -> Result<(), String> {
+            Ok(())
+        }
+        fn points(&self, _: Profile, _: &ModelSpec) -> Vec<Point> {
+            vec![Point::of(Args { n: 1 })]
+        }
+        fn budget(&self, b: Budget) -> Budget {
+            Budget {
+                repetitions: 6,
+                extra_rounds: 4,
+                ..b
+            }
+        }
+        fn run_once(&self, _: &Ctx<'_>, m: &ModelSpec, _: &Point) -> Result<Sample, CaseError> {
+            let k = NOISY_CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let ns = match m.id {
+                "epoll-lt" => [700, 1300, 900, 1200, 800, 1100][(k % 6) as usize],
+                "uring" => 3000,
+                _ => 1000,
+            };
+            let mut latency = Hist::new();
+            latency.record_n(ns, 100);
+            Ok(Sample {
+                ops: 100,
+                bytes: 0,
+                wall_ns: 100 * ns,
+                timed_ns: 100 * ns,
+                cpu: CpuReading::default(),
+                syscalls: None,
+                latency,
+                counters: Default::default(),
+            })
+        }
+    }
+
+    fn run_noisy(models: &[&str], pool: std::time::Duration) -> (Vec<CaseResult>, usize) {
+        let models: Vec<&'static ModelSpec> = models
+            .iter()
+            .map(|id| crate::registry::model(id).unwrap())
+            .collect();
+        let plan = pin::CpuPlan::pair(0, None);
+        let cases = crate::plan::expand(
+            &[&NOISY as &dyn Workload],
+            &models,
+            false,
+            Profile::Quick,
+            &plan,
+        );
+        let env = crate::env::probe();
+        let meter = Meter::new();
+        let extension = std::cell::Cell::new(pool);
+        let set = Setting {
+            budget: Profile::Quick.budget(),
+            env: &env,
+            plan: &plan,
+            meter: &meter,
+            storage: None,
+            contenders: &crate::model::contender::NO_CONTENDERS,
+            explain: false,
+            watch: false,
+            extension: &extension,
+        };
+        let mut done = Vec::new();
+        let mut rounds = 0;
+        for g in groups(&cases) {
+            let (rs, r) = measure_group(&cases, &g, &set, &[], &crate::ui::Silent).unwrap();
+            done.extend(rs);
+            rounds += r.len();
+        }
+        (done, rounds)
+    }
+
+    #[test]
+    fn an_undecided_point_adds_rounds_and_judges_at_the_second_look() {
+        let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let (done, rounds) = run_noisy(
+            &["blocking", "epoll-lt"],
+            std::time::Duration::from_secs(60),
+        );
+        assert_eq!(rounds, 10, "6 rounds, then 4 more while undecided");
+        for c in &done {
+            assert_eq!(c.repetitions, 10, "{c:?}");
+            let f = c.figures.as_ref().unwrap();
+            assert_eq!(f.claim_alpha, crate::stats::claims::ALPHA_SECOND_LOOK);
+        }
+        // Without extension time left, the point stops at its six rounds, judged at the first
+        // look's alpha.
+        let (done, rounds) = run_noisy(&["blocking", "epoll-lt"], std::time::Duration::ZERO);
+        assert_eq!(rounds, 6);
+        assert!(done.iter().all(|c| c.repetitions == 6
+            && c.figures.as_ref().unwrap().claim_alpha == crate::stats::claims::ALPHA_FIRST_LOOK));
+        // A decided point adds nothing: uring 3x behind blocking in every round.
+        let (done, rounds) = run_noisy(&["blocking", "uring"], std::time::Duration::from_secs(60));
+        assert_eq!(rounds, 6, "{done:?}");
     }
 
     #[test]

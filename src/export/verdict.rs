@@ -126,6 +126,7 @@ fn rank_by(m: Metric) -> &'static str {
 fn ranked(m: Metric, here: &[&Cell], at: &str) -> Option<Verdict> {
     let point = findings::Point {
         at: String::new(),
+        alpha: alpha_of(here.iter().map(|c| c.c)),
         entries: here
             .iter()
             .map(|c| findings::Entry {
@@ -142,6 +143,13 @@ fn ranked(m: Metric, here: &[&Cell], at: &str) -> Option<Verdict> {
         text,
         within_noise: r.behind.is_empty(),
     })
+}
+
+/// The significance level claims over `cells` are judged at: the smallest of theirs.
+fn alpha_of<'a>(cells: impl Iterator<Item = &'a CaseResult>) -> f64 {
+    cells
+        .filter_map(|c| c.figures.as_ref().map(|f| f.claim_alpha))
+        .fold(crate::stats::claims::ALPHA, f64::min)
 }
 
 /// "; behind it by: b 1.3x (evidence); equivalent to it: c 1.01x; undecided against it: d
@@ -439,6 +447,7 @@ fn at_equal_load(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
         let cpu = |f: &CaseFigures| f.cpu_ns_per_op.total;
         let point = findings::Point {
             at: String::new(),
+            alpha: alpha_of(kept.iter().map(|x| x.0)),
             entries: kept
                 .iter()
                 .filter(|x| cpu(x.1) > 0.0)
@@ -557,7 +566,7 @@ fn sweep_verdicts_by(workload: &str, cases: &[&CaseResult], m: Metric) -> Vec<Ve
                             &w.1.reps,
                             &b.1.reps,
                             higher_is_better(m),
-                            crate::stats::claims::ALPHA,
+                            alpha_of([w.1.c, b.1.c].into_iter()),
                         );
                         let noise = !claim.as_ref().is_some_and(|c| c.decided());
                         all_noise &= noise;
@@ -623,7 +632,11 @@ fn sweep_verdicts_by(workload: &str, cases: &[&CaseResult], m: Metric) -> Vec<Ve
                         (xv, entries)
                     })
                     .collect();
-                let (found, noisy) = crate::stats::claims::crossovers(&per_x, higher_is_better(m));
+                let (found, noisy) = crate::stats::claims::crossovers(
+                    &per_x,
+                    higher_is_better(m),
+                    alpha_of(in_group.iter().map(|c| c.c)),
+                );
                 for c in found {
                     out.push(Verdict {
                         text: format!(

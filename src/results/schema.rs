@@ -323,6 +323,14 @@ impl CaseResult {
     }
 }
 
+fn default_alpha() -> f64 {
+    crate::stats::claims::ALPHA
+}
+
+fn is_default_alpha(v: &f64) -> bool {
+    *v == crate::stats::claims::ALPHA
+}
+
 fn is_zero_u64(v: &u64) -> bool {
     *v == 0
 }
@@ -376,6 +384,11 @@ pub struct CaseFigures {
     pub runs_p99_ns: Vec<f64>,
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub p99_tail_min: u64,
+    /// The significance level this cell's claims are judged at: 0.05, or a look's share of
+    /// it where the point's rounds were adaptive (`stats::claims::ALPHA_FIRST_LOOK`, and
+    /// `ALPHA_SECOND_LOOK` after rounds were added).
+    #[serde(default = "default_alpha", skip_serializing_if = "is_default_alpha")]
+    pub claim_alpha: f64,
     /// 95% bootstrap confidence intervals over the repetitions and the samples behind the
     /// percentiles (absent in files written before they were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]

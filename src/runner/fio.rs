@@ -187,6 +187,7 @@ pub fn figures(f: &FioFigures) -> CaseFigures {
         runs_cpu_ns_per_op: Vec::new(),
         runs_p99_ns: Vec::new(),
         p99_tail_min: 0,
+        claim_alpha: crate::stats::claims::ALPHA,
         ci95: None,
         cpu_ns_per_op: CpuPerOp {
             total: f.cpu_total_per_op,

@@ -28,6 +28,14 @@ use super::compare::normal_sf;
 
 /// Significance level of every claim.
 pub const ALPHA: f64 = 0.05;
+/// Adaptive rounds (`runner`): a network or storage point looks at its claims after its
+/// rounds and, while some are undecided and time allows, adds rounds and looks again. The two
+/// looks split alpha (Bonferroni over the looks, so the chance of a false claim stays under
+/// 0.05 whatever the rule for going on): the first at 0.035 (six rounds can reach 0.031), the
+/// second at 0.015 (ten rounds can reach 0.002). A cell records the alpha its claims are
+/// judged at (`CaseFigures::claim_alpha`).
+pub const ALPHA_FIRST_LOOK: f64 = 0.035;
+pub const ALPHA_SECOND_LOOK: f64 = 0.015;
 /// Two models whose ratio's interval lies within +-5% are equivalent.
 pub const MARGIN: f64 = 0.05;
 /// Up to this many rounds the signed-rank test is exact.
@@ -245,6 +253,8 @@ pub struct Claim {
     pub rounds: usize,
     /// A paired claim (signed-rank over rounds), or an unpaired one (Mann-Whitney).
     pub paired: bool,
+    /// The significance level it was judged at.
+    pub alpha: f64,
 }
 
 impl Claim {
@@ -305,6 +315,7 @@ pub fn from_log_diffs(d: &[f64], alpha: f64) -> Option<Claim> {
         p_adj: p,
         rounds: d.len(),
         paired: true,
+        alpha,
     };
     c.outcome = judge(&c, alpha);
     Some(c)
@@ -337,6 +348,7 @@ pub fn unpaired(a: &[f64], b: &[f64], higher_is_better: bool, alpha: f64) -> Opt
         p_adj: p,
         rounds: a.len().min(b.len()),
         paired: false,
+        alpha,
     };
     c.outcome = judge(&c, alpha);
     Some(c)
@@ -373,6 +385,7 @@ pub fn correct(claims: &mut [&mut Claim], alpha: f64) {
         claims[i].p_adj = Some(adj[k]);
     }
     for c in claims.iter_mut() {
+        c.alpha = alpha;
         c.outcome = judge(c, alpha);
     }
 }
@@ -551,7 +564,11 @@ pub struct Crossover {
 /// The decided crossovers of series along a sweep: `points` holds, per sweep value (in
 /// order), the entries there. Pairs not decided at both neighbouring points are counted in
 /// the second value (shown, not claimed).
-pub fn crossovers(points: &[(f64, Vec<Entry>)], higher_is_better: bool) -> (Vec<Crossover>, usize) {
+pub fn crossovers(
+    points: &[(f64, Vec<Entry>)],
+    higher_is_better: bool,
+    alpha: f64,
+) -> (Vec<Crossover>, usize) {
     // Per point: every pair's claim, corrected over the pairs of that point.
     let claims: Vec<Vec<(String, String, Claim)>> = points
         .iter()
@@ -559,13 +576,13 @@ pub fn crossovers(points: &[(f64, Vec<Entry>)], higher_is_better: bool) -> (Vec<
             let mut v: Vec<(String, String, Claim)> = Vec::new();
             for (i, a) in es.iter().enumerate() {
                 for b in &es[i + 1..] {
-                    if let Some(c) = pair(&a.rounds, &b.rounds, higher_is_better, ALPHA) {
+                    if let Some(c) = pair(&a.rounds, &b.rounds, higher_is_better, alpha) {
                         v.push((a.label.clone(), b.label.clone(), c));
                     }
                 }
             }
             let mut fam: Vec<&mut Claim> = v.iter_mut().map(|x| &mut x.2).collect();
-            correct(&mut fam, ALPHA);
+            correct(&mut fam, alpha);
             v
         })
         .collect();
@@ -850,7 +867,7 @@ mod tests {
                 &[12.0, 9.0, 13.0, 10.0, 12.5, 11.0],
             ),
         ];
-        let (xs, undecided) = crossovers(&pts, false);
+        let (xs, undecided) = crossovers(&pts, false, ALPHA);
         assert_eq!(xs.len(), 1, "{xs:?}");
         assert_eq!((xs[0].winner.as_str(), xs[0].loser.as_str()), ("b", "a"));
         assert_eq!((xs[0].before, xs[0].after), (1.0, 8.0));

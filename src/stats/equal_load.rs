@@ -7,7 +7,7 @@
 use crate::measure::cell::OpenLoopCounters;
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, Status, Warning};
-use crate::stats::claims::{self, Claim, ALPHA};
+use crate::stats::claims::{self, Claim};
 
 /// Share of the offered rate a server must achieve to count as keeping up with it.
 pub const KEEP_UP: f64 = 0.95;
@@ -115,7 +115,7 @@ pub fn cpu_per_op_evidence(a: &CaseFigures, b: &CaseFigures) -> Evidence {
     if x.len() < 2 || y.len() < 2 {
         return Evidence::OneRun;
     }
-    match claims::pair(x, y, false, ALPHA) {
+    match claims::pair(x, y, false, a.claim_alpha.min(b.claim_alpha)) {
         Some(c) => Evidence::Claimed(c),
         None => Evidence::None,
     }

@@ -25,11 +25,13 @@ pub struct Entry {
     pub reps: Vec<f64>,
 }
 
-/// One parameter point: where it is ("msg_bytes=64") and its entries.
+/// One parameter point: where it is ("msg_bytes=64"), its entries, and the significance level
+/// its claims are judged at (the smallest of its cells' `claim_alpha`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Point {
     pub at: String,
     pub entries: Vec<Entry>,
+    pub alpha: f64,
 }
 
 /// How two entries' rounds tell them apart: the paired claim, when they have rounds.
@@ -43,9 +45,9 @@ pub struct Confidence {
 impl Confidence {
     /// `b` against `a`, on a figure where `higher_is_better` (uncorrected: a point's family
     /// is corrected by [`rank`] and [`pairs`]).
-    pub fn of(a: &[f64], b: &[f64], higher_is_better: bool) -> Confidence {
+    pub fn of(a: &[f64], b: &[f64], higher_is_better: bool, alpha: f64) -> Confidence {
         Confidence {
-            claim: claims::pair(a, b, higher_is_better, ALPHA),
+            claim: claims::pair(a, b, higher_is_better, alpha),
             n: (a.len(), b.len()),
         }
     }
@@ -101,11 +103,21 @@ pub fn claim_text(c: &Claim) -> String {
             claims::min_p(c.rounds)
         );
     }
+    let look = if c.alpha == ALPHA {
+        String::new()
+    } else if c.alpha == claims::ALPHA_FIRST_LOOK {
+        format!(" (alpha {}: the first of two looks)", c.alpha)
+    } else if c.alpha == claims::ALPHA_SECOND_LOOK {
+        format!(" (alpha {}: rounds were added, the second look)", c.alpha)
+    } else {
+        format!(" (alpha {})", c.alpha)
+    };
     format!(
-        "signed-rank over {} paired rounds, {p} after FDR; {} to {} at 95%",
+        "signed-rank over {} paired rounds, {p} after FDR{look}; {} to {} at {}%",
         c.rounds,
         ratio(c.ci.0),
-        ratio(c.ci.1)
+        ratio(c.ci.1),
+        ((1.0 - c.alpha) * 1000.0).round() / 10.0
     )
 }
 
@@ -187,9 +199,9 @@ fn times(a: &Entry, b: &Entry, higher_is_better: bool) -> f64 {
 }
 
 /// Corrects a point's family of confidences (Benjamini-Hochberg over its claims).
-fn correct(cs: &mut [&mut Confidence]) {
+fn correct(cs: &mut [&mut Confidence], alpha: f64) {
     let mut fam: Vec<&mut Claim> = cs.iter_mut().filter_map(|c| c.claim.as_mut()).collect();
-    claims::correct(&mut fam, ALPHA);
+    claims::correct(&mut fam, alpha);
 }
 
 /// Ranks one point's entries (`None` with fewer than two): the leader by the cells' figures,
@@ -203,7 +215,7 @@ pub fn rank(p: &Point, higher_is_better: bool) -> Option<Ranking> {
     let mut others: Vec<Other> = order[1..]
         .iter()
         .map(|e| {
-            let confidence = Confidence::of(&lead.reps, &e.reps, higher_is_better);
+            let confidence = Confidence::of(&lead.reps, &e.reps, higher_is_better, p.alpha);
             Other {
                 label: e.label.clone(),
                 // The paired estimate where there is one (so the factor and its interval
@@ -222,6 +234,7 @@ pub fn rank(p: &Point, higher_is_better: bool) -> Option<Ranking> {
             .iter_mut()
             .map(|o| &mut o.confidence)
             .collect::<Vec<_>>(),
+        p.alpha,
     );
     let (near, behind): (Vec<Other>, Vec<Other>) = others
         .into_iter()
@@ -259,7 +272,7 @@ pub fn pairs(p: &Point, higher_is_better: bool) -> Vec<Pair> {
                 better: a.label.clone(),
                 worse: b.label.clone(),
                 times: times(a, b, higher_is_better),
-                confidence: Confidence::of(&a.reps, &b.reps, higher_is_better),
+                confidence: Confidence::of(&a.reps, &b.reps, higher_is_better, p.alpha),
             });
         }
     }
@@ -268,6 +281,7 @@ pub fn pairs(p: &Point, higher_is_better: bool) -> Vec<Pair> {
             .iter_mut()
             .map(|o| &mut o.confidence)
             .collect::<Vec<_>>(),
+        p.alpha,
     );
     out
 }
@@ -420,6 +434,7 @@ mod tests {
 
     fn pt(at: &str, entries: Vec<Entry>) -> Point {
         Point {
+            alpha: ALPHA,
             at: at.into(),
             entries,
         }
@@ -536,13 +551,13 @@ mod tests {
 
     #[test]
     fn too_few_rounds_are_undecided_and_say_so() {
-        let c = Confidence::of(&[1.0], &[2.0], false);
+        let c = Confidence::of(&[1.0], &[2.0], false, ALPHA);
         assert!(c.within_noise());
         assert_eq!(c.outcome(), Some(Outcome::Undecided));
         assert!(c.text().contains("a claim needs 6"), "{}", c.text());
-        let five = Confidence::of(&[1.0; 5], &[2.0; 5], false);
+        let five = Confidence::of(&[1.0; 5], &[2.0; 5], false, ALPHA);
         assert!(five.within_noise(), "5 rounds can never reach p < 0.05");
-        let none = Confidence::of(&[], &[], false);
+        let none = Confidence::of(&[], &[], false, ALPHA);
         assert!(none.within_noise() && none.text().contains("not claimed"));
     }
 

@@ -70,7 +70,11 @@ pub fn steps<'a>(cases: &[&'a CaseResult]) -> Vec<Step<'a>> {
         .iter_mut()
         .filter_map(|s| s.evidence.as_mut().and_then(Evidence::claim_mut))
         .collect();
-    crate::stats::claims::correct(&mut fam, crate::stats::claims::ALPHA);
+    let alpha = cases
+        .iter()
+        .filter_map(|c| c.figures.as_ref().map(|f| f.claim_alpha))
+        .fold(crate::stats::claims::ALPHA, f64::min);
+    crate::stats::claims::correct(&mut fam, alpha);
     steps
 }
 

@@ -121,6 +121,7 @@ pub fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFigures {
         runs_cpu_ns_per_op: run_cpu,
         runs_p99_ns: run_p99,
         p99_tail_min,
+        claim_alpha: super::claims::ALPHA,
         ci95: Some(ci95),
     }
 }

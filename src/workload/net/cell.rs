@@ -43,6 +43,7 @@ pub fn budget(b: Budget) -> Budget {
     Budget {
         warmups: 0,
         repetitions: b.rounds(),
+        extra_rounds: b.extra_rounds(),
         ..b
     }
 }

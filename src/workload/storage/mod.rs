@@ -244,6 +244,7 @@ pub fn storage_budget(b: Budget) -> Budget {
     Budget {
         warmups: 0,
         repetitions: b.rounds(),
+        extra_rounds: b.extra_rounds(),
         ..b
     }
 }
