@@ -11,6 +11,10 @@ use std::time::Duration;
 /// `ringside run echo.rate --profile smoke --models epoll-lt,uring --explain` with `path` as
 /// PATH (`None`: inherited); the results and report.md.
 fn run(path: Option<&std::path::Path>) -> (Value, String) {
+    // One run at a time: two echo runs side by side put each other's loopback softirqs on
+    // the sampled server CPU, and the breakdown is then partly the other run's.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let mut c = Cmd::cargo_bin("ringside").unwrap();
     c.timeout(Duration::from_secs(300))

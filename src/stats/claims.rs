@@ -26,8 +26,8 @@
 
 use super::compare::normal_sf;
 
-/// Significance level of every claim.
-pub const ALPHA: f64 = 0.05;
+/// Significance level of every claim (a cell's `claim_alpha` may lower it: adaptive rounds).
+pub const ALPHA: f64 = crate::results::schema::DEFAULT_CLAIM_ALPHA;
 /// Adaptive rounds (`runner`): a network or storage point looks at its claims after its
 /// rounds and, while some are undecided and time allows, adds rounds and looks again. The two
 /// looks split alpha (Bonferroni over the looks, so the chance of a false claim stays under
@@ -42,7 +42,7 @@ pub const MARGIN: f64 = 0.05;
 pub const EXACT_MAX: usize = 40;
 /// Samples beyond the p99 each repetition needs before a p99 is claimed (in a report or by
 /// `compare`): a p99 from a thinner tail is mostly one hiccup, shown and not claimed.
-pub const TAIL_MIN: u64 = 20;
+pub const TAIL_MIN: u64 = 50;
 /// A repetition is a stall when its figure is this many times worse than the median of the
 /// same cell's other repetitions (a throughput at under half of theirs).
 pub const STALL_FACTOR: f64 = 2.0;
@@ -357,7 +357,15 @@ pub fn unpaired(a: &[f64], b: &[f64], higher_is_better: bool, alpha: f64) -> Opt
 /// The outcome of a claim at `alpha`, from its interval and (corrected) p.
 fn judge(c: &Claim, alpha: f64) -> Outcome {
     let m = 1.0 + MARGIN;
-    if c.rounds >= 2 && c.ci.0 >= 1.0 / m && c.ci.1 <= m {
+    // An interval is only as sure as its rounds allow: below the rounds a test needs to reach
+    // alpha, [min, max] of the Walsh averages is an interval at less than 1 - alpha (50% at
+    // two rounds), no ground for "equivalent".
+    let enough = if c.paired {
+        min_p(c.rounds) < alpha
+    } else {
+        super::compare::min_p(c.rounds, c.rounds) < alpha
+    };
+    if enough && c.ci.0 >= 1.0 / m && c.ci.1 <= m {
         Outcome::Equivalent
     } else if c.p_adj.is_some_and(|p| p < alpha) && (c.ci.0 > 1.0 || c.ci.1 < 1.0) {
         if c.times > 1.0 {
@@ -761,6 +769,15 @@ mod tests {
         // none are expected to be decided after the margin (1% noise: always equivalent).
         assert_eq!(claims, 0, "{claims}");
         assert!(equivalent >= 190, "{equivalent}");
+    }
+
+    #[test]
+    fn too_few_rounds_are_never_equivalent() {
+        // Two identical rounds: the interval [0, 0] is only a 50% one.
+        let c = from_log_diffs(&[0.0, 0.0], ALPHA).unwrap();
+        assert_eq!(c.outcome, Outcome::Undecided);
+        let c = from_log_diffs(&[0.01, -0.01, 0.0, 0.005, -0.005, 0.002], ALPHA).unwrap();
+        assert_eq!(c.outcome, Outcome::Equivalent);
     }
 
     #[test]

@@ -8,13 +8,13 @@
 //! **No crying wolf.** Every test `compare` makes is one family: the false discovery rate
 //! over all of them is kept at [`ALPHA`] (Benjamini-Hochberg), and the number of tests is
 //! printed. A change is a regression only when, beyond that, it is not the machine's: where
-//! the cell's point has a reference model measured in both runs (the point's first), the
-//! cell's figure relative to the reference's in the same round must have changed too; for
-//! the reference itself (and single-model points), the change must exceed the threshold plus
-//! the drift the calibration probes measured between the runs. Cells disturbed in either run
-//! are not compared; equal-load cells whose offered rates differ by more than
-//! [`RATE_TOLERANCE`] are not compared either (each run derives its rate from its own
-//! capacity point).
+//! the cell's point has other models measured in both runs, the cell's figure relative to
+//! their geometric mean in the same round must have changed too; for a single-model point,
+//! the change must exceed the threshold plus the drift the calibration probes measured
+//! between the runs. Cells disturbed in either run are not compared; equal-load cells whose
+//! offered rates differ by more than [`RATE_TOLERANCE`] are not compared either (each run
+//! derives its rate from its own capacity point); a closed-loop cell whose load generator
+//! had no headroom in either run is compared on its CPU per op only.
 //!
 //! A test can only find what its sample sizes allow: the smallest two-sided p Mann-Whitney
 //! can give for n1 and n2 values is 2 / C(n1 + n2, n1) (0.1 for 3 against 3), so below 4
@@ -285,13 +285,14 @@ impl Figure {
     }
 }
 
-/// One figure of a cell in both runs, and the same figure relative to the point's reference
-/// model in the same round (where there is one).
+/// One figure of a cell in both runs, and the same figure relative to the point's other
+/// models in the same rounds (where there are any).
 #[derive(Clone, Debug, PartialEq)]
 pub struct FigureChange {
     pub figure: Figure,
     pub change: Change,
-    /// (reference model, the change of this figure / the reference's, per round).
+    /// (what it is relative to: the one other model, or "the point's N other models"; the
+    /// change of this figure over their geometric mean, per round).
     pub relative: Option<(String, Change)>,
 }
 
@@ -679,13 +680,60 @@ fn point_key(c: &CaseResult) -> String {
     format!("{} {}", c.workload, p.join(" "))
 }
 
-/// Per-round values of `cell` divided by the reference's in the same round.
-fn relative_runs(cell: &[f64], reference: &[f64]) -> Vec<f64> {
+/// Per-round values of `cell` divided by the geometric mean of the `others`' values in the
+/// same round (rounds where every other has a positive value).
+fn relative_runs(cell: &[f64], others: &[Vec<f64>]) -> Vec<f64> {
     cell.iter()
-        .zip(reference)
-        .filter(|(a, b)| **b > 0.0 && a.is_finite())
-        .map(|(a, b)| a / b)
+        .enumerate()
+        .filter_map(|(k, a)| {
+            let logs: Vec<f64> = others
+                .iter()
+                .map(|o| o.get(k).copied().filter(|v| *v > 0.0).map(f64::ln))
+                .collect::<Option<Vec<f64>>>()?;
+            let gm = (logs.iter().sum::<f64>() / logs.len() as f64).exp();
+            (a.is_finite() && !logs.is_empty()).then(|| a / gm)
+        })
         .collect()
+}
+
+/// A figure's change relative to the point's other models in the same rounds: per run, each
+/// round's value over the others' geometric mean in that round, compared between the runs.
+/// Drift that a round's models share (the machine got slower) cancels; `None` without
+/// another model at the point or two rounds a side.
+fn relative_to(
+    others: &[(&CaseResult, &CaseResult)],
+    fig: Figure,
+    rb: &[f64],
+    rn: &[f64],
+) -> Option<(String, Change)> {
+    let runs = |c: &CaseResult| {
+        let f = c.figures.as_ref()?;
+        figure_runs(c, f)
+            .into_iter()
+            .find(|x| x.0 == fig)
+            .map(|x| x.2)
+    };
+    let (mut ob, mut on) = (Vec::new(), Vec::new());
+    for (b, n) in others {
+        if let (Some(x), Some(y)) = (runs(b), runs(n)) {
+            ob.push(x);
+            on.push(y);
+        }
+    }
+    if ob.is_empty() {
+        return None;
+    }
+    let (xb, xn) = (relative_runs(rb, &ob), relative_runs(rn, &on));
+    if xb.len() < 2 || xn.len() < 2 {
+        return None;
+    }
+    let (mb, mn) = (median(&xb), median(&xn));
+    let name = if ob.len() == 1 {
+        others[0].0.label()
+    } else {
+        format!("the point's {} other models", ob.len())
+    };
+    Some((name, change(mb, mn, &xb, &xn, ((mb, mb), (mn, mn)))))
 }
 
 /// Compares `new` against `base`; a cell regresses when one of its figures gets worse by more
@@ -704,15 +752,16 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
         in_new.entry(cell_key(n)).or_insert(n);
     }
     let in_base: std::collections::HashSet<String> = base.cases.iter().map(cell_key).collect();
-    // Each point's reference: its first cell measured in both runs.
+    // Each point's cells measured, undisturbed, in both runs: every cell is judged against
+    // the others of its point in the same rounds.
     let measured = |c: &CaseResult| c.status == Status::Measured && c.figures.is_some();
-    let mut reference: std::collections::HashMap<String, (&CaseResult, &CaseResult)> =
+    let mut peers: std::collections::HashMap<String, Vec<(&CaseResult, &CaseResult)>> =
         Default::default();
     for b in base.cases.iter().filter(|c| measured(c)) {
         if let Some(&n) = in_new.get(&cell_key(b)).filter(|n| measured(n)) {
             let disturbed = |c: &CaseResult| c.warnings.contains(&Warning::Disturbed);
             if !disturbed(b) && !disturbed(n) {
-                reference.entry(point_key(b)).or_insert((b, n));
+                peers.entry(point_key(b)).or_default().push((b, n));
             }
         }
     }
@@ -775,29 +824,35 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
                 continue;
             }
         }
-        let refs = reference
+        let others: Vec<(&CaseResult, &CaseResult)> = peers
             .get(&point_key(b))
-            .filter(|(rb, _)| !std::ptr::eq(*rb, b));
+            .map(|v| {
+                v.iter()
+                    .copied()
+                    .filter(|(ob, _)| !std::ptr::eq(*ob, b))
+                    .collect()
+            })
+            .unwrap_or_default();
+        // A closed-loop cell whose load generator had no headroom in either run: its
+        // throughput and latency are the client's limit too; only its CPU per op is the
+        // server's.
+        let headroom = [b, n].iter().all(|c| {
+            c.warnings
+                .iter()
+                .all(|w| !matches!(w, Warning::ClientBound | Warning::BothSaturated))
+        });
         let runs_b = figure_runs(b, fb);
         let runs_n = figure_runs(n, fnew);
         let mut figures = Vec::new();
         for (fig, vb, rb, range_b) in &runs_b {
+            if !headroom && *fig != Figure::CpuPerOp {
+                continue;
+            }
             let Some((_, vn, rn, range_n)) = runs_n.iter().find(|x| x.0 == *fig) else {
                 continue;
             };
             let change = change(*vb, *vn, rb, rn, (*range_b, *range_n));
-            let relative = refs.and_then(|(refb, refn)| {
-                let (fr_b, fr_n) = (refb.figures.as_ref()?, refn.figures.as_ref()?);
-                let ref_b = figure_runs(refb, fr_b).into_iter().find(|x| x.0 == *fig)?;
-                let ref_n = figure_runs(refn, fr_n).into_iter().find(|x| x.0 == *fig)?;
-                let (xb, xn) = (relative_runs(rb, &ref_b.2), relative_runs(rn, &ref_n.2));
-                if xb.len() < 2 || xn.len() < 2 {
-                    return None;
-                }
-                let (mb, mn) = (median(&xb), median(&xn));
-                let r = self::change(mb, mn, &xb, &xn, ((mb, mb), (mn, mn)));
-                Some((refb.label(), r))
-            });
+            let relative = relative_to(&others, *fig, rb, rn);
             figures.push(FigureChange {
                 figure: *fig,
                 change,
@@ -810,7 +865,11 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
                 .find(|x| x.figure == f)
                 .map(|x| x.change.clone())
         };
-        let p50 = pick(Figure::P50).expect("p50 is always tested");
+        let p50 = pick(Figure::P50).unwrap_or_else(|| {
+            let v = fb.run_p50_ns.median;
+            let x = fnew.run_p50_ns.median;
+            change(v, x, &[], &[], ((v, v), (x, x)))
+        });
         let ops = pick(Figure::OpsPerSec).unwrap_or_else(|| {
             let v = fb.ops_per_sec.median;
             let x = fnew.ops_per_sec.median;

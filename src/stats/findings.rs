@@ -66,7 +66,7 @@ impl Confidence {
     pub fn text(&self) -> String {
         match &self.claim {
             None if self.n.0 == 0 || self.n.1 == 0 => {
-                "shown, not claimed: no per-repetition values of this figure (a p99 needs 20 \
+                "shown, not claimed: no per-repetition values of this figure (a p99 needs 50 \
                  samples beyond it in every repetition)"
                     .into()
             }
