@@ -336,6 +336,19 @@ fn scale(c: &mut serde_json::Value, field: &str, by: impl Fn(usize) -> f64) {
     }
 }
 
+/// `ringside compare` of the fixture against `new`: its stdout, the exit code asserted.
+fn compare_with_fixture(new: &Path, code: i32) -> String {
+    let a = ringside()
+        .args([
+            "compare",
+            fixture().to_str().unwrap(),
+            new.to_str().unwrap(),
+        ])
+        .assert()
+        .code(code);
+    String::from_utf8_lossy(&a.get_output().stdout).to_string()
+}
+
 #[test]
 fn compare_flags_a_known_regression() {
     let d = tempfile::tempdir().unwrap();
@@ -354,15 +367,7 @@ fn compare_flags_a_known_regression() {
             scale(c, "runs_ops_per_sec", |_| 1.0 / 1.3);
         }
     });
-    let a = ringside()
-        .args([
-            "compare",
-            fixture().to_str().unwrap(),
-            slow.to_str().unwrap(),
-        ])
-        .assert()
-        .code(1);
-    let out = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    let out = compare_with_fixture(&slow, 1);
     let line = out
         .lines()
         .find(|l| l.starts_with("micro.pipe uring msg_bytes=64 "))
@@ -396,15 +401,7 @@ fn compare_flags_a_known_regression() {
             scale(c, "runs_ops_per_sec", |_| 1.0 / 1.3);
         }
     });
-    let a = ringside()
-        .args([
-            "compare",
-            fixture().to_str().unwrap(),
-            lone.to_str().unwrap(),
-        ])
-        .assert()
-        .code(1);
-    let out = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    let out = compare_with_fixture(&lone, 1);
     assert!(!out.contains("REGRESSION"), "{out}");
     assert!(
         out.contains("UNTESTED") && out.contains("a lone change among"),
