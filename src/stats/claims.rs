@@ -457,108 +457,6 @@ pub struct Entry {
     pub rounds: Vec<f64>,
 }
 
-impl Entry {
-    pub fn median(&self) -> f64 {
-        if self.rounds.is_empty() {
-            f64::NAN
-        } else {
-            super::median(&self.rounds)
-        }
-    }
-}
-
-/// One model against the leader of its point.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Against {
-    pub label: String,
-    /// The model against the leader ("behind" = worse than the leader).
-    pub claim: Claim,
-}
-
-/// A point ranked by paired claims: the leader (best median), and every other model's claim
-/// against it, corrected as one family.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Ranking {
-    pub leader: String,
-    /// The leader's median over its rounds.
-    pub value: f64,
-    /// In order of median, best first.
-    pub others: Vec<Against>,
-    /// Rounds of the leader.
-    pub rounds: usize,
-}
-
-impl Ranking {
-    /// The leader leads decidedly: every other is behind it, or equivalent to it.
-    pub fn leader_decided(&self) -> bool {
-        self.others
-            .iter()
-            .all(|o| o.claim.outcome != Outcome::Undecided)
-            && self
-                .others
-                .iter()
-                .any(|o| o.claim.outcome == Outcome::Behind)
-    }
-
-    pub fn with(&self, o: Outcome) -> impl Iterator<Item = &Against> {
-        self.others.iter().filter(move |a| a.claim.outcome == o)
-    }
-
-    /// Whether `label` leads or is not decided against the leader (at par).
-    pub fn at_par(&self, label: &str) -> bool {
-        self.leader == label
-            || self
-                .others
-                .iter()
-                .any(|o| o.label == label && o.claim.outcome != Outcome::Behind)
-    }
-
-    /// The claim of `label` against the leader.
-    pub fn of(&self, label: &str) -> Option<&Claim> {
-        self.others
-            .iter()
-            .find(|o| o.label == label)
-            .map(|o| &o.claim)
-    }
-}
-
-/// Ranks a point's entries (`None` with fewer than two that have rounds).
-pub fn rank(entries: &[Entry], higher_is_better: bool) -> Option<Ranking> {
-    let mut order: Vec<&Entry> = entries
-        .iter()
-        .filter(|e| e.rounds.iter().any(|v| *v > 0.0 && v.is_finite()))
-        .collect();
-    if order.len() < 2 {
-        return None;
-    }
-    // Stable: ties keep the caller's order.
-    order.sort_by(|a, b| {
-        if higher_is_better {
-            b.median().total_cmp(&a.median())
-        } else {
-            a.median().total_cmp(&b.median())
-        }
-    });
-    let lead = order[0];
-    let mut others: Vec<Against> = order[1..]
-        .iter()
-        .filter_map(|e| {
-            Some(Against {
-                label: e.label.clone(),
-                claim: pair(&lead.rounds, &e.rounds, higher_is_better, ALPHA)?,
-            })
-        })
-        .collect();
-    let mut fam: Vec<&mut Claim> = others.iter_mut().map(|o| &mut o.claim).collect();
-    correct(&mut fam, ALPHA);
-    Some(Ranking {
-        leader: lead.label.clone(),
-        value: lead.median(),
-        others,
-        rounds: lead.rounds.len(),
-    })
-}
-
 /// A decided crossover along a sweep: `winner` is decided worse than `loser` at `before` and
 /// decided better at `after` (each a paired claim, corrected over the pairs at its point).
 #[derive(Clone, Debug, PartialEq)]
@@ -841,26 +739,6 @@ mod tests {
             label: label.into(),
             rounds: v.to_vec(),
         }
-    }
-
-    #[test]
-    fn a_point_ranks_leader_equivalent_undecided_and_behind() {
-        let r = rank(
-            &[
-                entry("slow", &[300.0, 330.0, 290.0, 310.0, 305.0, 320.0]),
-                entry("fast", &[100.0, 110.0, 97.0, 103.0, 101.0, 107.0]),
-                entry("twin", &[101.0, 111.0, 98.0, 104.0, 102.0, 108.0]),
-                entry("noisy", &[90.0, 150.0, 80.0, 140.0, 100.0, 130.0]),
-            ],
-            false,
-        )
-        .unwrap();
-        assert_eq!(r.leader, "fast");
-        assert_eq!(r.of("twin").unwrap().outcome, Outcome::Equivalent);
-        assert_eq!(r.of("slow").unwrap().outcome, Outcome::Behind);
-        assert_eq!(r.of("noisy").unwrap().outcome, Outcome::Undecided);
-        assert!(!r.leader_decided());
-        assert!(r.at_par("noisy") && r.at_par("twin") && !r.at_par("slow"));
     }
 
     #[test]

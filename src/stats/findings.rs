@@ -562,6 +562,37 @@ mod tests {
     }
 
     #[test]
+    fn a_point_ranks_leader_equivalent_undecided_and_behind() {
+        let r = rank(
+            &pt(
+                "",
+                vec![
+                    e("slow", &[300.0, 330.0, 290.0, 310.0, 305.0, 320.0]),
+                    e("fast", &[100.0, 110.0, 97.0, 103.0, 101.0, 107.0]),
+                    e("twin", &[101.0, 111.0, 98.0, 104.0, 102.0, 108.0]),
+                    e("noisy", &[90.0, 150.0, 80.0, 140.0, 100.0, 130.0]),
+                ],
+            ),
+            false,
+        )
+        .unwrap();
+        assert_eq!(r.leader, "fast");
+        let outcome = |l: &str| {
+            r.near
+                .iter()
+                .chain(&r.behind)
+                .find(|o| o.label == l)
+                .and_then(|o| o.confidence.outcome())
+                .unwrap()
+        };
+        assert_eq!(outcome("twin"), Outcome::Equivalent);
+        assert_eq!(outcome("slow"), Outcome::Behind);
+        assert_eq!(outcome("noisy"), Outcome::Undecided);
+        assert!(r.behind.iter().all(|o| o.label == "slow"));
+        assert!(r.at_par("noisy") && r.at_par("twin") && !r.at_par("slow"));
+    }
+
+    #[test]
     fn drift_shared_by_rounds_does_not_hide_a_lead() {
         // Round 3 ran with the machine 50% slower for everyone: paired, the lead holds.
         let p = pt(
