@@ -432,12 +432,15 @@ fn undecided(run: &[Running<'_>], first: &Case) -> bool {
     promising
 }
 
-/// A repetition's throughput, ops/s.
-fn ops_per_sec(s: &Sample) -> f64 {
-    if s.timed_ns == 0 {
-        0.0
-    } else {
-        s.ops as f64 * 1e9 / s.timed_ns as f64
+/// The load generator's headroom warnings (`client_bound`, `both_saturated`) its repetitions
+/// flagged in their counters: what a network ranking's basis reads.
+fn load_warnings(f: &crate::results::schema::CaseFigures, warnings: &mut Vec<Warning>) {
+    let (client_bound, both_saturated, _) = f.counters.flags();
+    if client_bound > 0 {
+        warnings.push(Warning::ClientBound);
+    }
+    if both_saturated > 0 {
+        warnings.push(Warning::BothSaturated);
     }
 }
 
@@ -586,14 +589,14 @@ impl Running<'_> {
             let d = before
                 .map(|b| b.until(&disturb::snapshot(cpus), cpus))
                 .unwrap_or_default();
-            let earlier: Vec<f64> = self.samples.iter().map(ops_per_sec).collect();
-            let stall = stats::claims::is_stall(ops_per_sec(&s), &earlier, true);
+            let earlier: Vec<f64> = self.samples.iter().map(Sample::ops_per_sec).collect();
+            let stall = stats::claims::is_stall(s.ops_per_sec(), &earlier, true);
             let why = if d.disturbed() {
                 Some(format!("disturbed: {}", d.text()))
             } else if stall {
                 Some(format!(
                     "stall: {:.0} ops/s against a median of {:.0} in the earlier repetitions",
-                    ops_per_sec(&s),
+                    s.ops_per_sec(),
                     stats::median(&earlier)
                 ))
             } else {
@@ -662,13 +665,7 @@ impl Running<'_> {
     fn interim(&self) -> CaseResult {
         let mut r = self.r.clone();
         let f = stats::summarize(&self.samples, None);
-        let (client_bound, both_saturated, _) = f.counters.flags();
-        if client_bound > 0 {
-            r.warnings.push(Warning::ClientBound);
-        }
-        if both_saturated > 0 {
-            r.warnings.push(Warning::BothSaturated);
-        }
+        load_warnings(&f, &mut r.warnings);
         r.repetitions = self.samples.len() as u32;
         r.figures = Some(f);
         r
@@ -698,16 +695,10 @@ impl Running<'_> {
             r.warnings.push(Warning::HighSpread);
         }
         // Workloads that drive a server flag these per repetition in their counters.
-        let (client_bound, both_saturated, shared_cpus) = f.counters.flags();
-        if shared_cpus > 0 {
+        if f.counters.flags().2 > 0 {
             r.warnings.push(Warning::SharedCpus);
         }
-        if client_bound > 0 {
-            r.warnings.push(Warning::ClientBound);
-        }
-        if both_saturated > 0 {
-            r.warnings.push(Warning::BothSaturated);
-        }
+        load_warnings(&f, &mut r.warnings);
         if f.counters.cpu_over_allowed_ns > 0 {
             r.warnings.push(Warning::CpuOverAllowed);
         }

@@ -26,6 +26,7 @@ use super::charts::{
 };
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status};
+use crate::stats::claims::alpha_of;
 use crate::stats::equal_load;
 use crate::stats::findings;
 use crate::workload::net::echo::EQUAL_LOAD_PARAM;
@@ -143,13 +144,6 @@ fn ranked(m: Metric, here: &[&Cell], at: &str) -> Option<Verdict> {
         text,
         within_noise: r.behind.is_empty(),
     })
-}
-
-/// The significance level claims over `cells` are judged at: the smallest of theirs.
-fn alpha_of<'a>(cells: impl Iterator<Item = &'a CaseResult>) -> f64 {
-    cells
-        .filter_map(|c| c.figures.as_ref().map(|f| f.claim_alpha))
-        .fold(crate::stats::claims::ALPHA, f64::min)
 }
 
 /// "; behind it by: b 1.3x (evidence); equivalent to it: c 1.01x; undecided against it: d
@@ -566,7 +560,7 @@ fn sweep_verdicts_by(workload: &str, cases: &[&CaseResult], m: Metric) -> Vec<Ve
                             &w.1.reps,
                             &b.1.reps,
                             higher_is_better(m),
-                            alpha_of([w.1.c, b.1.c].into_iter()),
+                            alpha_of([w.1.c, b.1.c]),
                         );
                         let noise = !claim.as_ref().is_some_and(|c| c.decided());
                         all_noise &= noise;

@@ -174,6 +174,17 @@ pub struct Sample {
     pub counters: CellCounters,
 }
 
+impl Sample {
+    /// Its throughput: ops per second of timed window (0 for an empty window).
+    pub fn ops_per_sec(&self) -> f64 {
+        if self.timed_ns == 0 {
+            0.0
+        } else {
+            self.ops as f64 * 1e9 / self.timed_ns as f64
+        }
+    }
+}
+
 /// Makes measured windows in the calling thread: timed ones, and counting ones that open a
 /// syscall counter for their duration only.
 pub struct Meter {

@@ -36,6 +36,15 @@ pub const ALPHA: f64 = crate::results::schema::DEFAULT_CLAIM_ALPHA;
 /// judged at (`CaseFigures::claim_alpha`).
 pub const ALPHA_FIRST_LOOK: f64 = 0.035;
 pub const ALPHA_SECOND_LOOK: f64 = 0.015;
+/// The significance level claims over `cells` are judged at: the smallest of their
+/// `claim_alpha`.
+pub fn alpha_of<'a>(cells: impl IntoIterator<Item = &'a crate::results::CaseResult>) -> f64 {
+    cells
+        .into_iter()
+        .filter_map(|c| c.figures.as_ref().map(|f| f.claim_alpha))
+        .fold(ALPHA, f64::min)
+}
+
 /// Two models whose ratio's interval lies within +-5% are equivalent.
 pub const MARGIN: f64 = 0.05;
 /// Up to this many rounds the signed-rank test is exact.

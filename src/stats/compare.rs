@@ -646,35 +646,23 @@ fn figure_runs(c: &CaseResult, f: &CaseFigures) -> Vec<FigureRuns> {
             (f.ops_per_sec.min, f.ops_per_sec.max),
         ));
     }
+    // Figures the summary keeps no spread of: their median and range from the runs.
+    let of_runs = |fig: Figure, r: &[f64]| {
+        let range = r.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
+            (lo.min(*x), hi.max(*x))
+        });
+        (fig, median(r), r.to_vec(), range)
+    };
     if f.runs_cpu_ns_per_op.len() >= 2 {
-        let r = &f.runs_cpu_ns_per_op;
-        v.push((
-            Figure::CpuPerOp,
-            median(r),
-            r.clone(),
-            (
-                r.iter().copied().fold(f64::INFINITY, f64::min),
-                r.iter().copied().fold(0.0, f64::max),
-            ),
-        ));
+        v.push(of_runs(Figure::CpuPerOp, &f.runs_cpu_ns_per_op));
     }
     if f.runs_p99_ns.len() >= 2 && f.p99_tail_min >= super::claims::TAIL_MIN {
-        let r = &f.runs_p99_ns;
-        v.push((
-            Figure::P99,
-            median(r),
-            r.clone(),
-            (
-                r.iter().copied().fold(f64::INFINITY, f64::min),
-                r.iter().copied().fold(0.0, f64::max),
-            ),
-        ));
+        v.push(of_runs(Figure::P99, &f.runs_p99_ns));
     }
     v
 }
 
-/// The point's reference cell in a run: the first measured cell of the same workload and
-/// params (not `c` itself), by the order of BASE's cells.
+/// The point a cell belongs to: its workload and params (every model's cell there).
 fn point_key(c: &CaseResult) -> String {
     let p: Vec<String> = c.params.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
     format!("{} {}", c.workload, p.join(" "))
@@ -696,26 +684,22 @@ fn relative_runs(cell: &[f64], others: &[Vec<f64>]) -> Vec<f64> {
         .collect()
 }
 
+/// A cell of a point measured, undisturbed, in both runs, with its figures' runs in each.
+struct Peer<'a> {
+    cell: &'a CaseResult,
+    base: Vec<FigureRuns>,
+    new: Vec<FigureRuns>,
+}
+
 /// A figure's change relative to the point's other models in the same rounds: per run, each
 /// round's value over the others' geometric mean in that round, compared between the runs.
 /// Drift that a round's models share (the machine got slower) cancels; `None` without
 /// another model at the point or two rounds a side.
-fn relative_to(
-    others: &[(&CaseResult, &CaseResult)],
-    fig: Figure,
-    rb: &[f64],
-    rn: &[f64],
-) -> Option<(String, Change)> {
-    let runs = |c: &CaseResult| {
-        let f = c.figures.as_ref()?;
-        figure_runs(c, f)
-            .into_iter()
-            .find(|x| x.0 == fig)
-            .map(|x| x.2)
-    };
+fn relative_to(others: &[&Peer], fig: Figure, rb: &[f64], rn: &[f64]) -> Option<(String, Change)> {
+    let runs = |v: &[FigureRuns]| v.iter().find(|x| x.0 == fig).map(|x| x.2.clone());
     let (mut ob, mut on) = (Vec::new(), Vec::new());
-    for (b, n) in others {
-        if let (Some(x), Some(y)) = (runs(b), runs(n)) {
+    for p in others {
+        if let (Some(x), Some(y)) = (runs(&p.base), runs(&p.new)) {
             ob.push(x);
             on.push(y);
         }
@@ -729,7 +713,7 @@ fn relative_to(
     }
     let (mb, mn) = (median(&xb), median(&xn));
     let name = if ob.len() == 1 {
-        others[0].0.label()
+        others[0].cell.label()
     } else {
         format!("the point's {} other models", ob.len())
     };
@@ -755,13 +739,18 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
     // Each point's cells measured, undisturbed, in both runs: every cell is judged against
     // the others of its point in the same rounds.
     let measured = |c: &CaseResult| c.status == Status::Measured && c.figures.is_some();
-    let mut peers: std::collections::HashMap<String, Vec<(&CaseResult, &CaseResult)>> =
-        Default::default();
+    let mut peers: std::collections::HashMap<String, Vec<Peer>> = Default::default();
     for b in base.cases.iter().filter(|c| measured(c)) {
         if let Some(&n) = in_new.get(&cell_key(b)).filter(|n| measured(n)) {
             let disturbed = |c: &CaseResult| c.warnings.contains(&Warning::Disturbed);
-            if !disturbed(b) && !disturbed(n) {
-                peers.entry(point_key(b)).or_default().push((b, n));
+            if let (false, false, Some(fb), Some(fnew)) =
+                (disturbed(b), disturbed(n), &b.figures, &n.figures)
+            {
+                peers.entry(point_key(b)).or_default().push(Peer {
+                    cell: b,
+                    base: figure_runs(b, fb),
+                    new: figure_runs(n, fnew),
+                });
             }
         }
     }
@@ -824,14 +813,9 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
                 continue;
             }
         }
-        let others: Vec<(&CaseResult, &CaseResult)> = peers
+        let others: Vec<&Peer> = peers
             .get(&point_key(b))
-            .map(|v| {
-                v.iter()
-                    .copied()
-                    .filter(|(ob, _)| !std::ptr::eq(*ob, b))
-                    .collect()
-            })
+            .map(|v| v.iter().filter(|p| !std::ptr::eq(p.cell, b)).collect())
             .unwrap_or_default();
         // A closed-loop cell whose load generator had no headroom in either run: its
         // throughput and latency are the client's limit too; only its CPU per op is the

@@ -70,10 +70,7 @@ pub fn steps<'a>(cases: &[&'a CaseResult]) -> Vec<Step<'a>> {
         .iter_mut()
         .filter_map(|s| s.evidence.as_mut().and_then(Evidence::claim_mut))
         .collect();
-    let alpha = cases
-        .iter()
-        .filter_map(|c| c.figures.as_ref().map(|f| f.claim_alpha))
-        .fold(crate::stats::claims::ALPHA, f64::min);
+    let alpha = crate::stats::claims::alpha_of(cases.iter().copied());
     crate::stats::claims::correct(&mut fam, alpha);
     steps
 }

@@ -45,16 +45,7 @@ pub fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFigures {
         .iter()
         .map(|s| s.latency.quantile(0.5) as f64)
         .collect();
-    let run_ops: Vec<f64> = samples
-        .iter()
-        .map(|s| {
-            if s.timed_ns == 0 {
-                0.0
-            } else {
-                s.ops as f64 * 1e9 / s.timed_ns as f64
-            }
-        })
-        .collect();
+    let run_ops: Vec<f64> = samples.iter().map(Sample::ops_per_sec).collect();
     let run_cpu: Vec<f64> = samples
         .iter()
         .filter(|s| s.ops > 0)
