@@ -393,8 +393,10 @@ fn compare_flags_a_known_regression() {
         .args(["--threshold", "40"])
         .assert()
         .code(0);
-    // One cell alone 30% slower: six repetitions a side cannot confirm a lone change among
-    // every test compare makes (2/924 = 0.002 at best): untested, and the gate fails.
+    // One cell alone 30% slower, at a point of four models: it moves each of the other
+    // three by -8.4% relative to their point's others (the slowed cell is in their
+    // reference), so four tests of that point reach the correction together; only the
+    // slowed cell moved beyond the threshold as measured, so it alone is a regression.
     let lone = variant_file(d.path(), "lone.json", |key, c| {
         if key == slowed[0] {
             scale(c, "runs_p50_ns", |_| 1.3);
@@ -402,6 +404,22 @@ fn compare_flags_a_known_regression() {
         }
     });
     let out = compare_with_fixture(&lone, 1);
+    assert_eq!(out.matches("REGRESSION").count(), 1, "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("micro.pipe uring msg_bytes=64 "))
+        .unwrap();
+    assert!(line.contains("REGRESSION"), "{line}");
+    // A model alone at its point (micro.syscall) 30% slower: no neighbour shares its test,
+    // and six repetitions a side cannot confirm a lone change among every test compare
+    // makes (2/924 = 0.002 at best): untested, and the gate fails.
+    let alone = variant_file(d.path(), "alone.json", |key, c| {
+        if key.starts_with("micro.syscall blocking") {
+            scale(c, "runs_p50_ns", |_| 1.3);
+            scale(c, "runs_ops_per_sec", |_| 1.0 / 1.3);
+        }
+    });
+    let out = compare_with_fixture(&alone, 1);
     assert!(!out.contains("REGRESSION"), "{out}");
     assert!(
         out.contains("UNTESTED") && out.contains("a lone change among"),

@@ -21,42 +21,54 @@ fn pct(c: &Change) -> String {
     }
 }
 
-/// The p after the correction (and the raw one when they differ).
-fn p(c: &Change) -> String {
-    let f = |p: f64| {
-        if p < 0.001 {
-            "<0.001".to_string()
-        } else {
-            format!("{p:.3}")
-        }
-    };
-    match (c.method, c.p_adj, c.p) {
-        (Method::MannWhitney, Some(a), Some(r)) if (a - r).abs() > 1e-12 => {
-            format!("{} (raw {})", f(a), f(r))
-        }
-        (Method::MannWhitney, Some(a), _) => f(a),
-        _ if c.significant => "spreads apart".into(),
-        _ => "spreads overlap".into(),
+/// "12%", "3.4%".
+fn pct_text(p: f64) -> String {
+    if p < 10.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.0}%")
     }
 }
 
-/// One figure's cell of the table: "681 ns -> 700 ns, +2.8% [..], p 0.031".
+fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".to_string()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// The decisive test's p after the correction (and before it, when they differ); for files
+/// without per-run values, whether the ranges are apart.
+fn p(f: &FigureChange) -> String {
+    match (f.test.p_adj, f.test.p) {
+        (Some(a), Some(r)) if (a - r).abs() > 1e-12 => {
+            format!("{} (raw {})", p_text(a), p_text(r))
+        }
+        (Some(a), _) => p_text(a),
+        _ if f.change.method == Method::Spread && f.change.significant => "spreads apart".into(),
+        _ if f.change.method == Method::Spread => "spreads overlap".into(),
+        _ => "untested".into(),
+    }
+}
+
+/// One figure's cell of the table: "681 ns -> 700 ns, +2.8% [..]; vs the point's 7 other
+/// models +3.1%, p 0.031".
 fn figure_text(f: &FigureChange) -> String {
     let v = |x: f64| match f.figure {
         Figure::OpsPerSec => fmt_rate(x),
         _ => fmt_ns(x),
     };
     let mut s = format!(
-        "{} -> {}, {}, p {}",
+        "{} -> {}, {}",
         v(f.change.base),
         v(f.change.new),
-        pct(&f.change),
-        p(&f.change)
+        pct(&f.change)
     );
     if let Some((r, rel)) = &f.relative {
         s += &format!("; vs {r} {:+.1}%", rel.pct);
     }
-    s
+    s + &format!(", p {}", p(f))
 }
 
 pub fn run(base: &Path, new: &Path, threshold: f64, allow_untested: bool) -> anyhow::Result<i32> {
@@ -100,7 +112,9 @@ pub fn run(base: &Path, new: &Path, threshold: f64, allow_untested: bool) -> any
                 format!("UNTESTED: {why}")
             } else if let Some(why) = &c.drift {
                 format!("the machine's drift: {why}")
-            } else if c.figures.iter().any(|f| f.change.significant) {
+            } else if let Some(why) = &c.unstable {
+                format!("unstable here: {why}")
+            } else if c.figures.iter().any(|f| f.test.significant) {
                 format!("changed within {threshold}%")
             } else if let Some((nb, nn)) = c.figures.iter().find_map(|f| f.change.too_few) {
                 let n = if nb == nn {
@@ -137,11 +151,14 @@ pub fn run(base: &Path, new: &Path, threshold: f64, allow_untested: bool) -> any
         title: format!("{} -> {}", base.display(), new.display()),
         note: format!(
             "medians of per-run figures (ops/s of closed-loop cells only, p99 where every \
-             repetition had {} samples beyond it); p: two-sided Mann-Whitney U on per-run \
-             values, adjusted for a false discovery rate of {ALPHA} over all {} tests; \
-             regression: significant, worse by more than {threshold}%, and not the machine's \
-             (relative to the point's reference model in the same rounds, or beyond the \
-             calibration probes' drift)",
+             repetition had {} samples beyond it); p: of the change relative to the point's \
+             other models in the same rounds (the figure itself for a model alone at its \
+             point), the larger of Mann-Whitney U over the rounds and a normal test with the \
+             run-to-run noise below, adjusted for a false discovery rate of {ALPHA} over all \
+             {} tests; regression: significant, worse by more than {threshold}% both as \
+             measured and relative to the point's others (a model alone: beyond the \
+             calibration probes' drift too), and not within a jump the model showed within \
+             a run",
             crate::stats::claims::TAIL_MIN,
             cmp.tests
         ),
@@ -164,6 +181,38 @@ pub fn run(base: &Path, new: &Path, threshold: f64, allow_untested: bool) -> any
                 out += &format!("  {t}\n");
             }
         }
+    }
+    if !cmp.noise.is_empty() {
+        out += "run-to-run noise (per run, estimated from every cell's change; the rounds of \
+                one run cannot show it) and the smallest change a lone cell could show:\n";
+        for n in &cmp.noise {
+            let _ = writeln!(
+                out,
+                "  {} {}{}: {} ({} tests{}){}",
+                n.workload,
+                n.figure.name(),
+                if n.relative { " relative" } else { "" },
+                n.pct()
+                    .map(|(e, u)| format!("±{e:.1}% (judged at its 95% upper bound, ±{u:.1}%)"))
+                    .unwrap_or_else(|| "not estimated".into()),
+                n.tests,
+                if n.pooled {
+                    ", too few: over every workload"
+                } else {
+                    ""
+                },
+                n.invisible_pct()
+                    .map(|p| format!("; changes under {} are invisible", pct_text(p)))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    for (which, u) in &cmp.unstable {
+        let _ = writeln!(
+            out,
+            "jumped between two levels within {which}: {}",
+            u.text()
+        );
     }
     let _ = writeln!(
         out,

@@ -9,6 +9,7 @@ pub mod explain;
 pub mod findings;
 pub mod ladder;
 pub mod scaling;
+pub mod stability;
 pub mod summary;
 pub mod wrk;
 
