@@ -486,6 +486,24 @@ pub fn trust_text(run: &RunResults) -> String {
     for st in &t.states {
         s += &format!("; {st}");
     }
+    if !t.unstable.is_empty() {
+        let list: Vec<String> = t.unstable.iter().map(|u| u.text()).collect();
+        s += &format!(
+            "; {} jumped between two levels within the run, so {} figures vary that much \
+             between runs: {}",
+            if t.unstable.len() == 1 {
+                "one model"
+            } else {
+                "some models"
+            },
+            if t.unstable.len() == 1 {
+                "its"
+            } else {
+                "their"
+            },
+            list.join("; ")
+        );
+    }
     if let Some(b) = run
         .before_run
         .as_ref()

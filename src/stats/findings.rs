@@ -358,6 +358,9 @@ pub struct Trust {
     pub disturbed_reps: u32,
     /// What the calibration probes say of the machine's state over the run.
     pub states: Vec<String>,
+    /// Models whose rounds jumped between two levels within the run (relative to their
+    /// point's other models), per workload: their figures vary that much between runs.
+    pub unstable: Vec<super::stability::Unstable>,
 }
 
 /// Every warning, in the order [`Trust`] lists them.
@@ -415,6 +418,7 @@ pub fn trust(run: &RunResults) -> Trust {
             .map(|d| d.disturbed_repetitions)
             .sum(),
         states: super::compare::run_states(run, "this run"),
+        unstable: super::stability::unstable(run),
     }
 }
 
