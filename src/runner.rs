@@ -249,6 +249,15 @@ struct Running<'c> {
     stalled: u32,
 }
 
+/// The share of a repetition's window its measured tasks ran (`cpu_busy` of one repetition).
+fn busy(s: &Sample) -> f64 {
+    if s.wall_ns == 0 {
+        0.0
+    } else {
+        s.cpu.total_ns as f64 / s.wall_ns as f64
+    }
+}
+
 /// How a group's repetitions are re-run: a disturbed or stalled repetition once; once a
 /// re-run was disturbed too, the disturbance is taken as lasting, and later disturbed
 /// repetitions of the group are kept as they are (warned), so a busy machine does not double
@@ -566,8 +575,10 @@ impl Running<'_> {
     }
 
     /// Timed repetition `round` at place `pos` of its round's order, with the disturbance
-    /// on the plan's `cpus` read around it. A disturbed repetition, or one whose throughput
-    /// stalled (under half of this cell's earlier repetitions' median), is run once more in
+    /// on the plan's `cpus` read around it. A disturbed repetition (other programs or steal
+    /// on the plan's CPUs, or a CPU-bound cell's tasks starved of their CPU: see
+    /// `disturb::starved`), or one whose throughput stalled (under half of this cell's
+    /// earlier repetitions' median), is run once more in
     /// its place (see [`Reruns`]); the re-run is kept whatever it gives, and warned when it
     /// is still disturbed or stalled. `None`: interrupted.
     fn timed(
@@ -591,8 +602,26 @@ impl Running<'_> {
                 .unwrap_or_default();
             let earlier: Vec<f64> = self.samples.iter().map(Sample::ops_per_sec).collect();
             let stall = stats::claims::is_stall(s.ops_per_sec(), &earlier, true);
+            // A CPU-bound cell (micro, storage) whose measured tasks got less of the CPU
+            // than in its earlier repetitions: disturbed by what the snapshot cannot name.
+            let busy_before: Vec<f64> = self.samples.iter().map(busy).collect();
+            let starved = set.watch
+                && matches!(
+                    crate::registry::suite_of(self.case.workload.id()),
+                    "micro" | "storage"
+                )
+                && disturb::starved(busy(&s), &busy_before);
+            let disturbed = d.disturbed() || starved;
             let why = if d.disturbed() {
                 Some(format!("disturbed: {}", d.text()))
+            } else if starved {
+                Some(format!(
+                    "starved: the measured tasks ran {:.0}% of the window against {:.0}% in \
+                     the earlier repetitions (the CPU went to something the process snapshot \
+                     cannot name: a kernel thread, interrupts, a process born and gone)",
+                    busy(&s) * 100.0,
+                    stats::median(&busy_before) * 100.0
+                ))
             } else if stall {
                 Some(format!(
                     "stall: {:.0} ops/s against a median of {:.0} in the earlier repetitions",
@@ -603,17 +632,17 @@ impl Running<'_> {
                 None
             };
             if let Some(why) = why {
-                let lasting = d.disturbed() && reruns.lasting;
+                let lasting = disturbed && reruns.lasting;
                 if !again && !lasting {
                     self.r.reruns.push(Rerun { round, why });
                     again = true;
                     continue;
                 }
-                if again && d.disturbed() {
+                if again && disturbed {
                     reruns.lasting = true;
                 }
             }
-            self.disturbed += d.disturbed() as u32;
+            self.disturbed += disturbed as u32;
             self.stalled += stall as u32;
             self.noise.add(&d);
             self.r.runs_started_unix_ns.push(started);

@@ -26,7 +26,8 @@ pub struct Probe {
     pub wake_ns: Option<f64>,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The upper median (the middle value, or the higher of the two middle ones); 0 for none.
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return 0.0;
     }

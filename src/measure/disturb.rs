@@ -22,6 +22,24 @@ pub const SHARE: f64 = 0.05;
 /// repetition is not one.
 pub const FLOOR_NS: u64 = 2_000_000;
 
+/// A cell is CPU-bound when its measured tasks ran at least this share of the wall time
+/// (`cpu_busy`, per busy thread) in the median of its earlier repetitions...
+pub const CPU_BOUND: f64 = 0.9;
+/// ... and one of its repetitions is starved when it ran under this share of that median:
+/// something took the CPU that the process snapshot cannot name (a kernel thread, interrupts,
+/// a process born and gone within the repetition, steal the hypervisor did not report).
+pub const STARVED: f64 = 0.8;
+
+/// Whether a repetition whose measured tasks ran `busy` of its wall time is starved against
+/// the cell's `earlier` repetitions' shares (at least two of them; see [`STARVED`]).
+pub fn starved(busy: f64, earlier: &[f64]) -> bool {
+    if earlier.len() < 2 || !busy.is_finite() {
+        return false;
+    }
+    let m = super::calib::median(earlier.to_vec());
+    m >= CPU_BOUND && busy < STARVED * m
+}
+
 /// PF_KTHREAD in /proc/PID/stat's flags.
 const PF_KTHREAD: u64 = 0x0020_0000;
 
@@ -295,6 +313,19 @@ pub fn plan_cpus(plan: &super::pin::CpuPlan) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cpu_bound_repetition_that_ran_half_the_time_is_starved() {
+        // micro.pipe's writer ran 97-100% of each window; a hog on its CPU halves that.
+        assert!(starved(0.5, &[1.0, 0.99, 0.97]));
+        assert!(!starved(0.95, &[1.0, 0.99, 0.97]));
+        // SQPOLL's two busy threads: 2.0 against 1.5 is starved too.
+        assert!(starved(1.5, &[2.0, 2.0]));
+        // A cell that is not CPU-bound (a server at 30% at its offered rate) is never judged.
+        assert!(!starved(0.1, &[0.3, 0.31, 0.29]));
+        // Too few earlier repetitions to know.
+        assert!(!starved(0.1, &[1.0]));
+    }
 
     #[test]
     fn stat_lines_parse_with_spaces_and_parentheses_in_the_name() {
