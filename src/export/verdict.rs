@@ -656,78 +656,41 @@ fn sweep_verdicts_by(workload: &str, cases: &[&CaseResult], m: Metric) -> Vec<Ve
     out
 }
 
-/// The open-loop sweep's answer per model: the highest offered rate it kept up with (achieved
-/// at least [`KEEP_UP`] of it) without a p99 over [`CAPACITY_P99_NS`] (claimed as
-/// `p99_over_target` says), and the first rate where it did not (the knee).
-pub const CAPACITY_P99_NS: f64 = 10e6;
-/// Share of the offered rate a server must achieve to count as keeping up.
-pub const KEEP_UP: f64 = equal_load::KEEP_UP;
-
-/// Whether a cell's p99 is over [`CAPACITY_P99_NS`] as a claim: in every repetition, each with
-/// at least [`TAIL_MIN`] samples beyond its p99 (a p99 from a thin tail is mostly one hiccup:
-/// shown, not claimed). Files without per-repetition p99s: the cell's p99.
-fn p99_over_target(f: &CaseFigures) -> bool {
-    if f.runs_p99_ns.is_empty() {
-        return f.latency_ns.p99 > CAPACITY_P99_NS;
-    }
-    f.p99_tail_min >= TAIL_MIN && f.runs_p99_ns.iter().all(|p| *p > CAPACITY_P99_NS)
-}
-
+/// The open-loop sweep's answer per model (`stats::equal_load::capacities`), in words.
 fn capacity(cases: &[&CaseResult], unit: &str) -> Vec<Verdict> {
-    let mut labels = Ordered::default();
-    let mut by_label: Vec<Vec<&CaseResult>> = Vec::new();
-    for c in cases {
-        let l = labels.add(c.label());
-        if l == by_label.len() {
-            by_label.push(Vec::new());
-        }
-        by_label[l].push(c);
-    }
-    let mut out = Vec::new();
-    for (l, cs) in labels.order.iter().zip(&by_label) {
-        let mut pts: Vec<(f64, bool)> = cs
-            .iter()
-            .filter(|c| c.status == Status::Measured)
-            .filter_map(|c| {
-                let f = c.figures.as_ref()?;
-                let offered = c.params.0.get("rate_per_sec")?.as_f64()?;
-                let achieved = crate::stats::equal_load::achieved_rate(c).unwrap_or(0.0);
-                (offered > 0.0).then(|| {
-                    let ok = achieved >= KEEP_UP * offered && !p99_over_target(f);
-                    (offered, ok)
-                })
-            })
-            .collect();
-        if pts.is_empty() {
-            continue;
-        }
-        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let knee = pts.iter().position(|p| !p.1);
-        let text = match knee {
-            Some(0) => format!(
-                "{l}: fell behind (or p99 > {} ms) already at {:.0} {unit} offered",
-                CAPACITY_P99_NS / 1e6,
-                pts[0].0
-            ),
-            Some(k) => format!(
-                "{l}: capacity {:.0} {unit} with p99 <= {} ms; the knee lies between {:.0} and {:.0} {unit}",
-                pts[k - 1].0,
-                CAPACITY_P99_NS / 1e6,
-                pts[k - 1].0,
-                pts[k].0
-            ),
-            None => format!(
-                "{l}: kept up with every offered rate up to {:.0} {unit} with p99 <= {} ms (knee beyond the sweep)",
-                pts[pts.len() - 1].0,
-                CAPACITY_P99_NS / 1e6
-            ),
-        };
-        out.push(Verdict {
-            text,
-            within_noise: false,
-        });
-    }
-    out
+    use crate::stats::equal_load::{capacities, Knee, CAPACITY_P99_NS};
+    let ms = CAPACITY_P99_NS / 1e6;
+    capacities(cases)
+        .into_iter()
+        .map(|c| {
+            let l = &c.label;
+            let mut text = match c.knee {
+                Knee::Below { rate } => {
+                    format!("{l}: fell behind (or p99 > {ms} ms) already at {rate:.0} {unit} offered")
+                }
+                Knee::Between { capacity, next } => format!(
+                    "{l}: capacity {capacity:.0} {unit} with p99 <= {ms} ms; the knee lies between \
+                     {capacity:.0} and {next:.0} {unit}"
+                ),
+                Knee::Beyond { max } => format!(
+                    "{l}: kept up with every offered rate up to {max:.0} {unit} with p99 <= {ms} ms \
+                     (knee beyond the sweep)"
+                ),
+            };
+            if !c.stalled_at.is_empty() {
+                let at: Vec<String> = c.stalled_at.iter().map(|r| format!("{r:.0}")).collect();
+                text += &format!(
+                    " (a repetition stalled at {} {unit}, and again when run once more: judged by \
+                     the typical repetition)",
+                    at.join(", ")
+                );
+            }
+            Verdict {
+                text,
+                within_noise: false,
+            }
+        })
+        .collect()
 }
 
 /// Verdicts of every workload, in workload order.
@@ -736,58 +699,4 @@ pub fn all(run: &RunResults) -> Vec<(String, Vec<Verdict>)> {
         .into_iter()
         .map(|(w, cases)| (w.to_string(), for_cases(w, &cases)))
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rate_cell(model: &str, rate: u64, achieved: u64, p99: f64) -> CaseResult {
-        let reps = 2;
-        serde_json::from_value(serde_json::json!({
-            "workload": "http.rate", "model": model,
-            "params": {"rate_per_sec": rate, "clients": 100},
-            "status": "measured", "op": "x", "knobs": {}, "warmups": 0, "repetitions": reps,
-            "latency_ns": {"min": 1.0, "p50": 1.0, "p90": 1.0, "p99": p99, "p999": p99,
-                           "max": p99, "mean": 1.0, "stddev": 0.0},
-            "run_p50_ns": {"median": 1.0, "min": 1.0, "max": 1.0, "mad": 0.0},
-            "ops_per_sec": {"median": 1.0, "min": 1.0, "max": 1.0, "mad": 0.0},
-            "cpu_ns_per_op": {"total": 1.0, "user": 0.5, "sys": 0.5},
-            "ctx_switches_per_op": 0.0, "syscalls_per_op": 1.0, "ops_total": 1,
-            "counters": {"offered_per_sec": rate * reps, "achieved_per_sec": achieved * reps},
-            "histogram": ""
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn capacity_is_the_last_rate_kept_up_with_under_the_p99_target() {
-        let cells = [
-            rate_cell("a", 10_000, 10_000, 1e6),
-            rate_cell("a", 20_000, 19_900, 2e6),
-            rate_cell("a", 40_000, 30_000, 50e6), // fell behind: the knee
-            rate_cell("b", 10_000, 10_000, 20e6), // p99 over target at once
-            rate_cell("b", 20_000, 20_000, 1e6),
-            rate_cell("c", 10_000, 10_000, 1e6),
-            rate_cell("c", 20_000, 20_000, 1e6),
-        ];
-        let refs: Vec<&CaseResult> = cells.iter().collect();
-        let v: Vec<String> = capacity(&refs, "req/s")
-            .into_iter()
-            .map(|v| v.text)
-            .collect();
-        assert_eq!(v.len(), 3, "{v:?}");
-        assert!(v[0].starts_with("a: capacity 20000 req/s"), "{}", v[0]);
-        assert!(v[0].contains("between 20000 and 40000"), "{}", v[0]);
-        assert!(
-            v[1].starts_with("b: fell behind") && v[1].contains("10000"),
-            "{}",
-            v[1]
-        );
-        assert!(
-            v[2].starts_with("c: kept up") && v[2].contains("20000"),
-            "{}",
-            v[2]
-        );
-    }
 }

@@ -121,6 +121,99 @@ pub fn cpu_per_op_evidence(a: &CaseFigures, b: &CaseFigures) -> Evidence {
     }
 }
 
+/// The p99 an open-loop rate sweep's capacity must stay under.
+pub const CAPACITY_P99_NS: f64 = 10e6;
+
+/// Whether a cell's p99 is over [`CAPACITY_P99_NS`] as a claim: in every repetition, each with
+/// at least `claims::TAIL_MIN` samples beyond its p99 (a p99 from a thin tail is mostly one
+/// hiccup: shown, not claimed). Files without per-repetition p99s: the cell's p99.
+pub fn p99_over_target(f: &CaseFigures) -> bool {
+    if f.runs_p99_ns.is_empty() {
+        return f.latency_ns.p99 > CAPACITY_P99_NS;
+    }
+    f.p99_tail_min >= claims::TAIL_MIN && f.runs_p99_ns.iter().all(|p| *p > CAPACITY_P99_NS)
+}
+
+/// Where along an open-loop rate sweep a model stopped keeping up.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Knee {
+    /// It fell behind (or its p99 was over the target) at the lowest rate offered.
+    Below { rate: f64 },
+    /// It kept up to `capacity`; the knee lies between that and `next`.
+    Between { capacity: f64, next: f64 },
+    /// It kept up with every rate offered, up to `max`.
+    Beyond { max: f64 },
+}
+
+/// One model's capacity along an open-loop rate sweep (`echo.rate`, `http.rate`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Capacity {
+    pub label: String,
+    pub knee: Knee,
+    /// Offered rates where a repetition of its cell stalled (and stayed stalled on its
+    /// re-run): named, so that one repetition is not read as the knee.
+    pub stalled_at: Vec<f64>,
+}
+
+/// The rate a cell achieved in its typical repetition: the median of its repetitions'
+/// throughput where the file has them (a stalled repetition does not move it), else the mean.
+fn typical_achieved(c: &CaseResult) -> Option<f64> {
+    let f = c.figures.as_ref()?;
+    if f.runs_ops_per_sec.is_empty() {
+        achieved_rate(c)
+    } else {
+        Some(super::median(&f.runs_ops_per_sec))
+    }
+}
+
+/// Each model's capacity along a rate sweep, in the cells' first-seen order: the highest
+/// offered rate at which its typical repetition achieved at least [`KEEP_UP`] of the offer
+/// with no p99 claimed over [`CAPACITY_P99_NS`], and the first rate where it did not.
+pub fn capacities(cases: &[&CaseResult]) -> Vec<Capacity> {
+    let mut labels: Vec<String> = Vec::new();
+    for c in cases {
+        if !labels.contains(&c.label()) {
+            labels.push(c.label());
+        }
+    }
+    let mut out = Vec::new();
+    for l in labels {
+        let mut pts: Vec<(f64, bool, bool)> = cases
+            .iter()
+            .filter(|c| c.label() == l && c.status == Status::Measured)
+            .filter_map(|c| {
+                let f = c.figures.as_ref()?;
+                let offered = c.params.0.get("rate_per_sec")?.as_f64()?;
+                let achieved = typical_achieved(c).unwrap_or(0.0);
+                (offered > 0.0).then(|| {
+                    let ok = !fell_behind(offered, achieved) && !p99_over_target(f);
+                    (offered, ok, c.warnings.contains(&Warning::Stalled))
+                })
+            })
+            .collect();
+        if pts.is_empty() {
+            continue;
+        }
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let knee = match pts.iter().position(|p| !p.1) {
+            Some(0) => Knee::Below { rate: pts[0].0 },
+            Some(k) => Knee::Between {
+                capacity: pts[k - 1].0,
+                next: pts[k].0,
+            },
+            None => Knee::Beyond {
+                max: pts[pts.len() - 1].0,
+            },
+        };
+        out.push(Capacity {
+            label: l,
+            knee,
+            stalled_at: pts.iter().filter(|p| p.2).map(|p| p.0).collect(),
+        });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,6 +233,61 @@ mod tests {
             "histogram": "", "runs_cpu_ns_per_op": cpu
         }))
         .unwrap()
+    }
+
+    fn rate_cell(model: &str, rate: u64, achieved: &[f64], p99: f64) -> CaseResult {
+        let reps = achieved.len() as u64;
+        let total: f64 = achieved.iter().sum();
+        serde_json::from_value(serde_json::json!({
+            "workload": "http.rate", "model": model,
+            "params": {"rate_per_sec": rate, "clients": 100},
+            "status": "measured", "op": "x", "knobs": {}, "warmups": 0, "repetitions": reps,
+            "latency_ns": {"min": 1.0, "p50": 1.0, "p90": 1.0, "p99": p99, "p999": p99,
+                           "max": p99, "mean": 1.0, "stddev": 0.0},
+            "run_p50_ns": {"median": 1.0, "min": 1.0, "max": 1.0, "mad": 0.0},
+            "ops_per_sec": {"median": 1.0, "min": 1.0, "max": 1.0, "mad": 0.0},
+            "cpu_ns_per_op": {"total": 1.0, "user": 0.5, "sys": 0.5},
+            "ctx_switches_per_op": 0.0, "syscalls_per_op": 1.0, "ops_total": 1,
+            "counters": {"offered_per_sec": rate * reps, "achieved_per_sec": total as u64},
+            "histogram": "", "runs_ops_per_sec": achieved
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn capacity_is_the_last_rate_kept_up_with_under_the_p99_target() {
+        let mut stalled = rate_cell(
+            "c",
+            40_000,
+            &[40_007.0, 39_692.0, 202.0, 39_755.0, 2000.0],
+            1e6,
+        );
+        stalled.warnings.push(Warning::Stalled);
+        let cells = [
+            rate_cell("a", 10_000, &[10_000.0; 3], 1e6),
+            rate_cell("a", 20_000, &[19_900.0; 3], 2e6),
+            rate_cell("a", 40_000, &[30_000.0; 3], 50e6), // fell behind: the knee
+            rate_cell("b", 10_000, &[10_000.0; 3], 20e6), // p99 over target at once
+            rate_cell("b", 20_000, &[20_000.0; 3], 1e6),
+            rate_cell("c", 10_000, &[10_000.0; 3], 1e6),
+            rate_cell("c", 20_000, &[20_000.0; 3], 1e6),
+            // Two of five repetitions stalled (the uring-tuned at 40 k): the typical
+            // repetition kept up, so no knee there, and the stall is named.
+            stalled,
+        ];
+        let refs: Vec<&CaseResult> = cells.iter().collect();
+        let v = capacities(&refs);
+        assert_eq!(v.len(), 3, "{v:?}");
+        assert_eq!(
+            v[0].knee,
+            Knee::Between {
+                capacity: 20_000.0,
+                next: 40_000.0
+            }
+        );
+        assert_eq!(v[1].knee, Knee::Below { rate: 10_000.0 });
+        assert_eq!(v[2].knee, Knee::Beyond { max: 40_000.0 });
+        assert_eq!(v[2].stalled_at, vec![40_000.0]);
     }
 
     #[test]
