@@ -44,18 +44,33 @@ fn fixture_findings_match_golden_and_name_the_change_of_lead() {
     let text = term_findings(&run);
     golden("findings.txt", &text);
     assert!(text.starts_with("Findings"));
-    // The crossover along the sweep: blocking leads at batch=1, epoll-lt at batch=64.
-    let batching = text
-        .lines()
-        .find(|l| l.contains("micro.batching:"))
-        .unwrap();
-    assert!(batching.contains("blocking leads"), "{batching}");
+    // Each workload: one plain sentence, then its evidence on the next line.
+    let line_after = |prefix: &str| -> (String, String) {
+        let mut it = text.lines().skip_while(|l| !l.contains(prefix));
+        let short = it.next().unwrap().to_string();
+        let evidence = it.next().unwrap().to_string();
+        assert!(
+            evidence.trim_start().starts_with("evidence: "),
+            "{evidence}"
+        );
+        (short, evidence)
+    };
+    // The crossover along the sweep: blocking leads at batch=1, epoll-lt at batch=64; the
+    // sentence says each leads at one point and who is behind by how much.
+    let (short, evidence) = line_after("micro.batching:");
     assert!(
-        batching.contains("the lead changes: epoll-lt at batch=64"),
-        "{batching}"
+        short.contains("epoll-lt leads at 1 of 2 points, blocking at 1"),
+        "{short}"
+    );
+    assert!(short.contains("2x and more: uring (2.3x)"), "{short}");
+    assert!(evidence.contains("blocking leads"), "{evidence}");
+    assert!(
+        evidence.contains("the lead changes: epoll-lt at batch=64"),
+        "{evidence}"
     );
     // No change of lead where the leader holds (micro.pipe: within noise at 4096).
-    let pipe = text.lines().find(|l| l.contains("micro.pipe:")).unwrap();
+    let (short, pipe) = line_after("micro.pipe:");
+    assert!(short.contains("blocking leads at every point"), "{short}");
     assert!(!pipe.contains("lead changes"), "{pipe}");
     assert!(
         pipe.contains("95% CI") && pipe.contains("signed-rank over 6 paired rounds, p="),
@@ -230,7 +245,11 @@ fn reports_open_with_findings_linked_to_sections() {
     let md = String::from_utf8(Format::Markdown.exporter().render(&run).unwrap()).unwrap();
     let f = md.find("## Findings").expect("markdown findings");
     assert!(f < md.find("## micro.syscall").unwrap());
-    assert!(md.contains("- [micro.pipe](#micropipe): blocking leads"));
+    assert!(md.contains(
+        "- [micro.pipe](#micropipe): by median latency per op over 2 points: blocking leads at \
+         every point"
+    ));
+    assert!(md.contains("  - evidence: blocking leads by median latency per op"));
 }
 
 /// Confidence on the figures: a cell with intervals gets the CI rows and the sample counts;

@@ -18,6 +18,10 @@ use crate::stats::findings::{self, Confidence, Finding, Point};
 #[derive(Clone, Debug, PartialEq)]
 pub struct Line {
     pub workload: String,
+    /// The answer in one plain sentence: who leads or is equivalent at every point, who is
+    /// behind and by how much over the points (and the p99 where a p99 claim is decided).
+    pub short: String,
+    /// The headline with its evidence.
     pub text: String,
     /// No model is clearly ahead at the headline point.
     pub within_noise: bool,
@@ -47,6 +51,10 @@ fn reps(m: Metric, f: &CaseFigures) -> Vec<f64> {
         Metric::LatencyP50 => f.runs_p50_ns.clone(),
         Metric::OpsPerSec => f.runs_ops_per_sec.clone(),
         Metric::CpuPerOp => f.runs_cpu_ns_per_op.clone(),
+        // A p99 is claimed only where every repetition had enough samples beyond it.
+        Metric::LatencyP99 if f.p99_tail_min >= crate::stats::claims::TAIL_MIN => {
+            f.runs_p99_ns.clone()
+        }
         Metric::LatencyP99 | Metric::SyscallsPer100 => Vec::new(),
     }
 }
@@ -316,6 +324,128 @@ fn words(f: &Finding, b: &Basis, op: &str) -> (String, bool) {
     (s, h.behind.is_empty())
 }
 
+/// "a, b and c".
+fn and_list(v: &[String]) -> String {
+    match v {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The standings of a finding in one plain clause: who leads where and who is equivalent to
+/// the leader everywhere, how many are not decided either way, and the models decided behind
+/// the leader grouped by how far (within 1.1x, 1.1x to 1.5x, 1.5x to 2x, 2x and more, each
+/// band with the range its models showed over the points).
+fn standings_words(f: &Finding) -> String {
+    let every = if f.points > 1 { " at every point" } else { "" };
+    let leaders: Vec<&findings::Standing> = f.standings.iter().filter(|s| s.led > 0).collect();
+    let mut out = match leaders.as_slice() {
+        [one] if one.led == f.points => format!("{} leads{every}", one.label),
+        _ if f.points == 1 => format!("{} leads", leaders[0].label),
+        many => {
+            let mut by: Vec<&&findings::Standing> = many.iter().collect();
+            by.sort_by_key(|s| std::cmp::Reverse(s.led));
+            let list: Vec<String> = by
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    if i == 0 {
+                        format!("{} leads at {} of {} points", s.label, s.led, f.points)
+                    } else {
+                        format!("{} at {}", s.label, s.led)
+                    }
+                })
+                .collect();
+            list.join(", ")
+        }
+    };
+    let front: Vec<String> = f
+        .standings
+        .iter()
+        .filter(|s| s.at_front() && s.led == 0)
+        .map(|s| s.label.clone())
+        .collect();
+    if !front.is_empty() {
+        out += &format!(
+            "; equivalent to the leader (within {:.0}%){every}: {}",
+            crate::stats::claims::MARGIN * 100.0,
+            and_list(&front)
+        );
+    }
+    let open: Vec<String> = f
+        .standings
+        .iter()
+        .filter(|s| s.behind == 0 && !s.at_front())
+        .map(|s| s.label.clone())
+        .collect();
+    match open.len() {
+        0 => {}
+        n if n > 4 => out += &format!("; {n} models not decided either way"),
+        _ => out += &format!("; not decided either way: {}", and_list(&open)),
+    }
+    const BANDS: [(f64, &str); 4] = [
+        (1.1, "within 1.1x"),
+        (1.5, "1.1x to 1.5x"),
+        (2.0, "1.5x to 2x"),
+        (f64::INFINITY, "2x and more"),
+    ];
+    let mut bands: Vec<String> = Vec::new();
+    let mut lower = 0.0;
+    for (upper, name) in BANDS {
+        let here: Vec<&findings::Standing> = f
+            .standings
+            .iter()
+            .filter(|s| s.behind > 0)
+            .filter(|s| {
+                let hi = s.times.map_or(1.0, |t| t.1);
+                hi >= lower && hi < upper
+            })
+            .collect();
+        lower = upper;
+        if here.is_empty() {
+            continue;
+        }
+        let (lo, hi) = here
+            .iter()
+            .filter_map(|s| s.times)
+            .fold((f64::INFINITY, 0.0f64), |(lo, hi), t| {
+                (lo.min(t.0), hi.max(t.1))
+            });
+        let range = if times_text(lo) == times_text(hi) {
+            times_text(lo)
+        } else {
+            format!("{} to {}", times_text(lo), times_text(hi))
+        };
+        let names: Vec<String> = here.iter().map(|s| s.label.clone()).collect();
+        bands.push(format!("{name}: {} ({range})", and_list(&names)));
+    }
+    if !bands.is_empty() {
+        out += &format!("; behind the leader where decided, {}", bands.join("; "));
+    }
+    out
+}
+
+/// The one-sentence answer of a workload: its basis, its standings, and its p99's where
+/// a p99 claim is decided.
+fn short_words(f: &Finding, b: &Basis, op: &str, p99: Option<&Finding>) -> String {
+    let points = if f.points == 1 {
+        "one point".to_string()
+    } else {
+        format!("{} points", f.points)
+    };
+    let mut s = format!(
+        "{}by {} over {points}: {}",
+        b.prefix,
+        noun(b.metric, op),
+        standings_words(f)
+    );
+    if let Some(p) = p99.filter(|p| p.standings.iter().any(|s| s.behind > 0)) {
+        s += &format!("; by p99 latency: {}", standings_words(p));
+    }
+    s
+}
+
 /// A workload with one model measured per point: its figure, nothing to rank.
 fn alone(pts: &[Point], b: &Basis) -> String {
     match pts.first().and_then(|p| p.entries.first().map(|e| (p, e))) {
@@ -366,20 +496,36 @@ pub fn rank_point(workload: &str, cells: &[&CaseResult]) -> Option<findings::Ran
 
 /// The finding of one workload's cells.
 pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Line {
-    let text = match basis(workload, cases) {
-        Err(why) => (why, false),
+    let (short, text, within_noise) = match basis(workload, cases) {
+        Err(why) => (why.clone(), why, false),
         Ok((b, cells)) => {
             let pts = points(workload, &cells, b.metric);
             match findings::of_points(&pts, higher_is_better(b.metric)) {
-                Some(f) => words(&f, &b, op_word(workload)),
-                None => (alone(&pts, &b), false),
+                Some(f) => {
+                    // The same cells' p99s, where the workload is a server's and the basis
+                    // is not the p99 already.
+                    let p99 = (is_net(workload) && b.metric != Metric::LatencyP99)
+                        .then(|| {
+                            let pp = points(workload, &cells, Metric::LatencyP99);
+                            findings::of_points(&pp, false)
+                        })
+                        .flatten();
+                    let op = op_word(workload);
+                    let (text, noise) = words(&f, &b, op);
+                    (short_words(&f, &b, op, p99.as_ref()), text, noise)
+                }
+                None => {
+                    let t = alone(&pts, &b);
+                    (t.clone(), t, false)
+                }
             }
         }
     };
     Line {
         workload: workload.to_string(),
-        text: text.0,
-        within_noise: text.1,
+        short,
+        text,
+        within_noise,
     }
 }
 

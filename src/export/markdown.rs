@@ -93,8 +93,11 @@ impl Exporter for Markdown {
                     "- [{}](#{}): {}\n",
                     l.workload,
                     gh_anchor(&l.workload),
-                    cell(&l.text)
+                    cell(&l.short)
                 );
+                if l.text != l.short {
+                    out += &format!("  - evidence: {}\n", cell(&l.text));
+                }
             }
             out.push('\n');
         }

@@ -12,7 +12,10 @@ pub fn findings_text(run: &RunResults) -> String {
     for s in super::findings::for_run(run) {
         out += &format!("  {} suite\n", s.suite);
         for l in &s.lines {
-            out += &format!("  - {}: {}\n", l.workload, l.text);
+            out += &format!("  - {}: {}\n", l.workload, l.short);
+            if l.text != l.short {
+                out += &format!("      evidence: {}\n", l.text);
+            }
         }
     }
     out += &format!(

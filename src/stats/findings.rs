@@ -306,6 +306,93 @@ pub struct Finding {
     pub leads: usize,
     /// Later points where another model leads and the headline's leader is clearly behind.
     pub flips: Vec<Flip>,
+    /// Every model's standing over the ranked points, for the one-sentence summary: those
+    /// never decided behind first (most leads first), then those decided behind somewhere,
+    /// nearest first.
+    pub standings: Vec<Standing>,
+}
+
+/// One model over a workload's ranked points.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Standing {
+    pub label: String,
+    /// Points where it was ranked, where it led, where it was equivalent to the leader
+    /// (within the margin), and where it was decided behind the leader.
+    pub ranked: usize,
+    pub led: usize,
+    pub equivalent: usize,
+    pub behind: usize,
+    /// How many times behind the leader, least and most, over the points where it was
+    /// decided behind.
+    pub times: Option<(f64, f64)>,
+}
+
+impl Standing {
+    /// Never decided behind, and led or was equivalent to the leader at every point it ran.
+    pub fn at_front(&self) -> bool {
+        self.behind == 0 && self.led + self.equivalent == self.ranked
+    }
+}
+
+/// Every model's standing over `ranked` points (see [`Finding::standings`]).
+fn standings(ranked: &[Ranking]) -> Vec<Standing> {
+    let mut out: Vec<Standing> = Vec::new();
+    let mut at = |label: &str| -> usize {
+        match out.iter().position(|s| s.label == label) {
+            Some(i) => i,
+            None => {
+                out.push(Standing {
+                    label: label.to_string(),
+                    ranked: 0,
+                    led: 0,
+                    equivalent: 0,
+                    behind: 0,
+                    times: None,
+                });
+                out.len() - 1
+            }
+        }
+    };
+    let mut idx = Vec::new();
+    for r in ranked {
+        idx.push((at(&r.leader), 0u8, 1.0));
+        for o in r.equivalent() {
+            idx.push((at(&o.label), 1, o.times));
+        }
+        for o in r.undecided() {
+            idx.push((at(&o.label), 2, o.times));
+        }
+        for o in &r.behind {
+            idx.push((at(&o.label), 3, o.times));
+        }
+    }
+    for (i, kind, t) in idx {
+        let s = &mut out[i];
+        s.ranked += 1;
+        match kind {
+            0 => s.led += 1,
+            1 => s.equivalent += 1,
+            3 => {
+                s.behind += 1;
+                s.times = Some(match s.times {
+                    None => (t, t),
+                    Some((lo, hi)) => (lo.min(t), hi.max(t)),
+                });
+            }
+            _ => {}
+        }
+    }
+    // Never behind first (most leads first), then behind, nearest first; stable otherwise.
+    out.sort_by(|a, b| {
+        (a.behind > 0)
+            .cmp(&(b.behind > 0))
+            .then(b.led.cmp(&a.led))
+            .then_with(|| {
+                let lo = |s: &Standing| s.times.map_or(1.0, |t| t.0);
+                lo(a).total_cmp(&lo(b))
+            })
+    });
+    out
 }
 
 /// The finding over a workload's points, in the order given (`None`: no point with two
@@ -337,6 +424,7 @@ pub fn of_points(points: &[Point], higher_is_better: bool) -> Option<Finding> {
         points: ranked.len(),
         leads,
         flips,
+        standings: standings(&ranked),
     })
 }
 
@@ -442,6 +530,54 @@ mod tests {
             at: at.into(),
             entries,
         }
+    }
+
+    #[test]
+    fn standings_sum_up_every_point() {
+        // Six rounds a point: a leads at both; b is a within 1% (equivalent); c is 1.3x
+        // behind at the first point and 2x at the second; d's rounds go both ways (undecided).
+        let r = |x: f64| -> Vec<f64> { (0..6).map(|k| x * (1.0 + 0.002 * k as f64)).collect() };
+        let d = |x: f64| -> Vec<f64> {
+            (0..6)
+                .map(|k| x * if k % 2 == 0 { 0.8 } else { 1.3 })
+                .collect()
+        };
+        let pts = [
+            pt(
+                "n=1",
+                vec![
+                    e("a", &r(100.0)),
+                    e("b", &r(100.5)),
+                    e("c", &r(130.0)),
+                    e("d", &d(100.0)),
+                ],
+            ),
+            pt(
+                "n=2",
+                vec![
+                    e("a", &r(200.0)),
+                    e("b", &r(201.0)),
+                    e("c", &r(400.0)),
+                    e("d", &d(200.0)),
+                ],
+            ),
+        ];
+        let f = of_points(&pts, false).unwrap();
+        let by = |l: &str| f.standings.iter().find(|s| s.label == l).unwrap().clone();
+        let (a, b, c, dd) = (by("a"), by("b"), by("c"), by("d"));
+        assert_eq!((a.led, a.ranked, a.behind), (2, 2, 0));
+        assert!(a.at_front() && b.at_front());
+        assert_eq!((b.equivalent, b.behind), (2, 0));
+        assert_eq!(c.behind, 2);
+        let (lo, hi) = c.times.unwrap();
+        assert!(
+            (lo - 1.3).abs() < 0.02 && (hi - 2.0).abs() < 0.03,
+            "{lo} {hi}"
+        );
+        assert!(!dd.at_front() && dd.behind == 0);
+        // Never behind first, most leads first; then behind.
+        assert_eq!(f.standings[0].label, "a");
+        assert_eq!(f.standings.last().unwrap().label, "c");
     }
 
     #[test]

@@ -174,9 +174,17 @@ fn findings_html(run: &RunResults, b: &mut String) {
     for s in super::findings::for_run(run) {
         let _ = write!(b, "<h4>{} suite</h4><ul class=\"findings\">", esc(&s.suite));
         for l in &s.lines {
+            let evidence = if l.text == l.short {
+                String::new()
+            } else {
+                format!(
+                    "<details><summary>evidence</summary>{}</details>",
+                    esc(&l.text)
+                )
+            };
             let _ = write!(
                 b,
-                "<li{}><a href=\"#{}\">{}</a>: {}</li>",
+                "<li{}><a href=\"#{}\">{}</a>: {}{evidence}</li>",
                 if l.within_noise {
                     " class=\"noise\""
                 } else {
@@ -184,7 +192,7 @@ fn findings_html(run: &RunResults, b: &mut String) {
                 },
                 anchor(&l.workload),
                 esc(&l.workload),
-                esc(&l.text)
+                esc(&l.short)
             );
         }
         b.push_str("</ul>");
