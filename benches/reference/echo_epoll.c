@@ -135,9 +135,16 @@ static int flush(int fd)
 
 /* A known extra cost for benches/known_answers.sh: ECHO_BURN_NS=N spins N ns of this thread's
  * CPU time per ECHO_BURN_MSG bytes read (default 64: one echo.rate message), so a ranking of
- * this server against itself must put the burning copy behind by N ns per message. */
+ * this server against itself must put the burning copy behind by N ns per message.
+ *
+ * The spin is a user-space loop of a count calibrated at start (the fastest of five 2 ms
+ * tries, on the CPU the server is pinned to), not a loop on CLOCK_THREAD_CPUTIME_ID: that
+ * clock is a syscall here (about 8 reads per 3 us spin, and the last overshoots), and such a
+ * loop measured 3,677 ns of thread CPU per "3,000 ns" burn; the calibrated loop 3,028. */
 static long burn_ns;
 static long burn_msg = 64;
+static double iters_per_ns;
+static volatile unsigned long burn_sink;
 
 static long thread_cpu_ns(void)
 {
@@ -146,14 +153,30 @@ static long thread_cpu_ns(void)
 	return ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
+static void spin(unsigned long n)
+{
+	for (unsigned long i = 0; i < n; i++)
+		burn_sink += i;
+}
+
+static void calibrate(void)
+{
+	for (int k = 0; k < 5; k++) {
+		unsigned long n = 1000000;
+		long t0 = thread_cpu_ns();
+		spin(n);
+		long t1 = thread_cpu_ns();
+		if (t1 > t0 && (double)n / (double)(t1 - t0) > iters_per_ns)
+			iters_per_ns = (double)n / (double)(t1 - t0);
+	}
+}
+
 static void burn(size_t bytes)
 {
 	if (burn_ns <= 0)
 		return;
 	long msgs = ((long)bytes + burn_msg - 1) / burn_msg;
-	long until = thread_cpu_ns() + msgs * burn_ns;
-	while (thread_cpu_ns() < until)
-		;
+	spin((unsigned long)((double)(msgs * burn_ns) * iters_per_ns));
 }
 
 /* Serves one connection after an edge: flush, then read/echo until drained, blocked by the
@@ -242,6 +265,8 @@ int main(int argc, char **argv)
 		burn_ns = atol(getenv("ECHO_BURN_NS"));
 	if (getenv("ECHO_BURN_MSG") && atol(getenv("ECHO_BURN_MSG")) > 0)
 		burn_msg = atol(getenv("ECHO_BURN_MSG"));
+	if (burn_ns > 0)
+		calibrate();
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[1]))};
 	if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1) {
 		fprintf(stderr, "echo_epoll: bad IPv4 address '%s'\n", ip);
