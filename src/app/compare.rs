@@ -207,6 +207,33 @@ pub fn run(base: &Path, new: &Path, threshold: f64, allow_untested: bool) -> any
             );
         }
     }
+    // Models whose own scatter is well beyond their workload's noise (twice its upper bound
+    // and over 2%), one line per model and workload.
+    let mut scatter: Vec<((String, String), Vec<String>, usize)> = Vec::new();
+    for m in &cmp.model_noise {
+        let group = cmp
+            .noise
+            .iter()
+            .find(|n| n.workload == m.workload && n.figure == m.figure && n.relative == m.relative)
+            .and_then(|n| n.tau)
+            .map_or(0.0, |t| t.upper);
+        if m.tau > 2.0 * group && m.tau > 0.02 {
+            let k = (m.label.clone(), m.workload.clone());
+            let fig = format!("{} ±{:.0}%", m.figure.name(), (m.tau.exp() - 1.0) * 100.0);
+            match scatter.iter_mut().find(|s| s.0 == k) {
+                Some(s) => s.1.push(fig),
+                None => scatter.push((k, vec![fig], m.points)),
+            }
+        }
+    }
+    for ((label, workload), figs, points) in &scatter {
+        let _ = writeln!(
+            out,
+            "{label} in {workload} scattered over its {points} points between the runs, beyond \
+             its workload's noise: {} per run (its changes there are judged against that)",
+            figs.join(", ")
+        );
+    }
     for (which, u) in &cmp.unstable {
         let _ = writeln!(
             out,

@@ -315,8 +315,9 @@ pub struct Test {
     /// The change's log ratio and its variance from the rounds of the two runs.
     pub log_change: f64,
     pub within_var: f64,
-    /// The run-to-run noise (log sd per run) it was judged with; `None` where too few cells
-    /// allowed an estimate (judged with the rounds alone).
+    /// The run-to-run noise (log sd per run) it was judged with: the larger of its
+    /// workload's ([`RunNoise`]) and its model's own ([`ModelNoise`]); `None` where too few
+    /// cells allowed an estimate (judged with the rounds alone).
     pub run_noise: Option<f64>,
     /// Mann-Whitney over the per-round values (`None` with fewer than two a side).
     pub p_rounds: Option<f64>,
@@ -402,6 +403,8 @@ pub struct Comparison {
     pub probes: Option<ProbeDrift>,
     /// The run-to-run noise of each workload's figures, estimated from the cells.
     pub noise: Vec<RunNoise>,
+    /// Each model's own noise per workload and figure (see [`ModelNoise`]).
+    pub model_noise: Vec<ModelNoise>,
     /// Models that jumped between two levels within a run ("BASE" or "NEW"), per workload.
     pub unstable: Vec<(&'static str, super::stability::Unstable)>,
 }
@@ -906,6 +909,65 @@ fn noise_of(cells: &[CellChange]) -> Vec<RunNoise> {
         .collect()
 }
 
+/// One model's own run-to-run noise in a workload's figure: how far its changes scatter
+/// over its points around their median (`tau`, log sd per run). A real change of a model
+/// moves its points together; two runs that each caught the model in another state move them
+/// apart, in both directions. Estimated from at least [`MODEL_NOISE_MIN`] points: the median
+/// of the squared deviations against chi-square(1)'s, less the typical within-run variance
+/// (with three points one deviation is 0, so one point's change alone does not raise it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelNoise {
+    pub workload: String,
+    pub label: String,
+    pub figure: Figure,
+    pub relative: bool,
+    pub points: usize,
+    pub tau: f64,
+}
+
+/// The fewest points of a model from which [`ModelNoise`] is estimated.
+pub const MODEL_NOISE_MIN: usize = 3;
+
+/// Every model's own noise per (workload, figure), where it has enough points (0 when its
+/// changes agree).
+fn model_noise_of(cells: &[CellChange]) -> Vec<ModelNoise> {
+    type Key = (String, String, Figure, bool);
+    let mut groups: Vec<(Key, Vec<(f64, f64)>)> = Vec::new();
+    for c in cells {
+        for f in c.figures.iter().filter(|f| f.test.p_rounds.is_some()) {
+            let k = (
+                c.workload.clone(),
+                c.label.clone(),
+                f.figure,
+                f.test.relative,
+            );
+            let x = (f.test.log_change, f.test.within_var);
+            match groups.iter_mut().find(|g| g.0 == k) {
+                Some(g) => g.1.push(x),
+                None => groups.push((k, vec![x])),
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .filter(|g| g.1.len() >= MODEL_NOISE_MIN)
+        .map(|((workload, label, figure, relative), v)| {
+            let mid = median(&v.iter().map(|x| x.0).collect::<Vec<_>>());
+            let sq: Vec<f64> = v.iter().map(|x| (x.0 - mid).powi(2)).collect();
+            let within = median(&v.iter().map(|x| x.1).collect::<Vec<_>>());
+            let t2 = ((median(&sq) / 0.454_936_4 - within) / 2.0).max(0.0);
+            ModelNoise {
+                workload,
+                label,
+                figure,
+                relative,
+                points: v.len(),
+                tau: t2.sqrt(),
+            }
+        })
+        .collect()
+}
+
 /// The run-to-run noise of one group of tests (a workload's figure, relative or not).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunNoise {
@@ -1095,8 +1157,10 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
             unstable: None,
         });
     }
-    // The run-to-run noise of each workload's figures, then each decisive test with it.
+    // The run-to-run noise of each workload's figures and of each model's, then each decisive
+    // test with the larger.
     cmp.noise = noise_of(&cmp.cells);
+    cmp.model_noise = model_noise_of(&cmp.cells);
     for c in &mut cmp.cells {
         let w = c.workload.clone();
         for f in &mut c.figures {
@@ -1104,12 +1168,26 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
             let Some(p_rounds) = t.p_rounds else {
                 continue;
             };
-            t.run_noise = cmp
+            let group = cmp
                 .noise
                 .iter()
                 .find(|n| n.workload == w && n.figure == f.figure && n.relative == t.relative)
                 .and_then(|n| n.tau)
                 .map(|t| t.upper);
+            let model = cmp
+                .model_noise
+                .iter()
+                .find(|m| {
+                    m.workload == w
+                        && m.label == c.label
+                        && m.figure == f.figure
+                        && m.relative == t.relative
+                })
+                .map(|m| m.tau);
+            t.run_noise = match (group, model) {
+                (Some(g), Some(m)) => Some(g.max(m)),
+                (g, m) => g.or(m),
+            };
             let var = t.within_var + 2.0 * t.run_noise.unwrap_or(0.0).powi(2);
             t.p_runs = Some(if var > 0.0 {
                 (2.0 * normal_sf(t.log_change.abs() / var.sqrt())).min(1.0)
@@ -1498,6 +1576,44 @@ mod tests {
             .iter()
             .filter(|x| x.label == "m5")
             .any(|x| x.unstable.is_some()));
+    }
+
+    #[test]
+    fn a_model_whose_points_scatter_between_runs_is_judged_against_its_scatter() {
+        // Model 7 is 15% slower at two sizes and 13% faster at the other two in NEW, as a
+        // model with two states does from run to run (the A/A pair's uring-sqpoll at
+        // http.clients: -17%, +7%, +2%, -9%); every other model as in an A/A pair. Its
+        // changes go both ways: its own scatter, not a change of the code. Model 6 is 20%
+        // slower at every size: its points move together, a regression.
+        let a = run(21, 0.01, |_, _, _| 1.0);
+        let b = run(22, 0.01, |m, size, _| match (m, size) {
+            (7, 64) | (7, 1024) => 1.15,
+            (7, _) => 0.87,
+            (6, _) => 1.2,
+            _ => 1.0,
+        });
+        let c = compare(&a, &b, 5.0);
+        let (reg, imp) = calls(&c);
+        assert!(
+            reg.iter().chain(&imp).all(|r| !r.contains(" m7 ")),
+            "{reg:?} {imp:?}"
+        );
+        assert!(
+            reg.iter().filter(|r| r.contains(" m6 ")).count() >= 3,
+            "{reg:?}"
+        );
+        let m7 = c
+            .model_noise
+            .iter()
+            .find(|m| m.label == "m7" && m.figure == Figure::P50)
+            .unwrap();
+        assert!(m7.tau > 0.08, "{m7:?}");
+        let m6 = c
+            .model_noise
+            .iter()
+            .find(|m| m.label == "m6" && m.figure == Figure::P50)
+            .unwrap();
+        assert!(m6.tau < 0.03, "{m6:?}");
     }
 
     #[test]
