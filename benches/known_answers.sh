@@ -11,7 +11,12 @@
 #
 # Usage: benches/known_answers.sh [OUT_DIR]            (default /tmp/known-answers)
 #        benches/known_answers.sh --check DIR          (check a run already made)
-# Env: BURN_NS (default 3000), PROFILE (default quick), RUNS (rounds; default the profile's),
+# Env: BURN_NS (default 3000), PROFILE (default quick), RUNS (rounds, one look at alpha 0.05;
+#      default 16: at 10,000 msgs/s a message costs the server ~25 us, mostly the cross-CPU
+#      wake-up, which moves by +-15% from round to round with the host's state, so the 12%
+#      of a 3 us burn is left undecided by quick's 6 to 10 rounds (p=0.027 over ten, at the
+#      second look's 0.025): correctly undecided, not a known answer. 16 rounds decide it;
+#      RUNS= (empty) uses the profile's adaptive rounds),
 #      LOCK (default /tmp/ringside-bench.lock). Exit 0 when every check holds, 1 otherwise.
 # It measures: run it on a quiet machine, never from a test.
 set -euo pipefail
@@ -96,8 +101,9 @@ bin=$(mktemp -d /tmp/ringside-known.XXXXXX)
 trap 'rm -rf "$bin"' EXIT
 cp "$RS" "$bin/ringside"
 ${CC:-gcc} -O2 -Wall -o "$bin/echo_epoll" "$here/reference/echo_epoll.c"
+RUNS=${RUNS-16}
 runs=()
-if [ -n "${RUNS:-}" ]; then runs=(--runs "$RUNS"); fi
+if [ -n "$RUNS" ]; then runs=(--runs "$RUNS"); fi
 rm -rf "$OUT"
 flock "$LOCK" "$bin/ringside" run echo.rate --profile "$PROFILE" ${runs[@]+"${runs[@]}"} \
     --contender "echo:twin-a=$bin/echo_epoll {port}" \
