@@ -158,7 +158,8 @@ fn equal_load_ranks_server_cpu_per_op_with_significance_and_names_who_fell_behin
              offered rate (achieved less than 95% of it in a repetition): c (achieved 24000)",
             "at equal load (30000 msgs/s offered, conns=50): ranked by server CPU per message \
              (less is better): b leads (102 ns); behind it by: a 1.4x (signed-rank over 6 \
-             paired rounds, p=0.031 after FDR; 1.4x to 1.4x at 95%)",
+             paired rounds, p=0.031 after FDR; 1.4x to 1.4x at 95%); differences under 1% are \
+             invisible here",
         ],
         "{v:#?}"
     );

@@ -99,7 +99,7 @@ fn confidence_text(c: &Confidence) -> String {
 
 /// "differences under 6% are invisible here": the smallest difference the leader's claims
 /// could tell apart (the median of their interval half-widths), when they have enough rounds.
-fn invisible_text(r: &findings::Ranking) -> String {
+pub(crate) fn invisible_text(r: &findings::Ranking) -> String {
     let mut v: Vec<f64> = r
         .near
         .iter()
