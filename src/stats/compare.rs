@@ -253,7 +253,7 @@ fn change(
 }
 
 /// Which figure a [`Change`] is of.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Figure {
     P50,
     OpsPerSec,
@@ -758,22 +758,6 @@ fn point_key(c: &CaseResult) -> String {
     format!("{} {}", c.workload, p.join(" "))
 }
 
-/// Per-round values of `cell` divided by the geometric mean of the `others`' values in the
-/// same round (rounds where every other has a positive value).
-fn relative_runs(cell: &[f64], others: &[Vec<f64>]) -> Vec<f64> {
-    cell.iter()
-        .enumerate()
-        .filter_map(|(k, a)| {
-            let logs: Vec<f64> = others
-                .iter()
-                .map(|o| o.get(k).copied().filter(|v| *v > 0.0).map(f64::ln))
-                .collect::<Option<Vec<f64>>>()?;
-            let gm = (logs.iter().sum::<f64>() / logs.len() as f64).exp();
-            (a.is_finite() && !logs.is_empty()).then(|| a / gm)
-        })
-        .collect()
-}
-
 /// A cell of a point measured, undisturbed, in both runs, with its figures' runs in each.
 struct Peer<'a> {
     cell: &'a CaseResult,
@@ -802,7 +786,13 @@ fn relative_to(
     if ob.is_empty() {
         return None;
     }
-    let (xb, xn) = (relative_runs(rb, &ob), relative_runs(rn, &on));
+    fn slices(v: &[Vec<f64>]) -> Vec<&[f64]> {
+        v.iter().map(Vec::as_slice).collect()
+    }
+    let (xb, xn) = (
+        super::stability::relative_rounds(rb, &slices(&ob)),
+        super::stability::relative_rounds(rn, &slices(&on)),
+    );
     if xb.len() < 2 || xn.len() < 2 {
         return None;
     }
@@ -933,6 +923,7 @@ pub const MODEL_NOISE_MIN: usize = 3;
 fn model_noise_of(cells: &[CellChange]) -> Vec<ModelNoise> {
     type Key = (String, String, Figure, bool);
     let mut groups: Vec<(Key, Vec<(f64, f64)>)> = Vec::new();
+    let mut index: std::collections::HashMap<Key, usize> = Default::default();
     for c in cells {
         for f in c.figures.iter().filter(|f| f.test.p_rounds.is_some()) {
             let k = (
@@ -941,11 +932,11 @@ fn model_noise_of(cells: &[CellChange]) -> Vec<ModelNoise> {
                 f.figure,
                 f.test.relative,
             );
-            let x = (f.test.log_change, f.test.within_var);
-            match groups.iter_mut().find(|g| g.0 == k) {
-                Some(g) => g.1.push(x),
-                None => groups.push((k, vec![x])),
-            }
+            let at = *index.entry(k.clone()).or_insert_with(|| {
+                groups.push((k, Vec::new()));
+                groups.len() - 1
+            });
+            groups[at].1.push((f.test.log_change, f.test.within_var));
         }
     }
     groups
@@ -1161,6 +1152,16 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
     // test with the larger.
     cmp.noise = noise_of(&cmp.cells);
     cmp.model_noise = model_noise_of(&cmp.cells);
+    let model_tau: std::collections::HashMap<(&str, &str, Figure, bool), f64> = cmp
+        .model_noise
+        .iter()
+        .map(|m| {
+            (
+                (m.workload.as_str(), m.label.as_str(), m.figure, m.relative),
+                m.tau,
+            )
+        })
+        .collect();
     for c in &mut cmp.cells {
         let w = c.workload.clone();
         for f in &mut c.figures {
@@ -1174,16 +1175,9 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
                 .find(|n| n.workload == w && n.figure == f.figure && n.relative == t.relative)
                 .and_then(|n| n.tau)
                 .map(|t| t.upper);
-            let model = cmp
-                .model_noise
-                .iter()
-                .find(|m| {
-                    m.workload == w
-                        && m.label == c.label
-                        && m.figure == f.figure
-                        && m.relative == t.relative
-                })
-                .map(|m| m.tau);
+            let model = model_tau
+                .get(&(w.as_str(), c.label.as_str(), f.figure, t.relative))
+                .copied();
             t.run_noise = match (group, model) {
                 (Some(g), Some(m)) => Some(g.max(m)),
                 (g, m) => g.or(m),

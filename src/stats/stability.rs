@@ -216,24 +216,24 @@ pub fn two_levels(values: &[f64]) -> Option<Levels> {
 }
 
 /// Per-round values of one cell over the geometric mean of its point's other models in the
-/// same rounds (`others`: their per-round values); the cell's own values when it has no
-/// other model, or when a round lacks a positive value of every model.
+/// same rounds (`others`: their per-round values), over the rounds where the cell and every
+/// other model have a positive value; the cell's own values when it has no other model.
+/// `compare` and [`unstable`] both judge a cell this way.
 pub fn relative_rounds(cell: &[f64], others: &[&[f64]]) -> Vec<f64> {
     if others.is_empty() {
         return cell.to_vec();
     }
-    let mut out = Vec::with_capacity(cell.len());
-    for (k, a) in cell.iter().enumerate() {
-        let mut sum = 0.0;
-        for o in others {
-            match o.get(k) {
-                Some(v) if *v > 0.0 && v.is_finite() => sum += v.ln(),
-                _ => return cell.to_vec(),
+    cell.iter()
+        .enumerate()
+        .filter_map(|(k, a)| {
+            let mut sum = 0.0;
+            for o in others {
+                let v = o.get(k).copied().filter(|v| *v > 0.0 && v.is_finite())?;
+                sum += v.ln();
             }
-        }
-        out.push(a / (sum / others.len() as f64).exp());
-    }
-    out
+            (*a > 0.0 && a.is_finite()).then(|| a / (sum / others.len() as f64).exp())
+        })
+        .collect()
 }
 
 /// A model that jumped between two levels within a run at one of a workload's points.
@@ -276,23 +276,32 @@ pub fn unstable(run: &RunResults) -> Vec<Unstable> {
         .iter()
         .filter(|c| c.status == Status::Measured && c.figures.is_some())
         .collect();
+    // The cells of each point, once (linear in the cells; a point's models pair among
+    // themselves only).
+    let mut points: Vec<((String, String), Vec<usize>)> = Vec::new();
+    let mut index: std::collections::HashMap<(String, String), usize> = Default::default();
+    for (ci, c) in measured.iter().enumerate() {
+        let key = point_of(c);
+        let at = *index.entry(key.clone()).or_insert_with(|| {
+            points.push((key, Vec::new()));
+            points.len() - 1
+        });
+        points[at].1.push(ci);
+    }
     // Per point and figure, every model's jump in its relative values.
     let mut found: Vec<(usize, (String, String), usize, Levels)> = Vec::new();
-    for (ci, c) in measured.iter().enumerate() {
-        let point = point_of(c);
-        let peers: Vec<&CaseResult> = measured
-            .iter()
-            .copied()
-            .filter(|o| !std::ptr::eq(*o, *c) && point_of(o) == point)
-            .collect();
-        for (i, (_, mine)) in round_figures(c).into_iter().enumerate() {
-            let others: Vec<&[f64]> = peers
-                .iter()
-                .map(|o| round_figures(o)[i].1)
-                .filter(|v| v.len() >= mine.len() && !mine.is_empty())
-                .collect();
-            if let Some(levels) = two_levels(&relative_rounds(mine, &others)) {
-                found.push((ci, point.clone(), i, levels));
+    for (point, cells) in &points {
+        for &ci in cells {
+            for (i, (_, mine)) in round_figures(measured[ci]).into_iter().enumerate() {
+                let others: Vec<&[f64]> = cells
+                    .iter()
+                    .filter(|&&o| o != ci)
+                    .map(|&o| round_figures(measured[o])[i].1)
+                    .filter(|v| v.len() >= mine.len() && !mine.is_empty())
+                    .collect();
+                if let Some(levels) = two_levels(&relative_rounds(mine, &others)) {
+                    found.push((ci, point.clone(), i, levels));
+                }
             }
         }
     }
