@@ -97,27 +97,6 @@ fn confidence_text(c: &Confidence) -> String {
     c.text()
 }
 
-/// "differences under 6% are invisible here": the smallest difference the leader's claims
-/// could tell apart (the median of their interval half-widths), when they have enough rounds.
-pub(crate) fn invisible_text(r: &findings::Ranking) -> String {
-    let mut v: Vec<f64> = r
-        .near
-        .iter()
-        .chain(&r.behind)
-        .filter_map(|o| o.confidence.claim.as_ref())
-        .map(|c| c.invisible_pct())
-        .filter(|x| x.is_finite())
-        .collect();
-    if v.is_empty() {
-        return String::new();
-    }
-    v.sort_by(f64::total_cmp);
-    format!(
-        "; differences under {:.0}% are invisible here",
-        v[v.len() / 2].max(1.0)
-    )
-}
-
 /// The workload's cells as points to rank, in order: run order, or along the sweep parameter
 /// (grouped by the other parameters).
 fn points(workload: &str, cells: &[(&CaseResult, &CaseFigures)], m: Metric) -> Vec<Point> {
@@ -293,7 +272,7 @@ fn words(f: &Finding, b: &Basis, op: &str) -> (String, bool) {
     if !undecided.is_empty() {
         s += &format!("; undecided against it: {undecided}");
     }
-    s += &invisible_text(h);
+    s += &super::table::invisible_text(h.invisible_pct());
     if f.points > 1 && f.leads == f.points && !h.behind.is_empty() {
         s += &format!(
             "; the same at all {} points (leads, or is not decided behind the leader)",

@@ -520,6 +520,13 @@ pub fn case_rows(run: &RunResults) -> Table {
     }
 }
 
+/// "; differences under 6% are invisible here" for a ranking's `invisible_pct` (at least 1%);
+/// nothing without one.
+pub fn invisible_text(pct: Option<f64>) -> String {
+    pct.map(|p| format!("; differences under {:.0}% are invisible here", p.max(1.0)))
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -181,7 +181,7 @@ fn claims_text(r: &findings::Ranking) -> String {
     if !und.is_empty() {
         text.push_str(&format!("; undecided against it: {und}"));
     }
-    text.push_str(&super::findings::invisible_text(r));
+    text.push_str(&super::table::invisible_text(r.invisible_pct()));
     text
 }
 

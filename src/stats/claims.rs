@@ -24,7 +24,7 @@
 //! *undecided*, with the rounds behind it. [`Claim::invisible_pct`] says how large a
 //! difference the rounds could not have told apart from none.
 
-use super::compare::normal_sf;
+use super::rank::normal_sf;
 
 /// Significance level of every claim (a cell's `claim_alpha` may lower it: adaptive rounds).
 pub const ALPHA: f64 = crate::results::schema::DEFAULT_CLAIM_ALPHA;
@@ -353,7 +353,7 @@ pub fn unpaired(a: &[f64], b: &[f64], higher_is_better: bool, alpha: f64) -> Opt
     } else {
         (mb / ma, (lo, hi))
     };
-    let p = super::compare::mann_whitney(a, b);
+    let p = super::rank::mann_whitney(a, b);
     let mut c = Claim {
         outcome: Outcome::Undecided,
         times,
@@ -377,7 +377,7 @@ fn judge(c: &Claim, alpha: f64) -> Outcome {
     let enough = if c.paired {
         min_p(c.rounds) < alpha
     } else {
-        super::compare::min_p(c.rounds, c.rounds) < alpha
+        super::rank::min_p(c.rounds, c.rounds) < alpha
     };
     if enough && c.ci.0 >= 1.0 / m && c.ci.1 <= m {
         Outcome::Equivalent
@@ -674,7 +674,7 @@ mod tests {
         assert!((c.times - 1.1).abs() < 0.03, "{c:?}");
         assert!(c.ci.0 > 1.05 && c.ci.1 < 1.15, "{c:?}");
         // The same figures unpaired would not separate: the drift dwarfs the effect.
-        assert!(super::super::compare::mann_whitney(&a, &b).unwrap() > ALPHA);
+        assert!(super::super::rank::mann_whitney(&a, &b).unwrap() > ALPHA);
     }
 
     #[test]

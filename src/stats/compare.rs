@@ -22,6 +22,8 @@
 //! threshold is reported as untested, never as "no significant change"; [`Comparison::gate`]
 //! says what makes `ringside compare` exit 1.
 
+use super::rank::normal_sf;
+pub use super::rank::{mann_whitney, min_p, reps_needed, testable};
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status, Warning};
 use crate::stats::median;
@@ -33,130 +35,6 @@ pub const RATE_TOLERANCE: f64 = 0.10;
 /// A probe whose median moved by more than this (and significantly) means the machine
 /// changed between the runs.
 pub const PROBE_DRIFT: f64 = 0.10;
-
-/// The smallest two-sided p-value the Mann-Whitney U test can reach with `n1` and `n2`
-/// values: both samples completely apart, the one arrangement in C(n1 + n2, n1) (per tail)
-/// that is most extreme. Ties only coarsen the distribution, so no p is ever smaller.
-pub fn min_p(n1: usize, n2: usize) -> f64 {
-    if n1 == 0 || n2 == 0 {
-        return 1.0;
-    }
-    // C(n1 + n2, k) as a product of ratios; it only grows, so overflow is to +inf (p -> 0).
-    let k = n1.min(n2);
-    let mut c = 1.0f64;
-    for i in 1..=k {
-        c = c * (n1 + n2 - k + i) as f64 / i as f64;
-    }
-    (2.0 / c).min(1.0)
-}
-
-/// Whether `n1` against `n2` values can ever be significant at `alpha`.
-pub fn testable(n1: usize, n2: usize, alpha: f64) -> bool {
-    n1 >= 2 && n2 >= 2 && min_p(n1, n2) < alpha
-}
-
-/// The fewest repetitions per side with which a change can be significant at `alpha`
-/// (4 at 0.05: 2/70 = 0.029, while 3 gives 2/20 = 0.1).
-pub fn reps_needed(alpha: f64) -> usize {
-    (2..=1000).find(|&n| testable(n, n, alpha)).unwrap_or(1000)
-}
-
-/// Two-sided p-value of the Mann-Whitney U test; `None` with fewer than 2 values a side. Never
-/// below [`min_p`] (the normal approximation used with ties could otherwise claim more than
-/// the samples can show).
-pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<f64> {
-    mann_whitney_raw(a, b).map(|p| p.max(min_p(a.len(), b.len())))
-}
-
-fn mann_whitney_raw(a: &[f64], b: &[f64]) -> Option<f64> {
-    let (n1, n2) = (a.len(), b.len());
-    if n1 < 2 || n2 < 2 {
-        return None;
-    }
-    let mut all: Vec<(f64, bool)> = a
-        .iter()
-        .map(|&x| (x, true))
-        .chain(b.iter().map(|&x| (x, false)))
-        .collect();
-    all.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let n = all.len();
-    let mut r1 = 0.0;
-    let mut tie_term = 0.0;
-    let mut i = 0;
-    while i < n {
-        let mut j = i;
-        while j + 1 < n && all[j + 1].0 == all[i].0 {
-            j += 1;
-        }
-        let rank = (i + j) as f64 / 2.0 + 1.0; // average rank of the tie group
-        let t = (j - i + 1) as f64;
-        tie_term += t * t * t - t;
-        r1 += all[i..=j].iter().filter(|x| x.1).count() as f64 * rank;
-        i = j + 1;
-    }
-    let (f1, f2) = (n1 as f64, n2 as f64);
-    let u1 = r1 - f1 * (f1 + 1.0) / 2.0;
-    let u = u1.min(f1 * f2 - u1);
-    if tie_term == 0.0 && n1 <= 25 && n2 <= 25 {
-        return Some(exact_p(n1, n2, u));
-    }
-    let mu = f1 * f2 / 2.0;
-    let nf = n as f64;
-    let var = f1 * f2 / 12.0 * ((nf + 1.0) - tie_term / (nf * (nf - 1.0)));
-    if var <= 0.0 {
-        return Some(1.0);
-    }
-    let z = ((u1 - mu).abs() - 0.5).max(0.0) / var.sqrt();
-    Some((2.0 * normal_sf(z)).min(1.0))
-}
-
-/// Exact two-sided p for U <= `u` (the smaller U), by counting arrangements.
-fn exact_p(n1: usize, n2: usize, u: f64) -> f64 {
-    let max_u = n1 * n2;
-    // f[i][j] = counts of U over arrangements of i a's and j b's, indexed by U.
-    let mut f = vec![vec![Vec::<f64>::new(); n2 + 1]; n1 + 1];
-    for i in 0..=n1 {
-        for j in 0..=n2 {
-            let mut v = vec![0.0; i * j + 1];
-            if i == 0 || j == 0 {
-                v[0] = 1.0;
-            } else {
-                // Largest element from a (beats all j b's) or from b.
-                for (k, c) in f[i - 1][j].iter().enumerate() {
-                    v[k + j] += c;
-                }
-                for (k, c) in f[i][j - 1].iter().enumerate() {
-                    v[k] += c;
-                }
-            }
-            f[i][j] = v;
-        }
-    }
-    let dist = &f[n1][n2];
-    let total: f64 = dist.iter().sum();
-    let k = (u.floor() as usize).min(max_u);
-    let tail: f64 = dist[..=k].iter().sum();
-    (2.0 * tail / total).min(1.0)
-}
-
-/// Upper tail of the standard normal, via erfc (Numerical Recipes' erfcc, |error| < 1.2e-7).
-pub(crate) fn normal_sf(z: f64) -> f64 {
-    let x = z / std::f64::consts::SQRT_2;
-    let t = 1.0 / (1.0 + 0.5 * x.abs());
-    let y = t
-        * (-x * x - 1.265_512_23
-            + t * (1.000_023_68
-                + t * (0.374_091_96
-                    + t * (0.096_784_18
-                        + t * (-0.186_288_06
-                            + t * (0.278_868_07
-                                + t * (-1.135_203_98
-                                    + t * (1.488_515_87
-                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
-            .exp();
-    let erfc = if x >= 0.0 { y } else { 2.0 - y };
-    erfc / 2.0
-}
 
 /// How a change was judged significant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -641,48 +519,11 @@ fn context(run: &RunResults) -> Vec<(String, String)> {
     out
 }
 
-/// The calibration probes' per-round values of a run: (syscall, wake-up).
-fn probe_rounds(run: &RunResults) -> (Vec<f64>, Vec<f64>) {
-    let sys = run.rounds.iter().map(|r| r.probe.syscall_ns).collect();
-    let wake = run.rounds.iter().filter_map(|r| r.probe.wake_ns).collect();
-    (sys, wake)
-}
-
-/// Whether a probe's rounds within one run (`which`) show two states of the machine: the
-/// median of the highest quarter of rounds over 1.3x that of the lowest (so that one hiccup
-/// is not a state), with at least 8 rounds.
-pub fn state_change(v: &[f64], name: &str, which: &str) -> Option<String> {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    if s.len() < 8 {
-        return None;
-    }
-    let q = (s.len() / 4).max(1);
-    let (low, high) = (median(&s[..q]), median(&s[s.len() - q..]));
-    (low > 0.0 && high / low > 1.3).then(|| {
-        format!(
-            "the machine changed state within {which}: its {name} probe moved between {low:.0} \
-             and {high:.0} ns over the rounds (extremes {:.0} to {:.0})",
-            s[0],
-            s[s.len() - 1]
-        )
-    })
-}
-
-/// The machine states a run's calibration probes show (see [`state_change`]).
-pub fn run_states(run: &RunResults, which: &str) -> Vec<String> {
-    let (sys, wake) = probe_rounds(run);
-    [("syscall", sys), ("wake-up", wake)]
-        .iter()
-        .filter_map(|(n, v)| state_change(v, n, which))
-        .collect()
-}
-
 /// The probes of both runs compared (`None` when either run has none: files written before
 /// rounds were kept).
 pub fn probe_drift(base: &RunResults, new: &RunResults) -> Option<ProbeDrift> {
-    let (bs, bw) = probe_rounds(base);
-    let (ns, nw) = probe_rounds(new);
+    let (bs, bw) = super::stability::probe_rounds(base);
+    let (ns, nw) = super::stability::probe_rounds(new);
     if bs.is_empty() || ns.is_empty() {
         return None;
     }
@@ -703,7 +544,8 @@ pub fn probe_drift(base: &RunResults, new: &RunResults) -> Option<ProbeDrift> {
         }
         d.probes.push((name, mb, mn, pct, p));
         for (which, v) in [("BASE", b), ("NEW", n)] {
-            d.within.extend(state_change(v, name, which));
+            d.within
+                .extend(super::stability::state_change(v, name, which));
         }
     }
     Some(d)
@@ -1628,58 +1470,5 @@ mod tests {
             .gate(5.0, true)
             .iter()
             .all(|g| !g.contains("differ by more than")));
-    }
-
-    #[test]
-    fn mann_whitney_known_values() {
-        // Completely separated 5 vs 5: exact two-sided p = 2/252.
-        let a = [1.0, 2.0, 3.0, 4.0, 5.0];
-        let b = [6.0, 7.0, 8.0, 9.0, 10.0];
-        let p = mann_whitney(&a, &b).unwrap();
-        assert!((p - 2.0 / 252.0).abs() < 1e-12, "{p}");
-        // Interleaved: no evidence.
-        let c = [1.0, 3.0, 5.0, 7.0, 9.0];
-        let d = [2.0, 4.0, 6.0, 8.0, 10.0];
-        assert!(mann_whitney(&c, &d).unwrap() > 0.5);
-        // 3 vs 3 can never reach 0.05 (minimum p = 0.1).
-        let p3 = mann_whitney(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]).unwrap();
-        assert!((p3 - 0.1).abs() < 1e-12, "{p3}");
-        // Ties use the normal approximation; identical samples give p = 1.
-        assert_eq!(mann_whitney(&[5.0; 4], &[5.0; 4]), Some(1.0));
-        assert!(mann_whitney(&[1.0], &[2.0, 3.0]).is_none());
-        // Large separated samples with ties: tiny p.
-        let e: Vec<f64> = (0..30).map(|i| (i / 2) as f64).collect();
-        let f: Vec<f64> = (0..30).map(|i| 100.0 + (i / 2) as f64).collect();
-        assert!(mann_whitney(&e, &f).unwrap() < 1e-6);
-    }
-
-    #[test]
-    fn smallest_attainable_p_and_repetitions_needed() {
-        assert!((min_p(3, 3) - 0.1).abs() < 1e-12);
-        assert!((min_p(4, 4) - 2.0 / 70.0).abs() < 1e-12);
-        assert!((min_p(5, 5) - 2.0 / 252.0).abs() < 1e-12);
-        assert!((min_p(3, 5) - 2.0 / 56.0).abs() < 1e-12);
-        assert_eq!(min_p(1, 1), 1.0);
-        assert!(min_p(2000, 2000) < 1e-300);
-        assert!(!testable(3, 3, ALPHA) && testable(4, 4, ALPHA) && testable(3, 5, ALPHA));
-        assert!(!testable(2, 4, ALPHA)); // 2/15 = 0.13
-        assert_eq!(reps_needed(0.05), 4);
-        assert_eq!(reps_needed(0.01), 5); // 2/252 = 0.0079
-                                          // The exact minimum is what the test itself gives for completely separated samples.
-        for n in 2..=8 {
-            let a: Vec<f64> = (0..n).map(|i| i as f64).collect();
-            let b: Vec<f64> = (0..n).map(|i| 100.0 + i as f64).collect();
-            let p = mann_whitney(&a, &b).unwrap();
-            assert!((p - min_p(n, n)).abs() < 1e-12, "n={n}: {p}");
-        }
-        // Ties take the normal approximation, which may not claim more than the sizes allow.
-        let p = mann_whitney(&[1.0, 1.0, 2.0], &[9.0, 9.0, 9.0]).unwrap();
-        assert!(p >= 0.1, "{p}");
-    }
-
-    #[test]
-    fn normal_tail() {
-        assert!((normal_sf(0.0) - 0.5).abs() < 1e-7);
-        assert!((normal_sf(1.959_964) - 0.025).abs() < 1e-6);
     }
 }

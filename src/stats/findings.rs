@@ -169,6 +169,25 @@ impl Ranking {
             .filter(|o| o.confidence.outcome() == Some(Outcome::Equivalent))
     }
 
+    /// The smallest difference, in percent, the leader's claims could have told apart: the
+    /// median of their intervals' half-widths (`Claim::invisible_pct`), where they have
+    /// enough rounds; `None` otherwise.
+    pub fn invisible_pct(&self) -> Option<f64> {
+        let mut v: Vec<f64> = self
+            .near
+            .iter()
+            .chain(&self.behind)
+            .filter_map(|o| o.confidence.claim.as_ref())
+            .map(|c| c.invisible_pct())
+            .filter(|x| x.is_finite())
+            .collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        Some(v[v.len() / 2])
+    }
+
     /// The entries neither behind nor equivalent: undecided or untested.
     pub fn undecided(&self) -> impl Iterator<Item = &Other> {
         self.near
@@ -505,7 +524,7 @@ pub fn trust(run: &RunResults) -> Trust {
             .filter_map(|c| c.disturbance.as_ref())
             .map(|d| d.disturbed_repetitions)
             .sum(),
-        states: super::compare::run_states(run, "this run"),
+        states: super::stability::run_states(run, "this run"),
         unstable: super::stability::unstable(run),
     }
 }

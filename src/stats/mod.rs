@@ -8,6 +8,7 @@ pub mod equal_load;
 pub mod explain;
 pub mod findings;
 pub mod ladder;
+pub mod rank;
 pub mod scaling;
 pub mod stability;
 pub mod summary;

@@ -36,7 +36,7 @@ fn chi2_1_cdf(x: f64) -> f64 {
     if x <= 0.0 {
         return 0.0;
     }
-    1.0 - 2.0 * super::compare::normal_sf(x.sqrt())
+    1.0 - 2.0 * super::rank::normal_sf(x.sqrt())
 }
 
 /// The mean of chi-square(1) below its `q` quantile: E[X | X <= c] = P(chi2(3) <= c) / q,
@@ -233,6 +233,43 @@ pub fn relative_rounds(cell: &[f64], others: &[&[f64]]) -> Vec<f64> {
             }
             (*a > 0.0 && a.is_finite()).then(|| a / (sum / others.len() as f64).exp())
         })
+        .collect()
+}
+
+/// The calibration probes' per-round values of a run: (syscall, wake-up).
+pub fn probe_rounds(run: &RunResults) -> (Vec<f64>, Vec<f64>) {
+    let sys = run.rounds.iter().map(|r| r.probe.syscall_ns).collect();
+    let wake = run.rounds.iter().filter_map(|r| r.probe.wake_ns).collect();
+    (sys, wake)
+}
+
+/// Whether a probe's rounds within one run (`which`) show two states of the machine: the
+/// median of the highest quarter of rounds over 1.3x that of the lowest (so that one hiccup
+/// is not a state), with at least 8 rounds.
+pub fn state_change(v: &[f64], name: &str, which: &str) -> Option<String> {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    if s.len() < 8 {
+        return None;
+    }
+    let q = (s.len() / 4).max(1);
+    let (low, high) = (super::median(&s[..q]), super::median(&s[s.len() - q..]));
+    (low > 0.0 && high / low > 1.3).then(|| {
+        format!(
+            "the machine changed state within {which}: its {name} probe moved between {low:.0} \
+             and {high:.0} ns over the rounds (extremes {:.0} to {:.0})",
+            s[0],
+            s[s.len() - 1]
+        )
+    })
+}
+
+/// The machine states a run's calibration probes show (see [`state_change`]).
+pub fn run_states(run: &RunResults, which: &str) -> Vec<String> {
+    let (sys, wake) = probe_rounds(run);
+    [("syscall", sys), ("wake-up", wake)]
+        .iter()
+        .filter_map(|(n, v)| state_change(v, n, which))
         .collect()
 }
 
