@@ -1,20 +1,28 @@
 //! Comparing two runs: per common cell, the change in median latency, ops/s (closed loop
 //! only: an open-loop cell's rate is what it was offered), server CPU per op and p99 (where
-//! every repetition had enough samples beyond it), each with significance from the
-//! repetitions (two-sided Mann-Whitney U on the per-run values: exact for small samples
-//! without ties, normal approximation with tie correction otherwise), and the differences
-//! between the two environments.
+//! every repetition had enough samples beyond it), each shown with its raw Mann-Whitney p
+//! and bootstrap interval, and the differences between the two environments.
 //!
-//! **No crying wolf.** Every test `compare` makes is one family: the false discovery rate
-//! over all of them is kept at [`ALPHA`] (Benjamini-Hochberg), and the number of tests is
-//! printed. A change is a regression only when, beyond that, it is not the machine's: where
-//! the cell's point has other models measured in both runs, the cell's figure relative to
-//! their geometric mean in the same round must have changed too; for a single-model point,
-//! the change must exceed the threshold plus the drift the calibration probes measured
-//! between the runs. Cells disturbed in either run are not compared; equal-load cells whose
-//! offered rates differ by more than [`RATE_TOLERANCE`] are not compared either (each run
-//! derives its rate from its own capacity point); a closed-loop cell whose load generator
-//! had no headroom in either run is compared on its CPU per op only.
+//! **The test that decides** ([`Test`]) is on the cell's per-round values relative to its
+//! point's other models in the same rounds (the figure itself for a model alone at its
+//! point), so drift every model of a round shared cancels. Its p is the larger of
+//! Mann-Whitney over the rounds of the two runs and a normal test whose variance adds the
+//! run-to-run noise the rounds of one run cannot show: the larger of the workload's
+//! ([`RunNoise`], estimated from every test of its figure, `stability::run_noise`) and the
+//! model's own ([`ModelNoise`], the scatter of its changes over its points).
+//!
+//! **No crying wolf.** Every decisive test is one family: the false discovery rate over all
+//! of them is kept at [`ALPHA`] (Benjamini-Hochberg), and the number of tests is printed. A
+//! change is a regression only when it is significant after that, beyond the threshold both
+//! as measured and relative to the point's others (a model alone: beyond the threshold plus
+//! the drift the calibration probes measured between the runs), and not within a jump
+//! between two levels the model showed within a run of the workload
+//! (`stability::unstable`: "unstable here"). A workload whose typical cell moved between the
+//! runs by more than the threshold cannot be judged ([`Comparison::noisy`]). Cells disturbed
+//! in either run are not compared; equal-load cells whose offered rates differ by more than
+//! [`RATE_TOLERANCE`] are not compared either (each run derives its rate from its own
+//! capacity point); a closed-loop cell whose load generator had no headroom in either run is
+//! compared on its CPU per op only.
 //!
 //! A test can only find what its sample sizes allow: the smallest two-sided p Mann-Whitney
 //! can give for n1 and n2 values is 2 / C(n1 + n2, n1) (0.1 for 3 against 3), so below 4
@@ -1059,6 +1067,11 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
                 f.test.p_adj = Some(adj[k]);
                 f.test.significant = adj[k] < ALPHA;
                 k += 1;
+            } else if f.change.method == Method::Spread {
+                // Files without per-repetition values: the ranges apart, as they were judged
+                // before (no rounds to test, nothing to correct).
+                f.test.significant = f.change.significant;
+                f.test.pct = f.change.pct;
             }
         }
         let jump = cmp
@@ -1450,6 +1463,31 @@ mod tests {
             .find(|m| m.label == "m6" && m.figure == Figure::P50)
             .unwrap();
         assert!(m6.tau < 0.03, "{m6:?}");
+    }
+
+    #[test]
+    fn files_without_per_round_values_are_judged_by_their_ranges() {
+        // Results written before per-repetition values were kept: nothing to test, so a
+        // change is one whose min..max ranges are apart, as before; model 3 50% slower.
+        let strip = |mut r: RunResults| {
+            for c in &mut r.cases {
+                let f = c.figures.as_mut().unwrap();
+                f.runs_p50_ns.clear();
+                f.runs_ops_per_sec.clear();
+            }
+            r
+        };
+        let a = strip(run(31, 0.0, |_, _, _| 1.0));
+        let b = strip(run(31, 0.0, |m, _, _| if m == 3 { 1.5 } else { 1.0 }));
+        let c = compare(&a, &b, 5.0);
+        let (reg, imp) = calls(&c);
+        assert_eq!(reg.len(), SIZES.len(), "{reg:?}");
+        assert!(
+            reg.iter().all(|r| r.starts_with("micro.pipe m3 ")),
+            "{reg:?}"
+        );
+        assert!(imp.is_empty(), "{imp:?}");
+        assert_eq!(c.tests, 0);
     }
 
     #[test]

@@ -16,10 +16,13 @@
 //! - [`two_levels`]: a cell whose rounds, in time order, jump from one level to another and
 //!   stay (both segments at least two rounds, completely apart, the clear gap between them
 //!   wider than either segment's own range and than 10%). Computed on values relative to the
-//!   point's other models in the same rounds, so a machine that slowed for everyone cancels:
-//!   what is left is a model that has two states on this machine (SQPOLL's poller on a busy
-//!   vCPU is one). Such a model's figures differ between runs by as much as its levels do;
-//!   [`unstable`] lists them per workload, for the trust line and `compare`.
+//!   point's other models in the same rounds, so a machine that slowed for everyone cancels;
+//!   a jump is laid on the model of the point that jumped furthest at that round, not on the
+//!   point-mates whose reference it moved. What is left is a model that has two states on
+//!   this machine (SQPOLL's poller on a busy vCPU is one). Such a model's figures differ
+//!   between runs by as much as its levels do; [`unstable`] lists them per workload, for the
+//!   trust line and `compare`. The calibration probes' states within a run
+//!   ([`run_states`]) live here too.
 
 use crate::results::{CaseResult, RunResults, Status};
 
@@ -278,7 +281,7 @@ pub fn run_states(run: &RunResults, which: &str) -> Vec<String> {
 pub struct Unstable {
     pub workload: String,
     pub label: String,
-    /// The point's params, "msg_bytes=256".
+    /// The point, by the params that vary among its workload's points: "msg_bytes=256".
     pub at: String,
     /// Which per-round figure ("p50", "ops/s", "CPU/op").
     pub figure: &'static str,
@@ -325,9 +328,13 @@ pub fn unstable(run: &RunResults) -> Vec<Unstable> {
         });
         points[at].1.push(ci);
     }
-    // Per point and figure, every model's jump in its relative values.
-    let mut found: Vec<(usize, (String, String), usize, Levels)> = Vec::new();
+    // Per point and figure, every model's jump in its relative values; a jump is the model's
+    // own only when no point-mate jumped further at the same round (±1) on the same figure:
+    // one model's jump moves every other model's reference, and so their relative values, by
+    // a fraction of it.
+    let mut found: Vec<(usize, &(String, String), usize, Levels)> = Vec::new();
     for (point, cells) in &points {
+        let mut here: Vec<(usize, usize, Levels)> = Vec::new();
         for &ci in cells {
             for (i, (_, mine)) in round_figures(measured[ci]).into_iter().enumerate() {
                 let others: Vec<&[f64]> = cells
@@ -337,42 +344,64 @@ pub fn unstable(run: &RunResults) -> Vec<Unstable> {
                     .filter(|v| v.len() >= mine.len() && !mine.is_empty())
                     .collect();
                 if let Some(levels) = two_levels(&relative_rounds(mine, &others)) {
-                    found.push((ci, point.clone(), i, levels));
+                    here.push((ci, i, levels));
                 }
             }
         }
-    }
-    let mut out: Vec<Unstable> = Vec::new();
-    for (ci, point, i, levels) in &found {
-        // The jump is the model's own only when no point-mate jumped further at the same
-        // round (±1) on the same figure: one model's jump moves every other model's
-        // reference, and so their relative values, by a fraction of it.
-        let dragged = found.iter().any(|(cj, pj, j, other)| {
-            cj != ci
-                && pj == point
-                && j == i
-                && other.split.abs_diff(levels.split) <= 1
-                && other.gap() > levels.gap()
-        });
-        if dragged {
-            continue;
+        // Whether a cell's own values (not relative) jump at about the same round: what
+        // tells the mover from the dragged where the relative jumps are as wide (two models
+        // at a point mirror each other's relative values).
+        let moved = |ci: usize, i: usize, l: &Levels| {
+            two_levels(round_figures(measured[ci])[i].1)
+                .is_some_and(|own| own.split.abs_diff(l.split) <= 1)
+        };
+        for (ci, i, levels) in &here {
+            let dragged = here.iter().any(|(cj, j, other)| {
+                let same = cj != ci && j == i && other.split.abs_diff(levels.split) <= 1;
+                let (g, mine) = (other.gap(), levels.gap());
+                same && (g > mine * 1.01
+                    || (g >= mine / 1.01 && moved(*cj, *j, other) && !moved(*ci, *i, levels)))
+            });
+            if !dragged {
+                found.push((*ci, point, *i, levels.clone()));
+            }
         }
+    }
+    // A point is named by the params that vary among its workload's measured cells (the
+    // device, filesystem or durations every point shares say nothing).
+    let varying = |c: &CaseResult| -> String {
+        let p: Vec<String> = c
+            .params
+            .0
+            .iter()
+            .filter(|(k, v)| {
+                measured
+                    .iter()
+                    .any(|o| o.workload == c.workload && o.params.0.get(*k) != Some(*v))
+            })
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        p.join(" ")
+    };
+    let mut out: Vec<Unstable> = Vec::new();
+    for (ci, _, i, levels) in &found {
         let c = measured[*ci];
         let (label, figure) = (c.label(), round_figures(c)[*i].0);
+        let at = varying(c);
         match out
             .iter_mut()
             .find(|u| u.workload == c.workload && u.label == label)
         {
             Some(u) if u.levels.gap() >= levels.gap() => {}
             Some(u) => {
-                u.at = point.1.clone();
+                u.at = at;
                 u.figure = figure;
                 u.levels = levels.clone();
             }
             None => out.push(Unstable {
                 workload: c.workload.clone(),
                 label,
-                at: point.1.clone(),
+                at,
                 figure,
                 levels: levels.clone(),
             }),
@@ -382,8 +411,8 @@ pub fn unstable(run: &RunResults) -> Vec<Unstable> {
 }
 
 impl Unstable {
-    /// "uring-sqpoll in micro.pipe (msg_bytes=256: p50 1.35x to 1.72x its peers after round 3,
-    /// a 28% jump)".
+    /// "uring-sqpoll in micro.pipe (msg_bytes=256: ops/s from 0.73 to 0.57 of its point's
+    /// other models after round 3, a 28% jump)".
     pub fn text(&self) -> String {
         let at = if self.at.is_empty() {
             String::new()
