@@ -110,6 +110,50 @@ fn every_model_within_noise_has_no_leader() {
     );
 }
 
+#[test]
+fn every_model_equivalent_is_said_so() {
+    let mut run = fixture();
+    // micro.pipe at both sizes: every model follows the same rounds within 0.5% of the
+    // others (the machine's drift, shared), so every paired ratio's interval lies within 5%.
+    let rounds = [600.0, 640.0, 610.0, 660.0, 620.0, 605.0];
+    let mut m = 0.0;
+    for c in run.cases.iter_mut().filter(|c| c.workload == "micro.pipe") {
+        if let Some(f) = c.figures.as_mut() {
+            f.runs_p50_ns = rounds.iter().map(|r| r * (1.0 + 0.001 * m)).collect();
+            f.latency_ns.p50 = 615.0 * (1.0 + 0.001 * m);
+            f.run_p50_ns.median = f.latency_ns.p50;
+            m += 1.0;
+        }
+    }
+    let cases: Vec<&CaseResult> = run
+        .cases
+        .iter()
+        .filter(|c| c.workload == "micro.pipe")
+        .collect();
+    let line = for_cases("micro.pipe", &cases);
+    golden(
+        "findings_equivalent.txt",
+        &format!("{}\n{}\n", line.short, line.text),
+    );
+    assert!(line.within_noise, "{}", line.text);
+    assert!(
+        line.short
+            .contains("lead or are equivalent (within 5%) at every point")
+            || line
+                .short
+                .contains("equivalent to the leader (within 5%) at every point"),
+        "{}",
+        line.short
+    );
+    assert!(!line.short.contains("behind the leader"), "{}", line.short);
+    assert!(
+        line.text.contains("equivalent to it (within 5%)"),
+        "{}",
+        line.text
+    );
+    assert!(!line.text.contains("undecided"), "{}", line.text);
+}
+
 /// A measured network cell: `cpu` per repetition (its mean is the cell's CPU per op).
 fn net(
     model: &str,
