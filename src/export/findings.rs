@@ -601,8 +601,8 @@ pub fn trust_text(run: &RunResults) -> String {
     }
     if t.reruns > 0 {
         s += &format!(
-            "; {} repetition{} run again (disturbed by other programs, or stalled), {} kept \
-             disturbed",
+            "; {} repetition{} run again (disturbed by other programs, starved of CPU, or \
+             stalled), {} kept disturbed",
             t.reruns,
             if t.reruns == 1 { " was" } else { "s were" },
             t.disturbed_reps
