@@ -196,9 +196,8 @@ pub struct FigureChange {
 pub struct Test {
     /// Relative to the point's other models (else the figure itself).
     pub relative: bool,
-    /// The change tested, percent (NEW over BASE, medians of the per-round values).
-    pub pct: f64,
-    /// The change's log ratio and its variance from the rounds of the two runs.
+    /// The change's log ratio (NEW over BASE, medians of the per-round values; see
+    /// [`Test::pct`]) and its variance from the rounds of the two runs.
     pub log_change: f64,
     pub within_var: f64,
     /// The run-to-run noise (log sd per run) it was judged with: the larger of its
@@ -656,6 +655,13 @@ fn relative_to(
     Some((name, c, xb, xn))
 }
 
+impl Test {
+    /// The change tested, percent.
+    pub fn pct(&self) -> f64 {
+        (self.log_change.exp() - 1.0) * 100.0
+    }
+}
+
 /// The decisive test of one figure from the per-round values it is judged on (relative or
 /// the figure's own), before the run-to-run noise is known.
 fn test_of(relative: bool, b: &[f64], n: &[f64]) -> Test {
@@ -682,7 +688,6 @@ fn test_of(relative: bool, b: &[f64], n: &[f64]) -> Test {
                 < lb.iter().fold(f64::INFINITY, |a, x| a.min(*x)));
     Test {
         relative,
-        pct: (log_change.exp() - 1.0) * 100.0,
         log_change,
         within_var,
         run_noise: None,
@@ -696,54 +701,66 @@ fn test_of(relative: bool, b: &[f64], n: &[f64]) -> Test {
     }
 }
 
-/// The run-to-run noise of every (workload, figure, relative or not) group of tests, from
-/// their changes: per group with at least [`super::stability::NOISE_MIN_CELLS`] tests, else
-/// over every workload's tests of that figure, else none.
-fn noise_of(cells: &[CellChange]) -> Vec<RunNoise> {
-    let key = |c: &CellChange, f: &FigureChange| (c.workload.clone(), f.figure, f.test.relative);
-    let tested = |f: &FigureChange| f.test.p_rounds.is_some();
-    // (workload, figure, relative) -> every test's (log change, within-run variance).
-    type Group = ((String, Figure, bool), Vec<(f64, f64)>);
-    let mut groups: Vec<Group> = Vec::new();
+/// Every decisive test's (log change, within-run variance), grouped by `key` in first-seen
+/// order, each group centred on its median change: a change every cell of a group shares is
+/// not noise (the machine's, judged against the point's other models or the probes; or one
+/// model's real change, which shifts every other model's relative value at its points a
+/// little, as it is in their reference).
+fn centred_groups<K: Eq + std::hash::Hash + Clone>(
+    cells: &[CellChange],
+    key: impl Fn(&CellChange, &FigureChange) -> K,
+) -> Vec<(K, Vec<(f64, f64)>)> {
+    let mut groups: Vec<(K, Vec<(f64, f64)>)> = Vec::new();
+    let mut index: std::collections::HashMap<K, usize> = Default::default();
     for c in cells {
-        for f in c.figures.iter().filter(|f| tested(f)) {
+        for f in c.figures.iter().filter(|f| f.test.p_rounds.is_some()) {
             let k = key(c, f);
-            let x = (f.test.log_change, f.test.within_var);
-            match groups.iter_mut().find(|g| g.0 == k) {
-                Some(g) => g.1.push(x),
-                None => groups.push((k, vec![x])),
-            }
+            let at = *index.entry(k.clone()).or_insert_with(|| {
+                groups.push((k, Vec::new()));
+                groups.len() - 1
+            });
+            groups[at].1.push((f.test.log_change, f.test.within_var));
         }
     }
-    // The noise is the spread around the group's median change: a change every cell of a
-    // workload's figure shares is the machine's (judged against the point's other models or
-    // the probes), and one model's real change shifts every other model's relative value at
-    // its points a little (it is in their reference), which is no run-to-run noise either.
     for (_, v) in groups.iter_mut() {
         let mid = median(&v.iter().map(|x| x.0).collect::<Vec<_>>());
         v.iter_mut().for_each(|x| x.0 -= mid);
     }
     groups
+}
+
+/// The run-to-run noise of every (workload, figure, relative or not) group of tests, from
+/// their changes: per group with at least [`super::stability::NOISE_MIN_CELLS`] tests, else
+/// over every workload's tests of that figure, else none.
+fn noise_of(cells: &[CellChange]) -> Vec<RunNoise> {
+    let groups = centred_groups(cells, |c, f| {
+        (c.workload.clone(), f.figure, f.test.relative)
+    });
+    // Every workload's tests of a figure together, for groups with too few of their own.
+    let mut pooled: std::collections::HashMap<(Figure, bool), Option<super::stability::Noise>> =
+        Default::default();
+    groups
         .iter()
         .map(|((w, fig, rel), v)| {
             let own = super::stability::run_noise(v);
-            let pooled = || {
-                let all: Vec<(f64, f64)> = groups
-                    .iter()
-                    .filter(|g| g.0 .1 == *fig && g.0 .2 == *rel)
-                    .flat_map(|g| g.1.iter().copied())
-                    .collect();
-                super::stability::run_noise(&all)
-            };
-            let within = median(&v.iter().map(|x| x.1).collect::<Vec<_>>());
+            let tau = own.or_else(|| {
+                *pooled.entry((*fig, *rel)).or_insert_with(|| {
+                    let all: Vec<(f64, f64)> = groups
+                        .iter()
+                        .filter(|g| g.0 .1 == *fig && g.0 .2 == *rel)
+                        .flat_map(|g| g.1.iter().copied())
+                        .collect();
+                    super::stability::run_noise(&all)
+                })
+            });
             RunNoise {
                 workload: w.clone(),
                 figure: *fig,
                 relative: *rel,
                 tests: v.len(),
                 pooled: own.is_none(),
-                tau: own.or_else(pooled),
-                within_var: within,
+                tau,
+                within_var: median(&v.iter().map(|x| x.1).collect::<Vec<_>>()),
             }
         })
         .collect()
@@ -771,42 +788,31 @@ pub const MODEL_NOISE_MIN: usize = 3;
 /// Every model's own noise per (workload, figure), where it has enough points (0 when its
 /// changes agree).
 fn model_noise_of(cells: &[CellChange]) -> Vec<ModelNoise> {
-    type Key = (String, String, Figure, bool);
-    let mut groups: Vec<(Key, Vec<(f64, f64)>)> = Vec::new();
-    let mut index: std::collections::HashMap<Key, usize> = Default::default();
-    for c in cells {
-        for f in c.figures.iter().filter(|f| f.test.p_rounds.is_some()) {
-            let k = (
-                c.workload.clone(),
-                c.label.clone(),
-                f.figure,
-                f.test.relative,
-            );
-            let at = *index.entry(k.clone()).or_insert_with(|| {
-                groups.push((k, Vec::new()));
-                groups.len() - 1
-            });
-            groups[at].1.push((f.test.log_change, f.test.within_var));
+    centred_groups(cells, |c, f| {
+        (
+            c.workload.clone(),
+            c.label.clone(),
+            f.figure,
+            f.test.relative,
+        )
+    })
+    .into_iter()
+    .filter(|g| g.1.len() >= MODEL_NOISE_MIN)
+    .map(|((workload, label, figure, relative), v)| {
+        let sq: Vec<f64> = v.iter().map(|x| x.0 * x.0).collect();
+        let within = median(&v.iter().map(|x| x.1).collect::<Vec<_>>());
+        // 0.4549: the median of chi-square with one degree of freedom.
+        let t2 = ((median(&sq) / 0.454_936_4 - within) / 2.0).max(0.0);
+        ModelNoise {
+            workload,
+            label,
+            figure,
+            relative,
+            points: v.len(),
+            tau: t2.sqrt(),
         }
-    }
-    groups
-        .into_iter()
-        .filter(|g| g.1.len() >= MODEL_NOISE_MIN)
-        .map(|((workload, label, figure, relative), v)| {
-            let mid = median(&v.iter().map(|x| x.0).collect::<Vec<_>>());
-            let sq: Vec<f64> = v.iter().map(|x| (x.0 - mid).powi(2)).collect();
-            let within = median(&v.iter().map(|x| x.1).collect::<Vec<_>>());
-            let t2 = ((median(&sq) / 0.454_936_4 - within) / 2.0).max(0.0);
-            ModelNoise {
-                workload,
-                label,
-                figure,
-                relative,
-                points: v.len(),
-                tau: t2.sqrt(),
-            }
-        })
-        .collect()
+    })
+    .collect()
 }
 
 /// The run-to-run noise of one group of tests (a workload's figure, relative or not).
@@ -1071,7 +1077,7 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
                 // Files without per-repetition values: the ranges apart, as they were judged
                 // before (no rounds to test, nothing to correct).
                 f.test.significant = f.change.significant;
-                f.test.pct = f.change.pct;
+                f.test.log_change = (1.0 + f.change.pct / 100.0).max(f64::MIN_POSITIVE).ln();
             }
         }
         let jump = cmp
@@ -1126,7 +1132,7 @@ fn judge(
         let (ch, t) = (&f.change, &f.test);
         let name = f.figure.name();
         if t.relative {
-            if !beyond(t.pct) || f.figure.worse(t.pct) != f.figure.worse(ch.pct) {
+            if !beyond(t.pct()) || f.figure.worse(t.pct()) != f.figure.worse(ch.pct) {
                 let r = f
                     .relative
                     .as_ref()
@@ -1134,7 +1140,8 @@ fn judge(
                 return (
                     Some(format!(
                         "{name} {:+.1}% but {:+.1}% relative to {r} in the same rounds",
-                        ch.pct, t.pct
+                        ch.pct,
+                        t.pct()
                     )),
                     None,
                 );
@@ -1149,12 +1156,12 @@ fn judge(
             );
         }
         if let Some((which, u)) = jump {
-            if t.pct.abs() <= u.levels.gap() * 100.0 {
+            if t.pct().abs() <= u.levels.gap() * 100.0 {
                 return (
                     None,
                     Some(format!(
                         "{name} {:+.1}%, within the {:.0}% jump between two levels {} showed                          within {which} ({})",
-                        t.pct,
+                        t.pct(),
                         u.levels.gap() * 100.0,
                         u.label,
                         u.text()
@@ -1169,7 +1176,7 @@ fn judge(
         if !(t.significant && beyond(ch.pct)) {
             // The figure moved visibly while relative to the point's others it did not: the
             // machine's, said as such (no claim either way).
-            if t.relative && beyond(ch.pct) && ch.p.is_some_and(|p| p < ALPHA) && !beyond(t.pct) {
+            if t.relative && beyond(ch.pct) && ch.p.is_some_and(|p| p < ALPHA) && !beyond(t.pct()) {
                 if let (Some(why), _) = not_the_code(f) {
                     c.drift.get_or_insert(why);
                 }
@@ -1340,7 +1347,7 @@ mod tests {
                 .cells
                 .iter()
                 .flat_map(|c| &c.figures)
-                .filter(|f| f.test.apart && f.test.pct.abs() > 5.0)
+                .filter(|f| f.test.apart && f.test.pct().abs() > 5.0)
                 .count();
         }
         assert!(

@@ -332,7 +332,7 @@ pub struct Finding {
 }
 
 /// One model over a workload's ranked points.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Standing {
     pub label: String,
     /// Points where it was ranked, where it led, where it was equivalent to the leader
@@ -355,50 +355,36 @@ impl Standing {
 
 /// Every model's standing over `ranked` points (see [`Finding::standings`]).
 fn standings(ranked: &[Ranking]) -> Vec<Standing> {
-    let mut out: Vec<Standing> = Vec::new();
-    let mut at = |label: &str| -> usize {
-        match out.iter().position(|s| s.label == label) {
+    fn of<'a>(out: &'a mut Vec<Standing>, label: &str) -> &'a mut Standing {
+        let i = match out.iter().position(|s| s.label == label) {
             Some(i) => i,
             None => {
                 out.push(Standing {
                     label: label.to_string(),
-                    ranked: 0,
-                    led: 0,
-                    equivalent: 0,
-                    behind: 0,
-                    times: None,
+                    ..Standing::default()
                 });
                 out.len() - 1
             }
-        }
-    };
-    let mut idx = Vec::new();
-    for r in ranked {
-        idx.push((at(&r.leader), 0u8, 1.0));
-        for o in r.equivalent() {
-            idx.push((at(&o.label), 1, o.times));
-        }
-        for o in r.undecided() {
-            idx.push((at(&o.label), 2, o.times));
-        }
-        for o in &r.behind {
-            idx.push((at(&o.label), 3, o.times));
-        }
-    }
-    for (i, kind, t) in idx {
+        };
         let s = &mut out[i];
         s.ranked += 1;
-        match kind {
-            0 => s.led += 1,
-            1 => s.equivalent += 1,
-            3 => {
-                s.behind += 1;
-                s.times = Some(match s.times {
-                    None => (t, t),
-                    Some((lo, hi)) => (lo.min(t), hi.max(t)),
-                });
-            }
-            _ => {}
+        s
+    }
+    let mut out: Vec<Standing> = Vec::new();
+    for r in ranked {
+        of(&mut out, &r.leader).led += 1;
+        for o in r.equivalent() {
+            of(&mut out, &o.label).equivalent += 1;
+        }
+        for o in r.undecided() {
+            of(&mut out, &o.label);
+        }
+        for o in &r.behind {
+            let s = of(&mut out, &o.label);
+            s.behind += 1;
+            s.times = Some(s.times.map_or((o.times, o.times), |(lo, hi)| {
+                (lo.min(o.times), hi.max(o.times))
+            }));
         }
     }
     // Never behind first (most leads first), then behind, nearest first; stable otherwise.
