@@ -7,7 +7,7 @@
 //! After an intended change of wording, re-bless with
 //! `RINGSIDE_BLESS=1 cargo test --release --test findings` and read the diff.
 
-use ringside::export::findings::{for_cases, for_run, trust_text};
+use ringside::export::findings::{for_cases, for_run, trust_text, Line};
 use ringside::export::Format;
 use ringside::results::{store, CaseResult, RunResults};
 use serde_json::{json, Value};
@@ -79,6 +79,16 @@ fn fixture_findings_match_golden_and_name_the_change_of_lead() {
     assert!(text.contains("How far to trust this run: 22 of 25 cells measured (1 failed)"));
 }
 
+/// The finding of the run's micro.pipe cells.
+fn micro_pipe_finding(run: &RunResults) -> Line {
+    let cases: Vec<&CaseResult> = run
+        .cases
+        .iter()
+        .filter(|c| c.workload == "micro.pipe")
+        .collect();
+    for_cases("micro.pipe", &cases)
+}
+
 #[test]
 fn every_model_within_noise_has_no_leader() {
     let mut run = fixture();
@@ -89,12 +99,7 @@ fn every_model_within_noise_has_no_leader() {
             f.runs_p50_ns = vec![600.0, 3000.0, base, 650.0, 2900.0, 1000.0];
         }
     }
-    let cases: Vec<&CaseResult> = run
-        .cases
-        .iter()
-        .filter(|c| c.workload == "micro.pipe")
-        .collect();
-    let line = for_cases("micro.pipe", &cases);
+    let line = micro_pipe_finding(&run);
     golden("findings_noise.txt", &format!("{}\n", line.text));
     assert!(line.within_noise);
     assert!(
@@ -125,12 +130,7 @@ fn every_model_equivalent_is_said_so() {
             m += 1.0;
         }
     }
-    let cases: Vec<&CaseResult> = run
-        .cases
-        .iter()
-        .filter(|c| c.workload == "micro.pipe")
-        .collect();
-    let line = for_cases("micro.pipe", &cases);
+    let line = micro_pipe_finding(&run);
     golden(
         "findings_equivalent.txt",
         &format!("{}\n{}\n", line.short, line.text),

@@ -8,7 +8,7 @@
 //! whose load generator had headroom, as the verdicts do.
 
 use super::charts::{is_net, net_units, spec_for, sweep_param, Metric, Ordered, ParamRoles};
-use super::table::{fmt_ns, fmt_rate};
+use super::table::{fmt_ns, fmt_rate, fmt_times};
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status};
 use crate::stats::equal_load;
@@ -82,14 +82,6 @@ fn value_text(m: Metric, v: f64) -> String {
         Metric::OpsPerSec => format!("{}/s", fmt_rate(v)),
         Metric::SyscallsPer100 => format!("{:.2} syscalls/op", v / 100.0),
         _ => fmt_ns(v),
-    }
-}
-
-fn times_text(r: f64) -> String {
-    if r < 1.1 {
-        format!("{r:.2}x")
-    } else {
-        format!("{r:.1}x")
     }
 }
 
@@ -236,7 +228,7 @@ fn words(f: &Finding, b: &Basis, op: &str) -> (String, bool) {
         None => String::new(),
     };
     let list = |it: &mut dyn Iterator<Item = &findings::Other>| {
-        it.map(|o| format!("{} {}", o.label, times_text(o.times)))
+        it.map(|o| format!("{} {}", o.label, fmt_times(o.times)))
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -258,7 +250,7 @@ fn words(f: &Finding, b: &Basis, op: &str) -> (String, bool) {
             h.leader,
             noun(m, op),
             value_text(m, h.value),
-            times_text(first.times),
+            fmt_times(first.times),
             first.label,
             confidence_text(&first.confidence)
         )
@@ -290,7 +282,7 @@ fn words(f: &Finding, b: &Basis, op: &str) -> (String, bool) {
                     "{} at {} ({} ahead of {})",
                     x.leader,
                     x.at,
-                    times_text(x.times),
+                    fmt_times(x.times),
                     h.leader
                 )
             })
@@ -391,10 +383,10 @@ fn standings_words(f: &Finding) -> String {
             .fold((f64::INFINITY, 0.0f64), |(lo, hi), t| {
                 (lo.min(t.0), hi.max(t.1))
             });
-        let range = if times_text(lo) == times_text(hi) {
-            times_text(lo)
+        let range = if fmt_times(lo) == fmt_times(hi) {
+            fmt_times(lo)
         } else {
-            format!("{} to {}", times_text(lo), times_text(hi))
+            format!("{} to {}", fmt_times(lo), fmt_times(hi))
         };
         let names: Vec<String> = here.iter().map(|s| s.label.clone()).collect();
         bands.push(format!("{name}: {} ({range})", and_list(&names)));

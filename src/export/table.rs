@@ -520,6 +520,15 @@ pub fn case_rows(run: &RunResults) -> Table {
     }
 }
 
+/// "1.07x" under 1.1, "1.4x" from there: how many times better or worse.
+pub fn fmt_times(r: f64) -> String {
+    if r < 1.1 {
+        format!("{r:.2}x")
+    } else {
+        format!("{r:.1}x")
+    }
+}
+
 /// "; differences under 6% are invisible here" for a ranking's `invisible_pct` (at least 1%);
 /// nothing without one.
 pub fn invisible_text(pct: Option<f64>) -> String {

@@ -102,11 +102,7 @@ fn compare(m: Metric, better: &Cell, worse: &Cell) -> String {
         Metric::CpuPerOp => "less CPU per op than",
         _ => "cheaper per op than",
     };
-    if r < 1.1 {
-        format!("{r:.2}x {how}")
-    } else {
-        format!("{r:.1}x {how}")
-    }
+    format!("{} {how}", super::table::fmt_times(r))
 }
 
 /// What a ranking orders by, and which way.
@@ -155,11 +151,11 @@ fn claims_text(r: &findings::Ranking) -> String {
                 format!(
                     "{} {} ({})",
                     o.label,
-                    ratio_text(o.times),
+                    super::table::fmt_times(o.times),
                     o.confidence.text()
                 )
             } else {
-                format!("{} {}", o.label, ratio_text(o.times))
+                format!("{} {}", o.label, super::table::fmt_times(o.times))
             }
         })
         .collect::<Vec<_>>()
@@ -361,15 +357,6 @@ fn no_headroom(without: &[&CaseResult], all: &[&CaseResult]) -> Option<Verdict> 
         ),
         within_noise: false,
     })
-}
-
-/// "1.42x" under 1.1, "1.4x" above.
-fn ratio_text(r: f64) -> String {
-    if r < 1.1 {
-        format!("{r:.2}x")
-    } else {
-        format!("{r:.1}x")
-    }
 }
 
 /// The equal-load rankings: per point of open-loop cells, the model with the least server

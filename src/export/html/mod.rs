@@ -233,11 +233,7 @@ fn pairwise_html(w: &str, cases: &[&crate::results::CaseResult], b: &mut String)
                 esc(if at.is_empty() { "-" } else { at }),
                 esc(&p.better),
                 esc(&p.worse),
-                if r < 1.1 {
-                    format!("{r:.2}x")
-                } else {
-                    format!("{r:.1}x")
-                },
+                super::table::fmt_times(r),
                 esc(&super::findings::pair_evidence(&p.confidence))
             );
         }
