@@ -9,6 +9,7 @@
 
 use crate::export::table::{fmt_ns, fmt_rate, Table};
 use crate::results::store;
+use crate::stats::claims::p_text;
 use crate::stats::compare::{compare, Change, Figure, FigureChange, Method, ALPHA};
 use std::fmt::Write;
 use std::path::Path;
@@ -27,14 +28,6 @@ fn pct_text(p: f64) -> String {
         format!("{p:.1}%")
     } else {
         format!("{p:.0}%")
-    }
-}
-
-fn p_text(p: f64) -> String {
-    if p < 0.001 {
-        "<0.001".to_string()
-    } else {
-        format!("{p:.3}")
     }
 }
 
@@ -207,23 +200,15 @@ pub fn run(base: &Path, new: &Path, threshold: f64, allow_untested: bool) -> any
             );
         }
     }
-    // Models whose own scatter is well beyond their workload's noise (twice its upper bound
-    // and over 2%), one line per model and workload.
+    // Models whose own scatter is well beyond their workload's noise, one line per model
+    // and workload.
     let mut scatter: Vec<((String, String), Vec<String>, usize)> = Vec::new();
-    for m in &cmp.model_noise {
-        let group = cmp
-            .noise
-            .iter()
-            .find(|n| n.workload == m.workload && n.figure == m.figure && n.relative == m.relative)
-            .and_then(|n| n.tau)
-            .map_or(0.0, |t| t.upper);
-        if m.tau > 2.0 * group && m.tau > 0.02 {
-            let k = (m.label.clone(), m.workload.clone());
-            let fig = format!("{} ±{:.0}%", m.figure.name(), (m.tau.exp() - 1.0) * 100.0);
-            match scatter.iter_mut().find(|s| s.0 == k) {
-                Some(s) => s.1.push(fig),
-                None => scatter.push((k, vec![fig], m.points)),
-            }
+    for m in cmp.scattered() {
+        let k = (m.label.clone(), m.workload.clone());
+        let fig = format!("{} ±{:.0}%", m.figure.name(), (m.tau.exp() - 1.0) * 100.0);
+        match scatter.iter_mut().find(|s| s.0 == k) {
+            Some(s) => s.1.push(fig),
+            None => scatter.push((k, vec![fig], m.points)),
         }
     }
     for ((label, workload), figs, points) in &scatter {

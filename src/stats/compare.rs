@@ -349,6 +349,23 @@ impl Comparison {
         })
     }
 
+    /// The models whose own scatter over their points is well beyond their workload's noise
+    /// (over twice its upper bound, and over 2%): named by `compare`, since their changes
+    /// are judged against it.
+    pub fn scattered(&self) -> impl Iterator<Item = &ModelNoise> {
+        self.model_noise.iter().filter(|m| {
+            let group = self
+                .noise
+                .iter()
+                .find(|n| {
+                    n.workload == m.workload && n.figure == m.figure && n.relative == m.relative
+                })
+                .and_then(|n| n.tau)
+                .map_or(0.0, |t| t.upper);
+            m.tau > 2.0 * group && m.tau > 0.02
+        })
+    }
+
     /// Changes beyond the threshold the repetitions cannot test.
     pub fn untested(&self) -> impl Iterator<Item = &CellChange> {
         self.cells.iter().filter(|c| c.untested.is_some())
