@@ -249,15 +249,6 @@ struct Running<'c> {
     stalled: u32,
 }
 
-/// The share of a repetition's window its measured tasks ran (`cpu_busy` of one repetition).
-fn busy(s: &Sample) -> f64 {
-    if s.wall_ns == 0 {
-        0.0
-    } else {
-        s.cpu.total_ns as f64 / s.wall_ns as f64
-    }
-}
-
 /// How a group's repetitions are re-run: a disturbed or stalled repetition once; once a
 /// re-run was disturbed too, the disturbance is taken as lasting, and later disturbed
 /// repetitions of the group are kept as they are (warned), so a busy machine does not double
@@ -604,13 +595,13 @@ impl Running<'_> {
             let stall = stats::claims::is_stall(s.ops_per_sec(), &earlier, true);
             // A CPU-bound cell (micro, storage) whose measured tasks got less of the CPU
             // than in its earlier repetitions: disturbed by what the snapshot cannot name.
-            let busy_before: Vec<f64> = self.samples.iter().map(busy).collect();
+            let busy_before: Vec<f64> = self.samples.iter().map(Sample::cpu_busy).collect();
             let starved = set.watch
                 && matches!(
                     crate::registry::suite_of(self.case.workload.id()),
                     "micro" | "storage"
                 )
-                && disturb::starved(busy(&s), &busy_before);
+                && disturb::starved(s.cpu_busy(), &busy_before);
             let disturbed = d.disturbed() || starved;
             let why = if d.disturbed() {
                 Some(format!("disturbed: {}", d.text()))
@@ -619,7 +610,7 @@ impl Running<'_> {
                     "starved: the measured tasks ran {:.0}% of the window against {:.0}% in \
                      the earlier repetitions (the CPU went to something the process snapshot \
                      cannot name: a kernel thread, interrupts, a process born and gone)",
-                    busy(&s) * 100.0,
+                    s.cpu_busy() * 100.0,
                     stats::median(&busy_before) * 100.0
                 ))
             } else if stall {

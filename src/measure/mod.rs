@@ -175,6 +175,16 @@ pub struct Sample {
 }
 
 impl Sample {
+    /// The share of its window its measured tasks ran (one repetition's `cpu_busy`; 0 for
+    /// an empty window).
+    pub fn cpu_busy(&self) -> f64 {
+        if self.wall_ns == 0 {
+            0.0
+        } else {
+            self.cpu.total_ns as f64 / self.wall_ns as f64
+        }
+    }
+
     /// Its throughput: ops per second of timed window (0 for an empty window).
     pub fn ops_per_sec(&self) -> f64 {
         if self.timed_ns == 0 {
