@@ -76,6 +76,18 @@ pub fn owner_token() -> &'static str {
     })
 }
 
+/// Whether `pid` carries this ringside's owner mark: started by our supervisor, or by what it
+/// started, even once its parent is gone (a contender's shell reaped before the server it
+/// forked has exited leaves that server to init for a moment).
+pub fn carries_our_mark(pid: u32) -> bool {
+    owner_of(pid).is_some_and(|o| o == owner_token())
+}
+
+/// When this ringside started, in /proc's clock ticks since boot (stat field 22).
+pub fn our_start_ticks() -> u64 {
+    parse_token(owner_token()).map_or(0, |t| t.1)
+}
+
 /// `(pid, start)` of an owner mark.
 pub fn parse_token(token: &str) -> Option<(u32, u64)> {
     let (pid, start) = token.trim().split_once(':')?;

@@ -4,7 +4,9 @@
 //! once and warns `disturbed` when it stays so.
 //!
 //! Read from the tasks' own accounting: at both edges, every process in /proc that is neither
-//! this one nor one of its descendants (the servers, wrk, perf) nor a kernel thread, with its
+//! this one nor one of its descendants (the servers, wrk, perf) nor a process born since this
+//! one started that carries its owner mark (what a contender's shell forked, left to init
+//! for a moment once the shell is reaped) nor a kernel thread nor a zombie, with its
 //! on-CPU time from `schedstat` (ns; every thread's for a multi-threaded process) and the CPU
 //! it last ran on; the time of those that ran on a plan CPU is the disturbance. A process
 //! born between the edges counts whole; one that was born and died between them is missed
@@ -127,19 +129,37 @@ impl Disturbance {
     }
 }
 
-/// Fields of /proc/PID/stat after the command's closing parenthesis: (ppid, flags,
-/// num_threads, processor). `None` when the line does not parse.
-fn stat_fields(text: &str) -> Option<(String, i32, u64, u64, u32)> {
+/// The fields of /proc/PID/stat the snapshot reads.
+#[derive(Debug, PartialEq)]
+struct StatFields {
+    comm: String,
+    state: char,
+    ppid: i32,
+    flags: u64,
+    threads: u64,
+    /// Start time, clock ticks since boot.
+    start: u64,
+    /// The CPU it last ran on.
+    cpu: u32,
+}
+
+/// The fields of a /proc/PID/stat line (counted after the command's closing parenthesis:
+/// the name may hold spaces and parentheses). `None` when the line does not parse.
+fn stat_fields(text: &str) -> Option<StatFields> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     let comm = text.get(open + 1..close)?.to_string();
     let rest: Vec<&str> = text.get(close + 2..)?.split_ascii_whitespace().collect();
     // rest[0] is field 3 (state): field k is rest[k - 3].
-    let ppid = rest.get(1)?.parse().ok()?;
-    let flags = rest.get(6)?.parse().ok()?;
-    let threads = rest.get(17)?.parse().ok()?;
-    let cpu = rest.get(36)?.parse().ok()?;
-    Some((comm, ppid, flags, threads, cpu))
+    Some(StatFields {
+        comm,
+        state: rest.first()?.chars().next()?,
+        ppid: rest.get(1)?.parse().ok()?,
+        flags: rest.get(6)?.parse().ok()?,
+        threads: rest.get(17)?.parse().ok()?,
+        start: rest.get(19)?.parse().ok()?,
+        cpu: rest.get(36)?.parse().ok()?,
+    })
 }
 
 /// The first field of a schedstat file: time on CPU, ns.
@@ -193,7 +213,7 @@ pub fn snapshot(cpus: &[u32]) -> Snapshot {
         .map(|s| steal_ticks(&s, cpus))
         .unwrap_or(0);
     let mut parent: HashMap<i32, i32> = HashMap::new();
-    let mut seen: Vec<(i32, String, u64, u64, u32)> = Vec::new();
+    let mut seen: Vec<(i32, StatFields)> = Vec::new();
     if let Ok(dir) = fs::read_dir("/proc") {
         for e in dir.flatten() {
             let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
@@ -202,14 +222,16 @@ pub fn snapshot(cpus: &[u32]) -> Snapshot {
             let Ok(text) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
                 continue;
             };
-            let Some((comm, ppid, flags, threads, cpu)) = stat_fields(&text) else {
+            let Some(f) = stat_fields(&text) else {
                 continue;
             };
-            parent.insert(pid, ppid);
-            if flags & PF_KTHREAD != 0 || pid == me {
+            parent.insert(pid, f.ppid);
+            // A zombie runs nothing: what it ran is past (and ours, when the contender's
+            // shell was reaped first, would otherwise be counted whole).
+            if f.flags & PF_KTHREAD != 0 || pid == me || f.state == 'Z' {
                 continue;
             }
-            seen.push((pid, comm, threads, flags, cpu));
+            seen.push((pid, f));
         }
     }
     let ours = |mut pid: i32| {
@@ -224,13 +246,23 @@ pub fn snapshot(cpus: &[u32]) -> Snapshot {
         }
         false
     };
+    // Ours too: a process born since we started that carries our owner mark, whatever its
+    // parent now (what a contender's shell forked, once the shell is reaped).
+    let born = crate::child::our_start_ticks();
     let mut others = HashMap::new();
-    for (pid, comm, threads, _, cpu) in seen {
-        if ours(pid) {
+    for (pid, f) in seen {
+        if ours(pid) || (f.start >= born && crate::child::carries_our_mark(pid as u32)) {
             continue;
         }
-        if let Some(ns) = process_ns(pid, threads) {
-            others.insert(pid, Proc { comm, ns, cpu });
+        if let Some(ns) = process_ns(pid, f.threads) {
+            others.insert(
+                pid,
+                Proc {
+                    comm: f.comm,
+                    ns,
+                    cpu: f.cpu,
+                },
+            );
         }
     }
     Snapshot {
@@ -328,12 +360,45 @@ mod tests {
     }
 
     #[test]
+    fn an_orphan_with_our_mark_is_ours_and_one_without_is_not() {
+        // A contender's shell reaped before the server it forked: the server is left to
+        // init (or a subreaper) for a moment, with our owner mark. Two such orphans spin, one
+        // marked and one not; only the unmarked one is another program.
+        let orphan = |marked: bool| -> i32 {
+            let mut c = std::process::Command::new("sh");
+            c.args(["-c", "while :; do :; done >/dev/null 2>&1 & echo $!"])
+                .stdout(std::process::Stdio::piped());
+            if marked {
+                c.env(crate::child::OWNER_ENV, crate::child::owner_token());
+            } else {
+                c.env_remove(crate::child::OWNER_ENV);
+            }
+            let out = c.output().unwrap();
+            String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+        };
+        let (marked, unmarked) = (orphan(true), orphan(false));
+        let snap = snapshot(&crate::measure::pin::allowed_cpus());
+        for pid in [marked, unmarked] {
+            // SAFETY: kill only sends a signal to the process we started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        assert!(!snap.others.contains_key(&marked), "our orphan counted");
+        assert!(
+            snap.others.contains_key(&unmarked),
+            "another program missed"
+        );
+    }
+
+    #[test]
     fn stat_lines_parse_with_spaces_and_parentheses_in_the_name() {
         let line = "4242 (my (odd) prog) R 1 4242 4242 0 -1 4194560 100 0 0 0 37 5 0 0 20 0 \
                     3 0 12345 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0";
-        let (comm, ppid, flags, threads, cpu) = stat_fields(line).unwrap();
-        assert_eq!(comm, "my (odd) prog");
-        assert_eq!((ppid, flags, threads, cpu), (1, 4194560, 3, 1));
+        let f = stat_fields(line).unwrap();
+        assert_eq!(f.comm, "my (odd) prog");
+        assert_eq!(
+            (f.state, f.ppid, f.flags, f.threads, f.start, f.cpu),
+            ('R', 1, 4194560, 3, 12345, 1)
+        );
     }
 
     #[test]
