@@ -1,6 +1,10 @@
 //! `run --explain`: a smoke run of one small network workload with two models stores, per
 //! cell, where the server's sampled CPU went (every group named, the shares summing to the
 //! samples), and the report draws it; without perf the run goes on and each breakdown says why.
+//! The breakdown is checked on a closed-loop workload: its server is busy whenever the load
+//! generator is not, so its window surely holds kernel work. (At echo.rate's smoke load of
+//! 2,000 messages/s a fast machine's server works for a few milliseconds of the 400 ms window,
+//! and perf's 4 kHz may catch none of it.)
 //! Skips, saying why, where this machine cannot sample CPUs with perf.
 
 use assert_cmd::Command as Cmd;
@@ -8,9 +12,9 @@ use ringside::results::explain::GROUPS;
 use serde_json::Value;
 use std::time::Duration;
 
-/// `ringside run echo.rate --profile smoke --models epoll-lt,uring --explain` with `path` as
+/// `ringside run WORKLOAD --profile smoke --models epoll-lt,uring --explain` with `path` as
 /// PATH (`None`: inherited); the results and report.md.
-fn run(path: Option<&std::path::Path>) -> (Value, String) {
+fn run(workload: &str, path: Option<&std::path::Path>) -> (Value, String) {
     // One run at a time: two echo runs side by side put each other's loopback softirqs on
     // the sampled server CPU, and the breakdown is then partly the other run's.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -18,7 +22,7 @@ fn run(path: Option<&std::path::Path>) -> (Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let mut c = Cmd::cargo_bin("ringside").unwrap();
     c.timeout(Duration::from_secs(300))
-        .args(["run", "echo.rate", "--profile", "smoke", "--runs", "1"])
+        .args(["run", workload, "--profile", "smoke", "--runs", "1"])
         .args(["--models", "epoll-lt,uring", "--explain"])
         .args(["--quiet", "--format", "json", "--out"])
         .arg(dir.path());
@@ -43,14 +47,14 @@ fn cannot_sample(why: &str) -> bool {
 
 #[test]
 fn a_smoke_run_with_explain_stores_a_breakdown_per_cell_that_sums_to_the_samples() {
-    let (v, md) = run(None);
+    let (v, md) = run("echo.payload", None);
     let cases: Vec<&Value> = v["cases"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|c| c["status"] == "measured")
         .collect();
-    assert_eq!(cases.len(), 2, "{v}");
+    assert!(cases.len() >= 2 && cases.len() % 2 == 0, "{v}");
     for c in &cases {
         let e = &c["explain"];
         if let Some(why) = e["unavailable"].as_str() {
@@ -81,13 +85,13 @@ fn a_smoke_run_with_explain_stores_a_breakdown_per_cell_that_sums_to_the_samples
             "{model}: shares sum to {sum}: {e}"
         );
         assert!(want.iter().all(|k| (0.0..=1.0).contains(&f(k))), "{e}");
-        // At 2,000 messages/s the server uses a few percent of its CPU: most samples are
-        // idle (or another program's, on a shared machine), and some are its kernel work.
+        // A closed-loop echo server works whenever a message is in flight: enough samples of
+        // its own work (neither idle nor another program's) for the report to compare.
+        let own = 1.0 - f("idle") - f("other_processes");
+        let own_samples = own * e["samples"].as_f64().unwrap();
         assert!(
-            f("idle") + f("other_processes") >= 0.5,
-            "{model}: idle {} other {}: {e}",
-            f("idle"),
-            f("other_processes")
+            own_samples >= ringside::stats::explain::MIN_WORK_SAMPLES,
+            "{model}: {own_samples:.0} samples of its own work: {e}"
         );
         let kernel: f64 = [
             "syscall",
@@ -127,7 +131,7 @@ fn a_smoke_run_with_explain_stores_a_breakdown_per_cell_that_sums_to_the_samples
 #[test]
 fn without_perf_the_run_goes_on_and_each_breakdown_says_why() {
     let empty = tempfile::tempdir().unwrap();
-    let (v, md) = run(Some(empty.path()));
+    let (v, md) = run("echo.rate", Some(empty.path()));
     let cases = v["cases"].as_array().unwrap();
     let measured: Vec<&Value> = cases.iter().filter(|c| c["status"] == "measured").collect();
     assert_eq!(measured.len(), 2, "{v}");
