@@ -101,7 +101,8 @@ pub struct RemoteLoadArgs {
     /// HTTP: the path requested.
     #[arg(long, default_value = "/")]
     pub path: String,
-    /// HTTP: the body length every response must have (default: any).
+    /// HTTP: the server answers `serve --body-bytes N`'s body, and every response must carry
+    /// it byte for byte (default: the default body).
     #[arg(long)]
     pub body_bytes: Option<usize>,
 }
@@ -268,6 +269,15 @@ pub struct LoadArgs {
     /// HTTP only: the Host header (default: the target HOST:PORT).
     #[arg(long)]
     pub host: Option<String>,
+    /// HTTP only: every 2xx response must carry, byte for byte, the body `ringside serve
+    /// --protocol http --body-bytes N` answers (0..=1048576; default: the body it answers
+    /// without --body-bytes, "Hello, World!").
+    #[arg(long, conflicts_with = "any_body")]
+    pub body_bytes: Option<u64>,
+    /// HTTP only: accept any body, checking only the status and the framing (a server whose
+    /// answer is not ringside's).
+    #[arg(long)]
+    pub any_body: bool,
     /// Measured seconds, after the warm-up.
     #[arg(long, default_value_t = 10.0)]
     pub duration: f64,

@@ -60,9 +60,12 @@ fn serve_and_load_http_with_no_errors() {
         let (_srv, addr) = serve(&args);
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("r.json");
+        // The load generator checks the body the server was asked for: the same --body-bytes.
+        let same: Vec<&str> = body.map(|b| vec!["--body-bytes", b]).unwrap_or_default();
         let o = Command::new(bin())
             .args(["load", "--protocol", "http", "--target", &addr])
             .args(["--conns", "4", "--duration", "0.5", "--warmup", "0.2"])
+            .args(same)
             .args(["--threads", "1", "--json"])
             .arg(&json)
             .timeout(Duration::from_secs(30))

@@ -5,7 +5,8 @@
 //! is asserted.
 
 use ringside::io::Stop;
-use ringside::load::{self, http::HttpGet, Config, Report};
+use ringside::load::http::{Expect, HttpGet};
+use ringside::load::{self, Config, Report};
 use ringside::measure::pin::{allowed_cpus, CpuPlan};
 use ringside::proto::Http;
 use std::io::{Read, Write};
@@ -21,12 +22,8 @@ fn cfg(addr: SocketAddr, conns: usize, secs: f64) -> Config {
     c
 }
 
-fn get(addr: SocketAddr, expect: Option<usize>) -> HttpGet {
-    HttpGet {
-        host: addr.to_string(),
-        path: "/".into(),
-        expect_body_bytes: expect,
-    }
+fn get(addr: SocketAddr, expect: Expect) -> HttpGet {
+    HttpGet::new(addr.to_string(), "/", expect)
 }
 
 /// Runs `ringside::io::serve` for `model` with `proto` on a thread; stops it on drop.
@@ -74,8 +71,10 @@ fn requests_against_ringside_http_are_all_valid_and_bytes_add_up() {
         let proto = Http::new(body);
         let resp = proto.response_bytes() as u64;
         let srv = InProcess::start("epoll-lt", proto);
-        let expect = Some(body.unwrap_or(ringside::proto::http::DEFAULT_BODY.len()));
-        let r = run(&cfg(srv.addr, 10, 0.5), &get(srv.addr, expect));
+        let r = run(
+            &cfg(srv.addr, 10, 0.5),
+            &get(srv.addr, Expect::Served(body)),
+        );
         assert!(r.msgs > 0, "{r:?}");
         assert_eq!(r.errors(), 0, "{r:?}");
         assert_eq!(r.live_conns, 10);
@@ -85,8 +84,16 @@ fn requests_against_ringside_http_are_all_valid_and_bytes_add_up() {
             "every counted response is one whole 200"
         );
         assert_eq!(r.latency.len(), r.msgs);
-        // A wrong expectation is caught on every response.
-        let r = run(&cfg(srv.addr, 2, 0.3), &get(srv.addr, Some(1)));
+        // A wrong expectation is caught on every response: another length, or the right
+        // length with other bytes.
+        let r = run(
+            &cfg(srv.addr, 2, 0.3),
+            &get(srv.addr, Expect::Served(Some(1))),
+        );
+        assert!(r.msgs == 0 && r.mismatches > 0, "{r:?}");
+        let n = ringside::proto::http::served_body(body).len();
+        let other = Expect::Exactly(vec![b'#'; n].into());
+        let r = run(&cfg(srv.addr, 2, 0.3), &get(srv.addr, other));
         assert!(r.msgs == 0 && r.mismatches > 0, "{r:?}");
     }
 }
@@ -122,7 +129,7 @@ fn canned(resp: &'static [u8]) -> SocketAddr {
 #[test]
 fn non_2xx_and_malformed_responses_are_counted_by_kind() {
     let addr = canned(b"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\nno");
-    let r = run(&cfg(addr, 3, 0.3), &get(addr, None));
+    let r = run(&cfg(addr, 3, 0.3), &get(addr, Expect::Any));
     assert_eq!(r.msgs, 0, "a 404 is not a request answered: {r:?}");
     assert!(r.non_2xx > 0, "every response is a 404: {r:?}");
     assert_eq!((r.malformed, r.mismatches, r.resets), (0, 0, 0), "{r:?}");
@@ -130,7 +137,7 @@ fn non_2xx_and_malformed_responses_are_counted_by_kind() {
     assert!(r.unverified().unwrap().contains("non-2xx"), "{r:?}");
 
     let addr = canned(b"HTTP/1.1 200 OK\r\n\r\nno length");
-    let r = run(&cfg(addr, 3, 0.3), &get(addr, None));
+    let r = run(&cfg(addr, 3, 0.3), &get(addr, Expect::Any));
     assert_eq!(r.msgs, 0, "{r:?}");
     // The first response of each connection, in the warm-up: counted apart from the window's.
     assert_eq!(

@@ -7,7 +7,11 @@
 use crate::cli::{LoadArgs, LoadProtocolArg};
 use crate::error::InputError;
 use crate::export::load::{http_json, http_summary, summary, to_json};
-use crate::load::{self, echo, http::HttpGet, Config, Report};
+use crate::load::{
+    self, echo,
+    http::{Expect, HttpGet},
+    Config, Report,
+};
 use crate::measure::pin;
 use crate::results::store::write_atomic;
 use anyhow::Context;
@@ -118,11 +122,13 @@ pub fn http_get(a: &LoadArgs) -> Result<HttpGet, InputError> {
             "must be a host name or HOST:PORT without spaces or control characters",
         ));
     }
-    Ok(HttpGet {
-        host,
-        path: a.path.clone(),
-        expect_body_bytes: None,
-    })
+    let max = crate::proto::http::MAX_BODY_BYTES;
+    let expect = match a.body_bytes {
+        _ if a.any_body => Expect::Any,
+        Some(n) if n > max as u64 => return Err(bad("--body-bytes", n, &format!("0..={max}"))),
+        n => Expect::Served(n.map(|n| n as usize)),
+    };
+    Ok(HttpGet::new(host, a.path.clone(), expect))
 }
 
 /// Set by SIGINT/SIGTERM: the load stops, prints and saves what it measured, exits 130.

@@ -187,7 +187,7 @@ pub fn load(a: RemoteLoadArgs) -> anyhow::Result<i32> {
         }
         "http" => Wire::Http {
             path: a.path.clone(),
-            expect_body_bytes: a.body_bytes,
+            body_bytes: a.body_bytes,
         },
         other => {
             return Err(InputError::BadValue {

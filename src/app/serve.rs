@@ -15,7 +15,7 @@ use crate::error::{CaseError, InputError};
 use crate::io::{self, Stop};
 use crate::measure::pin::{self, CpuPlan};
 use crate::model::{Availability, Knobs, ModelSpec, PeerKind};
-use crate::proto::http::{body_pattern, DEFAULT_BODY, MAX_BODY_BYTES};
+use crate::proto::http::{served_body, MAX_BODY_BYTES};
 use crate::proto::{Echo, Http, Protocol, Stream, WithIdle};
 use crate::registry::{self, MODELS};
 use anyhow::{anyhow, Context};
@@ -154,10 +154,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     if let Availability::Unavailable(why) = model.availability_serving(&crate::env::probe(), at) {
         return Ok(unavailable(&why));
     }
-    let body: Arc<[u8]> = match a.body_bytes {
-        None => DEFAULT_BODY.into(),
-        Some(n) => body_pattern(n as usize).into(),
-    };
+    let body: Arc<[u8]> = served_body(a.body_bytes.map(|n| n as usize)).into();
     // tokio-mt is one runtime of N workers on one listener, not N servers.
     let one_runtime = peer_kind(model) == Some(PeerKind::TokioMt);
     let how = How {

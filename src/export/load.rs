@@ -168,7 +168,7 @@ pub fn http_summary(cfg: &Config, g: &HttpGet, r: &Report) -> String {
     );
     s += &latency_line(r, true, "request");
     s += &format!(
-        "  errors {}: connect {}  read {}  write {}  timeout {}  non-2xx {}  malformed {}  wrong body {}  reconnects {}  live connections {}/{}\n",
+        "  errors {}: connect {}  read {}  write {}  timeout {}  non-2xx {}  malformed {}  wrong body {}  unsolicited {}  reconnects {}  live connections {}/{}\n",
         r.errors(),
         r.connect_errors,
         r.read_errors,
@@ -177,6 +177,7 @@ pub fn http_summary(cfg: &Config, g: &HttpGet, r: &Report) -> String {
         r.non_2xx,
         r.malformed,
         r.mismatches,
+        r.unsolicited,
         r.reconnects,
         r.live_conns,
         cfg.conns
@@ -236,8 +237,15 @@ pub fn summary(cfg: &Config, msg: usize, r: &Report) -> String {
     );
     s += &latency_line(r, false, "message");
     s += &format!(
-        "  connect errors {}  resets {}  other errors {}  mismatches {}  timeouts {}  live connections {}/{}\n",
-        r.connect_errors, r.resets, r.io_errors, r.mismatches, r.timeouts, r.live_conns, cfg.conns
+        "  connect errors {}  resets {}  other errors {}  mismatches {}  unsolicited {}  timeouts {}  live connections {}/{}\n",
+        r.connect_errors,
+        r.resets,
+        r.io_errors,
+        r.mismatches,
+        r.unsolicited,
+        r.timeouts,
+        r.live_conns,
+        cfg.conns
     );
     s + &tail(cfg, r)
 }

@@ -304,6 +304,7 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
         r.rx_bytes += p.rx_bytes;
         r.non_2xx += p.non_2xx;
         r.malformed += p.malformed;
+        r.unsolicited += p.unsolicited;
         r.connect_errors += p.connect_errors;
         r.resets += p.resets;
         r.io_errors += p.io_errors;
@@ -418,6 +419,7 @@ struct Counts {
     rx_bytes: u64,
     non_2xx: u64,
     malformed: u64,
+    unsolicited: u64,
     connect_errors: u64,
     resets: u64,
     io_errors: u64,
@@ -449,12 +451,17 @@ enum Kind {
     Mismatch,
     Non2xx,
     Malformed,
+    /// Bytes that arrived with no request outstanding.
+    Unsolicited,
 }
 
 impl Kind {
     /// A response that did not verify (not a socket error).
     fn invalid(self) -> bool {
-        matches!(self, Kind::Mismatch | Kind::Non2xx | Kind::Malformed)
+        matches!(
+            self,
+            Kind::Mismatch | Kind::Non2xx | Kind::Malformed | Kind::Unsolicited
+        )
     }
 }
 
@@ -505,6 +512,8 @@ struct Conn {
     /// Counted in [`Shared::unanswered`]: its first message is sent (closed loop: due at
     /// the start) and no response came yet.
     unanswered: bool,
+    /// Looked for bytes that came before its first request on this socket.
+    checked: bool,
 }
 
 struct Loop<'a> {
@@ -549,6 +558,10 @@ fn worker(
     }
     res
 }
+
+/// Reads of unsolicited bytes (of [`READ_CHUNK`] each) after which a connection that still
+/// has more is closed: a server flooding it would otherwise hold its thread.
+const MAX_UNSOLICITED_READS: usize = 16;
 
 /// Registers `fd` with the loop's epoll, edge-triggered, for reading and writing.
 fn register(ep: RawFd, fd: &OwnedFd, idx: usize) -> io::Result<()> {
@@ -610,6 +623,7 @@ fn worker_inner(
             read_pending: false,
             reconnecting: false,
             unanswered: false,
+            checked: false,
         };
         match connect(cfg.target, c.source) {
             Ok(fd) => {
@@ -759,6 +773,11 @@ fn worker_inner(
                 // Write space came back while waiting for the echo: nothing to do, and a
                 // recv would only return EAGAIN.
                 St::Receiving if !readable => continue,
+                // Bytes with no request outstanding: never an answer to a later one.
+                St::Idle if readable => {
+                    lp.drain_unsolicited(c, "while no request was outstanding");
+                    continue;
+                }
                 _ => {}
             }
             lp.drive(c);
@@ -823,6 +842,7 @@ impl Loop<'_> {
             Kind::Mismatch => c.mismatches += 1,
             Kind::Non2xx => c.non_2xx += 1,
             Kind::Malformed => c.malformed += 1,
+            Kind::Unsolicited => c.unsolicited += 1,
         }
     }
 
@@ -862,6 +882,7 @@ impl Loop<'_> {
     /// The server closes after the response just counted: open the connection again.
     fn reconnect(&mut self, c: &mut Conn) {
         c.fd = None; // closing removes it from the epoll set
+        c.checked = false;
         c.inb.clear();
         c.pending = None;
         c.discard = 0;
@@ -916,6 +937,46 @@ impl Loop<'_> {
         c.fd = None;
     }
 
+    /// `bytes` arrived on `c` that no request asked for (`when`: where they were seen):
+    /// counted (an error that fails the run, never an op) and named in the first error.
+    fn unsolicited(&mut self, c: &Conn, bytes: u64, when: &str) {
+        let now = now_ns();
+        self.count(Kind::Unsolicited, now);
+        self.note_error(now, || {
+            format!(
+                "{bytes} unsolicited bytes on connection {} {when} (after {} responses)",
+                c.id, c.seq
+            )
+        });
+    }
+
+    /// Reads and drops what is waiting on `c` while no request is outstanding, counting it
+    /// as unsolicited. A server that keeps sending past [`MAX_UNSOLICITED_READS`] reads is
+    /// not read forever: its connection is closed. EOF or an error fails the connection.
+    fn drain_unsolicited(&mut self, c: &mut Conn, when: &str) {
+        let mut got = 0u64;
+        for _ in 0..MAX_UNSOLICITED_READS {
+            let Some(fd) = c.fd.as_ref().map(|f| f.as_raw_fd()) else {
+                return;
+            };
+            // SAFETY: scratch holds READ_CHUNK writable bytes.
+            let r = unsafe { libc::recv(fd, self.scratch.as_mut_ptr().cast(), READ_CHUNK, 0) };
+            match self.received(c, r) {
+                Some(n) => got += n as u64,
+                None => {
+                    if got > 0 {
+                        self.unsolicited(c, got, when);
+                    }
+                    return;
+                }
+            }
+        }
+        self.unsolicited(c, got, when);
+        self.answered(c);
+        c.st = St::Dead;
+        c.fd = None;
+    }
+
     /// Whether the first round is over (no first round: always).
     fn round_over(&mut self) -> bool {
         if !self.released {
@@ -936,6 +997,16 @@ impl Loop<'_> {
             // Open loop: its first message fell due.
             c.unanswered = true;
             self.shared.unanswered.fetch_add(1, Ordering::SeqCst);
+        }
+        if !c.checked {
+            // A server may write before it is asked (a canned answer at accept): bytes already
+            // here when a connection's first request goes out answer nothing. One recv per
+            // connection (and per reconnection); later ones are seen by `drive` and the loop.
+            c.checked = true;
+            self.drain_unsolicited(c, "before the first request");
+            if c.st == St::Dead {
+                return;
+            }
         }
         c.out.clear();
         self.ex.request(c.id, c.seq, &mut c.out);
@@ -989,10 +1060,16 @@ impl Loop<'_> {
                         }
                         continue;
                     }
-                    let want = c.discard.min(READ_CHUNK as u64) as usize;
+                    // One byte more than the response's rest: a byte past it is unsolicited.
+                    let want = (c.discard + 1).min(READ_CHUNK as u64) as usize;
                     // SAFETY: scratch holds READ_CHUNK >= want writable bytes.
                     let r = unsafe { libc::recv(fd, self.scratch.as_mut_ptr().cast(), want, 0) };
                     match self.received(c, r) {
+                        Some(n) if n as u64 > c.discard => {
+                            let extra = n as u64 - c.discard;
+                            c.discard = 0;
+                            self.unsolicited(c, extra, "past the end of a response");
+                        }
                         Some(n) => c.discard -= n as u64,
                         None => return,
                     }
@@ -1033,6 +1110,9 @@ impl Loop<'_> {
                         }
                         Response::Unreadable(why) => return self.fail_unreadable(c, why),
                     };
+                    // One byte more than the response can still hold: one request is
+                    // outstanding, so a byte past its response is unsolicited (`complete`).
+                    let need = need + 1;
                     let have = c.inb.len();
                     c.inb.reserve(need);
                     // SAFETY: `need` bytes of spare capacity were reserved just above.
@@ -1124,6 +1204,12 @@ impl Loop<'_> {
         }
         let held = (d.len.min(c.inb.len() as u64)) as usize;
         c.inb.drain(..held);
+        if !c.inb.is_empty() {
+            // Arrived with the response, past its end: nothing asked for them.
+            let extra = c.inb.len() as u64;
+            c.inb.clear();
+            self.unsolicited(c, extra, "past the end of a response");
+        }
         c.seq += 1;
         c.st = St::Idle;
         if let Some(iv) = self.interval {

@@ -3,10 +3,10 @@
 //!
 //! A response is validated, not just counted: status line and headers parsed with `httparse`,
 //! the body delimited by Content-Length (or chunked transfer coding, decoded), and the body
-//! length compared with the expected one when given. Verdicts:
-//! - 2xx with the expected body length: valid;
-//! - 2xx with another body length: a mismatch (wrong content), at the first byte past the
-//!   shorter of the two bodies;
+//! compared byte for byte with the one the server was asked to send ([`Expect`]). Verdicts:
+//! - 2xx with the expected body: valid;
+//! - 2xx with another body (another length, or other bytes): a mismatch, at the first byte
+//!   that differs (past the shorter body when the lengths differ);
 //! - any other status: `Fault::Non2xx`;
 //! - a head or framing that cannot be parsed, or a length that cannot be known (no
 //!   Content-Length and not chunked, conflicting lengths, a head over
@@ -15,9 +15,11 @@
 //!   [`MAX_CHUNKED_BODY_BYTES`]): `Unreadable`; the engine counts it as malformed and closes
 //!   the connection, since where the next response starts is unknown.
 //!
-//! No length a server sends becomes an allocation: a Content-Length body is judged from the
-//! head alone and the engine reads and discards it in bounded pieces (`load::READ_CHUNK`);
-//! only a head (at most [`MAX_RESPONSE_HEAD_BYTES`]) and a chunked body (at most
+//! No length a server sends becomes an allocation: a body of the expected length is held to be
+//! compared (the expected body is ours, at most `proto::http::MAX_BODY_BYTES`); a body of
+//! another length, or any body under [`Expect::Any`], is judged from the head alone and the
+//! engine reads and discards it in bounded pieces (`load::READ_CHUNK`); otherwise only a head
+//! (at most [`MAX_RESPONSE_HEAD_BYTES`]) and a chunked body (at most
 //! [`MAX_CHUNKED_BODY_BYTES`], decoded in place) are held.
 //!
 //! `NeedMore` asks for up to [`HEAD_READ_BYTES`] while the head is incomplete (one request is
@@ -28,6 +30,7 @@
 
 use super::{Exchange, Fault, Response, Verdict};
 use std::mem::MaybeUninit;
+use std::sync::Arc;
 
 /// The largest response head accepted, bytes.
 pub const MAX_RESPONSE_HEAD_BYTES: usize = 64 * 1024;
@@ -44,6 +47,20 @@ pub const MAX_CHUNKED_BODY_BYTES: usize = 1 << 20;
 /// Trailer fields after a chunked body, at most.
 const MAX_TRAILERS: usize = 16;
 
+/// The body a 2xx response must carry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// What `ringside serve --protocol http [--body-bytes N]` answers
+    /// (`proto::http::served_body`), byte for byte: what every HTTP server of `run` is asked
+    /// to send.
+    Served(Option<usize>),
+    /// These bytes exactly.
+    Exactly(Arc<[u8]>),
+    /// Any body: only the status and the framing are checked (`ringside load --any-body`,
+    /// against a server whose answer is not known).
+    Any,
+}
+
 /// `GET {path} HTTP/1.1` with `Host: {host}`, keep-alive.
 #[derive(Clone, Debug)]
 pub struct HttpGet {
@@ -51,11 +68,33 @@ pub struct HttpGet {
     pub host: String,
     /// The request target, e.g. "/".
     pub path: String,
-    /// Expected body length, bytes; `None`: any length is valid.
-    pub expect_body_bytes: Option<usize>,
+    expect: Expect,
+    /// The expected body's bytes (`None`: any).
+    body: Option<Arc<[u8]>>,
+}
+
+impl HttpGet {
+    pub fn new(host: impl Into<String>, path: impl Into<String>, expect: Expect) -> HttpGet {
+        let body = match &expect {
+            Expect::Served(n) => Some(crate::proto::http::served_body(*n).into()),
+            Expect::Exactly(b) => Some(b.clone()),
+            Expect::Any => None,
+        };
+        HttpGet {
+            host: host.into(),
+            path: path.into(),
+            expect,
+            body,
+        }
+    }
+
+    pub fn expect(&self) -> &Expect {
+        &self.expect
+    }
 }
 
 /// How the body of a parsed head is delimited.
+#[derive(Clone, Copy)]
 enum Framing {
     Length(u64),
     Chunked,
@@ -63,10 +102,13 @@ enum Framing {
 
 impl Exchange for HttpGet {
     fn wire(&self) -> Option<super::Wire> {
-        Some(super::Wire::Http {
-            path: self.path.clone(),
-            expect_body_bytes: self.expect_body_bytes,
-        })
+        match self.expect {
+            Expect::Served(body_bytes) => Some(super::Wire::Http {
+                path: self.path.clone(),
+                body_bytes,
+            }),
+            _ => None,
+        }
     }
 
     fn request(&self, _conn: u32, _seq: u64, out: &mut Vec<u8>) {
@@ -154,11 +196,36 @@ impl Exchange for HttpGet {
         let verdict = if !(200..300).contains(&code) {
             Verdict::Fault(Fault::Non2xx)
         } else {
-            match self.expect_body_bytes {
-                Some(e) if e as u64 != body => Verdict::Mismatch {
-                    at: head as u64 + body.min(e as u64),
+            match &self.body {
+                None => Verdict::Valid,
+                Some(e) if e.len() as u64 != body => Verdict::Mismatch {
+                    at: head as u64 + body.min(e.len() as u64),
                 },
-                _ => Verdict::Valid,
+                // The expected length: hold the body (ours, bounded) and compare it.
+                Some(e) => match framing {
+                    Some(Framing::Chunked) if !bodiless => match chunked_differs(&got[head..], e) {
+                        Some(at) => Verdict::Mismatch {
+                            at: head as u64 + at,
+                        },
+                        None => Verdict::Valid,
+                    },
+                    _ => {
+                        let end = head + e.len();
+                        if got.len() < end {
+                            return Response::NeedMore(end - got.len());
+                        }
+                        match got[head..end]
+                            .iter()
+                            .zip(e.iter())
+                            .position(|(a, b)| a != b)
+                        {
+                            Some(at) => Verdict::Mismatch {
+                                at: (head + at) as u64,
+                            },
+                            None => Verdict::Valid,
+                        }
+                    }
+                },
             }
         };
         Response::Complete {
@@ -176,6 +243,32 @@ fn content_length(v: &[u8]) -> Option<u64> {
         return None;
     }
     Some(v.iter().fold(0u64, |n, &d| n * 10 + (d - b'0') as u64))
+}
+
+/// Where a complete chunked body (its framing already walked by [`chunked`]) first differs
+/// from `want` once decoded, as an offset into the decoded body; `None`: equal.
+fn chunked_differs(b: &[u8], want: &[u8]) -> Option<u64> {
+    let (mut pos, mut at) = (0usize, 0usize);
+    while let Ok(httparse::Status::Complete((line, size))) = httparse::parse_chunk_size(&b[pos..]) {
+        if size == 0 {
+            break;
+        }
+        let Some(data) = b.get(pos + line..pos + line + size as usize) else {
+            return Some(at as u64);
+        };
+        let expect = want
+            .get(at..at + data.len())
+            .unwrap_or(&want[at.min(want.len())..]);
+        if let Some(k) = data.iter().zip(expect).position(|(x, y)| x != y) {
+            return Some((at + k) as u64);
+        }
+        if expect.len() < data.len() {
+            return Some((at + expect.len()) as u64);
+        }
+        at += data.len();
+        pos += line + size as usize + 2;
+    }
+    (at != want.len()).then_some(at as u64)
 }
 
 enum Chunked {
@@ -256,12 +349,17 @@ fn chunked(b: &[u8]) -> Chunked {
 mod tests {
     use super::*;
 
+    /// `None`: any body; `Some(n)`: the first `n` bytes of "Hello, World!" and then dots.
     fn get(expect: Option<usize>) -> HttpGet {
-        HttpGet {
-            host: "h:1".into(),
-            path: "/p".into(),
-            expect_body_bytes: expect,
-        }
+        let expect = match expect {
+            None => Expect::Any,
+            Some(n) => {
+                let mut b = b"Hello, World!".to_vec();
+                b.resize(n, b'.');
+                Expect::Exactly(b.into())
+            }
+        };
+        HttpGet::new("h:1", "/p", expect)
     }
 
     const OK: &[u8] = b"HTTP/1.1 200 OK\r\nServer: ringside\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nHello, World!";
@@ -326,10 +424,16 @@ mod tests {
             assert_eq!(r, done(OK.len(), Verdict::Valid), "piece {piece}");
             assert_eq!(used, OK.len(), "piece {piece}");
         }
-        // Judged from the head: the body's bytes are not needed for the verdict.
+        // A body of the expected length is held and compared: asked for to its last byte,
+        // never past it. Any body is judged from the head.
         let head = OK.len() - 13;
         for cut in 0..OK.len() {
             match g.response(b"", &OK[..cut]) {
+                Response::NeedMore(n) if cut >= head => assert_eq!(n, OK.len() - cut),
+                Response::NeedMore(n) => assert!(n > 0, "cut {cut}"),
+                r => panic!("cut {cut}: {r:?}"),
+            }
+            match get(None).response(b"", &OK[..cut]) {
                 Response::NeedMore(n) => assert!(n > 0 && cut < head, "cut {cut}"),
                 r => {
                     assert!(cut >= head, "cut {cut}");
@@ -337,6 +441,7 @@ mod tests {
                 }
             }
         }
+        assert_eq!(g.response(b"", OK), done(OK.len(), Verdict::Valid));
         // The wrong body length is a mismatch at the first byte past the shorter body; no
         // expectation accepts any length.
         assert_eq!(
@@ -358,6 +463,54 @@ mod tests {
             )
         );
         assert_eq!(get(None).response(b"", OK), done(OK.len(), Verdict::Valid));
+    }
+
+    /// The body is compared byte for byte: the same length with other bytes is a mismatch
+    /// at the first byte that differs, chunked or not; a 204 (or any empty body) where a body
+    /// was asked for is a mismatch; what ringside's servers answer is valid.
+    #[test]
+    fn a_body_of_the_right_length_but_other_bytes_is_a_mismatch() {
+        let g = get(Some(13));
+        let wrong = b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, Wxrld!";
+        let h = wrong.len() - 13;
+        assert_eq!(
+            g.response(b"", wrong),
+            done(wrong.len(), Verdict::Mismatch { at: h as u64 + 8 })
+        );
+        let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nHello\r\n8\r\n, Wxrld!\r\n0\r\n\r\n";
+        // Offsets into a chunked body are of the decoded body, after the head.
+        let ch = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".len();
+        assert_eq!(
+            g.response(b"", chunked),
+            done(chunked.len(), Verdict::Mismatch { at: ch as u64 + 8 })
+        );
+        let right = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nHello\r\n8\r\n, World!\r\n0\r\n\r\n";
+        assert_eq!(g.response(b"", right), done(right.len(), Verdict::Valid));
+        for empty in [
+            &b"HTTP/1.1 204 No Content\r\n\r\n"[..],
+            b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+        ] {
+            assert_eq!(
+                g.response(b"", empty),
+                done(
+                    empty.len(),
+                    Verdict::Mismatch {
+                        at: empty.len() as u64
+                    }
+                )
+            );
+        }
+        // What `ringside serve` answers, at its default and at a size, is what Served expects.
+        for n in [None, Some(0), Some(1000)] {
+            let served = crate::proto::http::Http::new(n);
+            let g = HttpGet::new("h", "/", Expect::Served(n));
+            let wire = served.response();
+            assert_eq!(
+                g.response(b"", wire),
+                done(wire.len(), Verdict::Valid),
+                "{n:?}"
+            );
+        }
     }
 
     #[test]
@@ -518,7 +671,11 @@ mod tests {
         assert_eq!(w.len() - head.len(), MAX_CHUNKED_BODY_BYTES);
         for piece in [4096, 1 << 20] {
             assert_eq!(
-                drive(&get(Some(fits)), &w, piece),
+                drive(
+                    &HttpGet::new("h", "/", Expect::Exactly(vec![b'z'; fits].into())),
+                    &w,
+                    piece
+                ),
                 (done(w.len(), Verdict::Valid), w.len())
             );
             let w = wire_of(fits + 1);
@@ -552,7 +709,7 @@ mod tests {
     #[test]
     fn the_server_response_is_valid() {
         let h = crate::proto::Http::new(Some(1000));
-        let g = get(Some(1000));
+        let g = HttpGet::new("h", "/", Expect::Served(Some(1000)));
         assert_eq!(
             drive(&g, h.response(), 1 << 20).0,
             done(h.response_bytes(), Verdict::Valid)

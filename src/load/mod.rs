@@ -82,9 +82,10 @@ pub enum Wire {
     Echo {
         msg_bytes: usize,
     },
+    /// GET `path` from a server asked to answer `proto::http::served_body(body_bytes)`.
     Http {
         path: String,
-        expect_body_bytes: Option<usize>,
+        body_bytes: Option<usize>,
     },
 }
 
@@ -95,14 +96,11 @@ impl Wire {
             Wire::Echo { msg_bytes } => Box::new(echo::Echo {
                 msg_bytes: *msg_bytes,
             }),
-            Wire::Http {
-                path,
-                expect_body_bytes,
-            } => Box::new(http::HttpGet {
-                host: "127.0.0.1".into(),
-                path: path.clone(),
-                expect_body_bytes: *expect_body_bytes,
-            }),
+            Wire::Http { path, body_bytes } => Box::new(http::HttpGet::new(
+                "127.0.0.1",
+                path.clone(),
+                http::Expect::Served(*body_bytes),
+            )),
         }
     }
 }
@@ -288,6 +286,11 @@ pub struct Report {
     /// Responses that could not be parsed or framed, or announced a length over the reader's
     /// caps (HTTP); each closed its connection when its end could not be known.
     pub malformed: u64,
+    /// Times bytes arrived that no request asked for: past the end of a response, or while
+    /// no request was outstanding (a server that answers twice, or writes canned answers
+    /// before it is asked). Never an op; such a run is a failure ([`Report::unverified`]).
+    #[serde(default)]
+    pub unsolicited: u64,
     /// Messages outstanding longer than the message timeout.
     pub timeouts: u64,
     /// Connections closed by a valid `Connection: close` response and opened again (wrk's
@@ -378,6 +381,7 @@ impl Report {
             first_mismatch: None,
             non_2xx: 0,
             malformed: 0,
+            unsolicited: 0,
             timeouts: 0,
             reconnects: 0,
             warmup_ns: cfg.warmup.as_nanos() as u64,
@@ -438,6 +442,7 @@ impl Report {
             (&mut self.mismatches, other.mismatches),
             (&mut self.non_2xx, other.non_2xx),
             (&mut self.malformed, other.malformed),
+            (&mut self.unsolicited, other.unsolicited),
             (&mut self.timeouts, other.timeouts),
             (&mut self.reconnects, other.reconnects),
             (&mut self.warmup_errors, other.warmup_errors),
@@ -491,7 +496,7 @@ impl Report {
         per_sec(self.rx_bytes, self.window_ns)
     }
     /// Errors of every kind in the window (connect, resets, other socket errors, mismatches,
-    /// non-2xx, malformed, timeouts).
+    /// non-2xx, malformed, unsolicited, timeouts).
     pub fn errors(&self) -> u64 {
         self.connect_errors
             + self.resets
@@ -499,6 +504,7 @@ impl Report {
             + self.mismatches
             + self.non_2xx
             + self.malformed
+            + self.unsolicited
             + self.timeouts
     }
     /// Latency mean and standard deviation, ns (`None` when no message completed).
@@ -525,6 +531,12 @@ impl Report {
         if self.malformed > 0 {
             parts.push(format!("{} malformed responses", self.malformed));
         }
+        if self.unsolicited > 0 {
+            parts.push(format!(
+                "unsolicited bytes {} times (sent with no request outstanding)",
+                self.unsolicited
+            ));
+        }
         if self.warmup_invalid > 0 {
             parts.push(format!(
                 "{} responses in the warm-up did not verify",
@@ -538,11 +550,9 @@ impl Report {
         if let Some(m) = &self.first_mismatch {
             s += &format!("; first mismatch at {m}");
         }
-        if let Some(e) = self
-            .first_error
-            .as_deref()
-            .filter(|_| self.first_mismatch.is_none() || self.non_2xx + self.malformed > 0)
-        {
+        if let Some(e) = self.first_error.as_deref().filter(|_| {
+            self.first_mismatch.is_none() || self.non_2xx + self.malformed + self.unsolicited > 0
+        }) {
             s += &format!("; first error: {e}");
         }
         Some(s)

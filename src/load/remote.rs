@@ -51,13 +51,10 @@ pub fn args(cfg: &Config, wire: &Wire, conns: usize, rate: Option<f64>) -> Vec<S
             a.extend(["--protocol".into(), "echo".into()]);
             a.extend(["--msg-bytes".into(), msg_bytes.to_string()]);
         }
-        Wire::Http {
-            path,
-            expect_body_bytes,
-        } => {
+        Wire::Http { path, body_bytes } => {
             a.extend(["--protocol".into(), "http".into(), "--path".into()]);
             a.push(path.clone());
-            if let Some(b) = expect_body_bytes {
+            if let Some(b) = body_bytes {
                 a.extend(["--body-bytes".into(), b.to_string()]);
             }
         }
@@ -326,7 +323,7 @@ mod tests {
         assert!(s.ends_with("--protocol echo --msg-bytes 64"), "{s}");
         let h = Wire::Http {
             path: "/".into(),
-            expect_body_bytes: Some(13),
+            body_bytes: Some(13),
         };
         let s = args(&cfg, &h, 50, None).join(" ");
         assert!(

@@ -116,10 +116,7 @@ impl Http {
     /// `None`: the body is [`DEFAULT_BODY`]; `Some(n)`: `n` bytes of a fixed pattern
     /// (`n` is clamped to [`MAX_BODY_BYTES`]; the CLI refuses larger values).
     pub fn new(body_bytes: Option<usize>) -> Http {
-        let body: Vec<u8> = match body_bytes {
-            None => DEFAULT_BODY.to_vec(),
-            Some(n) => body_pattern(n.min(MAX_BODY_BYTES)),
-        };
+        let body = served_body(body_bytes);
         Http {
             keep: Canned::new(None, &body),
             close: Canned::new(Some("close"), &body),
@@ -135,6 +132,16 @@ impl Http {
     /// The full 200 response to a keep-alive HTTP/1.1 GET.
     pub fn response(&self) -> &[u8] {
         &self.keep.bytes
+    }
+}
+
+/// The body ringside's HTTP servers answer: [`DEFAULT_BODY`] (`None`), or `n` bytes of
+/// [`body_pattern`] (clamped to [`MAX_BODY_BYTES`]; the CLI refuses larger values). The load
+/// generator checks responses against the same bytes (`load::http::Expect::Served`).
+pub fn served_body(body_bytes: Option<usize>) -> Vec<u8> {
+    match body_bytes {
+        None => DEFAULT_BODY.to_vec(),
+        Some(n) => body_pattern(n.min(MAX_BODY_BYTES)),
     }
 }
 

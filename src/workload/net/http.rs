@@ -227,10 +227,8 @@ fn run_open(ctx: &Ctx<'_>, m: &ModelSpec, a: &Args, rate: f64) -> Result<Sample,
     Ok(s)
 }
 
+/// A GET of what ringside's servers answer with `body` (`serve --body-bytes`; `None`: the
+/// default body), checked byte for byte: every HTTP server of a run is asked for that.
 pub(super) fn get(body: Option<usize>) -> HttpGet {
-    HttpGet {
-        host: "127.0.0.1".into(),
-        path: PATH.into(),
-        expect_body_bytes: Some(body.unwrap_or(crate::proto::http::DEFAULT_BODY.len())),
-    }
+    HttpGet::new("127.0.0.1", PATH, crate::load::http::Expect::Served(body))
 }
