@@ -4,7 +4,10 @@
 //! read it, and it reads none of them.
 //!
 //! Ctrl-C stops after the repetition in progress and keeps every finished case
-//! (`"finished": false`); a second Ctrl-C stops at once, keeping what was saved.
+//! (`"finished": false`); a second Ctrl-C stops at once, keeping what was saved. SIGTERM,
+//! SIGHUP (the terminal closed, the ssh session dropped) and SIGQUIT do the same; after a
+//! SIGHUP stdout and stderr are pointed at /dev/null first, since the terminal they wrote to is
+//! gone and a write there would fail.
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
@@ -18,6 +21,53 @@ static SIGNALS: AtomicU32 = AtomicU32::new(0);
 
 /// Write end of the pipe that wakes the abort thread (-1: none).
 static ABORT_FD: AtomicI32 = AtomicI32::new(-1);
+
+/// /dev/null, opened when the handlers are installed, for stdout and stderr after a SIGHUP
+/// (-1: could not be opened).
+static DEV_NULL: AtomicI32 = AtomicI32::new(-1);
+
+/// The signals that stop a run (or a load) cleanly: a first one stops after the work in
+/// progress, a second at once.
+pub const STOP_SIGNALS: [libc::c_int; 4] =
+    [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// SIGHUP: the terminal is gone. Points stdout and stderr at /dev/null (a write to a hung-up
+/// terminal fails, and a failed print would end the run before it saves), then stops like
+/// SIGINT. Async-signal-safe: dup2 and what `on_sigint` calls.
+extern "C" fn on_sighup(sig: libc::c_int) {
+    detach_output();
+    on_sigint(sig);
+}
+
+/// Points stdout and stderr at /dev/null (async-signal-safe: dup2 of a descriptor opened
+/// beforehand).
+pub fn detach_output() {
+    let null = DEV_NULL.load(Ordering::SeqCst);
+    if null >= 0 {
+        // SAFETY: dup2 of a descriptor we own onto 1 and 2: async-signal-safe.
+        unsafe {
+            libc::dup2(null, 1);
+            libc::dup2(null, 2);
+        }
+    }
+}
+
+/// Opens /dev/null for [`detach_output`] (once).
+pub fn prepare_detach() {
+    if DEV_NULL.load(Ordering::SeqCst) >= 0 {
+        return;
+    }
+    if let Ok(f) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        let fd = OwnedFd::from(f).into_raw_fd();
+        if DEV_NULL
+            .compare_exchange(-1, fd, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            // SAFETY: our own descriptor, not stored anywhere.
+            unsafe { libc::close(fd) };
+        }
+    }
+}
 
 /// How long the abort thread's work (saying what was kept, rendering the report) may take
 /// before the process exits anyway.
@@ -52,10 +102,10 @@ extern "C" fn on_sigint(_: libc::c_int) {
 /// kept and where, render the report), bounded by [`ABORT_WITHIN`].
 pub type OnAbort = Box<dyn FnOnce() + Send>;
 
-/// Makes SIGINT and SIGTERM request a clean stop instead of killing the process. A second
-/// signal (either) ends it without waiting for the repetition in progress: the storage work
-/// directory is removed, `on_abort` runs on a thread of its own, and the process exits 130. A
-/// third ends it at once.
+/// Makes SIGINT, SIGTERM, SIGHUP and SIGQUIT ([`STOP_SIGNALS`]) request a clean stop instead
+/// of killing the process. A second signal (any of them) ends it without waiting for the
+/// repetition in progress: the storage work directory is removed, `on_abort` runs on a thread
+/// of its own, and the process exits 130. A third ends it at once.
 pub fn install_stop_handler(on_abort: Option<OnAbort>) {
     if let Some(f) = on_abort {
         if let Ok((r, w)) = crate::child::pipe_cloexec() {
@@ -67,14 +117,20 @@ pub fn install_stop_handler(on_abort: Option<OnAbort>) {
             }
         }
     }
-    // SAFETY: the handler makes only async-signal-safe calls (atomics, kill, write, the raw
-    // syscalls of `remove_work_dir_now`, _exit).
+    prepare_detach();
+    // SAFETY: the handlers make only async-signal-safe calls (atomics, kill, write, dup2, the
+    // raw syscalls of `remove_work_dir_now`, _exit).
     unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_sigint as *const () as usize;
-        sa.sa_flags = 0;
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+        for sig in STOP_SIGNALS {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = if sig == libc::SIGHUP {
+                on_sighup as *const () as usize
+            } else {
+                on_sigint as *const () as usize
+            };
+            sa.sa_flags = 0;
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
     }
 }
 

@@ -159,3 +159,51 @@ fn children_of(ppid: u32) -> Vec<u32> {
         })
         .collect()
 }
+
+/// SIGHUP (the terminal closed, the ssh session dropped) and SIGQUIT stop a run as SIGTERM
+/// does: exit 130, finished cases kept, report written. After SIGHUP the terminal is gone:
+/// here stderr's reader has closed it, and the run must not die printing to it. (Before:
+/// killed by the signal at once, no report, the storage work file left behind.)
+#[test]
+fn sighup_and_sigquit_stop_a_run_like_sigterm() {
+    for sig in [libc::SIGHUP, libc::SIGQUIT] {
+        let d = tempfile::tempdir().unwrap();
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("ringside"))
+            .args(["run", "micro", "--profile", "quick", "--out"])
+            .arg(d.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let results = d.path().join("results.json");
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while common::run::cases_saved(&results) < 1 {
+            assert!(Instant::now() < deadline, "no case finished in 120 s");
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "exited before the signal"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if sig == libc::SIGHUP {
+            // The terminal goes away: nobody reads what the run prints any more.
+            drop(child.stdout.take());
+            drop(child.stderr.take());
+        }
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "signal {sig}: did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(130), "signal {sig}: {status:?}");
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&results).unwrap()).unwrap();
+        assert_eq!(v["finished"], false, "signal {sig}");
+        assert!(!v["cases"].as_array().unwrap().is_empty(), "signal {sig}");
+        assert!(d.path().join("report.md").exists(), "signal {sig}");
+    }
+}

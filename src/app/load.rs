@@ -134,26 +134,32 @@ pub fn http_get(a: &LoadArgs) -> Result<HttpGet, InputError> {
 /// Set by SIGINT/SIGTERM: the load stops, prints and saves what it measured, exits 130.
 static STOP: AtomicBool = AtomicBool::new(false);
 
-/// First signal: stop the load (the window closes there). A second: exit at once.
-extern "C" fn on_signal(_: libc::c_int) {
+/// First signal: stop the load (the window closes there). A second: exit at once. After a
+/// SIGHUP (the terminal is gone) the summary goes to /dev/null; `--json` is still written.
+extern "C" fn on_signal(sig: libc::c_int) {
+    if sig == libc::SIGHUP {
+        crate::shutdown::detach_output();
+    }
     if STOP.swap(true, Ordering::SeqCst) {
         // SAFETY: _exit is async-signal-safe; 130 = interrupted.
         unsafe { libc::_exit(130) };
     }
 }
 
-/// Installs the stop handler for SIGINT and SIGTERM explicitly: a background job started by a
-/// non-interactive shell begins with SIGINT ignored, and an ignored signal stays ignored
-/// unless a handler is installed.
+/// Installs the stop handler for SIGINT, SIGTERM, SIGHUP and SIGQUIT explicitly: a background
+/// job started by a non-interactive shell begins with SIGINT ignored, and an ignored signal
+/// stays ignored unless a handler is installed.
 fn install_stop_handler() {
-    // SAFETY: the handler only touches an atomic and calls _exit (async-signal-safe).
+    crate::shutdown::prepare_detach();
+    // SAFETY: the handler only touches an atomic, dup2s and calls _exit (async-signal-safe).
     unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as *const () as usize;
-        libc::sigemptyset(&mut sa.sa_mask);
-        sa.sa_flags = 0;
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+        for sig in crate::shutdown::STOP_SIGNALS {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            sa.sa_flags = 0;
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
     }
 }
 
