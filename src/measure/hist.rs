@@ -76,6 +76,11 @@ impl Hist {
 
     /// The histogram [`Hist::to_base64`] wrote (V2 or V2-deflate, base64); `""` is an empty
     /// one. It keeps resizing, so that adding it to another never clips.
+    ///
+    /// Text from outside (another host, a results file) is checked before it is decoded: a
+    /// length its header declares must be the bytes present, the inflated form is read at
+    /// most [`MAX_V2_BYTES`], and the precision and range must be ones this code writes, so
+    /// no header sizes an allocation.
     pub fn from_base64(s: &str) -> Result<Hist, String> {
         use base64::Engine;
         use hdrhistogram::serialization::Deserializer;
@@ -85,12 +90,80 @@ impl Hist {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(s)
             .map_err(|e| format!("histogram: not base64: {e}"))?;
+        let v2 = checked_v2(&bytes)?;
         let mut h: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut bytes.as_slice())
+            .deserialize(&mut v2.as_slice())
             .map_err(|e| format!("histogram: not an HdrHistogram V2: {e:?}"))?;
         h.auto(true);
         Ok(Hist(h))
     }
+}
+
+/// The most bytes an uncompressed V2 histogram may hold (header and counts). One of ours,
+/// 1 ns .. centuries at 3 digits, is well under 1 MiB even with every count set.
+pub const MAX_V2_BYTES: usize = 4 << 20;
+
+const V2_COOKIE: u32 = 0x1c84_9303;
+const V2_DEFLATE_COOKIE: u32 = 0x1c84_9304;
+/// cookie, payload length, normalizing offset, significant digits, lowest, highest, ratio.
+const V2_HEADER_BYTES: usize = 40;
+
+fn be32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+/// The uncompressed V2 form of `bytes` (V2 or V2-deflate), once its header is consistent
+/// with what is there: every declared length is the bytes present, inflating stops at
+/// [`MAX_V2_BYTES`], 0 to 5 significant digits (hdrhistogram's own range).
+fn checked_v2(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    if bytes.len() < 8 {
+        return Err(format!(
+            "histogram: {} bytes, too short for a header",
+            bytes.len()
+        ));
+    }
+    // The cookie's second nibble carries a word size (0x10 for V2): not part of the type.
+    let kind = |c: u32| c & !0xf0;
+    let v2 = match kind(be32(bytes, 0)) {
+        V2_COOKIE => bytes.to_vec(),
+        V2_DEFLATE_COOKIE => {
+            let declared = be32(bytes, 4) as usize;
+            if declared != bytes.len() - 8 {
+                return Err(format!(
+                    "histogram: declares {declared} compressed bytes but holds {}",
+                    bytes.len() - 8
+                ));
+            }
+            let mut out = Vec::new();
+            flate2::read::ZlibDecoder::new(&bytes[8..])
+                .take(MAX_V2_BYTES as u64 + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| format!("histogram: does not inflate: {e}"))?;
+            if out.len() > MAX_V2_BYTES {
+                return Err(format!("histogram: inflates past {MAX_V2_BYTES} bytes"));
+            }
+            out
+        }
+        c => return Err(format!("histogram: unknown cookie {c:#x}")),
+    };
+    if v2.len() < V2_HEADER_BYTES || kind(be32(&v2, 0)) != V2_COOKIE {
+        return Err("histogram: not an HdrHistogram V2".into());
+    }
+    let declared = be32(&v2, 4) as usize;
+    if declared != v2.len() - V2_HEADER_BYTES {
+        return Err(format!(
+            "histogram: declares {declared} payload bytes but holds {}",
+            v2.len() - V2_HEADER_BYTES
+        ));
+    }
+    let digits = be32(&v2, 12);
+    if digits > 5 {
+        return Err(format!(
+            "histogram: {digits} significant digits (at most 5)"
+        ));
+    }
+    Ok(v2)
 }
 
 fn base64_encode(bytes: &[u8]) -> String {
@@ -157,5 +230,54 @@ mod tests {
         assert!(Hist::from_base64("").unwrap().is_empty());
         assert!(Hist::from_base64("not base64!").is_err());
         assert!(Hist::from_base64("Zm9v").is_err());
+    }
+
+    /// A 60-byte V2 header declaring a 4 GiB payload (or a compressed one declaring more than
+    /// it holds) is refused from its header, before anything is sized from it; so is one that
+    /// inflates past the cap. (Before: the deserializer resized to the declared length first,
+    /// 4 GiB per repetition from one forged load host.)
+    #[test]
+    fn a_histogram_whose_header_lies_is_refused_before_any_allocation() {
+        use base64::Engine;
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        let mut forged = Vec::new();
+        forged.extend_from_slice(&V2_COOKIE.to_be_bytes());
+        forged.extend_from_slice(&0xFFFF_FFF0u32.to_be_bytes());
+        forged.extend_from_slice(&0u32.to_be_bytes());
+        forged.extend_from_slice(&3u32.to_be_bytes());
+        forged.extend_from_slice(&1u64.to_be_bytes());
+        forged.extend_from_slice(&100_000_000_000u64.to_be_bytes());
+        forged.extend_from_slice(&1f64.to_bits().to_be_bytes());
+        forged.resize(60, 0);
+        let e = Hist::from_base64(&b64(&forged)).unwrap_err();
+        assert!(
+            e.contains("declares 4294967280 payload bytes but holds 20"),
+            "{e}"
+        );
+        let mut deflated = Vec::new();
+        deflated.extend_from_slice(&V2_DEFLATE_COOKIE.to_be_bytes());
+        deflated.extend_from_slice(&0xFFFF_FFF0u32.to_be_bytes());
+        deflated.extend_from_slice(&[0x78, 0x9c, 0, 0]);
+        let e = Hist::from_base64(&b64(&deflated)).unwrap_err();
+        assert!(
+            e.contains("declares 4294967280 compressed bytes but holds 4"),
+            "{e}"
+        );
+        // A zlib stream of 8 MiB of zeros: inflating stops at the cap.
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        std::io::Write::write_all(&mut z, &vec![0u8; 8 << 20]).unwrap();
+        let z = z.finish().unwrap();
+        let mut bomb = V2_DEFLATE_COOKIE.to_be_bytes().to_vec();
+        bomb.extend_from_slice(&(z.len() as u32).to_be_bytes());
+        bomb.extend_from_slice(&z);
+        let e = Hist::from_base64(&b64(&bomb)).unwrap_err();
+        assert!(e.contains("inflates past"), "{e}");
+        // Ours still decode, recorded values intact.
+        let mut h = Hist::new();
+        h.record_n(12_345, 7);
+        h.record(9_000_000_000_000);
+        let back = Hist::from_base64(&h.to_base64()).unwrap();
+        assert_eq!(back.len(), 8);
+        assert_eq!(back.quantile(1.0), h.quantile(1.0));
     }
 }
