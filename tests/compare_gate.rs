@@ -144,6 +144,118 @@ fn three_repetitions_cannot_pass_a_2x_slowdown() {
     assert!(out.contains("FAIL: 4 regression(s)"), "{out}");
 }
 
+/// Issue 28 item 13: a 3x slowdown between files without per-repetition values (written
+/// before they were recorded, or stripped of them) cannot be tested: untested, exit 1, never
+/// "no change" with exit 0 as before.
+#[test]
+fn a_side_without_per_repetition_values_is_untested_not_passed() {
+    let d = tempfile::tempdir().unwrap();
+    let mut base = load();
+    for c in base["cases"].as_array_mut().unwrap() {
+        for f in [
+            "runs_p50_ns",
+            "runs_ops_per_sec",
+            "runs_cpu_ns_per_op",
+            "runs_p99_ns",
+        ] {
+            if let Some(o) = c.as_object_mut() {
+                o.remove(f);
+            }
+        }
+    }
+    let mut new = base.clone();
+    for c in new["cases"].as_array_mut().unwrap() {
+        if is_cell(c, "micro.pipe", "uring", 64) {
+            for k in ["median", "min", "max"] {
+                let x = c["run_p50_ns"][k].as_f64().unwrap();
+                c["run_p50_ns"][k] = (x * 3.0).into();
+                let y = c["ops_per_sec"][k].as_f64().unwrap();
+                c["ops_per_sec"][k] = (y / 3.0).into();
+            }
+        }
+    }
+    let (b, n) = (
+        save(d.path(), "b.json", &base),
+        save(d.path(), "n.json", &new),
+    );
+    let (code, out) = compare(&b, &n, &[]);
+    assert_eq!(code, 1, "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("micro.pipe uring msg_bytes=64 "))
+        .unwrap_or_else(|| panic!("cell missing:\n{out}"));
+    assert!(
+        line.contains("no per-repetition values in either file"),
+        "{line}"
+    );
+    assert!(!line.contains("no significant change"), "{line}");
+    let (code, out) = compare(&b, &n, &["--allow-untested"]);
+    assert_eq!(code, 0, "{out}");
+}
+
+/// Issue 28 items 12 and 13: a results file with a cell twice, percentiles out of order, or a
+/// negative or absurd figure is refused (exit 2), naming the cell and what is wrong.
+#[test]
+fn results_with_duplicate_cells_or_impossible_figures_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let good = save(d.path(), "good.json", &load());
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(&str, Edit, &str); 3] = [
+        (
+            "dup",
+            |v| {
+                let c = v["cases"][0].clone();
+                v["cases"].as_array_mut().unwrap().push(c);
+            },
+            "appears twice",
+        ),
+        (
+            "order",
+            |v| {
+                let c = v["cases"]
+                    .as_array_mut()
+                    .unwrap()
+                    .iter_mut()
+                    .find(|c| c["status"] == "measured")
+                    .unwrap();
+                let max = c["latency_ns"]["max"].as_f64().unwrap();
+                c["latency_ns"]["p99"] = (max * 2.0 + 1.0).into();
+            },
+            "percentiles out of order",
+        ),
+        (
+            "negative",
+            |v| {
+                let c = v["cases"]
+                    .as_array_mut()
+                    .unwrap()
+                    .iter_mut()
+                    .find(|c| c["status"] == "measured")
+                    .unwrap();
+                c["ops_per_sec"]["median"] = (-5.0).into();
+            },
+            "not a finite number >= 0",
+        ),
+    ];
+    for (name, edit, want) in cases {
+        let mut v = load();
+        edit(&mut v);
+        let bad = save(d.path(), &format!("{name}.json"), &v);
+        for args in [
+            vec!["compare".into(), good.clone(), bad.clone()],
+            vec!["report".into(), bad.clone()],
+        ] {
+            let o = ringside().args(&args).output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{name} {args:?}: {err}");
+            assert!(
+                err.contains(want) && err.contains("cell '"),
+                "{name}: {err}"
+            );
+        }
+    }
+}
+
 /// A/A with the machine's drift: every cell of NEW 30% slower, as a machine in a slower state
 /// makes them. Relative to each point's reference model nothing changed, so nothing but the
 /// references can be called; with calibration probes that moved as much, not even they are.

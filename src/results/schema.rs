@@ -314,6 +314,23 @@ pub struct CaseResult {
 }
 
 impl CaseResult {
+    /// What tells one cell from another: workload, label and params ("echo.rate uring
+    /// conns=50 ..."). A run has each once; `compare` matches cells by it.
+    pub fn key(&self) -> String {
+        let p: Vec<String> = self
+            .params
+            .0
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let mut s = format!("{} {}", self.workload, self.label());
+        if !p.is_empty() {
+            s.push(' ');
+            s.push_str(&p.join(" "));
+        }
+        s
+    }
+
     /// Column label: the model, and its variant if any ("blocking/poll").
     pub fn label(&self) -> String {
         match &self.variant {

@@ -118,9 +118,10 @@ fn change(
         },
         None => {
             let ((b0, b1), (n0, n1)) = ranges;
-            // One repetition on a side (its runs recorded): nothing to test with, and a range
-            // of one value is "apart" from any other.
-            let too_few = (sizes.0 == 1 || sizes.1 == 1).then_some(sizes);
+            // One repetition on a side (its runs recorded), or none recorded (a file written
+            // before they were, or stripped of them): nothing to test with, and a range of
+            // one value is "apart" from any other. Untested, never "no change".
+            let too_few = (sizes.0 <= 1 || sizes.1 <= 1).then_some(sizes);
             Change {
                 base,
                 new,
@@ -249,8 +250,20 @@ pub struct CellChange {
     pub unstable: Option<String>,
 }
 
-/// "too few repetitions to test (n=3; need >= 4)" for `(base, new)` repetitions.
+/// "too few repetitions to test (n=3; need >= 4)" for `(base, new)` repetitions; a side
+/// with none recorded says so.
 pub fn too_few_text((nb, nn): (usize, usize)) -> String {
+    if nb == 0 || nn == 0 {
+        let which = match (nb, nn) {
+            (0, 0) => "either file",
+            (0, _) => "BASE",
+            _ => "NEW",
+        };
+        return format!(
+            "no per-repetition values in {which} to test (need >= {} repetitions each)",
+            reps_needed(ALPHA)
+        );
+    }
     let n = if nb == nn {
         format!("n={nb}")
     } else {
@@ -466,17 +479,6 @@ fn reps_hint(cmp: &Comparison) -> String {
         .find_map(|c| c.p50.too_few.or(c.ops.too_few))
         .map(too_few_text)
         .unwrap_or_else(|| "too few repetitions to test".into())
-}
-
-/// The key cells are matched by: workload, label and params.
-pub fn cell_key(c: &CaseResult) -> String {
-    let p: Vec<String> = c.params.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let mut s = format!("{} {}", c.workload, c.label());
-    if !p.is_empty() {
-        s.push(' ');
-        s.push_str(&p.join(" "));
-    }
-    s
 }
 
 /// Flattens a JSON value into ("a.b.c", "value") rows.
@@ -877,15 +879,16 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
     // First cell of each key in NEW (a key seen twice keeps its first cell, as before).
     let mut in_new: std::collections::HashMap<String, &CaseResult> = Default::default();
     for n in &new.cases {
-        in_new.entry(cell_key(n)).or_insert(n);
+        in_new.entry(n.key()).or_insert(n);
     }
-    let in_base: std::collections::HashSet<String> = base.cases.iter().map(cell_key).collect();
+    let in_base: std::collections::HashSet<String> =
+        base.cases.iter().map(CaseResult::key).collect();
     // Each point's cells measured, undisturbed, in both runs: every cell is judged against
     // the others of its point in the same rounds.
     let measured = |c: &CaseResult| c.status == Status::Measured && c.figures.is_some();
     let mut peers: std::collections::HashMap<String, Vec<Peer>> = Default::default();
     for b in base.cases.iter().filter(|c| measured(c)) {
-        if let Some(&n) = in_new.get(&cell_key(b)).filter(|n| measured(n)) {
+        if let Some(&n) = in_new.get(&b.key()).filter(|n| measured(n)) {
             let disturbed = |c: &CaseResult| c.warnings.contains(&Warning::Disturbed);
             if let (false, false, Some(fb), Some(fnew)) =
                 (disturbed(b), disturbed(n), &b.figures, &n.figures)
@@ -899,7 +902,7 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
         }
     }
     for b in &base.cases {
-        let key = cell_key(b);
+        let key = b.key();
         let Some(&n) = in_new.get(&key) else {
             cmp.only_base.push(key);
             continue;
@@ -1105,7 +1108,7 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
         judge(c, threshold_pct, drift_pct, ps.len(), jump);
     }
     for n in &new.cases {
-        let key = cell_key(n);
+        let key = n.key();
         if !in_base.contains(&key) {
             cmp.only_new.push(key);
         }
