@@ -9,15 +9,11 @@ use anyhow::Context;
 use std::path::{Path, PathBuf};
 
 /// Writes a derived file (re-renderable from results.json at any time) via a temp file and a
-/// rename, so a reader never sees half of it; no fsync: the results file is the durable one.
+/// rename (`store::write_via_temp`: never through a planted link), so a reader never sees
+/// half of it; no fsync: the results file is the durable one.
 fn write_derived(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("report");
-    let tmp = path.with_file_name(format!(".{name}.partial"));
-    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write '{}'", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write '{}'", path.display()))
+    store::write_via_temp(path, bytes, false)
+        .with_context(|| format!("cannot write '{}'", path.display()))
 }
 
 /// Writes report.md, report.html and charts/*.svg into `dir`; returns the paths written.
@@ -30,7 +26,7 @@ pub fn write_all(run: &RunResults, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         .flat_map(|(w, cases)| waterfall::for_cases(w, &cases))
         .collect();
     if !charts.is_empty() || !waterfalls.is_empty() {
-        std::fs::create_dir_all(&charts_dir)
+        store::real_dir(&charts_dir)
             .with_context(|| format!("cannot create '{}'", charts_dir.display()))?;
     }
     for c in &charts {

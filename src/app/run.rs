@@ -47,12 +47,32 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         .unwrap_or_default()
         .as_secs();
     let dir = match &a.out {
-        Some(d) => {
-            refuse_earlier_run(d, a.force)?;
-            d.clone()
-        }
+        Some(d) => d.clone(),
         None => fresh_default_dir(started),
     };
+    // Held for the run's life, before an earlier run is looked at or cleared: two runs on one
+    // --out would clear and overwrite each other's files.
+    use crate::results::store::{lock_out, LockRefused};
+    let _out_lock = lock_out(&dir).map_err(|r| match r {
+        LockRefused::Held(why) => InputError::BadValue {
+            flag: "--out",
+            given: dir.display().to_string(),
+            valid: why,
+        },
+        LockRefused::Unusable(why) => InputError::OutputDir {
+            dir: dir.display().to_string(),
+            why,
+        },
+    })?;
+    if a.out.is_some() {
+        refuse_earlier_run(&dir, a.force)?;
+    }
+    for (pid, what) in other_runs() {
+        eprintln!(
+            "ringside: warning: another ringside run (pid {pid}: {what}) is measuring on this \
+             machine: each disturbs the other's figures (the cells it disturbs are marked)"
+        );
+    }
     let storage_ids: Vec<&str> = workloads
         .iter()
         .map(|w| w.id())
@@ -240,6 +260,29 @@ fn params_note(c: &CaseResult) -> String {
     }
 }
 
+/// Other `ringside run` processes on this machine (pid, their command line): they compete for
+/// the CPUs this run measures.
+fn other_runs() -> Vec<(u32, String)> {
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != me)
+        .filter_map(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let args: Vec<String> = cmd
+                .split(|&b| b == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            let exe = std::path::Path::new(args.first()?).file_name()?.to_str()?;
+            (exe == "ringside" && args.get(1).map(String::as_str) == Some("run"))
+                .then(|| (pid, args.join(" ").chars().take(120).collect()))
+        })
+        .collect()
+}
+
 /// Refuses `--out DIR` when DIR holds the results.json of an earlier run, unless `force`.
 fn refuse_earlier_run(dir: &Path, force: bool) -> Result<(), InputError> {
     if force || std::fs::symlink_metadata(dir.join(RESULTS)).is_err() {
@@ -272,7 +315,9 @@ fn clear_earlier_run(dir: &Path) -> Result<(), InputError> {
         gone(std::fs::remove_file(dir.join(f)))?;
     }
     let charts = dir.join("charts");
-    if let Ok(entries) = std::fs::read_dir(&charts) {
+    // Only a real directory's SVGs: a link named charts is not followed.
+    let real = std::fs::symlink_metadata(&charts).is_ok_and(|m| m.file_type().is_dir());
+    if let Some(entries) = real.then(|| std::fs::read_dir(&charts).ok()).flatten() {
         for e in entries.flatten() {
             if e.file_name().to_string_lossy().ends_with(".svg") {
                 gone(std::fs::remove_file(e.path()))?;

@@ -7,8 +7,20 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-/// Writes `bytes` to `path` so readers see the old file or the new one, never half.
+/// Writes `bytes` to `path` so readers see the old file or the new one, never half; fsynced
+/// (file and directory): the results file is the durable one.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_via_temp(path, bytes, true)
+}
+
+/// Writes `bytes` to `path` through a temporary file beside it and a rename. The temporary
+/// file has an unpredictable name and is created new, never through a link (`O_EXCL`,
+/// `O_NOFOLLOW`): a symlink planted at a predictable name (`.report.md.partial`) cannot make
+/// us write elsewhere, and the rename replaces a link at `path` rather than writing through
+/// it. `durable`: fsync the file and the directory (the derived files, re-renderable from the
+/// results, skip it). The temporary file is removed when anything fails.
+pub fn write_via_temp(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -17,13 +29,113 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("results");
-    let tmp = dir.join(format!(".{name}.partial"));
-    let mut f = File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    drop(f);
-    fs::rename(&tmp, path)?;
-    File::open(dir)?.sync_all()
+    let (tmp, mut f) = loop {
+        let tmp = dir.join(format!(".{name}.{:016x}.partial", fastrand::u64(..)));
+        match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .mode(0o644)
+            .open(&tmp)
+        {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    };
+    let written = (|| {
+        f.write_all(bytes)?;
+        if durable {
+            f.sync_all()?;
+        }
+        drop(f);
+        fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    if durable {
+        File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// `dir`, which must be a real directory if it exists (never a symbolic link, which would
+/// make writes under it land elsewhere), created if it does not.
+pub fn real_dir(dir: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_dir() => Ok(()),
+        Ok(m) => Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!(
+                "'{}' is {}, not a directory: refusing to write under it",
+                dir.display(),
+                if m.file_type().is_symlink() {
+                    "a symbolic link"
+                } else {
+                    kind(&m)
+                }
+            ),
+        )),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => fs::create_dir(dir),
+        Err(e) => Err(e),
+    }
+}
+
+/// The exclusive hold of a run on its `--out` directory, for the run's life: a second run
+/// on the same directory would mix its files with this one's (both used to print
+/// `results: DIR/results.json` over one run's file and charts from both). An advisory
+/// `flock` on `DIR/.ringside.lock`, released when the process ends however it ends.
+pub struct OutLock {
+    _file: File,
+}
+
+/// Why [`lock_out`] could not take a directory.
+#[derive(Debug)]
+pub enum LockRefused {
+    /// Another run holds it: "another ringside run (pid N) is writing to it; ...".
+    Held(String),
+    /// It cannot be created or its lock file opened.
+    Unusable(String),
+}
+
+/// Takes `dir`'s [`OutLock`] (creating `dir`), or says who holds it.
+pub fn lock_out(dir: &Path) -> Result<OutLock, LockRefused> {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let unusable = LockRefused::Unusable;
+    fs::create_dir_all(dir).map_err(|e| unusable(format!("cannot create it: {e}")))?;
+    let path = dir.join(".ringside.lock");
+    let mut f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .mode(0o644)
+        .open(&path)
+        .map_err(|e| unusable(format!("cannot open '{}': {e}", path.display())))?;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+            return Err(unusable(format!("cannot lock '{}': {e}", path.display())));
+        }
+        let mut holder = String::new();
+        let _ = (&f).take(64).read_to_string(&mut holder);
+        let who = match holder.trim().parse::<u32>() {
+            Ok(pid) => format!("another ringside run (pid {pid})"),
+            Err(_) => "another ringside run".to_string(),
+        };
+        return Err(LockRefused::Held(format!(
+            "{who} is writing to it; wait for it to end or choose another directory"
+        )));
+    }
+    let _ = f.set_len(0);
+    let _ = f.write_all(format!("{}\n", std::process::id()).as_bytes());
+    Ok(OutLock { _file: f })
 }
 
 /// Where a run's files go.

@@ -1,0 +1,148 @@
+//! Issue 28 items 5 and 6: a run holds its `--out` directory for its life (a second run there
+//! is refused, naming the first), and nothing a user plants in `--out` makes ringside write
+//! outside it: temporary files are created new under unpredictable names, never through a
+//! link, and a `charts` that is a link is refused.
+
+use assert_cmd::Command;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn bin() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin("ringside")
+}
+
+fn fixture() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results.json")
+}
+
+/// A second `run` on a directory a run is writing to exits 2 naming the first, even with
+/// --force (before: both exited 0 and printed `results: DIR/results.json`, the file held one
+/// run and charts/ both; with --force the second removed the first's files).
+#[test]
+fn a_second_run_on_the_same_out_is_refused_naming_the_first() {
+    let d = tempfile::tempdir().unwrap();
+    let mut first = std::process::Command::new(bin())
+        .args([
+            "run",
+            "micro.pipe",
+            "--profile",
+            "quick",
+            "--quiet",
+            "--out",
+        ])
+        .arg(d.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = d.path().join(".ringside.lock");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(&lock)
+        .map(|s| s.trim() != first.id().to_string())
+        .unwrap_or(true)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the first run never took its --out"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = Command::new(bin())
+        .timeout(Duration::from_secs(60))
+        .args([
+            "run",
+            "micro.syscall",
+            "--profile",
+            "smoke",
+            "--force",
+            "--quiet",
+        ])
+        .arg("--out")
+        .arg(d.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(first.id() as i32, libc::SIGKILL) };
+    let _ = first.wait();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("another ringside run (pid {})", first.id())),
+        "{err}"
+    );
+    // Its hold ends with it: the directory can be used again.
+    let o = Command::new(bin())
+        .timeout(Duration::from_secs(120))
+        .args([
+            "run",
+            "micro.syscall",
+            "--profile",
+            "smoke",
+            "--force",
+            "--quiet",
+        ])
+        .arg("--out")
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Links planted in `--out` at the temporary names the writes used to take, and a `charts`
+/// that links to another directory: nothing is written through them.
+#[test]
+fn links_planted_in_out_are_never_written_through() {
+    let out = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let victim = elsewhere.path().join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    for name in [
+        ".results.json.partial",
+        ".report.md.partial",
+        ".report.html.partial",
+    ] {
+        std::os::unix::fs::symlink(&victim, out.path().join(name)).unwrap();
+    }
+    let o = Command::new(bin())
+        .timeout(Duration::from_secs(120))
+        .args(["run", "micro.syscall", "--profile", "smoke", "--quiet"])
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    assert!(out.path().join("report.md").is_file());
+    // `report` into a directory whose charts/ is a link elsewhere: refused, nothing there.
+    let target = tempfile::tempdir().unwrap();
+    let rdir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(target.path(), rdir.path().join("charts")).unwrap();
+    let o = Command::new(bin())
+        .timeout(Duration::from_secs(60))
+        .arg("report")
+        .arg(fixture())
+        .arg("--out")
+        .arg(rdir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("symbolic link"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(target.path()).unwrap().count(),
+        0,
+        "nothing written through the link"
+    );
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+}
