@@ -390,8 +390,16 @@ fn measure_group(
         }
     }
     if set.explain {
+        // Interrupted here, the point's timed cells are finished: kept, each breakdown not
+        // taken saying why (the next point sees the stop).
+        let mut stopped = false;
         for c in run.iter_mut().filter(|c| c.live && explains(c.case)) {
-            c.explain_once(set, offered_rate, obs)?;
+            if stopped || c.explain_once(set, offered_rate, obs).is_none() {
+                stopped = true;
+                c.r.explain = Some(Measured::unavailable(
+                    "interrupted before its explain repetition ended",
+                ));
+            }
         }
     }
     let mut out: Vec<CaseResult> = run.into_iter().map(Running::finish).collect();

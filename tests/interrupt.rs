@@ -207,3 +207,73 @@ fn sighup_and_sigquit_stop_a_run_like_sigterm() {
         assert!(d.path().join("report.md").exists(), "signal {sig}");
     }
 }
+
+/// Ctrl-C during `--explain`'s repetition keeps the point's finished cells, each breakdown not
+/// taken saying `interrupted` (before: "0 finished cases kept", the point's timed cells
+/// thrown away with the explain repetition).
+#[test]
+fn ctrl_c_during_explain_keeps_the_points_finished_cells() {
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("perf").is_file()));
+    if !on_path {
+        eprintln!("skipped: perf is not installed, so no explain repetition runs here");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("ringside"))
+        .args([
+            "run",
+            "echo.rate",
+            "--profile",
+            "smoke",
+            "--runs",
+            "1",
+            "--explain",
+        ])
+        .args(["--models", "epoll-lt,uring", "--quiet", "--out"])
+        .arg(d.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    // The explain repetition is the only one that runs perf.
+    let perf_running = |pid: u32| {
+        children_of(pid).iter().any(|&k| {
+            std::fs::read_to_string(format!("/proc/{k}/comm")).is_ok_and(|c| c.trim() == "perf")
+        })
+    };
+    while !perf_running(child.id()) {
+        assert!(Instant::now() < deadline, "no explain repetition in 120 s");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "exited before explaining"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "did not stop after SIGINT");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("results.json")).unwrap()).unwrap();
+    let measured: Vec<&serde_json::Value> = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "measured")
+        .collect();
+    assert_eq!(measured.len(), 2, "the point's timed cells are kept: {v}");
+    assert!(
+        measured.iter().any(|c| c["explain"]["unavailable"]
+            .as_str()
+            .is_some_and(|w| w.contains("interrupted"))),
+        "{v}"
+    );
+}
