@@ -66,13 +66,30 @@ const READERS_WITHIN: Duration = Duration::from_millis(500);
 // ---------------------------------------------------------------------------------------
 // Owner marks
 
-/// This process's owner mark, `PID:START` (START: its start time in clock ticks after boot,
-/// field 22 of /proc/PID/stat), so that a reused pid is not mistaken for it.
+/// This process's owner mark, `PID:START:BOOT` (START: its start time in clock ticks after
+/// boot, field 22 of /proc/PID/stat, so that a reused pid is not mistaken for it; BOOT: this
+/// boot's id, so that a mark from before a reboot is nobody's).
 pub fn owner_token() -> &'static str {
     static TOKEN: OnceLock<String> = OnceLock::new();
     TOKEN.get_or_init(|| {
         let pid = std::process::id();
-        format!("{pid}:{}", Stat::of(pid).map_or(0, |s| s.start))
+        format!(
+            "{pid}:{}:{}",
+            Stat::of(pid).map_or(0, |s| s.start),
+            boot_id()
+        )
+    })
+}
+
+/// This boot's id: the first 8 hex digits of /proc/sys/kernel/random/boot_id ("0" unread).
+fn boot_id() -> &'static str {
+    static BOOT: OnceLock<String> = OnceLock::new();
+    BOOT.get_or_init(|| {
+        fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .ok()
+            .map(|s| s.chars().filter(char::is_ascii_hexdigit).take(8).collect())
+            .filter(|s: &String| !s.is_empty())
+            .unwrap_or_else(|| "0".into())
     })
 }
 
@@ -88,10 +105,31 @@ pub fn our_start_ticks() -> u64 {
     parse_token(owner_token()).map_or(0, |t| t.1)
 }
 
-/// `(pid, start)` of an owner mark.
+/// `(pid, start)` of an owner mark (`PID:START`, or `PID:START:BOOT`).
 pub fn parse_token(token: &str) -> Option<(u32, u64)> {
-    let (pid, start) = token.trim().split_once(':')?;
+    let mut f = token.trim().split(':');
+    let (pid, start) = (f.next()?, f.next()?);
+    if f.clone().count() > 1 {
+        return None;
+    }
     Some((pid.parse().ok()?, start.parse().ok()?))
+}
+
+/// Whether an owner mark was made in this boot (a mark without one, from an older ringside,
+/// is not).
+fn of_this_boot(token: &str) -> bool {
+    token.trim().split(':').nth(2) == Some(boot_id())
+}
+
+/// The real uid a process runs as (`Uid:` of /proc/PID/status).
+fn uid_of(pid: u32) -> Option<u32> {
+    let s = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Whether the ringside an owner mark names is still running (same pid, same start time).
@@ -170,7 +208,11 @@ fn owner_of(pid: u32) -> Option<String> {
 /// Stops (SIGKILL; its process group too when it leads one) every process that carries the
 /// owner mark of a ringside that is no longer running: what a ringside killed before it could
 /// stop its children (and past the guards) left behind. Returns one sentence per process
-/// stopped. Processes of a live ringside, this one's included, are left alone.
+/// stopped. Processes of a live ringside, this one's included, are left alone, and so is any
+/// process that could not be a dead ringside's child: another user's (a mark in an
+/// environment is anyone's to write: `su nobody -c 'env RINGSIDE_OWNER=999998:1 sleep'` was
+/// killed by root's next run), one started before the ringside its mark names, or one whose
+/// mark is not of this boot.
 pub fn sweep_stale() -> Vec<String> {
     let me = std::process::id();
     let mut found = Vec::new();
@@ -184,12 +226,19 @@ pub fn sweep_stale() -> Vec<String> {
         let Some(token) = owner_of(pid) else {
             continue;
         };
-        if token == owner_token() || owner_alive(&token) {
+        if token == owner_token() || owner_alive(&token) || !of_this_boot(&token) {
             continue;
         }
-        let Some(st) = Stat::of(pid).filter(|s| s.live()) else {
+        let Some((_, owner_start)) = parse_token(&token) else {
             continue;
         };
+        let Some(st) = Stat::of(pid).filter(|s| s.live() && s.start >= owner_start) else {
+            continue;
+        };
+        // SAFETY: getuid cannot fail.
+        if uid_of(pid) != Some(unsafe { libc::getuid() }) {
+            continue;
+        }
         let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
         let sent = match &pidfd {
             // SAFETY: pidfd_send_signal on a pidfd we own; no memory is passed.

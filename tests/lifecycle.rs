@@ -213,12 +213,42 @@ fn the_next_start_sweeps_stale_children_and_work_dirs_and_names_them() {
         c.wait().unwrap();
         pid
     };
-    let stale_token = format!("{dead}:1");
+    let boot: String = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .unwrap()
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .take(8)
+        .collect();
+    let stale_token = format!("{dead}:1:{boot}");
     let mut stale = Command::new("sleep")
         .arg("60")
         .env("RINGSIDE_OWNER", &stale_token)
         .spawn()
         .unwrap();
+    // Issue 28 item 14: marks anyone can write are not enough. Left alone: a process whose
+    // mark names an owner that started after it, one whose mark is of another boot, and (as
+    // root) another user's.
+    let spare = |token: String, uid: Option<u32>| {
+        let mut c = Command::new("sleep");
+        c.arg("60").env("RINGSIDE_OWNER", token);
+        if let Some(u) = uid {
+            std::os::unix::process::CommandExt::uid(&mut c, u);
+        }
+        c.spawn().unwrap()
+    };
+    let mut spared = vec![
+        (
+            "started before its owner",
+            spare(format!("{dead}:{}:{boot}", u64::MAX / 2), None),
+        ),
+        ("of another boot", spare(format!("{dead}:1:00000000"), None)),
+    ];
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        spared.push(("another user's", spare(stale_token.clone(), Some(65534))));
+    } else {
+        eprintln!("not root: another user's process cannot be started to check it is spared");
+    }
     let stale_dir = cwd.path().join(format!("ringside-storage-{dead}-7"));
     std::fs::create_dir(&stale_dir).unwrap();
     std::fs::write(stale_dir.join(".ringside-owner"), &stale_token).unwrap();
@@ -265,6 +295,12 @@ fn the_next_start_sweeps_stale_children_and_work_dirs_and_names_them() {
         "the stale work dir is named: {err}"
     );
     assert!(live_dir.exists(), "a live ringside's work dir was removed");
+    for (what, c) in &mut spared {
+        let alive = c.try_wait().unwrap().is_none();
+        let _ = c.kill();
+        let _ = c.wait();
+        assert!(alive, "a process {what} was stopped: {err}");
+    }
 }
 
 /// This process's owner mark: `PID:START` (start time in clock ticks after boot, field 22 of
