@@ -599,8 +599,10 @@ pub struct Captured {
 
 /// Runs `cmd` (stdin closed, stdout and stderr read by threads with caps, so a command that
 /// prints without end neither blocks on a full pipe nor makes ringside allocate what it
-/// prints) as a child that dies with ringside; kills it after `cap.within`. `started` gets its
-/// pid once it runs (for a signal handler that may have to stop it).
+/// prints) as a child that dies with ringside; kills it after `cap.within`, and its whole
+/// process group when `cmd` was given one of its own (`process_group(0)`: what it started
+/// goes with it). `started` gets its pid once it runs (for a signal handler that may have to
+/// stop it).
 pub fn run_captured(
     mut cmd: Command,
     cap: &Capture,
@@ -612,6 +614,8 @@ pub fn run_captured(
     let t0 = Instant::now();
     let mut child = spawn(cmd, cap.cpus.as_deref())?;
     let pid = child.id();
+    // SAFETY: getpgid on our own child's pid.
+    let leads_group = unsafe { libc::getpgid(pid as libc::pid_t) } == pid as libc::pid_t;
     started(pid);
     let (otx, orx) = mpsc::channel();
     if let Some(o) = child.stdout.take() {
@@ -650,6 +654,11 @@ pub fn run_captured(
         }
         if Instant::now() >= deadline && !timed_out {
             timed_out = true;
+            if leads_group {
+                // SAFETY: SIGKILL to the group our child leads (it is not reaped yet, so the
+                // group id is still its own).
+                unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGKILL) };
+            }
             let _ = child.kill();
             continue;
         }

@@ -421,3 +421,50 @@ while True:
     c, _ = s.accept()
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 "#;
+
+/// Issue 28 item 15: a remote probe that hangs is killed at its bound with everything it
+/// started here: ssh runs in a process group of its own, killed whole (before: only ssh was
+/// killed, and what its wrapper had started stayed). The `ssh` here is a stand-in on PATH
+/// that starts a helper and hangs, as a ProxyCommand or a wrapper script would.
+#[test]
+fn a_hung_remote_probe_is_killed_with_what_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("ssh");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\nsleep 300 &\necho $! > \"$MARK_DIR/helper.pid\"\nexec sleep 300\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = tempfile::tempdir().unwrap();
+    let t0 = Instant::now();
+    let o = Command::new(bin())
+        .env("PATH", path)
+        .env("MARK_DIR", dir.path())
+        .args(["run", "echo.rate", "--profile", "smoke", "--quiet"])
+        .args(["--server-host", "nobody@hung.invalid", "--out"])
+        .arg(out.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let helper: i32 = std::fs::read_to_string(dir.path().join("helper.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let gone = wait_gone(helper as u32, Duration::from_secs(5));
+    if !gone {
+        kill(helper, libc::SIGKILL);
+    }
+    assert!(t0.elapsed() < Duration::from_secs(120), "{err}");
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("did not finish within 30 s"), "{err}");
+    assert!(gone, "the hung probe's helper {helper} outlived it: {err}");
+}

@@ -137,8 +137,11 @@ impl Ssh {
 
     /// Runs `BIN ARGS...` on `host` to completion (bounded in time and output); its stdout, or
     /// the SSH error (ssh's or the remote command's stderr, and the exit status).
+    /// ssh runs in a process group of its own, killed whole when it overruns: a hung remote
+    /// command's local helpers (a ProxyCommand, a wrapper script) go with it.
     pub fn output(&self, host: &Host, args: &[&str]) -> Result<String, String> {
-        let cmd = self.command(host, args);
+        let mut cmd = self.command(host, args);
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let cap = child::Capture {
             stdout_max: PROBE_OUTPUT_BYTES,
             stderr_max: 16 * 1024,
