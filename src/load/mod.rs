@@ -452,7 +452,7 @@ impl Report {
             (&mut self.cpu_ns, other.cpu_ns),
             (&mut self.verified_bytes, other.verified_bytes),
         ] {
-            *a += b;
+            *a = a.saturating_add(b);
         }
         if self.first_mismatch.is_none() {
             self.first_mismatch = other.first_mismatch;
@@ -516,6 +516,80 @@ impl Report {
     pub fn latency_ns(&self, q: f64) -> Option<u64> {
         (!self.latency.is_empty()).then(|| self.latency.quantile(q))
     }
+    /// Why another host's report cannot be figures of the run it was asked for (`conns`
+    /// connections at `rate` messages/s, or closed loop, over `cfg`'s window), or `None`:
+    /// counts past what a window holds (so that summing hosts cannot wrap), a latency
+    /// histogram that does not hold one value per message, more live connections than asked,
+    /// CPU beyond its threads' CPUs over the window, a window far from the one asked, or an
+    /// open loop completing more than was offered (a forged host claimed 2,000,000 msgs/s at
+    /// 2,000 offered).
+    pub fn implausible(&self, conns: usize, rate: Option<f64>, cfg: &Config) -> Option<String> {
+        let counts = [
+            ("msgs", self.msgs),
+            ("bytes", self.bytes),
+            ("rx_bytes", self.rx_bytes),
+            ("errors", self.errors()),
+            ("warmup_errors", self.warmup_errors),
+            ("reconnects", self.reconnects),
+            ("cpu_ns", self.cpu_ns),
+        ];
+        // 2^48: far past any window's count, and hundreds of hosts sum without wrapping.
+        if let Some((what, n)) = counts.iter().find(|(_, n)| *n >= 1 << 48) {
+            return Some(format!("{what} {n}"));
+        }
+        for (what, v) in [
+            ("cpu_fraction", self.cpu_fraction),
+            ("max_thread_fraction", self.max_thread_fraction),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Some(format!("{what} {v}"));
+            }
+        }
+        if self.latency.len() != self.msgs {
+            return Some(format!(
+                "{} messages but {} latencies",
+                self.msgs,
+                self.latency.len()
+            ));
+        }
+        if self.live_conns > conns as u64 || self.conns_requested != conns {
+            return Some(format!(
+                "{} live of {} connections, asked for {conns}",
+                self.live_conns, self.conns_requested
+            ));
+        }
+        let asked = cfg.duration.as_nanos() as u64;
+        // A warm-up that gave up stretches the window by at most two message timeouts.
+        let longest = asked + 2 * cfg.msg_timeout.as_nanos() as u64 + 1_000_000_000;
+        if (self.window_ns == 0 && !self.interrupted) || self.window_ns > longest {
+            return Some(format!(
+                "a window of {} ns for {asked} ns asked",
+                self.window_ns
+            ));
+        }
+        let most_cpu =
+            self.window_ns as u128 * self.cpus_available.max(1) as u128 * 105 / 100 + 10_000_000;
+        if self.cpus_available > self.threads.max(1) || self.cpu_ns as u128 > most_cpu {
+            return Some(format!(
+                "{} ns of CPU over a {} ns window on {} CPU(s) for {} thread(s)",
+                self.cpu_ns, self.window_ns, self.cpus_available, self.threads
+            ));
+        }
+        if let Some(r) = rate {
+            // Completions in the window: what fell due in it, and at most a message timeout's
+            // backlog from before, one per connection more.
+            let span = (self.window_ns + cfg.msg_timeout.as_nanos() as u64) as f64 / 1e9;
+            let most = (r * span * 1.05).ceil() as u64 + conns as u64;
+            if self.msgs > most {
+                return Some(format!(
+                    "{} messages in a {} ns window at {r:.0} offered per second",
+                    self.msgs, self.window_ns
+                ));
+            }
+        }
+        None
+    }
+
     /// Why the responses cannot be trusted, or `None` when every response received verified
     /// (window and warm-up): "N mismatched responses (first at byte B of message M on
     /// connection C), ...". A run with such responses is a failure: a server that answers
@@ -618,6 +692,49 @@ mod tests {
         a.merge("a", &report(0, 1, false), "c");
         assert!(a.client_bound);
         assert_eq!(a.hosts, ["a", "b", "c"]);
+    }
+
+    /// Issue 28 item 4: what another host reports is checked against what it was asked for.
+    /// A plausible report passes; forged ones are refused, each naming what is wrong.
+    #[test]
+    fn a_forged_load_host_report_is_implausible() {
+        let cfg = Config::new("127.0.0.1:1".parse().unwrap(), 10, Duration::from_secs(1));
+        let ok = report(900, 10_000, false);
+        assert_eq!(ok.implausible(10, None, &cfg), None);
+        let mut open = report(2_000, 10_000, false);
+        open.rate_per_sec = Some(2_000.0);
+        assert_eq!(open.implausible(10, Some(2_000.0), &cfg), None);
+        type Forge = fn(&mut Report);
+        let forged: [(Forge, Option<f64>, &str); 7] = [
+            // 2,000,000 msgs/s at 2,000 offered.
+            (
+                |r| {
+                    r.msgs = 2_000_000;
+                    r.latency.record_n(10_000, 2_000_000 - 900);
+                },
+                Some(2_000.0),
+                "at 2000 offered",
+            ),
+            (|r| r.msgs = 5_000, None, "latencies"),
+            (|r| r.msgs = u64::MAX - 3, None, "msgs"),
+            (|r| r.cpu_ns = 50_000_000_000, None, "ns of CPU"),
+            (|r| r.live_conns = 11, None, "live of"),
+            (|r| r.window_ns = 3_600_000_000_000, None, "a window of"),
+            (|r| r.cpu_fraction = f64::INFINITY, None, "cpu_fraction"),
+        ];
+        for (forge, rate, want) in forged {
+            let mut r = report(900, 10_000, false);
+            forge(&mut r);
+            let why = r.implausible(10, rate, &cfg).unwrap_or_default();
+            assert!(why.contains(want), "{want}: {why:?}");
+        }
+        // Summing hosts never wraps.
+        let mut a = report(900, 10_000, false);
+        let mut b = report(900, 10_000, false);
+        b.resets = u64::MAX;
+        a.resets = 5;
+        a.merge("a", &b, "b");
+        assert_eq!(a.resets, u64::MAX);
     }
 
     #[test]

@@ -77,6 +77,9 @@ struct Session<'a> {
     child: child::Child,
     /// It said `ready` (the SSH session was up and ringside ran there).
     ready: bool,
+    /// Its share of the connections and of the offered rate.
+    conns: usize,
+    rate: Option<f64>,
 }
 
 impl Session<'_> {
@@ -142,6 +145,8 @@ pub fn run(
             host,
             child,
             ready: false,
+            conns,
+            rate,
         });
     }
     // Dropping `sessions` (any error below) stops every ssh: the remote ends see EOF and die.
@@ -215,6 +220,9 @@ pub fn run(
         let line = s.child.line(REPORT).unwrap_or_default();
         let mut rep: Report = serde_json::from_str(&line)
             .map_err(|e| s.error(&format!("its report does not parse: {e}")))?;
+        if let Some(why) = rep.implausible(s.conns, s.rate, cfg) {
+            return Err(s.error(&format!("its report is implausible: {why}")));
+        }
         if let Some(e) = rep.first_error.take() {
             rep.first_error = Some(format!("{}: {e}", s.host.spec));
         }

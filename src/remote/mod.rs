@@ -352,6 +352,54 @@ impl EdgeReading {
     }
 }
 
+/// Why a remote server's edge readings cannot be figures of a run whose window here lasted
+/// `window_ns` with `plan_cpus` server CPUs there: readings that go backwards, a span far from
+/// the window, more CPUs than the plan gave, or more CPU time than those CPUs have in the
+/// span. `None`: plausible. (A forged `remote-serve` reported `cpu_busy` 2,498,028.)
+pub fn implausible_edges(
+    e0: &EdgeReading,
+    e1: &EdgeReading,
+    plan_cpus: usize,
+    window_ns: u64,
+) -> Option<String> {
+    let backwards = [
+        ("its CPU time", e0.total_ns, e1.total_ns),
+        ("its user time", e0.user_ns, e1.user_ns),
+        ("its system time", e0.sys_ns, e1.sys_ns),
+        ("its context switches", e0.ctx_switches, e1.ctx_switches),
+        ("its syscall count", e0.syscalls, e1.syscalls),
+        ("its clock", e0.at_ns, e1.at_ns),
+        ("its syscall clock", e0.sys_at_ns, e1.sys_at_ns),
+    ];
+    if let Some((what, a, b)) = backwards.iter().find(|(_, a, b)| b < a) {
+        return Some(format!("{what} went backwards ({a} then {b})"));
+    }
+    let span = e1.at_ns - e0.at_ns;
+    // The two hosts read the same window at its edges, told over ssh: each edge moves by the
+    // link's and the wake-ups' delays (milliseconds), never by a good part of the window.
+    let slack = window_ns / 4 + 200_000_000;
+    if span.abs_diff(window_ns) > slack {
+        return Some(format!(
+            "its window lasted {span} ns against {window_ns} ns here"
+        ));
+    }
+    let cpus = e0.cpus_allowed.max(e1.cpus_allowed);
+    if cpus == 0 || cpus > plan_cpus.max(1) {
+        return Some(format!(
+            "{cpus} CPUs allowed where its plan gave the server {plan_cpus}"
+        ));
+    }
+    // Clock ticks round CPU time to 10 ms per CPU; allow them and 5%.
+    let most = (span as u128 * cpus as u128 * 105 / 100) as u64 + 10_000_000 * cpus as u64;
+    let used = e1.total_ns - e0.total_ns;
+    if used > most {
+        return Some(format!(
+            "{used} ns of CPU in a {span} ns window on {cpus} CPU(s)"
+        ));
+    }
+    None
+}
+
 /// What the remote server reports when stopped: its window's edges as read on its host, the
 /// syscall counting's outcome, its own counters and the CPU plan it ran under.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -371,6 +419,38 @@ pub struct Figures {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 28 item 4: a remote server's edge readings are checked against the window here
+    /// and the CPUs its plan gave it.
+    #[test]
+    fn a_forged_remote_servers_edges_are_implausible() {
+        let at = |t: u64, cpu: u64| EdgeReading {
+            total_ns: cpu,
+            user_ns: cpu / 2,
+            sys_ns: cpu / 2,
+            ctx_switches: 10,
+            at_ns: t,
+            cpus_allowed: 1,
+            syscalls: 100,
+            sys_at_ns: t,
+        };
+        let w = 1_000_000_000;
+        assert_eq!(
+            implausible_edges(&at(5, 0), &at(5 + w, 700_000_000), 1, w),
+            None
+        );
+        // cpu_busy 2,498,028: 2.5 million CPU-seconds in one second on one CPU.
+        let why = implausible_edges(&at(5, 0), &at(5 + w, 2_498_028 * w), 1, w).unwrap();
+        assert!(why.contains("ns of CPU"), "{why}");
+        let why = implausible_edges(&at(5, 900), &at(5 + w, 100), 1, w).unwrap();
+        assert!(why.contains("went backwards"), "{why}");
+        let why = implausible_edges(&at(5, 0), &at(5 + 1000, 10), 1, w).unwrap();
+        assert!(why.contains("its window lasted"), "{why}");
+        let mut many = at(5 + w, 10);
+        many.cpus_allowed = 64;
+        let why = implausible_edges(&at(5, 0), &many, 1, w).unwrap();
+        assert!(why.contains("64 CPUs allowed"), "{why}");
+    }
 
     #[test]
     fn hosts_parse_with_user_and_port() {

@@ -257,6 +257,14 @@ fn measure_pinned(
                 "the remote server could not read its CPU at the window's edges"
             )));
         };
+        // The CPUs its host's plan gave the server, and a SQPOLL poller one more.
+        let plan_cpus =
+            f.server_cpus.len() + f.plan.as_ref().map_or(1, |p| p.sqpoll.iter().count());
+        if let Some(why) = crate::remote::implausible_edges(&e0, &e1, plan_cpus, report.window_ns) {
+            return Err(CaseError::Failed(anyhow::anyhow!(
+                "the remote server's figures are implausible: {why}"
+            )));
+        }
         (at0, at1) = (e0.sys_at_ns, e1.sys_at_ns);
         let syscalls = f.syscalls.map(|r| {
             r.map(|overhead| {
