@@ -737,6 +737,10 @@ fn hostile_child_process() {
                     false,
                 )
             }),
+            "fork-echo" => {
+                fork_and_echo(s);
+                continue;
+            }
             "http-canned" => std::thread::spawn(move || canned_at_accept(s)),
             "http-wrong-body" => std::thread::spawn(move || {
                 answer(
@@ -754,6 +758,91 @@ fn hostile_child_process() {
             }),
             m => panic!("unknown mode {m}"),
         };
+    }
+}
+
+/// Serves `s` in a child process forked for it (a server that forks per connection), which
+/// echoes until EOF with nothing but read, write and _exit (safe after fork in a threaded
+/// process). Children that ended are reaped as the next connection comes.
+fn fork_and_echo(s: TcpStream) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fork; the child only calls async-signal-safe functions on a stack buffer.
+    match unsafe { libc::fork() } {
+        0 => {
+            let fd = s.as_raw_fd();
+            let mut buf = [0u8; 4096];
+            loop {
+                // SAFETY: valid fd and buffer.
+                let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+                if n <= 0 {
+                    // SAFETY: _exit is async-signal-safe.
+                    unsafe { libc::_exit(0) };
+                }
+                let mut off = 0;
+                while off < n as usize {
+                    // SAFETY: valid fd and the filled part of the buffer.
+                    let w =
+                        unsafe { libc::write(fd, buf[off..].as_ptr().cast(), n as usize - off) };
+                    if w <= 0 {
+                        // SAFETY: as above.
+                        unsafe { libc::_exit(0) };
+                    }
+                    off += w as usize;
+                }
+            }
+        }
+        _ => {
+            drop(s);
+            // SAFETY: reaping our own ended children, never blocking.
+            while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+        }
+    }
+}
+
+/// Issue 28 item 2: a contender that forks a process per connection is measured whole: its
+/// CPU per op is its children's, not 0 (before: the processes were fixed when it started, and
+/// the children that served every connection were never read).
+#[test]
+fn a_contender_that_forks_per_connection_is_measured_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let me = std::env::current_exe().unwrap();
+    let contender = format!(
+        "echo:forker={CHILD_ENV}=fork-echo RINGSIDE_TEST_PORT={{port}} {} --exact \
+         hostile_child_process --nocapture --test-threads=1",
+        me.display()
+    );
+    let o = assert_cmd::Command::new(bin())
+        .timeout(Duration::from_secs(300))
+        .args([
+            "run",
+            "echo.rate",
+            "--profile",
+            "smoke",
+            "--runs",
+            "1",
+            "--quiet",
+        ])
+        .args(["--models", "epoll-lt", "--contender", &contender, "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("results.json")).unwrap())
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    let cpu = |m: &str| -> Vec<f64> {
+        v["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["model"] == m && c["status"] == "measured")
+            .map(|c| c["cpu_ns_per_op"]["total"].as_f64().unwrap())
+            .collect()
+    };
+    let (forker, epoll) = (cpu("ext:forker"), cpu("epoll-lt"));
+    assert!(!forker.is_empty() && !epoll.is_empty(), "{v}");
+    for (f, e) in forker.iter().zip(&epoll) {
+        // The same work per message, in a process per connection: far from nothing.
+        assert!(*f > e / 10.0, "forker {f} ns/op against epoll-lt {e}: {v}");
     }
 }
 

@@ -342,6 +342,63 @@ pub fn processes(pids: &[u32]) -> Option<ProcessesReading> {
     Some(r)
 }
 
+/// [`ProcessesReading`] of those of `pids` still there (a group's members, enumerated just
+/// before: one may end between the two), each with the CPU of the children it has reaped
+/// (`cutime` + `cstime`, clock ticks): a server that forks a process per connection is counted
+/// whole, a child that ended inside the window included once its parent has waited for it.
+/// `None` when none of them could be read.
+pub fn processes_live(pids: &[u32]) -> Option<ProcessesReading> {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let reaped = |p: u32| -> (u64, u64) {
+        let Ok(stat) = fs::read_to_string(format!("/proc/{p}/stat")) else {
+            return (0, 0);
+        };
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ns = |i: usize| {
+            f.get(i)
+                .and_then(|s| s.parse::<u64>().ok())
+                .unwrap_or(0)
+                .saturating_mul(1_000_000_000 / hz)
+        };
+        // Fields 16 and 17 (cutime, cstime); the first after ')' is field 3.
+        (ns(13), ns(14))
+    };
+    let a = crate::measure::clock::now_ns();
+    let mut read = Vec::new();
+    let mut total = 0u64;
+    for &p in pids {
+        if let Some(ns) = clock_ns(process_clock(p)) {
+            let (cu, cs) = reaped(p);
+            total += ns + cu + cs;
+            read.push((p, cu, cs));
+        }
+    }
+    let b = crate::measure::clock::now_ns();
+    if read.is_empty() {
+        return None;
+    }
+    let mut r = ProcessesReading {
+        at_ns: a / 2 + b / 2,
+        ..Default::default()
+    };
+    let mut tids = Vec::new();
+    for (p, cu, cs) in read {
+        if let Ok(t) = tasks_where(p, |tid, _| {
+            tids.push(tid);
+            true
+        }) {
+            r.cpu.user_ns += t.user_ns + cu;
+            r.cpu.sys_ns += t.sys_ns + cs;
+            r.cpu.ctx_switches += t.ctx_switches;
+        }
+    }
+    r.cpu.total_ns = total;
+    r.cpus_allowed = cpus_allowed(&tids).len();
+    Some(r)
+}
+
 fn tasks_where(pid: u32, mut keep: impl FnMut(u32, &str) -> bool) -> io::Result<CpuReading> {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;

@@ -181,7 +181,7 @@ fn measure_pinned(
         }
         // The CPU clocks are read back to back and timed by their own reads
         // (`ProcessesReading::at_ns`), not by the slow /proc walk that follows them.
-        let c = cpu::processes(&pids);
+        let c = server.read_cpu();
         let t0 = now_ns();
         let s = read_sys(&counters);
         let at = t0 / 2 + now_ns() / 2;

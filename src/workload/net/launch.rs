@@ -86,7 +86,8 @@ impl Launch {
                     .start(&opts)
                     .map_err(|e| CaseError::Failed(anyhow::anyhow!("{e:#}")))?;
                 // The processes to measure: those of its group when it serves (a master and its
-                // workers), fixed now; a server that forks per connection is under-counted.
+                // workers); at each edge of a window, the group's members then
+                // ([`UnderTest::read_cpu`]), so a server that forks per connection counts whole.
                 let pids = running.group_pids();
                 Ok(UnderTest::External { running, pids })
             }
@@ -189,6 +190,18 @@ impl UnderTest {
             UnderTest::Child { child, .. } => vec![child.pid()],
             UnderTest::External { pids, running } if pids.is_empty() => vec![running.pid()],
             UnderTest::External { pids, .. } => pids.clone(),
+        }
+    }
+
+    /// The server's CPU now (`None`: unreadable, a process gone). An external contender's is
+    /// read over its process group's members now, with what they reaped: it may fork per
+    /// connection, and what it forks was not there when it started.
+    pub fn read_cpu(&self) -> Option<crate::measure::cpu::ProcessesReading> {
+        match self {
+            UnderTest::External { running, .. } => {
+                crate::measure::cpu::processes_live(&child::group_members(running.pgid()))
+            }
+            _ => crate::measure::cpu::processes(&self.pids()),
         }
     }
 
