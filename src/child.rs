@@ -166,6 +166,12 @@ impl Stat {
     }
 }
 
+/// Whether `pid` is stopped (state T or t: SIGSTOP, SIGTSTP, a debugger): it cannot act on a
+/// signal until continued.
+pub fn is_stopped(pid: u32) -> bool {
+    Stat::of(pid).is_some_and(|s| matches!(s.state, 'T' | 't'))
+}
+
 /// Whether `pid` runs (not a zombie).
 pub fn is_live(pid: u32) -> bool {
     Stat::of(pid).is_some_and(|s| s.live())
@@ -485,6 +491,8 @@ fn read_stderr(mut from: impl Read, tail: Arc<(Mutex<Tail>, Condvar)>) {
 #[derive(Debug, Default)]
 struct Lines {
     kept: Vec<(&'static str, String)>,
+    /// Prefixes of lines dropped for being over [`STDOUT_LINE_BYTES`].
+    overlong: Vec<&'static str>,
     eof: bool,
 }
 
@@ -525,6 +533,15 @@ fn read_lines(
             if !overlong {
                 if line.len() + body.len() > STDOUT_LINE_BYTES {
                     overlong = true;
+                    // Say which kept line it would have been: its start is here.
+                    let mut start = line.clone();
+                    start.extend_from_slice(&body[..body.len().min(256)]);
+                    if let Some(&p) = prefixes.iter().find(|p| start.starts_with(p.as_bytes())) {
+                        let mut l = lock(&out.0);
+                        if !l.overlong.contains(&p) {
+                            l.overlong.push(p);
+                        }
+                    }
                     line.clear();
                 } else {
                     line.extend_from_slice(body);
@@ -912,6 +929,12 @@ impl Child {
 
     /// The last stdout line that started with `prefix` (one of [`Spec::keep_lines`]), without
     /// the prefix.
+    /// Whether a line starting with `prefix` was dropped for being over
+    /// [`STDOUT_LINE_BYTES`].
+    pub fn line_overlong(&self, prefix: &str) -> bool {
+        lock(&self.lines.0).overlong.contains(&prefix)
+    }
+
     pub fn line(&self, prefix: &str) -> Option<String> {
         lock(&self.lines.0)
             .kept
@@ -1256,6 +1279,47 @@ mod tests {
         let t = c.stderr_tail(1);
         assert_eq!(t, "last");
         assert!(lock(&c.tail.0).bytes.len() <= STDERR_TAIL_BYTES);
+    }
+
+    /// Issue 28 item 17: a stopped process is told apart (a SIGSTOPped server's stop failure
+    /// then names its state, not only the missed SIGTERM).
+    #[test]
+    fn a_stopped_process_is_seen_as_stopped() {
+        let mut c = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = c.id();
+        assert!(!is_stopped(pid));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+        let t0 = Instant::now();
+        while !is_stopped(pid) && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let seen = is_stopped(pid);
+        let _ = c.kill();
+        let _ = c.wait();
+        assert!(seen);
+    }
+
+    /// Issue 28 item 17: a kept line over the cap is dropped and said to be (a remote server's
+    /// 70 KB figures line read "ended without reporting its figures").
+    #[test]
+    fn a_kept_line_over_the_cap_is_said_to_be_too_long() {
+        let mut c = Spec::new(
+            "t",
+            sh("printf 'figures '; head -c 70000 /dev/zero | tr '\\000' 1; echo; echo 'ready at 2'"),
+        )
+        .keep_lines(&["figures ", "ready at "])
+        .spawn()
+        .unwrap();
+        let st = c.wait_exit(Instant::now() + Duration::from_secs(10));
+        assert!(st.is_some_and(|s| s.success()));
+        assert_eq!(c.line("ready at ").as_deref(), Some("2"));
+        assert_eq!(c.line("figures "), None);
+        assert!(c.line_overlong("figures "));
+        assert!(!c.line_overlong("ready at "));
     }
 
     #[test]

@@ -142,9 +142,9 @@ pub struct RunArgs {
     /// before this run writes its own (other files in DIR are left alone).
     #[arg(long)]
     pub force: bool,
-    /// Measured repetitions per case (overrides the profile).
+    /// Measured repetitions per case, 1..=1000 (overrides the profile).
     #[arg(long)]
-    pub runs: Option<u32>,
+    pub runs: Option<u64>,
     /// What to print on stdout when done.
     #[arg(long, value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,

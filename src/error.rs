@@ -10,13 +10,17 @@ pub enum InputError {
     UnknownSelection { given: String, valid: String },
     #[error("unknown model '{given}'; valid models: {valid}")]
     UnknownModel { given: String, valid: String },
-    #[error("--cpus '{given}': {why}")]
-    BadCpus { given: String, why: String },
+    #[error("{flag} '{given}': {why}")]
+    BadCpus {
+        flag: &'static str,
+        given: String,
+        why: String,
+    },
     /// A CPU plan refused (`--server-cpus`, `--load-cpus`).
     #[error("{0}")]
     BadPlan(String),
     #[error("--runs {0}: must be between 1 and 1000")]
-    BadRuns(u32),
+    BadRuns(u64),
     #[error("{flag} {given}: {valid}")]
     BadValue {
         flag: &'static str,

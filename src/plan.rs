@@ -62,9 +62,14 @@ pub fn select_models(list: Option<&[String]>) -> Result<Vec<&'static ModelSpec>,
             given: id.clone(),
             valid: MODELS.iter().map(|m| m.id).collect::<Vec<_>>().join(", "),
         })?;
-        if !out.iter().any(|x: &&ModelSpec| x.id == m.id) {
-            out.push(m);
+        if out.iter().any(|x: &&ModelSpec| x.id == m.id) {
+            return Err(InputError::BadValue {
+                flag: "--models",
+                given: list.join(","),
+                valid: format!("names '{id}' twice; name each model once"),
+            });
         }
+        out.push(m);
     }
     Ok(out)
 }

@@ -372,3 +372,83 @@ fn serve_threads_out_of_range_is_refused_by_name() {
             .stderr(predicate::str::contains("1..=1024"));
     }
 }
+
+/// Issue 28 item 17: errors that named the wrong thing or let bad input through. Each is now
+/// refused with exit 2, naming the flag as given, the bad value as typed and the valid ones.
+#[test]
+fn bad_input_is_refused_in_its_own_words() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let cases: Vec<(Vec<String>, Vec<&str>)> = vec![
+        (
+            vec![
+                "run".into(),
+                "micro.syscall".into(),
+                "--server-cpus".into(),
+                "1,,0".into(),
+            ],
+            vec!["--server-cpus '1,,0'", "empty element"],
+        ),
+        (
+            vec![
+                "run".into(),
+                "micro.syscall".into(),
+                "--server-cpus".into(),
+                "0,0".into(),
+            ],
+            vec!["--server-cpus '0,0'", "listed twice"],
+        ),
+        (
+            vec![
+                "run".into(),
+                "micro.syscall".into(),
+                "--models".into(),
+                "epoll-lt,epoll-lt".into(),
+            ],
+            vec!["--models epoll-lt,epoll-lt", "twice"],
+        ),
+        (
+            vec![
+                "run".into(),
+                "micro.syscall".into(),
+                "--runs".into(),
+                "4294967296".into(),
+            ],
+            vec!["--runs 4294967296: must be between 1 and 1000"],
+        ),
+        (
+            vec![
+                "load".into(),
+                "--protocol".into(),
+                "echo".into(),
+                "--target".into(),
+                "127.0.0.1:9".into(),
+                "--rate".into(),
+                "1e300".into(),
+            ],
+            vec!["--rate 1e300:"],
+        ),
+        (
+            vec![
+                "report".into(),
+                "tests/fixtures/results.json".into(),
+                "--out".into(),
+                file.display().to_string(),
+            ],
+            vec!["cannot be written", "a-file"],
+        ),
+    ];
+    for (args, want) in cases {
+        let o = ringside().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        for w in want {
+            assert!(err.contains(w), "{args:?}: wants {w:?}: {err}");
+        }
+        assert!(err.len() < 600, "{args:?}: short: {err}");
+        if args.iter().any(|a| a == "0,0") {
+            assert!(!err.contains("--cpus") && !err.contains("helper"), "{err}");
+        }
+    }
+}

@@ -47,9 +47,18 @@ fn check_secs(flag: &'static str, v: f64, lo: f64, hi: f64) -> Result<Duration, 
     } else {
         Err(bad(
             flag,
-            v,
+            num_text(v),
             &format!("must be seconds between {lo} and {hi}"),
         ))
+    }
+}
+
+/// A number as typed back in a refusal: `1e300`, not its 301 digits.
+fn num_text(v: f64) -> String {
+    if v.is_finite() && v.abs() < 1e15 {
+        v.to_string()
+    } else {
+        format!("{v:e}")
     }
 }
 
@@ -80,14 +89,14 @@ pub fn config(a: &LoadArgs) -> Result<(Config, usize), InputError> {
         Some(r) if !(r.is_finite() && r > 0.0 && r <= 1e8) => {
             return Err(bad(
                 "--rate",
-                r,
+                num_text(r),
                 "must be messages/s above 0 and at most 100000000",
             ))
         }
         r => r,
     };
     let cpus = match &a.cpus {
-        Some(s) => crate::app::run::parse_cpus(s, &pin::allowed_cpus())?,
+        Some(s) => crate::app::run::parse_cpus("--cpus", s, &pin::allowed_cpus())?,
         None => Vec::new(),
     };
     let threads = match a.threads {

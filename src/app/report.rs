@@ -67,7 +67,17 @@ pub fn run(results: &Path, out: Option<&Path>, format: Format) -> anyhow::Result
             .unwrap_or(Path::new("."))
             .to_path_buf()
     });
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create '{}'", dir.display()))?;
+    // As `run --out`: a directory that cannot be made (a file there) is bad input, exit 2.
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        eprintln!(
+            "error: {}",
+            crate::error::InputError::OutputDir {
+                dir: dir.display().to_string(),
+                why: e.to_string(),
+            }
+        );
+        return Ok(2);
+    }
     write_all(&run, &dir)?;
     super::stdout::write(&format.exporter().render(&run)?)?;
     if !run.finished {

@@ -35,7 +35,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         if !(1..=1000).contains(&n) {
             return Err(InputError::BadRuns(n).into());
         }
-        budget.repetitions = n;
+        budget.repetitions = n as u32;
         budget.runs_given = true;
     }
     let plan = cpu_plan(&a)?;
@@ -422,14 +422,11 @@ fn on_abort(dir: PathBuf) -> crate::shutdown::OnAbort {
 fn cpu_plan(a: &RunArgs) -> Result<pin::CpuPlan, InputError> {
     let online = pin::allowed_cpus();
     if let Some(s) = &a.cpus {
-        return Ok(pin::CpuPlan::from_list(&parse_cpus(s, &online)?));
+        return Ok(pin::CpuPlan::from_list(&parse_cpus("--cpus", s, &online)?));
     }
     let list = |flag: &'static str, s: &Option<String>| -> Result<Option<Vec<u32>>, InputError> {
         s.as_deref()
-            .map(|s| {
-                parse_cpus(s, &online)
-                    .map_err(|e| InputError::BadPlan(e.to_string().replacen("--cpus", flag, 1)))
-            })
+            .map(|s| parse_cpus(flag, s, &online).map_err(|e| InputError::BadPlan(e.to_string())))
             .transpose()
     };
     let req = topology::Request {
@@ -441,14 +438,26 @@ fn cpu_plan(a: &RunArgs) -> Result<pin::CpuPlan, InputError> {
         .map_err(|e| InputError::BadPlan(e.to_string()))
 }
 
-/// "1,0" or "0-1": CPUs this process may use, measured thread first.
-pub(crate) fn parse_cpus(s: &str, allowed: &[u32]) -> Result<Vec<u32>, InputError> {
+/// "1,0" or "0-1": CPUs this process may use, measured thread first (`flag`: the option they
+/// came from, named in a refusal; for `--cpus` a CPU listed twice is the measured one and its
+/// helper made the same).
+pub(crate) fn parse_cpus(
+    flag: &'static str,
+    s: &str,
+    allowed: &[u32],
+) -> Result<Vec<u32>, InputError> {
     let bad = |why: String| InputError::BadCpus {
+        flag,
         given: s.to_string(),
         why,
     };
     let mut v = Vec::new();
-    for part in s.split(',').filter(|p| !p.is_empty()) {
+    for part in s.split(',') {
+        if part.trim().is_empty() {
+            return Err(bad(
+                "an empty element (two commas, or one at an end); write e.g. 1,0 or 0-3".into(),
+            ));
+        }
         let (lo, hi) = match part.split_once('-') {
             Some((a, b)) => (a, b),
             None => (part, part),
@@ -471,9 +480,11 @@ pub(crate) fn parse_cpus(s: &str, allowed: &[u32]) -> Result<Vec<u32>, InputErro
                 )));
             }
             if v.contains(&c) {
-                return Err(bad(format!(
-                    "CPU {c} is listed twice; the measured CPU and its helper must differ"
-                )));
+                return Err(bad(if flag == "--cpus" {
+                    format!("CPU {c} is listed twice; the measured CPU and its helper must differ")
+                } else {
+                    format!("CPU {c} is listed twice; name each CPU once")
+                }));
             }
             v.push(c);
         }
@@ -519,13 +530,27 @@ mod tests {
 
     #[test]
     fn cpu_lists() {
-        assert_eq!(parse_cpus("1,0", &[0, 1]).unwrap(), vec![1, 0]);
-        assert_eq!(parse_cpus("0-1", &[0, 1]).unwrap(), vec![0, 1]);
-        let e = parse_cpus("7", &[0, 1]).unwrap_err().to_string();
+        assert_eq!(parse_cpus("--cpus", "1,0", &[0, 1]).unwrap(), vec![1, 0]);
+        assert_eq!(parse_cpus("--cpus", "0-1", &[0, 1]).unwrap(), vec![0, 1]);
+        let e = parse_cpus("--cpus", "7", &[0, 1]).unwrap_err().to_string();
         assert!(e.contains("'7'") && e.contains("available: 0,1"), "{e}");
-        assert!(parse_cpus("x", &[0]).is_err());
+        assert!(parse_cpus("--cpus", "x", &[0]).is_err());
+        // Issue 28 item 17: an empty element is refused, and each flag is named as given.
+        for empty in ["1,,0", "1,", ",1", ""] {
+            let e = parse_cpus("--server-cpus", empty, &[0, 1])
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("--server-cpus") && e.contains("empty"), "{e}");
+        }
+        let e = parse_cpus("--server-cpus", "0,0", &[0, 1])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--server-cpus '0,0'") && !e.contains("helper"),
+            "{e}"
+        );
         for dup in ["0,0", "0,1,1", "0-1,1", "1,0-1"] {
-            let e = parse_cpus(dup, &[0, 1]).unwrap_err().to_string();
+            let e = parse_cpus("--cpus", dup, &[0, 1]).unwrap_err().to_string();
             assert!(
                 e.contains(&format!("'{dup}'")) && e.contains("must differ"),
                 "{e}"

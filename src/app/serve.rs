@@ -133,7 +133,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     }
     let online = pin::allowed_cpus();
     let cpus = match &a.cpus {
-        Some(s) => Some(super::run::parse_cpus(s, &online)?),
+        Some(s) => Some(super::run::parse_cpus("--cpus", s, &online)?),
         None => None,
     };
     if let Some(c) = a.sqpoll_cpu.filter(|c| !online.contains(c)) {

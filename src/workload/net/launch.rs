@@ -236,9 +236,17 @@ impl UnderTest {
     pub fn stop(self, within: Duration) -> Result<Counters, CaseError> {
         match self {
             UnderTest::Child { mut child, .. } => {
+                let stopped = child::is_stopped(child.pid());
                 let s = child.stop_within(within);
                 if s.killed {
-                    let why = format!("server did not exit within {within:?} of SIGTERM");
+                    let why = if stopped {
+                        format!(
+                            "server did not exit within {within:?} of SIGTERM: it was stopped \
+                             (state T: SIGSTOP or a debugger), so it could not act on it"
+                        )
+                    } else {
+                        format!("server did not exit within {within:?} of SIGTERM")
+                    };
                     return Err(verdict(&child, &why));
                 }
                 let Some(status) = s.status else {
@@ -300,10 +308,21 @@ impl UnderTest {
             ));
         }
         let line = child.line(FIGURES).ok_or_else(|| {
-            verdict(
-                &child,
-                "the remote server ended without reporting its figures",
-            )
+            if child.line_overlong(FIGURES) {
+                verdict(
+                    &child,
+                    &format!(
+                        "the remote server's figures line was over {} KiB, the most a line \
+                         may hold, and was dropped",
+                        child::STDOUT_LINE_BYTES / 1024
+                    ),
+                )
+            } else {
+                verdict(
+                    &child,
+                    "the remote server ended without reporting its figures",
+                )
+            }
         })?;
         serde_json::from_str(&line).map_err(|e| {
             CaseError::Failed(anyhow::anyhow!("the remote server's figures: {e}: {line}"))
