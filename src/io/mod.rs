@@ -189,6 +189,7 @@ pub fn with_hub(mut c: Counters, h: &crate::proto::pubsub::HubCounters) -> Count
     c.add("published", h.published);
     c.add("delivered", h.delivered);
     c.add("slow_disconnects", h.slow_disconnects);
+    c.add("refused_subs", h.refused_subs);
     c
 }
 

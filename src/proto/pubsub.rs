@@ -21,8 +21,12 @@
 //! would overflow is **disconnected** ([`Fanout::disconnect`], counted in
 //! `HubCounters::slow_disconnects`), never silently skipped: a subscriber that stays connected
 //! gets every message of its topics, in order, so the load generator's per-publisher sequence
-//! check can demand no loss and no duplicate. Memory is bounded by subscribers x the queue
-//! bound (and topics x subscribers for the lists; both bounded by the connections).
+//! check can demand no loss and no duplicate. Nothing a client sends grows the hub without
+//! bound: a connection subscribes to at most [`MAX_TOPICS_PER_CONN`] topics and the hub holds
+//! at most [`MAX_SUBSCRIPTIONS`] (more `SUB`s are refused and counted,
+//! `HubCounters::refused_subs`); a subscriber with a backlog is disconnected once the queues
+//! together hold [`MAX_QUEUED_BYTES`], and so memory is bounded by that plus one frame per
+//! subscriber; a connection's removal costs its own subscriptions, not every topic.
 //!
 //! The one cross-connection mechanism every broker loop shares is [`Hub::on_bytes`]: a
 //! connection's received bytes go through its [`Decoder`] into the hub, which answers in a
@@ -203,6 +207,16 @@ impl Decoder {
     }
 }
 
+/// Topics one connection may subscribe to; more `SUB`s are refused (and counted). The
+/// benchmark's subscribers take one each.
+pub const MAX_TOPICS_PER_CONN: usize = 1024;
+/// Subscriptions one hub holds, over every connection (one broker loop); more are refused.
+pub const MAX_SUBSCRIPTIONS: usize = 1 << 18;
+/// Bytes all the subscriber queues of one hub may hold together: past it, a subscriber that
+/// already has a backlog is disconnected rather than queued to (one that keeps up, with an
+/// empty queue, still gets its message).
+pub const MAX_QUEUED_BYTES: usize = 64 << 20;
+
 /// A subscriber's id in a [`Hub`]: the family's connection index.
 pub type SubId = usize;
 
@@ -213,8 +227,11 @@ pub struct HubCounters {
     /// Messages appended to a subscriber's queue (one per subscriber reached; those still
     /// queued when a subscriber is disconnected are dropped with it).
     pub delivered: u64,
-    /// Subscribers disconnected because their queue would overflow.
+    /// Subscribers disconnected because their queue would overflow (their own bound, or the
+    /// hub's over all queues).
     pub slow_disconnects: u64,
+    /// `SUB`s refused: past [`MAX_TOPICS_PER_CONN`] or [`MAX_SUBSCRIPTIONS`].
+    pub refused_subs: u64,
 }
 
 /// What one publish did: the subscribers whose queue went from empty to non-empty (wake their
@@ -230,7 +247,12 @@ pub struct Fanout {
 pub struct Hub {
     queue_bytes: usize,
     topics: HashMap<u32, Vec<SubId>>,
+    /// Each connection's topics: what its removal has to visit.
+    subs_of: HashMap<SubId, Vec<u32>>,
+    subscriptions: usize,
     queues: HashMap<SubId, Vec<u8>>,
+    /// Bytes in all the queues (not those taken and in flight).
+    queued: usize,
     pub counters: HubCounters,
 }
 
@@ -240,7 +262,10 @@ impl Hub {
         Hub {
             queue_bytes,
             topics: HashMap::new(),
+            subs_of: HashMap::new(),
+            subscriptions: 0,
             queues: HashMap::new(),
+            queued: 0,
             counters: HubCounters::default(),
         }
     }
@@ -249,15 +274,37 @@ impl Hub {
         self.queue_bytes
     }
 
+    /// Subscribes `sub` to `topic`, unless it already is, or it holds
+    /// [`MAX_TOPICS_PER_CONN`], or the hub [`MAX_SUBSCRIPTIONS`]: then refused and counted.
     pub fn subscribe(&mut self, sub: SubId, topic: u32) {
-        let subs = self.topics.entry(topic).or_default();
-        if !subs.contains(&sub) {
-            subs.push(sub);
+        let mine = self.subs_of.entry(sub).or_default();
+        if mine.contains(&topic) {
+            return;
         }
+        if mine.len() >= MAX_TOPICS_PER_CONN || self.subscriptions >= MAX_SUBSCRIPTIONS {
+            self.counters.refused_subs += 1;
+            return;
+        }
+        mine.push(topic);
+        self.subscriptions += 1;
+        self.topics.entry(topic).or_default().push(sub);
         self.queues.entry(sub).or_default();
     }
 
     pub fn unsubscribe(&mut self, sub: SubId, topic: u32) {
+        let Some(mine) = self.subs_of.get_mut(&sub) else {
+            return;
+        };
+        let before = mine.len();
+        mine.retain(|&t| t != topic);
+        if mine.len() == before {
+            return;
+        }
+        self.subscriptions -= 1;
+        self.drop_from_topic(sub, topic);
+    }
+
+    fn drop_from_topic(&mut self, sub: SubId, topic: u32) {
         if let Some(subs) = self.topics.get_mut(&topic) {
             subs.retain(|&s| s != sub);
             if subs.is_empty() {
@@ -266,13 +313,16 @@ impl Hub {
         }
     }
 
-    /// A connection is gone: forget its subscriptions and queue.
+    /// A connection is gone: forget its subscriptions (visiting only its own topics) and its
+    /// queue.
     pub fn remove(&mut self, sub: SubId) {
-        self.topics.retain(|_, subs| {
-            subs.retain(|&s| s != sub);
-            !subs.is_empty()
-        });
-        self.queues.remove(&sub);
+        for topic in self.subs_of.remove(&sub).unwrap_or_default() {
+            self.subscriptions -= 1;
+            self.drop_from_topic(sub, topic);
+        }
+        if let Some(q) = self.queues.remove(&sub) {
+            self.queued -= q.len();
+        }
     }
 
     /// Appends the `PUB` frame `raw` as a `MSG` to the queue of every subscriber of `topic`
@@ -286,7 +336,9 @@ impl Hub {
         };
         for &s in subs {
             let q = self.queues.entry(s).or_default();
-            if q.len() + raw.len() > self.queue_bytes {
+            let over_own = q.len() + raw.len() > self.queue_bytes;
+            let over_all = !q.is_empty() && self.queued + raw.len() > MAX_QUEUED_BYTES;
+            if over_own || over_all {
                 f.disconnect.push(s);
                 continue;
             }
@@ -296,6 +348,7 @@ impl Hub {
             let at = q.len();
             q.extend_from_slice(raw);
             q[at + 4] = MSG;
+            self.queued += raw.len();
             self.counters.delivered += 1;
         }
         for &s in &f.disconnect {
@@ -352,7 +405,9 @@ impl Hub {
     /// `n` bytes of `sub`'s queue were sent.
     pub fn sent(&mut self, sub: SubId, n: usize) {
         if let Some(q) = self.queues.get_mut(&sub) {
-            q.drain(..n.min(q.len()));
+            let n = n.min(q.len());
+            q.drain(..n);
+            self.queued -= n;
         }
     }
 
@@ -367,6 +422,7 @@ impl Hub {
         into.clear();
         match self.queues.get_mut(&sub) {
             Some(q) if !q.is_empty() => {
+                self.queued -= q.len();
                 std::mem::swap(q, into);
                 true
             }
@@ -581,6 +637,69 @@ mod tests {
         let mut f = 6u32.to_le_bytes().to_vec();
         f.extend_from_slice(&[PUB, 0, 0, 0, 0, 0]);
         assert_eq!(d.feed(&f, |_| {}), Err(FrameError::BadLength(6)));
+    }
+
+    /// Issue 28 item 10: one connection subscribing to 2,000,000 topics took the broker from
+    /// 6 MB to 235 MB and made every later close scan every topic. Now a connection holds at
+    /// most MAX_TOPICS_PER_CONN, the hub MAX_SUBSCRIPTIONS, the rest refused and counted, and
+    /// a removal visits the connection's own topics.
+    #[test]
+    fn subscriptions_are_capped_per_connection_and_in_total() {
+        let mut h = Hub::new(DEFAULT_QUEUE_BYTES);
+        for t in 0..2_000_000u32 {
+            h.subscribe(0, t);
+        }
+        assert_eq!(h.topics.len(), MAX_TOPICS_PER_CONN);
+        assert_eq!(
+            h.counters.refused_subs,
+            2_000_000 - MAX_TOPICS_PER_CONN as u64
+        );
+        // Over many connections, the hub's own bound.
+        let conns = MAX_SUBSCRIPTIONS / MAX_TOPICS_PER_CONN + 2;
+        for c in 1..conns {
+            for t in 0..MAX_TOPICS_PER_CONN as u32 {
+                h.subscribe(c, t);
+            }
+        }
+        assert_eq!(h.subscriptions, MAX_SUBSCRIPTIONS);
+        let held: usize = h.topics.values().map(Vec::len).sum();
+        assert_eq!(held, MAX_SUBSCRIPTIONS);
+        // Removing a connection frees its own subscriptions, and only those.
+        h.remove(0);
+        assert_eq!(h.subscriptions, MAX_SUBSCRIPTIONS - MAX_TOPICS_PER_CONN);
+        assert!(h.topics.values().all(|v| !v.contains(&0)));
+        h.subscribe(conns, 7);
+        assert!(h.topics[&7].contains(&conns), "room again after a removal");
+        // Unsubscribing what it does not hold changes nothing.
+        h.unsubscribe(conns, 8);
+        assert_eq!(h.subscriptions, MAX_SUBSCRIPTIONS - MAX_TOPICS_PER_CONN + 1);
+    }
+
+    /// Issue 28 item 10: 100 subscribers that never read reached 400 MB of queues. The hub's
+    /// queues together stay within MAX_QUEUED_BYTES (and a frame per subscriber): those with a
+    /// backlog are disconnected, and one that keeps up still gets every message.
+    #[test]
+    fn the_hubs_queues_together_are_bounded() {
+        let mut h = Hub::new(DEFAULT_QUEUE_BYTES);
+        let mut raw = Vec::new();
+        encode_pub(&mut raw, PUB, &msg(1, 0, &vec![7u8; 60_000]));
+        for s in 0..101 {
+            h.subscribe(s, 0);
+        }
+        let mut got = 0usize;
+        for _ in 0..1000 {
+            let f = h.publish(0, &raw);
+            // Subscriber 100 keeps up: whatever is queued to it is sent at once.
+            let n = h.pending(100).len();
+            got += n;
+            h.sent(100, n);
+            assert!(!f.disconnect.contains(&100));
+            let total: usize = (0..101).map(|s| h.pending(s).len()).sum();
+            assert_eq!(total, h.queued);
+            assert!(total <= MAX_QUEUED_BYTES + 101 * raw.len(), "{total}");
+        }
+        assert_eq!(got, 1000 * raw.len(), "the one that keeps up lost nothing");
+        assert!(h.counters.slow_disconnects > 0);
     }
 
     #[test]
