@@ -186,6 +186,43 @@ fn proc_pids() -> Vec<u32> {
         .collect()
 }
 
+/// Stops (SIGKILL) every process that carries this ringside's owner mark but runs in another
+/// session: a daemon a contender left (`setsid cmd &`), out of the process group that is
+/// stopped with it. Our own children stay in our session. Returns "PID (COMM)" of each.
+pub fn stop_our_daemons() -> Vec<String> {
+    let session = |pid: u32| -> Option<i32> {
+        let s = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        s[s.rfind(')')? + 1..]
+            .split_whitespace()
+            .nth(3)?
+            .parse()
+            .ok()
+    };
+    let Some(ours) = session(std::process::id()) else {
+        return Vec::new();
+    };
+    let me = std::process::id();
+    let mut stopped = Vec::new();
+    for pid in live_pids() {
+        if pid == me || !carries_our_mark(pid) || session(pid).is_none_or(|s| s == ours) {
+            continue;
+        }
+        let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        // SAFETY: SIGKILL to a process carrying our own owner mark.
+        if unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) } == 0 {
+            stopped.push(format!("{pid} ({})", comm.trim()));
+        }
+    }
+    stopped
+}
+
+/// Live (non-zombie) processes, ascending by pid.
+pub fn live_pids() -> Vec<u32> {
+    let mut v: Vec<u32> = proc_pids().into_iter().filter(|&p| is_live(p)).collect();
+    v.sort_unstable();
+    v
+}
+
 /// Live (non-zombie) processes of process group `pgid`, ascending by pid.
 pub fn group_members(pgid: i32) -> Vec<u32> {
     let mut v: Vec<u32> = proc_pids()

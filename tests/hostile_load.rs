@@ -726,6 +726,9 @@ fn hostile_child_process() {
         return;
     };
     let port = std::env::var("RINGSIDE_TEST_PORT").unwrap();
+    if let Ok(f) = std::env::var("RINGSIDE_PIDFILE") {
+        std::fs::write(f, std::process::id().to_string()).unwrap();
+    }
     let l = TcpListener::bind(format!("127.0.0.1:{port}")).unwrap();
     for s in l.incoming().map_while(Result::ok) {
         match mode.as_str() {
@@ -843,6 +846,82 @@ fn a_contender_that_forks_per_connection_is_measured_whole() {
     for (f, e) in forker.iter().zip(&epoll) {
         // The same work per message, in a process per connection: far from nothing.
         assert!(*f > e / 10.0, "forker {f} ns/op against epoll-lt {e}: {v}");
+    }
+}
+
+/// Issue 28 item 16: a contender that daemonizes (`setsid ... &`) left its server running
+/// after the run. What it leaves outside its process group, carrying ringside's mark in
+/// another session, is stopped, and the cell fails naming it.
+#[test]
+fn a_contender_that_daemonizes_is_stopped_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("daemon.pid");
+    let me = std::env::current_exe().unwrap();
+    let contender = format!(
+        "echo:daemon=setsid env RINGSIDE_PIDFILE={} {CHILD_ENV}=invert \
+         RINGSIDE_TEST_PORT={{port}} {} --exact hostile_child_process --nocapture \
+         --test-threads=1 >/dev/null 2>&1 &",
+        pidfile.display(),
+        me.display()
+    );
+    let out = dir.path().join("out");
+    let o = assert_cmd::Command::new(bin())
+        .timeout(Duration::from_secs(300))
+        .args([
+            "run",
+            "echo.rate",
+            "--profile",
+            "smoke",
+            "--runs",
+            "1",
+            "--quiet",
+        ])
+        .args(["--models", "epoll-lt", "--contender", &contender, "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let mut pids = Vec::new();
+    if let Ok(p) = std::fs::read_to_string(&pidfile) {
+        pids.push(p.trim().parse::<i32>().unwrap());
+    }
+    let alive: Vec<i32> = pids
+        .iter()
+        .copied()
+        .filter(|&p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
+                !matches!(
+                    s[s.rfind(')').unwrap() + 1..].split_whitespace().next(),
+                    Some("Z")
+                )
+            })
+        })
+        .collect();
+    for &p in &alive {
+        // SAFETY: cleaning up the test's own stray process.
+        unsafe { libc::kill(p, libc::SIGKILL) };
+    }
+    assert!(!pids.is_empty(), "the daemon never started: {err}");
+    assert!(
+        alive.is_empty(),
+        "the daemon {alive:?} outlived the run: {err}"
+    );
+    let cells: Vec<&serde_json::Value> = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["model"] == "ext:daemon")
+        .collect();
+    assert!(!cells.is_empty(), "{v}");
+    for c in cells {
+        assert_eq!(c["status"], "failed", "{c}");
+        let why = c["reason"].as_str().unwrap();
+        assert!(
+            why.contains("a daemon") && why.contains(&pids[0].to_string()),
+            "{why}"
+        );
     }
 }
 

@@ -173,12 +173,25 @@ impl Running {
 
     /// Stops the whole process group: SIGTERM, then SIGKILL after the grace period. Returns
     /// how the first process (`sh`, or the server it became) ended.
+    /// A process it left outside its group (a daemon) is stopped too, and fails the cell
+    /// naming it.
     pub fn stop(mut self) -> anyhow::Result<String> {
-        self.child
+        let status = self
+            .child
             .stop()
             .status
             .map(|s| s.to_string())
-            .ok_or_else(|| anyhow!("contender '{}' could not be reaped", self.name))
+            .ok_or_else(|| anyhow!("contender '{}' could not be reaped", self.name))?;
+        let left = child::stop_our_daemons();
+        if !left.is_empty() {
+            bail!(
+                "contender '{}' left pid {} running outside its process group (a daemon); \
+                 stopped it: run servers in the foreground",
+                self.name,
+                left.join(", ")
+            );
+        }
+        Ok(status)
     }
 
     /// Waits until the port accepts a connection; returns the pid holding the listener.
@@ -187,10 +200,24 @@ impl Running {
             Ok(_) => {}
             Err(NotReady::Exited(status) | NotReady::ClosedStdout(Some(status))) => bail!(
                 "contender '{}' (sh -c '{}') exited ({status}) before accepting connections \
-                 on {}",
+                 on {}{}",
                 self.name,
                 self.command,
-                self.addr
+                self.addr,
+                {
+                    // `setsid cmd &` returns at once: what it left behind is stopped, named.
+                    std::thread::sleep(Duration::from_millis(100));
+                    let left = child::stop_our_daemons();
+                    if left.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            "; it left pid {} running outside its process group (a daemon), \
+                             stopped: run servers in the foreground",
+                            left.join(", ")
+                        )
+                    }
+                }
             ),
             Err(NotReady::ClosedStdout(None) | NotReady::TimedOut(_)) => bail!(
                 "contender '{}' (sh -c '{}') did not accept connections on {} within {:.1} s",
@@ -201,17 +228,29 @@ impl Running {
             ),
         }
         let pgid = self.pgid();
-        let holders = listener_holders(self.addr.port(), pgid)?;
-        holders.first().copied().ok_or_else(|| {
-            anyhow!(
-                "contender '{}': {} accepts connections, but no process of the contender's \
-                 process group holds its listening socket (another program took the port, or \
-                 the command left its process group: run servers in the foreground, not as \
-                 daemons)",
-                self.name,
-                self.addr
+        let port = self.addr.port();
+        let holders = listener_holders(port, pgid)?;
+        if let Some(&pid) = holders.first() {
+            return Ok(pid);
+        }
+        // It left its process group (a daemon: `setsid cmd &`): what carries our mark in
+        // another session is ours to stop, and is named; another program's is left alone.
+        let ours = child::stop_our_daemons();
+        let left = if ours.is_empty() {
+            "another program took the port, or the command left its process group".to_string()
+        } else {
+            format!(
+                "the command left its process group: pid {} (a daemon) was stopped",
+                ours.join(", ")
             )
-        })
+        };
+        Err(anyhow!(
+            "contender '{}': {} accepts connections, but no process of the contender's \
+             process group holds its listening socket ({left}; run servers in the foreground, \
+             not as daemons)",
+            self.name,
+            self.addr
+        ))
     }
 
     fn stderr_report(&self) -> String {
