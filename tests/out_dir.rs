@@ -146,3 +146,93 @@ fn links_planted_in_out_are_never_written_through() {
     );
     assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
 }
+
+/// Issue 28 item 9: `--out` removed mid-run lost everything measured so far. It is made again
+/// at the next save, with every case measured until then.
+#[test]
+fn an_out_removed_mid_run_is_made_again_with_everything_measured() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    let mut child = std::process::Command::new(bin())
+        .args([
+            "run",
+            "micro.syscall",
+            "micro.pipe",
+            "--profile",
+            "smoke",
+            "--quiet",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let results = out.join("results.json");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let saved = |p: &Path| -> usize {
+        std::fs::read(p)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["cases"].as_array().map(Vec::len))
+            .unwrap_or(0)
+    };
+    while saved(&results) < 1 {
+        assert!(Instant::now() < deadline, "no case saved in 120 s");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "ended before a case was saved"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let before = saved(&results);
+    std::fs::remove_dir_all(&out).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&results).unwrap()).unwrap();
+    assert_eq!(v["finished"], true, "{err}");
+    let n = v["cases"].as_array().unwrap().len();
+    assert!(
+        n > before,
+        "the cases before the removal are kept too: {n} vs {before}"
+    );
+    let kinds: Vec<&str> = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["workload"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"micro.syscall") && kinds.contains(&"micro.pipe"),
+        "{kinds:?}"
+    );
+}
+
+/// Issue 28 item 9: when the report cannot be written (here report.md is a directory; a
+/// full disk does the same), the run says that results.json was saved and how to render it.
+#[test]
+fn a_report_that_cannot_be_written_says_the_results_are_saved() {
+    let out = tempfile::tempdir().unwrap();
+    std::fs::create_dir(out.path().join("report.md")).unwrap();
+    std::fs::write(out.path().join("report.md").join("x"), b"x").unwrap();
+    let o = Command::new(bin())
+        .timeout(Duration::from_secs(120))
+        .args(["run", "micro.syscall", "--profile", "smoke", "--quiet"])
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("results.json was saved") && err.contains("ringside report"),
+        "{err}"
+    );
+    assert!(out.path().join("results.json").is_file());
+    let partial = std::fs::read_dir(out.path())
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().ends_with(".partial"));
+    assert!(!partial, "a temporary file was left");
+}

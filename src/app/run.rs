@@ -171,7 +171,17 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
 
     {
         let _one_writer = lock(&REPORTING);
-        super::report::write_all(&results, &store.dir)?;
+        // A full disk here loses no measurement: results.json is saved; say so, and how to
+        // render it once there is room.
+        anyhow::Context::with_context(super::report::write_all(&results, &store.dir), || {
+            format!(
+                "results.json was saved ({} cells, {}), but the report could not be written; \
+                 render it when there is room with `ringside report {}`",
+                results.cases.len(),
+                store.results_path().display(),
+                store.results_path().display()
+            )
+        })?;
     }
     let format: Format = a.format.into();
     // A closed stdout ends printing quietly; the verdict below still stands.

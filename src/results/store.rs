@@ -160,9 +160,19 @@ impl Store {
         self.dir.join("results.json")
     }
 
-    /// Saves the run so far.
+    /// Saves the run so far (every case measured until now, not only the last). A directory
+    /// removed mid-run is made again first (a real directory, never through a link), so what
+    /// was measured is not lost with it.
     pub fn save(&self, run: &RunResults) -> anyhow::Result<()> {
         let bytes = serde_json::to_vec_pretty(run)?;
+        if fs::symlink_metadata(&self.dir).is_err() {
+            fs::create_dir_all(&self.dir).with_context(|| {
+                format!(
+                    "'{}' was removed mid-run and cannot be made again",
+                    self.dir.display()
+                )
+            })?;
+        }
         write_atomic(&self.results_path(), &bytes)
             .with_context(|| format!("cannot save '{}'", self.results_path().display()))
     }
