@@ -55,6 +55,10 @@ pub enum CaseError {
     NotApplicable(String),
     /// It should have worked and did not.
     Failed(anyhow::Error),
+    /// The repetition completed nothing in its measured window while its server still ran:
+    /// a stall at least as long as the window. The runner runs the repetition once more
+    /// (recorded as a re-run) before it fails the cell with this.
+    Stalled(anyhow::Error),
 }
 
 impl CaseError {
@@ -71,7 +75,7 @@ impl fmt::Display for CaseError {
         match self {
             CaseError::Unavailable(r) => write!(f, "unavailable: {r}"),
             CaseError::NotApplicable(r) => write!(f, "not applicable: {r}"),
-            CaseError::Failed(e) => write!(f, "failed: {e:#}"),
+            CaseError::Failed(e) | CaseError::Stalled(e) => write!(f, "failed: {e:#}"),
         }
     }
 }

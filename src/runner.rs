@@ -247,6 +247,8 @@ struct Running<'c> {
     disturbed: u32,
     /// Kept repetitions that stalled (after their re-run).
     stalled: u32,
+    /// A repetition that completed nothing was already run once more (once per cell).
+    nothing_retried: bool,
 }
 
 /// How a group's repetitions are re-run: a disturbed or stalled repetition once; once a
@@ -506,6 +508,7 @@ fn start_case<'c>(index: usize, case: &'c Case, set: &Setting<'_>) -> Running<'c
         noise: Disturbance::default(),
         disturbed: 0,
         stalled: 0,
+        nothing_retried: false,
     };
     if case.point.is_none() {
         c.end(Status::NotApplicable, case.not_applicable.clone());
@@ -559,13 +562,33 @@ impl Running<'_> {
             explain: None,
         };
         let point = self.case.point.as_ref()?;
-        match self.case.workload.run_once(&ctx, self.case.model, point) {
+        let mut res = self.case.workload.run_once(&ctx, self.case.model, point);
+        if let (Err(CaseError::Stalled(e)), false) = (&res, self.nothing_retried) {
+            // Nothing completed in the window while the server ran: once per cell, the
+            // repetition is run again and the re-run says why; a second stall fails it.
+            self.nothing_retried = true;
+            if let Some(round) = rep.filter(|_| !counting) {
+                self.r.reruns.push(Rerun {
+                    round,
+                    why: format!("stall: {e:#}"),
+                });
+            }
+            if stop_requested() {
+                return None;
+            }
+            res = self.case.workload.run_once(&ctx, self.case.model, point);
+        }
+        match res {
             Ok(s) => Some(Some(s)),
             Err(e) => {
                 let (status, reason) = match e {
                     CaseError::Unavailable(why) => (Status::Unavailable, why),
                     CaseError::NotApplicable(why) => (Status::NotApplicable, why),
                     CaseError::Failed(e) => (Status::Failed, format!("{e:#}")),
+                    CaseError::Stalled(e) => (
+                        Status::Failed,
+                        format!("{e:#} (and again when the repetition was run once more)"),
+                    ),
                 };
                 self.end(status, reason);
                 Some(None)

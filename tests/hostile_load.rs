@@ -740,6 +740,33 @@ fn hostile_child_process() {
                     false,
                 )
             }),
+            // Answers nothing the first time it runs (a stall longer than the window), echoes
+            // every later time: a flag file tells the two apart across restarts.
+            "stall-once" => {
+                let flag = std::env::var("RINGSIDE_FLAG").unwrap();
+                if std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&flag)
+                    .is_ok()
+                {
+                    std::thread::spawn(move || {
+                        let mut s = s;
+                        let mut b = [0u8; 4096];
+                        while let Ok(1..) = s.read(&mut b) {}
+                    });
+                    continue;
+                }
+                std::thread::spawn(move || {
+                    let mut s = s;
+                    let mut b = vec![0u8; 65536];
+                    while let Ok(n @ 1..) = s.read(&mut b) {
+                        if s.write_all(&b[..n]).is_err() {
+                            return;
+                        }
+                    }
+                })
+            }
             "fork-echo" => {
                 fork_and_echo(s);
                 continue;
@@ -923,6 +950,53 @@ fn a_contender_that_daemonizes_is_stopped_and_named() {
             "{why}"
         );
     }
+}
+
+/// Issue 28 (b): a stall longer than a window made a cell fail with "no response completed
+/// in the measured window (no error recorded)", silently, on a busy machine. Such a repetition
+/// is now run once more, the re-run saying why; a server that then answers is measured.
+#[test]
+fn a_repetition_that_completes_nothing_is_run_once_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("stalled-once");
+    let me = std::env::current_exe().unwrap();
+    let contender = format!(
+        "echo:stally=RINGSIDE_FLAG={} {CHILD_ENV}=stall-once RINGSIDE_TEST_PORT={{port}} {} \
+         --exact hostile_child_process --nocapture --test-threads=1",
+        flag.display(),
+        me.display()
+    );
+    let out = dir.path().join("out");
+    let o = assert_cmd::Command::new(bin())
+        .timeout(Duration::from_secs(300))
+        .args([
+            "run",
+            "echo.rate",
+            "--profile",
+            "smoke",
+            "--runs",
+            "1",
+            "--quiet",
+        ])
+        .args(["--models", "epoll-lt", "--contender", &contender, "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(flag.exists(), "the stall never happened: {err}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let cells: Vec<&serde_json::Value> = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["model"] == "ext:stally")
+        .collect();
+    assert!(!cells.is_empty(), "{v}");
+    assert!(
+        cells.iter().all(|c| c["status"] == "measured"),
+        "a stall once is run again, not a failed cell: {err}"
+    );
 }
 
 #[test]

@@ -63,7 +63,7 @@ pub fn serve(a: RemoteServeArgs) -> anyhow::Result<i32> {
                 eprintln!("error: {why}");
                 1
             }
-            CaseError::Failed(e) => {
+            CaseError::Failed(e) | CaseError::Stalled(e) => {
                 eprintln!("error: {e:#}");
                 1
             }

@@ -233,7 +233,12 @@ fn measure_pinned(
             report.warmup_ns / 1_000_000,
             report.first_error.as_deref().unwrap_or("no error recorded")
         );
-        return Err(server.fail(&why));
+        // A server still running that answered nothing stalled for the whole window: the
+        // runner tries the repetition once more before it fails the cell.
+        return Err(match (server.fail(&why), server.exited()) {
+            (CaseError::Failed(e), None) => CaseError::Stalled(e),
+            (e, _) => e,
+        });
     }
     let mut extra = CellCounters::default();
     if remote_load.is_some() {
