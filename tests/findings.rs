@@ -401,7 +401,34 @@ fn pairwise_table_is_collapsed_and_complete() {
             .iter()
             .filter(|c| c.workload == "micro.pipe")
             .collect::<Vec<_>>(),
+        usize::MAX,
     );
     assert_eq!(what, "median latency per op");
     assert_eq!(pts.iter().map(|p| p.1.len()).sum::<usize>(), 9);
+    assert_eq!(pts.iter().map(|p| p.2).sum::<usize>(), 9);
+}
+
+/// Issue 28 item 12: a point of 2,000 models has 1,999,000 pairs; only those a report lists
+/// are built (and the count of the rest is said), so rendering is not quadratic in the models.
+#[test]
+fn a_point_of_many_models_builds_only_the_pairs_it_lists() {
+    let mut run = fixture();
+    let cell = run
+        .cases
+        .iter()
+        .find(|c| c.workload == "micro.pipe" && c.figures.is_some())
+        .unwrap()
+        .clone();
+    run.cases = (0..2000)
+        .map(|i| {
+            let mut c = cell.clone();
+            c.model = format!("m{i}");
+            c
+        })
+        .collect();
+    let cells: Vec<&ringside::results::CaseResult> = run.cases.iter().collect();
+    let (_, pts) = ringside::export::findings::pairwise("micro.pipe", &cells, 200);
+    assert_eq!(pts.len(), 1);
+    assert_eq!(pts[0].1.len(), 200, "only the listed pairs are built");
+    assert_eq!(pts[0].2, 2000 * 1999 / 2, "the rest are counted");
 }

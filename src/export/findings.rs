@@ -500,20 +500,25 @@ pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Line {
     }
 }
 
-/// Every pair of models at each point of a workload, on the figure its finding ranks by:
-/// (point, pairs), and the figure's name. Empty where the workload is not ranked.
+/// The first `max` pairs of models at each point of a workload, on the figure its finding
+/// ranks by: (point, pairs, how many pairs the point has), and the figure's name. Empty where
+/// the workload is not ranked.
 pub fn pairwise(
     workload: &str,
     cases: &[&CaseResult],
-) -> (String, Vec<(String, Vec<findings::Pair>)>) {
+    max: usize,
+) -> (String, Vec<(String, Vec<findings::Pair>, usize)>) {
     let Ok((b, cells)) = basis(workload, cases) else {
         return (String::new(), Vec::new());
     };
     let hib = higher_is_better(b.metric);
     let pts = points(workload, &cells, b.metric)
         .iter()
-        .map(|p| (p.at.clone(), findings::pairs(p, hib)))
-        .filter(|(_, v)| !v.is_empty())
+        .map(|p| {
+            let (v, total) = findings::pairs(p, hib, max);
+            (p.at.clone(), v, total)
+        })
+        .filter(|(_, v, _)| !v.is_empty())
         .collect();
     (
         format!("{}{}", b.prefix, noun(b.metric, op_word(workload))),

@@ -398,10 +398,18 @@ fn judge(c: &Claim, alpha: f64) -> Outcome {
 /// again. (Holm's family-wise control would need 2/2^n * (models - 1) < alpha: 10 rounds at
 /// eleven models, where the false discovery rate needs 6.)
 pub fn correct(claims: &mut [&mut Claim], alpha: f64) {
+    correct_among(claims, alpha, 0);
+}
+
+/// [`correct`] for `claims` that are part of a family with `unbuilt` more tests that were
+/// not made (a report lists a point's first pairs only): those count as p = 1, which can only
+/// raise the adjusted p of these (a smaller unknown p would lower them), so it stays valid.
+pub fn correct_among(claims: &mut [&mut Claim], alpha: f64, unbuilt: usize) {
     let idx: Vec<usize> = (0..claims.len())
         .filter(|&i| claims[i].p.is_some())
         .collect();
-    let ps: Vec<f64> = idx.iter().map(|&i| claims[i].p.unwrap()).collect();
+    let mut ps: Vec<f64> = idx.iter().map(|&i| claims[i].p.unwrap()).collect();
+    ps.extend(std::iter::repeat_n(1.0, unbuilt));
     let (_, adj) = benjamini_hochberg(&ps, alpha);
     for (k, &i) in idx.iter().enumerate() {
         claims[i].p_adj = Some(adj[k]);

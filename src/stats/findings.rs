@@ -280,13 +280,21 @@ pub struct Pair {
     pub confidence: Confidence,
 }
 
-/// Every pair of a point's entries, better first, in rank order (the leader's pairs first),
-/// each a paired claim, corrected over the point's pairs.
-pub fn pairs(p: &Point, higher_is_better: bool) -> Vec<Pair> {
+/// The first `max` pairs of a point's entries, better first, in rank order (the leader's
+/// pairs first), each a paired claim, corrected over all the point's pairs; and how many
+/// pairs the point has. Only the pairs returned are built (a point of 2,000 models has
+/// 1,999,000: a report lists a few hundred), the others counted in the correction as tests
+/// that found nothing (`claims::correct_among`).
+pub fn pairs(p: &Point, higher_is_better: bool, max: usize) -> (Vec<Pair>, usize) {
     let order = ordered(p, higher_is_better);
+    let n = order.len();
+    let total = n * n.saturating_sub(1) / 2;
     let mut out = Vec::new();
-    for (i, a) in order.iter().enumerate() {
+    'all: for (i, a) in order.iter().enumerate() {
         for b in &order[i + 1..] {
+            if out.len() == max {
+                break 'all;
+            }
             out.push(Pair {
                 better: a.label.clone(),
                 worse: b.label.clone(),
@@ -295,14 +303,13 @@ pub fn pairs(p: &Point, higher_is_better: bool) -> Vec<Pair> {
             });
         }
     }
-    correct(
-        &mut out
-            .iter_mut()
-            .map(|o| &mut o.confidence)
-            .collect::<Vec<_>>(),
-        p.alpha,
-    );
-    out
+    let unbuilt = total - out.len();
+    let mut fam: Vec<&mut Claim> = out
+        .iter_mut()
+        .filter_map(|o| o.confidence.claim.as_mut())
+        .collect();
+    claims::correct_among(&mut fam, p.alpha, unbuilt);
+    (out, total)
 }
 
 /// Where another model takes the lead from the headline's leader, clearly (the headline's
@@ -680,7 +687,11 @@ mod tests {
                 e("b", &[20.0, 21.0]),
             ],
         );
-        let v = pairs(&p, false);
+        let (v, total) = pairs(&p, false, usize::MAX);
+        assert_eq!(total, 3);
+        // Only what is asked for is built; the rest still counts in the correction.
+        let (first, all) = pairs(&p, false, 1);
+        assert_eq!((first.len(), all), (1, 3));
         let names: Vec<(&str, &str)> = v
             .iter()
             .map(|x| (x.better.as_str(), x.worse.as_str()))

@@ -209,8 +209,8 @@ const PAIR_ROWS: usize = 200;
 
 /// Every pair of models per point, collapsed under the verdicts.
 fn pairwise_html(w: &str, cases: &[&crate::results::CaseResult], b: &mut String) {
-    let (what, pts) = super::findings::pairwise(w, cases);
-    let total: usize = pts.iter().map(|(_, v)| v.len()).sum();
+    let (what, pts) = super::findings::pairwise(w, cases, PAIR_ROWS);
+    let total: usize = pts.iter().map(|(_, _, all)| all).sum();
     if total == 0 {
         return;
     }
@@ -220,7 +220,7 @@ fn pairwise_html(w: &str, cases: &[&crate::results::CaseResult], b: &mut String)
         esc(&what)
     );
     let mut n = 0;
-    'all: for (at, pairs) in &pts {
+    'all: for (at, pairs, _) in &pts {
         for p in pairs {
             if n == PAIR_ROWS {
                 break 'all;
