@@ -254,7 +254,12 @@ fn answers_nobody_asked_for_are_unsolicited_never_ops() {
             u(&rep["unsolicited"]) + u(&rep["warmup_invalid"]) > 0,
             "{r:?}"
         );
-        assert!(r.stderr.contains("unsolicited"), "named: {r:?}");
+        // Named: as unsolicited when they came before the first request went out, or as a
+        // mismatch when the greeting raced the request and was read as the start of its echo.
+        assert!(
+            r.stderr.contains("unsolicited") || (proto == "echo" && r.stderr.contains("mismatch")),
+            "named: {r:?}"
+        );
         if no_op {
             // Every canned answer came before its request: none is an op. (The greeting
             // server echoes rightly after it, and the other answers the first time rightly:
