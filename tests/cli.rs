@@ -438,6 +438,22 @@ fn bad_input_is_refused_in_its_own_words() {
             ],
             vec!["cannot be written", "a-file"],
         ),
+        (
+            [
+                "load",
+                "--protocol",
+                "http",
+                "--target",
+                "127.0.0.1:9",
+                "--conns",
+                "2000",
+            ]
+            .iter()
+            .chain(&["--body-bytes", "1048576"])
+            .map(|s| s.to_string())
+            .collect(),
+            vec!["--body-bytes 1048576", "--any-body"],
+        ),
     ];
     for (args, want) in cases {
         let o = ringside().args(&args).output().unwrap();

@@ -112,6 +112,9 @@ pub fn config(a: &LoadArgs) -> Result<(Config, usize), InputError> {
     Ok((cfg, msg))
 }
 
+/// The most bytes of expected bodies all connections may hold together (1 GiB).
+const MAX_HELD_BODY_BYTES: u64 = 1 << 30;
+
 /// The HTTP request from the command line: `--path` must be an origin-form target ("/..."),
 /// `--host` a header value; neither may hold spaces or control characters.
 pub fn http_get(a: &LoadArgs) -> Result<HttpGet, InputError> {
@@ -137,6 +140,20 @@ pub fn http_get(a: &LoadArgs) -> Result<HttpGet, InputError> {
         Some(n) if n > max as u64 => return Err(bad("--body-bytes", n, &format!("0..={max}"))),
         n => Expect::Served(n.map(|n| n as usize)),
     };
+    // Each connection holds the body it compares: bounded by what the machine can give.
+    let held = crate::proto::http::served_body(a.body_bytes.map(|n| n as usize)).len() as u64;
+    if !a.any_body && a.conns.saturating_mul(held) > MAX_HELD_BODY_BYTES {
+        return Err(bad(
+            "--body-bytes",
+            held,
+            &format!(
+                "each of the {} connections holds the body it checks, {} bytes in all (at most \
+                 {MAX_HELD_BODY_BYTES}): fewer connections, or --any-body to check only the framing",
+                a.conns,
+                a.conns.saturating_mul(held)
+            ),
+        ));
+    }
     Ok(HttpGet::new(host, a.path.clone(), expect))
 }
 

@@ -16,7 +16,8 @@
 //!   the connection, since where the next response starts is unknown.
 //!
 //! No length a server sends becomes an allocation: a body of the expected length is held to be
-//! compared (the expected body is ours, at most `proto::http::MAX_BODY_BYTES`); a body of
+//! compared (the expected body is ours, at most `proto::http::MAX_BODY_BYTES` per connection;
+//! `ringside load` refuses connections x body past 1 GiB); a body of
 //! another length, or any body under [`Expect::Any`], is judged from the head alone and the
 //! engine reads and discards it in bounded pieces (`load::READ_CHUNK`); otherwise only a head
 //! (at most [`MAX_RESPONSE_HEAD_BYTES`]) and a chunked body (at most
