@@ -6,18 +6,20 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use ringside::load::http::{HttpGet, MAX_CHUNKED_BODY_BYTES, MAX_RESPONSE_HEAD_BYTES};
+use ringside::load::http::{Expect, HttpGet, MAX_CHUNKED_BODY_BYTES, MAX_RESPONSE_HEAD_BYTES};
 use ringside::load::{Exchange, Response};
 
 fuzz_target!(|data: &[u8]| {
     let [expect, step, wire @ ..] = data else {
         return;
     };
-    let g = HttpGet {
-        host: "h".into(),
-        path: "/".into(),
-        expect_body_bytes: (*expect != 0).then_some(*expect as usize - 1),
+    // 0: any body; 1: serve's default body; n: `serve --body-bytes n-2`'s.
+    let expect = match *expect {
+        0 => Expect::Any,
+        1 => Expect::Served(None),
+        n => Expect::Served(Some(n as usize - 2)),
     };
+    let g = HttpGet::new("h", "/", expect);
     // Reads of at most `step` bytes (0: as much as asked), as a socket delivers them.
     let step = if *step == 0 { usize::MAX } else { *step as usize };
     let mut got = 0usize;
