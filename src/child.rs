@@ -143,6 +143,7 @@ pub fn owner_alive(token: &str) -> bool {
 struct Stat {
     state: char,
     pgrp: i32,
+    session: i32,
     start: u64,
 }
 
@@ -155,6 +156,7 @@ impl Stat {
         Some(Stat {
             state: f.first()?.chars().next()?,
             pgrp: f.get(2)?.parse().ok()?,
+            session: f.get(3)?.parse().ok()?,
             // Field 22; the first after ')' is field 3.
             start: f.get(19)?.parse().ok()?,
         })
@@ -190,21 +192,14 @@ fn proc_pids() -> Vec<u32> {
 /// session: a daemon a contender left (`setsid cmd &`), out of the process group that is
 /// stopped with it. Our own children stay in our session. Returns "PID (COMM)" of each.
 pub fn stop_our_daemons() -> Vec<String> {
-    let session = |pid: u32| -> Option<i32> {
-        let s = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        s[s.rfind(')')? + 1..]
-            .split_whitespace()
-            .nth(3)?
-            .parse()
-            .ok()
-    };
-    let Some(ours) = session(std::process::id()) else {
+    let me = std::process::id();
+    let Some(ours) = Stat::of(me).map(|s| s.session) else {
         return Vec::new();
     };
-    let me = std::process::id();
     let mut stopped = Vec::new();
     for pid in live_pids() {
-        if pid == me || !carries_our_mark(pid) || session(pid).is_none_or(|s| s == ours) {
+        let theirs = Stat::of(pid).map(|s| s.session);
+        if pid == me || !carries_our_mark(pid) || theirs.is_none_or(|s| s == ours) {
             continue;
         }
         let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();

@@ -834,6 +834,32 @@ fn fork_and_echo(s: TcpStream) {
     }
 }
 
+/// `ringside run echo.rate --profile smoke --runs 1` of epoll-lt beside `contender`, into
+/// `out`: its results (the test fails here, with stderr, when there are none) and stderr.
+fn beside_epoll(contender: &str, out: &std::path::Path) -> (serde_json::Value, String) {
+    let o = assert_cmd::Command::new(bin())
+        .timeout(Duration::from_secs(300))
+        .args([
+            "run",
+            "echo.rate",
+            "--profile",
+            "smoke",
+            "--runs",
+            "1",
+            "--quiet",
+        ])
+        .args(["--models", "epoll-lt", "--contender", contender, "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let v = std::fs::read(out.join("results.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_else(|| panic!("no results: {err}"));
+    (v, err)
+}
+
 /// Issue 28 item 2: a contender that forks a process per connection is measured whole: its
 /// CPU per op is its children's, not 0 (before: the processes were fixed when it started, and
 /// the children that served every connection were never read).
@@ -846,24 +872,7 @@ fn a_contender_that_forks_per_connection_is_measured_whole() {
          hostile_child_process --nocapture --test-threads=1",
         me.display()
     );
-    let o = assert_cmd::Command::new(bin())
-        .timeout(Duration::from_secs(300))
-        .args([
-            "run",
-            "echo.rate",
-            "--profile",
-            "smoke",
-            "--runs",
-            "1",
-            "--quiet",
-        ])
-        .args(["--models", "epoll-lt", "--contender", &contender, "--out"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("results.json")).unwrap())
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    let (v, _) = beside_epoll(&contender, dir.path());
     let cpu = |m: &str| -> Vec<f64> {
         v["cases"]
             .as_array()
@@ -897,24 +906,7 @@ fn a_contender_that_daemonizes_is_stopped_and_named() {
         me.display()
     );
     let out = dir.path().join("out");
-    let o = assert_cmd::Command::new(bin())
-        .timeout(Duration::from_secs(300))
-        .args([
-            "run",
-            "echo.rate",
-            "--profile",
-            "smoke",
-            "--runs",
-            "1",
-            "--quiet",
-        ])
-        .args(["--models", "epoll-lt", "--contender", &contender, "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let (v, err) = beside_epoll(&contender, &out);
     let mut pids = Vec::new();
     if let Ok(p) = std::fs::read_to_string(&pidfile) {
         pids.push(p.trim().parse::<i32>().unwrap());
@@ -972,25 +964,8 @@ fn a_repetition_that_completes_nothing_is_run_once_more() {
         me.display()
     );
     let out = dir.path().join("out");
-    let o = assert_cmd::Command::new(bin())
-        .timeout(Duration::from_secs(300))
-        .args([
-            "run",
-            "echo.rate",
-            "--profile",
-            "smoke",
-            "--runs",
-            "1",
-            "--quiet",
-        ])
-        .args(["--models", "epoll-lt", "--contender", &contender, "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
+    let (v, err) = beside_epoll(&contender, &out);
     assert!(flag.exists(), "the stall never happened: {err}");
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
     let cells: Vec<&serde_json::Value> = v["cases"]
         .as_array()
         .unwrap()

@@ -274,11 +274,8 @@ fn params_note(c: &CaseResult) -> String {
 /// the CPUs this run measures.
 fn other_runs() -> Vec<(u32, String)> {
     let me = std::process::id();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+    crate::child::live_pids()
+        .into_iter()
         .filter(|&pid| pid != me)
         .filter_map(|pid| {
             let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
