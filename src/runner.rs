@@ -753,6 +753,9 @@ impl Running<'_> {
         if f.counters.cpu_over_allowed_ns > 0 {
             r.warnings.push(Warning::CpuOverAllowed);
         }
+        if f.cpu_below_syscalls() {
+            r.warnings.push(Warning::CpuBelowSyscalls);
+        }
         if f.counters
             .load
             .as_ref()

@@ -196,6 +196,26 @@ pub enum Warning {
     /// A repetition's throughput fell under half of the others' median, and its re-run did
     /// too (`reruns` names it): one of the figures is a stall, not the model's.
     Stalled,
+    /// The CPU read per op is less than its counted syscalls could have taken at
+    /// [`SYSCALL_FLOOR_NS`] each: the syscalls were counted in processes whose CPU was not
+    /// read (a child that left the server's process group, or one reaped by nobody).
+    CpuBelowSyscalls,
+}
+
+/// Less than any syscall costs on a CPU this runs on (the cheapest, `getppid`, takes 40 to 70
+/// ns with no mitigations; 110 ns on the VM this was built on): a cell whose CPU per op is
+/// under its syscalls per op times this did not read the CPU of every process it counted.
+/// A floor for a consistency check, never a figure.
+pub const SYSCALL_FLOOR_NS: f64 = 20.0;
+
+impl CaseFigures {
+    /// Whether the CPU read per op is below what its counted syscalls alone cost
+    /// ([`Warning::CpuBelowSyscalls`]); false where syscalls were not counted.
+    pub fn cpu_below_syscalls(&self) -> bool {
+        self.syscalls_per_op
+            .value()
+            .is_some_and(|&s| s > 0.0 && self.cpu_ns_per_op.total < s * SYSCALL_FLOOR_NS)
+    }
 }
 
 impl Warning {
@@ -249,6 +269,12 @@ impl Warning {
                 "a repetition stalled (under half of the others' throughput) and stalled again \
                  when it was run again: claims about this cell are made from its rounds as \
                  they are, the stall included"
+            }
+            Warning::CpuBelowSyscalls => {
+                "the CPU read per op is less than its counted syscalls alone take: the server ran \
+                 work in processes whose CPU was not read (a child that left its process group, \
+                 or one nobody reaped); its CPU figures are too low: keep a contender's \
+                 processes in its process group and reap its children"
             }
             Warning::WrkBound => {
                 "wrk saturated its CPU and measured fewer requests/s than ringside's load \

@@ -464,7 +464,7 @@ pub struct Trust {
 }
 
 /// Every warning, in the order [`Trust`] lists them.
-const WARNINGS: [Warning; 11] = [
+const WARNINGS: [Warning; 12] = [
     Warning::Disturbed,
     Warning::Stalled,
     Warning::HighSpread,
@@ -474,6 +474,7 @@ const WARNINGS: [Warning; 11] = [
     Warning::LoadgenDisagrees,
     Warning::WrkBound,
     Warning::CpuOverAllowed,
+    Warning::CpuBelowSyscalls,
     Warning::WarmupUnsettled,
     Warning::NoNapiId,
 ];
