@@ -24,6 +24,7 @@ use crate::stats::{self, summary::HIGH_SPREAD};
 use crate::ui::Observer;
 use crate::workload::storage::StorageCtx;
 use crate::workload::Ctx;
+use anyhow::Context;
 
 /// How the run ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -49,8 +50,9 @@ pub fn run_with(
     fio_crosscheck: Option<Profile>,
     explain: bool,
 ) -> anyhow::Result<Outcome> {
-    // The measured thread is this one: pin it, then open its syscall counter.
-    let _ = pin::pin_this_thread(run.plan.measured);
+    // The measured thread is this one: pin it, then open its syscall counter. A plan that
+    // cannot be applied is never recorded as if it were.
+    pin::pin_this_thread(run.plan.measured).context("the measured thread")?;
     let meter = Meter::new();
     let plan = run.plan.clone();
     let extension = Extension::new(budget, cases);

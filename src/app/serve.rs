@@ -385,14 +385,16 @@ fn serve_threads(
             .map(|(i, l)| {
                 let cpu = cpus[i % cpus.len()];
                 sc.spawn(move || {
-                    let _ = pin::pin_this_thread(cpu);
                     let plan = CpuPlan::pair(cpu, sqpoll_cpu);
-                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        how.serve(l, &plan, &stops[i])
-                    }))
-                    .unwrap_or_else(|_| {
-                        Err(CaseError::Failed(anyhow!("server thread {i} panicked")))
-                    });
+                    let r = match pin::pin_this_thread(cpu) {
+                        Err(e) => Err(CaseError::Failed(anyhow!("server thread {i}: {e}"))),
+                        Ok(()) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            how.serve(l, &plan, &stops[i])
+                        }))
+                        .unwrap_or_else(|_| {
+                            Err(CaseError::Failed(anyhow!("server thread {i} panicked")))
+                        }),
+                    };
                     // One thread ending ends them all.
                     if !stop.requested() {
                         stop.request();

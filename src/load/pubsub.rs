@@ -176,7 +176,7 @@ impl Pubsub {
         synced: &mut bool,
     ) -> io::Result<Part> {
         if let Some(c) = cpu {
-            let _ = pin::pin_this_thread(c);
+            pin::pin_this_thread(c)?;
         }
         let mut part = Part::default();
         let connect = || -> io::Result<TcpStream> {

@@ -204,7 +204,7 @@ impl Streaming {
         synced: &mut bool,
     ) -> io::Result<Out> {
         if let Some(c) = cpu {
-            let _ = pin::pin_this_thread(c);
+            pin::pin_this_thread(c)?;
         }
         let mut out = Out::default();
         let mut conns = Vec::with_capacity(ids.len());

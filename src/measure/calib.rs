@@ -60,7 +60,10 @@ fn wake_round_trip(cpu: u32) -> Option<f64> {
     let partner = std::thread::Builder::new()
         .name("ringside-probe".into())
         .spawn(move || {
-            let _ = super::pin::pin_this_thread(cpu);
+            // Unpinned, the trip is not the one asked for: end, and the probe has none.
+            if super::pin::pin_this_thread(cpu).is_err() {
+                return;
+            }
             let mut buf = [0u8; 1];
             for _ in 0..WAKES + 1 {
                 if b.read_exact(&mut buf).is_err() || b.write_all(&buf).is_err() {

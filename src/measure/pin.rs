@@ -186,28 +186,75 @@ pub fn pin_this_thread(cpu: u32) -> io::Result<()> {
 
 /// Pins a task (0 = the calling thread) to one CPU.
 pub fn pin_tid(tid: i32, cpu: u32) -> io::Result<()> {
-    // SAFETY: cpu_set_t is plain data.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: cpu is checked against CPU_SETSIZE first.
-    if cpu as usize >= libc::CPU_SETSIZE as usize {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("CPU {cpu} out of range"),
-        ));
-    }
-    unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+    set_affinity(tid, &[cpu])
+}
+
+/// Lets the calling thread run on every CPU of `cpus` (a pool's worker, which would inherit
+/// the pinned measured thread's single CPU otherwise).
+pub fn allow_this_thread(cpus: &[u32]) -> io::Result<()> {
+    set_affinity(0, cpus)
+}
+
+fn set_affinity(tid: i32, cpus: &[u32]) -> io::Result<()> {
+    let set = cpu_set(cpus)?;
     // SAFETY: valid set and size.
     let r = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     if r == 0 {
         Ok(())
     } else {
-        Err(io::Error::last_os_error())
+        let e = io::Error::last_os_error();
+        Err(io::Error::new(
+            e.kind(),
+            format!("pinning to CPU {cpus:?}: {e}"),
+        ))
     }
+}
+
+/// The affinity set of `cpus`: the one place a CPU list becomes a `cpu_set_t` (threads here,
+/// a child before its exec in `child`). Empty, or a CPU past `CPU_SETSIZE`, is an error.
+pub fn cpu_set(cpus: &[u32]) -> io::Result<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is a plain bit array; all zeros is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if cpus.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "an empty CPU list",
+        ));
+    }
+    for &c in cpus {
+        if c as usize >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {c} is beyond CPU_SETSIZE"),
+            ));
+        }
+        // SAFETY: c is below CPU_SETSIZE, checked above.
+        unsafe { libc::CPU_SET(c as usize, &mut set) };
+    }
+    Ok(set)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pin that cannot be applied is an error naming the CPUs (its callers fail the cell
+    /// or the run with it), never a plan recorded as applied: a CPU this machine lacks, one
+    /// past CPU_SETSIZE, an empty list.
+    #[test]
+    fn a_pin_that_cannot_be_applied_says_which_cpus() {
+        let e = std::thread::spawn(|| pin_this_thread(1000).unwrap_err())
+            .join()
+            .unwrap();
+        assert!(e.to_string().contains("CPU [1000]"), "{e}");
+        let e = pin_this_thread(libc::CPU_SETSIZE as u32).unwrap_err();
+        assert!(e.to_string().contains("beyond CPU_SETSIZE"), "{e}");
+        assert!(allow_this_thread(&[]).is_err());
+        let here = std::thread::spawn(|| allow_this_thread(&[0]))
+            .join()
+            .unwrap();
+        assert!(here.is_ok(), "{here:?}");
+    }
 
     #[test]
     fn plans() {

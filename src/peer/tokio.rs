@@ -166,9 +166,14 @@ where
             if !cpus.is_empty() {
                 let cpus: Arc<[u32]> = cpus.into();
                 let next = Arc::new(AtomicUsize::new(0));
+                // A worker that cannot be pinned would serve off the plan its cell records:
+                // the server ends, and its cell fails with this line of its stderr.
                 b.on_thread_start(move || {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let _ = crate::measure::pin::pin_this_thread(cpus[i % cpus.len()]);
+                    if let Err(e) = crate::measure::pin::pin_this_thread(cpus[i % cpus.len()]) {
+                        eprintln!("tokio-mt: worker {i}: {e}");
+                        std::process::exit(1);
+                    }
                 });
             }
             let rt = b

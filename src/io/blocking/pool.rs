@@ -8,7 +8,7 @@
 
 use crate::io::file::{self, exec_all, Buffers, Done, FdTable, FileConfig, FileOp};
 use crate::io::FileEngine;
-use crate::measure::{cpu::CpuReading, pin::CpuPlan, Counters};
+use crate::measure::{cpu::CpuReading, pin, pin::CpuPlan, Counters};
 use std::collections::VecDeque;
 use std::io;
 use std::os::unix::thread::JoinHandleExt;
@@ -54,24 +54,34 @@ impl PoolFiles {
         });
         let cpus: Vec<u32> = std::iter::once(plan.measured).chain(plan.helper).collect();
         let mut workers = Vec::with_capacity(threads);
+        // Each worker says whether it runs on the plan's CPUs (it would inherit the pinned
+        // measured thread's single CPU otherwise) before the pool is used.
+        let (tx, rx) = std::sync::mpsc::channel();
         for i in 0..threads {
             let s = Arc::clone(&shared);
             let cpus = cpus.clone();
+            let tx = tx.clone();
             let h = std::thread::Builder::new()
                 .name(format!("rs-pool-{i}"))
                 .spawn(move || {
-                    allow_cpus(&cpus);
+                    let _ = tx.send(pin::allow_this_thread(&cpus));
                     worker(&s)
                 })?;
             workers.push(h);
         }
-        Ok(PoolFiles {
+        drop(tx);
+        // Dropped on an error, the pool stops the workers it started.
+        let pool = PoolFiles {
             shared,
             workers,
             chains: 0,
             ops: 0,
             wakeups: 0,
-        })
+        };
+        for r in rx.iter().take(threads) {
+            r.map_err(|e| io::Error::new(e.kind(), format!("a pool worker: {e}")))?;
+        }
+        Ok(pool)
     }
 
     /// CPU time of the worker threads so far (exact, from their CPU-time clocks).
@@ -93,21 +103,6 @@ impl PoolFiles {
         }
         r
     }
-}
-
-/// Lets a worker run on every CPU of the plan (threads inherit the pinned measured thread's
-/// single-CPU affinity otherwise).
-fn allow_cpus(cpus: &[u32]) {
-    // SAFETY: cpu_set_t is plain data.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in cpus {
-        if (c as usize) < libc::CPU_SETSIZE as usize {
-            // SAFETY: c is in range.
-            unsafe { libc::CPU_SET(c as usize, &mut set) };
-        }
-    }
-    // SAFETY: valid set and size; 0 = this thread.
-    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
 }
 
 fn worker(s: &Shared) {

@@ -18,7 +18,7 @@
 use super::{chains, neg_errno, Open};
 use crate::io::file::{Buffers, Done, FileConfig, FileOp, OpKind};
 use crate::io::FileEngine;
-use crate::measure::{cpu, pin::CpuPlan, Counters};
+use crate::measure::{cpu, pin, pin::CpuPlan, Counters};
 use ::tokio::fs::{File, OpenOptions};
 use ::tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 use ::tokio::runtime::Runtime;
@@ -54,6 +54,8 @@ pub struct TokioFiles {
     shared: Arc<Shared>,
     pending: Vec<Vec<FileOp>>,
     tids: Arc<Mutex<Vec<u32>>>,
+    /// The first blocking thread that could not be given the plan's CPUs, and why.
+    unpinned: Arc<Mutex<Option<String>>>,
     ops: u64,
     chains: u64,
 }
@@ -63,13 +65,22 @@ impl TokioFiles {
         let tids = Arc::new(Mutex::new(Vec::new()));
         let cpus: Vec<u32> = std::iter::once(plan.measured).chain(plan.helper).collect();
         let started = Arc::clone(&tids);
+        let unpinned: Arc<Mutex<Option<String>>> = Arc::default();
+        let unpinned_w = Arc::clone(&unpinned);
         let rt = ::tokio::runtime::Builder::new_current_thread()
             .max_blocking_threads(super::TOKIO_BLOCKING_THREADS)
             // Longer than any case: no blocking thread exits (and takes its CPU time with it)
             // while the engine lives.
             .thread_keep_alive(Duration::from_secs(3600))
             .on_thread_start(move || {
-                allow_cpus(&cpus);
+                // A blocking thread runs on every CPU of the plan, as the `threadpool`
+                // workers do; one that cannot is named by the next `reap`.
+                if let Err(e) = pin::allow_this_thread(&cpus) {
+                    unpinned_w
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get_or_insert_with(|| e.to_string());
+                }
                 started
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -87,25 +98,11 @@ impl TokioFiles {
             }),
             pending: Vec::new(),
             tids,
+            unpinned,
             ops: 0,
             chains: 0,
         })
     }
-}
-
-/// Lets a blocking thread run on every CPU of the plan (it inherits the pinned measured
-/// thread's single CPU otherwise), as the `threadpool` workers do.
-fn allow_cpus(cpus: &[u32]) {
-    // SAFETY: cpu_set_t is plain data.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in cpus {
-        if (c as usize) < libc::CPU_SETSIZE as usize {
-            // SAFETY: c is in range.
-            unsafe { libc::CPU_SET(c as usize, &mut set) };
-        }
-    }
-    // SAFETY: valid set and size; 0 = this thread.
-    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
 }
 
 impl Shared {
@@ -309,8 +306,17 @@ impl FileEngine for TokioFiles {
             while let Some(r) = set.join_next().await {
                 done.extend(r.map_err(io::Error::other)?);
             }
-            Ok(())
-        })
+            Ok::<(), io::Error>(())
+        })?;
+        match self
+            .unpinned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            Some(why) => Err(io::Error::other(format!("a tokio blocking thread: {why}"))),
+            None => Ok(()),
+        }
     }
 
     fn bufs(&self) -> &Buffers {

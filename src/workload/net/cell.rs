@@ -89,9 +89,13 @@ pub fn measure(
     }
     // This thread (the runner's, pinned to the measured CPU) reads /proc at the window's edges
     // and spawns the server's pipe readers: keep all of that off the server's CPU.
-    let _ = pin::pin_this_thread(load_cpus[0]);
+    let repin = |cpu: u32, whose: &str| {
+        pin::pin_this_thread(cpu)
+            .map_err(|e| CaseError::Failed(anyhow::anyhow!("the runner's thread ({whose}): {e}")))
+    };
+    repin(load_cpus[0], "load CPU")?;
     let res = measure_pinned(ctx, launch, load, &load_cpus);
-    let _ = pin::pin_this_thread(plan.measured);
+    repin(plan.measured, "measured CPU")?;
     res
 }
 
