@@ -284,17 +284,6 @@ pub static CHARTS: &[ChartSpec] = &[
         // equal load (`verdict::at_equal_load`), the sweep's verdicts by the tail latency.
         verdict: Metric::LatencyP99,
     },
-    ChartSpec {
-        workloads: "net.",
-        sweep: Some(Sweep {
-            params: &["conns", "clients", "connections"],
-            axis: "connections (log)",
-            log_x: true,
-        }),
-        metrics: NET_METRICS,
-        log_y: true,
-        verdict: Metric::OpsPerSec,
-    },
 ];
 
 /// Whether a workload measures a network server driven by ringside's load generator (echo,

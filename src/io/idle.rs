@@ -40,11 +40,6 @@ impl Idle {
     pub fn expired(&self, last_ns: u64, now_ns: u64) -> bool {
         now_ns.saturating_sub(last_ns) >= self.limit_ns
     }
-
-    /// The tick in milliseconds, for epoll_wait and poll timeouts (at least 1).
-    pub fn tick_ms(&self) -> i32 {
-        self.tick.as_millis().clamp(1, i32::MAX as u128) as i32
-    }
 }
 
 /// CLOCK_MONOTONIC_COARSE in ns: the time of the last clock tick (1-4 ms resolution), read
@@ -77,7 +72,6 @@ mod tests {
         assert_eq!(t(1), MIN_TICK);
         assert_eq!(t(60_000), MAX_TICK);
         let i = Idle::new(Some(Duration::from_millis(300))).unwrap();
-        assert_eq!(i.tick_ms(), 75);
         assert!(!i.expired(1_000, 1_000 + 299_999_999));
         assert!(i.expired(1_000, 1_000 + 300_000_000));
         assert!(

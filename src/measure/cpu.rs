@@ -79,14 +79,6 @@ pub fn this_thread_ns() -> u64 {
     clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(0)
 }
 
-/// The whole calling process (every thread, including io_uring's kernel-created tasks).
-pub fn this_process() -> CpuReading {
-    CpuReading {
-        total_ns: clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID).unwrap_or(0),
-        ..rusage(libc::RUSAGE_SELF)
-    }
-}
-
 /// Every current task of another process, from /proc (clock-tick resolution for the split;
 /// `total_ns` from the process CPU clock, read after the /proc walk: to time a window's edges,
 /// use [`processes`], which reads the clocks first and says when).

@@ -265,52 +265,6 @@ pub fn availability(kind: PeerKind) -> Availability {
 
 pub use crate::model::probe::built;
 
-/// What runs when contender `kind` serves: crate, version and driver, for the results'
-/// provenance (a contender's version changes its figures). Versions are those in Cargo.lock
-/// (a test checks they agree).
-pub fn implementation(kind: PeerKind) -> String {
-    match kind {
-        PeerKind::Tokio => format!(
-            "tokio {TOKIO_VERSION}, current_thread runtime (epoll through mio), \
-             task per connection, read/write_all"
-        ),
-        PeerKind::TokioMt => format!(
-            "tokio {TOKIO_VERSION}, multi-thread runtime (epoll through mio, work stealing, one \
-             worker per server thread, the accept loop a task), task per connection, \
-             read/write_all"
-        ),
-        PeerKind::Monoio => format!(
-            "monoio {MONOIO_VERSION}, IoUringDriver (io_uring; the legacy epoll driver is not \
-             compiled in), task per connection, read/write_all"
-        ),
-        PeerKind::External => "an external command (see its model id and command)".into(),
-    }
-}
-
-/// What runs when contender `kind` serves HTTP ([`serve_http`] for tokio, [`serve_proto`]
-/// with ringside's HTTP protocol for monoio), for the results' provenance.
-pub fn implementation_http(kind: PeerKind) -> String {
-    match kind {
-        PeerKind::Tokio => format!(
-            "hyper {HYPER_VERSION} server::conn::http1 (keep-alive, pipeline_flush off, \
-             header_read_timeout {} s) on tokio {TOKIO_VERSION} current_thread runtime \
-             (epoll through mio), task per connection",
-            HEADER_READ_TIMEOUT.as_secs()
-        ),
-        PeerKind::TokioMt => format!(
-            "hyper {HYPER_VERSION} server::conn::http1 (keep-alive, pipeline_flush off, \
-             header_read_timeout {} s) on tokio {TOKIO_VERSION} multi-thread runtime \
-             (epoll through mio, work stealing), task per connection",
-            HEADER_READ_TIMEOUT.as_secs()
-        ),
-        PeerKind::Monoio => format!(
-            "ringside's sans-I/O HTTP protocol on monoio {MONOIO_VERSION}, IoUringDriver, \
-             task per connection, read/on_bytes/write_all"
-        ),
-        PeerKind::External => "an external command (see its model id and command)".into(),
-    }
-}
-
 /// hyper's version in Cargo.lock.
 pub const HYPER_VERSION: &str = "1.12.0";
 /// tokio's version in Cargo.lock.

@@ -254,7 +254,6 @@ where
     for (j, s) in chart.series.iter().enumerate() {
         let c = color(s.style);
         let style = s.style;
-        let _ = &s.label;
         if bars {
             let w = 0.8 / n;
             let x0 = |p: &crate::export::charts::Pt| p.x + 0.1 + j as f64 * w;
