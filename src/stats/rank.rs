@@ -107,23 +107,9 @@ fn exact_p(n1: usize, n2: usize, u: f64) -> f64 {
     (2.0 * tail / total).min(1.0)
 }
 
-/// Upper tail of the standard normal, via erfc (Numerical Recipes' erfcc, |error| < 1.2e-7).
+/// Upper tail of the standard normal (statrs' erfc).
 pub(crate) fn normal_sf(z: f64) -> f64 {
-    let x = z / std::f64::consts::SQRT_2;
-    let t = 1.0 / (1.0 + 0.5 * x.abs());
-    let y = t
-        * (-x * x - 1.265_512_23
-            + t * (1.000_023_68
-                + t * (0.374_091_96
-                    + t * (0.096_784_18
-                        + t * (-0.186_288_06
-                            + t * (0.278_868_07
-                                + t * (-1.135_203_98
-                                    + t * (1.488_515_87
-                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
-            .exp();
-    let erfc = if x >= 0.0 { y } else { 2.0 - y };
-    erfc / 2.0
+    statrs::function::erf::erfc(z / std::f64::consts::SQRT_2) / 2.0
 }
 
 #[cfg(test)]
