@@ -161,6 +161,15 @@ impl Buffers {
     }
 }
 
+impl Buffers {
+    /// Never frees the memory: for an owner that cannot prove no op still writes into it
+    /// (an io_uring whose last completions could not be reaped). A leak, never a use after
+    /// free.
+    pub fn leak(self) {
+        std::mem::forget(self);
+    }
+}
+
 impl Drop for Buffers {
     fn drop(&mut self) {
         let layout = Layout::from_size_align(self.count.max(1) * self.len, BUF_ALIGN)

@@ -3,22 +3,26 @@
 //! `Submitter::register_buf_ring_with_flags` and `types::BufRingEntry`.
 //!
 //! The entry ring is page-aligned anonymous memory shared with the kernel; the buffers are one
-//! heap block. A buffer id the kernel hands out is the application's until it is pushed back
-//! with `push` and published with `commit` (one tail store for a batch).
+//! heap block the kernel writes into, held as a raw pointer (never a `Box` or a slice the
+//! kernel could write under). A buffer id the kernel hands out is the application's until it
+//! is pushed back with `push` and published with `commit` (one tail store for a batch): only
+//! then may it be read ([`BufRing::buf`], `unsafe` for that reason). Dropped while still
+//! registered, the ring and the buffers are leaked, never freed under the kernel.
 
 use io_uring::types::BufRingEntry;
 use io_uring::Submitter;
 use std::io;
 use std::sync::atomic::{AtomicU16, Ordering};
 
-/// A registered buffer ring. Unregister it (or drop the io_uring) before dropping it: the
-/// kernel may write to its buffers until then.
+/// A registered buffer ring. [`BufRing::unregister`] it before dropping it: dropped while
+/// registered, its memory is leaked (the kernel may write to its buffers until then).
 pub struct BufRing {
     ring: *mut BufRingEntry,
     ring_bytes: usize,
     entries: u16,
     tail: u16,
-    bufs: Box<[u8]>,
+    /// `entries * buf_len` bytes from `Box::into_raw`: freed in `Drop` once unregistered.
+    bufs: *mut u8,
     buf_len: usize,
     bgid: u16,
     registered: bool,
@@ -76,7 +80,7 @@ impl BufRing {
             ring_bytes,
             entries,
             tail: 0,
-            bufs: vec![0u8; entries as usize * buf_len].into_boxed_slice(),
+            bufs: Box::into_raw(vec![0u8; entries as usize * buf_len].into_boxed_slice()).cast(),
             buf_len,
             bgid,
             registered: false,
@@ -104,22 +108,36 @@ impl BufRing {
         self.entries
     }
 
-    /// Start of buffer `bid`.
-    pub fn ptr(&self, bid: u16) -> *const u8 {
-        self.bufs[bid as usize * self.buf_len..].as_ptr()
+    /// Start of buffer `bid`; panics past the ring (a programming error).
+    pub fn ptr(&self, bid: u16) -> *mut u8 {
+        assert!(bid < self.entries, "buffer {bid} of {}", self.entries);
+        // SAFETY: in bounds of the buffers' allocation (checked above).
+        unsafe { self.bufs.add(bid as usize * self.buf_len) }
     }
 
-    /// The first `len` bytes of buffer `bid` (the kernel wrote them; the CQE said how many).
-    pub fn buf(&self, bid: u16, len: usize) -> &[u8] {
-        let start = bid as usize * self.buf_len;
-        &self.bufs[start..start + len.min(self.buf_len)]
+    /// The first `len` bytes of buffer `bid` (the kernel wrote them; the CQE said how many),
+    /// at most the buffer.
+    ///
+    /// # Safety
+    ///
+    /// The kernel handed `bid` out (a CQE named it) and it has not been pushed back since, so
+    /// the kernel does not write these bytes while the slice lives. (An incremental buffer
+    /// the kernel keeps is written past the bytes its CQEs reported, never within them.)
+    pub unsafe fn buf(&self, bid: u16, len: usize) -> &[u8] {
+        // SAFETY: `ptr` checked the range start; `len` is capped to the buffer; the caller
+        // vouches that the kernel does not write these bytes meanwhile.
+        unsafe { std::slice::from_raw_parts(self.ptr(bid), len.min(self.buf_len)) }
     }
 
     /// Buffer `bid`, writable: tests stand in for the kernel's writes.
+    ///
+    /// # Safety
+    ///
+    /// No receive that could select a buffer is in flight.
     #[cfg(test)]
-    pub fn buf_mut(&mut self, bid: u16) -> &mut [u8] {
-        let start = bid as usize * self.buf_len;
-        &mut self.bufs[start..start + self.buf_len]
+    pub unsafe fn buf_mut(&mut self, bid: u16) -> &mut [u8] {
+        // SAFETY: in range (`ptr`), and the caller vouches the kernel is not writing.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr(bid), self.buf_len) }
     }
 
     /// The buffer id in ring slot `pos` (masked): which buffer the kernel takes at that
@@ -163,7 +181,19 @@ impl BufRing {
 
 impl Drop for BufRing {
     fn drop(&mut self) {
-        // SAFETY: unmaps the region mapped in `new`, exactly once.
-        unsafe { libc::munmap(self.ring.cast(), self.ring_bytes) };
+        if self.registered {
+            // The kernel may still read the ring and write the buffers: leak both.
+            return;
+        }
+        // SAFETY: unregistered (or never registered): the kernel touches neither. The ring
+        // was mapped in `with_flags` and the buffers came from `Box::into_raw` there, with
+        // this length; each is freed exactly once.
+        unsafe {
+            libc::munmap(self.ring.cast(), self.ring_bytes);
+            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                self.bufs,
+                self.entries as usize * self.buf_len,
+            )));
+        }
     }
 }

@@ -22,6 +22,7 @@ use crate::measure::{clock, pin::CpuPlan, Counters};
 use crate::model::UringKnobs;
 use io_uring::{opcode, squeue, types, IoUring};
 use std::io;
+use std::mem::ManuallyDrop;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 
 /// How long to spin on the CQ under SQPOLL before sleeping in the kernel, ns.
@@ -39,8 +40,11 @@ enum Slot {
 
 pub struct RingFiles {
     cfg: FileConfig,
-    ring: IoUring,
-    bufs: Buffers,
+    /// Closed in `Drop`, before the buffers are freed or leaked.
+    ring: ManuallyDrop<IoUring>,
+    /// Freed in `Drop`, after the ring, only once every op is reaped; leaked otherwise (the
+    /// kernel may still write into them).
+    bufs: ManuallyDrop<Buffers>,
     slots: Vec<Slot>,
     fixed_files: bool,
     fixed_bufs: bool,
@@ -81,16 +85,16 @@ impl RingFiles {
             .map_err(|e| CaseError::unavailable(format!("register_files_sparse refused: {e}")))?;
         if k.fixed_bufs {
             let iov = bufs.iovecs();
-            // SAFETY: the buffers live in `self.bufs` as long as the ring (dropped first:
-            // field order) and are not freed while registered.
+            // SAFETY: the buffers live in `self.bufs` as long as the ring (freed after it, in
+            // `Drop`, or never) and are not freed while registered.
             unsafe { ring.submitter().register_buffers(&iov) }
                 .map_err(|e| CaseError::unavailable(format!("register_buffers refused: {e}")))?;
         }
         Ok(RingFiles {
             slots: (0..n).map(|_| Slot::Closed).collect(),
             cfg,
-            ring,
-            bufs,
+            ring: ManuallyDrop::new(ring),
+            bufs: ManuallyDrop::new(bufs),
             fixed_files: k.fixed_files,
             fixed_bufs: k.fixed_bufs,
             sqpoll: k.sqpoll_idle_ms.is_some(),
@@ -346,6 +350,23 @@ impl Drop for RingFiles {
         if in_flight > 0 {
             let mut sink = Vec::new();
             let _ = self.reap(in_flight, &mut sink);
+        }
+        let reaped = self.cqes >= self.sqes;
+        // SAFETY: each taken once, here; neither field is used again.
+        let (ring, bufs) = unsafe {
+            (
+                ManuallyDrop::take(&mut self.ring),
+                ManuallyDrop::take(&mut self.bufs),
+            )
+        };
+        // Closing the ring unregisters fixed buffers and cancels what is left in flight.
+        drop(ring);
+        if reaped {
+            drop(bufs);
+        } else {
+            // A completion could not be reaped: an op may still write into the buffers
+            // (O_DIRECT DMA included) after the ring closes. Leak them.
+            bufs.leak();
         }
     }
 }

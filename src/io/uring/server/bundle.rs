@@ -89,7 +89,9 @@ pub(super) fn take(
             for i in 0..count {
                 let b = p.ring.bid_at(head.wrapping_add(i as u16));
                 let len = left.min(buf_len);
-                out.extend_from_slice(p.ring.buf(b, len));
+                // SAFETY: the bundle's CQE handed out the `count` buffers from `head`; none
+                // goes back before this copy.
+                out.extend_from_slice(unsafe { p.ring.buf(b, len) });
                 left -= len;
                 bids.push(b);
             }
@@ -110,7 +112,9 @@ pub(super) fn take(
                     "incremental buffer {bid}: {n} bytes at offset {off} pass its {buf_len}"
                 )));
             }
-            out.extend_from_slice(&p.ring.buf(bid, end)[off..]);
+            // SAFETY: the CQE named `bid`, whose first `end` bytes its completions reported;
+            // the kernel writes only past them while it keeps the buffer.
+            out.extend_from_slice(&unsafe { p.ring.buf(bid, end) }[off..]);
             let kept = cqueue::buffer_more(flags);
             if kept {
                 offs[bid as usize] = end as u32;
@@ -137,7 +141,9 @@ pub(super) fn take(
             loop {
                 let b = p.ring.bid_at(pos);
                 let piece = left.min(buf_len - at);
-                out.extend_from_slice(&p.ring.buf(b, at + piece)[at..]);
+                // SAFETY: the CQE's bytes span the buffers from `head`, which it handed out
+                // (the last one kept is written only past what was reported).
+                out.extend_from_slice(&unsafe { p.ring.buf(b, at + piece) }[at..]);
                 left -= piece;
                 spanned += 1;
                 if left > 0 && spanned >= u32::from(p.ring.entries()) {
@@ -193,7 +199,8 @@ mod tests {
         let flags = io_uring::types::IOU_PBUF_RING_INC as u16;
         let mut br = BufRing::with_flags(&ring.submitter(), 0, 4, 8, flags).ok()?;
         for b in 0..4u16 {
-            for (i, x) in br.buf_mut(b).iter_mut().enumerate() {
+            // SAFETY: no receive is in flight on this ring.
+            for (i, x) in unsafe { br.buf_mut(b) }.iter_mut().enumerate() {
                 *x = (10 * b as usize + i) as u8;
             }
         }

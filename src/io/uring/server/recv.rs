@@ -138,7 +138,9 @@ impl<P: Protocol> Server<P> {
             let n = res as usize;
             let input: &[u8] = match (&owned, bid, self.provided.as_ref()) {
                 (Some(v), _, _) => v,
-                (None, Some(b), Some(p)) => p.ring.buf(b, n),
+                // SAFETY: this CQE handed out `b` with `n` bytes; it goes back (`recycle`)
+                // only after the bytes are used below.
+                (None, Some(b), Some(p)) => unsafe { p.ring.buf(b, n) },
                 _ => &conn.recv_buf[..n],
             };
             if let Some(b) = self.broker.as_mut() {
