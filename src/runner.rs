@@ -14,6 +14,7 @@ use crate::measure::{calib, pin, Measured, Meter, Sample};
 use crate::model::Catalog;
 use crate::plan::{Budget, Case};
 use crate::profile::Profile;
+use crate::remote::Remote;
 use crate::results::schema::{
     CaseResult, NoiseRecord, Rerun, RoundRecord, RunResults, Status, Warning,
 };
@@ -47,6 +48,7 @@ pub fn run_with(
     obs: &dyn Observer,
     storage: Option<&StorageCtx>,
     contenders: &Catalog,
+    remote: Option<&Remote>,
     fio_crosscheck: Option<Profile>,
     explain: bool,
 ) -> anyhow::Result<Outcome> {
@@ -68,6 +70,7 @@ pub fn run_with(
             meter: &meter,
             storage,
             contenders,
+            remote,
             explain,
             watch: true,
             extension: &extension,
@@ -113,6 +116,8 @@ struct Setting<'a> {
     meter: &'a Meter,
     storage: Option<&'a StorageCtx>,
     contenders: &'a Catalog,
+    /// The other hosts (`--server-host`, `--load-host`), if any.
+    remote: Option<&'a Remote>,
     /// `--explain`: one more untimed repetition of each network and storage case, sampling
     /// where the CPU goes.
     explain: bool,
@@ -514,7 +519,10 @@ fn start_case<'c>(index: usize, case: &'c Case, set: &Setting<'_>) -> Running<'c
     };
     if case.point.is_none() {
         c.end(Status::NotApplicable, case.not_applicable.clone());
-    } else if let Some(why) = m.availability_serving(set.env, serving()).reason() {
+    } else if let Some(why) = m
+        .availability_serving(set.env, serving(set.remote))
+        .reason()
+    {
         c.end(Status::Unavailable, why.to_string());
     }
     c
@@ -522,8 +530,8 @@ fn start_case<'c>(index: usize, case: &'c Case, set: &Setting<'_>) -> Running<'c
 
 /// Where this run's servers take their connections: on another host (`--server-host`) over
 /// the network, else over loopback.
-fn serving() -> crate::model::probe::Serving {
-    match crate::remote::get().is_some_and(|r| r.server.is_some()) {
+fn serving(remote: Option<&Remote>) -> crate::model::probe::Serving {
+    match remote.is_some_and(|r| r.server.is_some()) {
         true => crate::model::probe::Serving::Network,
         false => crate::model::probe::Serving::Loopback,
     }
@@ -559,6 +567,7 @@ impl Running<'_> {
             count_syscalls: counting,
             storage: set.storage,
             contenders: set.contenders,
+            remote: set.remote,
             offered_rate,
             repetition: rep.filter(|_| !counting),
             explain: None,
@@ -698,6 +707,7 @@ impl Running<'_> {
             count_syscalls: false,
             storage: set.storage,
             contenders: set.contenders,
+            remote: set.remote,
             offered_rate,
             repetition: None,
             explain: Some(&slot),
@@ -891,6 +901,7 @@ mod tests {
             meter: &meter,
             storage: None,
             contenders: &crate::model::contender::NO_CONTENDERS,
+            remote: None,
             explain: false,
             watch: false,
             extension: &extension,
@@ -1048,6 +1059,7 @@ mod tests {
             meter: &meter,
             storage: None,
             contenders: &crate::model::contender::NO_CONTENDERS,
+            remote: None,
             explain: false,
             watch: false,
             extension: &extension,

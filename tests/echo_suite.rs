@@ -86,6 +86,7 @@ fn ctx<'a>(plan: &'a CpuPlan, meter: &'a Meter, count_syscalls: bool) -> Ctx<'a>
         count_syscalls,
         storage: None,
         contenders: &ringside::model::contender::NO_CONTENDERS,
+        remote: None,
         offered_rate: None,
         repetition: None,
         explain: None,

@@ -249,10 +249,14 @@ pub fn load(a: RemoteLoadArgs) -> anyhow::Result<i32> {
 /// run elsewhere (exit 2, naming the ones that can), parses the hosts (bad: exit 2), checks
 /// that each runs this very ringside (another version: refused, both named), probes each
 /// one's environment and the network path both ways, picks the address servers here listen
-/// on for the load hosts, and configures the run's [`Remote`]. A host that cannot be
-/// reached, refuses the key or lacks ringside does not stop the run: the cells that need it
-/// fail with the SSH error. The records go into results.json (`hosts`): this host first.
-pub fn setup(a: &RunArgs, workloads: &[&'static dyn Workload]) -> anyhow::Result<Vec<HostRecord>> {
+/// on for the load hosts, and returns the run's [`Remote`] (`None`: no other host). A host
+/// that cannot be reached, refuses the key or lacks ringside does not stop the run: the cells
+/// that need it fail with the SSH error. The records go into results.json (`hosts`): this
+/// host first.
+pub fn setup(
+    a: &RunArgs,
+    workloads: &[&'static dyn Workload],
+) -> anyhow::Result<(Vec<HostRecord>, Option<Remote>)> {
     if a.load_hosts.is_empty() {
         if let Some(b) = &a.bind {
             return Err(InputError::BadValue {
@@ -264,7 +268,7 @@ pub fn setup(a: &RunArgs, workloads: &[&'static dyn Workload]) -> anyhow::Result
             .into());
         }
         if a.server_host.is_none() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), None));
         }
     } else {
         refuse_suites_without_remote_load(workloads)?;
@@ -352,16 +356,16 @@ pub fn setup(a: &RunArgs, workloads: &[&'static dyn Workload]) -> anyhow::Result
     if let Some(e) = &load_error {
         eprintln!("ringside: the echo and HTTP cells fail: {e}");
     }
-    remote::configure(Remote {
+    records.insert(0, here);
+    let remote = Remote {
         ssh,
         server,
         server_error,
         load: loads,
         load_error,
         bind,
-    });
-    records.insert(0, here);
-    Ok(records)
+    };
+    Ok((records, Some(remote)))
 }
 
 /// `--load-host` with a workload outside [`LOAD_HOST_SUITES`]: exit 2, naming the ones that

@@ -41,7 +41,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     let plan = cpu_plan(&a)?;
     // Other hosts (--server-host, --load-host): parsed, version-checked and probed before
     // anything runs.
-    let hosts = super::remote::setup(&a, &workloads)?;
+    let (hosts, remote) = super::remote::setup(&a, &workloads)?;
     let started = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
@@ -112,11 +112,20 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         dir: dir.display().to_string(),
         why: format!("{e:#}"),
     })?;
-    let cases = keep_contenders_to_their_protocol(
+    let mut cases = keep_contenders_to_their_protocol(
         plan::expand(&workloads, &models, a.models.is_some(), profile, &plan),
         &contenders,
         a.models.is_some(),
     );
+    // Each storage cell records the facts of the work directory it ran in.
+    if let Some(st) = &storage {
+        let storage_cases = cases
+            .iter_mut()
+            .filter(|c| storage_ids.contains(&c.workload.id()));
+        for p in storage_cases.filter_map(|c| c.point.as_mut()) {
+            p.params.0.extend(st.params().0.clone());
+        }
+    }
 
     let mut env = crate::env::probe();
     env.cpu_plan = Some(plan.clone());
@@ -158,6 +167,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         obs,
         storage.as_ref(),
         &contenders,
+        remote.as_ref(),
         a.crosscheck.then_some(profile),
         a.explain,
     )?;

@@ -21,7 +21,6 @@ use crate::measure::syscalls::SyscallCounter;
 use crate::measure::Counters;
 use serde::{Deserialize, Serialize};
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 /// How long the version check and the environment probe may take per host.
@@ -209,18 +208,6 @@ impl Remote {
         self.bind
             .map(|ip| std::net::SocketAddr::new(ip, 0).to_string())
     }
-}
-
-static REMOTE: OnceLock<Remote> = OnceLock::new();
-
-/// Sets the run's remote hosts (once; later calls are ignored).
-pub fn configure(r: Remote) {
-    let _ = REMOTE.set(r);
-}
-
-/// The run's remote hosts, if any were configured.
-pub fn get() -> Option<&'static Remote> {
-    REMOTE.get()
 }
 
 /// `ringside VERSION (git HASH)`: what `ringside --version` prints, and what every host must

@@ -171,6 +171,8 @@ pub struct Ctx<'a> {
     pub storage: Option<&'a storage::StorageCtx>,
     /// The run's external contenders (`--contender`): the commands of the `ext:` models.
     pub contenders: &'a crate::model::Catalog,
+    /// The run's other hosts (`--server-host`, `--load-host`); `None`: this host only.
+    pub remote: Option<&'a crate::remote::Remote>,
     /// At an equal-load point ([`Point::equal_load`]): the offered rate, requests/s over all
     /// connections, that the runner derived from the capacity point. `None` elsewhere.
     pub offered_rate: Option<f64>,

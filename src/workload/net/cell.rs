@@ -108,7 +108,7 @@ fn measure_pinned(
     let plan = ctx.plan;
     let load_cpu = load_cpus[0];
     // `run --load-host`: the load generator runs on other hosts (`load::remote`).
-    let remote_load = crate::remote::get().filter(|r| !r.load.is_empty());
+    let remote_load = ctx.remote.filter(|r| !r.load.is_empty());
     let wire = match remote_load {
         Some(r) => {
             if let Some(why) = &r.load_error {

@@ -453,7 +453,7 @@ pub fn launch(ctx: &Ctx<'_>, m: &ModelSpec, protocol: &str) -> Result<Launch, Ca
     if let Some(l) = remote_launch(ctx, m, protocol)? {
         return Ok(l);
     }
-    let remote = crate::remote::get();
+    let remote = ctx.remote;
     if let Knobs::Peer(PeerKind::External) = m.knobs {
         if let Some(h) = remote.and_then(|r| r.load.first()) {
             return Err(CaseError::Unavailable(format!(
@@ -485,7 +485,7 @@ fn remote_launch(
     m: &ModelSpec,
     protocol: &str,
 ) -> Result<Option<Launch>, CaseError> {
-    let Some((r, host)) = crate::remote::get().and_then(|r| Some((r, r.server.as_ref()?))) else {
+    let Some((r, host)) = ctx.remote.and_then(|r| Some((r, r.server.as_ref()?))) else {
         return Ok(None);
     };
     if let Knobs::Peer(PeerKind::External) = m.knobs {

@@ -33,7 +33,7 @@ use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 /// Bytes of one page / random read, and the alignment O_DIRECT needs.
 pub const PAGE: u64 = 4096;
@@ -48,9 +48,10 @@ pub struct StorageCtx {
     pub fs: FsInfo,
     /// The data file read by randread and seqread: (size, path), written once.
     data: Mutex<Option<(u64, PathBuf)>>,
+    /// Filesystem, device, O_DIRECT and cache facts, recorded in every storage cell's params
+    /// ([`StorageCtx::params`]).
+    params: Params,
 }
-
-static FS_PARAMS: OnceLock<Params> = OnceLock::new();
 
 /// The file in a work directory naming the ringside that made it (`PID:START`, see
 /// `child::owner_token`), so that a later run can tell a stale directory from a live one.
@@ -154,12 +155,6 @@ impl StorageCtx {
         let fs = FsInfo::probe(&dir);
         // SAFETY: geteuid has no preconditions.
         let root = unsafe { libc::geteuid() } == 0;
-        let ctx = StorageCtx {
-            dir,
-            drop_caches: drop_caches && root,
-            fs,
-            data: Mutex::new(None),
-        };
         let cache = if drop_caches && root {
             "dropped before each read repetition (--drop-caches)"
         } else if drop_caches {
@@ -167,8 +162,19 @@ impl StorageCtx {
         } else {
             "warm: files written by this run, --drop-caches not given"
         };
-        let _ = FS_PARAMS.set(ctx.fs.params().with("page_cache", cache));
-        Ok(ctx)
+        Ok(StorageCtx {
+            dir,
+            drop_caches: drop_caches && root,
+            params: fs.params().with("page_cache", cache),
+            fs,
+            data: Mutex::new(None),
+        })
+    }
+
+    /// Filesystem, device, O_DIRECT and cache facts of the work directory: the run adds them
+    /// to every storage cell's params.
+    pub fn params(&self) -> &Params {
+        &self.params
     }
 
     /// The run's data file of `size` bytes (stamped blocks, fsynced), written on first use.
@@ -210,12 +216,6 @@ impl Drop for StorageCtx {
         let _ = std::fs::remove_dir_all(&self.dir);
         crate::shutdown::clear_work_dir();
     }
-}
-
-/// Filesystem, device, O_DIRECT and cache facts recorded in every storage case's params (set
-/// once the run's work directory exists).
-pub fn fs_params() -> Params {
-    FS_PARAMS.get().cloned().unwrap_or_default()
 }
 
 /// Bytes the storage workloads of `ids` need at `profile` (with 10% and 16 MiB to spare).

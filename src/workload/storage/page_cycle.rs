@@ -69,19 +69,16 @@ impl Workload for PageCycle {
             m.knobs,
             Knobs::Blocking(crate::model::Threading::Pool { .. })
         );
-        vec![Point::of_over(
-            fs_params(),
-            Args {
-                file_bytes: file_bytes(profile),
-                page_bytes: PAGE,
-                depth: depth(m),
-                threads: if pool {
-                    Some(depth(m).min(64))
-                } else {
-                    runtime_pool(m)
-                },
+        vec![Point::of(Args {
+            file_bytes: file_bytes(profile),
+            page_bytes: PAGE,
+            depth: depth(m),
+            threads: if pool {
+                Some(depth(m).min(64))
+            } else {
+                runtime_pool(m)
             },
-        )]
+        })]
     }
     fn budget(&self, b: Budget) -> Budget {
         storage_budget(b)

@@ -69,16 +69,13 @@ impl Workload for RandRead {
         let mut v = Vec::new();
         for direct in [false, true] {
             for qd in [1u64, 32] {
-                v.push(Point::of_over(
-                    fs_params(),
-                    Args {
-                        file_bytes: file_bytes(profile),
-                        block_bytes: PAGE,
-                        reads: Some(reads(profile, direct)),
-                        depth: qd,
-                        direct,
-                    },
-                ));
+                v.push(Point::of(Args {
+                    file_bytes: file_bytes(profile),
+                    block_bytes: PAGE,
+                    reads: Some(reads(profile, direct)),
+                    depth: qd,
+                    direct,
+                }));
             }
         }
         v

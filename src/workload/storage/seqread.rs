@@ -42,16 +42,13 @@ impl Workload for SeqRead {
         sizes
             .iter()
             .map(|&bs| {
-                Point::of_over(
-                    fs_params(),
-                    super::randread::Args {
-                        file_bytes: super::randread::file_bytes(profile),
-                        block_bytes: bs,
-                        reads: None,
-                        depth: depth(m),
-                        direct: false,
-                    },
-                )
+                Point::of(super::randread::Args {
+                    file_bytes: super::randread::file_bytes(profile),
+                    block_bytes: bs,
+                    reads: None,
+                    depth: depth(m),
+                    direct: false,
+                })
             })
             .collect()
     }

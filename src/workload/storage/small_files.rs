@@ -62,16 +62,13 @@ impl Workload for SmallFiles {
         ["write", "read"]
             .iter()
             .map(|phase| {
-                Point::of_over(
-                    fs_params(),
-                    Args {
-                        phase,
-                        files: FILES,
-                        file_bytes: FILE_BYTES,
-                        // file_engine: one worker per op in flight, at most 64
-                        threads: if threads { Some(64) } else { runtime_pool(m) },
-                    },
-                )
+                Point::of(Args {
+                    phase,
+                    files: FILES,
+                    file_bytes: FILE_BYTES,
+                    // file_engine: one worker per op in flight, at most 64
+                    threads: if threads { Some(64) } else { runtime_pool(m) },
+                })
             })
             .collect()
     }
