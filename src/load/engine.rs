@@ -10,11 +10,12 @@
 //! [`READ_CHUNK`] (or the connection's own message size), and the rest of a response the
 //! protocol judged from its head is read into a per-thread scratch buffer and dropped.
 
+use super::tally::Tally;
 use super::{
     Config, Edge, Exchange, Fault, Mismatch, Report, Response, Verdict, GAP_BUCKETS, READ_CHUNK,
 };
 use crate::io::sys::sockaddr;
-use crate::measure::{clock::now_ns, cpu, pin, Hist};
+use crate::measure::{clock::now_ns, cpu, pin};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
@@ -293,52 +294,19 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
     let window_ns = Coordinated::window_ns(&shared);
     let mut r = Report::empty(cfg, threads, cfg.rate, window_ns, coord.interrupted);
     (r.warmup_ns, r.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
-    let mut max_thread = 0u64;
-    let mut first_error: Option<(u64, String)> = None;
-    let mut first_mismatch: Option<(u64, Mismatch)> = None;
     let mut gaps: Option<Gaps> = None;
+    let mut tallies = Vec::with_capacity(parts.len());
     for p in parts {
-        let p = p?;
-        r.msgs += p.msgs;
-        r.bytes += p.bytes;
-        r.rx_bytes += p.rx_bytes;
-        r.non_2xx += p.non_2xx;
-        r.malformed += p.malformed;
-        r.unsolicited += p.unsolicited;
-        r.connect_errors += p.connect_errors;
-        r.resets += p.resets;
-        r.io_errors += p.io_errors;
-        r.read_errors += p.read_errors;
-        r.write_errors += p.write_errors;
-        r.mismatches += p.mismatches;
-        r.timeouts += p.timeouts;
-        r.reconnects += p.reconnects;
-        r.warmup_errors += p.warmup_errors;
-        r.warmup_invalid += p.warmup_invalid;
-        r.live_conns += p.live;
-        r.cpu_ns += p.cpu_ns;
-        max_thread = max_thread.max(p.cpu_ns);
-        r.latency.merge(&p.latency);
-        if let Some(e) = p.first_error {
-            if first_error.as_ref().is_none_or(|f| e.0 < f.0) {
-                first_error = Some(e);
-            }
-        }
-        if let Some(m) = p.first_mismatch {
-            if first_mismatch.as_ref().is_none_or(|f| m.0 < f.0) {
-                first_mismatch = Some(m);
-            }
-        }
-        match (&mut gaps, p.gaps) {
-            (Some(g), Some(q)) => g.merge(&q),
-            (g @ None, q) => *g = q,
+        let (t, g) = p?;
+        tallies.push(t);
+        match (&mut gaps, g) {
+            (Some(a), Some(b)) => a.merge(&b),
+            (a @ None, b) => *a = b,
             _ => {}
         }
     }
-    r.first_error = first_error.map(|e| e.1);
-    r.first_mismatch = first_mismatch.map(|m| m.1);
+    r.add_tallies(tallies);
     r.longest_gap_ns = gaps.map_or(window_ns, |g| g.longest(t_close));
-    r.settle_cpu(max_thread);
     Ok(r)
 }
 
@@ -412,34 +380,8 @@ impl Gaps {
     }
 }
 
-#[derive(Default)]
-struct Counts {
-    msgs: u64,
-    bytes: u64,
-    rx_bytes: u64,
-    non_2xx: u64,
-    malformed: u64,
-    unsolicited: u64,
-    connect_errors: u64,
-    resets: u64,
-    io_errors: u64,
-    read_errors: u64,
-    write_errors: u64,
-    mismatches: u64,
-    timeouts: u64,
-    reconnects: u64,
-    warmup_errors: u64,
-    warmup_invalid: u64,
-    live: u64,
-    cpu_ns: u64,
-    /// With the time it was seen, to pick the earliest over threads.
-    first_error: Option<(u64, String)>,
-    first_mismatch: Option<(u64, Mismatch)>,
-    latency: Hist,
-    gaps: Option<Gaps>,
-}
-
-type ThreadOut = io::Result<Counts>;
+/// A thread's tally and its gaps between completions.
+type ThreadOut = io::Result<(Tally, Option<Gaps>)>;
 
 /// What went wrong, for counting.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -519,7 +461,9 @@ struct Conn {
 struct Loop<'a> {
     ex: &'a dyn Exchange,
     shared: &'a Shared,
-    c: Counts,
+    c: Tally,
+    /// Completion times over the window, for its longest gap (set when it opens).
+    gaps: Option<Gaps>,
     /// The window's edges as last read from [`Shared`] (by [`Loop::window`]): 0 and
     /// `u64::MAX` while connecting (connect errors count in the window's figures), `u64::MAX`
     /// both in the warm-up until the coordinator sets them.
@@ -589,7 +533,8 @@ fn worker_inner(
     let mut lp = Loop {
         ex,
         shared,
-        c: Counts::default(),
+        c: Tally::default(),
+        gaps: None,
         t_open: 0,
         t_close: u64::MAX,
         traffic: false,
@@ -784,8 +729,8 @@ fn worker_inner(
         }
     }
     let end = cpu::this_thread().total_ns;
-    lp.c.cpu_ns = end.saturating_sub(cpu0.unwrap_or(end));
-    lp.c.live = conns
+    lp.c.n.cpu_ns = end.saturating_sub(cpu0.unwrap_or(end));
+    lp.c.n.live = conns
         .iter()
         .filter(|c| match c.st {
             St::Dead => false,
@@ -793,7 +738,7 @@ fn worker_inner(
             _ => true,
         })
         .count() as u64;
-    Ok(lp.c)
+    Ok((lp.c, lp.gaps))
 }
 
 impl Loop<'_> {
@@ -809,8 +754,8 @@ impl Loop<'_> {
         let close = s.t_close.load(Ordering::Acquire);
         self.t_open = s.t_open.load(Ordering::Acquire);
         self.t_close = close.min(s.stop_at.load(Ordering::Relaxed));
-        if self.c.gaps.is_none() && self.t_open != u64::MAX {
-            self.c.gaps = Some(Gaps::new(self.t_open, close - self.t_open));
+        if self.gaps.is_none() && self.t_open != u64::MAX {
+            self.gaps = Some(Gaps::new(self.t_open, close - self.t_open));
         }
     }
 
@@ -827,13 +772,13 @@ impl Loop<'_> {
     fn count(&mut self, kind: Kind, now: u64) {
         self.window();
         if now < self.t_open {
-            self.c.warmup_errors += 1;
+            self.c.n.warmup_errors += 1;
             if kind.invalid() {
-                self.c.warmup_invalid += 1;
+                self.c.n.warmup_invalid += 1;
             }
             return;
         }
-        let c = &mut self.c;
+        let c = &mut self.c.n;
         match kind {
             Kind::Connect => c.connect_errors += 1,
             Kind::Reset => c.resets += 1,
@@ -847,9 +792,7 @@ impl Loop<'_> {
     }
 
     fn note_error(&mut self, now: u64, what: impl FnOnce() -> String) {
-        if self.c.first_error.is_none() {
-            self.c.first_error = Some((now, what()));
-        }
+        self.c.error_at(now, what);
     }
 
     fn fail_connect(&mut self, c: &mut Conn, e: io::Error) {
@@ -889,7 +832,7 @@ impl Loop<'_> {
         let now = now_ns();
         self.window();
         if now >= self.t_open {
-            self.c.reconnects += 1;
+            self.c.n.reconnects += 1;
         }
         match connect(self.target, c.source).and_then(|fd| {
             register(self.ep, &fd, c.idx)?;
@@ -922,9 +865,9 @@ impl Loop<'_> {
         self.window();
         if now >= self.t_open {
             if writing {
-                self.c.write_errors += 1;
+                self.c.n.write_errors += 1;
             } else {
-                self.c.read_errors += 1;
+                self.c.n.read_errors += 1;
             }
         }
         self.count(kind, now);
@@ -1089,8 +1032,7 @@ impl Loop<'_> {
                                 verdict,
                                 close,
                             };
-                            if matches!(verdict, Verdict::Fault(_)) && self.c.first_error.is_none()
-                            {
+                            if matches!(verdict, Verdict::Fault(_)) && !self.c.has_error() {
                                 let head = describe(&c.inb);
                                 self.note_error(now_ns(), || format!("error response: {head}"));
                             }
@@ -1170,11 +1112,11 @@ impl Loop<'_> {
         let in_window = now >= self.t_open && now < self.t_close;
         match d.verdict {
             Verdict::Valid if in_window => {
-                self.c.msgs += 1;
-                self.c.bytes += c.out.len() as u64;
-                self.c.rx_bytes += d.len;
+                self.c.n.msgs += 1;
+                self.c.n.bytes += c.out.len() as u64;
+                self.c.n.rx_bytes += d.len;
                 self.c.latency.record(now.saturating_sub(c.origin));
-                if let Some(g) = self.c.gaps.as_mut() {
+                if let Some(g) = self.gaps.as_mut() {
                     g.record(now);
                 }
             }
@@ -1186,17 +1128,15 @@ impl Loop<'_> {
                         c.seq, c.id
                     )
                 });
-                if self.c.first_mismatch.is_none() {
-                    self.c.first_mismatch = Some((
-                        now,
-                        Mismatch {
-                            conn: c.id,
-                            msg: c.seq,
-                            offset: at,
-                            in_warmup: now < self.t_open,
-                        },
-                    ));
-                }
+                self.c.mismatch_at(
+                    now,
+                    Mismatch {
+                        conn: c.id,
+                        msg: c.seq,
+                        offset: at,
+                        in_warmup: now < self.t_open,
+                    },
+                );
                 self.count(Kind::Mismatch, now);
             }
             Verdict::Fault(Fault::Non2xx) => self.count(Kind::Non2xx, now),

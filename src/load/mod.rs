@@ -29,6 +29,7 @@ pub mod http;
 pub mod pubsub;
 pub mod remote;
 pub mod stream;
+mod tally;
 
 pub use engine::run;
 

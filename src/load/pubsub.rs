@@ -12,7 +12,7 @@
 //! t of T takes the t-th contiguous share of the subscribers and publishers t, t+T, ..., so the
 //! total publish rate is split by publisher and each schedule stays open loop. Each thread
 //! verifies its own subscribers' deliveries and keeps its own counts and histogram; the run's
-//! report adds them ([`Part::add_to`]: counts summed, histograms added), and headroom is judged
+//! report adds them (`Report::add_tallies`, as every driver: counts summed, histograms added), and headroom is judged
 //! per thread (`max_thread_fraction`, as in the engine). Each thread is a level-triggered
 //! epoll loop over its subscribers, woken by `epoll_pwait2` at its next publish's due time
 //! (no busy loop). A publisher whose socket is full keeps at most [`PUB_BOUND`] bytes
@@ -24,9 +24,10 @@
 //! (`unsettled_conns` then counts those still waiting).
 
 use super::engine::{run_threads, Coordinated, Shared, WARM_TICK_NS};
+use super::tally::Tally;
 use super::{Config, Edge, Exchange, Mismatch, Report, Response};
 use crate::measure::clock::now_ns;
-use crate::measure::{cpu, pin, Hist};
+use crate::measure::{cpu, pin};
 use crate::proto::pubsub::{encode_pub, encode_sub, fill_payload, Decoder, Frame, Publish};
 use crate::proto::pubsub::{SeqCheck, MAX_FRAME, PUB, PUB_HEADER};
 use std::io::{self, Read, Write};
@@ -66,44 +67,6 @@ struct Sub {
     done: bool,
     /// Counted in [`Shared::unanswered`]: no delivery of a publisher yet.
     waiting: bool,
-}
-
-/// One load thread's figures, added into the run's report by [`Part::add_to`].
-#[derive(Default)]
-struct Part {
-    msgs: u64,
-    bytes: u64,
-    connect_errors: u64,
-    resets: u64,
-    mismatches: u64,
-    warmup_errors: u64,
-    live: u64,
-    cpu_ns: u64,
-    first_error: Option<String>,
-    first_mismatch: Option<Mismatch>,
-    latency: Hist,
-}
-
-impl Part {
-    /// Adds this thread's figures to `r` (counts summed, histogram added, the first error
-    /// and mismatch kept) and returns its CPU, for the busiest thread's fraction.
-    fn add_to(self, r: &mut Report) -> u64 {
-        r.msgs += self.msgs;
-        r.bytes += self.bytes;
-        r.rx_bytes += self.bytes;
-        r.verified_bytes += self.bytes;
-        r.connect_errors += self.connect_errors;
-        r.resets += self.resets;
-        r.read_errors += self.resets;
-        r.mismatches += self.mismatches;
-        r.warmup_errors += self.warmup_errors;
-        r.live_conns += self.live;
-        r.cpu_ns += self.cpu_ns;
-        r.latency.merge(&self.latency);
-        r.first_error = r.first_error.take().or(self.first_error);
-        r.first_mismatch = r.first_mismatch.or(self.first_mismatch);
-        self.cpu_ns
-    }
 }
 
 struct Publisher {
@@ -148,7 +111,7 @@ impl Pubsub {
         crate::io::sys::raise_nofile(self.conns() as u64 + 64)?;
         let threads = cfg.threads.clamp(1, subs as usize);
         let shared = Shared::new(threads);
-        let (parts, coord): (Vec<io::Result<Part>>, _) =
+        let (parts, coord): (Vec<io::Result<Tally>>, _) =
             run_threads(cfg, &shared, edge, threads, "pubsub", |t, cpu, synced| {
                 self.worker(cfg, &shared, (t, threads), cpu, rate, synced)
             });
@@ -156,11 +119,7 @@ impl Pubsub {
         let mut r = Report::empty(cfg, threads, Some(rate), window_ns, coord.interrupted);
         (r.warmup_ns, r.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
         r.conns_requested = self.conns();
-        let mut max_thread = 0;
-        for p in parts {
-            max_thread = max_thread.max(p?.add_to(&mut r));
-        }
-        r.settle_cpu(max_thread);
+        r.add_tallies(parts.into_iter().collect::<io::Result<Vec<Tally>>>()?);
         Ok(r)
     }
 
@@ -174,11 +133,11 @@ impl Pubsub {
         cpu: Option<u32>,
         rate: f64,
         synced: &mut bool,
-    ) -> io::Result<Part> {
+    ) -> io::Result<Tally> {
         if let Some(c) = cpu {
             pin::pin_this_thread(c)?;
         }
-        let mut part = Part::default();
+        let mut part = Tally::default();
         let connect = || -> io::Result<TcpStream> {
             let s = TcpStream::connect_timeout(&cfg.target, cfg.connect_timeout)?;
             s.set_nodelay(true)?;
@@ -201,9 +160,8 @@ impl Pubsub {
                     waiting: true,
                 }),
                 Err(e) => {
-                    part.connect_errors += 1;
-                    part.first_error
-                        .get_or_insert_with(|| format!("subscriber {id}: {e}"));
+                    part.n.connect_errors += 1;
+                    part.error(|| format!("subscriber {id}: {e}"));
                 }
             }
         }
@@ -219,9 +177,8 @@ impl Pubsub {
                     at: 0,
                 }),
                 Err(e) => {
-                    part.connect_errors += 1;
-                    part.first_error
-                        .get_or_insert_with(|| format!("publisher {p}: {e}"));
+                    part.n.connect_errors += 1;
+                    part.error(|| format!("publisher {p}: {e}"));
                 }
             }
         }
@@ -342,12 +299,13 @@ impl Pubsub {
                     Ok(n) => n,
                     Err(e) => {
                         if now_ns() < open {
-                            part.warmup_errors += 1;
+                            part.n.warmup_errors += 1;
                         } else {
-                            part.resets += 1;
+                            // A subscriber's reset is met receiving.
+                            part.n.resets += 1;
+                            part.n.read_errors += 1;
                         }
-                        part.first_error
-                            .get_or_insert_with(|| format!("subscriber {}: {e}", s.id));
+                        part.error(|| format!("subscriber {}: {e}", s.id));
                         s.done = true;
                         answered(s);
                         ep.ctl(libc::EPOLL_CTL_DEL, s.sock.as_raw_fd(), 0, 0)?;
@@ -359,8 +317,9 @@ impl Pubsub {
                 let (check, len, id) = (&mut s.check, self.payload_bytes, s.id);
                 let mut bad = None;
                 let mut delivered = false;
-                let (ops, bytes, latency) = (&mut part.msgs, &mut part.bytes, &mut part.latency);
-                let first_mismatch = &mut part.first_mismatch;
+                let (ops, bytes, latency) =
+                    (&mut part.n.msgs, &mut part.n.bytes, &mut part.latency);
+                let mut first_mismatch = None;
                 let fed = s.dec.feed(&buf[..n], |f| {
                     let Frame::Msg { msg, .. } = f else {
                         bad.get_or_insert(format!("subscriber {id} got a non-MSG frame"));
@@ -389,20 +348,25 @@ impl Pubsub {
                 if let Err(e) = fed {
                     bad.get_or_insert(format!("subscriber {id}: {e}"));
                 }
+                if let Some(m) = first_mismatch {
+                    part.mismatch_at(t, m);
+                }
                 if delivered {
                     answered(s);
                 }
                 if let Some(why) = bad {
-                    part.mismatches += 1;
-                    part.first_error.get_or_insert(why);
+                    part.n.mismatches += 1;
+                    part.error(|| why);
                     s.done = true;
                     answered(s);
                     ep.ctl(libc::EPOLL_CTL_DEL, s.sock.as_raw_fd(), 0, 0)?;
                 }
             }
         }
-        part.cpu_ns = cpu0.map_or(0, |c0| cpu::this_thread_ns().saturating_sub(c0));
-        part.live = (subs.iter().filter(|s| !s.done).count() + pubs.len()) as u64;
+        part.n.cpu_ns = cpu0.map_or(0, |c0| cpu::this_thread_ns().saturating_sub(c0));
+        part.n.live = (subs.iter().filter(|s| !s.done).count() + pubs.len()) as u64;
+        // Each delivered byte was received and verified.
+        (part.n.rx_bytes, part.n.verified) = (part.n.bytes, part.n.bytes);
         Ok(part)
     }
 }
@@ -453,15 +417,14 @@ fn handshake(mut s: TcpStream, topic: u32, id: u32) -> io::Result<(TcpStream, De
 mod tests {
     use super::*;
 
-    fn part(msgs: u64, ns: u64, cpu_ns: u64, err: Option<&str>) -> Part {
-        let mut p = Part {
-            msgs,
-            bytes: msgs * 100,
-            live: 5,
-            cpu_ns,
-            first_error: err.map(String::from),
-            ..Part::default()
-        };
+    fn part(msgs: u64, ns: u64, cpu_ns: u64, err: Option<&str>) -> Tally {
+        let mut p = Tally::default();
+        p.n.msgs = msgs;
+        (p.n.bytes, p.n.rx_bytes, p.n.verified) = (msgs * 100, msgs * 100, msgs * 100);
+        (p.n.live, p.n.cpu_ns) = (5, cpu_ns);
+        if let Some(e) = err {
+            p.error(|| e.to_string());
+        }
         p.latency.record_n(ns, msgs);
         p
     }
@@ -472,8 +435,7 @@ mod tests {
         let mut r = Report::empty(&cfg, 2, Some(1000.0), 1_000_000_000, false);
         let a = part(900, 10_000, 300_000_000, None);
         let b = part(100, 1_000_000, 950_000_000, Some("subscriber 7: reset"));
-        let max = a.add_to(&mut r).max(b.add_to(&mut r));
-        r.settle_cpu(max);
+        r.add_tallies([a, b]);
         assert_eq!(
             (r.msgs, r.bytes, r.verified_bytes),
             (1000, 100_000, 100_000)

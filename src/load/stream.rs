@@ -25,9 +25,10 @@
 //! connection hears nothing before the end: none is awaited), at most the message timeout.
 
 use super::engine::{run_threads, Coordinated, Shared, WARM_TICK_NS};
+use super::tally::Tally;
 use super::{Config, Edge, Exchange, Mismatch, Report, Response};
 use crate::measure::clock::now_ns;
-use crate::measure::{cpu, pin, Hist};
+use crate::measure::{cpu, pin};
 use crate::proto::stream::{first_mismatch, read_trailer, PATTERN_PERIOD, TRAILER_BYTES};
 use std::io;
 use std::net::TcpStream;
@@ -108,27 +109,6 @@ struct Conn {
     waiting: bool,
 }
 
-#[derive(Default)]
-struct Out {
-    msgs: u64,
-    bytes: u64,
-    connect_errors: u64,
-    resets: u64,
-    io_errors: u64,
-    read_errors: u64,
-    write_errors: u64,
-    mismatches: u64,
-    first_mismatch: Option<Mismatch>,
-    malformed: u64,
-    warmup_errors: u64,
-    warmup_invalid: u64,
-    live: u64,
-    first_error: Option<String>,
-    cpu_ns: u64,
-    latency: Hist,
-    verified: u64,
-}
-
 /// The window's edges as a loop last read them ([`Shared::edges`]).
 struct Times {
     open: u64,
@@ -159,7 +139,7 @@ impl Streaming {
         crate::io::sys::raise_nofile(cfg.conns as u64 + 64)?;
         let threads = cfg.threads.min(cfg.conns);
         let shared = Shared::new(threads);
-        let (parts, coord): (Vec<io::Result<Out>>, _) =
+        let (parts, coord): (Vec<io::Result<Tally>>, _) =
             run_threads(cfg, &shared, edge, threads, "stream", |t, cpu, synced| {
                 let lo = cfg.conns * t / threads;
                 let hi = cfg.conns * (t + 1) / threads;
@@ -168,30 +148,9 @@ impl Streaming {
         let window_ns = Coordinated::window_ns(&shared);
         let mut r = Report::empty(cfg, threads, None, window_ns, coord.interrupted);
         (r.warmup_ns, r.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
-        let mut max_thread = 0u64;
-        for p in parts {
-            let p = p?;
-            r.msgs += p.msgs;
-            r.bytes += p.bytes;
-            r.connect_errors += p.connect_errors;
-            r.resets += p.resets;
-            r.io_errors += p.io_errors;
-            r.read_errors += p.read_errors;
-            r.write_errors += p.write_errors;
-            r.mismatches += p.mismatches;
-            r.malformed += p.malformed;
-            r.warmup_errors += p.warmup_errors;
-            r.warmup_invalid += p.warmup_invalid;
-            r.live_conns += p.live;
-            r.cpu_ns += p.cpu_ns;
-            r.verified_bytes += p.verified;
-            max_thread = max_thread.max(p.cpu_ns);
-            r.latency.merge(&p.latency);
-            r.first_mismatch = r.first_mismatch.or(p.first_mismatch);
-            r.first_error = r.first_error.or(p.first_error);
-        }
+        r.add_tallies(parts.into_iter().collect::<io::Result<Vec<Tally>>>()?);
+        // Each byte is verified as it arrives: what was received is what was counted.
         r.rx_bytes = r.bytes;
-        r.settle_cpu(max_thread);
         Ok(r)
     }
 
@@ -202,11 +161,11 @@ impl Streaming {
         cpu: Option<u32>,
         shared: &Shared,
         synced: &mut bool,
-    ) -> io::Result<Out> {
+    ) -> io::Result<Tally> {
         if let Some(c) = cpu {
             pin::pin_this_thread(c)?;
         }
-        let mut out = Out::default();
+        let mut out = Tally::default();
         let mut conns = Vec::with_capacity(ids.len());
         for id in ids {
             match TcpStream::connect_timeout(&cfg.target, cfg.connect_timeout)
@@ -225,9 +184,8 @@ impl Streaming {
                     waiting: self.direction != Direction::Up,
                 }),
                 Err(e) => {
-                    out.connect_errors += 1;
-                    out.first_error
-                        .get_or_insert_with(|| format!("connect {}: {e}", cfg.target));
+                    out.n.connect_errors += 1;
+                    out.error(|| format!("connect {}: {e}", cfg.target));
                 }
             }
         }
@@ -313,51 +271,51 @@ impl Streaming {
                 }
             }
         }
-        out.cpu_ns = cpu::this_thread_ns().saturating_sub(cpu0.unwrap_or_else(cpu::this_thread_ns));
-        out.live = conns.iter().filter(|c| !c.done).count() as u64;
+        out.n.cpu_ns =
+            cpu::this_thread_ns().saturating_sub(cpu0.unwrap_or_else(cpu::this_thread_ns));
+        out.n.live = conns.iter().filter(|c| !c.done).count() as u64;
         match self.direction {
             Direction::Up => self.trailers(&mut conns, &ep, &mut out)?,
             // Every byte received was checked, also on a connection that failed later.
-            _ => out.verified += conns.iter().map(|c| c.rx).sum::<u64>(),
+            _ => out.n.verified += conns.iter().map(|c| c.rx).sum::<u64>(),
         }
         Ok(out)
     }
 
     /// Counts an error on `c` (in the window or the warm-up) and retires it.
-    fn fail(&self, c: &mut Conn, t: &Shared, out: &mut Out, e: &io::Error, reading: bool) {
+    fn fail(&self, c: &mut Conn, t: &Shared, out: &mut Tally, e: &io::Error, reading: bool) {
         let t = Times::now(t);
         let now = now_ns();
         if now < t.open {
-            out.warmup_errors += 1;
+            out.n.warmup_errors += 1;
         } else {
             match e.kind() {
                 io::ErrorKind::ConnectionReset
                 | io::ErrorKind::BrokenPipe
-                | io::ErrorKind::UnexpectedEof => out.resets += 1,
-                _ => out.io_errors += 1,
+                | io::ErrorKind::UnexpectedEof => out.n.resets += 1,
+                _ => out.n.io_errors += 1,
             }
             if reading {
-                out.read_errors += 1;
+                out.n.read_errors += 1;
             } else {
-                out.write_errors += 1;
+                out.n.write_errors += 1;
             }
         }
-        out.first_error
-            .get_or_insert_with(|| format!("connection {}: {e}", c.id));
+        out.error(|| format!("connection {}: {e}", c.id));
         c.done = true;
     }
 
-    fn mismatch(&self, c: &mut Conn, t: &Shared, out: &mut Out, offset: u64) {
+    fn mismatch(&self, c: &mut Conn, t: &Shared, out: &mut Tally, offset: u64) {
         let t = Times::now(t);
         let in_warmup = now_ns() < t.open;
         if in_warmup {
-            out.warmup_invalid += 1;
-            out.warmup_errors += 1;
+            out.n.warmup_invalid += 1;
+            out.n.warmup_errors += 1;
         } else {
-            out.mismatches += 1;
+            out.n.mismatches += 1;
         }
         let w = self.write_bytes as u64;
-        out.first_mismatch.get_or_insert(Mismatch {
+        out.mismatch(Mismatch {
             conn: c.id,
             msg: offset / w,
             offset: offset % w,
@@ -368,7 +326,7 @@ impl Streaming {
 
     /// Chunks completed when a connection's count went from `before` to `after` bytes: ops
     /// and latencies when inside the window.
-    fn chunks(&self, c: &mut Conn, before: u64, after: u64, t: &Shared, out: &mut Out) {
+    fn chunks(&self, c: &mut Conn, before: u64, after: u64, t: &Shared, out: &mut Tally) {
         // The edges as they are now: a loop may stay in one read or write call across the
         // opening.
         let t = Times::now(t);
@@ -376,9 +334,9 @@ impl Streaming {
         let w = self.write_bytes as u64;
         let k = after / w - before / w;
         if now >= t.open && now < t.close {
-            out.bytes += after - before;
+            out.n.bytes += after - before;
             if k > 0 {
-                out.msgs += k;
+                out.n.msgs += k;
                 out.latency
                     .record_n(now.saturating_sub(c.last_chunk) / k, k);
             }
@@ -388,7 +346,7 @@ impl Streaming {
         }
     }
 
-    fn read(&self, c: &mut Conn, buf: &mut [u8], t: &Shared, out: &mut Out) {
+    fn read(&self, c: &mut Conn, buf: &mut [u8], t: &Shared, out: &mut Tally) {
         // At most CALL_BYTES per call, so that the loop looks at the window's edges (a
         // source faster than the client would otherwise keep it here).
         let mut moved = 0;
@@ -411,7 +369,7 @@ impl Streaming {
                     }
                     _ => io::Error::other("the sink answered before the end"),
                 };
-                out.malformed += 1;
+                out.n.malformed += 1;
                 return self.fail(c, t, out, &e, true);
             }
             if let Some(i) = first_mismatch(&buf[..n], c.rx) {
@@ -427,7 +385,7 @@ impl Streaming {
         }
     }
 
-    fn write(&self, c: &mut Conn, src: &[u8], t: &Shared, out: &mut Out) {
+    fn write(&self, c: &mut Conn, src: &[u8], t: &Shared, out: &mut Tally) {
         let w = self.write_bytes as u64;
         // Duplex: at most DUPLEX_WINDOW sent and not yet echoed. At most CALL_BYTES per call
         // (a sink faster than the client would otherwise keep the loop here).
@@ -461,7 +419,7 @@ impl Streaming {
     }
 
     /// `Down`: keeps [`WINDOW_REQUESTS`] requests of `write_bytes` outstanding.
-    fn ask(&self, c: &mut Conn, t: &Shared, out: &mut Out) {
+    fn ask(&self, c: &mut Conn, t: &Shared, out: &mut Tally) {
         let w = self.write_bytes as u64;
         let mut reqs = [0u8; 4 * WINDOW_REQUESTS as usize];
         let mut n = 0;
@@ -487,7 +445,7 @@ impl Streaming {
 
     /// `Up`, after the window: shut each live connection's sending side and read the server's
     /// trailer; every byte sent must have been verified by the server.
-    fn trailers(&self, conns: &mut [Conn], ep: &Epoll, out: &mut Out) -> io::Result<()> {
+    fn trailers(&self, conns: &mut [Conn], ep: &Epoll, out: &mut Tally) -> io::Result<()> {
         let mut waiting = 0;
         for (i, c) in conns.iter_mut().enumerate().filter(|(_, c)| !c.done) {
             // SAFETY: shutdown on a socket we own.
@@ -510,16 +468,16 @@ impl Streaming {
                         c.done = true;
                         waiting -= 1;
                         match read_trailer(&c.trailer) {
-                            Some((tag, v)) if &tag == b"RSOK" && v == c.tx => out.verified += v,
+                            Some((tag, v)) if &tag == b"RSOK" && v == c.tx => out.n.verified += v,
                             Some((tag, v)) if &tag == b"RSOK" => {
-                                out.mismatches += 1;
-                                out.first_error.get_or_insert_with(|| {
+                                out.n.mismatches += 1;
+                                out.error(|| {
                                     format!(
                                         "connection {}: the server verified {v} of the {} bytes sent",
                                         c.id, c.tx
                                     )
                                 });
-                                out.first_mismatch.get_or_insert(Mismatch {
+                                out.mismatch(Mismatch {
                                     conn: c.id,
                                     msg: v / self.write_bytes as u64,
                                     offset: v % self.write_bytes as u64,
@@ -527,8 +485,8 @@ impl Streaming {
                                 });
                             }
                             Some((_, off)) => {
-                                out.mismatches += 1;
-                                out.first_mismatch.get_or_insert(Mismatch {
+                                out.n.mismatches += 1;
+                                out.mismatch(Mismatch {
                                     conn: c.id,
                                     msg: off / self.write_bytes as u64,
                                     offset: off % self.write_bytes as u64,
@@ -536,8 +494,8 @@ impl Streaming {
                                 });
                             }
                             None => {
-                                out.malformed += 1;
-                                out.first_error.get_or_insert_with(|| {
+                                out.n.malformed += 1;
+                                out.error(|| {
                                     format!("connection {}: no trailer from the sink", c.id)
                                 });
                             }
@@ -549,25 +507,22 @@ impl Streaming {
                     Ok(_) => {
                         c.done = true;
                         waiting -= 1;
-                        out.malformed += 1;
+                        out.n.malformed += 1;
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                     Err(e) => {
                         c.done = true;
                         waiting -= 1;
-                        out.malformed += 1;
-                        out.first_error
-                            .get_or_insert_with(|| format!("connection {}: trailer: {e}", c.id));
+                        out.n.malformed += 1;
+                        out.error(|| format!("connection {}: trailer: {e}", c.id));
                     }
                 }
             }
         }
         if waiting > 0 {
             // Bytes the server never confirmed are not verified.
-            out.malformed += waiting;
-            out.first_error.get_or_insert_with(|| {
-                format!("{waiting} connections sent no trailer within {TRAILER_WAIT:?}")
-            });
+            out.n.malformed += waiting;
+            out.error(|| format!("{waiting} connections sent no trailer within {TRAILER_WAIT:?}"));
         }
         Ok(())
     }
