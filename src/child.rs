@@ -937,14 +937,14 @@ impl Child {
             .is_some_and(|s| s.code() == Some(EXIT_UNAVAILABLE))
     }
 
-    /// The last stdout line that started with `prefix` (one of [`Spec::keep_lines`]), without
-    /// the prefix.
     /// Whether a line starting with `prefix` was dropped for being over
     /// [`STDOUT_LINE_BYTES`].
     pub fn line_overlong(&self, prefix: &str) -> bool {
         lock(&self.lines.0).overlong.contains(&prefix)
     }
 
+    /// The last stdout line that started with `prefix` (one of [`Spec::keep_lines`]), without
+    /// the prefix.
     pub fn line(&self, prefix: &str) -> Option<String> {
         lock(&self.lines.0)
             .kept
@@ -1324,7 +1324,9 @@ mod tests {
         .keep_lines(&["figures ", "ready at "])
         .spawn()
         .unwrap();
-        let st = c.wait_exit(Instant::now() + Duration::from_secs(10));
+        // Reaped and its output read to the end (the readers joined): a bare `wait_exit`
+        // raced the reader thread, and lost under load.
+        let st = c.wait_exit_within(Duration::from_secs(10));
         assert!(st.is_some_and(|s| s.success()));
         assert_eq!(c.line("ready at ").as_deref(), Some("2"));
         assert_eq!(c.line("figures "), None);
