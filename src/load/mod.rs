@@ -30,6 +30,7 @@ pub mod pubsub;
 pub mod remote;
 pub mod stream;
 mod tally;
+mod window;
 
 pub use engine::run;
 

@@ -19,12 +19,12 @@
 //! pending; later messages wait (they are late, not lost). Subscriptions are made live before
 //! the start by a handshake: each subscriber publishes one empty message on its topic from
 //! its own connection and waits for it to come back. The warm-up is the engine's
-//! ([`super::engine::coordinate`]): at least [`Config::warmup`], and until every live
+//! ([`super::window::coordinate`]): at least [`Config::warmup`], and until every live
 //! subscriber has had its first delivery, at most the message timeout
 //! (`unsettled_conns` then counts those still waiting).
 
-use super::engine::{run_threads, Coordinated, Shared, WARM_TICK_NS};
 use super::tally::Tally;
+use super::window::{run_threads, Coordinated, Shared, WARM_TICK_NS};
 use super::{Config, Edge, Exchange, Mismatch, Report, Response};
 use crate::measure::clock::now_ns;
 use crate::measure::{cpu, pin};

@@ -20,12 +20,12 @@
 //! previous chunk of its connection completed. Sent bytes are counted when `send` took them
 //! (a socket buffer's worth may still be in flight at the window's edge). Each thread runs
 //! ONE epoll loop over its share of the connections, pinned like the message engine's. The
-//! warm-up is the engine's ([`super::engine::coordinate`]): at least [`Config::warmup`], and
+//! warm-up is the engine's ([`super::window::coordinate`]): at least [`Config::warmup`], and
 //! until every live `Down` / `Duplex` connection has received its first bytes (an `Up`
 //! connection hears nothing before the end: none is awaited), at most the message timeout.
 
-use super::engine::{run_threads, Coordinated, Shared, WARM_TICK_NS};
 use super::tally::Tally;
+use super::window::{run_threads, Coordinated, Shared, WARM_TICK_NS};
 use super::{Config, Edge, Exchange, Mismatch, Report, Response};
 use crate::measure::clock::now_ns;
 use crate::measure::{cpu, pin};
