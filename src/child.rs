@@ -338,7 +338,7 @@ fn spawner() -> Option<&'static mpsc::Sender<Job>> {
 /// the check that the parent is still this process, and the CPU affinity when `cpus` is given.
 fn arm(cmd: &mut Command, cpus: Option<&[u32]>) -> io::Result<()> {
     cmd.env(OWNER_ENV, owner_token());
-    let set = cpus.map(crate::measure::pin::cpu_set).transpose()?;
+    let set = cpus.map(cpu_set).transpose()?;
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the closure runs in the forked child before exec and makes only raw syscalls
     // (prctl, getppid, sched_setaffinity) on data copied before the fork: async-signal-safe.
@@ -388,6 +388,30 @@ fn spawn_armed(cmd: Command) -> io::Result<std::process::Child> {
             .unwrap_or_else(|_| Err(io::Error::other("the spawner thread is gone"))),
         Err(mpsc::SendError((mut cmd, _))) => cmd.spawn(),
     }
+}
+
+/// The affinity set of `cpus`: the one place a CPU list becomes a `cpu_set_t` (a child before
+/// its exec here, threads in `measure::pin`). Empty, or a CPU past `CPU_SETSIZE`, is an error.
+pub fn cpu_set(cpus: &[u32]) -> io::Result<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is a plain bit array; all zeros is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if cpus.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "an empty CPU list",
+        ));
+    }
+    for &c in cpus {
+        if c as usize >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {c} is beyond CPU_SETSIZE"),
+            ));
+        }
+        // SAFETY: c is below CPU_SETSIZE, checked above.
+        unsafe { libc::CPU_SET(c as usize, &mut set) };
+    }
+    Ok(set)
 }
 
 /// A pipe, both ends close-on-exec: (read, write).

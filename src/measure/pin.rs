@@ -196,7 +196,7 @@ pub fn allow_this_thread(cpus: &[u32]) -> io::Result<()> {
 }
 
 fn set_affinity(tid: i32, cpus: &[u32]) -> io::Result<()> {
-    let set = cpu_set(cpus)?;
+    let set = crate::child::cpu_set(cpus)?;
     // SAFETY: valid set and size.
     let r = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     if r == 0 {
@@ -208,30 +208,6 @@ fn set_affinity(tid: i32, cpus: &[u32]) -> io::Result<()> {
             format!("pinning to CPU {cpus:?}: {e}"),
         ))
     }
-}
-
-/// The affinity set of `cpus`: the one place a CPU list becomes a `cpu_set_t` (threads here,
-/// a child before its exec in `child`). Empty, or a CPU past `CPU_SETSIZE`, is an error.
-pub fn cpu_set(cpus: &[u32]) -> io::Result<libc::cpu_set_t> {
-    // SAFETY: cpu_set_t is a plain bit array; all zeros is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    if cpus.is_empty() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "an empty CPU list",
-        ));
-    }
-    for &c in cpus {
-        if c as usize >= libc::CPU_SETSIZE as usize {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("CPU {c} is beyond CPU_SETSIZE"),
-            ));
-        }
-        // SAFETY: c is below CPU_SETSIZE, checked above.
-        unsafe { libc::CPU_SET(c as usize, &mut set) };
-    }
-    Ok(set)
 }
 
 #[cfg(test)]
