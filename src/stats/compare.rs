@@ -35,6 +35,7 @@ pub use super::rank::{mann_whitney, min_p, reps_needed, testable};
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status, Warning};
 use crate::stats::median;
+use std::collections::HashMap;
 
 /// Significance level of every test here, and the false discovery rate `compare` keeps.
 pub const ALPHA: f64 = 0.05;
@@ -877,16 +878,36 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
         ..Comparison::default()
     };
     // First cell of each key in NEW (a key seen twice keeps its first cell, as before).
-    let mut in_new: std::collections::HashMap<String, &CaseResult> = Default::default();
+    let mut in_new: HashMap<String, &CaseResult> = HashMap::new();
     for n in &new.cases {
         in_new.entry(n.key()).or_insert(n);
     }
     let in_base: std::collections::HashSet<String> =
         base.cases.iter().map(CaseResult::key).collect();
-    // Each point's cells measured, undisturbed, in both runs: every cell is judged against
-    // the others of its point in the same rounds.
+    let peers = peers_of(base, &in_new);
+    for b in &base.cases {
+        compare_cell(&mut cmp, b, &in_new, &peers);
+    }
+    add_run_noise(&mut cmp);
+    correct_and_judge(&mut cmp, base, new, threshold_pct);
+    for n in &new.cases {
+        let key = n.key();
+        if !in_base.contains(&key) {
+            cmp.only_new.push(key);
+        }
+    }
+    cmp.env_diff = env_diff(base, new);
+    cmp
+}
+
+/// Each point's cells measured, undisturbed, in both runs, by point: every cell is judged
+/// against the others of its point in the same rounds.
+fn peers_of<'a>(
+    base: &'a RunResults,
+    in_new: &HashMap<String, &'a CaseResult>,
+) -> HashMap<String, Vec<Peer<'a>>> {
     let measured = |c: &CaseResult| c.status == Status::Measured && c.figures.is_some();
-    let mut peers: std::collections::HashMap<String, Vec<Peer>> = Default::default();
+    let mut peers: HashMap<String, Vec<Peer>> = HashMap::new();
     for b in base.cases.iter().filter(|c| measured(c)) {
         if let Some(&n) = in_new.get(&b.key()).filter(|n| measured(n)) {
             let disturbed = |c: &CaseResult| c.warnings.contains(&Warning::Disturbed);
@@ -901,134 +922,160 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
             }
         }
     }
-    for b in &base.cases {
-        let key = b.key();
-        let Some(&n) = in_new.get(&key) else {
-            cmp.only_base.push(key);
-            continue;
+    peers
+}
+
+/// Compares BASE's cell `b` with NEW's cell of its key: a [`CellChange`] with each figure's
+/// change and test (not yet corrected), or the line that says why it is not compared.
+fn compare_cell(
+    cmp: &mut Comparison,
+    b: &CaseResult,
+    in_new: &HashMap<String, &CaseResult>,
+    peers: &HashMap<String, Vec<Peer>>,
+) {
+    let key = b.key();
+    let Some(&n) = in_new.get(&key) else {
+        cmp.only_base.push(key);
+        return;
+    };
+    let figs = (
+        b.figures.as_ref().filter(|_| b.status == Status::Measured),
+        n.figures.as_ref().filter(|_| n.status == Status::Measured),
+    );
+    let (Some(fb), Some(fnew)) = figs else {
+        let why = |c: &CaseResult| match c.status {
+            Status::Measured => "measured".to_string(),
+            s => format!(
+                "{s}: {}",
+                c.reason.as_deref().unwrap_or("no reason recorded")
+            ),
         };
-        let figs = (
-            b.figures.as_ref().filter(|_| b.status == Status::Measured),
-            n.figures.as_ref().filter(|_| n.status == Status::Measured),
-        );
-        let (Some(fb), Some(fnew)) = figs else {
-            let why = |c: &CaseResult| match c.status {
-                Status::Measured => "measured".to_string(),
-                s => format!(
-                    "{s}: {}",
-                    c.reason.as_deref().unwrap_or("no reason recorded")
-                ),
-            };
-            if figs.0.is_some() {
-                let line = format!("{key}: {}", why(n));
-                if n.status == Status::Failed {
-                    cmp.became_failed.push(line);
-                } else {
-                    cmp.no_longer_measured.push(line);
-                }
+        if figs.0.is_some() {
+            let line = format!("{key}: {}", why(n));
+            if n.status == Status::Failed {
+                cmp.became_failed.push(line);
+            } else {
+                cmp.no_longer_measured.push(line);
             }
-            cmp.not_compared
-                .push(format!("{key}: base {}; new {}", why(b), why(n)));
-            continue;
-        };
-        let disturbed: Vec<&str> = [("BASE", b), ("NEW", n)]
+        }
+        cmp.not_compared
+            .push(format!("{key}: base {}; new {}", why(b), why(n)));
+        return;
+    };
+    let disturbed: Vec<&str> = [("BASE", b), ("NEW", n)]
+        .iter()
+        .filter(|(_, c)| c.warnings.contains(&Warning::Disturbed))
+        .map(|(w, _)| *w)
+        .collect();
+    if !disturbed.is_empty() {
+        let line = format!(
+            "{key}: disturbed in {} (other programs took its CPUs; see the cell's \
+             disturbance)",
+            disturbed.join(" and ")
+        );
+        cmp.disturbed.push(line.clone());
+        cmp.not_compared.push(line);
+        return;
+    }
+    let rates = (
+        super::equal_load::offered_rate(b),
+        super::equal_load::offered_rate(n),
+    );
+    if let (Some(rb), Some(rn)) = rates {
+        if rb > 0.0 && ((rn - rb) / rb).abs() > RATE_TOLERANCE {
+            cmp.not_compared.push(format!(
+                "{key}: offered {rb:.0} ops/s in BASE and {rn:.0} in NEW (each run derives \
+                 an equal-load rate from its own capacity point): figures at different \
+                 loads are not compared"
+            ));
+            return;
+        }
+    }
+    let others: Vec<&Peer> = peers
+        .get(&point_key(b))
+        .map(|v| v.iter().filter(|p| !std::ptr::eq(p.cell, b)).collect())
+        .unwrap_or_default();
+    // A closed-loop cell whose load generator had no headroom in either run: its
+    // throughput and latency are the client's limit too; only its CPU per op is the
+    // server's.
+    let headroom = [b, n].iter().all(|c| {
+        c.warnings
             .iter()
-            .filter(|(_, c)| c.warnings.contains(&Warning::Disturbed))
-            .map(|(w, _)| *w)
-            .collect();
-        if !disturbed.is_empty() {
-            let line = format!(
-                "{key}: disturbed in {} (other programs took its CPUs; see the cell's \
-                 disturbance)",
-                disturbed.join(" and ")
-            );
-            cmp.disturbed.push(line.clone());
-            cmp.not_compared.push(line);
+            .all(|w| !matches!(w, Warning::ClientBound | Warning::BothSaturated))
+    });
+    let figures = figure_changes(b, n, (fb, fnew), &others, headroom);
+    let pick = |f: Figure| {
+        figures
+            .iter()
+            .find(|x| x.figure == f)
+            .map(|x| x.change.clone())
+    };
+    let p50 = pick(Figure::P50).unwrap_or_else(|| {
+        let v = fb.run_p50_ns.median;
+        let x = fnew.run_p50_ns.median;
+        change(v, x, &[], &[], ((v, v), (x, x)))
+    });
+    let ops = pick(Figure::OpsPerSec).unwrap_or_else(|| {
+        let v = fb.ops_per_sec.median;
+        let x = fnew.ops_per_sec.median;
+        change(v, x, &[], &[], ((v, v), (x, x)))
+    });
+    cmp.cells.push(CellChange {
+        cell: key,
+        workload: b.workload.clone(),
+        label: b.label(),
+        p50,
+        ops,
+        figures,
+        regression: false,
+        improvement: false,
+        untested: None,
+        drift: None,
+        unstable: None,
+    });
+}
+
+/// Each figure's change from BASE's cell `b` to NEW's `n` and its test: relative to the
+/// point's other models where it has them (`others`), else on the cell's own rounds. Without
+/// headroom, only the CPU per op.
+fn figure_changes(
+    b: &CaseResult,
+    n: &CaseResult,
+    (fb, fnew): (&CaseFigures, &CaseFigures),
+    others: &[&Peer],
+    headroom: bool,
+) -> Vec<FigureChange> {
+    let runs_b = figure_runs(b, fb);
+    let runs_n = figure_runs(n, fnew);
+    let mut figures = Vec::new();
+    for (fig, vb, rb, range_b) in &runs_b {
+        if !headroom && *fig != Figure::CpuPerOp {
             continue;
         }
-        let rates = (
-            super::equal_load::offered_rate(b),
-            super::equal_load::offered_rate(n),
-        );
-        if let (Some(rb), Some(rn)) = rates {
-            if rb > 0.0 && ((rn - rb) / rb).abs() > RATE_TOLERANCE {
-                cmp.not_compared.push(format!(
-                    "{key}: offered {rb:.0} ops/s in BASE and {rn:.0} in NEW (each run derives \
-                     an equal-load rate from its own capacity point): figures at different \
-                     loads are not compared"
-                ));
-                continue;
-            }
-        }
-        let others: Vec<&Peer> = peers
-            .get(&point_key(b))
-            .map(|v| v.iter().filter(|p| !std::ptr::eq(p.cell, b)).collect())
-            .unwrap_or_default();
-        // A closed-loop cell whose load generator had no headroom in either run: its
-        // throughput and latency are the client's limit too; only its CPU per op is the
-        // server's.
-        let headroom = [b, n].iter().all(|c| {
-            c.warnings
-                .iter()
-                .all(|w| !matches!(w, Warning::ClientBound | Warning::BothSaturated))
-        });
-        let runs_b = figure_runs(b, fb);
-        let runs_n = figure_runs(n, fnew);
-        let mut figures = Vec::new();
-        for (fig, vb, rb, range_b) in &runs_b {
-            if !headroom && *fig != Figure::CpuPerOp {
-                continue;
-            }
-            let Some((_, vn, rn, range_n)) = runs_n.iter().find(|x| x.0 == *fig) else {
-                continue;
-            };
-            let change = change(*vb, *vn, rb, rn, (*range_b, *range_n));
-            let (relative, test) = match relative_to(&others, *fig, rb, rn) {
-                Some((name, c, xb, xn)) => (Some((name, c)), test_of(true, &xb, &xn)),
-                None => (None, test_of(false, rb, rn)),
-            };
-            figures.push(FigureChange {
-                figure: *fig,
-                change,
-                relative,
-                test,
-            });
-        }
-        let pick = |f: Figure| {
-            figures
-                .iter()
-                .find(|x| x.figure == f)
-                .map(|x| x.change.clone())
+        let Some((_, vn, rn, range_n)) = runs_n.iter().find(|x| x.0 == *fig) else {
+            continue;
         };
-        let p50 = pick(Figure::P50).unwrap_or_else(|| {
-            let v = fb.run_p50_ns.median;
-            let x = fnew.run_p50_ns.median;
-            change(v, x, &[], &[], ((v, v), (x, x)))
-        });
-        let ops = pick(Figure::OpsPerSec).unwrap_or_else(|| {
-            let v = fb.ops_per_sec.median;
-            let x = fnew.ops_per_sec.median;
-            change(v, x, &[], &[], ((v, v), (x, x)))
-        });
-        cmp.cells.push(CellChange {
-            cell: key,
-            workload: b.workload.clone(),
-            label: b.label(),
-            p50,
-            ops,
-            figures,
-            regression: false,
-            improvement: false,
-            untested: None,
-            drift: None,
-            unstable: None,
+        let change = change(*vb, *vn, rb, rn, (*range_b, *range_n));
+        let (relative, test) = match relative_to(others, *fig, rb, rn) {
+            Some((name, c, xb, xn)) => (Some((name, c)), test_of(true, &xb, &xn)),
+            None => (None, test_of(false, rb, rn)),
+        };
+        figures.push(FigureChange {
+            figure: *fig,
+            change,
+            relative,
+            test,
         });
     }
-    // The run-to-run noise of each workload's figures and of each model's, then each decisive
-    // test with the larger.
+    figures
+}
+
+/// The run-to-run noise of each workload's figures and of each model's, then each decisive
+/// test's p with the larger.
+fn add_run_noise(cmp: &mut Comparison) {
     cmp.noise = noise_of(&cmp.cells);
     cmp.model_noise = model_noise_of(&cmp.cells);
-    let model_tau: std::collections::HashMap<(&str, &str, Figure, bool), f64> = cmp
+    let model_tau: HashMap<(&str, &str, Figure, bool), f64> = cmp
         .model_noise
         .iter()
         .map(|m| {
@@ -1069,7 +1116,16 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
             t.p = Some(p_rounds.max(t.p_runs.unwrap_or(0.0)));
         }
     }
-    // One family: every decisive test of every cell.
+}
+
+/// One family, every decisive test of every cell: corrected (Benjamini-Hochberg), then each
+/// cell judged, with the runs' within-run jumps and the probes' drift.
+fn correct_and_judge(
+    cmp: &mut Comparison,
+    base: &RunResults,
+    new: &RunResults,
+    threshold_pct: f64,
+) {
     let ps: Vec<f64> = cmp
         .cells
         .iter()
@@ -1107,12 +1163,11 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
             .max_by(|a, b| a.1.levels.gap().total_cmp(&b.1.levels.gap()));
         judge(c, threshold_pct, drift_pct, ps.len(), jump);
     }
-    for n in &new.cases {
-        let key = n.key();
-        if !in_base.contains(&key) {
-            cmp.only_new.push(key);
-        }
-    }
+}
+
+/// The environment and plan facts that differ between the runs: (key, BASE, NEW).
+fn env_diff(base: &RunResults, new: &RunResults) -> Vec<(String, String, String)> {
+    let mut diff = Vec::new();
     let (cb, cn) = (context(base), context(new));
     for (k, vb) in &cb {
         let vn = cn
@@ -1121,16 +1176,15 @@ pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Compa
             .map(|(_, v)| v.clone())
             .unwrap_or_else(|| "(absent)".into());
         if *vb != vn {
-            cmp.env_diff.push((k.clone(), vb.clone(), vn));
+            diff.push((k.clone(), vb.clone(), vn));
         }
     }
     for (k, vn) in &cn {
         if !cb.iter().any(|(kb, _)| kb == k) {
-            cmp.env_diff
-                .push((k.clone(), "(absent)".into(), vn.clone()));
+            diff.push((k.clone(), "(absent)".into(), vn.clone()));
         }
     }
-    cmp
+    diff
 }
 
 /// A cell's verdict from its corrected figures: regression, improvement, untested, a change
