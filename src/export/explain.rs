@@ -4,8 +4,8 @@
 //! findings' ranking (`export::findings::rank_point`), the difference from `stats::explain`;
 //! this module only arranges and draws.
 
+use super::escape::esc;
 use super::findings::rank_point;
-use super::html::esc;
 use crate::measure::Measured;
 use crate::results::explain::{label, Explain, GROUPS};
 use crate::results::{CaseResult, Status};

@@ -2,7 +2,7 @@
 //! with what its knob bought in server CPU per op over the row it adds the knob to, as
 //! `stats::ladder` computed it. A rung that could not run is a row with its reason (a gap).
 
-use super::table::{fmt_ns, Table};
+use super::format::{fmt_ns, Table};
 use crate::results::schema::{CaseResult, Status};
 use crate::stats::ladder::{steps, LADDERS};
 

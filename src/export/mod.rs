@@ -3,8 +3,10 @@
 
 pub mod charts;
 mod csv;
+mod escape;
 pub mod explain;
 pub mod findings;
+mod format;
 pub mod hosts;
 pub mod html;
 mod json;

@@ -4,55 +4,7 @@
 
 use crate::results::{CaseResult, RunResults, Status};
 
-/// A table any dialect can render. Cells are already formatted.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Table {
-    pub title: String,
-    /// What one op is, and other context.
-    pub note: String,
-    pub header: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-    /// Unavailable, failed or not-applicable cells, with their reasons.
-    pub footnotes: Vec<String>,
-}
-
-/// Nanoseconds, human-scaled: "512 ns", "12.3 us", "4.10 ms".
-pub fn fmt_ns(ns: f64) -> String {
-    if !ns.is_finite() {
-        return "-".into();
-    }
-    if ns < 10_000.0 {
-        format!("{ns:.0} ns")
-    } else if ns < 10_000_000.0 {
-        format!("{:.1} us", ns / 1e3)
-    } else {
-        format!("{:.2} ms", ns / 1e6)
-    }
-}
-
-/// Rates: "1.95 M", "812 k", "930".
-pub fn fmt_rate(x: f64) -> String {
-    if !x.is_finite() {
-        "-".into()
-    } else if x >= 1e6 {
-        format!("{:.2} M", x / 1e6)
-    } else if x >= 1e4 {
-        format!("{:.0} k", x / 1e3)
-    } else {
-        format!("{x:.0}")
-    }
-}
-
-/// Small ratios such as syscalls per op: enough decimals to show 1/64.
-pub fn fmt_ratio(x: f64) -> String {
-    if x == 0.0 {
-        "0".into()
-    } else if x.abs() < 0.1 {
-        format!("{x:.4}")
-    } else {
-        format!("{x:.2}")
-    }
-}
+pub use super::format::{fmt_ns, fmt_rate, fmt_ratio, Table};
 
 /// Metric rows of the per-point tables: (label, cell for a measured case).
 type Metric = (&'static str, fn(&CaseResult) -> String);

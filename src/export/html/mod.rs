@@ -19,21 +19,7 @@ const TEMPLATE: &str = include_str!("report.html");
 
 pub struct Html;
 
-/// Escapes text for HTML content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
+pub use super::escape::esc;
 
 /// An anchor id from a workload id ("micro.pipe" -> "w-micro-pipe").
 fn anchor(w: &str) -> String {

@@ -21,36 +21,9 @@
 //!   completion, exactly when IORING_CQE_F_BUF_MORE is set, and finished otherwise. So only
 //!   the head buffer is ever partly consumed: one offset, with our copy of the head.
 
-use super::recv::Provided;
+use super::provided::{CopyOut, Provided};
 use io_uring::cqueue;
 use std::io;
-
-/// How the bytes of a completion are found.
-pub(super) enum CopyOut {
-    /// Bundles: the next ring position the kernel takes a buffer from.
-    Bundle { head: u16 },
-    /// Incremental: per buffer id, the bytes of it already consumed.
-    Inc { offs: Vec<u32> },
-    /// Bundles over an incremental ring: the kernel's head position and the bytes of the
-    /// buffer there already consumed.
-    BundleInc { head: u16, off: u32 },
-}
-
-impl CopyOut {
-    pub fn bundle() -> CopyOut {
-        CopyOut::Bundle { head: 0 }
-    }
-
-    pub fn inc(entries: u16) -> CopyOut {
-        CopyOut::Inc {
-            offs: vec![0; entries as usize],
-        }
-    }
-
-    pub fn bundle_inc() -> CopyOut {
-        CopyOut::BundleInc { head: 0, off: 0 }
-    }
-}
 
 /// What one completion took from the ring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -71,13 +71,14 @@ mod bundle;
 mod conn;
 mod hybrid;
 mod napi;
+mod provided;
 mod recv;
 mod send;
 mod teardown;
 
 use self::accept::Acceptor;
 use self::conn::Slab;
-use self::recv::Provided;
+use self::provided::{CopyOut, Provided};
 use self::teardown::Sweep;
 use super::bufring::BufRing;
 use super::ring;
@@ -357,9 +358,9 @@ fn serve_with<P: Protocol>(
             .map_err(|e| CaseError::unavailable(format!("provided buffer ring: {e}")))?;
         let mut p = Provided::new(br);
         p.copy = match (k.bundle, k.inc_bufs) {
-            (true, true) => Some(bundle::CopyOut::bundle_inc()),
-            (true, false) => Some(bundle::CopyOut::bundle()),
-            (false, true) => Some(bundle::CopyOut::inc(n)),
+            (true, true) => Some(CopyOut::bundle_inc()),
+            (true, false) => Some(CopyOut::bundle()),
+            (false, true) => Some(CopyOut::inc(n)),
             (false, false) => None,
         };
         s.provided = Some(p);

@@ -4,44 +4,14 @@
 //! Backpressure holds a plain recv back and cancels a multishot one; a multishot recv that
 //! outruns its cancel past `HARD_OUT_BOUND` resets the connection.
 
-use super::bundle::{self, CopyOut};
+use super::bundle;
 use super::conn::{Phase, RecvOp, Src};
 use super::teardown::Then;
 use super::{Server, HARD_OUT_BOUND};
-use crate::io::uring::bufring::BufRing;
 use crate::io::uring::user_data::{Op, UserData};
 use crate::proto::{Next, Protocol, Reply, OUT_BOUND_BYTES};
 use io_uring::{cqueue, opcode};
 use std::io;
-
-/// The provided-buffer ring and the connections waiting for one of its buffers.
-pub(super) struct Provided {
-    pub ring: BufRing,
-    /// A buffer went back to the ring since starved connections were last re-armed (they are
-    /// re-armed at the end of a batch while it is set).
-    recycled: bool,
-    /// Connections (slot, generation) whose multishot recv ended on ENOBUFS.
-    starved: Vec<(u32, u32)>,
-    /// Bundles or incremental buffers: the bytes are copied out (see `bundle`).
-    pub copy: Option<CopyOut>,
-}
-
-impl Provided {
-    pub fn new(ring: BufRing) -> Provided {
-        Provided {
-            ring,
-            recycled: false,
-            starved: Vec::new(),
-            copy: None,
-        }
-    }
-
-    /// Gives buffer `bid` back to the ring (published at the end of the batch).
-    pub fn give_back(&mut self, bid: u16) {
-        self.ring.push(bid);
-        self.recycled = true;
-    }
-}
 
 impl<P: Protocol> Server<P> {
     /// Gives a provided buffer back to the ring.
