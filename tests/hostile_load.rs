@@ -724,12 +724,12 @@ fn sigint_in_a_background_job_prints_and_saves_the_partial_run_exit_130() {
 
 const CHILD_ENV: &str = "RINGSIDE_HOSTILE";
 
-/// Not a test: the body of a hostile contender (runs only when CHILD_ENV is set).
+/// Not a test: the body of a hostile contender, which the tests here re-execute (ignored: it
+/// never runs in a plain `cargo test`, where it could only pass).
 #[test]
+#[ignore = "a re-exec helper, run by the tests here with --ignored --exact"]
 fn hostile_child_process() {
-    let Ok(mode) = std::env::var(CHILD_ENV) else {
-        return;
-    };
+    let mode = std::env::var(CHILD_ENV).expect("run by the tests here, with CHILD_ENV set");
     let port = std::env::var("RINGSIDE_TEST_PORT").unwrap();
     if let Ok(f) = std::env::var("RINGSIDE_PIDFILE") {
         std::fs::write(f, std::process::id().to_string()).unwrap();
@@ -878,7 +878,7 @@ fn a_contender_that_forks_per_connection_is_measured_whole() {
     let dir = tempfile::tempdir().unwrap();
     let me = std::env::current_exe().unwrap();
     let contender = format!(
-        "echo:forker={CHILD_ENV}=fork-echo RINGSIDE_TEST_PORT={{port}} {} --exact \
+        "echo:forker={CHILD_ENV}=fork-echo RINGSIDE_TEST_PORT={{port}} {} --ignored --exact \
          hostile_child_process --nocapture --test-threads=1",
         me.display()
     );
@@ -932,7 +932,7 @@ fn a_contender_whose_children_leave_its_group_is_flagged() {
     let dir = tempfile::tempdir().unwrap();
     let me = std::env::current_exe().unwrap();
     let contender = format!(
-        "echo:regroup={CHILD_ENV}=fork-echo-regroup RINGSIDE_TEST_PORT={{port}} {} --exact \
+        "echo:regroup={CHILD_ENV}=fork-echo-regroup RINGSIDE_TEST_PORT={{port}} {} --ignored --exact \
          hostile_child_process --nocapture --test-threads=1",
         me.display()
     );
@@ -970,7 +970,7 @@ fn a_contender_that_daemonizes_is_stopped_and_named() {
     let me = std::env::current_exe().unwrap();
     let contender = format!(
         "echo:daemon=setsid env RINGSIDE_PIDFILE={} {CHILD_ENV}=invert \
-         RINGSIDE_TEST_PORT={{port}} {} --exact hostile_child_process --nocapture \
+         RINGSIDE_TEST_PORT={{port}} {} --ignored --exact hostile_child_process --nocapture \
          --test-threads=1 >/dev/null 2>&1 &",
         pidfile.display(),
         me.display()
@@ -1029,7 +1029,7 @@ fn a_repetition_that_completes_nothing_is_run_once_more() {
     let me = std::env::current_exe().unwrap();
     let contender = format!(
         "echo:stally=RINGSIDE_FLAG={} {CHILD_ENV}=stall-once RINGSIDE_TEST_PORT={{port}} {} \
-         --exact hostile_child_process --nocapture --test-threads=1",
+         --ignored --exact hostile_child_process --nocapture --test-threads=1",
         flag.display(),
         me.display()
     );
@@ -1055,7 +1055,7 @@ fn a_contender_whose_responses_do_not_verify_fails_its_cells() {
     let me = std::env::current_exe().unwrap();
     let child = |name: &str, proto: &str, mode: &str| {
         format!(
-            "{proto}:{name}={CHILD_ENV}={mode} RINGSIDE_TEST_PORT={{port}} {} --exact \
+            "{proto}:{name}={CHILD_ENV}={mode} RINGSIDE_TEST_PORT={{port}} {} --ignored --exact \
              hostile_child_process --nocapture --test-threads=1",
             me.display()
         )

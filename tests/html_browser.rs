@@ -2,7 +2,10 @@
 //! (Debian's `chromium`, installed by `.ci/run`): a screenshot is taken, the rendered DOM must
 //! hold every chart as an `<svg>` with its series, and the console must stay silent (the
 //! report has no script, so any console line, "Uncaught" or a failed load, is a defect).
-//! Without /usr/bin/chromium the test prints that it skipped and why.
+//! Without /usr/bin/chromium the test prints that it skipped and why (a failure in CI:
+//! `common::tools`).
+
+mod common;
 
 use assert_cmd::Command;
 use ringside::export::charts;
@@ -59,8 +62,9 @@ fn dump_dom(profile: &Path, url: &str) -> (String, Vec<String>) {
 #[test]
 fn report_renders_in_headless_chromium_without_console_errors() {
     if !Path::new(CHROMIUM).exists() {
-        eprintln!(
-            "html_browser: SKIPPED: {CHROMIUM} is absent (install Debian's `chromium`; .ci/run does)"
+        common::tools::missing(
+            "chromium",
+            &format!("{CHROMIUM} is absent (install Debian's `chromium`; .ci/run does)"),
         );
         return;
     }

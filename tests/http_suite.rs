@@ -3,6 +3,8 @@
 //! installed (and a stated skip when not), the open-loop sweep's offered and achieved rates,
 //! and an external contender that speaks another protocol left out of the HTTP tables.
 
+mod common;
+
 use assert_cmd::Command as Cmd;
 use std::time::Duration;
 
@@ -66,7 +68,10 @@ fn http_clients_sweep_is_measured_with_wrk_beside_it() {
     }
     let wrk = wrk_installed();
     if !wrk {
-        eprintln!("wrk cross-check skipped: wrk not installed (apt-get install wrk)");
+        common::tools::missing(
+            "wrk",
+            "the wrk cross-check: wrk not installed (apt-get install wrk)",
+        );
     }
     for c in &ours {
         assert_eq!(c["status"], "measured", "{c}");

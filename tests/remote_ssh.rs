@@ -239,12 +239,12 @@ fn setup(tag: &str) -> Option<(Hosts, Sshd)> {
     }
     for tool in ["ip", "ssh", "ssh-keygen"] {
         if !have(tool) {
-            eprintln!("skipped: {tool} is not installed");
+            common::tools::missing(tool, &format!("{tool} is not installed"));
             return None;
         }
     }
     if !Path::new(SSHD).exists() {
-        eprintln!("skipped: {SSHD} is not installed (openssh-server)");
+        common::tools::missing("sshd", &format!("{SSHD} is not installed (openssh-server)"));
         return None;
     }
     let hosts = match Hosts::make(tag) {

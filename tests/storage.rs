@@ -328,7 +328,11 @@ fn fio_crosscheck_rows_sit_beside_ringside_rows() {
     let fio = std::process::Command::new("fio").arg("--version").output();
     let present = fio.map(|o| o.status.success()).unwrap_or(false);
     if !present {
-        eprintln!("fio cross-check skipped: fio is not installed (apt-get install fio); checking the rows say so");
+        common::tools::missing(
+            "fio",
+            "the fio cross-check: fio is not installed (apt-get install fio); checking the rows \
+             say so",
+        );
     }
     let dir = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
@@ -592,7 +596,7 @@ fn a_signal_during_the_fio_crosscheck_stops_fio_and_removes_the_files() {
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !present {
-        eprintln!("skipped: fio is not installed (apt-get install fio)");
+        common::tools::missing("fio", "fio is not installed (apt-get install fio)");
         return;
     }
     for signals in [1, 2] {
