@@ -17,7 +17,6 @@ use crate::results::store::write_atomic;
 use anyhow::Context;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// Most connections one load run opens.
@@ -157,38 +156,6 @@ pub fn http_get(a: &LoadArgs) -> Result<HttpGet, InputError> {
     Ok(HttpGet::new(host, a.path.clone(), expect))
 }
 
-/// Set by SIGINT/SIGTERM: the load stops, prints and saves what it measured, exits 130.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-/// First signal: stop the load (the window closes there). A second: exit at once. After a
-/// SIGHUP (the terminal is gone) the summary goes to /dev/null; `--json` is still written.
-extern "C" fn on_signal(sig: libc::c_int) {
-    if sig == libc::SIGHUP {
-        crate::shutdown::detach_output();
-    }
-    if STOP.swap(true, Ordering::SeqCst) {
-        // SAFETY: _exit is async-signal-safe; 130 = interrupted.
-        unsafe { libc::_exit(130) };
-    }
-}
-
-/// Installs the stop handler for SIGINT, SIGTERM, SIGHUP and SIGQUIT explicitly: a background
-/// job started by a non-interactive shell begins with SIGINT ignored, and an ignored signal
-/// stays ignored unless a handler is installed.
-fn install_stop_handler() {
-    crate::shutdown::prepare_detach();
-    // SAFETY: the handler only touches an atomic, dup2s and calls _exit (async-signal-safe).
-    unsafe {
-        for sig in crate::shutdown::STOP_SIGNALS {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            sa.sa_flags = 0;
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
-}
-
 /// `--json FILE` must be writable before anything is measured: its directory must exist and
 /// take a new file (the same temporary name the atomic write uses is created and removed).
 pub fn check_json_path(path: &Path) -> Result<(), InputError> {
@@ -228,8 +195,10 @@ pub fn run(a: LoadArgs) -> anyhow::Result<i32> {
     if let Some(path) = &a.json {
         check_json_path(path)?;
     }
-    install_stop_handler();
-    cfg.stop = Some(&STOP);
+    // A first signal stops the load (the window closes there; it prints and saves what it
+    // measured, and exits 130); a second exits at once; after a SIGHUP the summary goes to
+    // /dev/null, `--json` is still written.
+    cfg.stop = Some(crate::shutdown::install_stop_handler(None));
     let (r, v, text) = match &get {
         None => {
             let r = load::run(&cfg, &echo::Echo { msg_bytes: msg }, &mut |_| {})?;

@@ -144,7 +144,7 @@ impl StorageCtx {
         ));
         // Published before the directory exists, so that no moment has it unknown to the
         // signal handler.
-        crate::shutdown::set_work_dir(cpath(&dir));
+        crate::shutdown::set_work_dir(dir.clone());
         let made = std::fs::create_dir(&dir)
             .and_then(|()| std::fs::write(dir.join(OWNER_FILE), crate::child::owner_token()));
         if let Err(e) = made {
