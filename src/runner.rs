@@ -825,6 +825,10 @@ mod tests {
     }
 
     impl Workload for Fake {
+        fn kind(&self) -> crate::workload::Kind {
+            // The defaults of a loop on the measured thread: the budget as given.
+            crate::workload::Kind::Micro
+        }
         fn id(&self) -> &'static str {
             self.id
         }
@@ -990,6 +994,10 @@ mod tests {
     static NOISY: Noisy = Noisy;
 
     impl Workload for Noisy {
+        fn kind(&self) -> crate::workload::Kind {
+            // The defaults of a loop on the measured thread: the budget as given.
+            crate::workload::Kind::Micro
+        }
         fn id(&self) -> &'static str {
             "fake.noisy"
         }

@@ -10,10 +10,24 @@ use crate::measure::{pin::CpuPlan, Meter, Sample};
 use crate::model::ModelSpec;
 use crate::profile::Profile;
 
+/// What a workload measures, which decides its defaults: how its repetitions are budgeted
+/// ([`Workload::budget`]) and which CPU plans its servers take ([`Workload::accepts_on`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A loop on the measured thread (`micro.*`).
+    Micro,
+    /// A server driven over sockets by the load generator (echo, HTTP, pubsub, stream).
+    Net,
+    /// Files in the run's work directory (`storage.*`).
+    Storage,
+}
+
 /// A workload: one row of `registry::WORKLOADS`.
 pub trait Workload: Sync {
     /// Stable dotted id used on the CLI and in JSON: "micro.pipe".
     fn id(&self) -> &'static str;
+    /// What it measures: its defaults follow from it.
+    fn kind(&self) -> Kind;
     /// One line for `ringside list` and the report.
     fn about(&self) -> &'static str;
     /// What one op is, shown beside every table ("write + read of one message").
@@ -28,8 +42,11 @@ pub trait Workload: Sync {
         self.points(profile, m)
     }
     /// [`Workload::accepts`] under the run's CPU plan (default: the plan does not matter).
-    fn accepts_on(&self, m: &ModelSpec, _plan: &CpuPlan) -> Result<(), String> {
-        self.accepts(m)
+    fn accepts_on(&self, m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
+        match self.kind() {
+            Kind::Net => self.accepts(m).and(net::echo::accepts_on_plan(m, plan)),
+            Kind::Micro | Kind::Storage => self.accepts(m),
+        }
     }
     /// Whether `ringside run` without a selection runs it (default: yes). A workload whose
     /// quick profile does not fit the default run's time budget runs when named (its id or
@@ -40,7 +57,11 @@ pub trait Workload: Sync {
     /// The repetitions this workload wants out of the profile's budget (default: as given).
     /// Storage repetitions rewrite whole files, so the storage suite takes fewer.
     fn budget(&self, b: crate::profile::Budget) -> crate::profile::Budget {
-        b
+        match self.kind() {
+            Kind::Micro => b,
+            Kind::Net => net::cell::budget(b),
+            Kind::Storage => storage::storage_budget(b),
+        }
     }
     /// One repetition: set up, measure `ctx.ops` ops in one window, tear down.
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError>;

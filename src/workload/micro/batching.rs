@@ -22,6 +22,9 @@ pub struct Batching;
 const MSG_BYTES: u64 = 64;
 
 impl Workload for Batching {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Micro
+    }
     fn id(&self) -> &'static str {
         "micro.batching"
     }

@@ -29,6 +29,9 @@ fn mechanisms(m: &ModelSpec) -> Vec<Mechanism> {
 }
 
 impl Workload for FdScaling {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Micro
+    }
     fn id(&self) -> &'static str {
         "micro.fd_scaling"
     }

@@ -20,6 +20,9 @@ struct Args {
 }
 
 impl Workload for Pipe {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Micro
+    }
     fn id(&self) -> &'static str {
         "micro.pipe"
     }

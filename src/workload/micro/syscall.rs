@@ -10,6 +10,9 @@ use crate::workload::{Ctx, Params, Point, Workload};
 pub struct Syscall;
 
 impl Workload for Syscall {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Micro
+    }
     fn id(&self) -> &'static str {
         "micro.syscall"
     }

@@ -19,7 +19,7 @@ use crate::error::CaseError;
 use crate::measure::pin::CpuPlan;
 use crate::measure::Sample;
 use crate::model::ModelSpec;
-use crate::profile::{Budget, Profile};
+use crate::profile::Profile;
 use crate::workload::{Ctx, Point, Scaling, Workload};
 use std::time::Duration;
 
@@ -95,11 +95,20 @@ pub struct EchoCores;
 pub struct HttpCores;
 
 impl Workload for EchoCores {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Net
+    }
+    /// A cores sweep runs every model at each thread count its plan gives (tokio-mt on one
+    /// server CPU included: the sweep's first point), unlike the other network workloads.
+    fn accepts_on(
+        &self,
+        m: &ModelSpec,
+        _plan: &crate::measure::pin::CpuPlan,
+    ) -> Result<(), String> {
+        self.accepts(m)
+    }
     fn id(&self) -> &'static str {
         "echo.cores"
-    }
-    fn budget(&self, b: Budget) -> Budget {
-        cell::budget(b)
     }
     fn about(&self) -> &'static str {
         "TCP echo server per model on 1, 2, 4, ... server threads (one CPU each), 100 connections \
@@ -145,11 +154,20 @@ impl Workload for EchoCores {
 }
 
 impl Workload for HttpCores {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Net
+    }
+    /// A cores sweep runs every model at each thread count its plan gives (tokio-mt on one
+    /// server CPU included: the sweep's first point), unlike the other network workloads.
+    fn accepts_on(
+        &self,
+        m: &ModelSpec,
+        _plan: &crate::measure::pin::CpuPlan,
+    ) -> Result<(), String> {
+        self.accepts(m)
+    }
     fn id(&self) -> &'static str {
         "http.cores"
-    }
-    fn budget(&self, b: Budget) -> Budget {
-        cell::budget(b)
     }
     fn about(&self) -> &'static str {
         "keep-alive HTTP/1.1 server per model on 1, 2, 4, ... server threads (one CPU each), 100 \

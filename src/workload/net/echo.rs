@@ -34,7 +34,7 @@ use crate::measure::cell::OpenLoopCounters;
 use crate::measure::pin::CpuPlan;
 use crate::measure::Sample;
 use crate::model::{Knobs, ModelSpec, PeerKind};
-use crate::profile::{Budget, Profile};
+use crate::profile::Profile;
 use crate::stats::equal_load::fell_behind;
 use crate::workload::{Ctx, EqualLoad, Point, Workload};
 use std::process::Command;
@@ -81,7 +81,7 @@ pub(super) fn accepts_small_messages(m: &ModelSpec) -> Result<(), String> {
 /// `tokio-mt` takes part in a network workload only where the server has several CPUs: on one
 /// it is the current_thread runtime plus a hand-off between threads. It always runs in the
 /// cores sweeps (`echo.cores`, `http.cores`).
-pub(super) fn accepts_on_plan(m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
+pub(crate) fn accepts_on_plan(m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
     if matches!(m.knobs, Knobs::Peer(PeerKind::TokioMt)) && plan.server_cpus().len() < 2 {
         return Err(
             "tokio-mt on one server CPU is tokio plus a hand-off between threads: it \
@@ -214,11 +214,11 @@ pub struct EchoConns;
 pub struct EchoPayload;
 
 impl Workload for EchoConns {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Net
+    }
     fn id(&self) -> &'static str {
         "echo.conns"
-    }
-    fn budget(&self, b: Budget) -> Budget {
-        cell::budget(b)
     }
     fn about(&self) -> &'static str {
         "TCP echo server per model, 64-byte messages, 1 to 1000 (full: 10,000) connections, loopback"
@@ -228,9 +228,6 @@ impl Workload for EchoConns {
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
         accepts_small_messages(m)
-    }
-    fn accepts_on(&self, m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
-        self.accepts(m).and(accepts_on_plan(m, plan))
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         // quick leaves out 2 connections (the default run's time budget).
@@ -252,11 +249,11 @@ impl Workload for EchoConns {
 }
 
 impl Workload for EchoPayload {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Net
+    }
     fn id(&self) -> &'static str {
         "echo.payload"
-    }
-    fn budget(&self, b: Budget) -> Budget {
-        cell::budget(b)
     }
     fn about(&self) -> &'static str {
         "TCP echo server per model, 50 connections, messages of 64 B to 16 KiB, loopback"
@@ -266,9 +263,6 @@ impl Workload for EchoPayload {
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
         accepts(m)
-    }
-    fn accepts_on(&self, m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
-        self.accepts(m).and(accepts_on_plan(m, plan))
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         // quick leaves out 512 B (the default run's time budget).
@@ -308,11 +302,11 @@ pub fn rates(profile: Profile) -> &'static [u64] {
 }
 
 impl Workload for EchoRate {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Net
+    }
     fn id(&self) -> &'static str {
         "echo.rate"
-    }
-    fn budget(&self, b: Budget) -> Budget {
-        cell::budget(b)
     }
     fn about(&self) -> &'static str {
         "TCP echo server per model at equal offered load (open loop, 50 connections, 64 B): \
@@ -323,9 +317,6 @@ impl Workload for EchoRate {
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
         accepts_small_messages(m)
-    }
-    fn accepts_on(&self, m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
-        self.accepts(m).and(accepts_on_plan(m, plan))
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         let (warmup_ms, duration_ms) = cell::timing(profile);

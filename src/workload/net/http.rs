@@ -19,16 +19,13 @@
 //!   offered one.
 
 use super::cell::{self, Load};
-use super::echo::{
-    accepts_on_plan, equal_load_at, launch, offered_rate, open_loop_counters, with_equal_load,
-};
+use super::echo::{equal_load_at, launch, offered_rate, open_loop_counters, with_equal_load};
 use crate::crosscheck::wrk;
 use crate::error::CaseError;
 use crate::load::http::HttpGet;
-use crate::measure::pin::CpuPlan;
 use crate::measure::Sample;
 use crate::model::{Knobs, ModelSpec, PeerKind};
-use crate::profile::{Budget, Profile};
+use crate::profile::Profile;
 use crate::workload::{Ctx, Point, Workload};
 use std::time::Duration;
 
@@ -86,11 +83,11 @@ pub struct HttpClients;
 pub struct HttpRate;
 
 impl Workload for HttpClients {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Net
+    }
     fn id(&self) -> &'static str {
         "http.clients"
-    }
-    fn budget(&self, b: Budget) -> Budget {
-        cell::budget(b)
     }
     fn about(&self) -> &'static str {
         "keep-alive HTTP/1.1 server per model, 5 to 1000 clients, loopback; wrk beside it"
@@ -100,9 +97,6 @@ impl Workload for HttpClients {
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
         accepts(m)
-    }
-    fn accepts_on(&self, m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
-        self.accepts(m).and(accepts_on_plan(m, plan))
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         let (warmup_ms, duration_ms) = cell::timing(profile);
@@ -168,11 +162,11 @@ pub fn rates(profile: Profile) -> &'static [u64] {
 }
 
 impl Workload for HttpRate {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Net
+    }
     fn id(&self) -> &'static str {
         "http.rate"
-    }
-    fn budget(&self, b: Budget) -> Budget {
-        cell::budget(b)
     }
     fn about(&self) -> &'static str {
         "HTTP latency against offered load (open loop, 100 clients): where each model saturates"
@@ -182,9 +176,6 @@ impl Workload for HttpRate {
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
         accepts(m)
-    }
-    fn accepts_on(&self, m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
-        self.accepts(m).and(accepts_on_plan(m, plan))
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         let (warmup_ms, duration_ms) = cell::timing(profile);

@@ -16,7 +16,7 @@ use crate::measure::pin::CpuPlan;
 use crate::measure::Sample;
 pub use crate::model::ladder::{Rung, RUNGS};
 use crate::model::ModelSpec;
-use crate::profile::{Budget, Profile};
+use crate::profile::Profile;
 use crate::workload::{Ctx, Point, Workload};
 
 /// The rung of a row.
@@ -65,11 +65,11 @@ pub struct EchoLadder;
 pub struct HttpLadder;
 
 impl Workload for EchoLadder {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Net
+    }
     fn id(&self) -> &'static str {
         "echo.ladder"
-    }
-    fn budget(&self, b: Budget) -> Budget {
-        echo::EchoConns.budget(b)
     }
     fn about(&self) -> &'static str {
         "io_uring ablation ladder over echo (one knob per rung), 50 and 1000 connections, \
@@ -96,11 +96,11 @@ impl Workload for EchoLadder {
 }
 
 impl Workload for HttpLadder {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Net
+    }
     fn id(&self) -> &'static str {
         "http.ladder"
-    }
-    fn budget(&self, b: Budget) -> Budget {
-        http::HttpClients.budget(b)
     }
     fn about(&self) -> &'static str {
         "io_uring ablation ladder over keep-alive HTTP/1.1 (one knob per rung), 50 and 1000 \

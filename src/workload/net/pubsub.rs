@@ -20,7 +20,7 @@ use crate::error::CaseError;
 use crate::load::pubsub::Pubsub;
 use crate::measure::Sample;
 use crate::model::ModelSpec;
-use crate::profile::{Budget, Profile};
+use crate::profile::Profile;
 use crate::workload::{Ctx, Point, Workload};
 use std::time::Duration;
 
@@ -75,6 +75,9 @@ pub fn publish_rate(fanout: u64, payload_bytes: u64) -> f64 {
 pub struct PubsubFanout;
 
 impl Workload for PubsubFanout {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Net
+    }
     fn id(&self) -> &'static str {
         "pubsub.fanout"
     }
@@ -104,9 +107,6 @@ impl Workload for PubsubFanout {
     }
     fn by_default(&self) -> bool {
         false
-    }
-    fn budget(&self, b: Budget) -> Budget {
-        cell::budget(b)
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         let (warmup_ms, duration_ms) = super::stream::timing(profile);

@@ -15,13 +15,12 @@
 //! run (its budget is full): it runs when named.
 
 use super::cell;
-use super::echo::{accepts_on_plan, launch};
+use super::echo::launch;
 use crate::error::CaseError;
 use crate::load::stream::{Direction, Streaming};
-use crate::measure::pin::CpuPlan;
 use crate::measure::Sample;
 use crate::model::{Knobs, ModelSpec, PeerKind};
-use crate::profile::{Budget, Profile};
+use crate::profile::Profile;
 use crate::workload::{Ctx, Point, Workload};
 use std::time::Duration;
 
@@ -131,6 +130,9 @@ pub struct StreamSend;
 pub struct StreamDuplex;
 
 impl Workload for StreamSend {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Net
+    }
     fn id(&self) -> &'static str {
         "stream.send"
     }
@@ -145,14 +147,8 @@ impl Workload for StreamSend {
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
         accepts(m)
     }
-    fn accepts_on(&self, m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
-        accepts(m).and(accepts_on_plan(m, plan))
-    }
     fn by_default(&self) -> bool {
         false
-    }
-    fn budget(&self, b: Budget) -> Budget {
-        cell::budget(b)
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         points(profile, &[Direction::Up, Direction::Down])
@@ -163,6 +159,9 @@ impl Workload for StreamSend {
 }
 
 impl Workload for StreamDuplex {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Net
+    }
     fn id(&self) -> &'static str {
         "stream.duplex"
     }
@@ -176,14 +175,8 @@ impl Workload for StreamDuplex {
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
         accepts(m)
     }
-    fn accepts_on(&self, m: &ModelSpec, plan: &CpuPlan) -> Result<(), String> {
-        accepts(m).and(accepts_on_plan(m, plan))
-    }
     fn by_default(&self) -> bool {
         false
-    }
-    fn budget(&self, b: Budget) -> Budget {
-        cell::budget(b)
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         points(profile, &[Direction::Duplex])

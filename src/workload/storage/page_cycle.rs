@@ -43,6 +43,9 @@ fn depth(m: &ModelSpec) -> u64 {
 }
 
 impl Workload for PageCycle {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Storage
+    }
     fn id(&self) -> &'static str {
         "storage.page_cycle"
     }
@@ -79,9 +82,6 @@ impl Workload for PageCycle {
                 runtime_pool(m)
             },
         })]
-    }
-    fn budget(&self, b: Budget) -> Budget {
-        storage_budget(b)
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
         let st = storage_ctx(ctx)?;

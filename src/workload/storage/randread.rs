@@ -52,6 +52,9 @@ fn reads(p: Profile, direct: bool) -> u64 {
 }
 
 impl Workload for RandRead {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Storage
+    }
     fn id(&self) -> &'static str {
         "storage.randread"
     }
@@ -79,9 +82,6 @@ impl Workload for RandRead {
             }
         }
         v
-    }
-    fn budget(&self, b: Budget) -> Budget {
-        storage_budget(b)
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
         let a = p.args::<Args>()?;

@@ -16,6 +16,9 @@ fn depth(m: &ModelSpec) -> u64 {
 }
 
 impl Workload for SeqRead {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Storage
+    }
     fn id(&self) -> &'static str {
         "storage.seqread"
     }
@@ -51,9 +54,6 @@ impl Workload for SeqRead {
                 })
             })
             .collect()
-    }
-    fn budget(&self, b: Budget) -> Budget {
-        storage_budget(b)
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
         let a = p.args::<super::randread::Args>()?;

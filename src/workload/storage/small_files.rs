@@ -34,6 +34,9 @@ pub const FILES: u64 = 100;
 pub const FILE_BYTES: u64 = 64 << 10;
 
 impl Workload for SmallFiles {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Storage
+    }
     fn id(&self) -> &'static str {
         "storage.small_files"
     }
@@ -71,9 +74,6 @@ impl Workload for SmallFiles {
                 })
             })
             .collect()
-    }
-    fn budget(&self, b: Budget) -> Budget {
-        storage_budget(b)
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
         let st = storage_ctx(ctx)?;
