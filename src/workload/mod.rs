@@ -136,13 +136,7 @@ impl Point {
 
     /// A point whose params are `args`, recorded under their serde names.
     pub fn of<A: Args>(args: A) -> Point {
-        Point::of_over(Params::new(), args)
-    }
-
-    /// As [`Point::of`], recorded over `base` (params that describe the setting, such as the
-    /// storage suite's filesystem, and are not read by the workload).
-    pub fn of_over<A: Args>(base: Params, args: A) -> Point {
-        let mut params = base;
+        let mut params = Params::new();
         if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(&args) {
             params.0.extend(m);
         }
@@ -266,19 +260,13 @@ mod tests {
     }
 
     #[test]
-    fn a_point_records_its_args_over_the_base_and_reads_them_back_typed() {
-        let p = Point::of_over(
-            Params::new().with("fs", "ext4"),
-            A {
-                n: 3,
-                phase: "write",
-                threads: None,
-            },
-        );
-        let want = Params::new()
-            .with("fs", "ext4")
-            .with("n", 3u64)
-            .with("phase", "write");
+    fn a_point_records_its_args_and_reads_them_back_typed() {
+        let p = Point::of(A {
+            n: 3,
+            phase: "write",
+            threads: None,
+        });
+        let want = Params::new().with("n", 3u64).with("phase", "write");
         assert_eq!(p.params, want);
         assert_eq!(
             p.args::<A>().unwrap(),
