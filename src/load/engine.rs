@@ -15,7 +15,7 @@ use super::window::{run_threads, stop_requested, Coordinated, Shared, WARM_TICK_
 use super::{
     Config, Edge, Exchange, Fault, Mismatch, Report, Response, Verdict, GAP_BUCKETS, READ_CHUNK,
 };
-use crate::io::sys::sockaddr;
+use crate::io::sys::{cvt, sockaddr};
 use crate::measure::{clock::now_ns, cpu, pin};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -919,10 +919,6 @@ fn describe(b: &[u8]) -> String {
     let line = b.split(|&x| x == b'\n').next().unwrap_or(b"");
     let line = &line[..line.len().min(80)];
     format!("{:?}", String::from_utf8_lossy(line).trim_end())
-}
-
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    crate::io::sys::cvt(r)
 }
 
 /// Loopback targets with more than `conns_per_source` connections (default
