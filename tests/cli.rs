@@ -1,15 +1,12 @@
 //! The command line: help, bad values named with the valid ones, exit codes, and errors that
 //! come before any measuring.
 
-use assert_cmd::Command;
+mod common;
+
+use common::bin::ringside;
+
 use predicates::prelude::*;
 use std::time::Duration;
-
-fn ringside() -> Command {
-    let mut c = Command::cargo_bin("ringside").unwrap();
-    c.timeout(Duration::from_secs(60));
-    c
-}
 
 #[test]
 fn help_lists_the_subcommands() {

@@ -2,16 +2,16 @@
 //! the binary serves on port 0, the load runs half a second, every request is a valid 200;
 //! bad values are refused (exit 2) naming the valid range.
 
+mod common;
+
+use common::bin::bin;
+
 use assert_cmd::Command;
 use predicates::prelude::*;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
-
-fn bin() -> std::path::PathBuf {
-    assert_cmd::cargo::cargo_bin("ringside")
-}
 
 /// `ringside serve` child, killed on drop.
 struct Serve(Child);

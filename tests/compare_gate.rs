@@ -2,19 +2,11 @@
 //! repetitions for the test to ever reach its alpha), cells only one file has, a measured
 //! cell that became `failed` and an unfinished NEW file all exit 1, and say why.
 
-use assert_cmd::Command;
+mod common;
+
+use common::bin::{fixture, ringside};
+
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results.json")
-}
-
-fn ringside() -> Command {
-    let mut c = Command::cargo_bin("ringside").unwrap();
-    c.timeout(Duration::from_secs(60));
-    c
-}
 
 fn load() -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(fixture()).unwrap()).unwrap()

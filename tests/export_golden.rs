@@ -6,16 +6,14 @@
 //! After an intended change of output, regenerate the golden files with
 //! `RINGSIDE_BLESS=1 cargo test --release --test export_golden` and review the diff.
 
-use assert_cmd::Command;
+mod common;
+
+use common::bin::{fixture, ringside};
+
 use ringside::export::charts;
 use ringside::export::Format;
 use ringside::results::{store, RunResults, Status};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results.json")
-}
 
 fn run() -> RunResults {
     store::load(&fixture()).expect("fixture loads")
@@ -265,12 +263,6 @@ fn unfinished_runs_are_marked() {
     assert!(h.contains("class=\"status unfinished\""));
     let md = String::from_utf8(Format::Markdown.exporter().render(&r).unwrap()).unwrap();
     assert!(md.contains("**unfinished**"));
-}
-
-fn ringside() -> Command {
-    let mut c = Command::cargo_bin("ringside").unwrap();
-    c.timeout(Duration::from_secs(60));
-    c
 }
 
 #[test]

@@ -8,14 +8,12 @@
 
 mod common;
 
+use common::bin::bin;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn bin() -> std::path::PathBuf {
-    assert_cmd::cargo::cargo_bin("ringside")
-}
 
 /// What a run of `ringside load` gave.
 struct Ran {

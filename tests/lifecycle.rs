@@ -10,6 +10,8 @@
 
 mod common;
 
+use common::bin::bin;
+
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -18,10 +20,6 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn bin() -> std::path::PathBuf {
-    assert_cmd::cargo::cargo_bin("ringside")
 }
 
 /// `(state, ppid, pgrp)` from /proc/PID/stat; `None` once the process is gone.

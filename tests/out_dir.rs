@@ -3,18 +3,14 @@
 //! outside it: temporary files are created new under unpredictable names, never through a
 //! link, and a `charts` that is a link is refused.
 
+mod common;
+
+use common::bin::{bin, fixture};
+
 use assert_cmd::Command;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-fn bin() -> std::path::PathBuf {
-    assert_cmd::cargo::cargo_bin("ringside")
-}
-
-fn fixture() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results.json")
-}
 
 /// A second `run` on a directory a run is writing to exits 2 naming the first, even with
 /// --force (before: both exited 0 and printed `results: DIR/results.json`, the file held one

@@ -11,8 +11,10 @@
 
 mod common;
 
+use common::bin::bin;
+
 use common::netns::Hosts;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -118,10 +120,6 @@ impl Sshd {
             std::thread::sleep(Duration::from_millis(200));
         }
     }
-}
-
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("ringside")
 }
 
 /// `ringside run ... --server-host root@SERVER` in the client namespace.

@@ -2,14 +2,14 @@
 //! stdout (`| head -1`), results files that never end (`/dev/zero`), are not files (a FIFO) or
 //! are far too large, and workload ids that try to escape `--out`.
 
+mod common;
+
+use common::bin::fixture;
+
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results.json")
-}
 
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_ringside"));

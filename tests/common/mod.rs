@@ -1,5 +1,6 @@
 //! The harness the integration tests share (each file that says `mod common;` compiles all of
 //! it; what one file does not use is allowed to lie dead there):
+//! - [`bin`]: the binary under test (`bin`, `ringside`) and the results fixture;
 //! - [`servers`]: the servers under test, from the registry (built-in servers, contenders);
 //! - [`child`]: `ringside serve` as a child process, stopped with SIGTERM;
 //! - [`inproc`]: servers run on a thread of the test process (built-in ones through
@@ -12,6 +13,7 @@
 //! - [`tools`]: a tool CI installs that is missing: skipped here, a failure in CI.
 #![allow(dead_code, unused_imports)]
 
+pub mod bin;
 pub mod child;
 pub mod inproc;
 pub mod net;
