@@ -209,41 +209,7 @@ fn measure_pinned(
         _ if remote_load.is_some() => CaseError::Failed(anyhow::anyhow!("{e}")),
         _ => server.fail(&e),
     })?;
-    if let Some(how) = server.exited() {
-        return Err(server.fail(&format!("server died during the run ({how})")));
-    }
-    // A server whose responses did not verify is not measured: its cell fails, saying how
-    // many and where the first wrong byte was.
-    if let Some(why) = report.unverified() {
-        let _ = server.stop(STOP_WITHIN);
-        return Err(CaseError::Failed(anyhow::anyhow!(
-            "the server's responses did not verify: {why}"
-        )));
-    }
-    if report.live_conns == 0 {
-        let why = format!(
-            "no connection survived ({})",
-            report.first_error.as_deref().unwrap_or("no error recorded")
-        );
-        return Err(server.fail(&why));
-    }
-    if report.msgs == 0 {
-        let why = format!(
-            "no response completed in the measured window of {} ms ({} timeouts; {} \
-             connections never answered in a warm-up of {} ms; {})",
-            report.window_ns / 1_000_000,
-            report.timeouts,
-            report.unsettled_conns,
-            report.warmup_ns / 1_000_000,
-            report.first_error.as_deref().unwrap_or("no error recorded")
-        );
-        // A server still running that answered nothing stalled for the whole window: the
-        // runner tries the repetition once more before it fails the cell.
-        return Err(match (server.fail(&why), server.exited()) {
-            (CaseError::Failed(e), None) => CaseError::Stalled(e),
-            (e, _) => e,
-        });
-    }
+    let server = judge_report(server, &report)?;
     let mut extra = CellCounters::default();
     if remote_load.is_some() {
         // How many load hosts lacked headroom (summed over repetitions, as counters are; the
@@ -312,24 +278,7 @@ fn measure_pinned(
     });
     let mut c = extra;
     c.other.merge(&server_counters);
-    let mut l = LoadCounters {
-        load_cpu_ns: report.cpu_ns,
-        load_window_ns: report.window_ns,
-        load_connect_errors: report.connect_errors,
-        load_resets: report.resets,
-        load_io_errors: report.io_errors,
-        load_mismatches: report.mismatches,
-        load_timeouts: report.timeouts,
-        load_non_2xx: report.non_2xx,
-        load_malformed: report.malformed,
-        load_reconnects: report.reconnects,
-        load_warmup_errors: report.warmup_errors,
-        load_live_conns: report.live_conns,
-        load_lost_conns: (report.conns_requested as u64).saturating_sub(report.live_conns),
-        load_warmup_ns: report.warmup_ns,
-        load_unsettled_conns: report.unsettled_conns,
-        ..LoadCounters::default()
-    };
+    let mut l = load_counters(&report);
     // The server's CPU against the CPUs it was given (SQPOLL's poller may use a second one).
     // A reading above what the CPUs its tasks may use can give in the window is an accounting
     // error: capped, and the excess beyond clock noise kept (warning `cpu_over_allowed`).
@@ -367,6 +316,71 @@ fn measure_pinned(
         counters: c,
     };
     Ok((sample, report))
+}
+
+/// Whether the repetition measured anything: the server still runs, its responses verified,
+/// a connection survived and a response completed in the window. Otherwise the cell's error
+/// (a stall, when a running server answered nothing: the runner tries once more); the server
+/// back when it did.
+fn judge_report(mut server: UnderTest, report: &Report) -> Result<UnderTest, CaseError> {
+    if let Some(how) = server.exited() {
+        return Err(server.fail(&format!("server died during the run ({how})")));
+    }
+    // A server whose responses did not verify is not measured: its cell fails, saying how
+    // many and where the first wrong byte was.
+    if let Some(why) = report.unverified() {
+        let _ = server.stop(STOP_WITHIN);
+        return Err(CaseError::Failed(anyhow::anyhow!(
+            "the server's responses did not verify: {why}"
+        )));
+    }
+    if report.live_conns == 0 {
+        let why = format!(
+            "no connection survived ({})",
+            report.first_error.as_deref().unwrap_or("no error recorded")
+        );
+        return Err(server.fail(&why));
+    }
+    if report.msgs == 0 {
+        let why = format!(
+            "no response completed in the measured window of {} ms ({} timeouts; {} \
+             connections never answered in a warm-up of {} ms; {})",
+            report.window_ns / 1_000_000,
+            report.timeouts,
+            report.unsettled_conns,
+            report.warmup_ns / 1_000_000,
+            report.first_error.as_deref().unwrap_or("no error recorded")
+        );
+        // A server still running that answered nothing stalled for the whole window: the
+        // runner tries the repetition once more before it fails the cell.
+        return Err(match (server.fail(&why), server.exited()) {
+            (CaseError::Failed(e), None) => CaseError::Stalled(e),
+            (e, _) => e,
+        });
+    }
+    Ok(server)
+}
+
+/// The load generator's figures a network cell records.
+fn load_counters(report: &Report) -> LoadCounters {
+    LoadCounters {
+        load_cpu_ns: report.cpu_ns,
+        load_window_ns: report.window_ns,
+        load_connect_errors: report.connect_errors,
+        load_resets: report.resets,
+        load_io_errors: report.io_errors,
+        load_mismatches: report.mismatches,
+        load_timeouts: report.timeouts,
+        load_non_2xx: report.non_2xx,
+        load_malformed: report.malformed,
+        load_reconnects: report.reconnects,
+        load_warmup_errors: report.warmup_errors,
+        load_live_conns: report.live_conns,
+        load_lost_conns: (report.conns_requested as u64).saturating_sub(report.live_conns),
+        load_warmup_ns: report.warmup_ns,
+        load_unsettled_conns: report.unsettled_conns,
+        ..LoadCounters::default()
+    }
 }
 
 #[cfg(test)]
