@@ -115,9 +115,12 @@ fn on_signal(sig: libc::c_int, on_abort: &mut Option<OnAbort>) {
                 std::process::exit(130);
             };
             // On a thread of its own, so that a third signal still ends the process at once.
-            let _ = std::thread::Builder::new()
+            let spawned = std::thread::Builder::new()
                 .name("abort".into())
                 .spawn(move || abort(f));
+            if spawned.is_err() {
+                std::process::exit(130);
+            }
         }
         _ => {
             remove_work_dir_now();
