@@ -874,19 +874,11 @@ fn beside_epoll(contender: &str, out: &std::path::Path) -> (serde_json::Value, S
 #[test]
 fn a_contender_that_forks_per_connection_is_measured_whole() {
     let dir = tempfile::tempdir().unwrap();
-    let me = std::env::current_exe().unwrap();
-    let contender = format!(
-        "echo:forker={CHILD_ENV}=fork-echo RINGSIDE_TEST_PORT={{port}} {} --ignored --exact \
-         hostile_child_process --nocapture --test-threads=1",
-        me.display()
-    );
-    let (v, _) = beside_epoll(&contender, dir.path());
+    let (v, _) = beside_epoll(&hostile("forker", "echo", "fork-echo"), dir.path());
     let cpu = |m: &str| -> Vec<f64> {
-        v["cases"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|c| c["model"] == m && c["status"] == "measured")
+        cells_of(&v, m)
+            .into_iter()
+            .filter(|c| c["status"] == "measured")
             .map(|c| c["cpu_ns_per_op"]["total"].as_f64().unwrap())
             .collect()
     };
@@ -902,6 +894,26 @@ fn a_contender_that_forks_per_connection_is_measured_whole() {
         Vec::<String>::new(),
         "{v}"
     );
+}
+
+/// `PROTO:NAME=` this test binary re-executed as a contender, serving in `mode`
+/// ([`hostile_child_process`]).
+fn hostile(name: &str, proto: &str, mode: &str) -> String {
+    format!(
+        "{proto}:{name}={CHILD_ENV}={mode} RINGSIDE_TEST_PORT={{port}} {} --ignored --exact \
+         hostile_child_process --nocapture --test-threads=1",
+        std::env::current_exe().unwrap().display()
+    )
+}
+
+/// The cells of `v` of `model`.
+fn cells_of<'a>(v: &'a serde_json::Value, model: &str) -> Vec<&'a serde_json::Value> {
+    v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["model"] == model)
+        .collect()
 }
 
 /// The measured cells of `v` that carry `warning`, by model.
@@ -928,19 +940,8 @@ fn warned(v: &serde_json::Value, warning: &str) -> Vec<String> {
 #[test]
 fn a_contender_whose_children_leave_its_group_is_flagged() {
     let dir = tempfile::tempdir().unwrap();
-    let me = std::env::current_exe().unwrap();
-    let contender = format!(
-        "echo:regroup={CHILD_ENV}=fork-echo-regroup RINGSIDE_TEST_PORT={{port}} {} --ignored --exact \
-         hostile_child_process --nocapture --test-threads=1",
-        me.display()
-    );
-    let (v, err) = beside_epoll(&contender, dir.path());
-    let regroup: Vec<&serde_json::Value> = v["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["model"] == "ext:regroup")
-        .collect();
+    let (v, err) = beside_epoll(&hostile("regroup", "echo", "fork-echo-regroup"), dir.path());
+    let regroup = cells_of(&v, "ext:regroup");
     assert!(
         !regroup.is_empty() && regroup.iter().all(|c| c["status"] == "measured"),
         "{err}\n{v}"
@@ -1000,12 +1001,7 @@ fn a_contender_that_daemonizes_is_stopped_and_named() {
         alive.is_empty(),
         "the daemon {alive:?} outlived the run: {err}"
     );
-    let cells: Vec<&serde_json::Value> = v["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["model"] == "ext:daemon")
-        .collect();
+    let cells = cells_of(&v, "ext:daemon");
     assert!(!cells.is_empty(), "{v}");
     for c in cells {
         assert_eq!(c["status"], "failed", "{c}");
@@ -1034,12 +1030,7 @@ fn a_repetition_that_completes_nothing_is_run_once_more() {
     let out = dir.path().join("out");
     let (v, err) = beside_epoll(&contender, &out);
     assert!(flag.exists(), "the stall never happened: {err}");
-    let cells: Vec<&serde_json::Value> = v["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["model"] == "ext:stally")
-        .collect();
+    let cells = cells_of(&v, "ext:stally");
     assert!(!cells.is_empty(), "{v}");
     assert!(
         cells.iter().all(|c| c["status"] == "measured"),
@@ -1050,25 +1041,17 @@ fn a_repetition_that_completes_nothing_is_run_once_more() {
 #[test]
 fn a_contender_whose_responses_do_not_verify_fails_its_cells() {
     let dir = tempfile::tempdir().unwrap();
-    let me = std::env::current_exe().unwrap();
-    let child = |name: &str, proto: &str, mode: &str| {
-        format!(
-            "{proto}:{name}={CHILD_ENV}={mode} RINGSIDE_TEST_PORT={{port}} {} --ignored --exact \
-             hostile_child_process --nocapture --test-threads=1",
-            me.display()
-        )
-    };
     let _ = assert_cmd::Command::new(bin())
         .timeout(Duration::from_secs(300))
         .args(["run", "echo.payload", "http.rate", "--profile", "smoke"])
         .args(["--runs", "1", "--quiet", "--models", "threadpool"])
-        .args(["--contender", &child("inv", "echo", "invert")])
-        .args(["--contender", &child("badlen", "http", "http-bad-length")])
-        .args(["--contender", &child("huge", "http", "http-huge-length")])
-        .args(["--contender", &child("canned", "http", "http-canned")])
+        .args(["--contender", &hostile("inv", "echo", "invert")])
+        .args(["--contender", &hostile("badlen", "http", "http-bad-length")])
+        .args(["--contender", &hostile("huge", "http", "http-huge-length")])
+        .args(["--contender", &hostile("canned", "http", "http-canned")])
         .args([
             "--contender",
-            &child("wrongbody", "http", "http-wrong-body"),
+            &hostile("wrongbody", "http", "http-wrong-body"),
         ])
         .arg("--out")
         .arg(dir.path())

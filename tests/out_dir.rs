@@ -12,6 +12,17 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+/// `ringside run micro.syscall --profile smoke --quiet --out OUT`, to its end.
+fn smoke_run(out: &Path) -> std::process::Output {
+    Command::new(bin())
+        .timeout(Duration::from_secs(120))
+        .args(["run", "micro.syscall", "--profile", "smoke", "--quiet"])
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
 /// A second `run` on a directory a run is writing to exits 2 naming the first, even with
 /// --force (before: both exited 0 and printed `results: DIR/results.json`, the file held one
 /// run and charts/ both; with --force the second removed the first's files).
@@ -105,13 +116,7 @@ fn links_planted_in_out_are_never_written_through() {
     ] {
         std::os::unix::fs::symlink(&victim, out.path().join(name)).unwrap();
     }
-    let o = Command::new(bin())
-        .timeout(Duration::from_secs(120))
-        .args(["run", "micro.syscall", "--profile", "smoke", "--quiet"])
-        .arg("--out")
-        .arg(out.path())
-        .output()
-        .unwrap();
+    let o = smoke_run(out.path());
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -212,13 +217,7 @@ fn a_report_that_cannot_be_written_says_the_results_are_saved() {
     let out = tempfile::tempdir().unwrap();
     std::fs::create_dir(out.path().join("report.md")).unwrap();
     std::fs::write(out.path().join("report.md").join("x"), b"x").unwrap();
-    let o = Command::new(bin())
-        .timeout(Duration::from_secs(120))
-        .args(["run", "micro.syscall", "--profile", "smoke", "--quiet"])
-        .arg("--out")
-        .arg(out.path())
-        .output()
-        .unwrap();
+    let o = smoke_run(out.path());
     let err = String::from_utf8_lossy(&o.stderr);
     assert_ne!(o.status.code(), Some(0), "{err}");
     assert!(
