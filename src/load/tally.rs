@@ -53,9 +53,7 @@ impl Tally {
 
     /// As [`Tally::error_at`], seen now.
     pub fn error(&mut self, what: impl FnOnce() -> String) {
-        if self.first_error.is_none() {
-            self.first_error = Some((clock::now_ns(), what()));
-        }
+        self.error_at(clock::now_ns(), what);
     }
 
     pub fn has_error(&self) -> bool {
@@ -71,9 +69,7 @@ impl Tally {
 
     /// As [`Tally::mismatch_at`], seen now.
     pub fn mismatch(&mut self, m: Mismatch) {
-        if self.first_mismatch.is_none() {
-            self.first_mismatch = Some((clock::now_ns(), m));
-        }
+        self.mismatch_at(clock::now_ns(), m);
     }
 }
 
