@@ -228,6 +228,19 @@ pub fn group_members(pgid: i32) -> Vec<u32> {
     v
 }
 
+/// Every process of process group `pgid`, zombies included, ascending by pid: a zombie's CPU
+/// clock still reads its whole life until its parent waits for it (and then the parent's
+/// `cutime`/`cstime` carry it), so a reading over these loses no CPU of a worker that
+/// ended.
+pub fn group_processes(pgid: i32) -> Vec<u32> {
+    let mut v: Vec<u32> = proc_pids()
+        .into_iter()
+        .filter(|&p| Stat::of(p).is_some_and(|s| s.pgrp == pgid && s.state != 'X'))
+        .collect();
+    v.sort_unstable();
+    v
+}
+
 /// The owner mark in a process's environment, if it has one (only our own processes', or
 /// every process's as root, can be read).
 fn owner_of(pid: u32) -> Option<String> {

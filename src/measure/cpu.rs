@@ -335,7 +335,8 @@ pub fn processes(pids: &[u32]) -> Option<ProcessesReading> {
 }
 
 /// [`ProcessesReading`] of those of `pids` still there (a group's members, enumerated just
-/// before: one may end between the two), each with the CPU of the children it has reaped
+/// before: one may end between the two; zombies read too, their CPU clock holds their whole
+/// life until reaped), each with the CPU of the children it has reaped
 /// (`cutime` + `cstime`, clock ticks): a server that forks a process per connection is counted
 /// whole, a child that ended inside the window included once its parent has waited for it.
 /// `None` when none of them could be read.

@@ -195,11 +195,14 @@ impl UnderTest {
 
     /// The server's CPU now (`None`: unreadable, a process gone). An external contender's is
     /// read over its process group's members now, with what they reaped: it may fork per
-    /// connection, and what it forks was not there when it started.
+    /// connection, and what it forks was not there when it started. Zombies are members: a
+    /// worker whose connection the load generator closed before the window's closing edge
+    /// was read (a busy machine delays that read) would otherwise take its whole CPU out of
+    /// the sum, and the window's CPU read 0.
     pub fn read_cpu(&self) -> Option<crate::measure::cpu::ProcessesReading> {
         match self {
             UnderTest::External { running, .. } => {
-                crate::measure::cpu::processes_live(&child::group_members(running.pgid()))
+                crate::measure::cpu::processes_live(&child::group_processes(running.pgid()))
             }
             _ => crate::measure::cpu::processes(&self.pids()),
         }
