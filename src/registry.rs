@@ -2,7 +2,10 @@
 //! validation, `ringside env`, the conformance tests and the reports iterate these tables;
 //! nothing else enumerates models or workloads by hand. Adding either is one row here.
 
-use crate::model::{EpollKnobs, Family, Knobs, ModelSpec, Threading, UringKnobs};
+use crate::model::{
+    Bufs, Drive, EpollKnobs, Family, Files, Knobs, Loop, ModelSpec, Provided, Rx, Threading, Tx,
+    UringKnobs, Wait,
+};
 use crate::workload::{micro, net, storage, Workload};
 
 /// SQPOLL poller idle time before it sleeps, ms. Long enough that it stays awake between the
@@ -11,11 +14,15 @@ pub const SQPOLL_IDLE_MS: u32 = 50;
 
 /// The knobs of `uring-tuned`, the base the rows of features after 6.1 add one knob to.
 const TUNED: UringKnobs = UringKnobs {
-    defer_taskrun: true,
-    fixed_files: true,
-    multishot: true,
-    buf_ring: true,
+    drive: Drive::Defer,
+    files: Files::Registered,
+    rx: Rx::Multishot(Provided::WHOLE),
     ..UringKnobs::PLAIN
+};
+/// The ladder's top rungs' receive: bundles over an incremental ring.
+const BUNDLE_INC: Provided = Provided {
+    bundle: true,
+    incremental: true,
 };
 /// `uring-minwait`'s and `uring-napi`'s settings (with the ladder's rungs, in `model`).
 pub use crate::model::{MIN_WAIT_US, NAPI_BUSY_POLL_US};
@@ -62,7 +69,7 @@ pub static MODELS: &[ModelSpec] = &[
         family: Family::Uring,
         default_run: true,
         knobs: Knobs::Uring(UringKnobs {
-            defer_taskrun: true,
+            drive: Drive::Defer,
             ..UringKnobs::PLAIN
         }),
     },
@@ -72,7 +79,7 @@ pub static MODELS: &[ModelSpec] = &[
         family: Family::Uring,
         default_run: true,
         knobs: Knobs::Uring(UringKnobs {
-            fixed_files: true,
+            files: Files::Registered,
             ..UringKnobs::PLAIN
         }),
     },
@@ -82,8 +89,8 @@ pub static MODELS: &[ModelSpec] = &[
         family: Family::Uring,
         default_run: true,
         knobs: Knobs::Uring(UringKnobs {
-            fixed_files: true,
-            fixed_bufs: true,
+            files: Files::Registered,
+            bufs: Bufs::Registered,
             ..UringKnobs::PLAIN
         }),
     },
@@ -93,7 +100,7 @@ pub static MODELS: &[ModelSpec] = &[
         family: Family::Uring,
         default_run: true,
         knobs: Knobs::Uring(UringKnobs {
-            iopoll: true,
+            drive: Drive::Iopoll,
             ..UringKnobs::PLAIN
         }),
     },
@@ -103,7 +110,9 @@ pub static MODELS: &[ModelSpec] = &[
         family: Family::Uring,
         default_run: true,
         knobs: Knobs::Uring(UringKnobs {
-            sqpoll_idle_ms: Some(SQPOLL_IDLE_MS),
+            drive: Drive::Sqpoll {
+                idle_ms: SQPOLL_IDLE_MS,
+            },
             ..UringKnobs::PLAIN
         }),
     },
@@ -113,8 +122,7 @@ pub static MODELS: &[ModelSpec] = &[
         family: Family::Uring,
         default_run: true,
         knobs: Knobs::Uring(UringKnobs {
-            multishot: true,
-            buf_ring: true,
+            rx: Rx::Multishot(Provided::WHOLE),
             ..UringKnobs::PLAIN
         }),
     },
@@ -127,8 +135,8 @@ pub static MODELS: &[ModelSpec] = &[
         family: Family::Uring,
         default_run: false,
         knobs: Knobs::Uring(UringKnobs {
-            defer_taskrun: true,
-            fixed_files: true,
+            drive: Drive::Defer,
+            files: Files::Registered,
             ..UringKnobs::PLAIN
         }),
     },
@@ -139,13 +147,7 @@ pub static MODELS: &[ModelSpec] = &[
                   into a provided buffer ring",
         family: Family::Uring,
         default_run: true,
-        knobs: Knobs::Uring(UringKnobs {
-            defer_taskrun: true,
-            fixed_files: true,
-            multishot: true,
-            buf_ring: true,
-            ..UringKnobs::PLAIN
-        }),
+        knobs: Knobs::Uring(TUNED),
     },
     ModelSpec {
         id: "uring-zc",
@@ -154,8 +156,7 @@ pub static MODELS: &[ModelSpec] = &[
         family: Family::Uring,
         default_run: true,
         knobs: Knobs::Uring(UringKnobs {
-            zc_send: true,
-            zc_fixed_buf: true,
+            tx: Tx::ZeroCopy { registered: true },
             ..UringKnobs::PLAIN
         }),
     },
@@ -169,7 +170,10 @@ pub static MODELS: &[ModelSpec] = &[
         family: Family::Uring,
         default_run: false,
         knobs: Knobs::Uring(UringKnobs {
-            bundle: true,
+            rx: Rx::Multishot(Provided {
+                bundle: true,
+                incremental: false,
+            }),
             ..TUNED
         }),
     },
@@ -180,7 +184,10 @@ pub static MODELS: &[ModelSpec] = &[
         family: Family::Uring,
         default_run: false,
         knobs: Knobs::Uring(UringKnobs {
-            inc_bufs: true,
+            rx: Rx::Multishot(Provided {
+                bundle: false,
+                incremental: true,
+            }),
             ..TUNED
         }),
     },
@@ -191,7 +198,10 @@ pub static MODELS: &[ModelSpec] = &[
         family: Family::Uring,
         default_run: false,
         knobs: Knobs::Uring(UringKnobs {
-            min_wait_us: Some(MIN_WAIT_US),
+            wait: Wait {
+                min_wait_us: Some(MIN_WAIT_US),
+                napi_busy_poll_us: None,
+            },
             ..TUNED
         }),
     },
@@ -202,7 +212,10 @@ pub static MODELS: &[ModelSpec] = &[
         family: Family::Uring,
         default_run: false,
         knobs: Knobs::Uring(UringKnobs {
-            napi_busy_poll_us: Some(NAPI_BUSY_POLL_US),
+            wait: Wait {
+                min_wait_us: None,
+                napi_busy_poll_us: Some(NAPI_BUSY_POLL_US),
+            },
             ..TUNED
         }),
     },
@@ -217,8 +230,7 @@ pub static MODELS: &[ModelSpec] = &[
         family: Family::Uring,
         default_run: false,
         knobs: Knobs::Uring(UringKnobs {
-            bundle: true,
-            inc_bufs: true,
+            rx: Rx::Multishot(BUNDLE_INC),
             ..TUNED
         }),
     },
@@ -229,9 +241,11 @@ pub static MODELS: &[ModelSpec] = &[
         family: Family::Uring,
         default_run: false,
         knobs: Knobs::Uring(UringKnobs {
-            bundle: true,
-            inc_bufs: true,
-            min_wait_us: Some(MIN_WAIT_US),
+            rx: Rx::Multishot(BUNDLE_INC),
+            wait: Wait {
+                min_wait_us: Some(MIN_WAIT_US),
+                napi_busy_poll_us: None,
+            },
             ..TUNED
         }),
     },
@@ -242,10 +256,11 @@ pub static MODELS: &[ModelSpec] = &[
         family: Family::Uring,
         default_run: false,
         knobs: Knobs::Uring(UringKnobs {
-            bundle: true,
-            inc_bufs: true,
-            min_wait_us: Some(MIN_WAIT_US),
-            napi_busy_poll_us: Some(NAPI_BUSY_POLL_US),
+            rx: Rx::Multishot(BUNDLE_INC),
+            wait: Wait {
+                min_wait_us: Some(MIN_WAIT_US),
+                napi_busy_poll_us: Some(NAPI_BUSY_POLL_US),
+            },
             ..TUNED
         }),
     },
@@ -267,7 +282,7 @@ pub static MODELS: &[ModelSpec] = &[
         family: Family::Uring,
         default_run: false,
         knobs: Knobs::Uring(UringKnobs {
-            epoll_wait: true,
+            looping: Loop::EpollWait,
             ..UringKnobs::PLAIN
         }),
     },
@@ -278,7 +293,7 @@ pub static MODELS: &[ModelSpec] = &[
         family: Family::Uring,
         default_run: false,
         knobs: Knobs::Uring(UringKnobs {
-            epoll_accept: true,
+            looping: Loop::Hybrid,
             ..UringKnobs::PLAIN
         }),
     },
@@ -289,7 +304,7 @@ pub static MODELS: &[ModelSpec] = &[
         family: Family::Uring,
         default_run: false,
         knobs: Knobs::Uring(UringKnobs {
-            zc_rx: true,
+            rx: Rx::ZeroCopy,
             ..TUNED
         }),
     },

@@ -490,7 +490,7 @@ fn start_case<'c>(index: usize, case: &'c Case, set: &Setting<'_>) -> Running<'c
         // ring::build pins every SQPOLL poller to the plan's SQPOLL CPU.
         sqpoll_cpu: m
             .uring_knobs()
-            .and_then(|k| k.sqpoll_idle_ms)
+            .and_then(|k| k.sqpoll_idle_ms())
             .and(set.plan.sqpoll_cpu()),
         warmups: budget.warmups,
         repetitions: 0,

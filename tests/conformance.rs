@@ -192,11 +192,13 @@ fn a_client_that_never_reads_cannot_grow_the_server() {
 #[test]
 fn a_late_reset_cannot_shut_the_next_connection() {
     use ringside::io::uring::server::FAULT_RESET_RACE;
+    use ringside::model::{Files, Loop};
     let rows: Vec<_> = servers()
         .into_iter()
         .filter(|m| {
-            m.uring_knobs()
-                .is_some_and(|k| k.fixed_files && k.multishot && k.buf_ring && !k.epoll_accept)
+            m.uring_knobs().is_some_and(|k| {
+                k.files == Files::Registered && k.provided().is_some() && k.looping == Loop::Ring
+            })
         })
         .collect();
     let ids: Vec<_> = rows.iter().map(|m| m.id).collect();

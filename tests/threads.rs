@@ -24,7 +24,7 @@ fn cpus() -> String {
 fn two_threads(id: &str) -> Option<Vec<String>> {
     let sqpoll = ringside::registry::model(id)
         .and_then(|m| m.uring_knobs())
-        .is_some_and(|k| k.sqpoll_idle_ms.is_some());
+        .is_some_and(|k| k.sqpoll_idle_ms().is_some());
     let mut a: Vec<String> = vec!["--threads".into(), "2".into(), "--cpus".into()];
     if !sqpoll {
         a.push(cpus());

@@ -33,7 +33,7 @@
 //! the results are made by the runner (`runner::fio`), like every other row.
 
 use crate::measure::pin::CpuPlan;
-use crate::model::UringKnobs;
+use crate::model::{Bufs, Drive, Files, Loop, Rx, Tx, UringKnobs, Wait};
 use crate::profile::Profile;
 use serde_json::Value;
 use std::process::Command;
@@ -63,21 +63,31 @@ impl FioJob {
     /// The io_uring job with a model's ring knobs; `None` when fio has no equivalent
     /// (DEFER_TASKRUN) or the knobs are for sockets.
     fn uring(k: &UringKnobs) -> Option<FioJob> {
-        if k.defer_taskrun || k.multishot || k.buf_ring || k.zc_send {
+        let UringKnobs {
+            drive,
+            files,
+            bufs,
+            rx,
+            tx,
+            wait,
+            looping,
+        } = *k;
+        let sockets = rx != Rx::Single || tx != Tx::Copy || wait != Wait::PLAIN;
+        if sockets || looping != Loop::Ring {
             return None;
         }
         let mut opts = Vec::new();
-        if k.fixed_files {
+        if files == Files::Registered {
             opts.push("registerfiles");
         }
-        if k.fixed_bufs {
+        if bufs == Bufs::Registered {
             opts.push("fixedbufs");
         }
-        if k.sqpoll_idle_ms.is_some() {
-            opts.push("sqthread_poll");
-        }
-        if k.iopoll {
-            opts.push("hipri");
+        match drive {
+            Drive::Enter => {}
+            Drive::Defer => return None,
+            Drive::Sqpoll { .. } => opts.push("sqthread_poll"),
+            Drive::Iopoll => opts.push("hipri"),
         }
         let mut name = "io_uring".to_string();
         for o in &opts {

@@ -110,8 +110,12 @@ pub fn serves_tcp(m: &ModelSpec) -> bool {
     match &m.knobs {
         Knobs::Blocking(Threading::PerConnection) | Knobs::Epoll(_) => true,
         Knobs::Blocking(Threading::Pool { .. }) => false,
-        // IOPOLL rings poll block devices; sockets cannot be polled that way.
-        Knobs::Uring(k) => !k.fixed_bufs && !k.iopoll && (k.multishot || !k.buf_ring),
+        // What the servers cannot run at all (IOPOLL, registered buffers); a row they could
+        // run but not here (zero-copy receive) serves and says why when it starts.
+        Knobs::Uring(k) => !matches!(
+            k.supports(crate::model::Shape::Server),
+            Err(crate::model::uring::Refusal::NotApplicable(_))
+        ),
         Knobs::Peer(_) => false,
     }
 }
@@ -140,7 +144,7 @@ pub fn serve<P: Protocol>(
     match &m.knobs {
         Knobs::Blocking(_) => Ok(blocking::server::serve(listener, proto, stop)?.to_counters()),
         Knobs::Epoll(k) => Ok(epoll::server::serve(listener, proto, k, stop)?.to_counters()),
-        Knobs::Uring(k) if k.epoll_wait => {
+        Knobs::Uring(k) if k.looping == crate::model::Loop::EpollWait => {
             // `uring-epollwait`: the level-triggered epoll server, waiting through a ring.
             let ep = epoll::Epoll::via_ring(crate::model::Trigger::Level, 256, k)?;
             Ok(epoll::server::serve_on(listener, proto, ep, stop)?.to_counters())
@@ -175,7 +179,7 @@ pub fn pubsub_unavailable(m: &ModelSpec) -> Option<&'static str> {
         // holding up to 8 sends' buffers (`zc_held`) made it pass most runs, but a healthy
         // subscriber was still disconnected at 399 of 4,096 16 KiB messages in one run of the
         // slow-subscriber conformance on a fresh clone.
-        Knobs::Uring(k) if k.zc_send => Some(
+        Knobs::Uring(k) if k.zero_copy_send() => Some(
             "its SEND_ZC broker does not pass conformance reliably yet (a healthy subscriber \
              overflowed while its zero-copy sends awaited their notifications)",
         ),
@@ -217,7 +221,7 @@ pub fn serve_pubsub(
             Ok(with_hub(c.to_counters(), &h))
         }
         Knobs::Epoll(k) => Ok(epoll::pubsub::serve(listener, k, queue_bytes, stop)?),
-        Knobs::Uring(k) if k.epoll_wait => {
+        Knobs::Uring(k) if k.looping == crate::model::Loop::EpollWait => {
             // `uring-epollwait`: the level-triggered epoll broker, waiting through a ring.
             let ep = epoll::Epoll::via_ring(crate::model::Trigger::Level, 256, k)?;
             Ok(epoll::pubsub::serve_on(listener, ep, queue_bytes, stop)?)

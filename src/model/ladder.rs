@@ -3,7 +3,7 @@
 //! them: the ladder workloads (`workload::net::ladder`) run these rows and `stats::ladder`
 //! computes each rung's change from them.
 
-use super::UringKnobs;
+use super::{Drive, Files, Provided, Rx, UringKnobs, Wait};
 
 /// One rung: a registry row and the knob it adds to the row it is measured against.
 pub struct Rung {
@@ -36,7 +36,7 @@ pub static RUNGS: &[Rung] = &[
         over: Some("uring"),
         adds: "+DEFER_TASKRUN|SINGLE_ISSUER",
         add: |k| UringKnobs {
-            defer_taskrun: true,
+            drive: Drive::Defer,
             ..k
         },
         min_kernel: "6.1",
@@ -47,7 +47,7 @@ pub static RUNGS: &[Rung] = &[
         over: Some("uring-defer"),
         adds: "+registered files",
         add: |k| UringKnobs {
-            fixed_files: true,
+            files: Files::Registered,
             ..k
         },
         min_kernel: "6.1",
@@ -58,8 +58,7 @@ pub static RUNGS: &[Rung] = &[
         over: Some("uring-defer-fixed"),
         adds: "+multishot accept/recv with a provided buffer ring",
         add: |k| UringKnobs {
-            multishot: true,
-            buf_ring: true,
+            rx: Rx::Multishot(Provided::WHOLE),
             ..k
         },
         min_kernel: "6.1",
@@ -69,7 +68,7 @@ pub static RUNGS: &[Rung] = &[
         model: "uring-bundle",
         over: Some("uring-tuned"),
         adds: "+recv bundles",
-        add: |k| UringKnobs { bundle: true, ..k },
+        add: |k| k.with_provided(|p| Provided { bundle: true, ..p }),
         min_kernel: "6.10",
         note: None,
     },
@@ -77,9 +76,11 @@ pub static RUNGS: &[Rung] = &[
         model: "uring-bundle-inc",
         over: Some("uring-bundle"),
         adds: "+incremental buffer consumption",
-        add: |k| UringKnobs {
-            inc_bufs: true,
-            ..k
+        add: |k| {
+            k.with_provided(|p| Provided {
+                incremental: true,
+                ..p
+            })
         },
         min_kernel: "6.12",
         note: None,
@@ -89,7 +90,10 @@ pub static RUNGS: &[Rung] = &[
         over: Some("uring-bundle-inc"),
         adds: "+min-wait",
         add: |k| UringKnobs {
-            min_wait_us: Some(super::MIN_WAIT_US),
+            wait: Wait {
+                min_wait_us: Some(super::MIN_WAIT_US),
+                ..k.wait
+            },
             ..k
         },
         min_kernel: "6.12",
@@ -100,7 +104,10 @@ pub static RUNGS: &[Rung] = &[
         over: Some("uring-bundle-inc-minwait"),
         adds: "+NAPI busy poll",
         add: |k| UringKnobs {
-            napi_busy_poll_us: Some(super::NAPI_BUSY_POLL_US),
+            wait: Wait {
+                napi_busy_poll_us: Some(super::NAPI_BUSY_POLL_US),
+                ..k.wait
+            },
             ..k
         },
         min_kernel: "6.12",

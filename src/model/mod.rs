@@ -5,9 +5,11 @@
 pub mod contender;
 pub mod ladder;
 pub mod probe;
+pub mod uring;
 
 pub use crate::avail::Availability;
 pub use contender::Catalog;
+pub use uring::{Bufs, Drive, Files, Loop, Provided, Rx, Shape, Tx, UringKnobs, Wait};
 
 use serde::Serialize;
 
@@ -138,103 +140,10 @@ pub const EPOLL_BUSY_POLL: EpollBusyPoll = EpollBusyPoll {
     prefer_busy_poll: true,
 };
 
-/// Every io_uring knob a model row may set. Read in exactly one place per knob: ring setup
-/// flags in `io::uring::ring::build`, the others where the shape that uses them is built.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct UringKnobs {
-    /// IORING_SETUP_SQPOLL: a kernel thread polls the SQ; no io_uring_enter to submit while
-    /// it is awake. Idle time before it sleeps, ms.
-    pub sqpoll_idle_ms: Option<u32>,
-    /// IORING_SETUP_DEFER_TASKRUN | SINGLE_ISSUER (kernel 6.1): completions run only when
-    /// the task asks for them.
-    pub defer_taskrun: bool,
-    /// Registered files (IOSQE_FIXED_FILE): no fd lookup per op.
-    pub fixed_files: bool,
-    /// Registered buffers (READ_FIXED/WRITE_FIXED): no page pinning per op.
-    pub fixed_bufs: bool,
-    /// Multishot accept/recv: one SQE, many completions.
-    pub multishot: bool,
-    /// Provided buffer ring: the kernel picks the receive buffer.
-    pub buf_ring: bool,
-    /// SEND_ZC: zero-copy send (pays only for large payloads).
-    pub zc_send: bool,
-    /// SEND_ZC from registered buffers: each connection's receive buffer is registered (a
-    /// sparse buffer table, one slot per connection slot) and its sends carry the buffer's
-    /// index, so the kernel skips pinning the pages per send (read in the io_uring server).
-    #[serde(skip_serializing_if = "is_false", default)]
-    pub zc_fixed_buf: bool,
-    /// IORING_SETUP_IOPOLL: completions are polled from the device (O_DIRECT reads and writes
-    /// on a device with poll queues only; never fsync).
-    pub iopoll: bool,
-    /// Multishot recv bundles (IORING_RECVSEND_BUNDLE, 6.10): one completion covers several
-    /// provided buffers. Needs `multishot` and `buf_ring`.
-    #[serde(skip_serializing_if = "is_false", default)]
-    pub bundle: bool,
-    /// Incremental buffer consumption (IOU_PBUF_RING_INC, 6.12): fewer, larger provided
-    /// buffers, each consumed piecewise. Needs `multishot` and `buf_ring`.
-    #[serde(skip_serializing_if = "is_false", default)]
-    pub inc_bufs: bool,
-    /// Minimum wait (6.12): each wait asks for `MIN_WAIT_BATCH` completions and waits at most
-    /// this long (us) for them before returning with what has arrived.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub min_wait_us: Option<u32>,
-    /// NAPI busy polling registered on the ring (6.9), busy-poll timeout in us.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub napi_busy_poll_us: Option<u32>,
-    /// Zero-copy receive (IORING_OP_RECV_ZC, 6.15) from a NIC queue.
-    #[serde(skip_serializing_if = "is_false", default)]
-    pub zc_rx: bool,
-    /// The epoll server's loop with its waits as IORING_OP_EPOLL_WAIT on a ring (6.15):
-    /// read where the server is chosen (`io::serve`).
-    #[serde(skip_serializing_if = "is_false", default)]
-    pub epoll_wait: bool,
-    /// `hybrid`: epoll accepts and watches the listener, each connection's data runs on the
-    /// ring (read in the io_uring server).
-    #[serde(skip_serializing_if = "is_false", default)]
-    pub epoll_accept: bool,
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-
 /// `uring-minwait`'s longest wait for a batch of completions, us.
 pub const MIN_WAIT_US: u32 = 20;
 /// `uring-napi`'s busy-poll timeout, us.
 pub const NAPI_BUSY_POLL_US: u32 = 50;
-
-impl UringKnobs {
-    /// Knobs only the TCP servers use (the micro and storage shapes refuse them).
-    pub fn server_only(&self) -> bool {
-        self.bundle
-            || self.inc_bufs
-            || self.min_wait_us.is_some()
-            || self.napi_busy_poll_us.is_some()
-            || self.zc_rx
-            || self.epoll_wait
-            || self.epoll_accept
-    }
-
-    /// Plain io_uring: every knob off.
-    pub const PLAIN: UringKnobs = UringKnobs {
-        sqpoll_idle_ms: None,
-        defer_taskrun: false,
-        fixed_files: false,
-        fixed_bufs: false,
-        multishot: false,
-        buf_ring: false,
-        zc_send: false,
-        zc_fixed_buf: false,
-        iopoll: false,
-        bundle: false,
-        inc_bufs: false,
-        min_wait_us: None,
-        napi_busy_poll_us: None,
-        zc_rx: false,
-        epoll_wait: false,
-        epoll_accept: false,
-    };
-}
 
 /// Contenders that are not ringside's own code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

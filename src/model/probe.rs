@@ -1,6 +1,9 @@
 //! Availability of a model on this machine, decided from the environment probe alone.
 
-use super::{Availability, Knobs, ModelSpec, PeerKind};
+use super::{
+    Availability, Bufs, Drive, Files, Knobs, Loop, ModelSpec, PeerKind, Provided, Rx, Tx,
+    UringKnobs, Wait,
+};
 use crate::env::EnvReport;
 
 /// Where the servers under test take their connections: over loopback (every local run) or
@@ -29,58 +32,7 @@ impl ModelSpec {
                     env.modern(f::EPOLL_BUSY_POLL).and(&napi_path(env, at))
                 }
             },
-            Knobs::Uring(k) => {
-                let mut a = env.io_uring.clone();
-                if k.sqpoll_idle_ms.is_some() {
-                    a = a.and(&env.sqpoll);
-                }
-                if k.defer_taskrun {
-                    a = a.and(&env.defer_taskrun);
-                }
-                if k.fixed_files {
-                    a = a.and(&env.registered_files);
-                }
-                if k.fixed_bufs {
-                    a = a.and(&env.registered_buffers);
-                }
-                if k.buf_ring {
-                    a = a.and(&env.buf_ring);
-                }
-                if k.multishot {
-                    a = a.and(&env.multishot_recv).and(&env.multishot_accept);
-                }
-                if k.zc_send {
-                    a = a.and(&env.send_zc);
-                }
-                if k.zc_fixed_buf {
-                    a = a.and(&env.registered_buffers);
-                }
-                use crate::env::uring::modern as f;
-                if k.bundle {
-                    a = a.and(&env.modern(f::BUNDLE));
-                }
-                if k.inc_bufs {
-                    a = a.and(&env.modern(f::INC));
-                }
-                if k.min_wait_us.is_some() {
-                    a = a.and(&env.modern(f::MIN_WAIT));
-                }
-                if k.napi_busy_poll_us.is_some() {
-                    a = a.and(&env.modern(f::NAPI)).and(&napi_path(env, at));
-                }
-                if k.epoll_wait {
-                    a = a.and(&env.modern(f::EPOLL_WAIT));
-                }
-                if k.zc_rx {
-                    a = a
-                        .and(&env.modern(f::RECV_ZC))
-                        .and(&Availability::unavailable(
-                            "the echo and HTTP suites run over loopback, which no NIC queue \
-                         serves, and the servers have no RECV_ZC path",
-                        ));
-                }
-                a
-            }
+            Knobs::Uring(k) => uring_availability(k, env, at),
             // Compiled in (features peer-tokio, peer-monoio), and monoio needs io_uring: only
             // its io_uring driver is built, never a silent epoll fallback.
             Knobs::Peer(k @ (PeerKind::Tokio | PeerKind::TokioMt | PeerKind::External)) => {
@@ -115,4 +67,83 @@ pub fn built(kind: PeerKind) -> Availability {
         }
         _ => Availability::Ready,
     }
+}
+
+/// What an io_uring row needs from the kernel: every group destructured, so a new knob
+/// decides here what it needs before it compiles.
+fn uring_availability(k: &UringKnobs, env: &EnvReport, at: Serving) -> Availability {
+    use crate::env::uring::modern as f;
+    let UringKnobs {
+        drive,
+        files,
+        bufs,
+        rx,
+        tx,
+        wait: Wait {
+            min_wait_us,
+            napi_busy_poll_us,
+        },
+        looping,
+    } = *k;
+    let mut a = env.io_uring.clone();
+    match drive {
+        Drive::Enter | Drive::Iopoll => {}
+        Drive::Sqpoll { .. } => a = a.and(&env.sqpoll),
+        Drive::Defer => a = a.and(&env.defer_taskrun),
+    }
+    if files == Files::Registered {
+        a = a.and(&env.registered_files);
+    }
+    if bufs == Bufs::Registered {
+        a = a.and(&env.registered_buffers);
+    }
+    match rx {
+        Rx::Single => {}
+        Rx::Multishot(Provided {
+            bundle,
+            incremental,
+        }) => {
+            a = a
+                .and(&env.buf_ring)
+                .and(&env.multishot_recv)
+                .and(&env.multishot_accept);
+            if bundle {
+                a = a.and(&env.modern(f::BUNDLE));
+            }
+            if incremental {
+                a = a.and(&env.modern(f::INC));
+            }
+        }
+        Rx::ZeroCopy => {
+            a = a
+                .and(&env.buf_ring)
+                .and(&env.multishot_recv)
+                .and(&env.multishot_accept)
+                .and(&env.modern(f::RECV_ZC))
+                .and(&Availability::unavailable(
+                    "the echo and HTTP suites run over loopback, which no NIC queue serves, \
+                     and the servers have no RECV_ZC path",
+                ));
+        }
+    }
+    match tx {
+        Tx::Copy => {}
+        Tx::ZeroCopy { registered } => {
+            a = a.and(&env.send_zc);
+            if registered {
+                a = a.and(&env.registered_buffers);
+            }
+        }
+    }
+    if min_wait_us.is_some() {
+        a = a.and(&env.modern(f::MIN_WAIT));
+    }
+    if napi_busy_poll_us.is_some() {
+        a = a.and(&env.modern(f::NAPI)).and(&napi_path(env, at));
+    }
+    match looping {
+        Loop::Ring | Loop::Hybrid => {}
+        Loop::EpollWait => a = a.and(&env.modern(f::EPOLL_WAIT)),
+    }
+    a
 }

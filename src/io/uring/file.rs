@@ -19,7 +19,7 @@ use crate::error::CaseError;
 use crate::io::file::{Buffers, Done, FileConfig, FileOp, OpKind};
 use crate::io::FileEngine;
 use crate::measure::{clock, pin::CpuPlan, Counters};
-use crate::model::UringKnobs;
+use crate::model::{Bufs, Drive, Files, UringKnobs};
 use io_uring::{opcode, squeue, types, IoUring};
 use std::io;
 use std::mem::ManuallyDrop;
@@ -65,7 +65,7 @@ impl RingFiles {
         plan: &CpuPlan,
         dev_polls: Result<(), String>,
     ) -> Result<RingFiles, CaseError> {
-        if k.iopoll {
+        if k.drive == Drive::Iopoll {
             if cfg.open_flags & libc::O_DIRECT == 0 {
                 return Err(CaseError::not_applicable(
                     "IOPOLL polls the device for completions; buffered I/O completes from the \
@@ -83,7 +83,7 @@ impl RingFiles {
         ring.submitter()
             .register_files_sparse(n)
             .map_err(|e| CaseError::unavailable(format!("register_files_sparse refused: {e}")))?;
-        if k.fixed_bufs {
+        if k.bufs == Bufs::Registered {
             let iov = bufs.iovecs();
             // SAFETY: the buffers live in `self.bufs` as long as the ring (freed after it, in
             // `Drop`, or never) and are not freed while registered.
@@ -95,10 +95,10 @@ impl RingFiles {
             cfg,
             ring: ManuallyDrop::new(ring),
             bufs: ManuallyDrop::new(bufs),
-            fixed_files: k.fixed_files,
-            fixed_bufs: k.fixed_bufs,
-            sqpoll: k.sqpoll_idle_ms.is_some(),
-            iopoll: k.iopoll,
+            fixed_files: k.files == Files::Registered,
+            fixed_bufs: k.bufs == Bufs::Registered,
+            sqpoll: k.sqpoll_idle_ms().is_some(),
+            iopoll: k.drive == Drive::Iopoll,
             pending: 0,
             enters: 0,
             sqes: 0,

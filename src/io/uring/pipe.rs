@@ -10,7 +10,7 @@ use crate::error::CaseError;
 use crate::io::sys::PipeSet;
 use crate::io::PipeBatch;
 use crate::measure::{clock, pin::CpuPlan, Counters};
-use crate::model::UringKnobs;
+use crate::model::{Files, UringKnobs};
 use io_uring::{opcode, squeue, types, IoUring};
 use std::io;
 use std::os::fd::AsRawFd;
@@ -33,7 +33,7 @@ impl LinkedPairs {
     pub fn new(set: PipeSet, k: &UringKnobs, plan: &CpuPlan) -> Result<LinkedPairs, CaseError> {
         let entries = (2 * set.pipes.len()).next_power_of_two().max(8) as u32;
         let (ring, _setup) = ring::build(k, entries, plan)?;
-        if k.fixed_files {
+        if k.files == Files::Registered {
             // Registered files: slot 2i is pipe i's read end, 2i+1 its write end.
             let fds: Vec<i32> = set
                 .pipes
@@ -47,8 +47,8 @@ impl LinkedPairs {
         Ok(LinkedPairs {
             set,
             ring,
-            sqpoll: k.sqpoll_idle_ms.is_some(),
-            fixed: k.fixed_files,
+            sqpoll: k.sqpoll_idle_ms().is_some(),
+            fixed: k.files == Files::Registered,
             enters: 0,
             wakeups: 0,
             sqes: 0,

@@ -3,7 +3,7 @@
 
 use crate::error::CaseError;
 use crate::measure::pin::CpuPlan;
-use crate::model::UringKnobs;
+use crate::model::{Drive, UringKnobs};
 use io_uring::IoUring;
 use std::io;
 
@@ -32,30 +32,33 @@ pub struct Setup {
 pub fn build(k: &UringKnobs, entries: u32, plan: &CpuPlan) -> Result<(IoUring, Setup), CaseError> {
     let mut b = IoUring::builder();
     let mut setup = Setup::default();
-    if let Some(idle) = k.sqpoll_idle_ms {
-        let Some(cpu) = plan.sqpoll_cpu() else {
-            return Err(CaseError::unavailable(
-                "SQPOLL needs a CPU apart from the measured thread's (or the server \
-                 threads') for its poller, and the CPU plan has none left (pass --cpus A,B, \
-                 or --server-cpus and --load-cpus leaving one)",
-            ));
-        };
-        b.setup_sqpoll(idle).setup_sqpoll_cpu(cpu);
-        setup.flags.push("SQPOLL");
-        setup.flags.push("SQ_AFF");
-        setup.sqpoll_cpu = Some(cpu);
-    }
-    if k.defer_taskrun {
-        b.setup_defer_taskrun().setup_single_issuer();
-        setup.flags.push("DEFER_TASKRUN");
-        setup.flags.push("SINGLE_ISSUER");
-    }
-    if k.iopoll {
-        b.setup_iopoll();
-        setup.flags.push("IOPOLL");
+    match k.drive {
+        Drive::Enter => {}
+        Drive::Sqpoll { idle_ms } => {
+            let Some(cpu) = plan.sqpoll_cpu() else {
+                return Err(CaseError::unavailable(
+                    "SQPOLL needs a CPU apart from the measured thread's (or the server \
+                     threads') for its poller, and the CPU plan has none left (pass --cpus \
+                     A,B, or --server-cpus and --load-cpus leaving one)",
+                ));
+            };
+            b.setup_sqpoll(idle_ms).setup_sqpoll_cpu(cpu);
+            setup.flags.push("SQPOLL");
+            setup.flags.push("SQ_AFF");
+            setup.sqpoll_cpu = Some(cpu);
+        }
+        Drive::Defer => {
+            b.setup_defer_taskrun().setup_single_issuer();
+            setup.flags.push("DEFER_TASKRUN");
+            setup.flags.push("SINGLE_ISSUER");
+        }
+        Drive::Iopoll => {
+            b.setup_iopoll();
+            setup.flags.push("IOPOLL");
+        }
     }
     let ring = b.build(entries).map_err(|e| refusal(k, e))?;
-    if let Some(us) = k.napi_busy_poll_us {
+    if let Some(us) = k.wait.napi_busy_poll_us {
         // NAPI busy polling (6.9): the ring polls the NIC queues its sockets arrive on
         // (dynamic tracking). Not a setup flag but part of how the ring waits.
         let mut n = io_uring::types::Napi::new().set_busy_poll_timeout(us);
@@ -68,14 +71,11 @@ pub fn build(k: &UringKnobs, entries: u32, plan: &CpuPlan) -> Result<(IoUring, S
 }
 
 fn refusal(k: &UringKnobs, e: io::Error) -> CaseError {
-    let what = if k.sqpoll_idle_ms.is_some() {
-        "io_uring_setup with SQPOLL"
-    } else if k.iopoll {
-        "io_uring_setup with IOPOLL"
-    } else if k.defer_taskrun {
-        "io_uring_setup with DEFER_TASKRUN|SINGLE_ISSUER"
-    } else {
-        "io_uring_setup"
+    let what = match k.drive {
+        Drive::Sqpoll { .. } => "io_uring_setup with SQPOLL",
+        Drive::Iopoll => "io_uring_setup with IOPOLL",
+        Drive::Defer => "io_uring_setup with DEFER_TASKRUN|SINGLE_ISSUER",
+        Drive::Enter => "io_uring_setup",
     };
     match e.raw_os_error() {
         Some(libc::EPERM) | Some(libc::EACCES) | Some(libc::ENOSYS) | Some(libc::EINVAL)

@@ -22,17 +22,9 @@ pub(crate) fn accepts_pipe_shape(m: &ModelSpec) -> Result<(), String> {
         Knobs::Blocking(_) => {
             Err("a thread pool hands each call to another thread; this loop is one thread".into())
         }
-        Knobs::Uring(k)
-            if k.multishot
-                || k.buf_ring
-                || k.zc_send
-                || k.fixed_bufs
-                || k.iopoll
-                || k.server_only() =>
-        {
-            Err("knob has no meaning for a pipe write/read pair".into())
-        }
-        Knobs::Uring(_) => Ok(()),
+        Knobs::Uring(k) => k
+            .supports(crate::model::Shape::Pipe)
+            .map_err(|r| r.why().to_string()),
         Knobs::Peer(_) => Err("peers only serve TCP".into()),
     }
 }

@@ -72,7 +72,7 @@ fn accepts(m: &ModelSpec) -> Result<(), String> {
 /// Every echo server but SEND_ZC's, which pays only for large payloads (it runs in
 /// `echo.payload`).
 pub(super) fn accepts_small_messages(m: &ModelSpec) -> Result<(), String> {
-    if m.uring_knobs().is_some_and(|k| k.zc_send) {
+    if m.uring_knobs().is_some_and(|k| k.zero_copy_send()) {
         return Err("SEND_ZC pays only for large payloads: it runs in echo.payload".into());
     }
     accepts(m)
@@ -365,7 +365,9 @@ pub fn serve_command_on(
 ) -> Result<(Command, Vec<u32>), CaseError> {
     let exe = std::env::current_exe()
         .map_err(|e| CaseError::Failed(anyhow::anyhow!("cannot find this executable: {e}")))?;
-    let sqpoll = m.uring_knobs().is_some_and(|k| k.sqpoll_idle_ms.is_some());
+    let sqpoll = m
+        .uring_knobs()
+        .is_some_and(|k| k.sqpoll_idle_ms().is_some());
     let mut c = Command::new(exe);
     c.args(["serve", "--protocol", protocol, "--model", m.id])
         .args(["--addr", addr]);

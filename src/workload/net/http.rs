@@ -49,7 +49,7 @@ pub(super) fn accepts(m: &ModelSpec) -> Result<(), String> {
         // the suites of that protocol).
         Knobs::Peer(PeerKind::External) => Ok(()),
         Knobs::Peer(k) if k.in_process() => Ok(()),
-        _ if m.uring_knobs().is_some_and(|k| k.zc_send) => {
+        _ if m.uring_knobs().is_some_and(|k| k.zero_copy_send()) => {
             Err("SEND_ZC pays only for large payloads, not a 13-byte body".into())
         }
         _ if crate::io::serves_tcp(m) => Ok(()),

@@ -258,10 +258,9 @@ pub fn accepts_storage(m: &ModelSpec) -> Result<(), String> {
              runtimes use a thread pool for files ('threadpool')"
                 .into(),
         ),
-        Knobs::Uring(k) if k.multishot || k.buf_ring || k.zc_send || k.server_only() => {
-            Err("knob is for sockets; no meaning for files".into())
-        }
-        Knobs::Uring(_) => Ok(()),
+        Knobs::Uring(k) => k
+            .supports(crate::model::Shape::Storage)
+            .map_err(|r| r.why().to_string()),
         Knobs::Peer(_) => Err("contenders take part in storage.page_cycle and \
                                storage.small_files only (their own file APIs)"
             .into()),

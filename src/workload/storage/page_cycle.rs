@@ -61,7 +61,7 @@ impl Workload for PageCycle {
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
         if let Knobs::Uring(k) = &m.knobs {
-            if k.iopoll {
+            if k.drive == crate::model::Drive::Iopoll {
                 return Err("IOPOLL rings cannot fsync (polled rings refuse or skip it)".into());
             }
         }

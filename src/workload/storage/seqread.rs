@@ -30,7 +30,7 @@ impl Workload for SeqRead {
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
         if let Knobs::Uring(k) = &m.knobs {
-            if k.iopoll {
+            if k.drive == crate::model::Drive::Iopoll {
                 return Err("buffered reads complete from the page cache: nothing to poll".into());
             }
         }

@@ -51,7 +51,7 @@ impl Workload for SmallFiles {
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
         if let Knobs::Uring(k) = &m.knobs {
-            if k.iopoll {
+            if k.drive == crate::model::Drive::Iopoll {
                 return Err("openat and close cannot complete on a polled ring".into());
             }
         }

@@ -88,7 +88,7 @@ use crate::io::accept::ACCEPT_PAUSE;
 use crate::io::idle::{coarse_now_ns, Idle};
 use crate::io::stop::Stop;
 use crate::measure::{pin::CpuPlan, CounterSet};
-use crate::model::UringKnobs;
+use crate::model::{Files, Loop, Shape, Tx, UringKnobs};
 use crate::proto::{Protocol, OUT_BOUND_BYTES};
 use io_uring::{opcode, squeue, types, IoUring};
 use std::io;
@@ -241,37 +241,13 @@ fn serve_with<P: Protocol>(
     stop: &Stop,
     broker: Option<broker::Broker>,
 ) -> Result<(UringCounters, Option<broker::Broker>), CaseError> {
-    if k.fixed_bufs {
-        return Err(CaseError::not_applicable(
-            "registered buffers are not used by the TCP servers",
-        ));
-    }
-    if (k.bundle || k.inc_bufs) && !(k.multishot && k.buf_ring) {
-        return Err(CaseError::not_applicable(
-            "bundles and incremental buffers are read by the multishot recv from the buffer ring",
-        ));
-    }
-    if k.zc_rx {
-        return Err(CaseError::unavailable(
-            "the TCP servers have no RECV_ZC path: zero-copy receive needs a NIC queue with \
-             header/data split and flow steering, and the suites run over loopback",
-        ));
-    }
-    if k.epoll_accept && (k.fixed_files || k.multishot) {
-        return Err(CaseError::not_applicable(
-            "epoll accepts plain descriptors one at a time: no direct descriptors or \
-             multishot accept",
-        ));
-    }
-    if k.buf_ring && !k.multishot {
-        return Err(CaseError::not_applicable(
-            "the servers use the buffer ring only with multishot recv",
-        ));
-    }
+    k.supports(Shape::Server)?;
+    let hybrid_accept = k.looping == Loop::Hybrid;
+    let provided = k.provided();
     // Accepted by the ring, the listener stays blocking (fast poll); by epoll, non-blocking.
-    listener.set_nonblocking(k.epoll_accept)?;
+    listener.set_nonblocking(hybrid_accept)?;
     let (ring, setup) = ring::build(k, SQ_ENTRIES, plan)?;
-    let hybrid = if k.epoll_accept {
+    let hybrid = if hybrid_accept {
         Some(hybrid::Hybrid::new(
             listener.as_raw_fd(),
             hybrid::ring_fd(&ring),
@@ -280,14 +256,14 @@ fn serve_with<P: Protocol>(
         None
     };
     let mode = Mode {
-        fixed: k.fixed_files,
-        ms_accept: k.multishot,
-        ms_recv: k.multishot && k.buf_ring,
-        bundle: k.bundle,
-        zc: k.zc_send,
+        fixed: k.files == Files::Registered,
+        ms_accept: provided.is_some(),
+        ms_recv: provided.is_some(),
+        bundle: provided.is_some_and(|p| p.bundle),
+        zc: k.zero_copy_send(),
         zc_fixed_slots: 0,
-        min_wait_us: k.min_wait_us,
-        napi_check: k.napi_busy_poll_us.is_some(),
+        min_wait_us: k.wait.min_wait_us,
+        napi_check: k.wait.napi_busy_poll_us.is_some(),
     };
     let sweep = Idle::new(proto.idle_timeout()).map(Sweep::new);
     let mut s = Server {
@@ -326,7 +302,7 @@ fn serve_with<P: Protocol>(
             .map_err(|e| CaseError::unavailable(format!("sparse registered file table: {e}")))?;
         s.c.fixed_slots += slots as u64;
     }
-    if k.zc_send && k.zc_fixed_buf && !s.mode.ms_recv {
+    if k.tx == (Tx::ZeroCopy { registered: true }) && !s.mode.ms_recv {
         // At most IORING_MAX_REG_BUFFERS (16384) slots; connections past them send unregistered.
         let slots = nofile_soft().clamp(16, 16_384) as u32;
         s.ring
@@ -335,8 +311,8 @@ fn serve_with<P: Protocol>(
             .map_err(|e| CaseError::unavailable(format!("sparse registered buffer table: {e}")))?;
         s.mode.zc_fixed_slots = slots;
     }
-    if s.mode.ms_recv {
-        let (n, len, flags) = if k.inc_bufs {
+    if let Some(consume) = provided {
+        let (n, len, flags) = if consume.incremental {
             (
                 INC_BUFS,
                 INC_BUF_BYTES,
@@ -357,7 +333,7 @@ fn serve_with<P: Protocol>(
         let br = BufRing::with_flags(&s.ring.submitter(), BGID, n, len, flags)
             .map_err(|e| CaseError::unavailable(format!("provided buffer ring: {e}")))?;
         let mut p = Provided::new(br);
-        p.copy = match (k.bundle, k.inc_bufs) {
+        p.copy = match (consume.bundle, consume.incremental) {
             (true, true) => Some(CopyOut::bundle_inc()),
             (true, false) => Some(CopyOut::bundle()),
             (false, true) => Some(CopyOut::inc(n)),

@@ -1,0 +1,456 @@
+//! An io_uring row's knobs as typed groups: how the ring is driven, how SQEs name files and
+//! buffers, how a server receives and sends, how it waits, and whose loop it runs. Each group is
+//! an enum (or a small struct) whose invalid combinations cannot be built; the combinations a
+//! shape cannot run are refused in one place, [`UringKnobs::supports`], which destructures
+//! every group: a new knob does not compile until it decides there, in the availability probe
+//! (`probe.rs`) and in its one reader.
+//!
+//! Results files keep the flat form they always had (`{"sqpoll_idle_ms": null,
+//! "defer_taskrun": true, ...}`): [`Flat`] is that form, written by `Serialize`.
+
+use serde::Serialize;
+
+/// How submissions reach the kernel and when completions run (ring setup flags; read in
+/// `io::uring::ring::build`). One at a time: the kernel refuses DEFER_TASKRUN with SQPOLL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Drive {
+    /// One io_uring_enter submits and waits; completions run as task work on any return to
+    /// user space.
+    Enter,
+    /// IORING_SETUP_DEFER_TASKRUN | SINGLE_ISSUER (6.1): completions run only when the task
+    /// asks for them.
+    Defer,
+    /// IORING_SETUP_SQPOLL: a kernel thread polls the SQ; no io_uring_enter to submit while it
+    /// is awake. It sleeps after `idle_ms` without work.
+    Sqpoll { idle_ms: u32 },
+    /// IORING_SETUP_IOPOLL: completions are polled from the device (O_DIRECT reads and writes
+    /// on a device with poll queues only; never fsync).
+    Iopoll,
+}
+
+/// How SQEs name their descriptors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Files {
+    Plain,
+    /// Registered files (IOSQE_FIXED_FILE): no fd lookup per op.
+    Registered,
+}
+
+/// Which buffers file reads and writes use (the pipe and storage shapes; the servers refuse
+/// registered ones).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bufs {
+    Plain,
+    /// Registered buffers (READ_FIXED/WRITE_FIXED): no page pinning per op.
+    Registered,
+}
+
+/// How a server accepts and receives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rx {
+    /// One accept SQE per connection and one recv SQE per read, into the connection's buffer.
+    Single,
+    /// Multishot accept, and multishot recv into a provided buffer ring: one SQE, many
+    /// completions, the kernel picking the buffer.
+    Multishot(Provided),
+    /// Zero-copy receive (IORING_OP_RECV_ZC, 6.15) from a NIC queue, on multishot accept.
+    ZeroCopy,
+}
+
+/// How a multishot recv consumes its provided buffer ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Provided {
+    /// Recv bundles (IORING_RECVSEND_BUNDLE, 6.10): one completion covers several buffers.
+    pub bundle: bool,
+    /// Incremental consumption (IOU_PBUF_RING_INC, 6.12): fewer, larger buffers, each
+    /// consumed piecewise.
+    pub incremental: bool,
+}
+
+impl Provided {
+    /// One completion per buffer, each buffer used whole.
+    pub const WHOLE: Provided = Provided {
+        bundle: false,
+        incremental: false,
+    };
+}
+
+/// How a server sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tx {
+    /// send copies the bytes.
+    Copy,
+    /// SEND_ZC: zero-copy send (pays only for large payloads). `registered`: each connection's
+    /// receive buffer is registered (a sparse buffer table, one slot per connection slot) and
+    /// its sends carry the buffer's index, so the kernel skips pinning the pages per send.
+    ZeroCopy { registered: bool },
+}
+
+/// How a server's ring waits for completions (read in the io_uring server and `ring::build`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wait {
+    /// Minimum wait (6.12): each wait asks for `MIN_WAIT_BATCH` completions and waits at most
+    /// this long (us) for them before returning with what has arrived.
+    pub min_wait_us: Option<u32>,
+    /// NAPI busy polling registered on the ring (6.9), busy-poll timeout in us.
+    pub napi_busy_poll_us: Option<u32>,
+}
+
+impl Wait {
+    pub const PLAIN: Wait = Wait {
+        min_wait_us: None,
+        napi_busy_poll_us: None,
+    };
+}
+
+/// Whose event loop a server row runs (read where the server is chosen, `io::serve`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Loop {
+    /// The io_uring server.
+    Ring,
+    /// The level-triggered epoll server with its waits as IORING_OP_EPOLL_WAIT on a ring
+    /// (6.15).
+    EpollWait,
+    /// `hybrid`: epoll accepts and watches the listener, each connection's data runs on the
+    /// ring.
+    Hybrid,
+}
+
+/// Every io_uring knob a model row may set, in typed groups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UringKnobs {
+    pub drive: Drive,
+    pub files: Files,
+    pub bufs: Bufs,
+    pub rx: Rx,
+    pub tx: Tx,
+    pub wait: Wait,
+    pub looping: Loop,
+}
+
+/// The shapes io_uring rows run in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// Linked write/read pairs on pipes (`micro.pipe`, `micro.batching`).
+    Pipe,
+    /// File reads and writes (the storage suite).
+    Storage,
+    /// A TCP server or broker.
+    Server,
+}
+
+/// Why a shape does not run a row: it has no meaning there (`NotApplicable`), or it has but
+/// cannot run on this build or machine (`Unavailable`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    NotApplicable(&'static str),
+    Unavailable(&'static str),
+}
+
+impl Refusal {
+    pub fn why(self) -> &'static str {
+        match self {
+            Refusal::NotApplicable(w) | Refusal::Unavailable(w) => w,
+        }
+    }
+}
+
+impl From<Refusal> for crate::error::CaseError {
+    fn from(r: Refusal) -> Self {
+        match r {
+            Refusal::NotApplicable(w) => crate::error::CaseError::not_applicable(w),
+            Refusal::Unavailable(w) => crate::error::CaseError::unavailable(w),
+        }
+    }
+}
+
+const PIPE_NO_MEANING: &str = "knob has no meaning for a pipe write/read pair";
+const FILES_NO_MEANING: &str = "knob is for sockets; no meaning for files";
+
+impl UringKnobs {
+    /// Plain io_uring: every knob off.
+    pub const PLAIN: UringKnobs = UringKnobs {
+        drive: Drive::Enter,
+        files: Files::Plain,
+        bufs: Bufs::Plain,
+        rx: Rx::Single,
+        tx: Tx::Copy,
+        wait: Wait::PLAIN,
+        looping: Loop::Ring,
+    };
+
+    /// Whether `shape` runs this row, and why not. Every group is destructured: a new knob
+    /// decides here for every shape before it compiles.
+    pub fn supports(&self, shape: Shape) -> Result<(), Refusal> {
+        let UringKnobs {
+            drive,
+            files,
+            bufs,
+            rx,
+            tx,
+            wait:
+                Wait {
+                    min_wait_us,
+                    napi_busy_poll_us,
+                },
+            looping,
+        } = *self;
+        // The knobs only a server's sockets give a meaning to.
+        let sockets_only = rx != Rx::Single
+            || tx != Tx::Copy
+            || min_wait_us.is_some()
+            || napi_busy_poll_us.is_some()
+            || looping != Loop::Ring;
+        match shape {
+            Shape::Pipe => {
+                let pipe_drive =
+                    matches!(drive, Drive::Enter | Drive::Defer | Drive::Sqpoll { .. });
+                let _ = files; // plain or registered: both name a pipe
+                if sockets_only || bufs == Bufs::Registered || !pipe_drive {
+                    return Err(Refusal::NotApplicable(PIPE_NO_MEANING));
+                }
+                Ok(())
+            }
+            Shape::Storage => {
+                // Every drive, files and buffers have a meaning for files.
+                let _ = (drive, files, bufs);
+                if sockets_only {
+                    return Err(Refusal::NotApplicable(FILES_NO_MEANING));
+                }
+                Ok(())
+            }
+            Shape::Server => {
+                let _ = (tx, min_wait_us, napi_busy_poll_us);
+                if drive == Drive::Iopoll {
+                    return Err(Refusal::NotApplicable(
+                        "IOPOLL polls block devices; sockets cannot be polled that way",
+                    ));
+                }
+                if bufs == Bufs::Registered {
+                    return Err(Refusal::NotApplicable(
+                        "registered buffers are not used by the TCP servers",
+                    ));
+                }
+                if rx == Rx::ZeroCopy {
+                    return Err(Refusal::Unavailable(
+                        "the TCP servers have no RECV_ZC path: zero-copy receive needs a NIC \
+                         queue with header/data split and flow steering, and the suites run \
+                         over loopback",
+                    ));
+                }
+                if looping == Loop::Hybrid && (files == Files::Registered || rx != Rx::Single) {
+                    return Err(Refusal::NotApplicable(
+                        "epoll accepts plain descriptors one at a time: no direct descriptors \
+                         or multishot accept",
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// SQPOLL's idle time, ms, where the row polls its SQ.
+    pub fn sqpoll_idle_ms(&self) -> Option<u32> {
+        match self.drive {
+            Drive::Sqpoll { idle_ms } => Some(idle_ms),
+            _ => None,
+        }
+    }
+
+    /// Whether the row sends with SEND_ZC.
+    pub fn zero_copy_send(&self) -> bool {
+        matches!(self.tx, Tx::ZeroCopy { .. })
+    }
+
+    /// The provided-buffer consumption of a multishot recv row.
+    pub fn provided(&self) -> Option<Provided> {
+        match self.rx {
+            Rx::Multishot(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The row with its multishot recv's consumption changed by `f` (rows without one are
+    /// returned as they are): the ladder's rungs add bundles and incremental rings this way.
+    pub fn with_provided(self, f: impl FnOnce(Provided) -> Provided) -> UringKnobs {
+        match self.rx {
+            Rx::Multishot(p) => UringKnobs {
+                rx: Rx::Multishot(f(p)),
+                ..self
+            },
+            _ => self,
+        }
+    }
+}
+
+/// The knobs as results files have always recorded them (flat flags; the newer ones only when
+/// set).
+#[derive(Serialize)]
+struct Flat {
+    sqpoll_idle_ms: Option<u32>,
+    defer_taskrun: bool,
+    fixed_files: bool,
+    fixed_bufs: bool,
+    multishot: bool,
+    buf_ring: bool,
+    zc_send: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    zc_fixed_buf: bool,
+    iopoll: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    bundle: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    inc_bufs: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_wait_us: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    napi_busy_poll_us: Option<u32>,
+    #[serde(skip_serializing_if = "is_false")]
+    zc_rx: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    epoll_wait: bool,
+    #[serde(skip_serializing_if = "is_false")]
+    epoll_accept: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl From<&UringKnobs> for Flat {
+    fn from(k: &UringKnobs) -> Flat {
+        let UringKnobs {
+            drive,
+            files,
+            bufs,
+            rx,
+            tx,
+            wait,
+            looping,
+        } = *k;
+        let provided = k.provided();
+        // Zero-copy receive is multishot: its flat form kept the multishot and ring flags.
+        let multishot = provided.is_some() || rx == Rx::ZeroCopy;
+        Flat {
+            sqpoll_idle_ms: k.sqpoll_idle_ms(),
+            defer_taskrun: drive == Drive::Defer,
+            fixed_files: files == Files::Registered,
+            fixed_bufs: bufs == Bufs::Registered,
+            multishot,
+            buf_ring: multishot,
+            zc_send: matches!(tx, Tx::ZeroCopy { .. }),
+            zc_fixed_buf: tx == Tx::ZeroCopy { registered: true },
+            iopoll: drive == Drive::Iopoll,
+            bundle: provided.is_some_and(|p| p.bundle),
+            inc_bufs: provided.is_some_and(|p| p.incremental),
+            min_wait_us: wait.min_wait_us,
+            napi_busy_poll_us: wait.napi_busy_poll_us,
+            zc_rx: rx == Rx::ZeroCopy,
+            epoll_wait: looping == Loop::EpollWait,
+            epoll_accept: looping == Loop::Hybrid,
+        }
+    }
+}
+
+impl Serialize for UringKnobs {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Flat::from(self).serialize(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Results files record the knobs as they always did: the flat form of a few rows, as
+    /// written before the knobs were typed.
+    #[test]
+    fn knobs_serialize_in_the_flat_form_results_files_have() {
+        let json = |id: &str| {
+            let m = crate::registry::model(id).unwrap();
+            serde_json::to_string(&m.knobs).unwrap()
+        };
+        let old = [
+            (
+                "uring",
+                r#"{"uring":{"sqpoll_idle_ms":null,"defer_taskrun":false,"fixed_files":false,"fixed_bufs":false,"multishot":false,"buf_ring":false,"zc_send":false,"iopoll":false}}"#,
+            ),
+            (
+                "uring-sqpoll",
+                r#"{"uring":{"sqpoll_idle_ms":50,"defer_taskrun":false,"fixed_files":false,"fixed_bufs":false,"multishot":false,"buf_ring":false,"zc_send":false,"iopoll":false}}"#,
+            ),
+            (
+                "uring-fixed-bufs",
+                r#"{"uring":{"sqpoll_idle_ms":null,"defer_taskrun":false,"fixed_files":true,"fixed_bufs":true,"multishot":false,"buf_ring":false,"zc_send":false,"iopoll":false}}"#,
+            ),
+            (
+                "uring-iopoll",
+                r#"{"uring":{"sqpoll_idle_ms":null,"defer_taskrun":false,"fixed_files":false,"fixed_bufs":false,"multishot":false,"buf_ring":false,"zc_send":false,"iopoll":true}}"#,
+            ),
+            (
+                "uring-zc",
+                r#"{"uring":{"sqpoll_idle_ms":null,"defer_taskrun":false,"fixed_files":false,"fixed_bufs":false,"multishot":false,"buf_ring":false,"zc_send":true,"zc_fixed_buf":true,"iopoll":false}}"#,
+            ),
+            (
+                "uring-bundle-inc-minwait-napi",
+                r#"{"uring":{"sqpoll_idle_ms":null,"defer_taskrun":true,"fixed_files":true,"fixed_bufs":false,"multishot":true,"buf_ring":true,"zc_send":false,"iopoll":false,"bundle":true,"inc_bufs":true,"min_wait_us":20,"napi_busy_poll_us":50}}"#,
+            ),
+            (
+                "uring-epollwait",
+                r#"{"uring":{"sqpoll_idle_ms":null,"defer_taskrun":false,"fixed_files":false,"fixed_bufs":false,"multishot":false,"buf_ring":false,"zc_send":false,"iopoll":false,"epoll_wait":true}}"#,
+            ),
+            (
+                "hybrid",
+                r#"{"uring":{"sqpoll_idle_ms":null,"defer_taskrun":false,"fixed_files":false,"fixed_bufs":false,"multishot":false,"buf_ring":false,"zc_send":false,"iopoll":false,"epoll_accept":true}}"#,
+            ),
+            (
+                "uring-zcrx",
+                r#"{"uring":{"sqpoll_idle_ms":null,"defer_taskrun":true,"fixed_files":true,"fixed_bufs":false,"multishot":true,"buf_ring":true,"zc_send":false,"iopoll":false,"zc_rx":true}}"#,
+            ),
+        ];
+        for (id, want) in old {
+            assert_eq!(json(id), want, "{id}");
+        }
+    }
+
+    /// Each shape refuses what it cannot run and takes the rest: the pipe takes every drive
+    /// but IOPOLL, storage every drive, the servers no registered buffers or IOPOLL.
+    #[test]
+    fn shapes_refuse_what_has_no_meaning_for_them() {
+        let k = UringKnobs::PLAIN;
+        for shape in [Shape::Pipe, Shape::Storage, Shape::Server] {
+            assert_eq!(k.supports(shape), Ok(()), "{shape:?}");
+        }
+        let iopoll = UringKnobs {
+            drive: Drive::Iopoll,
+            ..k
+        };
+        assert!(iopoll.supports(Shape::Pipe).is_err());
+        assert_eq!(iopoll.supports(Shape::Storage), Ok(()));
+        assert!(iopoll.supports(Shape::Server).is_err());
+        let multishot = UringKnobs {
+            rx: Rx::Multishot(Provided::WHOLE),
+            ..k
+        };
+        assert!(multishot.supports(Shape::Pipe).is_err());
+        assert!(multishot.supports(Shape::Storage).is_err());
+        assert_eq!(multishot.supports(Shape::Server), Ok(()));
+        let hybrid_fixed = UringKnobs {
+            looping: Loop::Hybrid,
+            files: Files::Registered,
+            ..k
+        };
+        assert!(matches!(
+            hybrid_fixed.supports(Shape::Server),
+            Err(Refusal::NotApplicable(_))
+        ));
+        let zcrx = UringKnobs {
+            rx: Rx::ZeroCopy,
+            ..k
+        };
+        assert!(matches!(
+            zcrx.supports(Shape::Server),
+            Err(Refusal::Unavailable(_))
+        ));
+    }
+}
