@@ -776,7 +776,7 @@ impl Running<'_> {
             r.warnings.push(Warning::WarmupUnsettled);
         }
         // NAPI rows read each served socket's NAPI id (io::uring::server::napi).
-        if f.counters.other.get("server_napi_id_zero") > 0 {
+        if f.counters.napi.is_some_and(|n| n.server_napi_id_zero > 0) {
             r.warnings.push(Warning::NoNapiId);
         }
         match agreement(&f.counters, f.ops_per_sec.median, samples.len() as u64) {

@@ -21,3 +21,30 @@ pub fn count(id: io::Result<u32>, socks: &mut u64, id_zero: &mut u64, errors: &m
         Err(_) => *errors += 1,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::measure::cell::ServerNapiCounters;
+    use crate::measure::CounterSet;
+
+    /// The servers' `napi_*` counters reach a cell `server_`-prefixed as the typed set the
+    /// runner reads (its `no_napi_id` warning): a counter renamed on either side fails here.
+    #[test]
+    fn every_server_napi_counter_is_the_typed_sets() {
+        let typed: Vec<String> = ServerNapiCounters::NAMES
+            .iter()
+            .map(|n| n.strip_prefix("server_").unwrap().to_string())
+            .collect();
+        for names in [
+            crate::io::uring::server::UringCounters::NAMES,
+            crate::io::epoll::server::EpollCounters::NAMES,
+        ] {
+            let napi: Vec<String> = names
+                .iter()
+                .filter(|n| n.starts_with("napi_"))
+                .map(|n| n.to_string())
+                .collect();
+            assert_eq!(napi, typed);
+        }
+    }
+}

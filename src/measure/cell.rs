@@ -89,12 +89,25 @@ crate::counter_set! {
     }
 }
 
+crate::counter_set! {
+    /// The NAPI rows' servers (`io::napi`): sockets whose SO_INCOMING_NAPI_ID was read at
+    /// their first bytes, those whose id was 0 (busy polling had no queue to poll for them),
+    /// failed reads. The servers count them as `napi_*`; a cell records them `server_`-prefixed
+    /// like every server counter (`workload::net::launch`).
+    pub struct ServerNapiCounters {
+        server_napi_socks,
+        server_napi_id_zero,
+        server_napi_check_errors,
+    }
+}
+
 /// A repetition's (or, merged, a case's) counters. See the module doc.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CellCounters {
     pub load: Option<LoadCounters>,
     pub open_loop: Option<OpenLoopCounters>,
     pub wrk: Option<WrkCounters>,
+    pub napi: Option<ServerNapiCounters>,
     /// CPU read above what the tasks' CPUs could give in the window (an accounting error,
     /// capped away from the figures; the cell is flagged `cpu_over_allowed`), ns.
     pub cpu_over_allowed_ns: u64,
@@ -133,6 +146,7 @@ impl CellCounters {
         if let Some(w) = &mut self.wrk {
             w.wrk_latency_max_ns = max;
         }
+        merge_opt(&mut self.napi, &o.napi);
         self.cpu_over_allowed_ns += o.cpu_over_allowed_ns;
         self.other.merge(&o.other);
     }
@@ -152,6 +166,9 @@ impl CellCounters {
         }
         if let Some(w) = &self.wrk {
             w.for_each(&mut put);
+        }
+        if let Some(n) = &self.napi {
+            n.for_each(&mut put);
         }
         if self.cpu_over_allowed_ns > 0 {
             put(CPU_OVER_ALLOWED_NS, self.cpu_over_allowed_ns);
@@ -177,6 +194,7 @@ impl CellCounters {
             load: take(&mut m),
             open_loop: take(&mut m),
             wrk: take(&mut m),
+            napi: take(&mut m),
             cpu_over_allowed_ns: m.0.remove(CPU_OVER_ALLOWED_NS).unwrap_or(0),
             other: m,
         }
