@@ -84,8 +84,8 @@ pub struct RemoteLoadArgs {
     #[arg(long)]
     pub target: String,
     /// echo or http.
-    #[arg(long)]
-    pub protocol: String,
+    #[arg(long, value_enum)]
+    pub protocol: LoadProtocolArg,
     #[arg(long)]
     pub conns: usize,
     #[arg(long)]
@@ -110,8 +110,8 @@ pub struct RemoteLoadArgs {
 /// `ringside remote-serve`: what a remote repetition's server needs.
 #[derive(clap::Args, Debug)]
 pub struct RemoteServeArgs {
-    #[arg(long)]
-    pub protocol: String,
+    #[arg(long, value_enum)]
+    pub protocol: ProtocolArg,
     #[arg(long)]
     pub model: String,
     /// Server threads (the client's plan's count; the CPUs come from this host's own plan).
@@ -218,9 +218,9 @@ pub struct RunArgs {
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
     /// Wire protocol: echo, http, sink or source (bulk transfer: read-verify-discard, or
-    /// pattern bytes on request).
-    #[arg(long)]
-    pub protocol: String,
+    /// pattern bytes on request), or pubsub (the broker).
+    #[arg(long, value_enum)]
+    pub protocol: ProtocolArg,
     /// HTTP only: response body size, bytes (0..=1048576; default: "Hello, World!").
     #[arg(long)]
     pub body_bytes: Option<u64>,
@@ -297,6 +297,29 @@ pub struct LoadArgs {
     /// Also write the report as JSON to this file (atomically).
     #[arg(long)]
     pub json: Option<PathBuf>,
+}
+
+/// `serve --protocol`: what the server speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ProtocolArg {
+    Echo,
+    Http,
+    Sink,
+    Source,
+    Pubsub,
+}
+
+impl From<ProtocolArg> for crate::proto::ServeProtocol {
+    fn from(p: ProtocolArg) -> Self {
+        use crate::proto::ServeProtocol as P;
+        match p {
+            ProtocolArg::Echo => P::Echo,
+            ProtocolArg::Http => P::Http,
+            ProtocolArg::Sink => P::Sink,
+            ProtocolArg::Source => P::Source,
+            ProtocolArg::Pubsub => P::Pubsub,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

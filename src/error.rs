@@ -36,10 +36,6 @@ pub enum InputError {
          a-z, 0-9 and '-'"
     )]
     BadContender { given: String, why: String },
-    #[error("unknown protocol '{given}'; valid protocols: {valid}")]
-    UnknownProtocol { given: String, valid: String },
-    #[error("--protocol {0}: not yet implemented (valid now: echo)")]
-    ProtocolNotYet(String),
     #[error("--addr '{given}': {why}")]
     BadAddr { given: String, why: String },
     #[error("model '{given}' has no built-in TCP server; valid models: {valid}")]

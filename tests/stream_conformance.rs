@@ -215,7 +215,7 @@ fn a_hundred_connections_of_one_mib_writes_verify_every_direction() {
             continue;
         }
         for dir in [Direction::Up, Direction::Down, Direction::Duplex] {
-            let srv = Server::start(id, dir.protocol(), &[], None);
+            let srv = Server::start(id, dir.protocol().as_str(), &[], None);
             let mut cfg = Config::new(srv.addr, 100, Duration::from_millis(500));
             cfg.warmup = Duration::from_millis(100);
             cfg.threads = 2;

@@ -8,7 +8,7 @@
 //! end; the server is a supervised child (PR_SET_PDEATHSIG), so it never outlives this process.
 
 use crate::child::{announce, EXIT_UNAVAILABLE};
-use crate::cli::{RemoteLoadArgs, RemoteServeArgs, RunArgs};
+use crate::cli::{LoadProtocolArg, RemoteLoadArgs, RemoteServeArgs, RunArgs};
 use crate::env::netpath;
 use crate::error::{CaseError, InputError};
 use crate::load::echo::{MAX_MSG_BYTES, MIN_MSG_BYTES};
@@ -69,7 +69,7 @@ pub fn serve(a: RemoteServeArgs) -> anyhow::Result<i32> {
             }
         }
     };
-    let (cmd, cpus) = match serve_command_on(m, &plan, &a.protocol, &addr) {
+    let (cmd, cpus) = match serve_command_on(m, &plan, a.protocol.into(), &addr) {
         Ok(x) => x,
         Err(e) => return Ok(say(e)),
     };
@@ -172,8 +172,8 @@ pub fn load(a: RemoteLoadArgs) -> anyhow::Result<i32> {
         given: a.target.clone(),
         valid: "an IP address and port".into(),
     })?;
-    let wire = match a.protocol.as_str() {
-        "echo" => {
+    let wire = match a.protocol {
+        LoadProtocolArg::Echo => {
             let n = a.msg_bytes.unwrap_or(64);
             if !(MIN_MSG_BYTES..=MAX_MSG_BYTES).contains(&n) {
                 return Err(InputError::BadValue {
@@ -185,18 +185,10 @@ pub fn load(a: RemoteLoadArgs) -> anyhow::Result<i32> {
             }
             Wire::Echo { msg_bytes: n }
         }
-        "http" => Wire::Http {
+        LoadProtocolArg::Http => Wire::Http {
             path: a.path.clone(),
             body_bytes: a.body_bytes,
         },
-        other => {
-            return Err(InputError::BadValue {
-                flag: "--protocol",
-                given: other.into(),
-                valid: "echo, http".into(),
-            }
-            .into())
-        }
     };
     if a.conns == 0 || a.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
         anyhow::bail!("--conns must be at least 1 and --rate a positive rate");

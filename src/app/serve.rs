@@ -16,6 +16,7 @@ use crate::io::{self, Stop};
 use crate::measure::pin::{self, CpuPlan};
 use crate::model::{Availability, Knobs, ModelSpec, PeerKind};
 use crate::proto::http::{served_body, MAX_BODY_BYTES};
+use crate::proto::ServeProtocol;
 use crate::proto::{Echo, Http, Protocol, Stream, WithIdle};
 use crate::registry::{self, MODELS};
 use anyhow::{anyhow, Context};
@@ -25,23 +26,24 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Protocols `--protocol` knows.
-pub const PROTOCOLS: &[&str] = &["echo", "http", "sink", "source", "pubsub"];
 /// Listen backlog: room for thousands of connects arriving at once.
 pub const BACKLOG: i32 = 4096;
 /// Largest `--idle-timeout-ms`: one day.
 pub const MAX_IDLE_TIMEOUT_MS: u64 = 86_400_000;
 
 pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
-    // Bulk transfer (`stream.*`): read-verify-discard, or pattern bytes on request.
-    let stream = match a.protocol.as_str() {
-        "sink" => Some(Stream::Sink),
-        "source" => Some(Stream::Source),
-        _ => None,
-    };
-    let http = match (a.protocol.as_str(), a.body_bytes) {
-        ("echo" | "sink" | "source" | "pubsub", None) => None,
-        ("echo" | "sink" | "source" | "pubsub", Some(n)) => {
+    let protocol = ServeProtocol::from(a.protocol);
+    let served = match (protocol, a.body_bytes) {
+        (ServeProtocol::Http, Some(n)) if n > MAX_BODY_BYTES as u64 => {
+            return Err(InputError::BadValue {
+                flag: "--body-bytes",
+                given: n.to_string(),
+                valid: format!("must be between 0 and {MAX_BODY_BYTES}"),
+            }
+            .into())
+        }
+        (ServeProtocol::Http, n) => Served::Http(Http::new(n.map(|n| n as usize))),
+        (_, Some(n)) => {
             return Err(InputError::BadValue {
                 flag: "--body-bytes",
                 given: n.to_string(),
@@ -49,24 +51,11 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             }
             .into())
         }
-        ("http", n) => Some(Http::new(match n {
-            Some(n) if n > MAX_BODY_BYTES as u64 => {
-                return Err(InputError::BadValue {
-                    flag: "--body-bytes",
-                    given: n.to_string(),
-                    valid: format!("must be between 0 and {MAX_BODY_BYTES}"),
-                }
-                .into())
-            }
-            n => n.map(|n| n as usize),
-        })),
-        _ => {
-            return Err(InputError::UnknownProtocol {
-                given: a.protocol,
-                valid: PROTOCOLS.join(", "),
-            }
-            .into())
-        }
+        (ServeProtocol::Echo, None) => Served::Echo,
+        // Bulk transfer (`stream.*`): read-verify-discard, or pattern bytes on request.
+        (ServeProtocol::Sink, None) => Served::Stream(Stream::Sink),
+        (ServeProtocol::Source, None) => Served::Stream(Stream::Source),
+        (ServeProtocol::Pubsub, None) => Served::Pubsub,
     };
     // Built-in servers, and the peers (tokio, monoio) that serve from src/peer/.
     let serves = |m: &crate::model::ModelSpec| io::serves_tcp(m) || peer_kind(m).is_some();
@@ -94,7 +83,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     }
     // The pubsub broker: every server but the external commands (`io::pubsub_refusal`) and
     // the brokers that cannot run yet (`io::pubsub_unavailable`).
-    let pubsub = a.protocol == "pubsub";
+    let pubsub = protocol == ServeProtocol::Pubsub;
     let brokers =
         |m: &ModelSpec| io::pubsub_refusal(m).is_none() && io::pubsub_unavailable(m).is_none();
     if pubsub && !brokers(model) {
@@ -159,9 +148,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     let one_runtime = peer_kind(model) == Some(PeerKind::TokioMt);
     let how = How {
         model,
-        http,
-        stream,
-        pubsub,
+        served,
         idle,
         body,
         workers: a.threads as usize,
@@ -220,15 +207,21 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
 /// Most `--threads`.
 pub const MAX_THREADS: u64 = 1024;
 
+/// What a server speaks, parsed once from `--protocol` and `--body-bytes`.
+enum Served {
+    Echo,
+    Http(Http),
+    /// `--protocol sink|source` (bulk transfer).
+    Stream(Stream),
+    /// `--protocol pubsub`: the broker (`proto::pubsub`), subscriber queues of
+    /// `proto::pubsub::DEFAULT_QUEUE_BYTES`.
+    Pubsub,
+}
+
 /// What one server thread serves: the model, its protocol and the HTTP body.
 struct How {
     model: &'static crate::model::ModelSpec,
-    http: Option<Http>,
-    /// `--protocol sink|source` (bulk transfer).
-    stream: Option<Stream>,
-    /// `--protocol pubsub`: the broker (`proto::pubsub`), subscriber queues of
-    /// `proto::pubsub::DEFAULT_QUEUE_BYTES`.
-    pubsub: bool,
+    served: Served,
     idle: Option<Option<std::time::Duration>>,
     body: Arc<[u8]>,
     /// `tokio-mt`: its worker threads (`--threads`) and the CPUs they are pinned to, one each
@@ -248,15 +241,6 @@ impl How {
         stop: &Arc<Stop>,
     ) -> Result<crate::measure::Counters, CaseError> {
         let failed = |e: anyhow::Error| CaseError::Failed(e);
-        if self.pubsub && peer_kind(self.model).is_none() {
-            return io::serve_pubsub(
-                self.model,
-                listener,
-                crate::proto::pubsub::DEFAULT_QUEUE_BYTES,
-                plan,
-                stop,
-            );
-        }
         match peer_kind(self.model) {
             Some(kind) => {
                 // Peers stop on a flag they poll; mirror the Stop into one.
@@ -277,26 +261,27 @@ impl How {
                     cpus: &self.worker_cpus,
                     ready: &ready,
                 };
-                if self.pubsub {
-                    let q = crate::proto::pubsub::DEFAULT_QUEUE_BYTES;
-                    let (accepts, hub) = crate::peer::serve_pubsub(kind, listener, q, flag, setup)
-                        .map_err(failed)?;
-                    let mut c = crate::measure::Counters::default();
-                    c.add("peer_runs", 1);
-                    c.add("accepts", accepts);
-                    return Ok(io::with_hub(c, &hub));
-                }
-                let served = match (&self.http, self.stream) {
-                    (_, Some(s)) => crate::peer::serve_proto(kind, listener, s, flag, setup),
-                    (http, None) => match http {
-                        // tokio's HTTP contender is hyper's server; monoio has none of its own, so
-                        // it runs ringside's sans-I/O HTTP protocol in a plain read/write loop.
-                        Some(_) if matches!(kind, PeerKind::Tokio | PeerKind::TokioMt) => {
-                            crate::peer::serve_http(kind, listener, flag, self.body.clone(), setup)
-                        }
-                        Some(h) => crate::peer::serve_proto(kind, listener, h.clone(), flag, setup),
-                        None => crate::peer::serve_echo(kind, listener, flag, setup),
-                    },
+                let served = match &self.served {
+                    Served::Stream(s) => crate::peer::serve_proto(kind, listener, *s, flag, setup),
+                    // tokio's HTTP contender is hyper's server; monoio has none of its own, so
+                    // it runs ringside's sans-I/O HTTP protocol in a plain read/write loop.
+                    Served::Http(_) if matches!(kind, PeerKind::Tokio | PeerKind::TokioMt) => {
+                        crate::peer::serve_http(kind, listener, flag, self.body.clone(), setup)
+                    }
+                    Served::Http(h) => {
+                        crate::peer::serve_proto(kind, listener, h.clone(), flag, setup)
+                    }
+                    Served::Echo => crate::peer::serve_echo(kind, listener, flag, setup),
+                    Served::Pubsub => {
+                        let q = crate::proto::pubsub::DEFAULT_QUEUE_BYTES;
+                        let (accepts, hub) =
+                            crate::peer::serve_pubsub(kind, listener, q, flag, setup)
+                                .map_err(failed)?;
+                        let mut c = crate::measure::Counters::default();
+                        c.add("peer_runs", 1);
+                        c.add("accepts", accepts);
+                        return Ok(io::with_hub(c, &hub));
+                    }
                 };
                 let accepts = served.map_err(failed)?;
                 let mut c = crate::measure::Counters::default();
@@ -307,13 +292,13 @@ impl How {
                 }
                 Ok(c)
             }
-            None => match (&self.http, self.stream) {
-                (_, Some(s)) => {
+            None => match &self.served {
+                Served::Stream(s) => {
                     let idle = self.idle.unwrap_or_else(|| s.idle_timeout());
-                    let proto = WithIdle { inner: s, idle };
+                    let proto = WithIdle { inner: *s, idle };
                     io::serve(self.model, listener, proto, plan, stop)
                 }
-                (Some(h), None) => {
+                Served::Http(h) => {
                     let idle = self.idle.unwrap_or_else(|| h.idle_timeout());
                     let proto = WithIdle {
                         inner: h.clone(),
@@ -321,7 +306,14 @@ impl How {
                     };
                     io::serve(self.model, listener, proto, plan, stop)
                 }
-                (None, None) => {
+                Served::Pubsub => io::serve_pubsub(
+                    self.model,
+                    listener,
+                    crate::proto::pubsub::DEFAULT_QUEUE_BYTES,
+                    plan,
+                    stop,
+                ),
+                Served::Echo => {
                     let idle = self.idle.unwrap_or_else(|| Echo.idle_timeout());
                     let proto = WithIdle { inner: Echo, idle };
                     io::serve(self.model, listener, proto, plan, stop)

@@ -50,11 +50,12 @@ pub enum Direction {
 
 impl Direction {
     /// The `ringside serve --protocol` that serves it.
-    pub fn protocol(self) -> &'static str {
+    pub fn protocol(self) -> crate::proto::ServeProtocol {
+        use crate::proto::ServeProtocol as P;
         match self {
-            Direction::Up => "sink",
-            Direction::Down => "source",
-            Direction::Duplex => "echo",
+            Direction::Up => P::Sink,
+            Direction::Down => P::Source,
+            Direction::Duplex => P::Echo,
         }
     }
 }

@@ -25,6 +25,32 @@ pub use echo::Echo;
 pub use http::Http;
 pub use stream::Stream;
 
+/// What `ringside serve --protocol` serves: the wire a server speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServeProtocol {
+    Echo,
+    Http,
+    /// Bulk transfer: read, verify and discard (`proto::stream`).
+    Sink,
+    /// Bulk transfer: pattern bytes on request.
+    Source,
+    /// The broker (`proto::pubsub`).
+    Pubsub,
+}
+
+impl ServeProtocol {
+    /// Its name on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServeProtocol::Echo => "echo",
+            ServeProtocol::Http => "http",
+            ServeProtocol::Sink => "sink",
+            ServeProtocol::Source => "source",
+            ServeProtocol::Pubsub => "pubsub",
+        }
+    }
+}
+
 /// A connection's unsent output above which a server stops reading from it, bytes. Bounds the
 /// memory a client that sends and never reads can make the server hold.
 pub const OUT_BOUND_BYTES: usize = 256 * 1024;

@@ -209,7 +209,12 @@ impl Workload for HttpCores {
                 bytes_received: true,
                 after: None,
             };
-            cell::measure(ctx, launch(ctx, m, "http")?, &load).map(|(s, _)| s)
+            cell::measure(
+                ctx,
+                launch(ctx, m, crate::proto::ServeProtocol::Http)?,
+                &load,
+            )
+            .map(|(s, _)| s)
         })
     }
 }

@@ -35,6 +35,7 @@ use crate::measure::pin::CpuPlan;
 use crate::measure::Sample;
 use crate::model::{Knobs, ModelSpec, PeerKind};
 use crate::profile::Profile;
+use crate::proto::ServeProtocol;
 use crate::stats::equal_load::fell_behind;
 use crate::workload::{Ctx, EqualLoad, Point, Workload};
 use std::process::Command;
@@ -350,7 +351,7 @@ impl Workload for EchoRate {
 pub fn serve_command(
     m: &ModelSpec,
     plan: &CpuPlan,
-    protocol: &str,
+    protocol: ServeProtocol,
 ) -> Result<(Command, Vec<u32>), CaseError> {
     serve_command_on(m, plan, protocol, "127.0.0.1:0")
 }
@@ -360,7 +361,7 @@ pub fn serve_command(
 pub fn serve_command_on(
     m: &ModelSpec,
     plan: &CpuPlan,
-    protocol: &str,
+    protocol: ServeProtocol,
     addr: &str,
 ) -> Result<(Command, Vec<u32>), CaseError> {
     let exe = std::env::current_exe()
@@ -369,7 +370,7 @@ pub fn serve_command_on(
         .uring_knobs()
         .is_some_and(|k| k.sqpoll_idle_ms().is_some());
     let mut c = Command::new(exe);
-    c.args(["serve", "--protocol", protocol, "--model", m.id])
+    c.args(["serve", "--protocol", protocol.as_str(), "--model", m.id])
         .args(["--addr", addr]);
     let poller = plan.sqpoll_cpu().filter(|_| sqpoll);
     if plan.server.len() > 1 {
@@ -420,7 +421,7 @@ pub(super) fn closed_loop(
     warmup: Duration,
     duration: Duration,
 ) -> Result<Sample, CaseError> {
-    let launch = launch(ctx, m, "echo")?;
+    let launch = launch(ctx, m, ServeProtocol::Echo)?;
     measure_launch(ctx, launch, conns, msg_bytes, warmup, duration, None).map(|(s, _)| s)
 }
 
@@ -429,7 +430,7 @@ pub(super) fn closed_loop(
 fn run_open(ctx: &Ctx<'_>, m: &ModelSpec, a: &Args, rate: f64) -> Result<Sample, CaseError> {
     let (mut s, report) = measure_launch(
         ctx,
-        launch(ctx, m, "echo")?,
+        launch(ctx, m, ServeProtocol::Echo)?,
         a.conns as usize,
         a.msg_bytes as usize,
         a.warmup(),
@@ -442,7 +443,7 @@ fn run_open(ctx: &Ctx<'_>, m: &ModelSpec, a: &Args, rate: f64) -> Result<Sample,
 
 /// How model `m`'s server for `protocol` is started: an external contender's command (from
 /// the run's catalog), or `ringside serve` ([`serve_command`]).
-pub fn launch(ctx: &Ctx<'_>, m: &ModelSpec, protocol: &str) -> Result<Launch, CaseError> {
+pub fn launch(ctx: &Ctx<'_>, m: &ModelSpec, protocol: ServeProtocol) -> Result<Launch, CaseError> {
     if let Some(l) = remote_launch(ctx, m, protocol)? {
         return Ok(l);
     }
@@ -476,7 +477,7 @@ pub fn launch(ctx: &Ctx<'_>, m: &ModelSpec, protocol: &str) -> Result<Launch, Ca
 fn remote_launch(
     ctx: &Ctx<'_>,
     m: &ModelSpec,
-    protocol: &str,
+    protocol: ServeProtocol,
 ) -> Result<Option<Launch>, CaseError> {
     let Some((r, host)) = ctx.remote.and_then(|r| Some((r, r.server.as_ref()?))) else {
         return Ok(None);
@@ -497,7 +498,7 @@ fn remote_launch(
     let mut args = vec![
         "remote-serve",
         "--protocol",
-        protocol,
+        protocol.as_str(),
         "--model",
         m.id,
         "--server-threads",

@@ -146,7 +146,12 @@ impl Workload for HttpClients {
             bytes_received: true,
             after: with_wrk.then_some(&after as &cell::After),
         };
-        cell::measure(ctx, launch(ctx, m, "http")?, &load).map(|(s, _)| s)
+        cell::measure(
+            ctx,
+            launch(ctx, m, crate::proto::ServeProtocol::Http)?,
+            &load,
+        )
+        .map(|(s, _)| s)
     }
 }
 
@@ -213,7 +218,11 @@ fn run_open(ctx: &Ctx<'_>, m: &ModelSpec, a: &Args, rate: f64) -> Result<Sample,
         bytes_received: true,
         after: None,
     };
-    let (mut s, report) = cell::measure(ctx, launch(ctx, m, "http")?, &load)?;
+    let (mut s, report) = cell::measure(
+        ctx,
+        launch(ctx, m, crate::proto::ServeProtocol::Http)?,
+        &load,
+    )?;
     open_loop_counters(&mut s, rate, &report);
     Ok(s)
 }

@@ -145,7 +145,11 @@ impl Workload for PubsubFanout {
             bytes_received: false,
             after: None,
         };
-        let (mut s, report) = cell::measure(ctx, launch(ctx, m, "pubsub")?, &load)?;
+        let (mut s, report) = cell::measure(
+            ctx,
+            launch(ctx, m, crate::proto::ServeProtocol::Pubsub)?,
+            &load,
+        )?;
         if report.live_conns < ex.conns() as u64 {
             return Err(CaseError::Failed(anyhow::anyhow!(
                 "{} of {} connections lost ({})",
