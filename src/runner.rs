@@ -464,7 +464,7 @@ fn load_warnings(f: &crate::results::schema::CaseFigures, warnings: &mut Vec<War
 /// Whether `--explain` samples a case: network and storage cells (a micro loop's CPU is its own
 /// thread's, and its figures already say where it goes).
 fn explains(case: &Case) -> bool {
-    crate::registry::suite_of(case.workload.id()) != "micro"
+    case.workload.kind() != crate::workload::Kind::Micro
 }
 
 fn start_case<'c>(index: usize, case: &'c Case, set: &Setting<'_>) -> Running<'c> {
@@ -639,10 +639,7 @@ impl Running<'_> {
             // than in its earlier repetitions: disturbed by what the snapshot cannot name.
             let busy_before: Vec<f64> = self.samples.iter().map(Sample::cpu_busy).collect();
             let starved = set.watch
-                && matches!(
-                    crate::registry::suite_of(self.case.workload.id()),
-                    "micro" | "storage"
-                )
+                && self.case.workload.kind() != crate::workload::Kind::Net
                 && disturb::starved(s.cpu_busy(), &busy_before);
             let disturbed = d.disturbed() || starved;
             let why = if d.disturbed() {

@@ -75,8 +75,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     }
     let storage_ids: Vec<&str> = workloads
         .iter()
+        .filter(|w| w.kind() == crate::workload::Kind::Storage)
         .map(|w| w.id())
-        .filter(|id| id.starts_with("storage."))
         .collect();
     let storage_parent = match &a.dir {
         Some(d) => d.clone(),

@@ -2,10 +2,10 @@
 //! points, and each series' style. Drawing lives in `html/svg.rs` and only reads these.
 //!
 //! Charts are driven by the results (workload ids, params, figures), never by a list of
-//! models. A workload gets the charts its row in [`CHARTS`] asks for: bars per parameter
-//! point, or lines of a metric against a numeric sweep parameter. A workload with no row gets
-//! the default bars, so a new suite shows up without touching this file; registering its
-//! chart kinds is one row.
+//! models. A workload gets the charts its row's facts ask for (`Workload::facts`,
+//! `results::facts`): bars per parameter point, or lines of a metric against a numeric sweep
+//! parameter. A new workload gets its kind's default, so it shows up without touching this
+//! file.
 
 //!
 //! Everything here is linear in the cells of a run: cells are grouped once through hash maps
@@ -13,312 +13,16 @@
 //! for each point (a 4,000-point workload took 31 s that way).
 
 use crate::registry::MODELS;
-use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-/// A figure a chart can plot, with its unit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Metric {
-    /// Median latency per op, ns; whisker up to p99.
-    LatencyP50,
-    /// 99th percentile latency per op, ns.
-    LatencyP99,
-    /// Median over repetitions of ops/s; whisker min..max over repetitions.
-    OpsPerSec,
-    /// Syscalls per 100 ops, measured by the perf counter.
-    SyscallsPer100,
-    /// CPU time per op over all threads, ns.
-    CpuPerOp,
-}
+pub use crate::results::facts::{ChartSpec, Facts, Metric, Sweep};
 
-impl Metric {
-    /// Short name used in titles and file names.
-    pub fn slug(self) -> &'static str {
-        match self {
-            Metric::LatencyP50 => "latency",
-            Metric::LatencyP99 => "p99",
-            Metric::OpsPerSec => "ops",
-            Metric::SyscallsPer100 => "syscalls",
-            Metric::CpuPerOp => "cpu",
-        }
-    }
-
-    /// Chart title; bars say what their whiskers show, and their band when they have one
-    /// ([`Metric::band`]).
-    pub fn title(self, bars: bool, band: bool) -> &'static str {
-        match (self, bars) {
-            (Metric::LatencyP50, true) if band => {
-                "latency per op (median, dark band its 95% CI, whisker to p99)"
-            }
-            (Metric::LatencyP50, true) => "latency per op (median, whisker to p99)",
-            (Metric::LatencyP50, false) => "latency per op (median)",
-            (Metric::LatencyP99, true) if band => "p99 latency per op (dark band its 95% CI)",
-            (Metric::LatencyP99, _) => "p99 latency per op",
-            (Metric::OpsPerSec, true) => {
-                "throughput (median of runs, whisker 95% CI, else min-max)"
-            }
-            (Metric::OpsPerSec, false) => "throughput (median of runs)",
-            (Metric::SyscallsPer100, _) => "syscalls per 100 ops (measured)",
-            (Metric::CpuPerOp, _) => "CPU time per op (all threads)",
-        }
-    }
-
-    /// Y axis label with its unit.
-    pub fn axis(self) -> &'static str {
-        match self {
-            Metric::LatencyP50 => "latency per op, ns (p50)",
-            Metric::LatencyP99 => "p99 latency per op, ns",
-            Metric::OpsPerSec => "ops/s",
-            Metric::SyscallsPer100 => "syscalls per 100 ops",
-            Metric::CpuPerOp => "CPU ns per op",
-        }
-    }
-
-    /// The value for a measured cell, if it has one.
-    pub fn value(self, f: &CaseFigures) -> Option<f64> {
-        let v = match self {
-            Metric::LatencyP50 => f.latency_ns.p50,
-            Metric::LatencyP99 => f.latency_ns.p99,
-            Metric::OpsPerSec => f.ops_per_sec.median,
-            Metric::SyscallsPer100 => *f.syscalls_per_op.value()? * 100.0,
-            Metric::CpuPerOp => f.cpu_ns_per_op.total,
-        };
-        v.is_finite().then_some(v)
-    }
-
-    /// The whisker drawn on a bar: p50..p99 for latency, min..max of runs for throughput.
-    pub fn whisker(self, f: &CaseFigures) -> Option<(f64, f64)> {
-        match self {
-            Metric::LatencyP50 => Some((f.latency_ns.p50, f.latency_ns.p99)),
-            // The 95% CI of the median of runs where recorded, else min..max of runs.
-            Metric::OpsPerSec => Some(
-                f.ci95
-                    .as_ref()
-                    .and_then(|i| i.ops_per_sec)
-                    .unwrap_or((f.ops_per_sec.min, f.ops_per_sec.max)),
-            ),
-            _ => None,
-        }
-    }
-
-    /// The 95% confidence interval of the bar's own figure, drawn as a band on it (latency
-    /// percentiles: `stats::bootstrap` over repetitions; absent with one repetition).
-    pub fn band(self, f: &CaseFigures) -> Option<(f64, f64)> {
-        let ci = f.ci95.as_ref()?;
-        match self {
-            Metric::LatencyP50 => ci.p50_ns,
-            Metric::LatencyP99 => ci.p99_ns,
-            _ => None,
-        }
-    }
-}
-
-/// Lines of a metric against a numeric parameter.
-#[derive(Clone, Copy, Debug)]
-pub struct Sweep {
-    /// Candidate parameter names; the first one the cases carry is used.
-    pub params: &'static [&'static str],
-    /// X axis label with its unit.
-    pub axis: &'static str,
-    pub log_x: bool,
-}
-
-/// What charts one workload (or a whole suite, by `suite.` prefix) gets.
-#[derive(Clone, Copy, Debug)]
-pub struct ChartSpec {
-    /// A workload id ("micro.pipe") or a suite prefix ending in a dot ("storage.").
-    pub workloads: &'static str,
-    /// Lines against a sweep parameter; `None`: bars per parameter point.
-    pub sweep: Option<Sweep>,
-    pub metrics: &'static [Metric],
-    pub log_y: bool,
-    /// The figure verdicts compare (lower is better for latency/CPU, higher for ops/s).
-    pub verdict: Metric,
-}
-
-const BAR_METRICS: &[Metric] = &[
-    Metric::LatencyP50,
-    Metric::OpsPerSec,
-    Metric::SyscallsPer100,
-    Metric::CpuPerOp,
-];
-
-/// Servers: throughput and tail latency against load, and what each op costs.
-const NET_METRICS: &[Metric] = &[
-    Metric::OpsPerSec,
-    Metric::LatencyP99,
-    Metric::SyscallsPer100,
-    Metric::CpuPerOp,
-];
-
-/// Charts for a workload with no row of its own.
-pub const DEFAULT_SPEC: ChartSpec = ChartSpec {
-    workloads: "",
-    sweep: None,
-    metrics: BAR_METRICS,
-    log_y: false,
-    verdict: Metric::LatencyP50,
-};
-
-/// The one table of chart kinds. Exact ids win over suite prefixes.
-pub static CHARTS: &[ChartSpec] = &[
-    ChartSpec {
-        workloads: "micro.fd_scaling",
-        sweep: Some(Sweep {
-            params: &["fds"],
-            axis: "watched fds (log)",
-            log_x: true,
-        }),
-        metrics: &[Metric::LatencyP50, Metric::SyscallsPer100, Metric::CpuPerOp],
-        log_y: true,
-        verdict: Metric::LatencyP50,
-    },
-    ChartSpec {
-        workloads: "micro.batching",
-        sweep: Some(Sweep {
-            params: &["batch"],
-            axis: "messages per batch (log)",
-            log_x: true,
-        }),
-        metrics: &[Metric::LatencyP50, Metric::SyscallsPer100, Metric::CpuPerOp],
-        log_y: true,
-        verdict: Metric::LatencyP50,
-    },
-    ChartSpec {
-        workloads: "storage.",
-        sweep: None,
-        metrics: BAR_METRICS,
-        log_y: false,
-        // Latency at queue depth 32 is mostly queueing; throughput is the comparable figure.
-        verdict: Metric::OpsPerSec,
-    },
-    ChartSpec {
-        workloads: "echo.conns",
-        sweep: Some(Sweep {
-            params: &["conns"],
-            axis: "connections (log)",
-            log_x: true,
-        }),
-        metrics: NET_METRICS,
-        log_y: true,
-        verdict: Metric::OpsPerSec,
-    },
-    ChartSpec {
-        workloads: "echo.payload",
-        sweep: Some(Sweep {
-            params: &["msg_bytes"],
-            axis: "message size, bytes (log)",
-            log_x: true,
-        }),
-        metrics: NET_METRICS,
-        log_y: true,
-        verdict: Metric::OpsPerSec,
-    },
-    ChartSpec {
-        // At rates every model sustains: server CPU per message and tail latency at equal
-        // load (verdicts rank CPU per op per rate; the sweep's verdicts follow p99).
-        workloads: "echo.rate",
-        sweep: Some(Sweep {
-            params: &["rate_per_sec"],
-            axis: "offered messages/s (log)",
-            log_x: true,
-        }),
-        metrics: &[Metric::CpuPerOp, Metric::LatencyP99, Metric::OpsPerSec],
-        log_y: true,
-        verdict: Metric::LatencyP99,
-    },
-    ChartSpec {
-        // Latency against offered load: the knee is where p99 leaves the floor and the
-        // achieved rate stops following the offered one.
-        workloads: "http.rate",
-        sweep: Some(Sweep {
-            params: &["rate_per_sec"],
-            axis: "offered requests/s (log)",
-            log_x: true,
-        }),
-        metrics: &[Metric::LatencyP99, Metric::OpsPerSec, Metric::CpuPerOp],
-        log_y: true,
-        verdict: Metric::LatencyP99,
-    },
-    ChartSpec {
-        workloads: "http.",
-        sweep: Some(Sweep {
-            params: &["clients", "conns", "connections"],
-            axis: "clients (log)",
-            log_x: true,
-        }),
-        metrics: NET_METRICS,
-        log_y: true,
-        verdict: Metric::OpsPerSec,
-    },
-    ChartSpec {
-        // Bulk transfer: one op is one write (write_bytes), so per-op figures are per write.
-        workloads: "stream.",
-        sweep: Some(Sweep {
-            params: &["write_bytes"],
-            axis: "write size, bytes (log)",
-            log_x: true,
-        }),
-        metrics: &[Metric::OpsPerSec, Metric::CpuPerOp, Metric::SyscallsPer100],
-        log_y: true,
-        verdict: Metric::OpsPerSec,
-    },
-    ChartSpec {
-        // A broker: one op is one message delivered to one subscriber.
-        workloads: "pubsub.",
-        sweep: Some(Sweep {
-            params: &["fanout"],
-            axis: "subscribers per topic (log)",
-            log_x: true,
-        }),
-        metrics: &[
-            Metric::OpsPerSec,
-            Metric::LatencyP99,
-            Metric::CpuPerOp,
-            Metric::SyscallsPer100,
-        ],
-        log_y: true,
-        // Open loop at a rate every model is offered alike: ranked by CPU per delivery at
-        // equal load (`verdict::at_equal_load`), the sweep's verdicts by the tail latency.
-        verdict: Metric::LatencyP99,
-    },
-];
-
-/// Whether a workload measures a network server driven by ringside's load generator (echo,
-/// HTTP, pubsub, stream): its figures are ranked by server CPU per op at equal offered load,
-/// or by throughput only where the load generator had headroom.
-pub fn is_net(workload: &str) -> bool {
-    ["echo.", "http.", "pubsub.", "stream."]
-        .iter()
-        .any(|p| workload.starts_with(p))
-}
-
-/// What a network workload's ops are called: (rate unit, one op).
-pub fn net_units(workload: &str) -> (&'static str, &'static str) {
-    if workload.starts_with("http.") {
-        ("req/s", "request")
-    } else if workload.starts_with("pubsub.") {
-        ("deliveries/s", "delivery")
-    } else if workload.starts_with("stream.") {
-        ("writes/s", "write")
-    } else {
-        ("msgs/s", "message")
-    }
-}
-
-/// The spec for a workload: its own row, else its suite's, else the default bars.
-pub fn spec_for(workload: &str) -> &'static ChartSpec {
-    CHARTS
-        .iter()
-        .find(|s| s.workloads == workload)
-        .or_else(|| {
-            CHARTS
-                .iter()
-                .find(|s| s.workloads.ends_with('.') && workload.starts_with(s.workloads))
-        })
-        .unwrap_or(&DEFAULT_SPEC)
+/// What workload `id`'s figures mean: its registry row's facts; a results file's workload
+/// this build does not know gets bars ([`Facts::LOCAL`]).
+pub fn facts(id: &str) -> Facts {
+    crate::registry::workload(id).map_or(Facts::LOCAL, |w| w.facts())
 }
 
 /// Okabe-Ito colours (without its yellow, faint on white), a mid grey, then Paul Tol's
@@ -706,7 +410,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
 
 /// The charts of one workload from its cells (in run order).
 pub fn for_cases(workload: &str, cases: &[&CaseResult], styles: &Styles) -> Vec<Chart> {
-    let spec = spec_for(workload);
+    let spec = facts(workload).chart;
     let left_out: Arc<[String]> = cases
         .iter()
         .filter(|c| c.status != Status::Measured || c.figures.is_none())
@@ -747,7 +451,7 @@ pub fn for_cases(workload: &str, cases: &[&CaseResult], styles: &Styles) -> Vec<
         .map(|l| label_index[l.as_str()])
         .collect();
     let mut charts = Vec::new();
-    match (sweep_param(spec, &measured), spec.sweep) {
+    match (sweep_param(&spec, &measured), spec.sweep) {
         (Some(param), Some(sw)) => {
             // One chart per metric and per combination of the other params; in each group,
             // the cells of each label (only the labels the group has).
@@ -884,14 +588,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn specs_resolve_exact_then_suite_then_default() {
-        assert_eq!(spec_for("micro.fd_scaling").workloads, "micro.fd_scaling");
-        assert_eq!(spec_for("storage.randread").workloads, "storage.");
-        assert_eq!(spec_for("echo.conns").workloads, "echo.conns");
-        assert_eq!(spec_for("http.clients").workloads, "http.");
-        assert_eq!(spec_for("http.rate").workloads, "http.rate");
-        assert_eq!(spec_for("micro.pipe").workloads, "");
-        assert_eq!(spec_for("whatever.new").workloads, "");
+    fn facts_come_from_the_row_and_an_unknown_workload_gets_bars() {
+        let sweep = |id: &str| facts(id).chart.sweep.map(|s| s.params[0]);
+        assert_eq!(sweep("micro.fd_scaling"), Some("fds"));
+        assert_eq!(sweep("echo.conns"), Some("conns"));
+        assert_eq!(sweep("http.clients"), Some("clients"));
+        assert_eq!(sweep("http.rate"), Some("rate_per_sec"));
+        assert_eq!(sweep("micro.pipe"), None);
+        assert_eq!(facts("storage.randread").chart.verdict, Metric::OpsPerSec);
+        assert!(facts("http.rate").rate_sweep && !facts("http.clients").rate_sweep);
+        assert_eq!(facts("pubsub.fanout").units.op, "delivery");
+        assert_eq!(facts("whatever.new"), Facts::LOCAL);
     }
 
     #[test]

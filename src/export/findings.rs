@@ -7,7 +7,7 @@
 //! offered the same rate, only the models that kept up), else by throughput between cells
 //! whose load generator had headroom, as the verdicts do.
 
-use super::charts::{is_net, net_units, spec_for, sweep_param, Metric, Ordered, ParamRoles};
+use super::charts::{facts, sweep_param, Metric, Ordered, ParamRoles};
 use super::table::{fmt_ns, fmt_rate, fmt_times};
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status};
@@ -94,7 +94,7 @@ fn confidence_text(c: &Confidence) -> String {
 fn points(workload: &str, cells: &[(&CaseResult, &CaseFigures)], m: Metric) -> Vec<Point> {
     let all: Vec<&CaseResult> = cells.iter().map(|x| x.0).collect();
     let roles = ParamRoles::of_cases(&all);
-    let sweep = sweep_param(spec_for(workload), &all);
+    let sweep = sweep_param(&facts(workload).chart, &all);
     let mut keys = Ordered::default();
     let mut pts: Vec<(usize, f64, Point)> = Vec::new();
     let mut groups = Ordered::default();
@@ -148,10 +148,10 @@ fn basis<'a>(
 ) -> Result<(Basis, Vec<MeasuredCell<'a>>), String> {
     let cells: Vec<(&CaseResult, &CaseFigures)> =
         cases.iter().filter_map(|c| measured(c)).collect();
-    if !is_net(workload) {
+    if !facts(workload).net {
         return Ok((
             Basis {
-                metric: spec_for(workload).verdict,
+                metric: facts(workload).chart.verdict,
                 prefix: "",
             },
             cells,
@@ -192,7 +192,7 @@ fn basis<'a>(
         .copied()
         .filter(|(c, _)| equal_load::offered_rate(c).is_none() && equal_load::load_had_headroom(c))
         .collect();
-    if spec_for(workload).verdict == Metric::OpsPerSec && headroom.len() >= 2 {
+    if facts(workload).chart.verdict == Metric::OpsPerSec && headroom.len() >= 2 {
         return Ok((
             Basis {
                 metric: Metric::OpsPerSec,
@@ -449,8 +449,8 @@ fn alone(pts: &[Point], b: &Basis) -> String {
 
 /// What one op of a workload is called in a finding.
 fn op_word(workload: &str) -> &'static str {
-    if is_net(workload) {
-        net_units(workload).1
+    if facts(workload).net {
+        facts(workload).units.op
     } else {
         "op"
     }
@@ -475,7 +475,7 @@ pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Line {
                 Some(f) => {
                     // The same cells' p99s, where the workload is a server's and the basis
                     // is not the p99 already.
-                    let p99 = (is_net(workload) && b.metric != Metric::LatencyP99)
+                    let p99 = (facts(workload).net && b.metric != Metric::LatencyP99)
                         .then(|| {
                             let pp = points(workload, &cells, Metric::LatencyP99);
                             findings::of_points(&pp, false)

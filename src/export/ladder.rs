@@ -4,11 +4,11 @@
 
 use super::format::{fmt_ns, Table};
 use crate::results::schema::{CaseResult, Status};
-use crate::stats::ladder::{steps, LADDERS};
+use crate::stats::ladder::steps;
 
 /// The ladder table of one point of `workload` (`None` for workloads that are not ladders).
 pub fn table(workload: &str, params: &str, cases: &[&CaseResult]) -> Option<Table> {
-    if !LADDERS.contains(&workload) {
+    if !super::charts::facts(workload).ladder {
         return None;
     }
     let header = [

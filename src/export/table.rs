@@ -268,7 +268,7 @@ fn table_of(
             .as_ref()
             .is_some_and(|f| crate::stats::wrk::requests_per_sec(&f.counters).is_some())
     });
-    let net: &[Metric] = if super::charts::is_net(&workload) {
+    let net: &[Metric] = if super::charts::facts(&workload).net {
         NET_METRICS
     } else {
         &[]

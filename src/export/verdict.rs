@@ -21,9 +21,7 @@
 //! - **capacity**: closed-loop throughput, only between cells whose load generator had
 //!   headroom (no `client_bound` / `both_saturated`); the others are named, not ranked.
 
-use super::charts::{
-    by_workload, is_net, net_units, spec_for, sweep_param, Metric, Ordered, ParamRoles,
-};
+use super::charts::{by_workload, facts, sweep_param, Metric, Ordered, ParamRoles};
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status};
 use crate::stats::claims::alpha_of;
@@ -224,10 +222,10 @@ pub const CAPACITY_PREFIX: &str = "capacity, load generator with headroom: ";
 /// open-loop sweep, its latency verdicts), then the open-loop sweeps' knees. Other
 /// workloads: the sweep's verdicts.
 pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
-    if !is_net(workload) {
+    if !facts(workload).net {
         return sweep_verdicts(workload, cases);
     }
-    let spec = spec_for(workload);
+    let spec = facts(workload).chart;
     let capacity_metric = spec.verdict == Metric::OpsPerSec;
     // Equal-load points are ranked at equal load only, apart from the capacity sweep.
     let closed: Vec<&CaseResult> = cases
@@ -273,8 +271,8 @@ pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
                 }),
         );
     }
-    if workload == "http.rate" || workload == "echo.rate" {
-        out.extend(capacity(cases, net_units(workload).0));
+    if facts(workload).rate_sweep {
+        out.extend(capacity(cases, facts(workload).units.rate));
     }
     out
 }
@@ -288,7 +286,7 @@ pub const PAST_CAPACITY_PREFIX: &str =
 /// the equal-load points (their capacity point ranks capacity) nor the rate sweeps (their
 /// knees say where each model's capacity lies).
 pub fn past_capacity_cells<'a>(workload: &str, cases: &[&'a CaseResult]) -> Vec<&'a CaseResult> {
-    if workload == "http.rate" || workload == "echo.rate" {
+    if facts(workload).rate_sweep {
         return Vec::new();
     }
     let cases: Vec<&CaseResult> = cases
@@ -363,7 +361,8 @@ fn no_headroom(without: &[&CaseResult], all: &[&CaseResult]) -> Option<Verdict> 
 /// CPU per op against each other model that kept up, with the evidence; the ones that fell
 /// behind named, not ranked.
 fn at_equal_load(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
-    let (unit, op) = net_units(workload);
+    let units = facts(workload).units;
+    let (unit, op) = (units.rate, units.op);
     let roles = ParamRoles::of_cases(cases);
     let mut points = Ordered::default();
     let mut members: Vec<Vec<(&CaseResult, &CaseFigures, f64)>> = Vec::new();
@@ -461,12 +460,12 @@ fn at_equal_load(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
 /// Cells are grouped once (by point, group and label), so the work is linear in the cells,
 /// times the number of series for the crossovers between every two of them.
 fn sweep_verdicts(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
-    sweep_verdicts_by(workload, cases, spec_for(workload).verdict)
+    sweep_verdicts_by(workload, cases, facts(workload).chart.verdict)
 }
 
 /// The sweep's verdicts of `cases` ranked by `m`.
 fn sweep_verdicts_by(workload: &str, cases: &[&CaseResult], m: Metric) -> Vec<Verdict> {
-    let spec = spec_for(workload);
+    let spec = facts(workload).chart;
     let cells: Vec<Cell> = cases.iter().filter_map(|c| cell(m, c)).collect();
     let roles = ParamRoles::of_cases(cases);
     let params_text = |c: &CaseResult, skip: Option<&str>| roles.point(c, skip);
@@ -478,7 +477,7 @@ fn sweep_verdicts_by(workload: &str, cases: &[&CaseResult], m: Metric) -> Vec<Ve
         }
     };
     let mut out = Vec::new();
-    match sweep_param(spec, cases) {
+    match sweep_param(&spec, cases) {
         None => {
             let mut groups = Ordered::default();
             let mut here: Vec<Vec<&Cell>> = Vec::new();

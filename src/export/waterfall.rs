@@ -7,7 +7,7 @@
 use super::charts::{file_slug, Ordered, ParamRoles};
 use crate::results::schema::{CaseResult, Status};
 use crate::stats::equal_load::Evidence;
-use crate::stats::ladder::{steps, LADDERS};
+use crate::stats::ladder::steps;
 
 /// How far a rung's change can be told from noise.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,7 +76,7 @@ pub struct Waterfall {
 
 /// The waterfalls of a ladder workload, one per point in run order (none for other workloads).
 pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Waterfall> {
-    if !LADDERS.contains(&workload) {
+    if !super::charts::facts(workload).ladder {
         return Vec::new();
     }
     let roles = ParamRoles::of_cases(cases);

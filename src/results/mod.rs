@@ -2,6 +2,7 @@
 //! `compare` work from these files alone.
 
 pub mod explain;
+pub mod facts;
 pub mod params;
 pub mod schema;
 pub mod spread;

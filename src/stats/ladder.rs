@@ -8,9 +8,6 @@ use super::equal_load::{cpu_per_op_evidence, Evidence};
 use crate::model::ladder::{Rung, RUNGS};
 use crate::results::schema::{CaseResult, Status};
 
-/// The workloads whose cells are ladder rungs.
-pub const LADDERS: &[&str] = &["echo.ladder", "http.ladder"];
-
 /// One rung at one point.
 pub struct Step<'a> {
     pub rung: &'static Rung,

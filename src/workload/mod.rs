@@ -9,6 +9,7 @@ use crate::error::CaseError;
 use crate::measure::{pin::CpuPlan, Meter, Sample};
 use crate::model::ModelSpec;
 use crate::profile::Profile;
+use crate::results::facts::{self, Facts, Units};
 
 /// What a workload measures, which decides its defaults: how its repetitions are budgeted
 /// ([`Workload::budget`]) and which CPU plans its servers take ([`Workload::accepts_on`]).
@@ -61,6 +62,15 @@ pub trait Workload: Sync {
             Kind::Micro => b,
             Kind::Net => net::cell::budget(b),
             Kind::Storage => storage::storage_budget(b),
+        }
+    }
+    /// What its figures mean, for the reports (`results::facts`): by default its kind's
+    /// (bars; a network workload's ops are messages).
+    fn facts(&self) -> Facts {
+        match self.kind() {
+            Kind::Micro => Facts::LOCAL,
+            Kind::Net => Facts::net(Units::MESSAGES, facts::BARS),
+            Kind::Storage => Facts::STORAGE,
         }
     }
     /// One repetition: set up, measure `ctx.ops` ops in one window, tear down.

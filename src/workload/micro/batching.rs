@@ -25,6 +25,18 @@ impl Workload for Batching {
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Micro
     }
+    fn facts(&self) -> crate::results::facts::Facts {
+        use crate::results::facts::{lines, Facts, Metric};
+        Facts {
+            chart: lines(
+                &["batch"],
+                "messages per batch (log)",
+                &[Metric::LatencyP50, Metric::SyscallsPer100, Metric::CpuPerOp],
+                Metric::LatencyP50,
+            ),
+            ..Facts::LOCAL
+        }
+    }
     fn id(&self) -> &'static str {
         "micro.batching"
     }

@@ -32,6 +32,18 @@ impl Workload for FdScaling {
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Micro
     }
+    fn facts(&self) -> crate::results::facts::Facts {
+        use crate::results::facts::{lines, Facts, Metric};
+        Facts {
+            chart: lines(
+                &["fds"],
+                "watched fds (log)",
+                &[Metric::LatencyP50, Metric::SyscallsPer100, Metric::CpuPerOp],
+                Metric::LatencyP50,
+            ),
+            ..Facts::LOCAL
+        }
+    }
     fn id(&self) -> &'static str {
         "micro.fd_scaling"
     }

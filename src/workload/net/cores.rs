@@ -157,6 +157,9 @@ impl Workload for HttpCores {
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Net
     }
+    fn facts(&self) -> crate::results::facts::Facts {
+        super::http::CLIENTS_FACTS
+    }
     /// A cores sweep runs every model at each thread count its plan gives (tokio-mt on one
     /// server CPU included: the sweep's first point), unlike the other network workloads.
     fn accepts_on(

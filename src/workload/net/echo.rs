@@ -218,6 +218,10 @@ impl Workload for EchoConns {
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Net
     }
+    fn facts(&self) -> crate::results::facts::Facts {
+        use crate::results::facts::{net_lines, Facts, Units};
+        Facts::net(Units::MESSAGES, net_lines(&["conns"], "connections (log)"))
+    }
     fn id(&self) -> &'static str {
         "echo.conns"
     }
@@ -252,6 +256,13 @@ impl Workload for EchoConns {
 impl Workload for EchoPayload {
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Net
+    }
+    fn facts(&self) -> crate::results::facts::Facts {
+        use crate::results::facts::{net_lines, Facts, Units};
+        Facts::net(
+            Units::MESSAGES,
+            net_lines(&["msg_bytes"], "message size, bytes (log)"),
+        )
     }
     fn id(&self) -> &'static str {
         "echo.payload"
@@ -305,6 +316,23 @@ pub fn rates(profile: Profile) -> &'static [u64] {
 impl Workload for EchoRate {
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Net
+    }
+    /// At rates every model sustains: server CPU per message and tail latency at equal load
+    /// (verdicts rank CPU per op per rate; the sweep's verdicts follow p99).
+    fn facts(&self) -> crate::results::facts::Facts {
+        use crate::results::facts::{lines, Facts, Metric, Units};
+        Facts {
+            rate_sweep: true,
+            ..Facts::net(
+                Units::MESSAGES,
+                lines(
+                    &["rate_per_sec"],
+                    "offered messages/s (log)",
+                    &[Metric::CpuPerOp, Metric::LatencyP99, Metric::OpsPerSec],
+                    Metric::LatencyP99,
+                ),
+            )
+        }
     }
     fn id(&self) -> &'static str {
         "echo.rate"

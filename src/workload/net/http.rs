@@ -77,6 +77,13 @@ pub struct Args {
     pub warmup_ms: u64,
 }
 
+/// The HTTP workloads' charts (but `http.rate`'s): the server figures against the clients
+/// (or connections) of a point.
+pub(crate) const CLIENTS_FACTS: crate::results::facts::Facts = crate::results::facts::Facts::net(
+    crate::results::facts::Units::REQUESTS,
+    crate::results::facts::net_lines(&["clients", "conns", "connections"], "clients (log)"),
+);
+
 /// `http.clients`.
 pub struct HttpClients;
 /// `http.rate`.
@@ -85,6 +92,9 @@ pub struct HttpRate;
 impl Workload for HttpClients {
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Net
+    }
+    fn facts(&self) -> crate::results::facts::Facts {
+        super::http::CLIENTS_FACTS
     }
     fn id(&self) -> &'static str {
         "http.clients"
@@ -169,6 +179,23 @@ pub fn rates(profile: Profile) -> &'static [u64] {
 impl Workload for HttpRate {
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Net
+    }
+    /// Latency against offered load: the knee is where p99 leaves the floor and the achieved
+    /// rate stops following the offered one.
+    fn facts(&self) -> crate::results::facts::Facts {
+        use crate::results::facts::{lines, Facts, Metric, Units};
+        Facts {
+            rate_sweep: true,
+            ..Facts::net(
+                Units::REQUESTS,
+                lines(
+                    &["rate_per_sec"],
+                    "offered requests/s (log)",
+                    &[Metric::LatencyP99, Metric::OpsPerSec, Metric::CpuPerOp],
+                    Metric::LatencyP99,
+                ),
+            )
+        }
     }
     fn id(&self) -> &'static str {
         "http.rate"

@@ -68,6 +68,13 @@ impl Workload for EchoLadder {
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Net
     }
+    fn facts(&self) -> crate::results::facts::Facts {
+        use crate::results::facts::{Facts, Units, BARS};
+        Facts {
+            ladder: true,
+            ..Facts::net(Units::MESSAGES, BARS)
+        }
+    }
     fn id(&self) -> &'static str {
         "echo.ladder"
     }
@@ -98,6 +105,12 @@ impl Workload for EchoLadder {
 impl Workload for HttpLadder {
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Net
+    }
+    fn facts(&self) -> crate::results::facts::Facts {
+        crate::results::facts::Facts {
+            ladder: true,
+            ..super::http::CLIENTS_FACTS
+        }
     }
     fn id(&self) -> &'static str {
         "http.ladder"

@@ -78,6 +78,26 @@ impl Workload for PubsubFanout {
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Net
     }
+    /// A broker: one op is one message delivered to one subscriber. Open loop at a rate every
+    /// model is offered alike: ranked by CPU per delivery at equal load, the sweep's verdicts
+    /// by the tail latency.
+    fn facts(&self) -> crate::results::facts::Facts {
+        use crate::results::facts::{lines, Facts, Metric, Units};
+        Facts::net(
+            Units::DELIVERIES,
+            lines(
+                &["fanout"],
+                "subscribers per topic (log)",
+                &[
+                    Metric::OpsPerSec,
+                    Metric::LatencyP99,
+                    Metric::CpuPerOp,
+                    Metric::SyscallsPer100,
+                ],
+                Metric::LatencyP99,
+            ),
+        )
+    }
     fn id(&self) -> &'static str {
         "pubsub.fanout"
     }

@@ -124,6 +124,21 @@ fn run(ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
     Ok(s)
 }
 
+/// Bulk transfer: one op is one write (`write_bytes`), so per-op figures are per write.
+const STREAM_FACTS: crate::results::facts::Facts = crate::results::facts::Facts::net(
+    crate::results::facts::Units::WRITES,
+    crate::results::facts::lines(
+        &["write_bytes"],
+        "write size, bytes (log)",
+        &[
+            crate::results::facts::Metric::OpsPerSec,
+            crate::results::facts::Metric::CpuPerOp,
+            crate::results::facts::Metric::SyscallsPer100,
+        ],
+        crate::results::facts::Metric::OpsPerSec,
+    ),
+);
+
 /// `stream.send`: one-way bulk transfer, both directions.
 pub struct StreamSend;
 /// `stream.duplex`: both ways at once.
@@ -132,6 +147,9 @@ pub struct StreamDuplex;
 impl Workload for StreamSend {
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Net
+    }
+    fn facts(&self) -> crate::results::facts::Facts {
+        STREAM_FACTS
     }
     fn id(&self) -> &'static str {
         "stream.send"
@@ -161,6 +179,9 @@ impl Workload for StreamSend {
 impl Workload for StreamDuplex {
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Net
+    }
+    fn facts(&self) -> crate::results::facts::Facts {
+        STREAM_FACTS
     }
     fn id(&self) -> &'static str {
         "stream.duplex"

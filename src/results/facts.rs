@@ -1,0 +1,251 @@
+//! What a workload's figures mean, declared on its row (`Workload::facts`) and read by the
+//! exporters: whether it measures a server driven by the load generator, what its ops are
+//! called, whether its points sweep the offered rate, and which charts it gets (bars per
+//! parameter point, or lines of a metric against a sweep parameter). Nothing outside a
+//! workload decides these from its id.
+
+use super::schema::CaseFigures;
+
+/// A figure a chart can plot, with its unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    /// Median latency per op, ns; whisker up to p99.
+    LatencyP50,
+    /// 99th percentile latency per op, ns.
+    LatencyP99,
+    /// Median over repetitions of ops/s; whisker min..max over repetitions.
+    OpsPerSec,
+    /// Syscalls per 100 ops, measured by the perf counter.
+    SyscallsPer100,
+    /// CPU time per op over all threads, ns.
+    CpuPerOp,
+}
+
+impl Metric {
+    /// Short name used in titles and file names.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Metric::LatencyP50 => "latency",
+            Metric::LatencyP99 => "p99",
+            Metric::OpsPerSec => "ops",
+            Metric::SyscallsPer100 => "syscalls",
+            Metric::CpuPerOp => "cpu",
+        }
+    }
+
+    /// Chart title; bars say what their whiskers show, and their band when they have one
+    /// ([`Metric::band`]).
+    pub fn title(self, bars: bool, band: bool) -> &'static str {
+        match (self, bars) {
+            (Metric::LatencyP50, true) if band => {
+                "latency per op (median, dark band its 95% CI, whisker to p99)"
+            }
+            (Metric::LatencyP50, true) => "latency per op (median, whisker to p99)",
+            (Metric::LatencyP50, false) => "latency per op (median)",
+            (Metric::LatencyP99, true) if band => "p99 latency per op (dark band its 95% CI)",
+            (Metric::LatencyP99, _) => "p99 latency per op",
+            (Metric::OpsPerSec, true) => {
+                "throughput (median of runs, whisker 95% CI, else min-max)"
+            }
+            (Metric::OpsPerSec, false) => "throughput (median of runs)",
+            (Metric::SyscallsPer100, _) => "syscalls per 100 ops (measured)",
+            (Metric::CpuPerOp, _) => "CPU time per op (all threads)",
+        }
+    }
+
+    /// Y axis label with its unit.
+    pub fn axis(self) -> &'static str {
+        match self {
+            Metric::LatencyP50 => "latency per op, ns (p50)",
+            Metric::LatencyP99 => "p99 latency per op, ns",
+            Metric::OpsPerSec => "ops/s",
+            Metric::SyscallsPer100 => "syscalls per 100 ops",
+            Metric::CpuPerOp => "CPU ns per op",
+        }
+    }
+
+    /// The value for a measured cell, if it has one.
+    pub fn value(self, f: &CaseFigures) -> Option<f64> {
+        let v = match self {
+            Metric::LatencyP50 => f.latency_ns.p50,
+            Metric::LatencyP99 => f.latency_ns.p99,
+            Metric::OpsPerSec => f.ops_per_sec.median,
+            Metric::SyscallsPer100 => *f.syscalls_per_op.value()? * 100.0,
+            Metric::CpuPerOp => f.cpu_ns_per_op.total,
+        };
+        v.is_finite().then_some(v)
+    }
+
+    /// The whisker drawn on a bar: p50..p99 for latency, min..max of runs for throughput.
+    pub fn whisker(self, f: &CaseFigures) -> Option<(f64, f64)> {
+        match self {
+            Metric::LatencyP50 => Some((f.latency_ns.p50, f.latency_ns.p99)),
+            // The 95% CI of the median of runs where recorded, else min..max of runs.
+            Metric::OpsPerSec => Some(
+                f.ci95
+                    .as_ref()
+                    .and_then(|i| i.ops_per_sec)
+                    .unwrap_or((f.ops_per_sec.min, f.ops_per_sec.max)),
+            ),
+            _ => None,
+        }
+    }
+
+    /// The 95% confidence interval of the bar's own figure, drawn as a band on it (latency
+    /// percentiles: `stats::bootstrap` over repetitions; absent with one repetition).
+    pub fn band(self, f: &CaseFigures) -> Option<(f64, f64)> {
+        let ci = f.ci95.as_ref()?;
+        match self {
+            Metric::LatencyP50 => ci.p50_ns,
+            Metric::LatencyP99 => ci.p99_ns,
+            _ => None,
+        }
+    }
+}
+
+/// Lines of a metric against a numeric parameter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sweep {
+    /// Candidate parameter names; the first one the cases carry is used.
+    pub params: &'static [&'static str],
+    /// X axis label with its unit.
+    pub axis: &'static str,
+    pub log_x: bool,
+}
+
+/// What charts a workload gets.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChartSpec {
+    /// Lines against a sweep parameter; `None`: bars per parameter point.
+    pub sweep: Option<Sweep>,
+    pub metrics: &'static [Metric],
+    pub log_y: bool,
+    /// The figure verdicts compare (lower is better for latency/CPU, higher for ops/s).
+    pub verdict: Metric,
+}
+
+/// What a network workload's ops are called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Units {
+    /// Its rate: "msgs/s".
+    pub rate: &'static str,
+    /// One op: "message".
+    pub op: &'static str,
+}
+
+/// What a workload's figures mean (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Facts {
+    /// A network server driven by ringside's load generator (echo, HTTP, pubsub, stream): its
+    /// figures are ranked by server CPU per op at equal offered load, or by throughput only
+    /// where the load generator had headroom.
+    pub net: bool,
+    /// What its ops are called (network workloads).
+    pub units: Units,
+    /// Its points sweep the offered rate (`echo.rate`, `http.rate`): each model's capacity is
+    /// where it fell behind, and no throughput ranking is made past it.
+    pub rate_sweep: bool,
+    /// Its cells are the rungs of an ablation ladder (`model::ladder::RUNGS`): the reports
+    /// add each rung's step (`stats::ladder`).
+    pub ladder: bool,
+    pub chart: ChartSpec,
+}
+
+const BAR_METRICS: &[Metric] = &[
+    Metric::LatencyP50,
+    Metric::OpsPerSec,
+    Metric::SyscallsPer100,
+    Metric::CpuPerOp,
+];
+
+/// Servers: throughput and tail latency against load, and what each op costs.
+const NET_METRICS: &[Metric] = &[
+    Metric::OpsPerSec,
+    Metric::LatencyP99,
+    Metric::SyscallsPer100,
+    Metric::CpuPerOp,
+];
+
+/// Bars per parameter point, ranked by median latency.
+pub const BARS: ChartSpec = ChartSpec {
+    sweep: None,
+    metrics: BAR_METRICS,
+    log_y: false,
+    verdict: Metric::LatencyP50,
+};
+
+/// Lines of `metrics` against the log-scaled sweep parameter `params` (the first the cases
+/// carry), ranked by `verdict`.
+pub const fn lines(
+    params: &'static [&'static str],
+    axis: &'static str,
+    metrics: &'static [Metric],
+    verdict: Metric,
+) -> ChartSpec {
+    ChartSpec {
+        sweep: Some(Sweep {
+            params,
+            axis,
+            log_x: true,
+        }),
+        metrics,
+        log_y: true,
+        verdict,
+    }
+}
+
+/// Network charts: the four server figures against `params`, ranked by throughput.
+pub const fn net_lines(params: &'static [&'static str], axis: &'static str) -> ChartSpec {
+    lines(params, axis, NET_METRICS, Metric::OpsPerSec)
+}
+
+impl Units {
+    pub const MESSAGES: Units = Units {
+        rate: "msgs/s",
+        op: "message",
+    };
+    pub const REQUESTS: Units = Units {
+        rate: "req/s",
+        op: "request",
+    };
+    pub const DELIVERIES: Units = Units {
+        rate: "deliveries/s",
+        op: "delivery",
+    };
+    pub const WRITES: Units = Units {
+        rate: "writes/s",
+        op: "write",
+    };
+}
+
+impl Facts {
+    /// A loop on the measured thread (the micro suite), and what a results file's unknown
+    /// workload gets: bars, no network units.
+    pub const LOCAL: Facts = Facts {
+        net: false,
+        units: Units::MESSAGES,
+        rate_sweep: false,
+        ladder: false,
+        chart: BARS,
+    };
+    /// Files (the storage suite): bars, ranked by throughput (latency at queue depth 32 is
+    /// mostly queueing; throughput is the comparable figure).
+    pub const STORAGE: Facts = Facts {
+        chart: ChartSpec {
+            verdict: Metric::OpsPerSec,
+            ..BARS
+        },
+        ..Facts::LOCAL
+    };
+
+    /// A server driven by the load generator, its ops called `units`, charted `chart`.
+    pub const fn net(units: Units, chart: ChartSpec) -> Facts {
+        Facts {
+            net: true,
+            units,
+            rate_sweep: false,
+            ladder: false,
+            chart,
+        }
+    }
+}
