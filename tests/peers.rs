@@ -29,8 +29,8 @@ fn start(kind: PeerKind) -> Peer {
 
 /// Content unique to (connection, message), so that bytes crossing connections are caught.
 fn message(conn: usize, seq: usize, len: usize) -> Vec<u8> {
-    let mut x =
-        ((conn as u64 + 1) * 0x9E37_79B9_7F4A_7C15) ^ ((seq as u64 + 1) * 0xD6E8_FEB8_6659_FD93);
+    let mut x = (conn as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ (seq as u64 + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93);
     (0..len)
         .map(|_| {
             x ^= x << 13;
