@@ -167,6 +167,14 @@ enum St {
     Dead,
 }
 
+/// What [`Loop::drive`] does after one step on a connection: go on, or wait for its next
+/// event.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Again,
+    Wait,
+}
+
 /// A response judged before all of it arrived: the rest is discarded, then it completes.
 #[derive(Clone, Copy)]
 struct Done {
@@ -280,31 +288,45 @@ fn worker_inner(
     }
     // SAFETY: epoll_create1 has no memory preconditions; the fd is owned below.
     let ep = unsafe { OwnedFd::from_raw_fd(cvt(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
-    let mut lp = Loop {
-        ex,
-        shared,
-        c: Tally::default(),
-        gaps: None,
-        t_open: 0,
-        t_close: u64::MAX,
-        traffic: false,
-        interval: cfg
-            .rate
-            .map(|r| (cfg.conns as f64 * 1e9 / r.max(1e-9)).max(1.0) as u64),
-        due: BinaryHeap::new(),
-        parked: Vec::new(),
-        released: !shared.first_round(),
-        ep: ep.as_raw_fd(),
-        target: cfg.target,
-        scratch: vec![0u8; READ_CHUNK],
-    };
-    let mut conns: Vec<Conn> = Vec::with_capacity(ids.len());
-    for (k, id) in ids.clone().enumerate() {
-        let mut c = Conn {
+    let mut lp = Loop::new(cfg, ex, shared, ep.as_raw_fd());
+    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS];
+    let mut conns = lp.open(cfg, ids)?;
+    lp.await_connects(cfg, &ep, &mut conns, &mut events)?;
+    // Closed loop: every live connection sends at the start, so each one is awaited before
+    // the coordinator can look (open loop: counted as each first message falls due).
+    if lp.interval.is_none() {
+        let mut n = 0;
+        for c in conns.iter_mut().filter(|c| c.st == St::Idle) {
+            c.unanswered = true;
+            n += 1;
+        }
+        shared.unanswered.fetch_add(n, Ordering::SeqCst);
+    }
+    shared.barrier.wait();
+    shared.barrier.wait();
+    *synced = true;
+    let cpu0 = lp.traffic(cfg, &ep, &mut conns, &mut events)?;
+    let end = cpu::this_thread().total_ns;
+    lp.c.n.cpu_ns = end.saturating_sub(cpu0.unwrap_or(end));
+    lp.c.n.live = conns
+        .iter()
+        .filter(|c| match c.st {
+            St::Dead => false,
+            St::Connecting => c.reconnecting,
+            _ => true,
+        })
+        .count() as u64;
+    Ok((lp.c, lp.gaps))
+}
+
+impl Conn {
+    /// Connection `id`, slot `idx` of its thread, not yet connected.
+    fn new(idx: usize, id: usize, source: Option<Ipv4Addr>) -> Conn {
+        Conn {
             fd: None,
-            idx: k,
+            idx,
             id: id as u32,
-            source: source_for(cfg, id),
+            source,
             st: St::Dead,
             seq: 0,
             out: Vec::new(),
@@ -319,176 +341,231 @@ fn worker_inner(
             reconnecting: false,
             unanswered: false,
             checked: false,
-        };
-        match connect(cfg.target, c.source) {
-            Ok(fd) => {
-                register(lp.ep, &fd, k)?;
-                c.fd = Some(fd);
-                c.st = St::Connecting;
-            }
-            Err(e) => lp.fail_connect(&mut c, e),
         }
-        conns.push(c);
     }
-    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS];
+}
 
-    // Connect phase: wait for every pending connect to resolve, up to the connect timeout
-    // (or a stop).
-    let deadline = now_ns() + cfg.connect_timeout.as_nanos() as u64;
-    let mut pending = conns.iter().filter(|c| c.st == St::Connecting).count();
-    while pending > 0 && !stop_requested(cfg.stop) {
-        let now = now_ns();
-        if now >= deadline {
-            break;
-        }
-        let n = wait(&ep, &mut events, (deadline - now).min(TICK_NS))?;
-        for ev in &events[..n] {
-            let c = &mut conns[ev.u64 as usize];
-            if c.st != St::Connecting {
-                continue;
-            }
-            match so_error(c.fd.as_ref().map_or(-1, |f| f.as_raw_fd())) {
-                Ok(()) => c.st = St::Idle,
-                Err(e) => lp.fail_connect(c, e),
-            }
-            pending -= 1;
-        }
-    }
-    let stopped = stop_requested(cfg.stop);
-    for c in conns.iter_mut().filter(|c| c.st == St::Connecting) {
-        if stopped {
-            // Interrupted while connecting: not a connect error.
-            c.st = St::Dead;
-            c.fd = None;
-        } else {
-            lp.fail_connect(
-                c,
-                io::Error::new(io::ErrorKind::TimedOut, "connect timed out"),
-            );
+/// A thread's loop before traffic: its connections set up, the window's edges unknown.
+impl<'a> Loop<'a> {
+    fn new(cfg: &Config, ex: &'a dyn Exchange, shared: &'a Shared, ep: RawFd) -> Loop<'a> {
+        Loop {
+            ex,
+            shared,
+            c: Tally::default(),
+            gaps: None,
+            t_open: 0,
+            t_close: u64::MAX,
+            traffic: false,
+            interval: cfg
+                .rate
+                .map(|r| (cfg.conns as f64 * 1e9 / r.max(1e-9)).max(1.0) as u64),
+            due: BinaryHeap::new(),
+            parked: Vec::new(),
+            released: !shared.first_round(),
+            ep,
+            target: cfg.target,
+            scratch: vec![0u8; READ_CHUNK],
         }
     }
 
-    // Closed loop: every live connection sends at the start, so each one is awaited before
-    // the coordinator can look (open loop: counted as each first message falls due).
-    if lp.interval.is_none() {
-        let mut n = 0;
-        for c in conns.iter_mut().filter(|c| c.st == St::Idle) {
-            c.unanswered = true;
-            n += 1;
-        }
-        shared.unanswered.fetch_add(n, Ordering::SeqCst);
-    }
-    shared.barrier.wait();
-    shared.barrier.wait();
-    *synced = true;
-    let t_start = shared.t_start.load(Ordering::SeqCst);
-    lp.traffic = true;
-    lp.window();
-
-    // Traffic: closed loop sends now; open loop schedules message 0 of connection `id` at
-    // t_start + id/rate, so the whole schedule is evenly spread.
-    for c in conns.iter_mut().filter(|c| c.st == St::Idle) {
-        match lp.interval {
-            None => lp.start(c, t_start),
-            Some(iv) => {
-                c.due = t_start + (iv as u128 * c.id as u128 / cfg.conns as u128) as u64;
-                lp.due.push(Reverse((c.due, c.idx)));
+    /// Starts a non-blocking connect for each of `ids` (a failure counted, the connection
+    /// dead).
+    fn open(&mut self, cfg: &Config, ids: std::ops::Range<usize>) -> io::Result<Vec<Conn>> {
+        let mut conns: Vec<Conn> = Vec::with_capacity(ids.len());
+        for (k, id) in ids.enumerate() {
+            let mut c = Conn::new(k, id, source_for(cfg, id));
+            match connect(cfg.target, c.source) {
+                Ok(fd) => {
+                    register(self.ep, &fd, k)?;
+                    c.fd = Some(fd);
+                    c.st = St::Connecting;
+                }
+                Err(e) => self.fail_connect(&mut c, e),
             }
+            conns.push(c);
         }
+        Ok(conns)
     }
-    let mut cpu0: Option<u64> = None;
-    let mut next_tick = t_start + TICK_NS;
-    let msg_timeout = cfg.msg_timeout.as_nanos() as u64;
-    let connect_timeout = cfg.connect_timeout.as_nanos() as u64;
-    loop {
-        lp.window();
-        if !lp.parked.is_empty() && lp.round_over() {
+
+    /// Waits for every pending connect to resolve, up to the connect timeout (or a stop);
+    /// those still pending then failed (or, stopped, are dropped uncounted).
+    fn await_connects(
+        &mut self,
+        cfg: &Config,
+        ep: &OwnedFd,
+        conns: &mut [Conn],
+        events: &mut [libc::epoll_event],
+    ) -> io::Result<()> {
+        let deadline = now_ns() + cfg.connect_timeout.as_nanos() as u64;
+        let mut pending = conns.iter().filter(|c| c.st == St::Connecting).count();
+        while pending > 0 && !stop_requested(cfg.stop) {
             let now = now_ns();
-            for k in std::mem::take(&mut lp.parked) {
-                if conns[k].st == St::Idle {
-                    lp.start(&mut conns[k], now);
+            if now >= deadline {
+                break;
+            }
+            let n = wait(ep, events, (deadline - now).min(TICK_NS))?;
+            for ev in &events[..n] {
+                let c = &mut conns[ev.u64 as usize];
+                if c.st != St::Connecting {
+                    continue;
+                }
+                match so_error(c.fd.as_ref().map_or(-1, |f| f.as_raw_fd())) {
+                    Ok(()) => c.st = St::Idle,
+                    Err(e) => self.fail_connect(c, e),
+                }
+                pending -= 1;
+            }
+        }
+        let stopped = stop_requested(cfg.stop);
+        for c in conns.iter_mut().filter(|c| c.st == St::Connecting) {
+            if stopped {
+                // Interrupted while connecting: not a connect error.
+                c.st = St::Dead;
+                c.fd = None;
+            } else {
+                let e = io::Error::new(io::ErrorKind::TimedOut, "connect timed out");
+                self.fail_connect(c, e);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The traffic phase: from the start the coordinator set to the window's closing.
+impl Loop<'_> {
+    /// Sends and receives until the window closes; returns this thread's CPU clock at the
+    /// opening (`None`: it never opened).
+    fn traffic(
+        &mut self,
+        cfg: &Config,
+        ep: &OwnedFd,
+        conns: &mut [Conn],
+        events: &mut [libc::epoll_event],
+    ) -> io::Result<Option<u64>> {
+        let t_start = self.shared.t_start.load(Ordering::SeqCst);
+        self.traffic = true;
+        self.window();
+        self.schedule(cfg, conns, t_start);
+        let mut cpu0: Option<u64> = None;
+        let mut next_tick = t_start + TICK_NS;
+        let timeouts = (
+            cfg.msg_timeout.as_nanos() as u64,
+            cfg.connect_timeout.as_nanos() as u64,
+        );
+        loop {
+            self.window();
+            self.release_parked(conns);
+            let mut now = now_ns();
+            if cpu0.is_none() && now >= self.t_open {
+                cpu0 = Some(cpu::this_thread().total_ns);
+                now = now_ns();
+            }
+            if now >= self.t_close {
+                return Ok(cpu0);
+            }
+            self.start_due(conns, now);
+            if now >= next_tick {
+                next_tick = now + TICK_NS;
+                self.time_out(conns, now, timeouts);
+            }
+            let mut until = self.t_close.min(next_tick);
+            if cpu0.is_none() {
+                // Until the coordinator has set the opening, look for it every WARM_TICK_NS.
+                until = until.min(self.t_open).min(now + WARM_TICK_NS);
+            }
+            if let Some(&Reverse((due, _))) = self.due.peek() {
+                until = until.min(due);
+            }
+            let n = wait(ep, events, until.saturating_sub(now))?;
+            // A stop during the wait closes the window before these events are counted.
+            self.window();
+            for ev in &events[..n] {
+                self.on_event(&mut conns[ev.u64 as usize], ev.events);
+            }
+        }
+    }
+
+    /// Closed loop: every idle connection sends now. Open loop: message 0 of connection `id`
+    /// is due at `t_start + id/rate`, so the whole schedule is evenly spread.
+    fn schedule(&mut self, cfg: &Config, conns: &mut [Conn], t_start: u64) {
+        for c in conns.iter_mut().filter(|c| c.st == St::Idle) {
+            match self.interval {
+                None => self.start(c, t_start),
+                Some(iv) => {
+                    c.due = t_start + (iv as u128 * c.id as u128 / cfg.conns as u128) as u64;
+                    self.due.push(Reverse((c.due, c.idx)));
                 }
             }
         }
-        let mut now = now_ns();
-        if cpu0.is_none() && now >= lp.t_open {
-            cpu0 = Some(cpu::this_thread().total_ns);
-            now = now_ns();
+    }
+
+    /// Once the first round is over, the connections it parked send their next message.
+    fn release_parked(&mut self, conns: &mut [Conn]) {
+        if self.parked.is_empty() || !self.round_over() {
+            return;
         }
-        if now >= lp.t_close {
-            break;
+        let now = now_ns();
+        for k in std::mem::take(&mut self.parked) {
+            if conns[k].st == St::Idle {
+                self.start(&mut conns[k], now);
+            }
         }
-        while let Some(&Reverse((due, k))) = lp.due.peek() {
+    }
+
+    /// Open loop: sends every message due by `now`, each timed from its due time.
+    fn start_due(&mut self, conns: &mut [Conn], now: u64) {
+        while let Some(&Reverse((due, k))) = self.due.peek() {
             if due > now {
                 break;
             }
-            lp.due.pop();
+            self.due.pop();
             if conns[k].st == St::Idle {
-                lp.start(&mut conns[k], due);
+                self.start(&mut conns[k], due);
             }
-        }
-        if now >= next_tick {
-            next_tick = now + TICK_NS;
-            for c in conns.iter_mut() {
-                if matches!(c.st, St::Sending | St::Receiving)
-                    && !c.timed_out
-                    && now.saturating_sub(c.origin) > msg_timeout
-                {
-                    c.timed_out = true;
-                    lp.count(Kind::Timeout, now);
-                } else if c.st == St::Connecting
-                    && c.reconnecting
-                    && now.saturating_sub(c.origin) > connect_timeout
-                {
-                    let e = io::Error::new(io::ErrorKind::TimedOut, "reconnect timed out");
-                    lp.fail_connect(c, e);
-                }
-            }
-        }
-        let mut until = lp.t_close.min(next_tick);
-        if cpu0.is_none() {
-            // Until the coordinator has set the opening, look for it every WARM_TICK_NS.
-            until = until.min(lp.t_open).min(now + WARM_TICK_NS);
-        }
-        if let Some(&Reverse((due, _))) = lp.due.peek() {
-            until = until.min(due);
-        }
-        let n = wait(&ep, &mut events, until.saturating_sub(now))?;
-        // A stop during the wait closes the window before these events are counted.
-        lp.window();
-        for ev in &events[..n] {
-            let c = &mut conns[ev.u64 as usize];
-            let readable = ev.events & READABLE != 0;
-            match c.st {
-                St::Connecting => {
-                    lp.connected(c);
-                    continue;
-                }
-                St::Sending if readable => c.read_pending = true,
-                // Write space came back while waiting for the echo: nothing to do, and a
-                // recv would only return EAGAIN.
-                St::Receiving if !readable => continue,
-                // Bytes with no request outstanding: never an answer to a later one.
-                St::Idle if readable => {
-                    lp.drain_unsolicited(c, "while no request was outstanding");
-                    continue;
-                }
-                _ => {}
-            }
-            lp.drive(c);
         }
     }
-    let end = cpu::this_thread().total_ns;
-    lp.c.n.cpu_ns = end.saturating_sub(cpu0.unwrap_or(end));
-    lp.c.n.live = conns
-        .iter()
-        .filter(|c| match c.st {
-            St::Dead => false,
-            St::Connecting => c.reconnecting,
-            _ => true,
-        })
-        .count() as u64;
-    Ok((lp.c, lp.gaps))
+
+    /// Counts the messages outstanding past the message timeout (once each) and fails the
+    /// reconnects past the connect timeout.
+    fn time_out(&mut self, conns: &mut [Conn], now: u64, (msg, connect): (u64, u64)) {
+        for c in conns.iter_mut() {
+            if matches!(c.st, St::Sending | St::Receiving)
+                && !c.timed_out
+                && now.saturating_sub(c.origin) > msg
+            {
+                c.timed_out = true;
+                self.count(Kind::Timeout, now);
+            } else if c.st == St::Connecting
+                && c.reconnecting
+                && now.saturating_sub(c.origin) > connect
+            {
+                let e = io::Error::new(io::ErrorKind::TimedOut, "reconnect timed out");
+                self.fail_connect(c, e);
+            }
+        }
+    }
+
+    /// One epoll event (`events`) on connection `c`.
+    fn on_event(&mut self, c: &mut Conn, events: u32) {
+        let readable = events & READABLE != 0;
+        match c.st {
+            St::Connecting => {
+                self.connected(c);
+                return;
+            }
+            St::Sending if readable => c.read_pending = true,
+            // Write space came back while waiting for the echo: nothing to do, and a recv
+            // would only return EAGAIN.
+            St::Receiving if !readable => return,
+            // Bytes with no request outstanding: never an answer to a later one.
+            St::Idle if readable => {
+                self.drain_unsolicited(c, "while no request was outstanding");
+                return;
+            }
+            _ => {}
+        }
+        self.drive(c);
+    }
 }
 
 impl Loop<'_> {
@@ -715,106 +792,130 @@ impl Loop<'_> {
             let Some(fd) = c.fd.as_ref().map(|f| f.as_raw_fd()) else {
                 return;
             };
-            match c.st {
-                St::Sending => {
-                    // SAFETY: the slice is valid for reads of its remaining length.
-                    let r = unsafe {
-                        libc::send(
-                            fd,
-                            c.out[c.sent..].as_ptr().cast(),
-                            c.out.len() - c.sent,
-                            libc::MSG_NOSIGNAL,
-                        )
-                    };
-                    if r < 0 {
-                        let e = io::Error::last_os_error();
-                        match e.kind() {
-                            io::ErrorKind::WouldBlock => return,
-                            io::ErrorKind::Interrupted => continue,
-                            _ => return self.fail_io(c, Some(e), true),
-                        }
-                    }
-                    c.sent += r as usize;
-                    if c.sent == c.out.len() {
-                        c.st = St::Receiving;
-                        if !c.read_pending && c.inb.is_empty() {
-                            return; // the echo's arrival will wake this connection
-                        }
-                    }
-                }
-                St::Receiving if c.pending.is_some() => {
-                    if c.discard == 0 {
-                        let d = c.pending.take().expect("pending response");
-                        self.complete(c, d);
-                        if c.st != St::Sending {
-                            return;
-                        }
-                        continue;
-                    }
-                    // One byte more than the response's rest: a byte past it is unsolicited.
-                    let want = (c.discard + 1).min(READ_CHUNK as u64) as usize;
-                    // SAFETY: scratch holds READ_CHUNK >= want writable bytes.
-                    let r = unsafe { libc::recv(fd, self.scratch.as_mut_ptr().cast(), want, 0) };
-                    match self.received(c, r) {
-                        Some(n) if n as u64 > c.discard => {
-                            let extra = n as u64 - c.discard;
-                            c.discard = 0;
-                            self.unsolicited(c, extra, "past the end of a response");
-                        }
-                        Some(n) => c.discard -= n as u64,
-                        None => return,
-                    }
-                }
-                St::Receiving => {
-                    let need = match self.ex.response(&c.out, &c.inb) {
-                        // Our own message size bounds what an echo holds; nothing a peer
-                        // announces is reserved beyond READ_CHUNK at a time.
-                        Response::NeedMore(n) => n.min(READ_CHUNK.max(c.out.len())),
-                        Response::Complete {
-                            len,
-                            verdict,
-                            close,
-                        } => {
-                            let d = Done {
-                                len,
-                                verdict,
-                                close,
-                            };
-                            if matches!(verdict, Verdict::Fault(_)) && !self.c.has_error() {
-                                let head = describe(&c.inb);
-                                self.note_error(now_ns(), || format!("error response: {head}"));
-                            }
-                            let held = c.inb.len() as u64;
-                            if len > held {
-                                // Judged from what is held: drop the rest as it arrives.
-                                c.discard = len - held;
-                                c.inb.clear();
-                                c.pending = Some(d);
-                                continue;
-                            }
-                            self.complete(c, d);
-                            if c.st != St::Sending {
-                                return;
-                            }
-                            continue;
-                        }
-                        Response::Unreadable(why) => return self.fail_unreadable(c, why),
-                    };
-                    // One byte more than the response can still hold: one request is
-                    // outstanding, so a byte past its response is unsolicited (`complete`).
-                    let need = need + 1;
-                    let have = c.inb.len();
-                    c.inb.reserve(need);
-                    // SAFETY: `need` bytes of spare capacity were reserved just above.
-                    let r = unsafe { libc::recv(fd, c.inb.as_mut_ptr().add(have).cast(), need, 0) };
-                    match self.received(c, r) {
-                        // SAFETY: the kernel initialized `n` bytes after `have`.
-                        Some(n) => unsafe { c.inb.set_len(have + n) },
-                        None => return,
-                    }
-                }
-                St::Idle | St::Connecting | St::Dead => return,
+            let step = match c.st {
+                St::Sending => self.send_step(c, fd),
+                St::Receiving if c.pending.is_some() => self.discard_step(c, fd),
+                St::Receiving => self.receive_step(c, fd),
+                St::Idle | St::Connecting | St::Dead => Step::Wait,
+            };
+            if step == Step::Wait {
+                return;
             }
+        }
+    }
+
+    /// One send of the rest of the outstanding message.
+    fn send_step(&mut self, c: &mut Conn, fd: RawFd) -> Step {
+        // SAFETY: the slice is valid for reads of its remaining length.
+        let r = unsafe {
+            libc::send(
+                fd,
+                c.out[c.sent..].as_ptr().cast(),
+                c.out.len() - c.sent,
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock => Step::Wait,
+                io::ErrorKind::Interrupted => Step::Again,
+                _ => {
+                    self.fail_io(c, Some(e), true);
+                    Step::Wait
+                }
+            };
+        }
+        c.sent += r as usize;
+        if c.sent == c.out.len() {
+            c.st = St::Receiving;
+            if !c.read_pending && c.inb.is_empty() {
+                return Step::Wait; // the echo's arrival will wake this connection
+            }
+        }
+        Step::Again
+    }
+
+    /// A response already judged: one read of its rest, dropped; complete once it is all
+    /// read.
+    fn discard_step(&mut self, c: &mut Conn, fd: RawFd) -> Step {
+        if c.discard == 0 {
+            let d = c.pending.take().expect("pending response");
+            return self.finish(c, d);
+        }
+        // One byte more than the response's rest: a byte past it is unsolicited.
+        let want = (c.discard + 1).min(READ_CHUNK as u64) as usize;
+        // SAFETY: scratch holds READ_CHUNK >= want writable bytes.
+        let r = unsafe { libc::recv(fd, self.scratch.as_mut_ptr().cast(), want, 0) };
+        match self.received(c, r) {
+            Some(n) if n as u64 > c.discard => {
+                let extra = n as u64 - c.discard;
+                c.discard = 0;
+                self.unsolicited(c, extra, "past the end of a response");
+            }
+            Some(n) => c.discard -= n as u64,
+            None => return Step::Wait,
+        }
+        Step::Again
+    }
+
+    /// Judges what the connection holds; a response not yet complete gets one read more.
+    fn receive_step(&mut self, c: &mut Conn, fd: RawFd) -> Step {
+        let need = match self.ex.response(&c.out, &c.inb) {
+            // Our own message size bounds what an echo holds; nothing a peer announces is
+            // reserved beyond READ_CHUNK at a time.
+            Response::NeedMore(n) => n.min(READ_CHUNK.max(c.out.len())),
+            Response::Complete {
+                len,
+                verdict,
+                close,
+            } => {
+                let d = Done {
+                    len,
+                    verdict,
+                    close,
+                };
+                if matches!(verdict, Verdict::Fault(_)) && !self.c.has_error() {
+                    let head = describe(&c.inb);
+                    self.note_error(now_ns(), || format!("error response: {head}"));
+                }
+                let held = c.inb.len() as u64;
+                if len > held {
+                    // Judged from what is held: drop the rest as it arrives.
+                    c.discard = len - held;
+                    c.inb.clear();
+                    c.pending = Some(d);
+                    return Step::Again;
+                }
+                return self.finish(c, d);
+            }
+            Response::Unreadable(why) => {
+                self.fail_unreadable(c, why);
+                return Step::Wait;
+            }
+        };
+        // One byte more than the response can still hold: one request is outstanding, so a
+        // byte past its response is unsolicited (`complete`).
+        let need = need + 1;
+        let have = c.inb.len();
+        c.inb.reserve(need);
+        // SAFETY: `need` bytes of spare capacity were reserved just above.
+        let r = unsafe { libc::recv(fd, c.inb.as_mut_ptr().add(have).cast(), need, 0) };
+        match self.received(c, r) {
+            // SAFETY: the kernel initialized `n` bytes after `have`.
+            Some(n) => unsafe { c.inb.set_len(have + n) },
+            None => return Step::Wait,
+        }
+        Step::Again
+    }
+
+    /// Completes response `d`; the connection goes on only when it sends again at once.
+    fn finish(&mut self, c: &mut Conn, d: Done) -> Step {
+        self.complete(c, d);
+        if c.st == St::Sending {
+            Step::Again
+        } else {
+            Step::Wait
         }
     }
 
