@@ -106,22 +106,9 @@ fn measure_pinned(
     load_cpus: &[u32],
 ) -> Result<(Sample, Report), CaseError> {
     let plan = ctx.plan;
-    let load_cpu = load_cpus[0];
     // `run --load-host`: the load generator runs on other hosts (`load::remote`).
     let remote_load = ctx.remote.filter(|r| !r.load.is_empty());
-    let wire = match remote_load {
-        Some(r) => {
-            if let Some(why) = &r.load_error {
-                return Err(CaseError::Failed(anyhow::anyhow!("{why}")));
-            }
-            Some(load.exchange.wire().ok_or_else(|| {
-                CaseError::Failed(anyhow::anyhow!(
-                    "this workload's load generator runs on this host only, not on --load-host"
-                ))
-            })?)
-        }
-        None => None,
-    };
+    let wire = remote_wire(remote_load, load)?;
     // A SQPOLL server's poller runs on a load generator's CPU when there is no spare one.
     // (Never with the server on another host, nor with the load generator elsewhere.)
     let shared = !matches!(launch, Launch::Remote { .. })
@@ -140,67 +127,23 @@ fn measure_pinned(
         ctx.explain_start(launch.cpus(), load_cpus, max)
     };
     let mut server: UnderTest = launch.start()?;
-    let remote = server.is_remote();
     let pids = server.pids();
     // A remote server's syscalls are counted on its host (`remote-serve --count-syscalls`).
-    let counters: Option<Result<Vec<SyscallCounter>, String>> = (ctx.count_syscalls && !remote)
-        .then(|| {
-            pids.iter()
-                .map(|&p| SyscallCounter::open(Scope::Process(p)))
-                .collect()
-        });
-    let read_sys = |cs: &Option<Result<Vec<SyscallCounter>, String>>| match cs {
-        Some(Ok(cs)) => cs.iter().map(|c| c.read()).sum(),
-        _ => 0,
-    };
-    // The counting repetition's figure is a ratio (syscalls per op over its own ops): a short
-    // window is enough, and every network cell pays for one.
-    let duration = if ctx.count_syscalls {
-        load.duration.min(COUNTING_WINDOW)
-    } else {
-        load.duration
-    };
-    let mut cfg = Config::new(server.addr(), load.conns, duration);
-    cfg.warmup = load.warmup;
-    cfg.rate = load.rate;
-    // One load thread per load CPU (the plan gives the load every CPU it can spare).
-    cfg.threads = load_cpus.len();
-    cfg.cpus = load_cpus.to_vec();
-    let (mut cpu0, mut cpu1) = (None, None);
-    let (mut sys0, mut sys1) = (0, 0);
-    // When each edge's readings were taken: a reading taken late (this thread woke late on a
-    // busy machine) covers a shorter or longer span than the client's window.
-    let (mut at0, mut at1) = (0u64, 0u64);
-    // The window's edges for the explain sampling.
-    let (mut open_ns, mut close_ns) = (0u64, 0u64);
-    let mut on_edge = |e: Edge| {
-        match e {
-            Edge::Open => open_ns = now_ns(),
-            Edge::Close => close_ns = now_ns(),
-        }
-        if remote {
-            // Read on the server's host when the line arrives there.
-            server.edge(matches!(e, Edge::Open));
-            return;
-        }
-        // The CPU clocks are read back to back and timed by their own reads
-        // (`ProcessesReading::at_ns`), not by the slow /proc walk that follows them.
-        let c = server.read_cpu();
-        let t0 = now_ns();
-        let s = read_sys(&counters);
-        let at = t0 / 2 + now_ns() / 2;
-        match e {
-            Edge::Open => (cpu0, sys0, at0) = (c, s, at),
-            Edge::Close => (cpu1, sys1, at1) = (c, s, at),
-        }
-    };
+    let counters: Counting = (ctx.count_syscalls && !server.is_remote()).then(|| {
+        pids.iter()
+            .map(|&p| SyscallCounter::open(Scope::Process(p)))
+            .collect()
+    });
+    let cfg = load_config(ctx, &server, load, load_cpus);
+    let mut edges = Edges::default();
+    let mut on_edge = |e: Edge| edges.read(e, &mut server, &counters);
     let report = match (remote_load, &wire) {
         (Some(r), Some(wire)) => load::remote::run(r, &cfg, wire, &mut on_edge),
         _ => {
             load::run(&cfg, load.exchange, &mut on_edge).map_err(|e| format!("load generator: {e}"))
         }
     };
-    ctx.explain_finish(sampling, open_ns, close_ns, &pids);
+    ctx.explain_finish(sampling, edges.seen[0], edges.seen[1], &pids);
     let report = report.map_err(|e| match server.exited() {
         // With load hosts, a server that died is the cell's story; else a load host's error.
         Some(how) if remote_load.is_some() => {
@@ -218,67 +161,193 @@ fn measure_pinned(
     }
     // A second load generator from this host (wrk) has no place beside remote load hosts.
     if let Some(after) = load.after.filter(|_| remote_load.is_none()) {
-        match after(server.addr(), load_cpu) {
+        match after(server.addr(), load_cpus[0]) {
             Ok(c) => extra = c,
             Err(_) => extra.add("after_failures", 1),
         }
     }
     // The server's readings at the window's edges: taken here, or on the server's host and
     // reported when it stops.
-    let (c0, c1, syscalls, server_counters, server_cpus) = if remote {
-        let f = server.finish_remote(STOP_WITHIN)?;
-        let (Some(e0), Some(e1)) = (f.open, f.close) else {
-            return Err(CaseError::Failed(anyhow::anyhow!(
-                "the remote server could not read its CPU at the window's edges"
-            )));
-        };
-        // The CPUs its host's plan gave the server, and a SQPOLL poller one more.
-        let plan_cpus =
-            f.server_cpus.len() + f.plan.as_ref().map_or(1, |p| p.sqpoll.iter().count());
-        if let Some(why) = crate::remote::implausible_edges(&e0, &e1, plan_cpus, report.window_ns) {
-            return Err(CaseError::Failed(anyhow::anyhow!(
-                "the remote server's figures are implausible: {why}"
-            )));
-        }
-        (at0, at1) = (e0.sys_at_ns, e1.sys_at_ns);
-        let syscalls = f.syscalls.map(|r| {
-            r.map(|overhead| {
-                e1.syscalls
-                    .saturating_sub(e0.syscalls)
-                    .saturating_sub(overhead)
-            })
-        });
-        let cpus = f.server_cpus.len();
-        (e0.processes(), e1.processes(), syscalls, f.counters, cpus)
+    let figures = if server.is_remote() {
+        remote_figures(server, &report)?
     } else {
-        let (Some(c0), Some(c1)) = (cpu0, cpu1) else {
+        edges.figures(server, counters, server_cpus)?
+    };
+    let sample = sample_of(load, &report, figures, extra, shared);
+    Ok((sample, report))
+}
+
+/// The syscall counters of the server's processes, in the counting repetition.
+type Counting = Option<Result<Vec<SyscallCounter>, String>>;
+
+/// What the counters read now (0 when not counting).
+fn read_syscalls(cs: &Counting) -> u64 {
+    match cs {
+        Some(Ok(cs)) => cs.iter().map(|c| c.read()).sum(),
+        _ => 0,
+    }
+}
+
+/// With `--load-host`: what the remote load generators speak (their setup error, or a
+/// workload whose load runs on this host only, fails the cell).
+fn remote_wire(
+    remote_load: Option<&crate::remote::Remote>,
+    load: &Load<'_>,
+) -> Result<Option<crate::load::Wire>, CaseError> {
+    let Some(r) = remote_load else {
+        return Ok(None);
+    };
+    if let Some(why) = &r.load_error {
+        return Err(CaseError::Failed(anyhow::anyhow!("{why}")));
+    }
+    load.exchange.wire().map(Some).ok_or_else(|| {
+        CaseError::Failed(anyhow::anyhow!(
+            "this workload's load generator runs on this host only, not on --load-host"
+        ))
+    })
+}
+
+/// The load generator's configuration for one repetition against `server`.
+fn load_config(ctx: &Ctx<'_>, server: &UnderTest, load: &Load<'_>, load_cpus: &[u32]) -> Config {
+    // The counting repetition's figure is a ratio (syscalls per op over its own ops): a short
+    // window is enough, and every network cell pays for one.
+    let duration = if ctx.count_syscalls {
+        load.duration.min(COUNTING_WINDOW)
+    } else {
+        load.duration
+    };
+    let mut cfg = Config::new(server.addr(), load.conns, duration);
+    cfg.warmup = load.warmup;
+    cfg.rate = load.rate;
+    // One load thread per load CPU (the plan gives the load every CPU it can spare).
+    cfg.threads = load_cpus.len();
+    cfg.cpus = load_cpus.to_vec();
+    cfg
+}
+
+/// The server's readings at the window's edges ([0]: the opening, [1]: the closing), taken
+/// on this host; a remote server reads its own when told ([`UnderTest::edge`]).
+#[derive(Default)]
+struct Edges {
+    cpu: [Option<cpu::ProcessesReading>; 2],
+    syscalls: [u64; 2],
+    /// When each edge's readings were taken: a reading taken late (this thread woke late on
+    /// a busy machine) covers a shorter or longer span than the client's window.
+    at: [u64; 2],
+    /// When each edge was seen, for the explain sampling.
+    seen: [u64; 2],
+}
+
+/// The server's figures over the window, from either host.
+struct ServerFigures {
+    cpu: [cpu::ProcessesReading; 2],
+    /// When the syscall counts were read at each edge.
+    at: [u64; 2],
+    syscalls: Option<Result<u64, String>>,
+    counters: crate::measure::Counters,
+    /// The CPUs the server was given.
+    cpus: usize,
+}
+
+impl Edges {
+    fn read(&mut self, e: Edge, server: &mut UnderTest, counters: &Counting) {
+        let i = usize::from(matches!(e, Edge::Close));
+        self.seen[i] = now_ns();
+        if server.is_remote() {
+            // Read on the server's host when the line arrives there.
+            server.edge(i == 0);
+            return;
+        }
+        // The CPU clocks are read back to back and timed by their own reads
+        // (`ProcessesReading::at_ns`), not by the slow /proc walk that follows them.
+        self.cpu[i] = server.read_cpu();
+        let t0 = now_ns();
+        self.syscalls[i] = read_syscalls(counters);
+        self.at[i] = t0 / 2 + now_ns() / 2;
+    }
+
+    /// The local server's figures: its edges' readings, its counters once stopped.
+    fn figures(
+        self,
+        server: UnderTest,
+        counters: Counting,
+        cpus: usize,
+    ) -> Result<ServerFigures, CaseError> {
+        let [Some(c0), Some(c1)] = self.cpu else {
             return Err(server.fail("cannot read the server's CPU from /proc"));
         };
         // Less each counter's own start/read cost.
         let syscalls = counters.as_ref().map(|c| match c {
-            Ok(cs) => Ok(sys1
-                .saturating_sub(sys0)
+            Ok(cs) => Ok(self.syscalls[1]
+                .saturating_sub(self.syscalls[0])
                 .saturating_sub(cs.iter().map(|c| c.window_overhead()).sum())),
             Err(why) => Err(why.clone()),
         });
         drop(counters);
-        (c0, c1, syscalls, server.stop(STOP_WITHIN)?, server_cpus)
+        Ok(ServerFigures {
+            cpu: [c0, c1],
+            at: self.at,
+            syscalls,
+            counters: server.stop(STOP_WITHIN)?,
+            cpus,
+        })
+    }
+}
+
+/// A remote server's figures, read on its host at the edges and reported when it stops.
+fn remote_figures(server: UnderTest, report: &Report) -> Result<ServerFigures, CaseError> {
+    let f = server.finish_remote(STOP_WITHIN)?;
+    let (Some(e0), Some(e1)) = (f.open, f.close) else {
+        return Err(CaseError::Failed(anyhow::anyhow!(
+            "the remote server could not read its CPU at the window's edges"
+        )));
     };
-    // The server-side figures are rescaled to the client's window (the two spans differ by
-    // the edges' wake-up delays: microseconds on a quiet machine, milliseconds on a busy one),
-    // so that per-op ratios divide like by like.
+    // The CPUs its host's plan gave the server, and a SQPOLL poller one more.
+    let plan_cpus = f.server_cpus.len() + f.plan.as_ref().map_or(1, |p| p.sqpoll.iter().count());
+    if let Some(why) = crate::remote::implausible_edges(&e0, &e1, plan_cpus, report.window_ns) {
+        return Err(CaseError::Failed(anyhow::anyhow!(
+            "the remote server's figures are implausible: {why}"
+        )));
+    }
+    let syscalls = f.syscalls.map(|r| {
+        r.map(|overhead| {
+            e1.syscalls
+                .saturating_sub(e0.syscalls)
+                .saturating_sub(overhead)
+        })
+    });
+    Ok(ServerFigures {
+        cpu: [e0.processes(), e1.processes()],
+        at: [e0.sys_at_ns, e1.sys_at_ns],
+        syscalls,
+        counters: f.counters,
+        cpus: f.server_cpus.len(),
+    })
+}
+
+/// The repetition's Sample: the server's figures rescaled to the client's window (the two
+/// spans differ by the edges' wake-up delays: microseconds on a quiet machine, milliseconds
+/// on a busy one), so that per-op ratios divide like by like, with the load's counters.
+fn sample_of(
+    load: &Load<'_>,
+    report: &Report,
+    f: ServerFigures,
+    extra: CellCounters,
+    shared: bool,
+) -> Sample {
     let rescale = |v: u64, span: u64| {
         (v as f64 * report.window_ns as f64 / span.max(1) as f64).round() as u64
     };
-    let scale = |v: u64| rescale(v, at1.saturating_sub(at0));
+    let scale = |v: u64| rescale(v, f.at[1].saturating_sub(f.at[0]));
+    let [c0, c1] = &f.cpu;
     let cpu_scale = |v: u64| rescale(v, c1.at_ns.saturating_sub(c0.at_ns));
-    let syscalls = syscalls.map(|r| match r {
+    let syscalls = f.syscalls.map(|r| match r {
         Ok(n) => Measured::Value(scale(n)),
         Err(why) => Measured::unavailable(why),
     });
     let mut c = extra;
-    c.other.merge(&server_counters);
-    let mut l = load_counters(&report);
+    c.other.merge(&f.counters);
+    let mut l = load_counters(report);
     // The server's CPU against the CPUs it was given (SQPOLL's poller may use a second one).
     // A reading above what the CPUs its tasks may use can give in the window is an accounting
     // error: capped, and the excess beyond clock noise kept (warning `cpu_over_allowed`).
@@ -294,14 +363,13 @@ fn measure_pinned(
         sys_ns: cpu_scale(raw.sys_ns),
         ctx_switches: cpu_scale(raw.ctx_switches),
     };
-    let server_busy =
-        cpu.total_ns as f64 / report.window_ns.max(1) as f64 / server_cpus.max(1) as f64;
+    let server_busy = cpu.total_ns as f64 / report.window_ns.max(1) as f64 / f.cpus.max(1) as f64;
     let server_saturated = server_busy >= load::CLIENT_BOUND_FRACTION;
     l.client_bound = u64::from(report.client_bound && !server_saturated);
     l.both_saturated = u64::from(report.client_bound && server_saturated);
     l.shared_cpus = u64::from(shared);
     c.load = Some(l);
-    let sample = Sample {
+    Sample {
         ops: report.msgs,
         bytes: if load.bytes_received {
             report.rx_bytes
@@ -314,8 +382,7 @@ fn measure_pinned(
         syscalls,
         latency: report.latency.clone(),
         counters: c,
-    };
-    Ok((sample, report))
+    }
 }
 
 /// Whether the repetition measured anything: the server still runs, its responses verified,
