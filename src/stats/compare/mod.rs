@@ -1,0 +1,577 @@
+//! Comparing two runs: per common cell, the change in median latency, ops/s (closed loop
+//! only: an open-loop cell's rate is what it was offered), server CPU per op and p99 (where
+//! every repetition had enough samples beyond it), each shown with its raw Mann-Whitney p
+//! and bootstrap interval, and the differences between the two environments.
+//!
+//! **The test that decides** ([`Test`]) is on the cell's per-round values relative to its
+//! point's other models in the same rounds (the figure itself for a model alone at its
+//! point), so drift every model of a round shared cancels. Its p is the larger of
+//! Mann-Whitney over the rounds of the two runs and a normal test whose variance adds the
+//! run-to-run noise the rounds of one run cannot show: the larger of the workload's
+//! ([`RunNoise`], estimated from every test of its figure, `stability::run_noise`) and the
+//! model's own ([`ModelNoise`], the scatter of its changes over its points).
+//!
+//! **No crying wolf.** Every decisive test is one family: the false discovery rate over all
+//! of them is kept at [`ALPHA`] (Benjamini-Hochberg), and the number of tests is printed. A
+//! change is a regression only when it is significant after that, beyond the threshold both
+//! as measured and relative to the point's others (a model alone: beyond the threshold plus
+//! the drift the calibration probes measured between the runs), and not within a jump
+//! between two levels the model showed within a run of the workload
+//! (`stability::unstable`: "unstable here"). A workload whose typical cell moved between the
+//! runs by more than the threshold cannot be judged ([`Comparison::noisy`]). Cells disturbed
+//! in either run are not compared; equal-load cells whose offered rates differ by more than
+//! [`RATE_TOLERANCE`] are not compared either (each run derives its rate from its own
+//! capacity point); a closed-loop cell whose load generator had no headroom in either run is
+//! compared on its CPU per op only.
+//!
+//! A test can only find what its sample sizes allow: the smallest two-sided p Mann-Whitney
+//! can give for n1 and n2 values is 2 / C(n1 + n2, n1) (0.1 for 3 against 3), so below 4
+//! repetitions a side no change is ever significant at alpha 0.05. Such a change beyond the
+//! threshold is reported as untested, never as "no significant change"; [`Comparison::gate`]
+//! says what makes `ringside compare` exit 1.
+
+use super::rank::normal_sf;
+pub use super::rank::{mann_whitney, min_p, reps_needed, testable};
+use crate::results::schema::CaseFigures;
+use crate::results::{CaseResult, RunResults, Status, Warning};
+use crate::stats::median;
+use std::collections::HashMap;
+
+/// Significance level of every test here, and the false discovery rate `compare` keeps.
+pub const ALPHA: f64 = 0.05;
+/// Equal-load cells are compared only when their offered rates are within 10%.
+pub const RATE_TOLERANCE: f64 = 0.10;
+/// A probe whose median moved by more than this (and significantly) means the machine
+/// changed between the runs.
+pub const PROBE_DRIFT: f64 = 0.10;
+
+/// How a change was judged significant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// Mann-Whitney U on per-run values.
+    MannWhitney,
+    /// Files without per-run values: the per-run min..max ranges do not overlap.
+    Spread,
+}
+
+/// One figure of one cell in both runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    pub base: f64,
+    pub new: f64,
+    /// (new - base) / base, percent.
+    pub pct: f64,
+    /// Two-sided p-value, when per-run values allow a test.
+    pub p: Option<f64>,
+    pub significant: bool,
+    pub method: Method,
+    /// (base, new) repetitions when they are too few for the test to ever reach [`ALPHA`]:
+    /// then `significant` is false whatever the change.
+    pub too_few: Option<(usize, usize)>,
+    /// 95% bootstrap interval of `pct` over the repetitions (`stats::bootstrap`), when each
+    /// side has at least two.
+    pub ci_pct: Option<(f64, f64)>,
+    /// Repetitions (base, new) behind the test.
+    pub sizes: (usize, usize),
+    /// Every repetition of one side beyond every one of the other (complete separation: the
+    /// strongest evidence these repetitions can give).
+    pub apart: bool,
+    /// The p after the false-discovery-rate correction over every test of the comparison
+    /// (`significant` is judged on it).
+    pub p_adj: Option<f64>,
+}
+
+fn change(
+    base: f64,
+    new: f64,
+    base_runs: &[f64],
+    new_runs: &[f64],
+    ranges: ((f64, f64), (f64, f64)),
+) -> Change {
+    let pct = if base == 0.0 {
+        0.0
+    } else {
+        (new - base) / base * 100.0
+    };
+    let sizes = (base_runs.len(), new_runs.len());
+    let ci_pct = super::bootstrap::change_pct_ci(base_runs, new_runs);
+    let range = |v: &[f64]| {
+        v.iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+                (lo.min(*x), hi.max(*x))
+            })
+    };
+    let ((b_lo, b_hi), (n_lo, n_hi)) = (range(base_runs), range(new_runs));
+    let apart = sizes.0 >= 2 && sizes.1 >= 2 && (b_hi < n_lo || n_hi < b_lo);
+    match mann_whitney(base_runs, new_runs) {
+        Some(p) => Change {
+            base,
+            new,
+            pct,
+            p: Some(p),
+            significant: p < ALPHA,
+            method: Method::MannWhitney,
+            too_few: (!testable(sizes.0, sizes.1, ALPHA)).then_some(sizes),
+            ci_pct,
+            sizes,
+            apart,
+            p_adj: Some(p),
+        },
+        None => {
+            let ((b0, b1), (n0, n1)) = ranges;
+            // One repetition on a side (its runs recorded), or none recorded (a file written
+            // before they were, or stripped of them): nothing to test with, and a range of
+            // one value is "apart" from any other. Untested, never "no change".
+            let too_few = (sizes.0 <= 1 || sizes.1 <= 1).then_some(sizes);
+            Change {
+                base,
+                new,
+                pct,
+                p: None,
+                significant: too_few.is_none() && (b1 < n0 || n1 < b0),
+                method: Method::Spread,
+                too_few,
+                ci_pct,
+                sizes,
+                apart,
+                p_adj: None,
+            }
+        }
+    }
+}
+
+/// Which figure a [`Change`] is of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Figure {
+    P50,
+    OpsPerSec,
+    CpuPerOp,
+    P99,
+}
+
+impl Figure {
+    pub fn name(self) -> &'static str {
+        match self {
+            Figure::P50 => "p50",
+            Figure::OpsPerSec => "ops/s",
+            Figure::CpuPerOp => "CPU/op",
+            Figure::P99 => "p99",
+        }
+    }
+
+    fn higher_is_better(self) -> bool {
+        self == Figure::OpsPerSec
+    }
+
+    /// Whether a change of `pct` percent is a change for the worse.
+    pub fn worse(self, pct: f64) -> bool {
+        if self.higher_is_better() {
+            pct < 0.0
+        } else {
+            pct > 0.0
+        }
+    }
+}
+
+/// One figure of a cell in both runs, and the same figure relative to the point's other
+/// models in the same rounds (where there are any).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FigureChange {
+    pub figure: Figure,
+    /// The figure itself in both runs: shown, with its raw Mann-Whitney p.
+    pub change: Change,
+    /// (what it is relative to: the one other model, or "the point's N other models"; the
+    /// change of this figure over their geometric mean, per round).
+    pub relative: Option<(String, Change)>,
+    /// The test that decides (see [`Test`]).
+    pub test: Test,
+}
+
+/// The test that decides whether a figure changed: on the values relative to the point's
+/// other models in the same rounds where it has any (drift the machine gave every model
+/// cancels), else on the figure itself. Its p is the larger of two: Mann-Whitney over the
+/// rounds of each run, and a normal test whose variance adds the run-to-run noise estimated
+/// from every cell of the workload ([`super::stability::run_noise`]), which the rounds of
+/// one run cannot show. Both must reject (an intersection-union test, so the larger p is a
+/// valid p); every test of a comparison is then one Benjamini-Hochberg family.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Test {
+    /// Relative to the point's other models (else the figure itself).
+    pub relative: bool,
+    /// The change's log ratio (NEW over BASE, medians of the per-round values; see
+    /// [`Test::pct`]) and its variance from the rounds of the two runs.
+    pub log_change: f64,
+    pub within_var: f64,
+    /// The run-to-run noise (log sd per run) it was judged with: the larger of its
+    /// workload's ([`RunNoise`]) and its model's own ([`ModelNoise`]); `None` where too few
+    /// cells allowed an estimate (judged with the rounds alone).
+    pub run_noise: Option<f64>,
+    /// Mann-Whitney over the per-round values (`None` with fewer than two a side).
+    pub p_rounds: Option<f64>,
+    /// The normal test with the run-to-run noise.
+    pub p_runs: Option<f64>,
+    /// max(p_rounds, p_runs), and after the family's correction.
+    pub p: Option<f64>,
+    pub p_adj: Option<f64>,
+    pub significant: bool,
+    /// Every per-round value of one run beyond every one of the other.
+    pub apart: bool,
+    /// Per-round values (base, new) behind it.
+    pub sizes: (usize, usize),
+}
+
+/// One cell present and measured in both runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CellChange {
+    /// "micro.pipe uring msg_bytes=64".
+    pub cell: String,
+    pub workload: String,
+    /// The model's label ("uring", "ext:nginx").
+    pub label: String,
+    /// Median of per-run median latencies, ns.
+    pub p50: Change,
+    /// Median of per-run ops/s.
+    pub ops: Change,
+    /// Every figure tested (p50, ops/s of closed-loop cells, CPU per op, p99 with a tail).
+    pub figures: Vec<FigureChange>,
+    /// Worse, significantly after the correction, beyond the threshold, and not the
+    /// machine's drift.
+    pub regression: bool,
+    /// Better, the same way.
+    pub improvement: bool,
+    /// A change beyond the threshold (either way) that the repetitions are too few to test:
+    /// "too few repetitions to test (n=3; need >= 4)".
+    pub untested: Option<String>,
+    /// A significant change beyond the threshold that the reference model or the probes
+    /// explain: "the machine's drift", said as such.
+    pub drift: Option<String>,
+    /// A significant change beyond the threshold but within the jump between two levels the
+    /// model showed within a run of this workload (`stats::stability::unstable`): unstable
+    /// here, not called.
+    pub unstable: Option<String>,
+    /// Its ops cross to a SQPOLL poller on another CPU (a `sqpoll_cpu` in either run) where
+    /// some of its point's other models' stay on one: the relative test does not cancel the
+    /// machine's cross-CPU state for it (see [`ProbeDrift::wake_pct`]).
+    pub poller: bool,
+}
+
+/// "too few repetitions to test (n=3; need >= 4)" for `(base, new)` repetitions; a side
+/// with none recorded says so.
+pub fn too_few_text((nb, nn): (usize, usize)) -> String {
+    if nb == 0 || nn == 0 {
+        let which = match (nb, nn) {
+            (0, 0) => "either file",
+            (0, _) => "BASE",
+            _ => "NEW",
+        };
+        return format!(
+            "no per-repetition values in {which} to test (need >= {} repetitions each)",
+            reps_needed(ALPHA)
+        );
+    }
+    let n = if nb == nn {
+        format!("n={nb}")
+    } else {
+        format!("n={nb} and {nn}")
+    };
+    format!(
+        "too few repetitions to test ({n}; need >= {})",
+        reps_needed(ALPHA)
+    )
+}
+
+/// Everything `ringside compare` reports.
+#[derive(Clone, Debug, Default)]
+pub struct Comparison {
+    pub cells: Vec<CellChange>,
+    pub only_base: Vec<String>,
+    pub only_new: Vec<String>,
+    /// Cells in both runs but not measured in one or both, with the statuses and reasons.
+    pub not_compared: Vec<String>,
+    /// Cells measured in BASE that `failed` in NEW, with NEW's reason (part of `not_compared`).
+    pub became_failed: Vec<String>,
+    /// Cells measured in BASE that NEW did not measure for another reason (unavailable, not
+    /// applicable): no longer tested (part of `not_compared`).
+    pub no_longer_measured: Vec<String>,
+    /// Whether each file is a finished run (`"finished": true`).
+    pub base_finished: bool,
+    pub new_finished: bool,
+    /// (what, base value, new value) for every environment fact that differs.
+    pub env_diff: Vec<(String, String, String)>,
+    /// Tests made (every figure of every cell), all corrected as one family.
+    pub tests: usize,
+    /// Cells not compared because a run was disturbed there (part of `not_compared`).
+    pub disturbed: Vec<String>,
+    /// The calibration probes of both runs and what they say.
+    pub probes: Option<ProbeDrift>,
+    /// The run-to-run noise of each workload's figures, estimated from the cells.
+    pub noise: Vec<RunNoise>,
+    /// Each model's own noise per workload and figure (see [`ModelNoise`]).
+    pub model_noise: Vec<ModelNoise>,
+    /// Models that jumped between two levels within a run ("BASE" or "NEW"), per workload.
+    pub unstable: Vec<(&'static str, super::stability::Unstable)>,
+}
+
+/// The calibration probes' medians in each run (`syscall_ns`, `wake_ns`), and the drift
+/// between them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProbeDrift {
+    /// (probe, base median, new median, change %, Mann-Whitney p over the rounds).
+    pub probes: Vec<(&'static str, f64, f64, f64, Option<f64>)>,
+    /// The largest significant change of a probe beyond [`PROBE_DRIFT`], percent (0: the
+    /// machine did not change between the runs).
+    pub drift_pct: f64,
+    /// A probe whose rounds within one run spread over more than 30% (max / min of the
+    /// rounds' medians): the machine changed state within the run.
+    pub within: Vec<String>,
+    /// The wake-up probe's change, percent, where significant and beyond [`PROBE_DRIFT`]:
+    /// the machine's cross-CPU state changed between the runs. A cell whose ops cross to a
+    /// poller on another CPU while its point-mates' do not moves with that state, in the
+    /// probe's direction but not by its amount (an A/A pair on the 2-vCPU VM: wake-up +34%,
+    /// uring-sqpoll's micro.pipe +65% against its point's others), so such a change is the
+    /// machine's, not the code's.
+    pub wake_pct: Option<f64>,
+}
+
+impl ProbeDrift {
+    /// What the probes say, in a sentence, when they say anything.
+    pub fn text(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.drift_pct > 0.0 {
+            let list: Vec<String> = self
+                .probes
+                .iter()
+                .map(|(n, b, x, pct, _)| format!("{n} {b:.0} -> {x:.0} ns ({pct:+.0}%)"))
+                .collect();
+            parts.push(format!(
+                "the machine changed between the runs (calibration probes: {}): absolute \
+                 changes within {:.0}% more than the threshold are taken as the machine's",
+                list.join(", "),
+                self.drift_pct
+            ));
+        }
+        parts.extend(self.within.iter().cloned());
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+mod env;
+mod figures;
+mod judge;
+mod noise;
+#[cfg(test)]
+mod tests;
+mod text;
+
+use env::env_diff;
+pub use env::{flatten, probe_drift};
+use figures::{figure_runs, point_key, relative_to, test_of, Peer};
+use judge::correct_and_judge;
+use noise::add_run_noise;
+pub use noise::{ModelNoise, RunNoise, MODEL_NOISE_MIN};
+
+/// Compares `new` against `base`; a cell regresses when one of its figures gets worse by more
+/// than `threshold_pct` percent, significantly after the correction over every test, and not
+/// as the machine did (see the module's doc).
+pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Comparison {
+    let mut cmp = Comparison {
+        base_finished: base.finished,
+        new_finished: new.finished,
+        probes: probe_drift(base, new),
+        ..Comparison::default()
+    };
+    // First cell of each key in NEW (a key seen twice keeps its first cell, as before).
+    let mut in_new: HashMap<String, &CaseResult> = HashMap::new();
+    for n in &new.cases {
+        in_new.entry(n.key()).or_insert(n);
+    }
+    let in_base: std::collections::HashSet<String> =
+        base.cases.iter().map(CaseResult::key).collect();
+    let peers = peers_of(base, &in_new);
+    for b in &base.cases {
+        compare_cell(&mut cmp, b, &in_new, &peers);
+    }
+    add_run_noise(&mut cmp);
+    correct_and_judge(&mut cmp, base, new, threshold_pct);
+    for n in &new.cases {
+        let key = n.key();
+        if !in_base.contains(&key) {
+            cmp.only_new.push(key);
+        }
+    }
+    cmp.env_diff = env_diff(base, new);
+    cmp
+}
+
+/// Each point's cells measured, undisturbed, in both runs, by point: every cell is judged
+/// against the others of its point in the same rounds.
+fn peers_of<'a>(
+    base: &'a RunResults,
+    in_new: &HashMap<String, &'a CaseResult>,
+) -> HashMap<String, Vec<Peer<'a>>> {
+    let measured = |c: &CaseResult| c.status == Status::Measured && c.figures.is_some();
+    let mut peers: HashMap<String, Vec<Peer>> = HashMap::new();
+    for b in base.cases.iter().filter(|c| measured(c)) {
+        if let Some(&n) = in_new.get(&b.key()).filter(|n| measured(n)) {
+            let disturbed = |c: &CaseResult| c.warnings.contains(&Warning::Disturbed);
+            if let (false, false, Some(fb), Some(fnew)) =
+                (disturbed(b), disturbed(n), &b.figures, &n.figures)
+            {
+                peers.entry(point_key(b)).or_default().push(Peer {
+                    cell: b,
+                    base: figure_runs(b, fb),
+                    new: figure_runs(n, fnew),
+                });
+            }
+        }
+    }
+    peers
+}
+
+/// Compares BASE's cell `b` with NEW's cell of its key: a [`CellChange`] with each figure's
+/// change and test (not yet corrected), or the line that says why it is not compared.
+fn compare_cell(
+    cmp: &mut Comparison,
+    b: &CaseResult,
+    in_new: &HashMap<String, &CaseResult>,
+    peers: &HashMap<String, Vec<Peer>>,
+) {
+    let key = b.key();
+    let Some(&n) = in_new.get(&key) else {
+        cmp.only_base.push(key);
+        return;
+    };
+    let figs = (
+        b.figures.as_ref().filter(|_| b.status == Status::Measured),
+        n.figures.as_ref().filter(|_| n.status == Status::Measured),
+    );
+    let (Some(fb), Some(fnew)) = figs else {
+        let why = |c: &CaseResult| match c.status {
+            Status::Measured => "measured".to_string(),
+            s => format!(
+                "{s}: {}",
+                c.reason.as_deref().unwrap_or("no reason recorded")
+            ),
+        };
+        if figs.0.is_some() {
+            let line = format!("{key}: {}", why(n));
+            if n.status == Status::Failed {
+                cmp.became_failed.push(line);
+            } else {
+                cmp.no_longer_measured.push(line);
+            }
+        }
+        cmp.not_compared
+            .push(format!("{key}: base {}; new {}", why(b), why(n)));
+        return;
+    };
+    let disturbed: Vec<&str> = [("BASE", b), ("NEW", n)]
+        .iter()
+        .filter(|(_, c)| c.warnings.contains(&Warning::Disturbed))
+        .map(|(w, _)| *w)
+        .collect();
+    if !disturbed.is_empty() {
+        let line = format!(
+            "{key}: disturbed in {} (other programs took its CPUs; see the cell's \
+             disturbance)",
+            disturbed.join(" and ")
+        );
+        cmp.disturbed.push(line.clone());
+        cmp.not_compared.push(line);
+        return;
+    }
+    let rates = (
+        super::equal_load::offered_rate(b),
+        super::equal_load::offered_rate(n),
+    );
+    if let (Some(rb), Some(rn)) = rates {
+        if rb > 0.0 && ((rn - rb) / rb).abs() > RATE_TOLERANCE {
+            cmp.not_compared.push(format!(
+                "{key}: offered {rb:.0} ops/s in BASE and {rn:.0} in NEW (each run derives \
+                 an equal-load rate from its own capacity point): figures at different \
+                 loads are not compared"
+            ));
+            return;
+        }
+    }
+    let others: Vec<&Peer> = peers
+        .get(&point_key(b))
+        .map(|v| v.iter().filter(|p| !std::ptr::eq(p.cell, b)).collect())
+        .unwrap_or_default();
+    let poller = [b, n].iter().any(|c| c.sqpoll_cpu.is_some())
+        && others.iter().any(|p| p.cell.sqpoll_cpu.is_none());
+    // A closed-loop cell whose load generator had no headroom in either run: its
+    // throughput and latency are the client's limit too; only its CPU per op is the
+    // server's.
+    let headroom = [b, n].iter().all(|c| {
+        c.warnings
+            .iter()
+            .all(|w| !matches!(w, Warning::ClientBound | Warning::BothSaturated))
+    });
+    let figures = figure_changes(b, n, (fb, fnew), &others, headroom);
+    let pick = |f: Figure| {
+        figures
+            .iter()
+            .find(|x| x.figure == f)
+            .map(|x| x.change.clone())
+    };
+    let p50 = pick(Figure::P50).unwrap_or_else(|| {
+        let v = fb.run_p50_ns.median;
+        let x = fnew.run_p50_ns.median;
+        change(v, x, &[], &[], ((v, v), (x, x)))
+    });
+    let ops = pick(Figure::OpsPerSec).unwrap_or_else(|| {
+        let v = fb.ops_per_sec.median;
+        let x = fnew.ops_per_sec.median;
+        change(v, x, &[], &[], ((v, v), (x, x)))
+    });
+    cmp.cells.push(CellChange {
+        cell: key,
+        workload: b.workload.clone(),
+        label: b.label(),
+        p50,
+        ops,
+        figures,
+        regression: false,
+        improvement: false,
+        untested: None,
+        drift: None,
+        unstable: None,
+        poller,
+    });
+}
+
+/// Each figure's change from BASE's cell `b` to NEW's `n` and its test: relative to the
+/// point's other models where it has them (`others`), else on the cell's own rounds. Without
+/// headroom, only the CPU per op.
+fn figure_changes(
+    b: &CaseResult,
+    n: &CaseResult,
+    (fb, fnew): (&CaseFigures, &CaseFigures),
+    others: &[&Peer],
+    headroom: bool,
+) -> Vec<FigureChange> {
+    let runs_b = figure_runs(b, fb);
+    let runs_n = figure_runs(n, fnew);
+    let mut figures = Vec::new();
+    for (fig, vb, rb, range_b) in &runs_b {
+        if !headroom && *fig != Figure::CpuPerOp {
+            continue;
+        }
+        let Some((_, vn, rn, range_n)) = runs_n.iter().find(|x| x.0 == *fig) else {
+            continue;
+        };
+        let change = change(*vb, *vn, rb, rn, (*range_b, *range_n));
+        let (relative, test) = match relative_to(others, *fig, rb, rn) {
+            Some((name, c, xb, xn)) => (Some((name, c)), test_of(true, &xb, &xn)),
+            None => (None, test_of(false, rb, rn)),
+        };
+        figures.push(FigureChange {
+            figure: *fig,
+            change,
+            relative,
+            test,
+        });
+    }
+    figures
+}
