@@ -7,7 +7,7 @@
 //! The top-level modules form layers without circles (checked by `tests/module_graph.rs`).
 
 pub mod app;
-pub mod avail;
+pub(crate) mod avail;
 pub mod child;
 pub mod cli;
 pub mod crosscheck;
@@ -23,10 +23,10 @@ pub mod plan;
 pub mod profile;
 pub mod proto;
 pub mod registry;
-pub mod remote;
+pub(crate) mod remote;
 pub mod results;
 pub mod runner;
-pub mod shutdown;
+pub(crate) mod shutdown;
 pub mod stats;
-pub mod ui;
+pub(crate) mod ui;
 pub mod workload;
