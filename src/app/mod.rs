@@ -1,13 +1,13 @@
 //! One file per subcommand: glue between the command line and the library.
 
-pub mod compare;
-pub mod env;
-pub mod list;
-pub mod load;
-pub mod remote;
-pub mod report;
-pub mod run;
-pub mod serve;
+pub(crate) mod compare;
+pub(crate) mod env;
+pub(crate) mod list;
+pub(crate) mod load;
+pub(crate) mod remote;
+pub(crate) mod report;
+pub(crate) mod run;
+pub(crate) mod serve;
 pub mod stdout;
 
 use crate::cli::{Cli, Command};

@@ -15,7 +15,7 @@
 //! the rest of the kernel under a syscall is syscall entry/exit and other syscall work.
 
 use crate::child;
-use crate::results::explain::{Explain, Share, GROUPS};
+use crate::results::explain::{Explain, Share};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -57,8 +57,9 @@ impl Group {
     ];
 
     /// Its label ("lock slow paths"), from `results::explain::GROUPS`.
+    #[cfg(test)]
     pub fn name(self) -> &'static str {
-        GROUPS
+        crate::results::explain::GROUPS
             .iter()
             .find(|(k, _)| *k == self.key())
             .map_or("", |(_, l)| l)
@@ -218,6 +219,7 @@ pub struct Breakdown {
 
 impl Breakdown {
     /// A group's share of the samples, percent.
+    #[cfg(test)]
     pub fn pct(&self, g: Group) -> f64 {
         let n = self.groups.iter().find(|(x, _)| *x == g).map_or(0, |x| x.1);
         if self.samples == 0 {
@@ -271,6 +273,7 @@ fn classify(comm: &str, pid: Option<u32>, frames: &[Frame], own: Own<'_>) -> Gro
 }
 
 /// Parses `perf script -F comm,tid,cpu,event,ip,sym` text and groups its samples.
+#[cfg(test)]
 pub fn breakdown(script: &str) -> Breakdown {
     breakdown_of(script, None)
 }
@@ -746,7 +749,7 @@ ringside serve  1750 [001] cpu-clock:
             assert!(!g.name().is_empty(), "{g:?}");
             assert_eq!(crate::results::explain::label(g.key()), g.name());
         }
-        assert_eq!(Group::ALL.len(), GROUPS.len());
+        assert_eq!(Group::ALL.len(), crate::results::explain::GROUPS.len());
         // A window of 20 periods with 10 samples: 10 more idle.
         let mut b = breakdown(SCRIPT);
         b.add_unsampled_idle(20);

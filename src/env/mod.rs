@@ -21,8 +21,8 @@
 //! Nothing here prints and nothing names the host or its users. The whole probe takes a few
 //! milliseconds; each functional io_uring test is bounded by a kernel timer so it cannot hang.
 
-pub mod explain;
-pub mod netpath;
+pub(crate) mod explain;
+pub(crate) mod netpath;
 mod sys;
 pub mod uring;
 

@@ -4,19 +4,19 @@
 pub mod charts;
 mod csv;
 mod escape;
-pub mod explain;
+pub(crate) mod explain;
 pub mod findings;
 mod format;
-pub mod hosts;
+pub(crate) mod hosts;
 pub mod html;
 mod json;
 mod ladder;
-pub mod load;
-pub mod markdown;
+pub(crate) mod load;
+pub(crate) mod markdown;
 pub mod table;
 mod term;
 pub mod verdict;
-pub mod waterfall;
+pub(crate) mod waterfall;
 
 use crate::results::RunResults;
 

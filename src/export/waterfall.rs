@@ -66,8 +66,8 @@ pub struct Row {
 pub struct Waterfall {
     /// File-safe and unique in a report: "echo.ladder-waterfall-2".
     pub id: String,
-    pub workload: String,
     /// The point's parameters ("conns=50 offered=50% of slowest").
+    #[cfg(test)]
     pub point: String,
     pub title: String,
     /// Rungs in ladder order.
@@ -153,7 +153,7 @@ fn of_point(workload: &str, i: usize, point: &str, cells: &[&CaseResult]) -> Wat
     };
     Waterfall {
         id: format!("{}-waterfall-{}", file_slug(workload), i + 1),
-        workload: workload.to_string(),
+        #[cfg(test)]
         point: point.to_string(),
         title: format!("{workload}{at}: what each knob bought (server CPU per op)"),
         rows,

@@ -2,15 +2,15 @@
 //! a model to its implementation with one `match` on the family. Nothing here knows about
 //! statistics or output.
 
-pub mod accept;
-pub mod blocking;
-pub mod epoll;
+pub(crate) mod accept;
+pub(crate) mod blocking;
+pub(crate) mod epoll;
 pub mod file;
-pub mod idle;
-pub mod napi;
-pub mod readiness;
-pub mod stop;
-pub mod sys;
+pub(crate) mod idle;
+pub(crate) mod napi;
+pub(crate) mod readiness;
+pub(crate) mod stop;
+pub(crate) mod sys;
 pub mod uring;
 
 use crate::error::CaseError;

@@ -27,7 +27,7 @@ pub mod echo;
 mod engine;
 pub mod http;
 pub mod pubsub;
-pub mod remote;
+pub(crate) mod remote;
 pub mod stream;
 mod tally;
 mod window;

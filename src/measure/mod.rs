@@ -1,15 +1,15 @@
 //! Measurement: the clock, CPU time, syscall counts, latency histograms and pinning, combined
 //! into one `Sample` per repetition. Nothing here computes statistics or prints.
 
-pub mod calib;
+pub(crate) mod calib;
 pub mod cell;
-pub mod clock;
+pub(crate) mod clock;
 pub mod cpu;
-pub mod disturb;
-pub mod hist;
+pub(crate) mod disturb;
+pub(crate) mod hist;
 pub mod pin;
-pub mod syscalls;
-pub mod topology;
+pub(crate) mod syscalls;
+pub(crate) mod topology;
 
 pub use hist::Hist;
 

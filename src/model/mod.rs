@@ -5,7 +5,7 @@
 pub mod contender;
 pub mod ladder;
 pub mod probe;
-pub mod uring;
+pub(crate) mod uring;
 
 pub use crate::avail::Availability;
 pub use contender::Catalog;

@@ -25,13 +25,13 @@
 //! runtime closes every connection.
 
 pub mod external;
-pub mod files;
+pub(crate) mod files;
 #[cfg(feature = "peer-monoio")]
-pub mod monoio;
+pub(crate) mod monoio;
 #[cfg(any(feature = "peer-tokio", feature = "peer-monoio"))]
-pub mod pubsub;
+pub(crate) mod pubsub;
 #[cfg(feature = "peer-tokio")]
-pub mod tokio;
+pub(crate) mod tokio;
 
 use crate::avail::Availability;
 use crate::model::PeerKind;

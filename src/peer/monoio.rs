@@ -67,18 +67,6 @@ pub fn serve_proto<P: Protocol>(
     })
 }
 
-/// HTTP/1.1 on monoio: [`serve_proto`] with the HTTP protocol the caller passes
-/// (`crate::proto::Http`). monoio has no HTTP server of its own in this build; the protocol is
-/// ringside's, so this contender measures monoio's runtime and io_uring driver, not a parser.
-pub fn serve_http<P: Protocol>(
-    listener: std::net::TcpListener,
-    stop: Arc<AtomicBool>,
-    proto: P,
-    ready: &dyn Fn(),
-) -> anyhow::Result<u64> {
-    serve_proto(listener, proto, stop, ready)
-}
-
 /// Runs a monoio io_uring runtime accepting on `listener` and spawning `conn(stream, live)` for
 /// each connection until `stop`, then shuts every socket down and drains (see below). `conn`
 /// must register its fd in `live` (through a [`LiveGuard`]) for the stop to reach it. Returns

@@ -16,7 +16,7 @@
 //! - Idle connections belong to the loop too: with [`Protocol::idle_timeout`] set, a
 //!   connection that gets no reply for that long is closed (`idle_closes`); see `io::idle`.
 
-pub mod echo;
+pub(crate) mod echo;
 pub mod http;
 pub mod pubsub;
 pub mod stream;

@@ -2,10 +2,10 @@
 //! `compare` work from these files alone.
 
 pub mod explain;
-pub mod facts;
-pub mod params;
+pub(crate) mod facts;
+pub(crate) mod params;
 pub mod schema;
-pub mod spread;
+pub(crate) mod spread;
 pub mod store;
 
 pub use params::Params;

@@ -438,6 +438,7 @@ pub fn benjamini_hochberg(ps: &[f64], q: f64) -> (Vec<bool>, Vec<f64>) {
 
 /// The repetitions of one cell that stalled: those whose figure is [`STALL_FACTOR`] times
 /// worse than the median of the cell's other repetitions (at least two others), by index.
+#[cfg(test)]
 pub fn stalls(reps: &[f64], higher_is_better: bool) -> Vec<usize> {
     if reps.len() < 3 {
         return Vec::new();

@@ -1,17 +1,17 @@
 //! Statistics: pure functions from samples to summaries. Medians and MAD across repetitions
 //! (each repetition a separate run), percentiles over all samples of all repetitions.
 
-pub mod bootstrap;
-pub mod claims;
-pub mod compare;
-pub mod equal_load;
+pub(crate) mod bootstrap;
+pub(crate) mod claims;
+pub(crate) mod compare;
+pub(crate) mod equal_load;
 pub mod explain;
-pub mod findings;
-pub mod ladder;
-pub mod rank;
-pub mod scaling;
-pub mod stability;
-pub mod summary;
-pub mod wrk;
+pub(crate) mod findings;
+pub(crate) mod ladder;
+pub(crate) mod rank;
+pub(crate) mod scaling;
+pub(crate) mod stability;
+pub(crate) mod summary;
+pub(crate) mod wrk;
 
 pub use summary::{mad, median, summarize, Spread};

@@ -1,7 +1,7 @@
 //! Workloads: each one sets up, runs one measured repetition, and tears down. Repetitions,
 //! warm-up, timeouts and printing belong to the runner; models belong to `io`.
 
-pub mod micro;
+pub(crate) mod micro;
 pub mod net;
 pub mod storage;
 

@@ -4,7 +4,7 @@
 //! were not measured with their reasons; an environment panel and a "reproduce" block.
 
 pub mod svg;
-pub mod waterfall;
+pub(crate) mod waterfall;
 
 use super::charts::{self, Chart};
 use super::table::{metric_tables_by_workload, Table};

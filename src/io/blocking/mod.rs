@@ -1,9 +1,9 @@
 //! Blocking syscalls: the call returns when the work is done. Micro shapes run in one thread.
 
-pub mod file;
+pub(crate) mod file;
 mod pipe;
-pub mod pool;
-pub mod pubsub;
-pub mod server;
+pub(crate) mod pool;
+pub(crate) mod pubsub;
+pub(crate) mod server;
 
 pub use pipe::PipeLoop;

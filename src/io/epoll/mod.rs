@@ -1,9 +1,9 @@
 //! epoll: readiness notification, level- or edge-triggered, then non-blocking syscalls.
 
 mod pipe;
-pub mod pubsub;
-pub mod ring_wait;
-pub mod server;
+pub(crate) mod pubsub;
+pub(crate) mod ring_wait;
+pub(crate) mod server;
 
 pub use pipe::PipeWait;
 

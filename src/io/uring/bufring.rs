@@ -32,17 +32,8 @@ pub struct BufRing {
 unsafe impl Send for BufRing {}
 
 impl BufRing {
-    /// Maps, registers and fills a ring of `entries` (a power of two, at most 32768) buffers.
-    pub fn new(
-        sub: &Submitter<'_>,
-        bgid: u16,
-        entries: u16,
-        buf_len: usize,
-    ) -> io::Result<BufRing> {
-        BufRing::with_flags(sub, bgid, entries, buf_len, 0)
-    }
-
-    /// As `new`, registered with `flags` (IOU_PBUF_RING_INC: buffers consumed piecewise).
+    /// Maps, registers and fills a ring of `entries` (a power of two, at most 32768) buffers,
+    /// registered with `flags` (IOU_PBUF_RING_INC: buffers consumed piecewise).
     pub fn with_flags(
         sub: &Submitter<'_>,
         bgid: u16,

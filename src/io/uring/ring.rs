@@ -7,7 +7,9 @@ use crate::model::{Drive, UringKnobs};
 use io_uring::IoUring;
 use std::io;
 
-/// Every flag `build` may record in `Setup::flags`.
+/// Every flag `build` may record in `Setup::flags` (each has its `setup_*` counter in the
+/// io_uring server: checked below).
+#[cfg(test)]
 pub const SETUP_FLAGS: &[&str] = &[
     "SQPOLL",
     "SQ_AFF",
@@ -81,5 +83,22 @@ fn refusal(k: &UringKnobs, e: io::Error) -> CaseError {
         Some(libc::EPERM) | Some(libc::EACCES) | Some(libc::ENOSYS) | Some(libc::EINVAL)
         | Some(libc::ENOMEM) => CaseError::unavailable(format!("{what} refused: {e}")),
         _ => CaseError::Failed(anyhow::anyhow!("{what}: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SETUP_FLAGS;
+    use crate::measure::CounterSet;
+
+    /// The io_uring server counts each setup flag of its ring as `setup_<flag>`: every flag
+    /// `build` records has that counter.
+    #[test]
+    fn every_setup_flag_has_its_server_counter() {
+        let names = crate::io::uring::server::UringCounters::NAMES;
+        for f in SETUP_FLAGS {
+            let want = format!("setup_{}", f.to_ascii_lowercase());
+            assert!(names.contains(&want.as_str()), "{want}");
+        }
     }
 }

@@ -14,9 +14,9 @@
 //! no batching, linking or buffer registration of our own — so the rows measure the runtime.
 
 #[cfg(feature = "peer-monoio")]
-pub mod monoio;
+pub(crate) mod monoio;
 #[cfg(feature = "peer-tokio")]
-pub mod tokio;
+pub(crate) mod tokio;
 
 use crate::error::CaseError;
 use crate::io::file::{FileConfig, FileOp};

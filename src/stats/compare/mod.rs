@@ -368,7 +368,7 @@ pub use env::{flatten, probe_drift};
 use figures::{figure_runs, point_key, relative_to, test_of, Peer};
 use judge::correct_and_judge;
 use noise::add_run_noise;
-pub use noise::{ModelNoise, RunNoise, MODEL_NOISE_MIN};
+pub use noise::{ModelNoise, RunNoise};
 
 /// Compares `new` against `base`; a cell regresses when one of its figures gets worse by more
 /// than `threshold_pct` percent, significantly after the correction over every test, and not

@@ -1,10 +1,10 @@
 //! The micro suite: what one syscall, one pipe message, one readiness wait and one batch cost,
 //! per model, in one pinned thread.
 
-pub mod batching;
-pub mod fd_scaling;
-pub mod pipe;
-pub mod syscall;
+pub(crate) mod batching;
+pub(crate) mod fd_scaling;
+pub(crate) mod pipe;
+pub(crate) mod syscall;
 
 use crate::error::CaseError;
 use crate::io::PipeBatch;

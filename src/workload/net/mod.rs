@@ -3,10 +3,10 @@
 //! helper CPU.
 
 pub mod cell;
-pub mod cores;
+pub(crate) mod cores;
 pub mod echo;
 pub mod http;
 pub mod ladder;
-pub mod launch;
-pub mod pubsub;
-pub mod stream;
+pub(crate) mod launch;
+pub(crate) mod pubsub;
+pub(crate) mod stream;

@@ -14,8 +14,8 @@
 //! no syscalls, and their CPU time is added to the case's CPU (`measure::cpu::io_workers`).
 
 pub mod page_cycle;
-pub mod randread;
-pub mod seqread;
+pub(crate) mod randread;
+pub(crate) mod seqread;
 pub mod small_files;
 
 mod fsinfo;
