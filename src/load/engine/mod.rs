@@ -1,0 +1,563 @@
+//! The event loops. Each thread owns an epoll instance and its share of the connections, all
+//! registered once, edge-triggered, for reading and writing; a connection's state says what to
+//! try when it is woken. A loop blocks in `epoll_pwait2` with a nanosecond timeout that honours
+//! the window edges, the open-loop schedule and a 100 ms housekeeping tick: no busy loop.
+//!
+//! Counting: a response counts as an op only when it verified and completed inside the
+//! window; every error (socket errors, timeouts, responses that did not verify) is counted
+//! over the same window, and what happened in the warm-up is summed apart. No length a peer
+//! sends is allocated: a receive asks for at most what the protocol still needs, capped at
+//! [`READ_CHUNK`] (or the connection's own message size), and the rest of a response the
+//! protocol judged from its head is read into a per-thread scratch buffer and dropped.
+
+mod conn;
+mod sock;
+
+use super::tally::Tally;
+use super::window::{run_threads, stop_requested, Coordinated, Shared, WARM_TICK_NS};
+use super::{
+    Config, Edge, Exchange, Fault, Mismatch, Report, Response, Verdict, GAP_BUCKETS, READ_CHUNK,
+};
+use crate::io::sys::{cvt, sockaddr};
+use crate::measure::{clock::now_ns, cpu, pin};
+use sock::{connect, register, so_error, source_for, wait};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::Ordering;
+
+const TICK_NS: u64 = 100_000_000;
+const EVENTS: usize = 256;
+/// Events after which a receive can make progress (data, EOF, or an error to collect).
+const READABLE: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32;
+/// Runs the load and returns its report. `edge` is called at the opening and the closing of
+/// the measured window, from the calling thread, while the load runs (when the run is stopped
+/// before the window opens, neither is called).
+pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::Result<Report> {
+    if let Some(s) = ex.streaming() {
+        return s.run(cfg, edge);
+    }
+    if let Some(p) = ex.pubsub() {
+        return p.run(cfg, edge);
+    }
+    if cfg.conns == 0 || cfg.threads == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "conns and threads must be >= 1",
+        ));
+    }
+    crate::io::sys::raise_nofile(cfg.conns as u64 + 64)?;
+    let threads = cfg.threads.min(cfg.conns);
+    let shared = match cfg.rate {
+        // Closed loop: one round first (open loop: the schedule sends every message).
+        None => Shared::new(threads).with_first_round(),
+        Some(_) => Shared::new(threads),
+    };
+    let (parts, coord): (Vec<ThreadOut>, _) =
+        run_threads(cfg, &shared, edge, threads, "load", |t, cpu, synced| {
+            // The worker passes both barriers itself, early errors included.
+            *synced = true;
+            let lo = cfg.conns * t / threads;
+            let hi = cfg.conns * (t + 1) / threads;
+            worker(cfg, ex, &shared, lo..hi, cpu)
+        });
+    let (_, t_close) = shared.edges();
+    let window_ns = Coordinated::window_ns(&shared);
+    let mut r = Report::empty(cfg, threads, cfg.rate, window_ns, coord.interrupted);
+    (r.warmup_ns, r.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
+    let mut gaps: Option<Gaps> = None;
+    let mut tallies = Vec::with_capacity(parts.len());
+    for p in parts {
+        let (t, g) = p?;
+        tallies.push(t);
+        match (&mut gaps, g) {
+            (Some(a), Some(b)) => a.merge(&b),
+            (a @ None, b) => *a = b,
+            _ => {}
+        }
+    }
+    r.add_tallies(tallies);
+    r.longest_gap_ns = gaps.map_or(window_ns, |g| g.longest(t_close));
+    Ok(r)
+}
+
+/// When responses completed inside the window, per bucket of window/[`GAP_BUCKETS`]: the
+/// first and last completion time in each. Merged over threads, consecutive non-empty buckets
+/// give every gap with no completion on any thread that spans a bucket boundary, exactly; a
+/// gap inside one bucket is shorter than the bucket.
+struct Gaps {
+    t_open: u64,
+    res: u64,
+    first: Vec<u64>,
+    last: Vec<u64>,
+}
+
+impl Gaps {
+    fn new(t_open: u64, window_ns: u64) -> Gaps {
+        Gaps {
+            t_open,
+            res: window_ns.div_ceil(GAP_BUCKETS as u64).max(1),
+            first: vec![u64::MAX; GAP_BUCKETS],
+            last: vec![0; GAP_BUCKETS],
+        }
+    }
+
+    #[inline]
+    fn record(&mut self, now: u64) {
+        let b = (((now - self.t_open) / self.res) as usize).min(GAP_BUCKETS - 1);
+        self.first[b] = self.first[b].min(now);
+        self.last[b] = self.last[b].max(now);
+    }
+
+    fn merge(&mut self, o: &Gaps) {
+        for b in 0..GAP_BUCKETS {
+            self.first[b] = self.first[b].min(o.first[b]);
+            self.last[b] = self.last[b].max(o.last[b]);
+        }
+    }
+
+    /// The longest span in [t_open, t_close) with no completion.
+    fn longest(&self, t_close: u64) -> u64 {
+        if t_close <= self.t_open {
+            return 0;
+        }
+        let (mut prev, mut longest) = (self.t_open, 0u64);
+        for b in 0..GAP_BUCKETS {
+            if self.first[b] != u64::MAX {
+                longest = longest.max(self.first[b].saturating_sub(prev));
+                prev = self.last[b];
+            }
+        }
+        longest.max(t_close.saturating_sub(prev))
+    }
+}
+
+/// A thread's tally and its gaps between completions.
+type ThreadOut = io::Result<(Tally, Option<Gaps>)>;
+
+/// What went wrong, for counting.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Connect,
+    Reset,
+    Io,
+    Timeout,
+    Mismatch,
+    Non2xx,
+    Malformed,
+    /// Bytes that arrived with no request outstanding.
+    Unsolicited,
+}
+
+impl Kind {
+    /// A response that did not verify (not a socket error).
+    fn invalid(self) -> bool {
+        matches!(
+            self,
+            Kind::Mismatch | Kind::Non2xx | Kind::Malformed | Kind::Unsolicited
+        )
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum St {
+    Connecting,
+    /// Connected, no message outstanding (open loop: waiting for its due time).
+    Idle,
+    Sending,
+    Receiving,
+    Dead,
+}
+
+/// What [`Loop::drive`] does after one step on a connection: go on, or wait for its next
+/// event.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Again,
+    Wait,
+}
+
+/// A response judged before all of it arrived: the rest is discarded, then it completes.
+#[derive(Clone, Copy)]
+struct Done {
+    len: u64,
+    verdict: Verdict,
+    close: bool,
+}
+
+struct Conn {
+    fd: Option<OwnedFd>,
+    /// Index in this thread's connection table.
+    idx: usize,
+    /// Global connection id (carried in every message).
+    id: u32,
+    /// Source address bound before connecting (see [`source_for`]).
+    source: Option<Ipv4Addr>,
+    st: St,
+    seq: u64,
+    out: Vec<u8>,
+    sent: usize,
+    inb: Vec<u8>,
+    /// A response whose verdict is known and whose last `discard` bytes are still to be read
+    /// and dropped.
+    pending: Option<Done>,
+    discard: u64,
+    /// Latency origin of the outstanding message: first send (closed) or due time (open).
+    origin: u64,
+    /// Open loop: when the next message is due.
+    due: u64,
+    timed_out: bool,
+    /// Readable while still sending (a large message echoes before it is all sent).
+    read_pending: bool,
+    /// Connecting again after a `Connection: close` response (live, not lost).
+    reconnecting: bool,
+    /// Counted in [`Shared::unanswered`]: its first message is sent (closed loop: due at
+    /// the start) and no response came yet.
+    unanswered: bool,
+    /// Looked for bytes that came before its first request on this socket.
+    checked: bool,
+}
+
+struct Loop<'a> {
+    ex: &'a dyn Exchange,
+    shared: &'a Shared,
+    c: Tally,
+    /// Completion times over the window, for its longest gap (set when it opens).
+    gaps: Option<Gaps>,
+    /// The window's edges as last read from [`Shared`] (by [`Loop::window`]): 0 and
+    /// `u64::MAX` while connecting (connect errors count in the window's figures), `u64::MAX`
+    /// both in the warm-up until the coordinator sets them.
+    t_open: u64,
+    t_close: u64,
+    /// Connecting is over: the edges are read from [`Shared`].
+    traffic: bool,
+    /// Open loop: ns between two messages of one connection.
+    interval: Option<u64>,
+    due: BinaryHeap<Reverse<(u64, usize)>>,
+    /// A first round ([`Shared::with_first_round`]): connections answered once that wait for
+    /// the round to end (`Shared::round_done`) before their next message.
+    parked: Vec<usize>,
+    /// The first round is over (or there is none).
+    released: bool,
+    ep: RawFd,
+    target: SocketAddr,
+    /// Where discarded response bytes land, READ_CHUNK bytes.
+    scratch: Vec<u8>,
+}
+
+fn worker(
+    cfg: &Config,
+    ex: &dyn Exchange,
+    shared: &Shared,
+    ids: std::ops::Range<usize>,
+    cpu: Option<u32>,
+) -> ThreadOut {
+    let mut synced = false;
+    let res = worker_inner(cfg, ex, shared, ids, cpu, &mut synced);
+    if !synced {
+        // Keep the coordinator from waiting forever: an early error still passes both
+        // barriers.
+        shared.barrier.wait();
+        shared.barrier.wait();
+    }
+    res
+}
+
+/// Reads of unsolicited bytes (of [`READ_CHUNK`] each) after which a connection that still
+/// has more is closed: a server flooding it would otherwise hold its thread.
+const MAX_UNSOLICITED_READS: usize = 16;
+
+fn worker_inner(
+    cfg: &Config,
+    ex: &dyn Exchange,
+    shared: &Shared,
+    ids: std::ops::Range<usize>,
+    cpu: Option<u32>,
+    synced: &mut bool,
+) -> ThreadOut {
+    if let Some(c) = cpu {
+        pin::pin_this_thread(c)?;
+    }
+    // SAFETY: epoll_create1 has no memory preconditions; the fd is owned below.
+    let ep = unsafe { OwnedFd::from_raw_fd(cvt(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
+    let mut lp = Loop::new(cfg, ex, shared, ep.as_raw_fd());
+    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS];
+    let mut conns = lp.open(cfg, ids)?;
+    lp.await_connects(cfg, &ep, &mut conns, &mut events)?;
+    // Closed loop: every live connection sends at the start, so each one is awaited before
+    // the coordinator can look (open loop: counted as each first message falls due).
+    if lp.interval.is_none() {
+        let mut n = 0;
+        for c in conns.iter_mut().filter(|c| c.st == St::Idle) {
+            c.unanswered = true;
+            n += 1;
+        }
+        shared.unanswered.fetch_add(n, Ordering::SeqCst);
+    }
+    shared.barrier.wait();
+    shared.barrier.wait();
+    *synced = true;
+    let cpu0 = lp.traffic(cfg, &ep, &mut conns, &mut events)?;
+    let end = cpu::this_thread().total_ns;
+    lp.c.n.cpu_ns = end.saturating_sub(cpu0.unwrap_or(end));
+    lp.c.n.live = conns
+        .iter()
+        .filter(|c| match c.st {
+            St::Dead => false,
+            St::Connecting => c.reconnecting,
+            _ => true,
+        })
+        .count() as u64;
+    Ok((lp.c, lp.gaps))
+}
+
+impl Conn {
+    /// Connection `id`, slot `idx` of its thread, not yet connected.
+    fn new(idx: usize, id: usize, source: Option<Ipv4Addr>) -> Conn {
+        Conn {
+            fd: None,
+            idx,
+            id: id as u32,
+            source,
+            st: St::Dead,
+            seq: 0,
+            out: Vec::new(),
+            sent: 0,
+            inb: Vec::new(),
+            pending: None,
+            discard: 0,
+            origin: 0,
+            due: 0,
+            timed_out: false,
+            read_pending: false,
+            reconnecting: false,
+            unanswered: false,
+            checked: false,
+        }
+    }
+}
+
+/// A thread's loop before traffic: its connections set up, the window's edges unknown.
+impl<'a> Loop<'a> {
+    fn new(cfg: &Config, ex: &'a dyn Exchange, shared: &'a Shared, ep: RawFd) -> Loop<'a> {
+        Loop {
+            ex,
+            shared,
+            c: Tally::default(),
+            gaps: None,
+            t_open: 0,
+            t_close: u64::MAX,
+            traffic: false,
+            interval: cfg
+                .rate
+                .map(|r| (cfg.conns as f64 * 1e9 / r.max(1e-9)).max(1.0) as u64),
+            due: BinaryHeap::new(),
+            parked: Vec::new(),
+            released: !shared.first_round(),
+            ep,
+            target: cfg.target,
+            scratch: vec![0u8; READ_CHUNK],
+        }
+    }
+
+    /// Starts a non-blocking connect for each of `ids` (a failure counted, the connection
+    /// dead).
+    fn open(&mut self, cfg: &Config, ids: std::ops::Range<usize>) -> io::Result<Vec<Conn>> {
+        let mut conns: Vec<Conn> = Vec::with_capacity(ids.len());
+        for (k, id) in ids.enumerate() {
+            let mut c = Conn::new(k, id, source_for(cfg, id));
+            match connect(cfg.target, c.source) {
+                Ok(fd) => {
+                    register(self.ep, &fd, k)?;
+                    c.fd = Some(fd);
+                    c.st = St::Connecting;
+                }
+                Err(e) => self.fail_connect(&mut c, e),
+            }
+            conns.push(c);
+        }
+        Ok(conns)
+    }
+
+    /// Waits for every pending connect to resolve, up to the connect timeout (or a stop);
+    /// those still pending then failed (or, stopped, are dropped uncounted).
+    fn await_connects(
+        &mut self,
+        cfg: &Config,
+        ep: &OwnedFd,
+        conns: &mut [Conn],
+        events: &mut [libc::epoll_event],
+    ) -> io::Result<()> {
+        let deadline = now_ns() + cfg.connect_timeout.as_nanos() as u64;
+        let mut pending = conns.iter().filter(|c| c.st == St::Connecting).count();
+        while pending > 0 && !stop_requested(cfg.stop) {
+            let now = now_ns();
+            if now >= deadline {
+                break;
+            }
+            let n = wait(ep, events, (deadline - now).min(TICK_NS))?;
+            for ev in &events[..n] {
+                let c = &mut conns[ev.u64 as usize];
+                if c.st != St::Connecting {
+                    continue;
+                }
+                match so_error(c.fd.as_ref().map_or(-1, |f| f.as_raw_fd())) {
+                    Ok(()) => c.st = St::Idle,
+                    Err(e) => self.fail_connect(c, e),
+                }
+                pending -= 1;
+            }
+        }
+        let stopped = stop_requested(cfg.stop);
+        for c in conns.iter_mut().filter(|c| c.st == St::Connecting) {
+            if stopped {
+                // Interrupted while connecting: not a connect error.
+                c.st = St::Dead;
+                c.fd = None;
+            } else {
+                let e = io::Error::new(io::ErrorKind::TimedOut, "connect timed out");
+                self.fail_connect(c, e);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The traffic phase: from the start the coordinator set to the window's closing.
+impl Loop<'_> {
+    /// Sends and receives until the window closes; returns this thread's CPU clock at the
+    /// opening (`None`: it never opened).
+    fn traffic(
+        &mut self,
+        cfg: &Config,
+        ep: &OwnedFd,
+        conns: &mut [Conn],
+        events: &mut [libc::epoll_event],
+    ) -> io::Result<Option<u64>> {
+        let t_start = self.shared.t_start.load(Ordering::SeqCst);
+        self.traffic = true;
+        self.window();
+        self.schedule(cfg, conns, t_start);
+        let mut cpu0: Option<u64> = None;
+        let mut next_tick = t_start + TICK_NS;
+        let timeouts = (
+            cfg.msg_timeout.as_nanos() as u64,
+            cfg.connect_timeout.as_nanos() as u64,
+        );
+        loop {
+            self.window();
+            self.release_parked(conns);
+            let mut now = now_ns();
+            if cpu0.is_none() && now >= self.t_open {
+                cpu0 = Some(cpu::this_thread().total_ns);
+                now = now_ns();
+            }
+            if now >= self.t_close {
+                return Ok(cpu0);
+            }
+            self.start_due(conns, now);
+            if now >= next_tick {
+                next_tick = now + TICK_NS;
+                self.time_out(conns, now, timeouts);
+            }
+            let mut until = self.t_close.min(next_tick);
+            if cpu0.is_none() {
+                // Until the coordinator has set the opening, look for it every WARM_TICK_NS.
+                until = until.min(self.t_open).min(now + WARM_TICK_NS);
+            }
+            if let Some(&Reverse((due, _))) = self.due.peek() {
+                until = until.min(due);
+            }
+            let n = wait(ep, events, until.saturating_sub(now))?;
+            // A stop during the wait closes the window before these events are counted.
+            self.window();
+            for ev in &events[..n] {
+                self.on_event(&mut conns[ev.u64 as usize], ev.events);
+            }
+        }
+    }
+
+    /// Closed loop: every idle connection sends now. Open loop: message 0 of connection `id`
+    /// is due at `t_start + id/rate`, so the whole schedule is evenly spread.
+    fn schedule(&mut self, cfg: &Config, conns: &mut [Conn], t_start: u64) {
+        for c in conns.iter_mut().filter(|c| c.st == St::Idle) {
+            match self.interval {
+                None => self.start(c, t_start),
+                Some(iv) => {
+                    c.due = t_start + (iv as u128 * c.id as u128 / cfg.conns as u128) as u64;
+                    self.due.push(Reverse((c.due, c.idx)));
+                }
+            }
+        }
+    }
+
+    /// Once the first round is over, the connections it parked send their next message.
+    fn release_parked(&mut self, conns: &mut [Conn]) {
+        if self.parked.is_empty() || !self.round_over() {
+            return;
+        }
+        let now = now_ns();
+        for k in std::mem::take(&mut self.parked) {
+            if conns[k].st == St::Idle {
+                self.start(&mut conns[k], now);
+            }
+        }
+    }
+
+    /// Open loop: sends every message due by `now`, each timed from its due time.
+    fn start_due(&mut self, conns: &mut [Conn], now: u64) {
+        while let Some(&Reverse((due, k))) = self.due.peek() {
+            if due > now {
+                break;
+            }
+            self.due.pop();
+            if conns[k].st == St::Idle {
+                self.start(&mut conns[k], due);
+            }
+        }
+    }
+
+    /// Counts the messages outstanding past the message timeout (once each) and fails the
+    /// reconnects past the connect timeout.
+    fn time_out(&mut self, conns: &mut [Conn], now: u64, (msg, connect): (u64, u64)) {
+        for c in conns.iter_mut() {
+            if matches!(c.st, St::Sending | St::Receiving)
+                && !c.timed_out
+                && now.saturating_sub(c.origin) > msg
+            {
+                c.timed_out = true;
+                self.count(Kind::Timeout, now);
+            } else if c.st == St::Connecting
+                && c.reconnecting
+                && now.saturating_sub(c.origin) > connect
+            {
+                let e = io::Error::new(io::ErrorKind::TimedOut, "reconnect timed out");
+                self.fail_connect(c, e);
+            }
+        }
+    }
+
+    /// One epoll event (`events`) on connection `c`.
+    fn on_event(&mut self, c: &mut Conn, events: u32) {
+        let readable = events & READABLE != 0;
+        match c.st {
+            St::Connecting => {
+                self.connected(c);
+                return;
+            }
+            St::Sending if readable => c.read_pending = true,
+            // Write space came back while waiting for the echo: nothing to do, and a recv
+            // would only return EAGAIN.
+            St::Receiving if !readable => return,
+            // Bytes with no request outstanding: never an answer to a later one.
+            St::Idle if readable => {
+                self.drain_unsolicited(c, "while no request was outstanding");
+                return;
+            }
+            _ => {}
+        }
+        self.drive(c);
+    }
+}

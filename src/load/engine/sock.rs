@@ -1,0 +1,139 @@
+//! The sockets of a loop: registering, connecting (from a source address on loopback),
+//! reading a connect's error, and waiting on the epoll instance.
+
+use super::*;
+
+/// Registers `fd` with the loop's epoll, edge-triggered, for reading and writing.
+pub(super) fn register(ep: RawFd, fd: &OwnedFd, idx: usize) -> io::Result<()> {
+    let mut ev = libc::epoll_event {
+        events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLET | libc::EPOLLRDHUP) as u32,
+        u64: idx as u64,
+    };
+    // SAFETY: valid epoll fd, socket fd and event.
+    cvt(unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd.as_raw_fd(), &mut ev) }).map(|_| ())
+}
+
+/// Loopback targets with more than `conns_per_source` connections (default
+/// CONNS_PER_SOURCE): connection `id` binds 127.0.0.(1 + id / conns_per_source).
+pub(super) fn source_for(cfg: &Config, id: usize) -> Option<Ipv4Addr> {
+    let per = cfg.conns_per_source.max(1);
+    match cfg.target.ip() {
+        IpAddr::V4(ip) if ip.is_loopback() && cfg.conns > per => {
+            let k = 1 + id / per;
+            Some(Ipv4Addr::new(127, 0, 0, k.min(254) as u8))
+        }
+        _ => None,
+    }
+}
+
+/// A non-blocking socket with TCP_NODELAY whose connect is under way.
+pub(super) fn connect(target: SocketAddr, source: Option<Ipv4Addr>) -> io::Result<OwnedFd> {
+    let fd = crate::io::sys::tcp_socket(&target, libc::SOCK_NONBLOCK)?;
+    let setopt = |level, name| crate::io::sys::set_int_opt(&fd, level, name, 1);
+    setopt(libc::IPPROTO_TCP, libc::TCP_NODELAY)?;
+    if let Some(src) = source {
+        // The port is picked at connect time from the whole 4-tuple, not at bind time.
+        setopt(libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT)?;
+        let (ss, len) = sockaddr(SocketAddr::new(IpAddr::V4(src), 0));
+        // SAFETY: valid fd and address of the stated length.
+        cvt(unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                &ss as *const _ as *const libc::sockaddr,
+                len,
+            )
+        })?;
+    }
+    let (ss, len) = sockaddr(target);
+    // SAFETY: valid fd and address of the stated length.
+    let r = unsafe {
+        libc::connect(
+            fd.as_raw_fd(),
+            &ss as *const _ as *const libc::sockaddr,
+            len,
+        )
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINPROGRESS) {
+            return Err(e);
+        }
+    }
+    Ok(fd)
+}
+
+pub(super) fn so_error(fd: RawFd) -> io::Result<()> {
+    let mut err: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: valid pointers to an int and its length.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            (&mut err as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    })?;
+    if err == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(err))
+    }
+}
+
+/// epoll_pwait2 with a nanosecond timeout (falls back to epoll_wait, rounded up to 1 ms).
+pub(super) fn wait(
+    ep: &OwnedFd,
+    events: &mut [libc::epoll_event],
+    timeout_ns: u64,
+) -> io::Result<usize> {
+    let ts = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+    };
+    {
+        // SAFETY: valid epoll fd, event buffer of the stated length, timespec and no sigmask.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_epoll_pwait2,
+                ep.as_raw_fd(),
+                events.as_mut_ptr(),
+                events.len() as libc::c_int,
+                &ts as *const libc::timespec,
+                std::ptr::null::<libc::sigset_t>(),
+                0usize,
+            )
+        };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => Ok(0),
+            Some(libc::ENOSYS) => {
+                let ms = timeout_ns.div_ceil(1_000_000).min(i32::MAX as u64) as libc::c_int;
+                // SAFETY: as above.
+                let r = unsafe {
+                    libc::epoll_wait(
+                        ep.as_raw_fd(),
+                        events.as_mut_ptr(),
+                        events.len() as libc::c_int,
+                        ms,
+                    )
+                };
+                if r < 0 {
+                    let e = io::Error::last_os_error();
+                    if e.kind() == io::ErrorKind::Interrupted {
+                        Ok(0)
+                    } else {
+                        Err(e)
+                    }
+                } else {
+                    Ok(r as usize)
+                }
+            }
+            _ => Err(e),
+        }
+    }
+}
