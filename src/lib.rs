@@ -4,7 +4,7 @@
 //! `measure` -> samples, `stats` -> case results, `results` (schema + atomic store),
 //! `export`/`ui` (tables, JSON, CSV, Markdown, progress). The I/O models live in `io`,
 //! the workloads that drive them in `workload`, and the two registries in `registry`.
-//! The top-level modules form layers without circles (checked by `tests/module_graph.rs`).
+//! The top-level modules form layers without circles (checked by `tests/suite/module_graph.rs`).
 
 pub mod app;
 pub(crate) mod avail;

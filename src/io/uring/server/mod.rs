@@ -380,7 +380,7 @@ struct Server<P: Protocol> {
 }
 
 /// `RINGSIDE_FAULT_RESET_RACE_MS=N` sets up the reset race for its regression test
-/// (`tests/conformance.rs`); never set by ringside itself. A multishot recv is not cancelled
+/// (`tests/suite/conformance.rs`); never set by ringside itself. A multishot recv is not cancelled
 /// when the connection's output passes its bound, so a client that floods and never reads
 /// passes `HARD_OUT_BOUND` and is reset, and the reset's SHUT_RD runs N ms late, as a late
 /// io-wq worker would run it (the kernel resolves the fixed slot only then).

@@ -2,7 +2,7 @@
 //! the binary serves on port 0, the load runs half a second, every request is a valid 200;
 //! bad values are refused (exit 2) naming the valid range.
 
-mod common;
+use crate::common;
 
 use common::bin::bin;
 

@@ -6,7 +6,7 @@
 //! `Connection: close` is counted and reconnected; SIGINT in a background job stops, prints
 //! and saves what was measured, exit 130.
 
-mod common;
+use crate::common;
 
 use common::bin::bin;
 
@@ -901,7 +901,7 @@ fn a_contender_that_forks_per_connection_is_measured_whole() {
 fn hostile(name: &str, proto: &str, mode: &str) -> String {
     format!(
         "{proto}:{name}={CHILD_ENV}={mode} RINGSIDE_TEST_PORT={{port}} {} --ignored --exact \
-         hostile_child_process --nocapture --test-threads=1",
+         hostile_load::hostile_child_process --nocapture --test-threads=1",
         std::env::current_exe().unwrap().display()
     )
 }
@@ -969,7 +969,7 @@ fn a_contender_that_daemonizes_is_stopped_and_named() {
     let me = std::env::current_exe().unwrap();
     let contender = format!(
         "echo:daemon=setsid env RINGSIDE_PIDFILE={} {CHILD_ENV}=invert \
-         RINGSIDE_TEST_PORT={{port}} {} --ignored --exact hostile_child_process --nocapture \
+         RINGSIDE_TEST_PORT={{port}} {} --ignored --exact hostile_load::hostile_child_process --nocapture \
          --test-threads=1 >/dev/null 2>&1 &",
         pidfile.display(),
         me.display()
@@ -1023,7 +1023,7 @@ fn a_repetition_that_completes_nothing_is_run_once_more() {
     let me = std::env::current_exe().unwrap();
     let contender = format!(
         "echo:stally=RINGSIDE_FLAG={} {CHILD_ENV}=stall-once RINGSIDE_TEST_PORT={{port}} {} \
-         --ignored --exact hostile_child_process --nocapture --test-threads=1",
+         --ignored --exact hostile_load::hostile_child_process --nocapture --test-threads=1",
         flag.display(),
         me.display()
     );

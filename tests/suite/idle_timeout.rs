@@ -6,7 +6,7 @@
 //! With no limit, a silent client is still open (and still served) after a second. Then
 //! `ringside serve --idle-timeout-ms` end to end, and its range check.
 
-mod common;
+use crate::common;
 
 use common::child::Server;
 use common::inproc::Running;

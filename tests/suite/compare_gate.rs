@@ -2,7 +2,7 @@
 //! repetitions for the test to ever reach its alpha), cells only one file has, a measured
 //! cell that became `failed` and an unfinished NEW file all exit 1, and say why.
 
-mod common;
+use crate::common;
 
 use common::bin::{fixture, ringside};
 

@@ -3,7 +3,7 @@
 //! a second of its flag, closing its connections; an external command is waited for, measured
 //! by the pid holding its port, and killed, or fails with its stderr tail.
 
-mod common;
+use crate::common;
 
 use common::inproc::Peer;
 use common::net::connect;

@@ -5,7 +5,7 @@
 //! Without /usr/bin/chromium the test prints that it skipped and why (a failure in CI:
 //! `common::tools`).
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use ringside::export::charts;

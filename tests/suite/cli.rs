@@ -1,7 +1,7 @@
 //! The command line: help, bad values named with the valid ones, exit codes, and errors that
 //! come before any measuring.
 
-mod common;
+use crate::common;
 
 use common::bin::ringside;
 

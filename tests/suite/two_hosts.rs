@@ -5,7 +5,7 @@
 //! (tests/common) always. The namespaces are removed even when the test fails. Skipped, with
 //! the reason printed, where namespaces cannot be made (not root, no CAP_NET_ADMIN, no `ip`).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
@@ -124,7 +124,7 @@ fn serve_and_load_in_two_network_namespaces() {
                 me,
                 "--ignored",
                 "--exact",
-                "stand_in_server_process",
+                "two_hosts::stand_in_server_process",
                 "--nocapture",
             ],
             Some((CHILD_ENV, &listen)),

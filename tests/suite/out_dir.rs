@@ -3,7 +3,7 @@
 //! outside it: temporary files are created new under unpredictable names, never through a
 //! link, and a `charts` that is a link is refused.
 
-mod common;
+use crate::common;
 
 use common::bin::{bin, fixture};
 

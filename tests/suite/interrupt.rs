@@ -1,7 +1,7 @@
 //! Ctrl-C keeps what finished: the results file is valid JSON with `"finished": false` and
 //! every case completed before the signal.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

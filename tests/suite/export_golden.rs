@@ -6,7 +6,7 @@
 //! After an intended change of output, regenerate the golden files with
 //! `RINGSIDE_BLESS=1 cargo test --release --test export_golden` and review the diff.
 
-mod common;
+use crate::common;
 
 use common::bin::{fixture, ringside};
 

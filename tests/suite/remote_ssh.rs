@@ -9,7 +9,7 @@
 //! leaves nothing running on either side. Skipped, with the reason, without root, `ip`, or
 //! OpenSSH (sshd, ssh, ssh-keygen).
 
-mod common;
+use crate::common;
 
 use common::bin::bin;
 

@@ -7,7 +7,7 @@
 //! others nothing; bytes that are not frames close that connection only; a model that does not
 //! serve pubsub is refused with exit 2.
 
-mod common;
+use crate::common;
 
 use common::child::Server;
 use common::net::{connect, reset};

@@ -2,7 +2,7 @@
 //! reads them back; bad directories are refused before anything runs; the fio cross-check
 //! stores fio's rows (or says why it could not); no test file is left behind.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use predicates::prelude::*;

@@ -5,7 +5,7 @@
 //! split anywhere with the continuing pattern, closes on a bad request, and a client that asks
 //! without reading cannot grow it. A model this machine cannot run is skipped with its reason.
 
-mod common;
+use crate::common;
 
 use common::child::Server;
 use common::net::{read_n, reset};

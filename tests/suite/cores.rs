@@ -5,7 +5,7 @@
 //! in the cores sweeps always, in the other network workloads only when the server has several
 //! CPUs.
 
-mod common;
+use crate::common;
 
 use ringside::measure::pin::{allowed_cpus, CpuPlan};
 use ringside::plan::{expand, select_models, select_workloads};

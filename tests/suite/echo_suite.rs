@@ -4,7 +4,7 @@
 //! server that dies before listening failing its cell with its stderr tail. Then, when this
 //! build has `ringside serve`, a smoke run of `ringside run echo.payload` through the binary.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command as Cmd;
 use ringside::error::CaseError;
@@ -65,7 +65,7 @@ fn stand_in(mode: &str) -> Command {
     c.args([
         "--ignored",
         "--exact",
-        "stand_in_child_process",
+        "echo_suite::stand_in_child_process",
         "--nocapture",
         "--test-threads=1",
     ])
@@ -276,7 +276,7 @@ fn external_contenders_are_measured_and_a_broken_one_fails_its_cells_only() {
     // the other tests of this binary.)
     let me = std::env::current_exe().unwrap();
     let good = format!(
-        "good={CHILD_ENV}=echo RINGSIDE_TEST_PORT={{port}} {} --ignored --exact stand_in_child_process \
+        "good={CHILD_ENV}=echo RINGSIDE_TEST_PORT={{port}} {} --ignored --exact echo_suite::stand_in_child_process \
          --nocapture --test-threads=1",
         me.display()
     );

@@ -1,5 +1,5 @@
 //! The io_uring rows after 6.1 engage their feature (not only echo correctly, which
-//! tests/conformance.rs checks for every row): bundle receives span several buffers through the
+//! tests/suite/conformance.rs checks for every row): bundle receives span several buffers through the
 //! copy-out path, incremental buffers take several pieces, bundles over an incremental ring do
 //! both, the hybrid waits in epoll and accepts there, EPOLL_WAIT
 //! waits through the ring; rows that cannot run on loopback say what is missing.

@@ -5,7 +5,7 @@
 //! EMFILE without spinning, and a clean exit on SIGTERM. A model this machine cannot run is
 //! printed as skipped with its reason; blocking and epoll can never skip.
 
-mod common;
+use crate::common;
 
 use common::child::Server;
 use common::net::{read_n, reset};

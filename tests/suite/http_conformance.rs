@@ -6,7 +6,7 @@
 //! pipelines requests and never reads (bounded memory, others still served), garbage bytes,
 //! abrupt resets. A model this machine cannot run is printed as skipped with its reason.
 
-mod common;
+use crate::common;
 
 use common::child::Server;
 use common::net::{read_n, reset};

@@ -4,7 +4,7 @@
 //! threads (both got some; they sum to `accepts`). `tokio-mt` is one runtime of two workers on
 //! one listener: it accepts every connection once.
 
-mod common;
+use crate::common;
 
 use common::child::Server;
 use common::servers::{peer_ready, peers, servers};

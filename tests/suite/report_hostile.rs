@@ -2,7 +2,7 @@
 //! stdout (`| head -1`), results files that never end (`/dev/zero`), are not files (a FIFO) or
 //! are far too large, and workload ids that try to escape `--out`.
 
-mod common;
+use crate::common;
 
 use common::bin::fixture;
 

@@ -4,7 +4,7 @@
 //! connections shows resets and fewer live connections; open loop measures latency from the
 //! intended send time, so a single 200 ms stall shows in the tail. No speed is asserted.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use common::{serve, Mode};

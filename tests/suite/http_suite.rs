@@ -3,7 +3,7 @@
 //! installed (and a stated skip when not), the open-loop sweep's offered and achieved rates,
 //! and an external contender that speaks another protocol left out of the HTTP tables.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command as Cmd;
 use std::time::Duration;

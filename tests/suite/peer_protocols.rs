@@ -6,7 +6,7 @@
 //! connections, a client that never reads stalls the server instead of growing it; hyper too).
 //! Each server stops within a second of its flag, closing its connections.
 
-mod common;
+use crate::common;
 
 use common::inproc::Peer;
 use common::net::connect;
