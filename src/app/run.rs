@@ -144,6 +144,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         hosts,
         rounds: Vec::new(),
         before_run: Some(quiet_check(&results_plan_cpus(&plan_for_check))),
+        workloads: workloads
+            .iter()
+            .map(|w| (w.id().to_string(), (&w.facts()).into()))
+            .collect(),
     };
     if let Some(b) = &results.before_run {
         if let Some(line) = noise_line(b) {

@@ -5,6 +5,7 @@
 //! workload decides these from its id.
 
 use super::schema::CaseFigures;
+use serde::{Deserialize, Serialize};
 
 /// A figure a chart can plot, with its unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -247,5 +248,75 @@ impl Facts {
             ladder: false,
             chart,
         }
+    }
+}
+
+/// A workload's facts as results.json records them (`workloads`, by id), for whoever reads
+/// the file: what its figures mean without knowing its id. `report` and `compare` read the
+/// facts of this build's rows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FactsRecord {
+    /// See [`Facts::net`].
+    pub net: bool,
+    /// A network workload's rate and one op ("msgs/s", "message"); absent for the others,
+    /// whose op is the workload's `op` text of each cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_unit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op_unit: Option<String>,
+    pub rate_sweep: bool,
+    pub ladder: bool,
+    /// The parameter its charts draw lines against (the first its cells carry), if any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweep: Vec<String>,
+    /// The figure its verdicts rank by: "latency" (p50), "p99", "ops", "syscalls" or "cpu".
+    pub verdict: String,
+}
+
+impl From<&Facts> for FactsRecord {
+    fn from(f: &Facts) -> FactsRecord {
+        FactsRecord {
+            net: f.net,
+            rate_unit: f.net.then(|| f.units.rate.into()),
+            op_unit: f.net.then(|| f.units.op.into()),
+            rate_sweep: f.rate_sweep,
+            ladder: f.ladder,
+            sweep: f.chart.sweep.map_or(Vec::new(), |s| {
+                s.params.iter().map(|p| p.to_string()).collect()
+            }),
+            verdict: f.chart.verdict.slug().into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A workload's row's facts reach results.json and load back; a file written before
+    /// them loads with none.
+    #[test]
+    fn facts_are_recorded_and_older_files_load_without_them() {
+        let w = crate::registry::workload("echo.rate").unwrap();
+        let r = FactsRecord::from(&w.facts());
+        assert!(r.net && r.rate_sweep && !r.ladder);
+        assert_eq!(
+            (r.rate_unit.as_deref(), r.op_unit.as_deref()),
+            (Some("msgs/s"), Some("message"))
+        );
+        let micro = crate::registry::workload("micro.pipe").unwrap();
+        assert_eq!(FactsRecord::from(&micro.facts()).op_unit, None);
+        assert_eq!(
+            (r.sweep, r.verdict.as_str()),
+            (vec!["rate_per_sec".to_string()], "p99")
+        );
+        let mut run: crate::results::RunResults =
+            serde_json::from_str(include_str!("../../tests/fixtures/results.json")).unwrap();
+        assert!(run.workloads.is_empty());
+        run.workloads
+            .insert("echo.rate".into(), FactsRecord::from(&w.facts()));
+        let back: crate::results::RunResults =
+            serde_json::from_str(&serde_json::to_string(&run).unwrap()).unwrap();
+        assert_eq!(back.workloads, run.workloads);
     }
 }

@@ -39,6 +39,10 @@ pub struct RunResults {
     /// (absent in older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before_run: Option<NoiseRecord>,
+    /// What each workload's figures mean, by id (`results::facts::FactsRecord`; absent in
+    /// older files).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub workloads: std::collections::BTreeMap<String, super::facts::FactsRecord>,
 }
 
 /// One round of one point: every model measured once, in this order.

@@ -44,6 +44,12 @@ fn micro_smoke_run_is_complete_and_counts_syscalls() {
     assert_eq!(r["schema_version"], 1);
     assert_eq!(r["finished"], true);
     assert_eq!(r["profile"], "smoke");
+    // What each workload's figures mean, from its row: a micro loop, bars by median latency.
+    let facts = &r["workloads"]["micro.pipe"];
+    assert_eq!(
+        (&facts["net"], &facts["verdict"]),
+        (&Value::from(false), &Value::from("latency"))
+    );
     for k in ["kernel", "io_uring", "perf_syscalls", "cpus"] {
         assert!(
             r["env"].as_object().unwrap().keys().any(|x| x.contains(k)),
