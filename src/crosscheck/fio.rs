@@ -33,7 +33,7 @@
 //! the results are made by the runner (`runner::fio`), like every other row.
 
 use crate::measure::pin::CpuPlan;
-use crate::model::{Bufs, Drive, Files, Loop, Rx, Tx, UringKnobs, Wait};
+use crate::model::{Bufs, Drive, Files, Shape, UringKnobs};
 use crate::profile::Profile;
 use serde_json::Value;
 use std::process::Command;
@@ -63,19 +63,18 @@ impl FioJob {
     /// The io_uring job with a model's ring knobs; `None` when fio has no equivalent
     /// (DEFER_TASKRUN) or the knobs are for sockets.
     fn uring(k: &UringKnobs) -> Option<FioJob> {
+        // The knobs for sockets: the storage shape refuses them, and fio has none.
+        k.supports(Shape::Storage).ok()?;
+        // Every group named, so a new one decides here whether fio has its option.
         let UringKnobs {
             drive,
             files,
             bufs,
-            rx,
-            tx,
-            wait,
-            looping,
+            rx: _,
+            tx: _,
+            wait: _,
+            looping: _,
         } = *k;
-        let sockets = rx != Rx::Single || tx != Tx::Copy || wait != Wait::PLAIN;
-        if sockets || looping != Loop::Ring {
-            return None;
-        }
         let mut opts = Vec::new();
         if files == Files::Registered {
             opts.push("registerfiles");
