@@ -97,16 +97,19 @@ fn uring_availability(k: &UringKnobs, env: &EnvReport, at: Serving) -> Availabil
     if bufs == Bufs::Registered {
         a = a.and(&env.registered_buffers);
     }
+    if rx != Rx::Single {
+        // Multishot accept and recv into a buffer ring (zero-copy receive too).
+        a = a
+            .and(&env.buf_ring)
+            .and(&env.multishot_recv)
+            .and(&env.multishot_accept);
+    }
     match rx {
         Rx::Single => {}
         Rx::Multishot(Provided {
             bundle,
             incremental,
         }) => {
-            a = a
-                .and(&env.buf_ring)
-                .and(&env.multishot_recv)
-                .and(&env.multishot_accept);
             if bundle {
                 a = a.and(&env.modern(f::BUNDLE));
             }
@@ -116,9 +119,6 @@ fn uring_availability(k: &UringKnobs, env: &EnvReport, at: Serving) -> Availabil
         }
         Rx::ZeroCopy => {
             a = a
-                .and(&env.buf_ring)
-                .and(&env.multishot_recv)
-                .and(&env.multishot_accept)
                 .and(&env.modern(f::RECV_ZC))
                 .and(&Availability::unavailable(
                     "the echo and HTTP suites run over loopback, which no NIC queue serves, \
