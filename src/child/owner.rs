@@ -157,12 +157,7 @@ pub fn live_pids() -> Vec<u32> {
 
 /// Live (non-zombie) processes of process group `pgid`, ascending by pid.
 pub fn group_members(pgid: i32) -> Vec<u32> {
-    let mut v: Vec<u32> = proc_pids()
-        .into_iter()
-        .filter(|&p| Stat::of(p).is_some_and(|s| s.pgrp == pgid && s.live()))
-        .collect();
-    v.sort_unstable();
-    v
+    group_where(pgid, Stat::live)
 }
 
 /// Every process of process group `pgid`, zombies included, ascending by pid: a zombie's CPU
@@ -170,9 +165,14 @@ pub fn group_members(pgid: i32) -> Vec<u32> {
 /// `cutime`/`cstime` carry it), so a reading over these loses no CPU of a worker that
 /// ended.
 pub fn group_processes(pgid: i32) -> Vec<u32> {
+    group_where(pgid, |s| s.state != 'X')
+}
+
+/// The processes of group `pgid` whose stat passes `keep`, ascending by pid.
+fn group_where(pgid: i32, keep: impl Fn(&Stat) -> bool) -> Vec<u32> {
     let mut v: Vec<u32> = proc_pids()
         .into_iter()
-        .filter(|&p| Stat::of(p).is_some_and(|s| s.pgrp == pgid && s.state != 'X'))
+        .filter(|&p| Stat::of(p).is_some_and(|s| s.pgrp == pgid && keep(&s)))
         .collect();
     v.sort_unstable();
     v
