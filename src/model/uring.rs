@@ -220,7 +220,7 @@ impl UringKnobs {
                 Ok(())
             }
             Shape::Server => {
-                let _ = (tx, min_wait_us, napi_busy_poll_us);
+                let _ = napi_busy_poll_us; // every loop's ring can busy-poll
                 if drive == Drive::Iopoll {
                     return Err(Refusal::NotApplicable(
                         "IOPOLL polls block devices; sockets cannot be polled that way",
@@ -238,11 +238,31 @@ impl UringKnobs {
                          over loopback",
                     ));
                 }
-                if looping == Loop::Hybrid && (files == Files::Registered || rx != Rx::Single) {
-                    return Err(Refusal::NotApplicable(
-                        "epoll accepts plain descriptors one at a time: no direct descriptors \
-                         or multishot accept",
-                    ));
+                match looping {
+                    Loop::Ring => {}
+                    Loop::Hybrid => {
+                        if files == Files::Registered || rx != Rx::Single {
+                            return Err(Refusal::NotApplicable(
+                                "epoll accepts plain descriptors one at a time: no direct \
+                                 descriptors or multishot accept",
+                            ));
+                        }
+                    }
+                    Loop::EpollWait => {
+                        // The ring only waits (its drive and NAPI apply); reads and sends are
+                        // the epoll loop's plain syscalls.
+                        if files == Files::Registered
+                            || rx != Rx::Single
+                            || tx != Tx::Copy
+                            || min_wait_us.is_some()
+                        {
+                            return Err(Refusal::NotApplicable(
+                                "the epoll loop only waits through the ring; its reads and \
+                                 sends are plain syscalls: no direct descriptors, ring \
+                                 receives, SEND_ZC or minimum wait",
+                            ));
+                        }
+                    }
                 }
                 Ok(())
             }
@@ -444,6 +464,21 @@ mod tests {
             hybrid_fixed.supports(Shape::Server),
             Err(Refusal::NotApplicable(_))
         ));
+        let epollwait_fixed = UringKnobs {
+            looping: Loop::EpollWait,
+            files: Files::Registered,
+            ..k
+        };
+        assert!(matches!(
+            epollwait_fixed.supports(Shape::Server),
+            Err(Refusal::NotApplicable(_))
+        ));
+        let epollwait_defer = UringKnobs {
+            looping: Loop::EpollWait,
+            drive: Drive::Defer,
+            ..k
+        };
+        assert_eq!(epollwait_defer.supports(Shape::Server), Ok(()));
         let zcrx = UringKnobs {
             rx: Rx::ZeroCopy,
             ..k
