@@ -14,7 +14,7 @@ pub enum Availability {
 }
 
 impl Availability {
-    pub fn unavailable(reason: impl Into<String>) -> Self {
+    pub(crate) fn unavailable(reason: impl Into<String>) -> Self {
         Availability::Unavailable(reason.into())
     }
     pub fn is_ready(&self) -> bool {
@@ -28,7 +28,7 @@ impl Availability {
         }
     }
     /// `Ready` when `self` and `other` are both ready; otherwise the first reason.
-    pub fn and(self, other: &Availability) -> Availability {
+    pub(crate) fn and(self, other: &Availability) -> Availability {
         match self {
             Availability::Ready => other.clone(),
             u => u,

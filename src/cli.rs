@@ -18,7 +18,7 @@ use std::path::PathBuf;
 )]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 #[derive(Subcommand, Debug)]
@@ -82,102 +82,102 @@ pub enum Command {
 pub struct RemoteLoadArgs {
     /// The server's address.
     #[arg(long)]
-    pub target: String,
+    pub(crate) target: String,
     /// echo or http.
     #[arg(long, value_enum)]
-    pub protocol: LoadProtocolArg,
+    pub(crate) protocol: LoadProtocolArg,
     #[arg(long)]
-    pub conns: usize,
+    pub(crate) conns: usize,
     #[arg(long)]
-    pub warmup_ms: u64,
+    pub(crate) warmup_ms: u64,
     #[arg(long)]
-    pub duration_ms: u64,
+    pub(crate) duration_ms: u64,
     /// Open loop: messages/s over this host's connections.
     #[arg(long)]
-    pub rate: Option<f64>,
+    pub(crate) rate: Option<f64>,
     /// Echo: message size, bytes.
     #[arg(long)]
-    pub msg_bytes: Option<usize>,
+    pub(crate) msg_bytes: Option<usize>,
     /// HTTP: the path requested.
     #[arg(long, default_value = "/")]
-    pub path: String,
+    pub(crate) path: String,
     /// HTTP: the server answers `serve --body-bytes N`'s body, and every response must carry
     /// it byte for byte (default: the default body).
     #[arg(long)]
-    pub body_bytes: Option<usize>,
+    pub(crate) body_bytes: Option<usize>,
 }
 
 /// `ringside remote-serve`: what a remote repetition's server needs.
 #[derive(clap::Args, Debug)]
 pub struct RemoteServeArgs {
     #[arg(long, value_enum)]
-    pub protocol: ProtocolArg,
+    pub(crate) protocol: ProtocolArg,
     #[arg(long)]
-    pub model: String,
+    pub(crate) model: String,
     /// Server threads (the client's plan's count; the CPUs come from this host's own plan).
     #[arg(long, default_value_t = 1)]
-    pub server_threads: u32,
+    pub(crate) server_threads: u32,
     /// Count the server's syscalls (the counting repetition).
     #[arg(long)]
-    pub count_syscalls: bool,
+    pub(crate) count_syscalls: bool,
     /// Address to bind (default: the address the SSH client reached this host at, port 0).
     #[arg(long)]
-    pub addr: Option<String>,
+    pub(crate) addr: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// Suites (micro) or workload ids (micro.pipe); all when none given.
-    pub items: Vec<String>,
+    pub(crate) items: Vec<String>,
     #[arg(long, value_enum, default_value_t = ProfileArg::Quick)]
-    pub profile: ProfileArg,
+    pub(crate) profile: ProfileArg,
     /// Comma-separated model ids (default: every model).
     #[arg(long, value_delimiter = ',')]
-    pub models: Option<Vec<String>>,
+    pub(crate) models: Option<Vec<String>>,
     /// Output directory (default: ringside-results/<UTC timestamp>). One that holds the
     /// results.json of an earlier run is refused unless --force.
     #[arg(long)]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Replace the earlier run in --out DIR: its results.json, report and charts are removed
     /// before this run writes its own (other files in DIR are left alone).
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
     /// Measured repetitions per case, 1..=1000 (overrides the profile).
     #[arg(long)]
-    pub runs: Option<u64>,
+    pub(crate) runs: Option<u64>,
     /// What to print on stdout when done.
     #[arg(long, value_enum, default_value_t = FormatArg::Table)]
-    pub format: FormatArg,
+    pub(crate) format: FormatArg,
     /// No progress output.
     #[arg(long)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// CPUs: the measured thread first, then its helper (SQPOLL poller, load generator), e.g.
     /// "1,0"; the two must differ. Shorthand for --server-cpus A --load-cpus B.
     #[arg(long, conflicts_with_all = ["server_cpus", "load_cpus"])]
-    pub cpus: Option<String>,
+    pub(crate) cpus: Option<String>,
     /// The server's CPU (the measured thread of micro and storage workloads), e.g. "3"
     /// (default: one CPU of the last physical core, its SMT siblings left idle).
     #[arg(long)]
-    pub server_cpus: Option<String>,
+    pub(crate) server_cpus: Option<String>,
     /// The load generator's CPUs, one thread each, e.g. "0-2" (default: every other allowed
     /// CPU of the server's NUMA node, the server core's SMT siblings excepted).
     #[arg(long)]
-    pub load_cpus: Option<String>,
+    pub(crate) load_cpus: Option<String>,
     /// Let --server-cpus and --load-cpus overlap (cells are marked shared_cpus).
     #[arg(long)]
-    pub allow_shared: bool,
+    pub(crate) allow_shared: bool,
     /// Storage suite: directory to make test files in (default: the current directory's
     /// filesystem). Its filesystem, device and O_DIRECT support are recorded.
     #[arg(long)]
-    pub dir: Option<PathBuf>,
+    pub(crate) dir: Option<PathBuf>,
     /// Storage suite: drop the page cache before read repetitions (root only; otherwise the
     /// results say the cache was warm).
     #[arg(long)]
-    pub drop_caches: bool,
+    pub(crate) drop_caches: bool,
     /// Storage suite: also run fio jobs equivalent to storage.randread (psync and io_uring)
     /// and store fio's figures as their own rows.
     #[arg(long)]
-    pub crosscheck: bool,
+    pub(crate) crosscheck: bool,
     /// Network and storage cells: where the CPU goes. After a cell's timed repetitions, one
     /// more untimed repetition samples the server's CPUs (storage: the measured CPU) with
     /// `perf record -e cpu-clock -g` and groups the samples (syscalls, TCP/IP, softirq,
@@ -187,32 +187,32 @@ pub struct RunArgs {
     /// perf_event_paranoid <= 0); otherwise each breakdown is "unavailable" with the reason
     /// and the run goes on.
     #[arg(long)]
-    pub explain: bool,
+    pub(crate) explain: bool,
     /// An external server as a contender in the network suites, model `ext:NAME`:
     /// `NAME='command with {port}'`, or `echo:NAME=...` / `http:NAME=...` for a server that
     /// speaks one protocol only. Repeatable. It runs pinned like ringside's servers and is
     /// measured by the same code; it must stay in the foreground (no daemon).
     #[arg(long = "contender", value_name = "[PROTO:]NAME=CMD")]
-    pub contenders: Vec<String>,
+    pub(crate) contenders: Vec<String>,
     /// Network suites: run each repetition's server on this host over SSH (OpenSSH with your
     /// keys and ~/.ssh/config), measured there; the same ringside must be installed there.
     #[arg(long, value_name = "[USER@]HOST[:PORT]")]
-    pub server_host: Option<String>,
+    pub(crate) server_host: Option<String>,
     /// Echo and HTTP suites: run the load generator on this host instead of here (repeatable:
     /// the connections are shared out and the hosts' figures merged, histograms added), over
     /// SSH like --server-host; the same ringside must be installed there.
     #[arg(long = "load-host", value_name = "[USER@]HOST[:PORT]")]
-    pub load_hosts: Vec<String>,
+    pub(crate) load_hosts: Vec<String>,
     /// With --load-host: the address servers on this host listen on (default: the address the
     /// load hosts see this host's SSH connection come from).
     #[arg(long, value_name = "ADDR")]
-    pub bind: Option<String>,
+    pub(crate) bind: Option<String>,
     /// An extra ssh argument (repeatable), e.g. --ssh-opt=-i --ssh-opt=/path/key.
     #[arg(long = "ssh-opt", value_name = "ARG", allow_hyphen_values = true)]
-    pub ssh_opts: Vec<String>,
+    pub(crate) ssh_opts: Vec<String>,
     /// The ringside to run on other hosts (default: `ringside` on their PATH).
     #[arg(long, value_name = "PATH", default_value = "ringside")]
-    pub remote_ringside: String,
+    pub(crate) remote_ringside: String,
 }
 
 #[derive(clap::Args, Debug)]
@@ -220,83 +220,83 @@ pub struct ServeArgs {
     /// Wire protocol: echo, http, sink or source (bulk transfer: read-verify-discard, or
     /// pattern bytes on request), or pubsub (the broker).
     #[arg(long, value_enum)]
-    pub protocol: ProtocolArg,
+    pub(crate) protocol: ProtocolArg,
     /// HTTP only: response body size, bytes (0..=1048576; default: "Hello, World!").
     #[arg(long)]
-    pub body_bytes: Option<u64>,
+    pub(crate) body_bytes: Option<u64>,
     /// Model id (see `ringside list`).
     #[arg(long)]
-    pub model: String,
+    pub(crate) model: String,
     /// Address to bind; port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:0")]
-    pub addr: String,
+    pub(crate) addr: String,
     /// CPUs: the server first (it pins itself there), then its helper (SQPOLL poller), e.g. "0,1".
     /// With --threads N > 1 (or tokio-mt): the server threads' CPUs, round-robin.
     #[arg(long)]
-    pub cpus: Option<String>,
+    pub(crate) cpus: Option<String>,
     /// Server threads, shared nothing: each its own SO_REUSEPORT listener on the address and
     /// its own event loop or ring (1..=1024; default 1). `blocking` gets N acceptors, each
     /// spawning a thread per connection; `tokio-mt` one runtime of N workers on one listener.
     #[arg(long, default_value_t = 1)]
-    pub threads: u64,
+    pub(crate) threads: u64,
     /// With --threads N > 1: where SQPOLL pollers go (default: none, SQPOLL is then
     /// unavailable unless --cpus names a second CPU with one thread).
     #[arg(long)]
-    pub sqpoll_cpu: Option<u32>,
+    pub(crate) sqpoll_cpu: Option<u32>,
     /// Close a connection after this many ms without a reply (slowloris defence), built-in
     /// servers only; 0: never (0..=86400000). Default: the protocol's own (echo: never).
     #[arg(long)]
-    pub idle_timeout_ms: Option<u64>,
+    pub(crate) idle_timeout_ms: Option<u64>,
 }
 
 #[derive(clap::Args, Debug)]
 pub struct LoadArgs {
     /// The protocol spoken to the server.
     #[arg(long, value_enum)]
-    pub protocol: LoadProtocolArg,
+    pub(crate) protocol: LoadProtocolArg,
     /// The server, HOST:PORT.
     #[arg(long)]
-    pub target: String,
+    pub(crate) target: String,
     /// Connections (1..=100000).
     #[arg(long, default_value_t = 50)]
-    pub conns: u64,
+    pub(crate) conns: u64,
     /// Bytes per message (12..=1048576; each message carries its connection id and sequence).
     #[arg(long, default_value_t = 64)]
-    pub msg_bytes: u64,
+    pub(crate) msg_bytes: u64,
     /// HTTP only: the request target.
     #[arg(long, default_value = "/")]
-    pub path: String,
+    pub(crate) path: String,
     /// HTTP only: the Host header (default: the target HOST:PORT).
     #[arg(long)]
-    pub host: Option<String>,
+    pub(crate) host: Option<String>,
     /// HTTP only: every 2xx response must carry, byte for byte, the body `ringside serve
     /// --protocol http --body-bytes N` answers (0..=1048576; default: the body it answers
     /// without --body-bytes, "Hello, World!").
     #[arg(long, conflicts_with = "any_body")]
-    pub body_bytes: Option<u64>,
+    pub(crate) body_bytes: Option<u64>,
     /// HTTP only: accept any body, checking only the status and the framing (a server whose
     /// answer is not ringside's).
     #[arg(long)]
-    pub any_body: bool,
+    pub(crate) any_body: bool,
     /// Measured seconds, after the warm-up.
     #[arg(long, default_value_t = 10.0)]
-    pub duration: f64,
+    pub(crate) duration: f64,
     /// Warm-up seconds before the measured window.
     #[arg(long, default_value_t = 1.0)]
-    pub warmup: f64,
+    pub(crate) warmup: f64,
     /// Open loop: messages per second over all connections, latency from each message's
     /// intended send time. Default: closed loop.
     #[arg(long)]
-    pub rate: Option<f64>,
+    pub(crate) rate: Option<f64>,
     /// Event-loop threads (default: one per CPU it is given).
     #[arg(long)]
-    pub threads: Option<u64>,
+    pub(crate) threads: Option<u64>,
     /// CPUs for the load generator's threads, e.g. "0" or "0-1" (default: not pinned).
     #[arg(long)]
-    pub cpus: Option<String>,
+    pub(crate) cpus: Option<String>,
     /// Also write the report as JSON to this file (atomically).
     #[arg(long)]
-    pub json: Option<PathBuf>,
+    pub(crate) json: Option<PathBuf>,
 }
 
 /// `serve --protocol`: what the server speaks.

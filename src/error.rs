@@ -58,10 +58,10 @@ pub enum CaseError {
 }
 
 impl CaseError {
-    pub fn unavailable(why: impl Into<String>) -> Self {
+    pub(crate) fn unavailable(why: impl Into<String>) -> Self {
         CaseError::Unavailable(why.into())
     }
-    pub fn not_applicable(why: impl Into<String>) -> Self {
+    pub(crate) fn not_applicable(why: impl Into<String>) -> Self {
         CaseError::NotApplicable(why.into())
     }
 }

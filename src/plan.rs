@@ -13,7 +13,7 @@ pub use crate::profile::{Budget, Profile};
 #[derive(Clone)]
 pub struct Case {
     pub workload: &'static dyn Workload,
-    pub model: &'static ModelSpec,
+    pub(crate) model: &'static ModelSpec,
     pub point: Option<Point>,
     /// Set when the model does not take part in the workload (and the user asked for it).
     pub not_applicable: Option<String>,

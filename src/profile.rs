@@ -19,23 +19,23 @@ pub enum Profile {
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Budget {
     /// Discarded repetitions before the measured ones.
-    pub warmups: u32,
-    pub repetitions: u32,
+    pub(crate) warmups: u32,
+    pub(crate) repetitions: u32,
     /// Ops per repetition for micro workloads.
-    pub ops: u64,
+    pub(crate) ops: u64,
     /// Ops run inside each repetition before its window opens.
-    pub warm_ops: u64,
+    pub(crate) warm_ops: u64,
     /// `repetitions` was given by the user (`--runs`): workloads that scale the profile's
     /// repetitions down (servers, storage) keep it as given.
-    pub runs_given: bool,
+    pub(crate) runs_given: bool,
     /// Rounds a point may add after `repetitions` while its claims are undecided (adaptive
     /// rounds: network and storage points at quick and full; 0 elsewhere).
     #[serde(default)]
-    pub extra_rounds: u32,
+    pub(crate) extra_rounds: u32,
     /// Seconds a whole run may spend on added rounds (the profile's; a run that used them up
     /// adds no more): quick 75 s, so that the default run stays within its 15 minutes.
     #[serde(default)]
-    pub extension_s: u64,
+    pub(crate) extension_s: u64,
 }
 
 impl Budget {
@@ -43,7 +43,7 @@ impl Budget {
     /// files, seconds each): 3/5 of the micro loops' repetitions, 1, 6 and 10 at smoke, quick
     /// and full. Six is the fewest with which a paired claim (the signed-rank test over the
     /// rounds) can reach p < 0.05. `--runs N` as given.
-    pub fn rounds(self) -> u32 {
+    pub(crate) fn rounds(self) -> u32 {
         if self.runs_given {
             self.repetitions
         } else {
@@ -53,7 +53,7 @@ impl Budget {
 
     /// The rounds a network or storage point may add while its claims are undecided: two
     /// thirds of [`Budget::rounds`] (4 at quick, 6 at full), none at smoke or with `--runs`.
-    pub fn extra_rounds(self) -> u32 {
+    pub(crate) fn extra_rounds(self) -> u32 {
         let r = self.rounds();
         if self.runs_given || r < 6 {
             0
@@ -64,9 +64,7 @@ impl Budget {
 }
 
 impl Profile {
-    pub const ALL: [Profile; 3] = [Profile::Smoke, Profile::Quick, Profile::Full];
-
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Profile::Smoke => "smoke",
             Profile::Quick => "quick",
@@ -74,7 +72,7 @@ impl Profile {
         }
     }
 
-    pub fn budget(self) -> Budget {
+    pub(crate) fn budget(self) -> Budget {
         match self {
             Profile::Smoke => Budget {
                 warmups: 1,

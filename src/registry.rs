@@ -10,7 +10,7 @@ use crate::workload::{micro, net, storage, Workload};
 
 /// SQPOLL poller idle time before it sleeps, ms. Long enough that it stays awake between the
 /// ops of a measured window, short enough not to burn a CPU between cases.
-pub const SQPOLL_IDLE_MS: u32 = 50;
+pub(crate) const SQPOLL_IDLE_MS: u32 = 50;
 
 /// The knobs of `uring-tuned`, the base the rows of features after 6.1 add one knob to.
 const TUNED: UringKnobs = UringKnobs {
@@ -25,7 +25,7 @@ const BUNDLE_INC: Provided = Provided {
     incremental: true,
 };
 /// `uring-minwait`'s and `uring-napi`'s settings (with the ladder's rungs, in `model`).
-pub use crate::model::{MIN_WAIT_US, NAPI_BUSY_POLL_US};
+pub(crate) use crate::model::{MIN_WAIT_US, NAPI_BUSY_POLL_US};
 
 pub static MODELS: &[ModelSpec] = &[
     ModelSpec {
@@ -357,7 +357,7 @@ pub static WORKLOADS: &[&dyn Workload] = &[
 ];
 
 /// Suites are the first component of workload ids, in registry order.
-pub fn suites() -> Vec<&'static str> {
+pub(crate) fn suites() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = Vec::new();
     for w in WORKLOADS {
         let s = suite_of(w.id());
@@ -368,7 +368,7 @@ pub fn suites() -> Vec<&'static str> {
     v
 }
 
-pub fn suite_of(workload_id: &'static str) -> &'static str {
+pub(crate) fn suite_of(workload_id: &'static str) -> &'static str {
     workload_id.split('.').next().unwrap_or(workload_id)
 }
 

@@ -32,7 +32,7 @@ use anyhow::Context;
 
 /// How the run ended.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Finished,
     Interrupted,
 }
@@ -42,7 +42,7 @@ pub enum Outcome {
 /// contenders for the `ext:` models). With `fio_crosscheck` (`--crosscheck`, the run's
 /// profile) and a storage suite, the fio rows of `storage.randread` follow the cases.
 #[allow(clippy::too_many_arguments)]
-pub fn run_with(
+pub(crate) fn run_with(
     cases: &[Case],
     budget: Budget,
     env: &EnvReport,
@@ -208,7 +208,7 @@ fn groups(cases: &[Case]) -> Vec<Vec<usize>> {
 /// The offered rate of an equal-load point: its fraction of the slowest model's median ops/s
 /// at its capacity point (same workload, params `capacity_of`), measured earlier in this run.
 /// `Err`: no model's capacity was measured there.
-pub fn equal_load_rate(
+pub(crate) fn equal_load_rate(
     workload: &str,
     eq: &crate::workload::EqualLoad,
     done: &[CaseResult],

@@ -30,12 +30,12 @@ static DEV_NULL: AtomicI32 = AtomicI32::new(-1);
 
 /// The signals that stop a run (or a load) cleanly: a first one stops after the work in
 /// progress, a second at once.
-pub const STOP_SIGNALS: [libc::c_int; 4] =
+pub(crate) const STOP_SIGNALS: [libc::c_int; 4] =
     [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
 /// Points stdout and stderr at /dev/null (the terminal is gone: a write to it fails, and a
 /// failed print would end the run before it saves).
-pub fn detach_output() {
+pub(crate) fn detach_output() {
     let null = DEV_NULL.load(Ordering::SeqCst);
     if null >= 0 {
         // SAFETY: dup2 of a descriptor we own onto 1 and 2.
@@ -47,7 +47,7 @@ pub fn detach_output() {
 }
 
 /// Opens /dev/null for [`detach_output`] (once), before it may be needed.
-pub fn prepare_detach() {
+pub(crate) fn prepare_detach() {
     if DEV_NULL.load(Ordering::SeqCst) >= 0 {
         return;
     }
@@ -65,11 +65,11 @@ pub fn prepare_detach() {
 
 /// How long the abort's work (saying what was kept, rendering the report) may take before the
 /// process exits anyway.
-pub const ABORT_WITHIN: Duration = Duration::from_secs(10);
+pub(crate) const ABORT_WITHIN: Duration = Duration::from_secs(10);
 
 /// What a second signal does before the process exits 130 (say what was kept and where, render
 /// the report), bounded by [`ABORT_WITHIN`].
-pub type OnAbort = Box<dyn FnOnce() + Send>;
+pub(crate) type OnAbort = Box<dyn FnOnce() + Send>;
 
 /// Makes SIGINT, SIGTERM, SIGHUP and SIGQUIT ([`STOP_SIGNALS`]) request a clean stop instead
 /// of killing the process (installed explicitly: a background job of a non-interactive shell
@@ -77,7 +77,7 @@ pub type OnAbort = Box<dyn FnOnce() + Send>;
 /// (any of them) ends the process without waiting for the work in progress: the storage work
 /// directory is removed, `on_abort` runs (at most [`ABORT_WITHIN`]), and the process exits
 /// 130; without `on_abort`, at once. A third ends it at once. Returns the stop flag.
-pub fn install_stop_handler(on_abort: Option<OnAbort>) -> &'static AtomicBool {
+pub(crate) fn install_stop_handler(on_abort: Option<OnAbort>) -> &'static AtomicBool {
     prepare_detach();
     match Signals::new(STOP_SIGNALS) {
         Ok(mut signals) => {
@@ -146,12 +146,12 @@ fn abort(f: OnAbort) {
 }
 
 /// True once Ctrl-C was pressed.
-pub fn stop_requested() -> bool {
+pub(crate) fn stop_requested() -> bool {
     STOP.load(Ordering::SeqCst)
 }
 
 /// True once a second signal came: the process is about to exit; save nothing more.
-pub fn aborting() -> bool {
+pub(crate) fn aborting() -> bool {
     SIGNALS.load(Ordering::SeqCst) >= 2
 }
 
@@ -159,7 +159,7 @@ pub fn aborting() -> bool {
 static WORK_DIR: Mutex<Option<PathBuf>> = Mutex::new(None);
 
 /// Removes the run's work directory and everything in it, if there is one.
-pub fn remove_work_dir_now() {
+pub(crate) fn remove_work_dir_now() {
     let dir = WORK_DIR.lock().unwrap_or_else(|e| e.into_inner()).take();
     if let Some(d) = dir {
         let _ = std::fs::remove_dir_all(d);
@@ -170,7 +170,7 @@ pub fn remove_work_dir_now() {
 static CHILD: AtomicI32 = AtomicI32::new(0);
 
 /// Sends SIGTERM to the running cross-check child (a fio job), if any.
-pub fn stop_child() {
+pub(crate) fn stop_child() {
     let pid = CHILD.load(Ordering::SeqCst);
     if pid > 0 {
         // SAFETY: kill is async-signal-safe; the pid is our own child's (it may have exited
@@ -180,21 +180,21 @@ pub fn stop_child() {
 }
 
 /// Publishes the run's work directory for [`remove_work_dir_now`].
-pub fn set_work_dir(dir: PathBuf) {
+pub(crate) fn set_work_dir(dir: PathBuf) {
     *WORK_DIR.lock().unwrap_or_else(|e| e.into_inner()) = Some(dir);
 }
 
 /// The run's work directory is gone (or was never made): nothing for a signal to remove.
-pub fn clear_work_dir() {
+pub(crate) fn clear_work_dir() {
     *WORK_DIR.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
 
 /// Records the running cross-check child, for a signal to stop it.
-pub fn watch_child(pid: i32) {
+pub(crate) fn watch_child(pid: i32) {
     CHILD.store(pid, Ordering::SeqCst);
 }
 
 /// The cross-check child has exited (and was reaped).
-pub fn forget_child() {
+pub(crate) fn forget_child() {
     CHILD.store(0, Ordering::SeqCst);
 }

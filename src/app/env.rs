@@ -45,7 +45,7 @@ fn noise_now() -> String {
 type Group = (&'static str, Vec<(String, String)>);
 
 /// The listing: one heading per group, one `name: value` line per fact, names aligned.
-pub fn render(r: &EnvReport) -> String {
+pub(crate) fn render(r: &EnvReport) -> String {
     let groups = groups(r);
     let width = groups
         .iter()

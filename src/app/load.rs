@@ -20,9 +20,9 @@ use std::path::Path;
 use std::time::Duration;
 
 /// Most connections one load run opens.
-pub const MAX_CONNS: u64 = 100_000;
+pub(crate) const MAX_CONNS: u64 = 100_000;
 /// Most event-loop threads.
-pub const MAX_THREADS: u64 = 256;
+pub(crate) const MAX_THREADS: u64 = 256;
 
 fn bad(flag: &'static str, given: impl ToString, valid: &str) -> InputError {
     InputError::BadValue {
@@ -62,7 +62,7 @@ fn num_text(v: f64) -> String {
 }
 
 /// The load's configuration from the command line; every bad value names the valid range.
-pub fn config(a: &LoadArgs) -> Result<(Config, usize), InputError> {
+pub(crate) fn config(a: &LoadArgs) -> Result<(Config, usize), InputError> {
     let target: SocketAddr = a
         .target
         .to_socket_addrs()
@@ -116,7 +116,7 @@ const MAX_HELD_BODY_BYTES: u64 = 1 << 30;
 
 /// The HTTP request from the command line: `--path` must be an origin-form target ("/..."),
 /// `--host` a header value; neither may hold spaces or control characters.
-pub fn http_get(a: &LoadArgs) -> Result<HttpGet, InputError> {
+pub(crate) fn http_get(a: &LoadArgs) -> Result<HttpGet, InputError> {
     let clean = |v: &str| !v.is_empty() && v.bytes().all(|b| b.is_ascii_graphic());
     if !(a.path.starts_with('/') && clean(&a.path)) {
         return Err(bad(
@@ -158,7 +158,7 @@ pub fn http_get(a: &LoadArgs) -> Result<HttpGet, InputError> {
 
 /// `--json FILE` must be writable before anything is measured: its directory must exist and
 /// take a new file (the same temporary name the atomic write uses is created and removed).
-pub fn check_json_path(path: &Path) -> Result<(), InputError> {
+pub(crate) fn check_json_path(path: &Path) -> Result<(), InputError> {
     let refuse = |why: String| {
         bad(
             "--json",

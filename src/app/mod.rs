@@ -6,7 +6,7 @@ pub(crate) mod list;
 pub(crate) mod load;
 pub(crate) mod remote;
 pub(crate) mod report;
-pub(crate) mod run;
+pub mod run;
 pub(crate) mod serve;
 pub mod stdout;
 

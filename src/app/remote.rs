@@ -34,7 +34,7 @@ use std::time::Duration;
 /// How often the server's own end is checked while waiting for a line.
 const WATCH: Duration = Duration::from_millis(50);
 
-pub fn serve(a: RemoteServeArgs) -> anyhow::Result<i32> {
+pub(crate) fn serve(a: RemoteServeArgs) -> anyhow::Result<i32> {
     let Some(m) = registry::model(&a.model) else {
         return Err(InputError::UnknownModel {
             given: a.model,
@@ -140,7 +140,7 @@ pub fn serve(a: RemoteServeArgs) -> anyhow::Result<i32> {
 }
 
 /// `remote-env`: this host's [`HostProbe`] as one JSON line.
-pub fn env() -> anyhow::Result<i32> {
+pub(crate) fn env() -> anyhow::Result<i32> {
     let peer = remote::ssh_connection()
         .map(|(client, _)| client)
         .unwrap_or_else(|| "127.0.0.1".into());
@@ -157,7 +157,7 @@ pub fn env() -> anyhow::Result<i32> {
 
 /// The suites whose load generator can run on other hosts (`run --load-host`): their
 /// exchanges travel as a [`Wire`].
-pub const LOAD_HOST_SUITES: &[&str] = &["echo", "http"];
+pub(crate) const LOAD_HOST_SUITES: &[&str] = &["echo", "http"];
 
 /// A stop asked of `remote-load` (`stop` on stdin, or EOF: the SSH session ended).
 static LOAD_STOP: AtomicBool = AtomicBool::new(false);
@@ -166,7 +166,7 @@ static LOAD_STOP: AtomicBool = AtomicBool::new(false);
 /// (every CPU it allows: no server runs here). Says `ready`, waits for `go`, runs the load
 /// generator exactly as `ringside run` does locally, announcing its window's edges, and
 /// prints its report as one JSON line. EOF on stdin (the session ended) stops it at once.
-pub fn load(a: RemoteLoadArgs) -> anyhow::Result<i32> {
+pub(crate) fn load(a: RemoteLoadArgs) -> anyhow::Result<i32> {
     let target: SocketAddr = a.target.parse().map_err(|_| InputError::BadValue {
         flag: "--target",
         given: a.target.clone(),
@@ -245,7 +245,7 @@ pub fn load(a: RemoteLoadArgs) -> anyhow::Result<i32> {
 /// that cannot be reached, refuses the key or lacks ringside does not stop the run: the cells
 /// that need it fail with the SSH error. The records go into results.json (`hosts`): this
 /// host first.
-pub fn setup(
+pub(crate) fn setup(
     a: &RunArgs,
     workloads: &[&'static dyn Workload],
 ) -> anyhow::Result<(Vec<HostRecord>, Option<Remote>)> {

@@ -17,7 +17,7 @@ fn write_derived(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 }
 
 /// Writes report.md, report.html and charts/*.svg into `dir`; returns the paths written.
-pub fn write_all(run: &RunResults, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn write_all(run: &RunResults, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     let charts_dir = dir.join("charts");
     let charts = charts::build(run);

@@ -251,7 +251,7 @@ fn quiet_check(cpus: &[u32]) -> crate::results::schema::NoiseRecord {
 
 /// What the look before the run says, when it says anything: another ringside running, or
 /// other programs and steal taking more than the disturbance share of the plan's CPUs.
-pub fn noise_line(b: &crate::results::schema::NoiseRecord) -> Option<String> {
+pub(crate) fn noise_line(b: &crate::results::schema::NoiseRecord) -> Option<String> {
     let mut parts = Vec::new();
     if b.other_ringside > 0 {
         parts.push(format!(
@@ -517,7 +517,7 @@ pub(crate) fn parse_cpus(
 }
 
 /// Seconds since the epoch as RFC 3339 UTC ("2026-11-21T23:08:00Z").
-pub fn utc_stamp(secs: u64) -> String {
+pub(crate) fn utc_stamp(secs: u64) -> String {
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
     humantime::format_rfc3339_seconds(t).to_string()
 }

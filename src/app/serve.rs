@@ -27,9 +27,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Listen backlog: room for thousands of connects arriving at once.
-pub const BACKLOG: i32 = 4096;
+pub(crate) const BACKLOG: i32 = 4096;
 /// Largest `--idle-timeout-ms`: one day.
-pub const MAX_IDLE_TIMEOUT_MS: u64 = 86_400_000;
+pub(crate) const MAX_IDLE_TIMEOUT_MS: u64 = 86_400_000;
 
 pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     let protocol = ServeProtocol::from(a.protocol);
@@ -205,7 +205,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
 }
 
 /// Most `--threads`.
-pub const MAX_THREADS: u64 = 1024;
+pub(crate) const MAX_THREADS: u64 = 1024;
 
 /// What a server speaks, parsed once from `--protocol` and `--body-bytes`.
 enum Served {

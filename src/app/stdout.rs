@@ -11,7 +11,7 @@ static CLOSED: AtomicBool = AtomicBool::new(false);
 
 /// Writes `bytes` to stdout and flushes. Once the reader has gone (EPIPE), this and every later
 /// call write nothing and return `Ok`; any other error is returned.
-pub fn write(bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write(bytes: &[u8]) -> io::Result<()> {
     if CLOSED.load(Ordering::Relaxed) {
         return Ok(());
     }
@@ -26,13 +26,8 @@ pub fn write(bytes: &[u8]) -> io::Result<()> {
 }
 
 /// `write` for text.
-pub fn print(text: &str) -> io::Result<()> {
+pub(crate) fn print(text: &str) -> io::Result<()> {
     write(text.as_bytes())
-}
-
-/// Whether stdout's reader has gone (a write failed with EPIPE).
-pub fn closed() -> bool {
-    CLOSED.load(Ordering::Relaxed)
 }
 
 /// Whether `e` (anywhere in its chain) is a closed pipe: what `main` treats as a quiet end for

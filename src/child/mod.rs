@@ -43,16 +43,16 @@ pub const EXIT_UNAVAILABLE: i32 = 69;
 
 /// The environment variable that marks a process as started by a ringside: `PID:START` of
 /// that ringside.
-pub const OWNER_ENV: &str = "RINGSIDE_OWNER";
+pub(crate) const OWNER_ENV: &str = "RINGSIDE_OWNER";
 
 /// Bytes of a child's stderr kept (the most recent ones).
-pub const STDERR_TAIL_BYTES: usize = 16 * 1024;
+pub(crate) const STDERR_TAIL_BYTES: usize = 16 * 1024;
 
 /// Longest stdout line kept; a longer one is dropped whole.
-pub const STDOUT_LINE_BYTES: usize = 64 * 1024;
+pub(crate) const STDOUT_LINE_BYTES: usize = 64 * 1024;
 
 /// Default time between SIGTERM and SIGKILL.
-pub const STOP_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// Interval between two checks while waiting (for a port, a group to empty).
 const POLL: Duration = Duration::from_millis(20);
@@ -67,12 +67,12 @@ mod output;
 mod owner;
 mod spawn;
 
-pub use output::*;
-pub use owner::*;
-pub use spawn::*;
+pub(crate) use output::*;
+pub(crate) use owner::*;
+pub(crate) use spawn::*;
 
 /// How to start a supervised child.
-pub struct Spec {
+pub(crate) struct Spec {
     what: String,
     cmd: Command,
     cpus: Option<Vec<u32>>,
@@ -84,7 +84,7 @@ pub struct Spec {
 
 impl Spec {
     /// `what` names it in messages ("server", "contender 'nginx'").
-    pub fn new(what: impl Into<String>, cmd: Command) -> Spec {
+    pub(crate) fn new(what: impl Into<String>, cmd: Command) -> Spec {
         Spec {
             what: what.into(),
             cmd,
@@ -99,38 +99,38 @@ impl Spec {
     /// Gives it a stdin pipe that ringside writes to ([`Child::send_line`]); closed when the
     /// child is stopped or dropped, so a child that watches its stdin (a remote `ringside` over
     /// SSH) sees EOF when ringside lets go of it or dies.
-    pub fn stdin_piped(mut self) -> Spec {
+    pub(crate) fn stdin_piped(mut self) -> Spec {
         self.stdin = true;
         self
     }
 
     /// Confined to `cpus` from before exec (every thread and process it makes inherits them).
-    pub fn cpus(mut self, cpus: &[u32]) -> Spec {
+    pub(crate) fn cpus(mut self, cpus: &[u32]) -> Spec {
         self.cpus = Some(cpus.to_vec());
         self
     }
 
     /// In a process group of its own, stopped as a group and guarded (see the module docs).
-    pub fn own_group(mut self) -> Spec {
+    pub(crate) fn own_group(mut self) -> Spec {
         self.group = true;
         self
     }
 
     /// Reads stdout, keeping the last line that starts with each prefix; without it stdout
     /// goes to /dev/null.
-    pub fn keep_lines(mut self, prefixes: &'static [&'static str]) -> Spec {
+    pub(crate) fn keep_lines(mut self, prefixes: &'static [&'static str]) -> Spec {
         self.keep = prefixes;
         self
     }
 
     /// Time between SIGTERM and SIGKILL when stopped (also on drop).
-    pub fn grace(mut self, grace: Duration) -> Spec {
+    pub(crate) fn grace(mut self, grace: Duration) -> Spec {
         self.grace = grace;
         self
     }
 
     /// Starts it (stdin closed, stderr read into a bounded tail).
-    pub fn spawn(self) -> io::Result<Child> {
+    pub(crate) fn spawn(self) -> io::Result<Child> {
         let Spec {
             what,
             mut cmd,
@@ -194,7 +194,7 @@ impl Spec {
 
 /// Why a child did not become ready.
 #[derive(Debug)]
-pub enum NotReady {
+pub(crate) enum NotReady {
     /// It exited first.
     Exited(ExitStatus),
     /// It closed stdout without the awaited line (and exited, if it has).
@@ -205,7 +205,7 @@ pub enum NotReady {
 
 /// What a child is waited for.
 #[derive(Clone, Copy, Debug)]
-pub enum Ready<'a> {
+pub(crate) enum Ready<'a> {
     /// A stdout line starting with this prefix (one of [`Spec::keep_lines`]) followed by the
     /// address it serves on (`listening on 127.0.0.1:4242`).
     Line(&'a str),
@@ -215,15 +215,15 @@ pub enum Ready<'a> {
 
 /// How a stop ended.
 #[derive(Clone, Copy, Debug)]
-pub struct Stopped {
+pub(crate) struct Stopped {
     /// The child's exit status (`None`: it could not be reaped).
-    pub status: Option<ExitStatus>,
+    pub(crate) status: Option<ExitStatus>,
     /// It (or its group) outlived the grace period and was killed.
-    pub killed: bool,
+    pub(crate) killed: bool,
 }
 
 /// A started child, stopped on drop.
-pub struct Child {
+pub(crate) struct Child {
     what: String,
     proc_: std::process::Child,
     pidfd: Option<OwnedFd>,
@@ -242,22 +242,22 @@ pub struct Child {
 }
 
 impl Child {
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.proc_.id()
     }
 
     /// Its process group, when it has one of its own.
-    pub fn pgid(&self) -> Option<i32> {
+    pub(crate) fn pgid(&self) -> Option<i32> {
         self.pgid
     }
 
     /// What it is, as said in messages.
-    pub fn what(&self) -> &str {
+    pub(crate) fn what(&self) -> &str {
         &self.what
     }
 
     /// Every live process of its group (only itself without a group of its own).
-    pub fn pids(&self) -> Vec<u32> {
+    pub(crate) fn pids(&self) -> Vec<u32> {
         match self.pgid {
             Some(g) => group_members(g),
             None => vec![self.pid()],
@@ -265,7 +265,7 @@ impl Child {
     }
 
     /// Its exit status once it has ended (reaping it), `None` while it runs.
-    pub fn try_exit(&mut self) -> Option<ExitStatus> {
+    pub(crate) fn try_exit(&mut self) -> Option<ExitStatus> {
         if self.status.is_none() {
             self.status = self.proc_.try_wait().ok().flatten();
         }
@@ -273,25 +273,25 @@ impl Child {
     }
 
     /// Its exit status once it has ended, without reaping it (usable from `&self`).
-    pub fn exit_status(&self) -> Option<ExitStatus> {
+    pub(crate) fn exit_status(&self) -> Option<ExitStatus> {
         self.status.or_else(|| peek_exit(self.pid()))
     }
 
     /// Whether it ended saying its model is unavailable ([`EXIT_UNAVAILABLE`]).
-    pub fn said_unavailable(&self) -> bool {
+    pub(crate) fn said_unavailable(&self) -> bool {
         self.exit_status()
             .is_some_and(|s| s.code() == Some(EXIT_UNAVAILABLE))
     }
 
     /// Whether a line starting with `prefix` was dropped for being over
     /// [`STDOUT_LINE_BYTES`].
-    pub fn line_overlong(&self, prefix: &str) -> bool {
+    pub(crate) fn line_overlong(&self, prefix: &str) -> bool {
         lock(&self.lines.0).overlong.contains(&prefix)
     }
 
     /// The last stdout line that started with `prefix` (one of [`Spec::keep_lines`]), without
     /// the prefix.
-    pub fn line(&self, prefix: &str) -> Option<String> {
+    pub(crate) fn line(&self, prefix: &str) -> Option<String> {
         lock(&self.lines.0)
             .kept
             .iter()
@@ -301,7 +301,7 @@ impl Child {
 
     /// The last `n` lines it wrote to stderr so far. Once it has ended, waits (bounded) for
     /// the reader to take in what it wrote last.
-    pub fn stderr_tail(&self, n: usize) -> String {
+    pub(crate) fn stderr_tail(&self, n: usize) -> String {
         if self.exit_status().is_some() {
             let (m, cv) = &*self.tail;
             let until = Instant::now() + READERS_WITHIN;
@@ -321,7 +321,7 @@ impl Child {
 
     /// Waits up to `within` for `ready`, watching for the child's exit. `Ready::Line` returns
     /// the address on the line, `Ready::Accepts` returns `None`.
-    pub fn wait_ready(
+    pub(crate) fn wait_ready(
         &mut self,
         ready: Ready<'_>,
         within: Duration,
@@ -365,7 +365,7 @@ impl Child {
 
     /// Waits up to `within` for a stdout line starting with `prefix` (one of
     /// [`Spec::keep_lines`]), watching for the child's exit; the rest of the line.
-    pub fn wait_line(&mut self, prefix: &str, within: Duration) -> Result<String, NotReady> {
+    pub(crate) fn wait_line(&mut self, prefix: &str, within: Duration) -> Result<String, NotReady> {
         let deadline = Instant::now() + within;
         loop {
             if let Some(l) = self.line(prefix) {
@@ -398,7 +398,7 @@ impl Child {
     }
 
     /// Writes `line` and a newline to its stdin ([`Spec::stdin_piped`]).
-    pub fn send_line(&mut self, line: &str) -> io::Result<()> {
+    pub(crate) fn send_line(&mut self, line: &str) -> io::Result<()> {
         let Some(w) = self.stdin.as_mut() else {
             return Err(io::Error::new(io::ErrorKind::NotConnected, "no stdin pipe"));
         };
@@ -407,13 +407,13 @@ impl Child {
     }
 
     /// Closes its stdin (EOF for a child that watches it).
-    pub fn close_stdin(&mut self) {
+    pub(crate) fn close_stdin(&mut self) {
         self.stdin = None;
     }
 
     /// Waits up to `within` for it to exit on its own (reaping it, and reading the rest of its
     /// output); its status if it has.
-    pub fn wait_exit_within(&mut self, within: Duration) -> Option<ExitStatus> {
+    pub(crate) fn wait_exit_within(&mut self, within: Duration) -> Option<ExitStatus> {
         let st = self.wait_exit(Instant::now() + within);
         if st.is_some() {
             self.join_readers();
@@ -450,13 +450,13 @@ impl Child {
     }
 
     /// Stops it with the grace period of its [`Spec`].
-    pub fn stop(&mut self) -> Stopped {
+    pub(crate) fn stop(&mut self) -> Stopped {
         self.stop_within(self.grace)
     }
 
     /// SIGTERM (its group), SIGKILL after `grace` if it or its group still runs, reap, wait
     /// (bounded) for the group to empty, collect the rest of its output. Idempotent.
-    pub fn stop_within(&mut self, grace: Duration) -> Stopped {
+    pub(crate) fn stop_within(&mut self, grace: Duration) -> Stopped {
         if let Some(s) = self.stopped {
             return s;
         }
@@ -576,7 +576,7 @@ impl Drop for Guard {
 }
 
 /// Writes one line to stdout and flushes it (a child announcing readiness).
-pub fn announce(line: &str) -> io::Result<()> {
+pub(crate) fn announce(line: &str) -> io::Result<()> {
     let mut out = io::stdout().lock();
     writeln!(out, "{line}")?;
     out.flush()

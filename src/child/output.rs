@@ -146,29 +146,29 @@ pub(super) fn read_capped(mut from: impl Read, max: usize) -> (Vec<u8>, bool) {
 
 /// Limits for [`run_captured`].
 #[derive(Clone, Debug)]
-pub struct Capture {
+pub(crate) struct Capture {
     /// Bytes of stdout kept; more is read and dropped, and said ([`Captured::stdout_over`]).
-    pub stdout_max: usize,
+    pub(crate) stdout_max: usize,
     /// Bytes of stderr kept (the first ones).
-    pub stderr_max: usize,
+    pub(crate) stderr_max: usize,
     /// How long the command may run before it is killed.
-    pub within: Duration,
+    pub(crate) within: Duration,
     /// CPUs it may run on.
-    pub cpus: Option<Vec<u32>>,
+    pub(crate) cpus: Option<Vec<u32>>,
 }
 
 /// What a command run to completion left.
 #[derive(Debug)]
-pub struct Captured {
-    pub status: ExitStatus,
-    pub stdout: Vec<u8>,
+pub(crate) struct Captured {
+    pub(crate) status: ExitStatus,
+    pub(crate) stdout: Vec<u8>,
     /// More than `stdout_max` bytes were written to stdout.
-    pub stdout_over: bool,
-    pub stderr: Vec<u8>,
+    pub(crate) stdout_over: bool,
+    pub(crate) stderr: Vec<u8>,
     /// The command's own CPU time (user + sys, from wait4), ns.
-    pub cpu_ns: u64,
+    pub(crate) cpu_ns: u64,
     /// Start to exit, ns.
-    pub wall_ns: u64,
+    pub(crate) wall_ns: u64,
 }
 
 /// Runs `cmd` (stdin closed, stdout and stderr read by threads with caps, so a command that
@@ -177,7 +177,7 @@ pub struct Captured {
 /// process group when `cmd` was given one of its own (`process_group(0)`: what it started
 /// goes with it). `started` gets its pid once it runs (for a signal handler that may have to
 /// stop it).
-pub fn run_captured(
+pub(crate) fn run_captured(
     mut cmd: Command,
     cap: &Capture,
     started: impl FnOnce(u32),

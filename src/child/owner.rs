@@ -6,7 +6,7 @@ use super::*;
 /// This process's owner mark, `PID:START:BOOT` (START: its start time in clock ticks after
 /// boot, field 22 of /proc/PID/stat, so that a reused pid is not mistaken for it; BOOT: this
 /// boot's id, so that a mark from before a reboot is nobody's).
-pub fn owner_token() -> &'static str {
+pub(crate) fn owner_token() -> &'static str {
     static TOKEN: OnceLock<String> = OnceLock::new();
     TOKEN.get_or_init(|| {
         let pid = std::process::id();
@@ -33,17 +33,17 @@ pub(super) fn boot_id() -> &'static str {
 /// Whether `pid` carries this ringside's owner mark: started by our supervisor, or by what it
 /// started, even once its parent is gone (a contender's shell reaped before the server it
 /// forked has exited leaves that server to init for a moment).
-pub fn carries_our_mark(pid: u32) -> bool {
+pub(crate) fn carries_our_mark(pid: u32) -> bool {
     owner_of(pid).is_some_and(|o| o == owner_token())
 }
 
 /// When this ringside started, in /proc's clock ticks since boot (stat field 22).
-pub fn our_start_ticks() -> u64 {
+pub(crate) fn our_start_ticks() -> u64 {
     parse_token(owner_token()).map_or(0, |t| t.1)
 }
 
 /// `(pid, start)` of an owner mark (`PID:START`, or `PID:START:BOOT`).
-pub fn parse_token(token: &str) -> Option<(u32, u64)> {
+pub(crate) fn parse_token(token: &str) -> Option<(u32, u64)> {
     let mut f = token.trim().split(':');
     let (pid, start) = (f.next()?, f.next()?);
     if f.clone().count() > 1 {
@@ -70,7 +70,7 @@ pub(super) fn uid_of(pid: u32) -> Option<u32> {
 }
 
 /// Whether the ringside an owner mark names is still running (same pid, same start time).
-pub fn owner_alive(token: &str) -> bool {
+pub(crate) fn owner_alive(token: &str) -> bool {
     parse_token(token)
         .is_some_and(|(pid, start)| Stat::of(pid).is_some_and(|s| s.start == start && s.live()))
 }
@@ -107,12 +107,12 @@ impl Stat {
 
 /// Whether `pid` is stopped (state T or t: SIGSTOP, SIGTSTP, a debugger): it cannot act on a
 /// signal until continued.
-pub fn is_stopped(pid: u32) -> bool {
+pub(crate) fn is_stopped(pid: u32) -> bool {
     Stat::of(pid).is_some_and(|s| matches!(s.state, 'T' | 't'))
 }
 
 /// Whether `pid` runs (not a zombie).
-pub fn is_live(pid: u32) -> bool {
+pub(crate) fn is_live(pid: u32) -> bool {
     Stat::of(pid).is_some_and(|s| s.live())
 }
 
@@ -128,7 +128,7 @@ pub(super) fn proc_pids() -> Vec<u32> {
 /// Stops (SIGKILL) every process that carries this ringside's owner mark but runs in another
 /// session: a daemon a contender left (`setsid cmd &`), out of the process group that is
 /// stopped with it. Our own children stay in our session. Returns "PID (COMM)" of each.
-pub fn stop_our_daemons() -> Vec<String> {
+pub(crate) fn stop_our_daemons() -> Vec<String> {
     let me = std::process::id();
     let Some(ours) = Stat::of(me).map(|s| s.session) else {
         return Vec::new();
@@ -149,14 +149,14 @@ pub fn stop_our_daemons() -> Vec<String> {
 }
 
 /// Live (non-zombie) processes, ascending by pid.
-pub fn live_pids() -> Vec<u32> {
+pub(crate) fn live_pids() -> Vec<u32> {
     let mut v: Vec<u32> = proc_pids().into_iter().filter(|&p| is_live(p)).collect();
     v.sort_unstable();
     v
 }
 
 /// Live (non-zombie) processes of process group `pgid`, ascending by pid.
-pub fn group_members(pgid: i32) -> Vec<u32> {
+pub(crate) fn group_members(pgid: i32) -> Vec<u32> {
     group_where(pgid, Stat::live)
 }
 
@@ -164,7 +164,7 @@ pub fn group_members(pgid: i32) -> Vec<u32> {
 /// clock still reads its whole life until its parent waits for it (and then the parent's
 /// `cutime`/`cstime` carry it), so a reading over these loses no CPU of a worker that
 /// ended.
-pub fn group_processes(pgid: i32) -> Vec<u32> {
+pub(crate) fn group_processes(pgid: i32) -> Vec<u32> {
     group_where(pgid, |s| s.state != 'X')
 }
 
@@ -201,7 +201,7 @@ pub(super) fn owner_of(pid: u32) -> Option<String> {
 /// environment is anyone's to write: `su nobody -c 'env RINGSIDE_OWNER=999998:1 sleep'` was
 /// killed by root's next run), one started before the ringside its mark names, or one whose
 /// mark is not of this boot.
-pub fn sweep_stale() -> Vec<String> {
+pub(crate) fn sweep_stale() -> Vec<String> {
     let me = std::process::id();
     let mut found = Vec::new();
     for pid in proc_pids() {

@@ -61,7 +61,7 @@ pub(super) fn arm(cmd: &mut Command, cpus: Option<&[u32]>) -> io::Result<()> {
 
 /// Spawns `cmd` marked and armed (see the module docs) from the spawner thread: a child that
 /// dies with this process. For tools run to completion; servers use [`Spec`].
-pub fn spawn(mut cmd: Command, cpus: Option<&[u32]>) -> io::Result<std::process::Child> {
+pub(crate) fn spawn(mut cmd: Command, cpus: Option<&[u32]>) -> io::Result<std::process::Child> {
     arm(&mut cmd, cpus)?;
     spawn_armed(cmd)
 }
@@ -82,7 +82,7 @@ pub(super) fn spawn_armed(cmd: Command) -> io::Result<std::process::Child> {
 
 /// The affinity set of `cpus`: the one place a CPU list becomes a `cpu_set_t` (a child before
 /// its exec here, threads in `measure::pin`). Empty, or a CPU past `CPU_SETSIZE`, is an error.
-pub fn cpu_set(cpus: &[u32]) -> io::Result<libc::cpu_set_t> {
+pub(crate) fn cpu_set(cpus: &[u32]) -> io::Result<libc::cpu_set_t> {
     // SAFETY: cpu_set_t is a plain bit array; all zeros is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     if cpus.is_empty() {
@@ -105,7 +105,7 @@ pub fn cpu_set(cpus: &[u32]) -> io::Result<libc::cpu_set_t> {
 }
 
 /// A pipe, both ends close-on-exec: (read, write).
-pub fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
+pub(crate) fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: pipe2 writes two fds into the array on success.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {

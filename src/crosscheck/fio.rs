@@ -39,16 +39,16 @@ use serde_json::Value;
 use std::process::Command;
 
 /// fio's engines cross-checked for every randread point, whichever models ran.
-pub const ENGINES: [&str; 2] = ["psync", "io_uring"];
+pub(crate) const ENGINES: [&str; 2] = ["psync", "io_uring"];
 
 /// One fio job configuration: its row name (`fio:<name>`), engine and engine options.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FioJob {
+pub(crate) struct FioJob {
     /// "io_uring+registerfiles+fixedbufs".
-    pub name: String,
-    pub engine: &'static str,
+    pub(crate) name: String,
+    pub(crate) engine: &'static str,
     /// io_uring engine options, as fio spells them.
-    pub opts: Vec<&'static str>,
+    pub(crate) opts: Vec<&'static str>,
 }
 
 impl FioJob {
@@ -103,7 +103,7 @@ impl FioJob {
 
 /// The fio jobs for the ring knobs of the selected randread models: psync and plain io_uring
 /// always, plus the io_uring job with each model's knobs.
-pub fn jobs_for<'a>(knobs: impl IntoIterator<Item = &'a UringKnobs>) -> Vec<FioJob> {
+pub(crate) fn jobs_for<'a>(knobs: impl IntoIterator<Item = &'a UringKnobs>) -> Vec<FioJob> {
     let mut jobs: Vec<FioJob> = ENGINES.iter().map(|e| FioJob::plain(e)).collect();
     for k in knobs {
         if let Some(j) = FioJob::uring(k) {
@@ -117,7 +117,7 @@ pub fn jobs_for<'a>(knobs: impl IntoIterator<Item = &'a UringKnobs>) -> Vec<FioJ
 
 /// Bytes of fio's output read: its JSON report of one job is tens of KiB; more is not a report
 /// (it is read and dropped, never stored).
-pub const OUTPUT_MAX: usize = 4 << 20;
+pub(crate) const OUTPUT_MAX: usize = 4 << 20;
 /// Bytes of fio's stderr kept for an error message.
 const STDERR_MAX: usize = 16 << 10;
 /// How long a job may run beyond its runtime before it is killed (fio lays out the file
@@ -134,7 +134,7 @@ fn capture(within: std::time::Duration) -> crate::child::Capture {
 }
 
 /// Whether fio can be run, and its version ("fio-3.33").
-pub fn version() -> Result<String, String> {
+pub(crate) fn version() -> Result<String, String> {
     let mut cmd = Command::new("fio");
     cmd.arg("--version");
     let cap = capture(std::time::Duration::from_secs(10));
@@ -148,7 +148,7 @@ pub fn version() -> Result<String, String> {
 
 /// Seconds each fio job runs (time-based: fio reports IOPS from its ms-resolution runtime, so a
 /// job of a few thousand cached reads would finish in about a millisecond and say nothing).
-pub fn runtime_s(p: Profile) -> u64 {
+pub(crate) fn runtime_s(p: Profile) -> u64 {
     match p {
         Profile::Smoke => 1,
         Profile::Quick => 3,
@@ -158,20 +158,25 @@ pub fn runtime_s(p: Profile) -> u64 {
 
 /// One randread point as a fio job sees it.
 #[derive(Clone, Copy, Debug)]
-pub struct JobPoint {
+pub(crate) struct JobPoint {
     /// File size and block size, bytes.
-    pub size: u64,
-    pub bs: u64,
+    pub(crate) size: u64,
+    pub(crate) bs: u64,
     /// Reads in flight (ringside's queue depth).
-    pub depth: u64,
-    pub direct: bool,
+    pub(crate) depth: u64,
+    pub(crate) direct: bool,
     /// Drop the file's cached pages first (ringside's --drop-caches).
-    pub invalidate: bool,
-    pub runtime_s: u64,
+    pub(crate) invalidate: bool,
+    pub(crate) runtime_s: u64,
 }
 
 /// fio's command line for one randread point (see the module docs for why each option).
-pub fn args(job: &FioJob, path: &std::path::Path, jp: &JobPoint, plan: &CpuPlan) -> Vec<String> {
+pub(crate) fn args(
+    job: &FioJob,
+    path: &std::path::Path,
+    jp: &JobPoint,
+    plan: &CpuPlan,
+) -> Vec<String> {
     let JobPoint {
         size,
         bs,
@@ -256,33 +261,33 @@ pub fn run(args: &[String], runtime_s: u64) -> Result<FioFigures, String> {
 
 /// What one fio job reported, in plain numbers.
 #[derive(Clone, Debug, PartialEq)]
-pub struct FioFigures {
+pub(crate) struct FioFigures {
     /// Latency, ns: min, p50, p90, p99, p99.9, max, mean, stddev.
-    pub lat_min: f64,
-    pub lat_p50: f64,
-    pub lat_p90: f64,
-    pub lat_p99: f64,
-    pub lat_p999: f64,
-    pub lat_max: f64,
-    pub lat_mean: f64,
-    pub lat_stddev: f64,
-    pub iops: f64,
-    pub total_ios: u64,
-    pub bw_kib_s: u64,
-    pub ctx_switches: u64,
+    pub(crate) lat_min: f64,
+    pub(crate) lat_p50: f64,
+    pub(crate) lat_p90: f64,
+    pub(crate) lat_p99: f64,
+    pub(crate) lat_p999: f64,
+    pub(crate) lat_max: f64,
+    pub(crate) lat_mean: f64,
+    pub(crate) lat_stddev: f64,
+    pub(crate) iops: f64,
+    pub(crate) total_ios: u64,
+    pub(crate) bw_kib_s: u64,
+    pub(crate) ctx_switches: u64,
     /// Context switches per read.
-    pub ctx_per_op: f64,
-    pub clat_mean_ns: u64,
+    pub(crate) ctx_per_op: f64,
+    pub(crate) clat_mean_ns: u64,
     /// CPU per read, ns: user, system.
-    pub cpu_user_per_op: f64,
-    pub cpu_sys_per_op: f64,
-    pub cpu_total_per_op: f64,
+    pub(crate) cpu_user_per_op: f64,
+    pub(crate) cpu_sys_per_op: f64,
+    pub(crate) cpu_total_per_op: f64,
 }
 
 /// Reads fio's JSON (first job, `group_reporting`): latency from `lat_ns` (submission to
 /// completion, what ringside times), or `clat_ns` when a job was run without
 /// `--lat_percentiles`.
-pub fn parse(json: &[u8]) -> Result<FioFigures, String> {
+pub(crate) fn parse(json: &[u8]) -> Result<FioFigures, String> {
     // fio may print notes before the JSON object.
     let s = String::from_utf8_lossy(json);
     let start = s.find('{').ok_or("no JSON in fio's output")?;

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 /// Where a sample's CPU went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Group {
+pub(crate) enum Group {
     Idle,
     Softirq,
     LockSlowPath,
@@ -42,7 +42,7 @@ pub enum Group {
 }
 
 impl Group {
-    pub const ALL: [Group; 11] = [
+    pub(crate) const ALL: [Group; 11] = [
         Group::User,
         Group::Syscall,
         Group::TcpIp,
@@ -58,7 +58,7 @@ impl Group {
 
     /// Its label ("lock slow paths"), from `results::explain::GROUPS`.
     #[cfg(test)]
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         crate::results::explain::GROUPS
             .iter()
             .find(|(k, _)| *k == self.key())
@@ -66,7 +66,7 @@ impl Group {
     }
 
     /// Its key in results.json (`results::explain::GROUPS`).
-    pub fn key(self) -> &'static str {
+    pub(crate) fn key(self) -> &'static str {
         match self {
             Group::Idle => "idle",
             Group::Softirq => "softirq",
@@ -209,18 +209,18 @@ struct Frame {
 
 /// The breakdown of a capture.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Breakdown {
-    pub samples: u64,
+pub(crate) struct Breakdown {
+    pub(crate) samples: u64,
     /// Samples per group (every sample in exactly one).
-    pub groups: Vec<(Group, u64)>,
+    pub(crate) groups: Vec<(Group, u64)>,
     /// Leaf kernel symbols with their samples, most first (at most `TOP`).
-    pub top_kernel: Vec<(String, u64)>,
+    pub(crate) top_kernel: Vec<(String, u64)>,
 }
 
 impl Breakdown {
     /// A group's share of the samples, percent.
     #[cfg(test)]
-    pub fn pct(&self, g: Group) -> f64 {
+    pub(crate) fn pct(&self, g: Group) -> f64 {
         let n = self.groups.iter().find(|(x, _)| *x == g).map_or(0, |x| x.1);
         if self.samples == 0 {
             0.0
@@ -231,12 +231,12 @@ impl Breakdown {
 }
 
 /// Leaf kernel symbols kept.
-pub const TOP: usize = 10;
+pub(crate) const TOP: usize = 10;
 
 /// Which processes are measured: samples of other user-space processes are
 /// [`Group::OtherProcesses`] (kernel threads, which have no user frames, are grouped by their
 /// frames like the rest). `None`: every sample is grouped by its frames.
-pub type Own<'a> = Option<&'a [u32]>;
+pub(crate) type Own<'a> = Option<&'a [u32]>;
 
 fn classify(comm: &str, pid: Option<u32>, frames: &[Frame], own: Own<'_>) -> Group {
     if comm.starts_with("swapper") || frames.iter().any(|f| f.kernel && matches(&f.sym, IDLE)) {
@@ -274,13 +274,13 @@ fn classify(comm: &str, pid: Option<u32>, frames: &[Frame], own: Own<'_>) -> Gro
 
 /// Parses `perf script -F comm,tid,cpu,event,ip,sym` text and groups its samples.
 #[cfg(test)]
-pub fn breakdown(script: &str) -> Breakdown {
+pub(crate) fn breakdown(script: &str) -> Breakdown {
     breakdown_of(script, None)
 }
 
 /// As [`breakdown`], for `perf script -F comm,pid,tid,...` (headers "comm pid/tid [cpu]"),
 /// with the measured processes' pids `own`.
-pub fn breakdown_of(script: &str, own: Own<'_>) -> Breakdown {
+pub(crate) fn breakdown_of(script: &str, own: Own<'_>) -> Breakdown {
     let mut counts: HashMap<Group, u64> = HashMap::new();
     let mut leaves: HashMap<String, u64> = HashMap::new();
     let mut samples = 0u64;
@@ -341,7 +341,7 @@ pub fn breakdown_of(script: &str, own: Own<'_>) -> Breakdown {
 impl Breakdown {
     /// Counts the periods of the window that took no sample (`expected` samples in all) as
     /// idle: a sleeping CPU's clock does not tick.
-    pub fn add_unsampled_idle(&mut self, expected: u64) {
+    pub(crate) fn add_unsampled_idle(&mut self, expected: u64) {
         let missing = expected.saturating_sub(self.samples);
         if missing == 0 {
             return;
@@ -354,7 +354,7 @@ impl Breakdown {
     }
 
     /// As stored in results.json: fractions of the samples, groups in `GROUPS` order.
-    pub fn to_explain(&self, cpus: &[u32], window_ns: u64) -> Explain {
+    pub(crate) fn to_explain(&self, cpus: &[u32], window_ns: u64) -> Explain {
         let n = self.samples.max(1) as f64;
         Explain {
             samples: self.samples,
@@ -386,7 +386,7 @@ impl Breakdown {
 /// The sampling period, ns of CPU clock (4,000 samples per second per busy CPU). A CPU that
 /// sleeps in the idle loop takes no sample (the clock stops with the tick), so the window's
 /// periods without a sample are counted as idle.
-pub const PERIOD_NS: u64 = 250_000;
+pub(crate) const PERIOD_NS: u64 = 250_000;
 
 /// How long perf may take to start sampling (it reads the kernel's symbols first).
 const START_WITHIN: Duration = Duration::from_secs(15);
@@ -426,7 +426,7 @@ impl TempDir {
 /// Removes the recordings' directories under `parent` (the temporary directory) that a
 /// ringside no longer running left: named `ringside-perf-PID-N`, their owner file naming a
 /// ringside that is gone (or none, and a PID that runs no process). One sentence per directory.
-pub fn sweep_stale_dirs(parent: &Path) -> Vec<String> {
+pub(crate) fn sweep_stale_dirs(parent: &Path) -> Vec<String> {
     let Ok(dir) = std::fs::read_dir(parent) else {
         return Vec::new();
     };
@@ -520,7 +520,7 @@ fn refusal() -> Option<String> {
 
 /// A `perf record -e cpu-clock -g -C CPUS` in progress, sampling since [`Recording::start`]
 /// returned. Stopped (and its files removed) by [`Recording::finish`] or on drop.
-pub struct Recording {
+pub(crate) struct Recording {
     perf: child::Child,
     dir: TempDir,
     cpus: Vec<u32>,
@@ -532,7 +532,7 @@ impl Recording {
     /// `run_on` (never on a sampled CPU when there is another), for at most `max`. Returns once
     /// perf samples (it starts with its events disabled and acknowledges `enable` on a FIFO),
     /// or why it cannot.
-    pub fn start(cpus: &[u32], run_on: &[u32], max: Duration) -> Result<Recording, String> {
+    pub(crate) fn start(cpus: &[u32], run_on: &[u32], max: Duration) -> Result<Recording, String> {
         if let Some(why) = refusal() {
             return Err(why);
         }
@@ -617,7 +617,12 @@ impl Recording {
     /// (CLOCK_MONOTONIC, `measure::clock::now_ns`).
     /// Samples of user-space processes other than `own` (the measured ones) are
     /// [`Group::OtherProcesses`].
-    pub fn finish(mut self, open_ns: u64, close_ns: u64, own: &[u32]) -> Result<Explain, String> {
+    pub(crate) fn finish(
+        mut self,
+        open_ns: u64,
+        close_ns: u64,
+        own: &[u32],
+    ) -> Result<Explain, String> {
         if self.perf.try_exit().is_some() {
             return Err(format!(
                 "perf record ended before the window closed: {}",

@@ -2,7 +2,7 @@
 //! thread and the same connections: its requests/s, transfer/s, latency and errors parsed from
 //! its text output (`--latency`). The HTTP suite stores them as `wrk_*` counters of the cell,
 //! beside ringside's own figures, and flags the cell when the two disagree (see
-//! [`DISAGREEMENT`]): a load generator is trusted once an independent one agrees with it.
+//! `stats::wrk::DISAGREEMENT`): a load generator is trusted once an independent one agrees with it.
 
 use crate::child;
 use crate::measure::cell::WrkCounters;
@@ -11,11 +11,9 @@ use std::net::SocketAddr;
 use std::process::Command;
 use std::time::Duration;
 
-pub use crate::stats::wrk::{agreement, cpu_busy, requests_per_sec, Agreement, DISAGREEMENT};
-
 /// Bytes of wrk's stdout read: its report is under 2 KiB; more is not a report (it is read and
 /// dropped, never stored).
-pub const OUTPUT_MAX: usize = 1 << 20;
+pub(crate) const OUTPUT_MAX: usize = 1 << 20;
 /// Bytes of wrk's stderr kept for an error message.
 const STDERR_MAX: usize = 16 << 10;
 /// How long wrk may run beyond its duration before it is killed.
@@ -51,23 +49,23 @@ pub fn version() -> Result<String, String> {
 /// What one wrk run measured.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WrkRun {
-    pub requests: u64,
-    pub requests_per_sec: f64,
-    pub read_bytes: u64,
-    pub latency_mean_ns: u64,
-    pub latency_max_ns: u64,
-    pub latency_p99_ns: u64,
-    pub errors: u64,
-    pub non_2xx: u64,
+    pub(crate) requests: u64,
+    pub(crate) requests_per_sec: f64,
+    pub(crate) read_bytes: u64,
+    pub(crate) latency_mean_ns: u64,
+    pub(crate) latency_max_ns: u64,
+    pub(crate) latency_p99_ns: u64,
+    pub(crate) errors: u64,
+    pub(crate) non_2xx: u64,
     /// wrk's own CPU over its whole run (user + sys), ns; 0 when not measured.
-    pub cpu_ns: u64,
+    pub(crate) cpu_ns: u64,
     /// wrk's whole run, ns (start to exit); 0 when not measured.
-    pub run_ns: u64,
+    pub(crate) run_ns: u64,
 }
 
 impl WrkRun {
     /// Its time, ns, from its count and rate (wrk prints the duration to 10 ms only).
-    pub fn window_ns(&self) -> u64 {
+    pub(crate) fn window_ns(&self) -> u64 {
         if self.requests_per_sec > 0.0 {
             (self.requests as f64 / self.requests_per_sec * 1e9) as u64
         } else {
@@ -75,7 +73,7 @@ impl WrkRun {
         }
     }
 
-    pub fn counters(&self) -> CellCounters {
+    pub(crate) fn counters(&self) -> CellCounters {
         CellCounters {
             wrk: Some(WrkCounters {
                 wrk_requests: self.requests,
@@ -97,7 +95,7 @@ impl WrkRun {
 
     /// Whether wrk's one thread kept its CPU at least 90% busy over its run (a saturated
     /// client measures itself).
-    pub fn saturated(&self) -> bool {
+    pub(crate) fn saturated(&self) -> bool {
         self.run_ns > 0
             && self.cpu_ns as f64 >= crate::load::CLIENT_BOUND_FRACTION * self.run_ns as f64
     }
@@ -148,7 +146,7 @@ pub fn run(
 }
 
 /// Parses wrk's text report.
-pub fn parse(text: &str) -> Result<WrkRun, String> {
+pub(crate) fn parse(text: &str) -> Result<WrkRun, String> {
     let mut r = WrkRun::default();
     let mut seen_rate = false;
     for line in text.lines().map(str::trim) {
@@ -232,6 +230,7 @@ fn size_bytes(s: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::wrk::{agreement, requests_per_sec, Agreement};
 
     const OUT: &str = "Running 1s test @ http://127.0.0.1:18080/
   1 threads and 2 connections

@@ -14,23 +14,23 @@ use std::io;
 
 /// What the probe knows that can explain an io_uring refusal.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Evidence {
+pub(crate) struct Evidence {
     /// `kernel.io_uring_disabled`, if the sysctl exists.
-    pub io_uring_disabled: Option<u32>,
+    pub(crate) io_uring_disabled: Option<u32>,
     /// `kernel.io_uring_group`, if the sysctl exists (-1: no group).
-    pub io_uring_group: Option<i64>,
+    pub(crate) io_uring_group: Option<i64>,
     /// Whether this process is in `io_uring_group`.
-    pub in_io_uring_group: bool,
+    pub(crate) in_io_uring_group: bool,
     /// Whether CAP_SYS_ADMIN is in the effective set (root usually has it).
-    pub cap_sys_admin: bool,
+    pub(crate) cap_sys_admin: bool,
     /// `Seccomp:` of `/proc/self/status` (2: filter mode).
-    pub seccomp_mode: Option<u32>,
+    pub(crate) seccomp_mode: Option<u32>,
     /// `Seccomp_filters:` of `/proc/self/status`.
-    pub seccomp_filters: Option<u32>,
+    pub(crate) seccomp_filters: Option<u32>,
     /// The soft `RLIMIT_MEMLOCK`, bytes.
-    pub memlock_soft: Option<Rlim>,
+    pub(crate) memlock_soft: Option<Rlim>,
     /// `uname -r`.
-    pub kernel_release: String,
+    pub(crate) kernel_release: String,
 }
 
 impl Evidence {
@@ -47,13 +47,13 @@ impl Evidence {
 }
 
 /// (major, minor) of a release such as "6.8.0-45-generic".
-pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
+pub(crate) fn kernel_version(release: &str) -> Option<(u32, u32)> {
     let mut it = release.split(|c: char| !c.is_ascii_digit());
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
 /// The symbolic name of an errno ("EPERM"), or "errno N" for one not listed.
-pub fn errno_name(errno: i32) -> String {
+pub(crate) fn errno_name(errno: i32) -> String {
     let name = match errno {
         libc::EPERM => "EPERM",
         libc::ENOENT => "ENOENT",
@@ -86,7 +86,7 @@ pub fn errno_name(errno: i32) -> String {
 }
 
 /// "EPERM (Operation not permitted)".
-pub fn errno_text(errno: i32) -> String {
+pub(crate) fn errno_text(errno: i32) -> String {
     let text = io::Error::from_raw_os_error(errno).to_string();
     let text = text.split(" (os error ").next().unwrap_or_default();
     format!("{} ({text})", errno_name(errno))
@@ -97,7 +97,7 @@ pub fn errno_text(errno: i32) -> String {
 /// In order: the sysctl when it explains an EPERM; memlock for ENOMEM under a finite limit;
 /// a seccomp filter for anything else a filter could have returned; ENOSYS as a kernel without
 /// io_uring; then the errno and the kernel release.
-pub fn setup_refusal(errno: i32, ev: &Evidence) -> String {
+pub(crate) fn setup_refusal(errno: i32, ev: &Evidence) -> String {
     let call = format!("io_uring_setup returned {}", errno_text(errno));
     let kernel = &ev.kernel_release;
     if errno == libc::EPERM {
@@ -171,7 +171,7 @@ pub fn setup_refusal(errno: i32, ev: &Evidence) -> String {
 /// Adds the seccomp filter when one is installed and the errno is one a filter returns.
 /// Adds the memlock limit for ENOMEM: rings (on some kernels), registered buffers, buffer
 /// rings and zero-copy sends are all charged to `RLIMIT_MEMLOCK`.
-pub fn call_refusal(what: &str, errno: i32, ev: &Evidence) -> String {
+pub(crate) fn call_refusal(what: &str, errno: i32, ev: &Evidence) -> String {
     let mut s = format!("{what} returned {}", errno_text(errno));
     if ev.seccomp_filtered() && matches!(errno, libc::EPERM | libc::EACCES | libc::ENOSYS) {
         s += &format!(" (a seccomp filter is installed: {})", ev.seccomp_tag());
@@ -188,7 +188,7 @@ pub fn call_refusal(what: &str, errno: i32, ev: &Evidence) -> String {
 }
 
 /// Why a ring with IORING_SETUP_SQPOLL was refused while a plain ring was not.
-pub fn sqpoll_refusal(errno: i32, ev: &Evidence) -> String {
+pub(crate) fn sqpoll_refusal(errno: i32, ev: &Evidence) -> String {
     let call = call_refusal("io_uring_setup with IORING_SETUP_SQPOLL", errno, ev);
     match errno {
         libc::EPERM => format!(
@@ -200,7 +200,7 @@ pub fn sqpoll_refusal(errno: i32, ev: &Evidence) -> String {
 }
 
 /// Why a ring with IORING_SETUP_DEFER_TASKRUN | SINGLE_ISSUER was refused.
-pub fn defer_taskrun_refusal(errno: i32, ev: &Evidence) -> String {
+pub(crate) fn defer_taskrun_refusal(errno: i32, ev: &Evidence) -> String {
     let call = call_refusal("io_uring_setup with DEFER_TASKRUN|SINGLE_ISSUER", errno, ev);
     match errno {
         libc::EINVAL => format!("kernel too old (needs 6.1): {call}"),
@@ -209,7 +209,7 @@ pub fn defer_taskrun_refusal(errno: i32, ev: &Evidence) -> String {
 }
 
 /// Why registering buffers (charged to `RLIMIT_MEMLOCK` on every kernel) failed.
-pub fn register_buffers_refusal(errno: i32, ev: &Evidence) -> String {
+pub(crate) fn register_buffers_refusal(errno: i32, ev: &Evidence) -> String {
     call_refusal("IORING_REGISTER_BUFFERS", errno, ev)
 }
 

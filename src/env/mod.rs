@@ -44,7 +44,7 @@ pub enum Reading<T> {
 
 impl<T> Reading<T> {
     /// The value, if it was read.
-    pub fn value(&self) -> Option<&T> {
+    pub(crate) fn value(&self) -> Option<&T> {
         match self {
             Reading::Value(v) => Some(v),
             Reading::Unavailable(_) => None,
@@ -52,7 +52,8 @@ impl<T> Reading<T> {
     }
 
     /// The reason, if it could not be read.
-    pub fn reason(&self) -> Option<&str> {
+    #[cfg(test)]
+    fn reason(&self) -> Option<&str> {
         match self {
             Reading::Value(_) => None,
             Reading::Unavailable(r) => Some(r),
@@ -60,7 +61,7 @@ impl<T> Reading<T> {
     }
 
     /// Applies `f` to the value, keeping the reason.
-    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Reading<U> {
+    pub(crate) fn map<U>(self, f: impl FnOnce(T) -> U) -> Reading<U> {
         match self {
             Reading::Value(v) => Reading::Value(f(v)),
             Reading::Unavailable(r) => Reading::Unavailable(r),
@@ -170,8 +171,8 @@ impl<'de> Deserialize<'de> for Rlim {
 /// The soft (enforced) and hard (ceiling) values of one `RLIMIT_*`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RlimitPair {
-    pub soft: Rlim,
-    pub hard: Rlim,
+    pub(crate) soft: Rlim,
+    pub(crate) hard: Rlim,
 }
 
 /// Evidence of running under a hypervisor or in a container. Each item is what a file said;
@@ -179,16 +180,16 @@ pub struct RlimitPair {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Virtualization {
     /// The `hypervisor` flag in `/proc/cpuinfo` (x86 only: set by every common hypervisor).
-    pub hypervisor_cpu_flag: Reading<bool>,
+    pub(crate) hypervisor_cpu_flag: Reading<bool>,
     /// `/sys/hypervisor/type` (Xen and a few others).
-    pub hypervisor_type: Reading<String>,
+    pub(crate) hypervisor_type: Reading<String>,
     /// `/sys/class/dmi/id/sys_vendor` (e.g. "QEMU", "Amazon EC2"); absent on microVMs.
-    pub dmi_sys_vendor: Reading<String>,
+    pub(crate) dmi_sys_vendor: Reading<String>,
     /// `/sys/class/dmi/id/product_name`.
-    pub dmi_product_name: Reading<String>,
+    pub(crate) dmi_product_name: Reading<String>,
     /// What suggests a container: `/.dockerenv`, `/run/.containerenv`, runtime names in
     /// `/proc/1/cgroup`. Empty when nothing does (which proves nothing).
-    pub container_hints: Vec<String>,
+    pub(crate) container_hints: Vec<String>,
 }
 
 /// What this machine, kernel and user allow, and why. Built by [`probe`].
@@ -196,98 +197,98 @@ pub struct Virtualization {
 pub struct EnvReport {
     // -- machine --
     /// CPUs this process may run on (`sched_getaffinity`), else the online count.
-    pub cpus: usize,
+    pub(crate) cpus: usize,
     /// `/sys/devices/system/cpu/online`, e.g. "0-3".
-    pub cpu_online_list: Reading<String>,
+    pub(crate) cpu_online_list: Reading<String>,
     /// `Cpus_allowed_list` of this process (`/proc/self/status`).
-    pub cpu_affinity_list: Reading<String>,
+    pub(crate) cpu_affinity_list: Reading<String>,
     /// `model name` from `/proc/cpuinfo`.
-    pub cpu_model: Reading<String>,
+    pub(crate) cpu_model: Reading<String>,
     /// Whether SMT siblings are active (`/sys/devices/system/cpu/smt/active`, else `control`).
-    pub smt_active: Reading<bool>,
+    pub(crate) smt_active: Reading<bool>,
     /// `/sys/devices/system/cpu/smt/control`: on, off, forceoff, notsupported, notimplemented.
-    pub smt_control: Reading<String>,
+    pub(crate) smt_control: Reading<String>,
     /// cpufreq `scaling_governor` of every CPU that has one (distinct values, comma-separated).
-    pub governor: Reading<String>,
+    pub(crate) governor: Reading<String>,
     /// Whether this runs under a hypervisor, decided from [`Virtualization`]'s evidence.
-    pub virtualized: Reading<bool>,
+    pub(crate) virtualized: Reading<bool>,
     /// The evidence behind `virtualized`, plus container hints.
-    pub virtualization: Virtualization,
+    pub(crate) virtualization: Virtualization,
 
     // -- kernel & mitigations --
     /// `uname -r`.
-    pub kernel_release: Reading<String>,
+    pub(crate) kernel_release: Reading<String>,
     /// `uname -v`: build number and date.
-    pub kernel_build: Reading<String>,
+    pub(crate) kernel_build: Reading<String>,
     /// `/proc/cmdline` (mitigations=, isolcpus=, nohz_full= live here).
-    pub kernel_cmdline: Reading<String>,
+    pub(crate) kernel_cmdline: Reading<String>,
     /// Every file of `/sys/devices/system/cpu/vulnerabilities`: name -> text.
-    pub mitigations: Reading<BTreeMap<String, String>>,
+    pub(crate) mitigations: Reading<BTreeMap<String, String>>,
 
     // -- limits & privilege --
     /// Effective user id.
-    pub euid: u32,
+    pub(crate) euid: u32,
     /// The effective capabilities that change what ringside may do (of CAP_IPC_LOCK,
     /// CAP_SYS_ADMIN, CAP_SYS_NICE, CAP_SYS_RESOURCE, CAP_PERFMON).
-    pub capabilities: Reading<Vec<String>>,
+    pub(crate) capabilities: Reading<Vec<String>>,
     /// `RLIMIT_MEMLOCK`, bytes.
-    pub rlimit_memlock_bytes: Reading<RlimitPair>,
+    pub(crate) rlimit_memlock_bytes: Reading<RlimitPair>,
     /// `RLIMIT_NOFILE`, open files.
-    pub rlimit_nofile_count: Reading<RlimitPair>,
+    pub(crate) rlimit_nofile_count: Reading<RlimitPair>,
     /// `Seccomp:` of `/proc/self/status`: 0 none, 1 strict, 2 filter.
-    pub seccomp_mode: Reading<u32>,
+    pub(crate) seccomp_mode: Reading<u32>,
     /// `Seccomp_filters:` of `/proc/self/status`: filters attached to this task (kernel 5.9+).
-    pub seccomp_filters: Reading<u32>,
+    pub(crate) seccomp_filters: Reading<u32>,
     /// `NoNewPrivs:` of `/proc/self/status`.
-    pub no_new_privs: Reading<bool>,
+    pub(crate) no_new_privs: Reading<bool>,
 
     // -- io_uring --
     /// `kernel.io_uring_disabled` (6.6+): 0 allowed, 1 only `io_uring_group` and CAP_SYS_ADMIN,
     /// 2 nobody.
-    pub io_uring_disabled: Reading<u32>,
+    pub(crate) io_uring_disabled: Reading<u32>,
     /// `kernel.io_uring_group` (6.6+): the group allowed when `io_uring_disabled` is 1; -1 none.
-    pub io_uring_group: Reading<i64>,
+    pub(crate) io_uring_group: Reading<i64>,
     /// `io_uring_setup` tried for real with 8 entries.
     pub io_uring: Availability,
     /// A ring with IORING_SETUP_SQPOLL actually built.
-    pub sqpoll: Availability,
+    pub(crate) sqpoll: Availability,
     /// A ring with IORING_SETUP_DEFER_TASKRUN | SINGLE_ISSUER actually built and used.
-    pub defer_taskrun: Availability,
+    pub(crate) defer_taskrun: Availability,
     /// A file registered and written through as a fixed file.
-    pub registered_files: Availability,
+    pub(crate) registered_files: Availability,
     /// A buffer registered and written from with WRITE_FIXED.
-    pub registered_buffers: Availability,
+    pub(crate) registered_buffers: Availability,
     /// A provided-buffer ring registered (IORING_REGISTER_PBUF_RING).
-    pub buf_ring: Availability,
+    pub(crate) buf_ring: Availability,
     /// One multishot RECV with a buffer ring completed twice on a socket pair.
-    pub multishot_recv: Availability,
+    pub(crate) multishot_recv: Availability,
     /// One multishot ACCEPT completed twice on a Unix listener.
-    pub multishot_accept: Availability,
+    pub(crate) multishot_accept: Availability,
     /// SEND_ZC sent on TCP loopback and its notification arrived.
-    pub send_zc: Availability,
+    pub(crate) send_zc: Availability,
     /// The `is_feature_*` flags the kernel reported in `io_uring_params.features`.
-    pub io_uring_features: Reading<Vec<String>>,
+    pub(crate) io_uring_features: Reading<Vec<String>>,
     /// The opcodes ringside's models use: name -> supported (IORING_REGISTER_PROBE).
-    pub io_uring_opcodes: Reading<BTreeMap<String, bool>>,
+    pub(crate) io_uring_opcodes: Reading<BTreeMap<String, bool>>,
     /// io_uring after 6.1 (bundles, incremental buffers, min wait, NAPI, EPOLL_WAIT, zcrx...):
     /// per feature its kernel version, what the io-uring crate offers, and whether it works
     /// here, tried for real. Absent from files written before it existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub io_uring_modern: Vec<uring::modern::Feature>,
+    pub(crate) io_uring_modern: Vec<uring::modern::Feature>,
 
     // -- perf --
     /// `kernel.perf_event_paranoid`: -1 .. 4; 2 and above refuse kernel tracepoints to
     /// unprivileged users.
-    pub perf_event_paranoid: Reading<i32>,
+    pub(crate) perf_event_paranoid: Reading<i32>,
     /// A perf counter on `raw_syscalls:sys_enter` opened for this thread.
     pub perf_syscalls: Availability,
     /// The machine's CPU topology (cores with their SMT siblings, NUMA nodes, allowed mask).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topology: Option<crate::measure::topology::Topology>,
+    pub(crate) topology: Option<crate::measure::topology::Topology>,
     /// The run's CPU plan over it: server, load, SQPOLL poller, CPUs left idle (set by
     /// `ringside run`; absent from `ringside env`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu_plan: Option<crate::measure::pin::CpuPlan>,
+    pub(crate) cpu_plan: Option<crate::measure::pin::CpuPlan>,
 }
 
 impl EnvReport {
@@ -304,7 +305,7 @@ impl EnvReport {
             })
     }
 
-    pub fn kernel_release(&self) -> String {
+    pub(crate) fn kernel_release(&self) -> String {
         self.kernel_release.to_string()
     }
 }

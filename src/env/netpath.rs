@@ -16,40 +16,40 @@ use std::time::Duration;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NetPath {
     /// The peer address the route was asked for.
-    pub peer: String,
+    pub(crate) peer: String,
     /// The outgoing interface (`lo`, `eth0`, a veth end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interface: Option<String>,
+    pub(crate) interface: Option<String>,
     /// This host's address on that route.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub local_addr: Option<String>,
+    pub(crate) local_addr: Option<String>,
     /// `loopback`, `veth` (or another virtual kind from `ip -d link`: `bridge`, `vlan`, ...),
     /// `nic` (a device with a driver), `virtual` (none of those).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
+    pub(crate) kind: Option<String>,
     /// The NIC's driver (`/sys/class/net/DEV/device/driver`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub driver: Option<String>,
+    pub(crate) driver: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mtu: Option<u32>,
+    pub(crate) mtu: Option<u32>,
     /// Link speed, Mbit/s, where the kernel knows it (not for loopback or an unknown speed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub speed_mbps: Option<u64>,
+    pub(crate) speed_mbps: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rx_queues: Option<u32>,
+    pub(crate) rx_queues: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tx_queues: Option<u32>,
+    pub(crate) tx_queues: Option<u32>,
     /// The interface's IRQs: `"IRQ name" -> CPUs` (effective affinity, else smp_affinity).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub irq_cpus: BTreeMap<String, String>,
+    pub(crate) irq_cpus: BTreeMap<String, String>,
     /// Why the route could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unavailable: Option<String>,
+    pub(crate) unavailable: Option<String>,
 }
 
 impl NetPath {
     /// One line: `eth0 (nic, virtio_net) mtu 1500, 10000 Mbit/s, 10.0.0.2 -> 10.0.0.1`.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         if let Some(why) = &self.unavailable {
             return format!("to {}: unavailable: {why}", self.peer);
         }
@@ -111,7 +111,7 @@ fn read_trim(path: &str) -> Option<String> {
 }
 
 /// The path from this host toward `peer` (an IP address).
-pub fn toward(peer: &str) -> NetPath {
+pub(crate) fn toward(peer: &str) -> NetPath {
     let mut p = NetPath {
         peer: peer.to_string(),
         ..Default::default()

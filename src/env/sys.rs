@@ -63,8 +63,8 @@ pub(super) fn sysctl<T: FromStr>(name: &str, absent: &str) -> Reading<T> {
 
 /// The two `uname` fields the report keeps (never the node name).
 pub(super) struct Uname {
-    pub release: String,
-    pub version: String,
+    pub(crate) release: String,
+    pub(crate) version: String,
 }
 
 pub(super) fn uname() -> io::Result<Uname> {
@@ -123,13 +123,13 @@ pub(super) fn cpu_list_len(list: &str) -> Option<usize> {
 
 /// The lines of `/proc/self/status` the report and the io_uring verdict need.
 pub(super) struct ProcStatus {
-    pub seccomp_mode: Reading<u32>,
-    pub seccomp_filters: Reading<u32>,
-    pub no_new_privs: Reading<bool>,
-    pub cpus_allowed_list: Reading<String>,
-    pub capabilities: Reading<Vec<String>>,
+    pub(crate) seccomp_mode: Reading<u32>,
+    pub(crate) seccomp_filters: Reading<u32>,
+    pub(crate) no_new_privs: Reading<bool>,
+    pub(crate) cpus_allowed_list: Reading<String>,
+    pub(crate) capabilities: Reading<Vec<String>>,
     /// `CapEff` as a bit mask, when readable.
-    pub cap_eff: Option<u64>,
+    pub(crate) cap_eff: Option<u64>,
 }
 
 pub(super) fn proc_status() -> ProcStatus {

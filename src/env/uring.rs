@@ -111,19 +111,19 @@ const FEATURES: [(&str, FeatureBit); 16] = [
 
 /// Everything the io_uring half of the probe decides.
 pub(super) struct Verdicts {
-    pub io_uring: Availability,
-    pub sqpoll: Availability,
-    pub defer_taskrun: Availability,
-    pub registered_files: Availability,
-    pub registered_buffers: Availability,
-    pub buf_ring: Availability,
-    pub multishot_recv: Availability,
-    pub multishot_accept: Availability,
-    pub send_zc: Availability,
-    pub features: Reading<Vec<String>>,
-    pub opcodes: Reading<BTreeMap<String, bool>>,
+    pub(crate) io_uring: Availability,
+    pub(crate) sqpoll: Availability,
+    pub(crate) defer_taskrun: Availability,
+    pub(crate) registered_files: Availability,
+    pub(crate) registered_buffers: Availability,
+    pub(crate) buf_ring: Availability,
+    pub(crate) multishot_recv: Availability,
+    pub(crate) multishot_accept: Availability,
+    pub(crate) send_zc: Availability,
+    pub(crate) features: Reading<Vec<String>>,
+    pub(crate) opcodes: Reading<BTreeMap<String, bool>>,
     /// io_uring after 6.1, feature by feature (`modern`).
-    pub modern: Vec<modern::Feature>,
+    pub(crate) modern: Vec<modern::Feature>,
 }
 
 impl Verdicts {

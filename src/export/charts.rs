@@ -21,14 +21,14 @@ pub use crate::results::facts::{ChartSpec, Facts, Metric, Sweep};
 
 /// What workload `id`'s figures mean: its registry row's facts; a results file's workload
 /// this build does not know gets bars ([`Facts::LOCAL`]).
-pub fn facts(id: &str) -> Facts {
+pub(crate) fn facts(id: &str) -> Facts {
     crate::registry::workload(id).map_or(Facts::LOCAL, |w| w.facts())
 }
 
 /// Okabe-Ito colours (without its yellow, faint on white), a mid grey, then Paul Tol's
 /// indigo, wine and olive: eleven colours that colour-blind readers tell apart, each series
 /// also with its own marker (and line dash), so greyscale prints stay readable.
-pub const PALETTE: [(u8, u8, u8); 11] = [
+pub(crate) const PALETTE: [(u8, u8, u8); 11] = [
     (0, 114, 178),   // blue
     (213, 94, 0),    // vermillion
     (0, 158, 115),   // bluish green
@@ -44,7 +44,7 @@ pub const PALETTE: [(u8, u8, u8); 11] = [
 
 /// Marker shapes; filled and hollow variants tell series apart in greyscale.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Marker {
+pub(crate) enum Marker {
     Circle,
     Triangle,
     Square,
@@ -74,14 +74,14 @@ pub struct Style {
 }
 
 impl Style {
-    pub fn rgb(self) -> (u8, u8, u8) {
+    pub(crate) fn rgb(self) -> (u8, u8, u8) {
         PALETTE[self.slot % PALETTE.len()]
     }
-    pub fn marker(self) -> Marker {
+    pub(crate) fn marker(self) -> Marker {
         MARKERS[self.slot % MARKERS.len()]
     }
     /// (dash, gap) in px, (0, 0) for solid.
-    pub fn dash(self) -> (u32, u32) {
+    pub(crate) fn dash(self) -> (u32, u32) {
         DASHES[self.slot % DASHES.len()]
     }
 }
@@ -166,7 +166,7 @@ pub struct Chart {
 }
 
 /// "k=v k=v" over the params except `skip`.
-pub fn params_text(c: &CaseResult, skip: Option<&str>) -> String {
+pub(crate) fn params_text(c: &CaseResult, skip: Option<&str>) -> String {
     c.params
         .0
         .iter()
@@ -199,7 +199,7 @@ impl ParamRoles {
     }
 
     /// [`ParamRoles::of`] over the cells of one workload: linear in cells times parameters.
-    pub fn of_cases(cases: &[&CaseResult]) -> ParamRoles {
+    pub(crate) fn of_cases(cases: &[&CaseResult]) -> ParamRoles {
         let cases: Vec<&CaseResult> = cases
             .iter()
             .copied()
@@ -231,7 +231,7 @@ impl ParamRoles {
     }
 
     /// "k=v k=v" over the point parameters of a cell, except `skip`.
-    pub fn point(&self, c: &CaseResult, skip: Option<&str>) -> String {
+    pub(crate) fn point(&self, c: &CaseResult, skip: Option<&str>) -> String {
         c.params
             .0
             .iter()
@@ -244,7 +244,7 @@ impl ParamRoles {
     }
 
     /// "k=v k=v" over a cell's per-model parameters ("depth=256 threads=64").
-    pub fn model_params(&self, c: &CaseResult) -> String {
+    pub(crate) fn model_params(&self, c: &CaseResult) -> String {
         c.params
             .0
             .iter()
@@ -269,7 +269,7 @@ impl ParamRoles {
 /// name a directory (no `/`, no leading dot, no `..`), at most 64 characters, with a hash of the
 /// raw id so that two ids that slug alike stay apart. A results file is input: its strings
 /// never become paths as they are.
-pub fn file_slug(workload: &str) -> String {
+pub(crate) fn file_slug(workload: &str) -> String {
     if crate::registry::workload(workload).is_some() {
         return workload.to_string();
     }
@@ -326,7 +326,7 @@ pub fn workloads(run: &RunResults) -> Vec<String> {
 }
 
 /// The cells of each workload, workloads in the order they first appear, cells in run order.
-pub fn by_workload(run: &RunResults) -> Vec<(&str, Vec<&CaseResult>)> {
+pub(crate) fn by_workload(run: &RunResults) -> Vec<(&str, Vec<&CaseResult>)> {
     let mut index: HashMap<&str, usize> = HashMap::new();
     let mut out: Vec<(&str, Vec<&CaseResult>)> = Vec::new();
     for c in &run.cases {
@@ -342,13 +342,13 @@ pub fn by_workload(run: &RunResults) -> Vec<(&str, Vec<&CaseResult>)> {
 /// Distinct values in first-seen order, with the index of each: `order[index[v]] == v`.
 #[derive(Default)]
 pub(crate) struct Ordered {
-    pub order: Vec<String>,
+    pub(crate) order: Vec<String>,
     index: HashMap<String, usize>,
 }
 
 impl Ordered {
     /// The index of `v`, added at the end if new.
-    pub fn add(&mut self, v: String) -> usize {
+    pub(crate) fn add(&mut self, v: String) -> usize {
         if let Some(&i) = self.index.get(&v) {
             return i;
         }
@@ -359,7 +359,7 @@ impl Ordered {
 }
 
 /// The sweep parameter a workload's cases actually carry as numbers, if its spec has one.
-pub fn sweep_param(spec: &ChartSpec, cases: &[&CaseResult]) -> Option<&'static str> {
+pub(crate) fn sweep_param(spec: &ChartSpec, cases: &[&CaseResult]) -> Option<&'static str> {
     let sw = spec.sweep?;
     sw.params.iter().copied().find(|p| {
         cases
@@ -399,7 +399,7 @@ pub fn build_for(run: &RunResults, workload: &str) -> Vec<Chart> {
 }
 
 /// The charts of one workload.
-pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Chart> {
+pub(crate) fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Chart> {
     let cases: Vec<&CaseResult> = run
         .cases
         .iter()
@@ -409,7 +409,7 @@ pub fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Ch
 }
 
 /// The charts of one workload from its cells (in run order).
-pub fn for_cases(workload: &str, cases: &[&CaseResult], styles: &Styles) -> Vec<Chart> {
+pub(crate) fn for_cases(workload: &str, cases: &[&CaseResult], styles: &Styles) -> Vec<Chart> {
     let spec = facts(workload).chart;
     let left_out: Arc<[String]> = cases
         .iter()

@@ -4,7 +4,7 @@ use super::table::case_rows;
 use super::Exporter;
 use crate::results::RunResults;
 
-pub struct Csv;
+pub(crate) struct Csv;
 
 fn field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {

@@ -15,13 +15,13 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::fmt::Write;
 
 /// One point of a workload with its cells' breakdowns.
-pub struct PointExplain<'a> {
+pub(crate) struct PointExplain<'a> {
     /// Its params ("conns=50 msg_bytes=64").
-    pub at: String,
+    pub(crate) at: String,
     /// Each cell with a breakdown (or why it has none), in run order.
-    pub bars: Vec<(&'a CaseResult, &'a Measured<Explain>)>,
+    pub(crate) bars: Vec<(&'a CaseResult, &'a Measured<Explain>)>,
     /// The sentence on the leader and runner-up.
-    pub sentence: String,
+    pub(crate) sentence: String,
 }
 
 fn pct(x: f64) -> String {
@@ -90,7 +90,7 @@ fn sentence(workload: &str, cells: &[&CaseResult]) -> String {
 }
 
 /// A workload's points that have breakdowns, in run order.
-pub fn points<'a>(workload: &str, cases: &[&'a CaseResult]) -> Vec<PointExplain<'a>> {
+pub(crate) fn points<'a>(workload: &str, cases: &[&'a CaseResult]) -> Vec<PointExplain<'a>> {
     let mut out: Vec<(crate::results::Params, Vec<&'a CaseResult>)> = Vec::new();
     for c in cases.iter().filter(|c| c.explain.is_some()) {
         match out.iter_mut().find(|(p, _)| *p == c.params) {
@@ -147,7 +147,7 @@ fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
 
 /// One point's stacked bars as an SVG: one row per model, the groups left to right in
 /// `GROUPS` order, each as wide as its share of the sampled CPU.
-pub fn svg(p: &PointExplain<'_>) -> anyhow::Result<String> {
+pub(crate) fn svg(p: &PointExplain<'_>) -> anyhow::Result<String> {
     let rows = p.bars.len() as i32;
     let height = (40 + rows * (BAR_H + 10)).max(40 + GROUPS.len() as i32 * 18) + 10;
     let mut buf = String::new();
@@ -251,7 +251,7 @@ fn table_rows(p: &PointExplain<'_>) -> (Vec<String>, Vec<Vec<String>>) {
 }
 
 /// The workload's "where the CPU went" section in HTML (empty without breakdowns).
-pub fn html(workload: &str, cases: &[&CaseResult], b: &mut String) -> anyhow::Result<()> {
+pub(crate) fn html(workload: &str, cases: &[&CaseResult], b: &mut String) -> anyhow::Result<()> {
     let pts = points(workload, cases);
     if pts.is_empty() {
         return Ok(());
@@ -291,7 +291,7 @@ pub fn html(workload: &str, cases: &[&CaseResult], b: &mut String) -> anyhow::Re
 }
 
 /// The workload's "where the CPU went" section in Markdown (empty without breakdowns).
-pub fn markdown(workload: &str, cases: &[&CaseResult]) -> String {
+pub(crate) fn markdown(workload: &str, cases: &[&CaseResult]) -> String {
     let pts = points(workload, cases);
     let mut out = String::new();
     if pts.is_empty() {

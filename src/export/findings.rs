@@ -30,7 +30,7 @@ pub struct Line {
 /// The findings of one suite (`micro`, `storage`, `echo`, `http`), workloads in run order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Suite {
-    pub suite: String,
+    pub(crate) suite: String,
     pub lines: Vec<Line>,
 }
 
@@ -458,7 +458,7 @@ fn op_word(workload: &str) -> &'static str {
 
 /// One point's cells (same workload and params) ranked as the findings rank them: same basis
 /// and figure. `None` when they cannot be ranked (fewer than two cells on the basis).
-pub fn rank_point(workload: &str, cells: &[&CaseResult]) -> Option<findings::Ranking> {
+pub(crate) fn rank_point(workload: &str, cells: &[&CaseResult]) -> Option<findings::Ranking> {
     let (b, cells) = basis(workload, cells).ok()?;
     let pts = points(workload, &cells, b.metric);
     pts.first()
@@ -527,7 +527,7 @@ pub fn pairwise(
 }
 
 /// A pair's evidence in a few words ("behind, p=0.031", "equivalent", "undecided").
-pub fn pair_evidence(c: &Confidence) -> String {
+pub(crate) fn pair_evidence(c: &Confidence) -> String {
     use crate::stats::claims::Outcome;
     match &c.claim {
         None => c.text(),

@@ -7,15 +7,15 @@
 pub struct Table {
     pub title: String,
     /// What one op is, and other context.
-    pub note: String,
+    pub(crate) note: String,
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
     /// Unavailable, failed or not-applicable cells, with their reasons.
-    pub footnotes: Vec<String>,
+    pub(crate) footnotes: Vec<String>,
 }
 
 /// Nanoseconds, human-scaled: "512 ns", "12.3 us", "4.10 ms".
-pub fn fmt_ns(ns: f64) -> String {
+pub(crate) fn fmt_ns(ns: f64) -> String {
     if !ns.is_finite() {
         return "-".into();
     }
@@ -29,7 +29,7 @@ pub fn fmt_ns(ns: f64) -> String {
 }
 
 /// Rates: "1.95 M", "812 k", "930".
-pub fn fmt_rate(x: f64) -> String {
+pub(crate) fn fmt_rate(x: f64) -> String {
     if !x.is_finite() {
         "-".into()
     } else if x >= 1e6 {
@@ -42,7 +42,7 @@ pub fn fmt_rate(x: f64) -> String {
 }
 
 /// Small ratios such as syscalls per op: enough decimals to show 1/64.
-pub fn fmt_ratio(x: f64) -> String {
+pub(crate) fn fmt_ratio(x: f64) -> String {
     if x == 0.0 {
         "0".into()
     } else if x.abs() < 0.1 {

@@ -5,7 +5,7 @@
 use crate::results::schema::{HostRecord, RunResults};
 
 /// One `(label, text)` row per host; none for a run on one host.
-pub fn rows(run: &RunResults) -> Vec<(String, String)> {
+pub(crate) fn rows(run: &RunResults) -> Vec<(String, String)> {
     run.hosts.iter().map(|h| (label(h), text(run, h))).collect()
 }
 

@@ -3,7 +3,7 @@
 use super::Exporter;
 use crate::results::RunResults;
 
-pub struct Json;
+pub(crate) struct Json;
 
 impl Exporter for Json {
     fn render(&self, run: &RunResults) -> anyhow::Result<Vec<u8>> {

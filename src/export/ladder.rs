@@ -7,7 +7,7 @@ use crate::results::schema::{CaseResult, Status};
 use crate::stats::ladder::steps;
 
 /// The ladder table of one point of `workload` (`None` for workloads that are not ladders).
-pub fn table(workload: &str, params: &str, cases: &[&CaseResult]) -> Option<Table> {
+pub(crate) fn table(workload: &str, params: &str, cases: &[&CaseResult]) -> Option<Table> {
     if !super::charts::facts(workload).ladder {
         return None;
     }

@@ -10,7 +10,7 @@ fn secs(ns: u64) -> String {
 }
 
 /// The HTTP report as JSON: as the echo one, plus requests/s and transfer/s.
-pub fn http_json(cfg: &Config, g: &HttpGet, r: &Report) -> serde_json::Value {
+pub(crate) fn http_json(cfg: &Config, g: &HttpGet, r: &Report) -> serde_json::Value {
     let q = |x| r.latency_ns(x);
     let (mean, stddev) = match r.latency_mean_stddev() {
         Some((m, s)) => (Some(m), Some(s)),
@@ -143,7 +143,7 @@ fn latency_line(r: &Report, mean: bool, what: &str) -> String {
 }
 
 /// A readable HTTP summary (wrk's figures, ringside's names).
-pub fn http_summary(cfg: &Config, g: &HttpGet, r: &Report) -> String {
+pub(crate) fn http_summary(cfg: &Config, g: &HttpGet, r: &Report) -> String {
     let mode = match cfg.rate {
         Some(rate) => format!("open loop at {rate} requests/s (latency from intended send time)"),
         None => "closed loop".to_string(),
@@ -187,7 +187,7 @@ pub fn http_summary(cfg: &Config, g: &HttpGet, r: &Report) -> String {
 
 /// The report as JSON: the configuration, the counts and the latency percentiles (`null`
 /// when no message completed).
-pub fn to_json(cfg: &Config, msg: usize, r: &Report) -> serde_json::Value {
+pub(crate) fn to_json(cfg: &Config, msg: usize, r: &Report) -> serde_json::Value {
     let q = |x| r.latency_ns(x);
     json!({
         "protocol": "echo",
@@ -214,7 +214,7 @@ fn us(ns: u64) -> String {
 }
 
 /// A readable summary.
-pub fn summary(cfg: &Config, msg: usize, r: &Report) -> String {
+pub(crate) fn summary(cfg: &Config, msg: usize, r: &Report) -> String {
     let mode = match cfg.rate {
         Some(rate) => format!("open loop at {rate} msgs/s (latency from intended send time)"),
         None => "closed loop".to_string(),

@@ -5,10 +5,10 @@ use super::Exporter;
 use super::{charts, verdict};
 use crate::results::RunResults;
 
-pub struct Markdown;
+pub(crate) struct Markdown;
 
 /// Where a chart's SVG goes, relative to the report: `charts/<chart id>.svg`.
-pub fn chart_file(id: &str) -> String {
+pub(crate) fn chart_file(id: &str) -> String {
     format!("charts/{id}.svg")
 }
 
@@ -30,7 +30,7 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|")
 }
 
-pub fn render_table(t: &Table) -> String {
+pub(crate) fn render_table(t: &Table) -> String {
     let mut out = format!("### {}\n\n_{}_\n\n", t.title, cell(&t.note));
     out += &format!(
         "| {} |\n",

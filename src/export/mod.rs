@@ -31,7 +31,7 @@ pub enum Format {
 }
 
 /// A table as aligned terminal text (for subcommands that print their own tables).
-pub fn term_table(t: &table::Table) -> String {
+pub(crate) fn term_table(t: &table::Table) -> String {
     term::render_table(t)
 }
 
@@ -55,7 +55,7 @@ impl Format {
 /// CPUs 0-2,4-6 (6 threads); SQPOLL poller CPU 7; left idle: 7 (SMT siblings of the server's
 /// core); machine: 8 CPUs, 4 cores, SMT, 1 NUMA node". `None` for results written before the
 /// plan recorded its sets (their panels keep the measured/helper line).
-pub fn cpu_plan_text(run: &RunResults) -> Option<String> {
+pub(crate) fn cpu_plan_text(run: &RunResults) -> Option<String> {
     use crate::measure::topology::list_string;
     let p = run.env.cpu_plan.as_ref().unwrap_or(&run.plan);
     if p.server.is_empty() {

@@ -4,7 +4,7 @@
 
 use crate::results::{CaseResult, RunResults, Status};
 
-pub use super::format::{fmt_ns, fmt_rate, fmt_ratio, Table};
+pub(crate) use super::format::{fmt_ns, fmt_rate, fmt_ratio, Table};
 
 /// Metric rows of the per-point tables: (label, cell for a measured case).
 type Metric = (&'static str, fn(&CaseResult) -> String);
@@ -40,9 +40,9 @@ const METRICS: &[Metric] = &[
 
 /// What a percentile cell carries when fewer than [`THIN_TAIL`] samples lie beyond it: the
 /// figure is then mostly one or two hiccups (HTML greys such a cell).
-pub const THIN: &str = " (thin tail: ";
+pub(crate) const THIN: &str = " (thin tail: ";
 /// Samples a percentile's tail must hold to be shown plainly.
-pub const THIN_TAIL: f64 = 10.0;
+pub(crate) const THIN_TAIL: f64 = 10.0;
 
 fn thin(f: &crate::results::schema::CaseFigures, q: f64, text: String) -> String {
     match &f.ci95 {
@@ -172,7 +172,7 @@ const WRK_METRICS: &[Metric] = &[
 ];
 
 /// Bytes per second, binary units ("4.31 MiB/s").
-pub fn fmt_bytes_rate(b: f64) -> String {
+pub(crate) fn fmt_bytes_rate(b: f64) -> String {
     let units = ["B/s", "KiB/s", "MiB/s", "GiB/s"];
     let mut v = b;
     let mut i = 0;
@@ -205,7 +205,7 @@ pub fn metric_tables(run: &RunResults) -> Vec<Table> {
 /// [`metric_tables`] with the workload each table belongs to: workloads in the order they
 /// first ran, each with its tables in the order their points first ran. Linear in the cells:
 /// each cell is keyed once, and found through a hash map.
-pub fn metric_tables_by_workload(run: &RunResults) -> Vec<(String, Vec<Table>)> {
+pub(crate) fn metric_tables_by_workload(run: &RunResults) -> Vec<(String, Vec<Table>)> {
     use super::charts::{by_workload, Ordered, ParamRoles};
     let mut out = Vec::new();
     for (workload, cases) in by_workload(run) {
@@ -386,7 +386,7 @@ fn serde_name<T: serde::Serialize>(v: &T) -> String {
 }
 
 /// Every case as one row: the long form for CSV and scripts.
-pub fn case_rows(run: &RunResults) -> Table {
+pub(crate) fn case_rows(run: &RunResults) -> Table {
     let header = [
         "workload",
         "model",
@@ -473,7 +473,7 @@ pub fn case_rows(run: &RunResults) -> Table {
 }
 
 /// "1.07x" under 1.1, "1.4x" from there: how many times better or worse.
-pub fn fmt_times(r: f64) -> String {
+pub(crate) fn fmt_times(r: f64) -> String {
     if r < 1.1 {
         format!("{r:.2}x")
     } else {
@@ -483,7 +483,7 @@ pub fn fmt_times(r: f64) -> String {
 
 /// "; differences under 6% are invisible here" for a ranking's `invisible_pct` (at least 1%);
 /// nothing without one.
-pub fn invisible_text(pct: Option<f64>) -> String {
+pub(crate) fn invisible_text(pct: Option<f64>) -> String {
     pct.map(|p| format!("; differences under {:.0}% are invisible here", p.max(1.0)))
         .unwrap_or_default()
 }

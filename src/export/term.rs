@@ -4,10 +4,10 @@ use super::table::{metric_tables, Table};
 use super::Exporter;
 use crate::results::RunResults;
 
-pub struct Term;
+pub(crate) struct Term;
 
 /// The findings block that opens the terminal summary.
-pub fn findings_text(run: &RunResults) -> String {
+pub(crate) fn findings_text(run: &RunResults) -> String {
     let mut out = String::from("Findings (computed from the cells below)\n");
     for s in super::findings::for_run(run) {
         out += &format!("  {} suite\n", s.suite);
@@ -26,7 +26,7 @@ pub fn findings_text(run: &RunResults) -> String {
 }
 
 /// Renders one table with aligned columns (first column left, the rest right).
-pub fn render_table(t: &Table) -> String {
+pub(crate) fn render_table(t: &Table) -> String {
     let ncol = t.header.len();
     let mut w = vec![0usize; ncol];
     for row in std::iter::once(&t.header).chain(&t.rows) {

@@ -21,7 +21,7 @@
 //! - **capacity**: closed-loop throughput, only between cells whose load generator had
 //!   headroom (no `client_bound` / `both_saturated`); the others are named, not ranked.
 
-use super::charts::{by_workload, facts, sweep_param, Metric, Ordered, ParamRoles};
+use super::charts::{facts, sweep_param, Metric, Ordered, ParamRoles};
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status};
 use crate::stats::claims::alpha_of;
@@ -52,7 +52,7 @@ fn higher_is_better(m: Metric) -> bool {
     m == Metric::OpsPerSec
 }
 
-pub use crate::stats::claims::TAIL_MIN;
+pub(crate) use crate::stats::claims::TAIL_MIN;
 
 /// The metric's per-repetition (= per-round) values, where a claim can be made on them.
 fn reps(m: Metric, f: &CaseFigures) -> Vec<f64> {
@@ -180,11 +180,11 @@ fn claims_text(r: &findings::Ranking) -> String {
 }
 
 /// Verdict lines a report shows openly per workload; the rest are collapsed.
-pub const SHOWN: usize = 8;
+pub(crate) const SHOWN: usize = 8;
 
 /// The lines a report shows (decided ones first, in order, at most [`SHOWN`]) and the rest
 /// (collapsed), each in its original order.
-pub fn split_shown(vs: &[Verdict]) -> (Vec<&Verdict>, Vec<&Verdict>) {
+pub(crate) fn split_shown(vs: &[Verdict]) -> (Vec<&Verdict>, Vec<&Verdict>) {
     let mut order: Vec<usize> = (0..vs.len()).collect();
     // Stable: decided lines before the ones that decide nothing.
     order.sort_by_key(|&i| vs[i].within_noise);
@@ -310,7 +310,7 @@ pub fn past_capacity_cells<'a>(workload: &str, cases: &[&'a CaseResult]) -> Vec<
 }
 
 /// The prefix of the sweep verdicts of an open-loop workload (`echo.rate`, `http.rate`).
-pub const OPEN_LOOP_PREFIX: &str = "open loop, latency from the intended send time: ";
+pub(crate) const OPEN_LOOP_PREFIX: &str = "open loop, latency from the intended send time: ";
 
 /// The measured cells left out of the capacity ranking, by point: one line.
 fn no_headroom(without: &[&CaseResult], all: &[&CaseResult]) -> Option<Verdict> {
@@ -677,13 +677,5 @@ fn capacity(cases: &[&CaseResult], unit: &str) -> Vec<Verdict> {
                 within_noise: false,
             }
         })
-        .collect()
-}
-
-/// Verdicts of every workload, in workload order.
-pub fn all(run: &RunResults) -> Vec<(String, Vec<Verdict>)> {
-    by_workload(run)
-        .into_iter()
-        .map(|(w, cases)| (w.to_string(), for_cases(w, &cases)))
         .collect()
 }

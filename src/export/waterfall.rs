@@ -11,7 +11,7 @@ use crate::stats::ladder::steps;
 
 /// How far a rung's change can be told from noise.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mark {
+pub(crate) enum Mark {
     /// Decided by the paired claim over the rounds.
     Significant,
     /// Equivalent, or undecided.
@@ -32,7 +32,7 @@ impl Mark {
 
 /// What one rung's row shows.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Bar {
+pub(crate) enum Bar {
     /// The first rung: its CPU per op from zero.
     Base { cpu_ns: f64 },
     /// From the CPU per op of the row it adds its knob to, to its own.
@@ -52,30 +52,30 @@ pub enum Bar {
 
 /// One rung.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Row {
-    pub model: &'static str,
+pub(crate) struct Row {
+    pub(crate) model: &'static str,
     /// ">= 6.10".
-    pub kernel: String,
+    pub(crate) kernel: String,
     /// The row it adds its knob to, when that is not the rung drawn above it.
-    pub over_other: Option<&'static str>,
-    pub bar: Bar,
+    pub(crate) over_other: Option<&'static str>,
+    pub(crate) bar: Bar,
 }
 
 /// One point's waterfall.
 #[derive(Clone, Debug)]
-pub struct Waterfall {
+pub(crate) struct Waterfall {
     /// File-safe and unique in a report: "echo.ladder-waterfall-2".
-    pub id: String,
+    pub(crate) id: String,
     /// The point's parameters ("conns=50 offered=50% of slowest").
     #[cfg(test)]
-    pub point: String,
-    pub title: String,
+    pub(crate) point: String,
+    pub(crate) title: String,
     /// Rungs in ladder order.
-    pub rows: Vec<Row>,
+    pub(crate) rows: Vec<Row>,
 }
 
 /// The waterfalls of a ladder workload, one per point in run order (none for other workloads).
-pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Waterfall> {
+pub(crate) fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Waterfall> {
     if !super::charts::facts(workload).ladder {
         return Vec::new();
     }

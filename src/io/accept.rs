@@ -19,11 +19,11 @@ use std::io;
 use std::time::Duration;
 
 /// How long accepting pauses after a [`Pause`](AcceptAction::Pause) error, in every server.
-pub const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+pub(crate) const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
 /// What a server does after a failed accept (see the module doc for the table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AcceptAction {
+pub(crate) enum AcceptAction {
     /// The backlog is empty: wait for the next connection as usual.
     Wait,
     /// About one connection: accept again now.
@@ -36,7 +36,7 @@ pub enum AcceptAction {
 
 /// The action for a failed accept's errno (positive, as `io::Error::raw_os_error` gives it;
 /// io_uring's negative CQE results are negated by the caller).
-pub fn accept_action(errno: i32) -> AcceptAction {
+pub(crate) fn accept_action(errno: i32) -> AcceptAction {
     match errno {
         // EWOULDBLOCK is EAGAIN on Linux.
         libc::EAGAIN => AcceptAction::Wait,
@@ -62,7 +62,7 @@ pub fn accept_action(errno: i32) -> AcceptAction {
 }
 
 /// [`accept_action`] for an `io::Error` (one without an errno pauses).
-pub fn accept_error_action(e: &io::Error) -> AcceptAction {
+pub(crate) fn accept_error_action(e: &io::Error) -> AcceptAction {
     e.raw_os_error().map_or(AcceptAction::Pause, accept_action)
 }
 

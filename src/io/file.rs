@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 /// Alignment of every I/O buffer, bytes: O_DIRECT needs the logical block size; a page covers
 /// every device here.
-pub const BUF_ALIGN: usize = 4096;
+pub(crate) const BUF_ALIGN: usize = 4096;
 
 /// What an op does. `file` is an index into the engine's file table (`FileConfig::paths`),
 /// `buf` an index into its buffers.
@@ -54,7 +54,7 @@ pub struct Done {
 
 impl Done {
     /// The op's result as `io::Result` (short transfers are checked by the caller).
-    pub fn result(&self) -> io::Result<u64> {
+    pub(crate) fn result(&self) -> io::Result<u64> {
         if self.res < 0 {
             Err(io::Error::from_raw_os_error(-self.res as i32))
         } else {
@@ -92,7 +92,7 @@ unsafe impl Send for Buffers {}
 unsafe impl Sync for Buffers {}
 
 impl Buffers {
-    pub fn new(count: usize, len: usize) -> io::Result<Buffers> {
+    pub(crate) fn new(count: usize, len: usize) -> io::Result<Buffers> {
         let len = len.max(1).next_multiple_of(BUF_ALIGN);
         let layout = Layout::from_size_align(count.max(1) * len, BUF_ALIGN)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
@@ -111,18 +111,12 @@ impl Buffers {
         }
         Ok(Buffers { ptr, count, len })
     }
-    pub fn count(&self) -> usize {
-        self.count
-    }
     /// Bytes per buffer (rounded up to `BUF_ALIGN`).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
-    }
     /// Start of buffer `i`; panics when out of range (a programming error).
-    pub fn ptr(&self, i: u32) -> *mut u8 {
+    pub(crate) fn ptr(&self, i: u32) -> *mut u8 {
         assert!((i as usize) < self.count, "buffer {i} of {}", self.count);
         // SAFETY: in bounds of the allocation (checked above).
         unsafe { self.ptr.add(i as usize * self.len) }
@@ -151,7 +145,7 @@ impl Buffers {
         unsafe { std::slice::from_raw_parts_mut(self.ptr(i), self.len) }
     }
     /// iovecs for io_uring buffer registration.
-    pub fn iovecs(&self) -> Vec<libc::iovec> {
+    pub(crate) fn iovecs(&self) -> Vec<libc::iovec> {
         (0..self.count as u32)
             .map(|i| libc::iovec {
                 iov_base: self.ptr(i).cast(),
@@ -165,7 +159,7 @@ impl Buffers {
     /// Never frees the memory: for an owner that cannot prove no op still writes into it
     /// (an io_uring whose last completions could not be reaped). A leak, never a use after
     /// free.
-    pub fn leak(self) {
+    pub(crate) fn leak(self) {
         std::mem::forget(self);
     }
 }
@@ -181,23 +175,23 @@ impl Drop for Buffers {
 
 /// The open files of a blocking engine: one fd per slot (-1 when closed), shared with pool
 /// workers. Closed on drop.
-pub struct FdTable {
+pub(crate) struct FdTable {
     fds: Vec<AtomicI32>,
 }
 
 impl FdTable {
-    pub fn new(n: usize) -> FdTable {
+    pub(crate) fn new(n: usize) -> FdTable {
         FdTable {
             fds: (0..n).map(|_| AtomicI32::new(-1)).collect(),
         }
     }
-    pub fn get(&self, i: u32) -> i32 {
+    pub(crate) fn get(&self, i: u32) -> i32 {
         self.fds
             .get(i as usize)
             .map(|f| f.load(Ordering::Acquire))
             .unwrap_or(-1)
     }
-    pub fn set(&self, i: u32, fd: i32) -> i32 {
+    pub(crate) fn set(&self, i: u32, fd: i32) -> i32 {
         self.fds[i as usize].swap(fd, Ordering::AcqRel)
     }
 }
@@ -215,7 +209,7 @@ impl Drop for FdTable {
 }
 
 /// Performs one op with blocking syscalls in the calling thread; `-errno` on failure.
-pub fn exec(op: &FileOp, cfg: &FileConfig, fds: &FdTable, bufs: &Buffers) -> i64 {
+pub(crate) fn exec(op: &FileOp, cfg: &FileConfig, fds: &FdTable, bufs: &Buffers) -> i64 {
     let err = || {
         -(io::Error::last_os_error()
             .raw_os_error()
@@ -284,7 +278,12 @@ pub fn exec(op: &FileOp, cfg: &FileConfig, fds: &FdTable, bufs: &Buffers) -> i64
 }
 
 /// Opens file slot `file` now, in the calling thread (setup for the blocking engines).
-pub fn open_now(file: u32, cfg: &FileConfig, fds: &FdTable, bufs: &Buffers) -> io::Result<()> {
+pub(crate) fn open_now(
+    file: u32,
+    cfg: &FileConfig,
+    fds: &FdTable,
+    bufs: &Buffers,
+) -> io::Result<()> {
     let op = FileOp {
         kind: OpKind::Open,
         file,
@@ -298,7 +297,7 @@ pub fn open_now(file: u32, cfg: &FileConfig, fds: &FdTable, bufs: &Buffers) -> i
 
 /// Runs a batch of ops in order, honouring links: after a failed linked op, the rest of its
 /// chain completes with -ECANCELED, as io_uring does.
-pub fn exec_all(
+pub(crate) fn exec_all(
     ops: &[FileOp],
     cfg: &FileConfig,
     fds: &FdTable,

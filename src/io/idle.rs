@@ -11,22 +11,22 @@
 use std::time::Duration;
 
 /// Shortest sweep interval: a tiny limit must not turn the sweep into a busy loop.
-pub const MIN_TICK: Duration = Duration::from_millis(10);
+pub(crate) const MIN_TICK: Duration = Duration::from_millis(10);
 /// Longest sweep interval: a long limit is still enforced within a second of lateness.
-pub const MAX_TICK: Duration = Duration::from_secs(1);
+pub(crate) const MAX_TICK: Duration = Duration::from_secs(1);
 
 /// An enforced idle limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Idle {
+pub(crate) struct Idle {
     /// The limit, ns.
-    pub limit_ns: u64,
+    pub(crate) limit_ns: u64,
     /// How often the loop sweeps.
-    pub tick: Duration,
+    pub(crate) tick: Duration,
 }
 
 impl Idle {
     /// `None` when there is no limit (or a zero one), so a loop can test one `Option`.
-    pub fn new(limit: Option<Duration>) -> Option<Idle> {
+    pub(crate) fn new(limit: Option<Duration>) -> Option<Idle> {
         let limit = limit.filter(|d| !d.is_zero())?;
         Some(Idle {
             limit_ns: u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX),
@@ -37,7 +37,7 @@ impl Idle {
     /// Whether a connection whose last reply was at `last_ns` is idle at `now_ns` (both from
     /// [`coarse_now_ns`]).
     #[inline]
-    pub fn expired(&self, last_ns: u64, now_ns: u64) -> bool {
+    pub(crate) fn expired(&self, last_ns: u64, now_ns: u64) -> bool {
         now_ns.saturating_sub(last_ns) >= self.limit_ns
     }
 }
@@ -45,7 +45,7 @@ impl Idle {
 /// CLOCK_MONOTONIC_COARSE in ns: the time of the last clock tick (1-4 ms resolution), read
 /// from the vDSO without a syscall. Only compared with itself.
 #[inline]
-pub fn coarse_now_ns() -> u64 {
+pub(crate) fn coarse_now_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

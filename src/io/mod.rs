@@ -27,7 +27,7 @@ pub use stop::Stop;
 /// `micro.pipe` is this shape with N = 1; `micro.batching` sweeps N. What is timed is `run`;
 /// `prepare` is the untimed part of an iteration (epoll: writing the messages the timed wait
 /// will find ready).
-pub trait PipeBatch {
+pub(crate) trait PipeBatch {
     /// Untimed work before each `run`.
     fn prepare(&mut self) -> io::Result<()> {
         Ok(())
@@ -41,7 +41,7 @@ pub trait PipeBatch {
 }
 
 /// Builds the pipe-batch shape for a model.
-pub fn pipe_batch(
+pub(crate) fn pipe_batch(
     m: &ModelSpec,
     pipes: usize,
     msg_bytes: usize,
@@ -80,7 +80,7 @@ pub trait FileEngine {
 
 /// Builds the file engine of a model. `dev_polls` says whether the file's block device
 /// supports polled I/O (IOPOLL), with the reason when it does not.
-pub fn file_engine(
+pub(crate) fn file_engine(
     m: &ModelSpec,
     cfg: file::FileConfig,
     plan: &CpuPlan,
@@ -189,7 +189,7 @@ pub fn pubsub_unavailable(m: &ModelSpec) -> Option<&'static str> {
 
 /// The hub's counters added to a broker loop's (`published`, `delivered`,
 /// `slow_disconnects`): the one place they get their names.
-pub fn with_hub(mut c: Counters, h: &crate::proto::pubsub::HubCounters) -> Counters {
+pub(crate) fn with_hub(mut c: Counters, h: &crate::proto::pubsub::HubCounters) -> Counters {
     c.add("published", h.published);
     c.add("delivered", h.delivered);
     c.add("slow_disconnects", h.slow_disconnects);
@@ -199,7 +199,7 @@ pub fn with_hub(mut c: Counters, h: &crate::proto::pubsub::HubCounters) -> Count
 
 /// Runs model `m`'s pubsub broker on `listener` until `stop` (subscriber queues of at most
 /// `queue_bytes`); see `proto::pubsub`. The peers are served by `peer::serve_pubsub`.
-pub fn serve_pubsub(
+pub(crate) fn serve_pubsub(
     m: &ModelSpec,
     listener: TcpListener,
     queue_bytes: usize,

@@ -8,10 +8,10 @@
 use std::io;
 
 /// SO_INCOMING_NAPI_ID of socket `fd` (0: none): the one `ringside env`'s probe reads too.
-pub use crate::env::uring::modern::napi_id as incoming_napi_id;
+pub(crate) use crate::env::uring::modern::napi_id as incoming_napi_id;
 
 /// Adds one reading to a server's three NAPI counters (socks, id_zero, errors).
-pub fn count(id: io::Result<u32>, socks: &mut u64, id_zero: &mut u64, errors: &mut u64) {
+pub(crate) fn count(id: io::Result<u32>, socks: &mut u64, id_zero: &mut u64, errors: &mut u64) {
     match id {
         Ok(0) => {
             *socks += 1;

@@ -16,14 +16,14 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// The wait mechanism.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mechanism {
+pub(crate) enum Mechanism {
     Epoll(Trigger),
     Poll,
     Select,
 }
 
 impl Mechanism {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Mechanism::Epoll(Trigger::Level) => "epoll-lt",
             Mechanism::Epoll(Trigger::Edge) => "epoll-et",
@@ -36,7 +36,7 @@ impl Mechanism {
 const WAIT_TIMEOUT_MS: i32 = 5_000;
 
 /// N watched eventfds and the state one mechanism needs to wait on them.
-pub struct Watched {
+pub(crate) struct Watched {
     fds: Vec<OwnedFd>,
     how: How,
     next: usize,
@@ -63,7 +63,7 @@ fn eventfd() -> io::Result<OwnedFd> {
 }
 
 impl Watched {
-    pub fn new(n: usize, mech: Mechanism) -> Result<Watched, CaseError> {
+    pub(crate) fn new(n: usize, mech: Mechanism) -> Result<Watched, CaseError> {
         sys::raise_nofile(n as u64 + 64).map_err(|e| match e.kind() {
             io::ErrorKind::Unsupported => CaseError::unavailable(e.to_string()),
             _ => CaseError::from(e),
@@ -120,7 +120,7 @@ impl Watched {
 
     /// Untimed: makes the next fd (round robin) readable by adding a fresh sequence number to
     /// its counter; returns its index.
-    pub fn make_one_ready(&mut self) -> io::Result<usize> {
+    pub(crate) fn make_one_ready(&mut self) -> io::Result<usize> {
         let i = self.next;
         self.next = (self.next + 1) % self.fds.len();
         self.seq += 1;
@@ -132,7 +132,7 @@ impl Watched {
     ///
     /// Each mechanism asks with a zero timeout first, as `Epoll::wait` does: a finite timeout
     /// costs timer setup even when an fd is ready, and -1 could hang a broken case.
-    pub fn wait_and_read(&mut self) -> io::Result<usize> {
+    pub(crate) fn wait_and_read(&mut self) -> io::Result<usize> {
         self.waits += 1;
         let i = match &mut self.how {
             How::Epoll(ep, events) => {
@@ -197,7 +197,7 @@ impl Watched {
     }
 
     /// Untimed: checks the last read returned the last sequence number written.
-    pub fn verify(&self) -> io::Result<()> {
+    pub(crate) fn verify(&self) -> io::Result<()> {
         if self.got != self.seq {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -207,7 +207,7 @@ impl Watched {
         Ok(())
     }
 
-    pub fn waits(&self) -> u64 {
+    pub(crate) fn waits(&self) -> u64 {
         self.waits
     }
 }

@@ -31,13 +31,13 @@ impl Stop {
 
     /// Runs `f` once the server's setup has succeeded (see [`Stop::ready`]): `ringside serve`
     /// announces `listening on` there, so that a model that cannot start never announces.
-    pub fn on_ready(&self, f: impl FnOnce() + Send + 'static) {
+    pub(crate) fn on_ready(&self, f: impl FnOnce() + Send + 'static) {
         *self.ready.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(f));
     }
 
     /// Called by every server once its setup (ring, tables, buffers) has succeeded, just
     /// before it serves; runs the [`Stop::on_ready`] action, once.
-    pub fn ready(&self) {
+    pub(crate) fn ready(&self) {
         let f = self.ready.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(f) = f {
             f();
@@ -53,12 +53,12 @@ impl Stop {
         unsafe { libc::write(self.fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
     }
 
-    pub fn requested(&self) -> bool {
+    pub(crate) fn requested(&self) -> bool {
         self.flag.load(Ordering::SeqCst)
     }
 
     /// Blocks (in poll(2), not spinning) until a stop is requested.
-    pub fn wait(&self) {
+    pub(crate) fn wait(&self) {
         while !self.requested() {
             let mut p = libc::pollfd {
                 fd: self.fd(),
@@ -71,7 +71,7 @@ impl Stop {
     }
 
     /// The eventfd: readable once a stop was requested.
-    pub fn fd(&self) -> RawFd {
+    pub(crate) fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
 }

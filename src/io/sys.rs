@@ -5,7 +5,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// `-1` to the current errno, anything else to `Ok`.
-pub fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+pub(crate) fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     if r == -1 {
         Err(io::Error::last_os_error())
     } else {
@@ -14,7 +14,7 @@ pub fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
 }
 
 /// `-1` to the current errno for ssize_t returns.
-pub fn cvt_size(r: libc::ssize_t) -> io::Result<usize> {
+pub(crate) fn cvt_size(r: libc::ssize_t) -> io::Result<usize> {
     if r < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -24,16 +24,16 @@ pub fn cvt_size(r: libc::ssize_t) -> io::Result<usize> {
 
 /// Lowest fd number a pipe's write end is moved to, so that read ends take the low numbers
 /// (select(2) can only watch fds below FD_SETSIZE).
-pub const WRITE_END_FLOOR: RawFd = libc::FD_SETSIZE as RawFd;
+pub(crate) const WRITE_END_FLOOR: RawFd = libc::FD_SETSIZE as RawFd;
 
 /// A pipe; `O_NONBLOCK` on both ends, close-on-exec.
-pub struct Pipe {
-    pub rd: OwnedFd,
-    pub wr: OwnedFd,
+pub(crate) struct Pipe {
+    pub(crate) rd: OwnedFd,
+    pub(crate) wr: OwnedFd,
 }
 
 impl Pipe {
-    pub fn new() -> io::Result<Pipe> {
+    pub(crate) fn new() -> io::Result<Pipe> {
         let mut fds = [0; 2];
         // SAFETY: fds is a valid 2-element array.
         cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) })?;
@@ -54,16 +54,16 @@ impl Pipe {
 
 /// N pipes with one send and one receive buffer each. The first 8 bytes of every message are
 /// a sequence number, so a stale or misrouted message is caught.
-pub struct PipeSet {
-    pub pipes: Vec<Pipe>,
-    pub msg_bytes: usize,
-    pub send: Vec<Vec<u8>>,
-    pub recv: Vec<Vec<u8>>,
-    pub seq: u64,
+pub(crate) struct PipeSet {
+    pub(crate) pipes: Vec<Pipe>,
+    pub(crate) msg_bytes: usize,
+    pub(crate) send: Vec<Vec<u8>>,
+    pub(crate) recv: Vec<Vec<u8>>,
+    pub(crate) seq: u64,
 }
 
 impl PipeSet {
-    pub fn new(n: usize, msg_bytes: usize) -> io::Result<PipeSet> {
+    pub(crate) fn new(n: usize, msg_bytes: usize) -> io::Result<PipeSet> {
         if msg_bytes < 8 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -85,7 +85,7 @@ impl PipeSet {
     }
 
     /// Stamps the next sequence number into every send buffer (8 bytes each, untimed cost).
-    pub fn stamp(&mut self) {
+    pub(crate) fn stamp(&mut self) {
         self.seq += 1;
         let s = self.seq.to_le_bytes();
         for b in &mut self.send {
@@ -94,7 +94,7 @@ impl PipeSet {
     }
 
     /// Checks every receive buffer holds the last stamped message.
-    pub fn verify(&self) -> io::Result<()> {
+    pub(crate) fn verify(&self) -> io::Result<()> {
         for (i, (r, s)) in self.recv.iter().zip(&self.send).enumerate() {
             if r != s {
                 return Err(io::Error::new(
@@ -112,7 +112,7 @@ impl PipeSet {
 
 /// Makes sure `need` fds can be open: raises the soft RLIMIT_NOFILE up to the hard limit, and
 /// the hard limit too when privileged. Says what it needed and what it got when it cannot.
-pub fn raise_nofile(need: u64) -> io::Result<()> {
+pub(crate) fn raise_nofile(need: u64) -> io::Result<()> {
     let mut rl = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -150,7 +150,7 @@ pub fn raise_nofile(need: u64) -> io::Result<()> {
 }
 
 /// Reads exactly `buf.len()` bytes from a non-blocking fd that is known to be readable.
-pub fn read_exact_ready(fd: RawFd, buf: &mut [u8]) -> io::Result<()> {
+pub(crate) fn read_exact_ready(fd: RawFd, buf: &mut [u8]) -> io::Result<()> {
     let mut got = 0;
     while got < buf.len() {
         // SAFETY: the slice is valid for writes of its remaining length.
@@ -166,7 +166,7 @@ pub fn read_exact_ready(fd: RawFd, buf: &mut [u8]) -> io::Result<()> {
 }
 
 /// Writes all of `buf` to a pipe with room for it.
-pub fn write_all(fd: RawFd, buf: &[u8]) -> io::Result<()> {
+pub(crate) fn write_all(fd: RawFd, buf: &[u8]) -> io::Result<()> {
     let mut put = 0;
     while put < buf.len() {
         // SAFETY: the slice is valid for reads of its remaining length.
@@ -181,7 +181,7 @@ pub fn write_all(fd: RawFd, buf: &[u8]) -> io::Result<()> {
 }
 
 /// `a` as a `sockaddr_storage` and its length, for bind(2) and connect(2).
-pub fn sockaddr(a: std::net::SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+pub(crate) fn sockaddr(a: std::net::SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: sockaddr_storage is plain data; zero is a valid start.
     let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let len = match a {
@@ -207,7 +207,7 @@ pub fn sockaddr(a: std::net::SocketAddr) -> (libc::sockaddr_storage, libc::sockl
 }
 
 /// A TCP socket of `addr`'s family, close-on-exec, with `flags` (e.g. SOCK_NONBLOCK).
-pub fn tcp_socket(addr: &std::net::SocketAddr, flags: libc::c_int) -> io::Result<OwnedFd> {
+pub(crate) fn tcp_socket(addr: &std::net::SocketAddr, flags: libc::c_int) -> io::Result<OwnedFd> {
     let family = if addr.is_ipv4() {
         libc::AF_INET
     } else {
@@ -224,7 +224,7 @@ pub fn tcp_socket(addr: &std::net::SocketAddr, flags: libc::c_int) -> io::Result
 }
 
 /// setsockopt(2) of an int option.
-pub fn set_int_opt(
+pub(crate) fn set_int_opt(
     fd: &OwnedFd,
     level: libc::c_int,
     name: libc::c_int,
@@ -246,7 +246,7 @@ pub fn set_int_opt(
 /// A TCP listener on `addr` with SO_REUSEADDR and SO_REUSEPORT set before bind, so that several
 /// (one per server thread) share one address and the kernel spreads connections over them by
 /// their 4-tuple hash.
-pub fn reuseport_listener(
+pub(crate) fn reuseport_listener(
     addr: std::net::SocketAddr,
     backlog: i32,
 ) -> io::Result<std::net::TcpListener> {

@@ -5,12 +5,12 @@
 use super::{Exchange, Response, Verdict, Wire};
 
 /// Header: connection id (u32 LE) then sequence number (u64 LE).
-pub const HEADER_BYTES: usize = 12;
+pub(crate) const HEADER_BYTES: usize = 12;
 
 /// The smallest message: the header.
-pub const MIN_MSG_BYTES: usize = HEADER_BYTES;
+pub(crate) const MIN_MSG_BYTES: usize = HEADER_BYTES;
 /// The largest message the load generator sends (buffers are two per connection).
-pub const MAX_MSG_BYTES: usize = 1 << 20;
+pub(crate) const MAX_MSG_BYTES: usize = 1 << 20;
 
 /// The echo exchange for messages of `msg_bytes` (MIN_MSG_BYTES..=MAX_MSG_BYTES) bytes.
 pub struct Echo {

@@ -34,17 +34,17 @@ use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 /// The largest response head accepted, bytes.
-pub const MAX_RESPONSE_HEAD_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_RESPONSE_HEAD_BYTES: usize = 64 * 1024;
 /// How much is asked for while a head is incomplete, bytes.
-pub const HEAD_READ_BYTES: usize = 16 * 1024;
+pub(crate) const HEAD_READ_BYTES: usize = 16 * 1024;
 /// Header fields parsed per response, at most (more: unreadable).
-pub const MAX_RESPONSE_HEADERS: usize = 64;
+pub(crate) const MAX_RESPONSE_HEADERS: usize = 64;
 /// The largest Content-Length accepted, bytes (1 GiB; more: malformed). Such a body is never
 /// held: it is read and discarded in pieces.
-pub const MAX_RESPONSE_BODY_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_RESPONSE_BODY_BYTES: u64 = 1 << 30;
 /// The largest chunked body accepted, bytes on the wire (1 MiB; more: malformed). A chunked
 /// body is held until its end to be decoded, so this bounds what one connection holds.
-pub const MAX_CHUNKED_BODY_BYTES: usize = 1 << 20;
+pub(crate) const MAX_CHUNKED_BODY_BYTES: usize = 1 << 20;
 /// Trailer fields after a chunked body, at most.
 const MAX_TRAILERS: usize = 16;
 
@@ -66,9 +66,9 @@ pub enum Expect {
 #[derive(Clone, Debug)]
 pub struct HttpGet {
     /// The Host header's value, e.g. "127.0.0.1:8080".
-    pub host: String,
+    pub(crate) host: String,
     /// The request target, e.g. "/".
-    pub path: String,
+    pub(crate) path: String,
     expect: Expect,
     /// The expected body's bytes (`None`: any).
     body: Option<Arc<[u8]>>,
@@ -87,10 +87,6 @@ impl HttpGet {
             expect,
             body,
         }
-    }
-
-    pub fn expect(&self) -> &Expect {
-        &self.expect
     }
 }
 

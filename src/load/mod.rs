@@ -43,17 +43,17 @@ use std::time::Duration;
 /// Connections per loopback source address: beyond this many, connections bind
 /// 127.0.0.2, 127.0.0.3, ... before connecting (the ephemeral port range holds ~28k ports per
 /// source address and destination).
-pub const CONNS_PER_SOURCE: usize = 28_000;
+pub(crate) const CONNS_PER_SOURCE: usize = 28_000;
 
 /// The client is called saturated (`client_bound`) when, over the measured window, its
 /// threads used at least this fraction of the CPUs they had (all threads together against
 /// min(threads, CPUs given)), or any one thread used at least this fraction of one CPU (an
 /// event loop cannot use more than one CPU, so one busy loop caps the rate it drives).
-pub const CLIENT_BOUND_FRACTION: f64 = 0.90;
+pub(crate) const CLIENT_BOUND_FRACTION: f64 = 0.90;
 
 /// A message outstanding longer than this is counted once as a timeout (it still completes
 /// and counts if its response arrives).
-pub const DEFAULT_MSG_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_MSG_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The application protocol: what a connection sends and how a response is judged. The
 /// engine owns sockets, buffers, timing and counting; an `Exchange` owns bytes only.
@@ -93,7 +93,7 @@ pub enum Wire {
 
 impl Wire {
     /// The exchange this describes.
-    pub fn exchange(&self) -> Box<dyn Exchange> {
+    pub(crate) fn exchange(&self) -> Box<dyn Exchange> {
         match self {
             Wire::Echo { msg_bytes } => Box::new(echo::Echo {
                 msg_bytes: *msg_bytes,
@@ -110,7 +110,7 @@ impl Wire {
 /// Bytes one receive asks for at most beyond a connection's own message size: whatever a
 /// peer announces, the engine's buffers grow only with bytes that actually arrived, at most
 /// this many at a time.
-pub const READ_CHUNK: usize = 64 * 1024;
+pub(crate) const READ_CHUNK: usize = 64 * 1024;
 
 /// What a protocol makes of the bytes received so far.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,13 +160,13 @@ pub enum Fault {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mismatch {
     /// Connection id (0-based, as carried in echo messages).
-    pub conn: u32,
+    pub(crate) conn: u32,
     /// The message's sequence number on that connection (0-based).
-    pub msg: u64,
+    pub(crate) msg: u64,
     /// First byte offset in the response that differs from the expected one.
     pub offset: u64,
     /// Seen in the warm-up (not in the window's counts, still a failure).
-    pub in_warmup: bool,
+    pub(crate) in_warmup: bool,
 }
 
 impl std::fmt::Display for Mismatch {
@@ -186,11 +186,11 @@ impl std::fmt::Display for Mismatch {
 /// One load run.
 #[derive(Clone, Debug)]
 pub struct Config {
-    pub target: SocketAddr,
+    pub(crate) target: SocketAddr,
     /// Connections, >= 1.
-    pub conns: usize,
+    pub(crate) conns: usize,
     /// Measured window after the warm-up.
-    pub duration: Duration,
+    pub(crate) duration: Duration,
     /// Traffic before the window opens (not counted), at least. The message exchanges
     /// (echo, HTTP) go on warming up until every connection has had its first message
     /// answered, at most until the message timeout ([`Report::warmup_ns`],
@@ -201,7 +201,7 @@ pub struct Config {
     /// Event-loop threads, >= 1 (at most one per connection is used).
     pub threads: usize,
     /// CPUs to pin the threads to, round-robin; empty = not pinned.
-    pub cpus: Vec<u32>,
+    pub(crate) cpus: Vec<u32>,
     /// How long connecting may take before the stragglers count as connect errors.
     pub connect_timeout: Duration,
     /// See [`DEFAULT_MSG_TIMEOUT`].
@@ -210,12 +210,9 @@ pub struct Config {
     /// [`CONNS_PER_SOURCE`]; lower only to test the spreading).
     pub conns_per_source: usize,
     /// Set (by a signal handler) to end the run early: the window closes when it is seen
-    /// (within [`STOP_WITHIN`]) and the report says `interrupted`.
-    pub stop: Option<&'static AtomicBool>,
+    /// (the load threads check it between waits) and the report says `interrupted`.
+    pub(crate) stop: Option<&'static AtomicBool>,
 }
-
-/// How soon a set [`Config::stop`] ends the run, at most.
-pub const STOP_WITHIN: Duration = Duration::from_millis(100);
 
 impl Config {
     /// Closed loop, one thread, 1 s warm-up, default timeouts.
@@ -251,14 +248,14 @@ pub enum Edge {
 /// hosts' reports are added up by [`Report::merge`].
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
-    pub conns_requested: usize,
+    pub(crate) conns_requested: usize,
     pub threads: usize,
     /// Open-loop target rate, messages/s (`None`: closed loop).
-    pub rate_per_sec: Option<f64>,
+    pub(crate) rate_per_sec: Option<f64>,
     /// Measured window, ns (shorter than asked when interrupted).
     pub window_ns: u64,
     /// The run was stopped early ([`Config::stop`]): the counts cover the window up to then.
-    pub interrupted: bool,
+    pub(crate) interrupted: bool,
     /// Messages whose full and valid response arrived inside the window: the ops. A response
     /// that does not verify (mismatch, non-2xx, malformed) is never one.
     pub msgs: u64,
@@ -275,9 +272,9 @@ pub struct Report {
     /// Other socket errors.
     pub io_errors: u64,
     /// Of `resets + io_errors`: those met receiving (EOF included).
-    pub read_errors: u64,
+    pub(crate) read_errors: u64,
     /// Of `resets + io_errors`: those met sending.
-    pub write_errors: u64,
+    pub(crate) write_errors: u64,
     /// Responses that were not the message sent (wrong bytes, another connection's, stale;
     /// HTTP: a body of another length than expected).
     pub mismatches: u64,
@@ -292,7 +289,7 @@ pub struct Report {
     /// no request was outstanding (a server that answers twice, or writes canned answers
     /// before it is asked). Never an op; such a run is a failure ([`Report::unverified`]).
     #[serde(default)]
-    pub unsolicited: u64,
+    pub(crate) unsolicited: u64,
     /// Messages outstanding longer than the message timeout.
     pub timeouts: u64,
     /// Connections closed by a valid `Connection: close` response and opened again (wrk's
@@ -321,13 +318,13 @@ pub struct Report {
     /// CPU of the load generator's threads over the window, ns (CPU-time clocks: exact).
     pub cpu_ns: u64,
     /// CPUs the threads could use: min(threads, CPUs given or allowed).
-    pub cpus_available: usize,
+    pub(crate) cpus_available: usize,
     /// Load-generator CPU over the window as a fraction of `cpus_available` CPUs.
     pub cpu_fraction: f64,
     /// The busiest thread's CPU as a fraction of one CPU.
-    pub max_thread_fraction: f64,
+    pub(crate) max_thread_fraction: f64,
     /// See [`CLIENT_BOUND_FRACTION`].
-    pub client_bound: bool,
+    pub(crate) client_bound: bool,
     /// Per-message latency, ns (valid responses in the window only).
     #[serde(with = "crate::measure::hist::base64_v2")]
     pub latency: Hist,
@@ -338,14 +335,14 @@ pub struct Report {
     /// Merged reports ([`Report::merge`], `run --load-host`): the load hosts that took part
     /// and those of them whose load generator was saturated (`client_bound` there).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub hosts: Vec<String>,
+    pub(crate) hosts: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub bound_hosts: Vec<String>,
+    pub(crate) bound_hosts: Vec<String>,
 }
 
 /// The window is cut into this many buckets to find the longest gap with no completion over
 /// every thread (each thread marks the first and last completion in each bucket).
-pub const GAP_BUCKETS: usize = 4096;
+pub(crate) const GAP_BUCKETS: usize = 4096;
 
 impl Report {
     /// A report of a run of `threads` load threads over `window_ns`, every count zero: the
@@ -413,7 +410,7 @@ impl Report {
     /// generator was (named in `bound_hosts`). `longest_gap_ns` becomes the shortest host's:
     /// the true gap over all hosts is at most that. `self` is the first host's report, named
     /// `first`; `other` is `host`'s.
-    pub fn merge(&mut self, first: &str, other: &Report, host: &str) {
+    pub(crate) fn merge(&mut self, first: &str, other: &Report, host: &str) {
         if self.hosts.is_empty() {
             self.hosts.push(first.to_string());
             if self.client_bound {
@@ -487,14 +484,14 @@ impl Report {
             || self.max_thread_fraction >= CLIENT_BOUND_FRACTION;
     }
 
-    pub fn msgs_per_sec(&self) -> f64 {
+    pub(crate) fn msgs_per_sec(&self) -> f64 {
         per_sec(self.msgs, self.window_ns)
     }
-    pub fn bytes_per_sec(&self) -> f64 {
+    pub(crate) fn bytes_per_sec(&self) -> f64 {
         per_sec(self.bytes, self.window_ns)
     }
     /// Response bytes received per second (HTTP transfer/s).
-    pub fn rx_bytes_per_sec(&self) -> f64 {
+    pub(crate) fn rx_bytes_per_sec(&self) -> f64 {
         per_sec(self.rx_bytes, self.window_ns)
     }
     /// Errors of every kind in the window (connect, resets, other socket errors, mismatches,
@@ -510,7 +507,7 @@ impl Report {
             + self.timeouts
     }
     /// Latency mean and standard deviation, ns (`None` when no message completed).
-    pub fn latency_mean_stddev(&self) -> Option<(f64, f64)> {
+    pub(crate) fn latency_mean_stddev(&self) -> Option<(f64, f64)> {
         (!self.latency.is_empty())
             .then(|| (self.latency.inner().mean(), self.latency.inner().stdev()))
     }
@@ -525,7 +522,12 @@ impl Report {
     /// CPU beyond its threads' CPUs over the window, a window far from the one asked, or an
     /// open loop completing more than was offered (a forged host claimed 2,000,000 msgs/s at
     /// 2,000 offered).
-    pub fn implausible(&self, conns: usize, rate: Option<f64>, cfg: &Config) -> Option<String> {
+    pub(crate) fn implausible(
+        &self,
+        conns: usize,
+        rate: Option<f64>,
+        cfg: &Config,
+    ) -> Option<String> {
         let counts = [
             ("msgs", self.msgs),
             ("bytes", self.bytes),

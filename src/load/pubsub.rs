@@ -37,9 +37,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Publisher ids at or above this are the subscribers' handshakes.
-pub const HANDSHAKE: u32 = 0xFFFF_0000;
+pub(crate) const HANDSHAKE: u32 = 0xFFFF_0000;
 /// The most bytes one publisher keeps written and not yet taken by its socket.
-pub const PUB_BOUND: usize = 256 << 10;
+pub(crate) const PUB_BOUND: usize = 256 << 10;
 
 /// The pubsub load of one run; `Config::rate` is the total publish rate (required),
 /// `Config::conns` is ignored (the connections are `publishers x (1 + fanout)`).

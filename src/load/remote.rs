@@ -22,7 +22,7 @@ use crate::remote::{Host, Remote, LOAD_READY, REPORT, WINDOW_CLOSE, WINDOW_OPEN}
 use std::time::{Duration, Instant};
 
 /// How long a load host may take to connect over SSH and set up.
-pub const READY_WITHIN: Duration = Duration::from_secs(30);
+pub(crate) const READY_WITHIN: Duration = Duration::from_secs(30);
 
 /// Beyond the warm-up and window: time for connecting, the report and the network.
 const SLACK: Duration = Duration::from_secs(15);
@@ -31,7 +31,7 @@ const SLACK: Duration = Duration::from_secs(15);
 const STDERR_LINES: usize = 10;
 
 /// The `remote-load` words (after the binary) for one host's share of a run.
-pub fn args(cfg: &Config, wire: &Wire, conns: usize, rate: Option<f64>) -> Vec<String> {
+pub(crate) fn args(cfg: &Config, wire: &Wire, conns: usize, rate: Option<f64>) -> Vec<String> {
     let mut a: Vec<String> = vec![
         "remote-load".into(),
         "--target".into(),
@@ -64,7 +64,7 @@ pub fn args(cfg: &Config, wire: &Wire, conns: usize, rate: Option<f64>) -> Vec<S
 
 /// Connections (and the matching share of the rate) of each host: as even as can be, every
 /// host at least one (so with fewer connections than hosts, only the first hosts take part).
-pub fn shares(conns: usize, hosts: usize) -> Vec<usize> {
+pub(crate) fn shares(conns: usize, hosts: usize) -> Vec<usize> {
     let n = hosts.min(conns).max(1);
     (0..n)
         .map(|i| conns / n + usize::from(i < conns % n))

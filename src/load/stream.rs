@@ -61,19 +61,19 @@ impl Direction {
 }
 
 /// Requests a `Down` connection keeps outstanding (each `write_bytes`).
-pub const WINDOW_REQUESTS: u64 = 4;
+pub(crate) const WINDOW_REQUESTS: u64 = 4;
 /// The largest write (and request) size.
-pub const MAX_WRITE_BYTES: usize = crate::proto::stream::MAX_REQUEST as usize;
+pub(crate) const MAX_WRITE_BYTES: usize = crate::proto::stream::MAX_REQUEST as usize;
 /// `Duplex`: the most bytes a connection keeps sent and not yet echoed back, like a
 /// flow-control window (HTTP/2's and gRPC's are smaller), so the run measures the transfer
 /// and not how a server copes with a client that floods it without reading (the conformance
 /// tests do that); it is also the largest write of the suite.
-pub const DUPLEX_WINDOW: u64 = 1 << 20;
+pub(crate) const DUPLEX_WINDOW: u64 = 1 << 20;
 /// The most bytes one read or write call moves on a connection before the loop looks at the
 /// window's edges again.
 const CALL_BYTES: usize = 4 << 20;
 /// How long the client waits for the `Up` trailers after the window.
-pub const TRAILER_WAIT: Duration = Duration::from_secs(3);
+pub(crate) const TRAILER_WAIT: Duration = Duration::from_secs(3);
 
 /// A bulk transfer of `write_bytes` writes (1..=[`MAX_WRITE_BYTES`]) in `direction`.
 pub struct Streaming {

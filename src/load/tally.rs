@@ -10,7 +10,7 @@ use crate::measure::{clock, CounterSet, Hist};
 crate::counter_set! {
     /// One load thread's counts. Each sums into the [`Report`] field of the same name, except
     /// `live` (into `live_conns`) and `verified` (into `verified_bytes`).
-    pub struct Counts {
+    pub(crate) struct Counts {
         msgs,
         bytes,
         rx_bytes,
@@ -37,38 +37,38 @@ crate::counter_set! {
 /// saw, each with when (ns, `clock::now_ns`) so that the run keeps the earliest over threads.
 #[derive(Default)]
 pub(crate) struct Tally {
-    pub n: Counts,
-    pub latency: Hist,
+    pub(crate) n: Counts,
+    pub(crate) latency: Hist,
     first_error: Option<(u64, String)>,
     first_mismatch: Option<(u64, Mismatch)>,
 }
 
 impl Tally {
     /// Keeps `what()` as this thread's first error, seen at `now`, unless it has one.
-    pub fn error_at(&mut self, now: u64, what: impl FnOnce() -> String) {
+    pub(crate) fn error_at(&mut self, now: u64, what: impl FnOnce() -> String) {
         if self.first_error.is_none() {
             self.first_error = Some((now, what()));
         }
     }
 
     /// As [`Tally::error_at`], seen now.
-    pub fn error(&mut self, what: impl FnOnce() -> String) {
+    pub(crate) fn error(&mut self, what: impl FnOnce() -> String) {
         self.error_at(clock::now_ns(), what);
     }
 
-    pub fn has_error(&self) -> bool {
+    pub(crate) fn has_error(&self) -> bool {
         self.first_error.is_some()
     }
 
     /// Keeps `m` as this thread's first mismatch, seen at `now`, unless it has one.
-    pub fn mismatch_at(&mut self, now: u64, m: Mismatch) {
+    pub(crate) fn mismatch_at(&mut self, now: u64, m: Mismatch) {
         if self.first_mismatch.is_none() {
             self.first_mismatch = Some((now, m));
         }
     }
 
     /// As [`Tally::mismatch_at`], seen now.
-    pub fn mismatch(&mut self, m: Mismatch) {
+    pub(crate) fn mismatch(&mut self, m: Mismatch) {
         self.mismatch_at(clock::now_ns(), m);
     }
 }

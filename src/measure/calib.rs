@@ -19,11 +19,11 @@ const WAKES: usize = 60;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Probe {
     /// Median ns of one `getppid` on the measured CPU.
-    pub syscall_ns: f64,
+    pub(crate) syscall_ns: f64,
     /// Median ns of a wake-up round trip to the other side's CPU and back; absent on a plan
     /// with one CPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wake_ns: Option<f64>,
+    pub(crate) wake_ns: Option<f64>,
 }
 
 /// The upper median (the middle value, or the higher of the two middle ones); 0 for none.
@@ -37,7 +37,7 @@ pub(crate) fn median(mut v: Vec<f64>) -> f64 {
 
 /// Runs the probe from the calling thread (pinned to the measured CPU by the runner), with
 /// the wake-up partner pinned to `other` when there is one.
-pub fn probe(other: Option<u32>) -> Probe {
+pub(crate) fn probe(other: Option<u32>) -> Probe {
     let mut batches = Vec::with_capacity(SYSCALLS / SYSCALL_BATCH);
     for _ in 0..SYSCALLS / SYSCALL_BATCH {
         let t0 = super::clock::now_ns();

@@ -106,17 +106,17 @@ crate::counter_set! {
 pub struct CellCounters {
     pub load: Option<LoadCounters>,
     pub open_loop: Option<OpenLoopCounters>,
-    pub wrk: Option<WrkCounters>,
-    pub napi: Option<ServerNapiCounters>,
+    pub(crate) wrk: Option<WrkCounters>,
+    pub(crate) napi: Option<ServerNapiCounters>,
     /// CPU read above what the tasks' CPUs could give in the window (an accounting error,
     /// capped away from the figures; the cell is flagged `cpu_over_allowed`), ns.
-    pub cpu_over_allowed_ns: u64,
+    pub(crate) cpu_over_allowed_ns: u64,
     /// Everything else, by name.
-    pub other: Counters,
+    pub(crate) other: Counters,
 }
 
 /// The JSON name of [`CellCounters::cpu_over_allowed_ns`].
-pub const CPU_OVER_ALLOWED_NS: &str = "cpu_over_allowed_ns";
+pub(crate) const CPU_OVER_ALLOWED_NS: &str = "cpu_over_allowed_ns";
 
 fn merge_opt<T: CounterSet + Copy>(a: &mut Option<T>, b: &Option<T>) {
     match (a.as_mut(), b) {
@@ -128,12 +128,12 @@ fn merge_opt<T: CounterSet + Copy>(a: &mut Option<T>, b: &Option<T>) {
 
 impl CellCounters {
     /// Adds `n` to the counter `name` of `other` (the untyped rest).
-    pub fn add(&mut self, name: &str, n: u64) {
+    pub(crate) fn add(&mut self, name: &str, n: u64) {
         self.other.add(name, n);
     }
 
     /// Merges another repetition's counters: sums, but a maximum stays a maximum.
-    pub fn merge(&mut self, o: &CellCounters) {
+    pub(crate) fn merge(&mut self, o: &CellCounters) {
         merge_opt(&mut self.load, &o.load);
         merge_opt(&mut self.open_loop, &o.open_loop);
         let max = match (&self.wrk, &o.wrk) {
@@ -153,7 +153,7 @@ impl CellCounters {
 
     /// The name -> value map of results.json: every field of each typed set present (zeros
     /// included), `cpu_over_allowed_ns` when not zero, and the rest.
-    pub fn to_map(&self) -> Counters {
+    pub(crate) fn to_map(&self) -> Counters {
         let mut m = self.other.clone();
         let mut put = |k: &'static str, v: u64| {
             m.0.insert(k.to_string(), v);
@@ -177,7 +177,7 @@ impl CellCounters {
     }
 
     /// From the map: a typed set is present when any of its names is.
-    pub fn from_map(mut m: Counters) -> CellCounters {
+    pub(crate) fn from_map(mut m: Counters) -> CellCounters {
         fn take<T: CounterSet>(m: &mut Counters) -> Option<T> {
             if !T::NAMES.iter().any(|k| m.0.contains_key(*k)) {
                 return None;
@@ -207,7 +207,7 @@ impl CellCounters {
     }
 
     /// The load generator's flags: (client_bound, both_saturated, shared_cpus) repetitions.
-    pub fn flags(&self) -> (u64, u64, u64) {
+    pub(crate) fn flags(&self) -> (u64, u64, u64) {
         self.load.map_or((0, 0, 0), |l| {
             (l.client_bound, l.both_saturated, l.shared_cpus)
         })

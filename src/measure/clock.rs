@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 /// Monotonic time in nanoseconds.
 #[inline(always)]
-pub fn now_ns() -> u64 {
+pub(crate) fn now_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -21,15 +21,15 @@ pub fn now_ns() -> u64 {
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize, PartialEq)]
 pub struct TimerCalibration {
     /// Median of an empty `t0..t1` interval, ns.
-    pub overhead_ns: u64,
+    pub(crate) overhead_ns: u64,
     /// Smallest non-zero step the clock showed, ns (its effective resolution).
-    pub resolution_ns: u64,
+    pub(crate) resolution_ns: u64,
     /// The clocksource the kernel uses (`tsc`, `kvm-clock`, ...).
-    pub clocksource: String,
+    pub(crate) clocksource: String,
 }
 
 /// Calibrates once per process (about a millisecond) and returns the same figures after.
-pub fn calibration() -> &'static TimerCalibration {
+pub(crate) fn calibration() -> &'static TimerCalibration {
     static CAL: OnceLock<TimerCalibration> = OnceLock::new();
     CAL.get_or_init(calibrate)
 }
@@ -59,7 +59,7 @@ fn calibrate() -> TimerCalibration {
 }
 
 /// Wall-clock time, ns since the Unix epoch (for records, never for intervals).
-pub fn unix_ns() -> u64 {
+pub(crate) fn unix_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)

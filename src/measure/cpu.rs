@@ -13,15 +13,15 @@ use std::io;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CpuReading {
     pub total_ns: u64,
-    pub user_ns: u64,
-    pub sys_ns: u64,
+    pub(crate) user_ns: u64,
+    pub(crate) sys_ns: u64,
     /// Voluntary plus involuntary context switches.
-    pub ctx_switches: u64,
+    pub(crate) ctx_switches: u64,
 }
 
 impl CpuReading {
     /// `self - earlier`, saturating.
-    pub fn since(&self, earlier: &CpuReading) -> CpuReading {
+    pub(crate) fn since(&self, earlier: &CpuReading) -> CpuReading {
         CpuReading {
             total_ns: self.total_ns.saturating_sub(earlier.total_ns),
             user_ns: self.user_ns.saturating_sub(earlier.user_ns),
@@ -67,7 +67,7 @@ fn thread_clock(tid: u32) -> libc::clockid_t {
 }
 
 /// The calling thread.
-pub fn this_thread() -> CpuReading {
+pub(crate) fn this_thread() -> CpuReading {
     CpuReading {
         total_ns: clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(0),
         ..rusage(libc::RUSAGE_THREAD)
@@ -75,32 +75,23 @@ pub fn this_thread() -> CpuReading {
 }
 
 /// The calling thread's exact CPU time, ns (one clock read, no rusage).
-pub fn this_thread_ns() -> u64 {
+pub(crate) fn this_thread_ns() -> u64 {
     clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(0)
 }
 
-/// Every current task of another process, from /proc (clock-tick resolution for the split;
-/// `total_ns` from the process CPU clock, read after the /proc walk: to time a window's edges,
-/// use [`processes`], which reads the clocks first and says when).
-pub fn process(pid: u32) -> io::Result<CpuReading> {
-    let mut r = tasks_where(pid, |_, _| true)?;
-    r.total_ns = clock_ns(process_clock(pid)).unwrap_or(r.user_ns + r.sys_ns);
-    Ok(r)
-}
-
 /// The calling thread's id.
-pub fn gettid() -> u32 {
+pub(crate) fn gettid() -> u32 {
     // SAFETY: gettid has no preconditions.
     unsafe { libc::syscall(libc::SYS_gettid) as u32 }
 }
 
 /// The exact CPU time of one thread of this process (`None`: it has exited).
-pub fn thread_ns(tid: u32) -> Option<u64> {
+pub(crate) fn thread_ns(tid: u32) -> Option<u64> {
     clock_ns(thread_clock(tid))
 }
 
 /// The CPUs task `tid` may run on (`None`: it has exited), as a set of CPU numbers.
-pub fn affinity(tid: u32) -> Option<Vec<u32>> {
+pub(crate) fn affinity(tid: u32) -> Option<Vec<u32>> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: valid pointer and size.
@@ -122,7 +113,7 @@ pub fn affinity(tid: u32) -> Option<Vec<u32>> {
 /// The distinct CPUs `tids` may use between them (sorted): their CPU time over a span can
 /// never exceed the span times their number. An SQPOLL poller pins itself to its CPU only once
 /// it first runs: read this at both ends of a span and take the union.
-pub fn cpus_allowed(tids: &[u32]) -> Vec<u32> {
+pub(crate) fn cpus_allowed(tids: &[u32]) -> Vec<u32> {
     let mut all: Vec<u32> = tids.iter().filter_map(|&t| affinity(t)).flatten().collect();
     all.sort_unstable();
     all.dedup();
@@ -133,7 +124,7 @@ pub fn cpus_allowed(tids: &[u32]) -> Vec<u32> {
 /// reading above the cap is an accounting error (clocks read over another span than the wall
 /// time, tasks that are not the window's); the caller records the excess, never drops it
 /// silently.
-pub fn cap_to_allowed(total_ns: u64, wall_ns: u64, cpus: usize) -> (u64, u64) {
+pub(crate) fn cap_to_allowed(total_ns: u64, wall_ns: u64, cpus: usize) -> (u64, u64) {
     let cap = (wall_ns as u128 * cpus.max(1) as u128).min(u64::MAX as u128) as u64;
     if total_ns > cap {
         (cap, total_ns - cap)
@@ -145,7 +136,7 @@ pub fn cap_to_allowed(total_ns: u64, wall_ns: u64, cpus: usize) -> (u64, u64) {
 /// Excess above [`cap_to_allowed`]'s cap that is still clock-domain noise (the CPU clocks run on
 /// the scheduler's clock, the wall on CLOCK_MONOTONIC): 1% of the cap plus 10 us. Past this,
 /// the excess is recorded as `cpu_over_allowed_ns`.
-pub fn cap_tolerance(wall_ns: u64, cpus: usize) -> u64 {
+pub(crate) fn cap_tolerance(wall_ns: u64, cpus: usize) -> u64 {
     wall_ns.saturating_mul(cpus.max(1) as u64) / 100 + 10_000
 }
 
@@ -220,7 +211,7 @@ fn open_pollers() -> Vec<i64> {
 
 /// How long a window waits, at most, for the SQPOLL poller of a ring closed just before it to
 /// exit (the kernel stops it in its own time, a few ms; meanwhile it spins on the helper CPU).
-pub const POLLER_EXIT_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+pub(crate) const POLLER_EXIT_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// io_uring's kernel tasks of this process whose CPU a window of the calling thread counts:
 /// every io-wq worker (shared by the rings of a task), and the SQPOLL pollers of the rings
@@ -270,7 +261,7 @@ pub fn io_tasks() -> Vec<u32> {
 }
 
 /// Every task (thread) id of this process.
-pub fn task_ids() -> Vec<u32> {
+pub(crate) fn task_ids() -> Vec<u32> {
     let Ok(dir) = fs::read_dir("/proc/self/task") else {
         return Vec::new();
     };
@@ -281,7 +272,7 @@ pub fn task_ids() -> Vec<u32> {
 
 /// io_uring tasks of this process born since `existing` (every task id then) was listed: all
 /// of their CPU is since then.
-pub fn io_tasks_since(existing: &[u32]) -> Vec<u32> {
+pub(crate) fn io_tasks_since(existing: &[u32]) -> Vec<u32> {
     own_tasks()
         .into_iter()
         .filter(|t| t.io && !existing.contains(&t.tid))
@@ -291,7 +282,7 @@ pub fn io_tasks_since(existing: &[u32]) -> Vec<u32> {
 
 /// Tick-sampled user/sys and context switches of tasks `tids` of this process (for the split
 /// of an exact total, never the total itself).
-pub fn ticks_of(tids: &[u32]) -> CpuReading {
+pub(crate) fn ticks_of(tids: &[u32]) -> CpuReading {
     tasks_where(std::process::id(), |tid, _| tids.contains(&tid)).unwrap_or_default()
 }
 
@@ -300,14 +291,14 @@ pub fn ticks_of(tids: &[u32]) -> CpuReading {
 /// the middle of those reads (time the window's edges by it, not by the slow /proc walk), the
 /// tick split and context switches from /proc after, and the CPUs their tasks may use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ProcessesReading {
-    pub cpu: CpuReading,
-    pub at_ns: u64,
-    pub cpus_allowed: usize,
+pub(crate) struct ProcessesReading {
+    pub(crate) cpu: CpuReading,
+    pub(crate) at_ns: u64,
+    pub(crate) cpus_allowed: usize,
 }
 
 /// [`ProcessesReading`] of `pids`; `None` when one of them is gone.
-pub fn processes(pids: &[u32]) -> Option<ProcessesReading> {
+pub(crate) fn processes(pids: &[u32]) -> Option<ProcessesReading> {
     let a = crate::measure::clock::now_ns();
     let mut total = 0u64;
     for &p in pids {
@@ -340,7 +331,7 @@ pub fn processes(pids: &[u32]) -> Option<ProcessesReading> {
 /// (`cutime` + `cstime`, clock ticks): a server that forks a process per connection is counted
 /// whole, a child that ended inside the window included once its parent has waited for it.
 /// `None` when none of them could be read.
-pub fn processes_live(pids: &[u32]) -> Option<ProcessesReading> {
+pub(crate) fn processes_live(pids: &[u32]) -> Option<ProcessesReading> {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     let reaped = |p: u32| -> (u64, u64) {
@@ -451,12 +442,6 @@ mod tests {
             b.total_ns > a.total_ns,
             "the thread CPU clock advances while computing"
         );
-        let me = process(std::process::id()).unwrap();
-        assert!(
-            me.total_ns >= b.total_ns,
-            "the process includes this thread"
-        );
-        assert!(process(u32::MAX).is_err());
         let r = processes(&[std::process::id()]).unwrap();
         assert!(r.cpu.total_ns >= b.total_ns && r.at_ns > 0 && r.cpus_allowed >= 1);
         assert!(processes(&[u32::MAX]).is_none());

@@ -19,22 +19,22 @@ use std::fs;
 
 /// A repetition is disturbed when others and steal took more than this share of the plan's
 /// CPU time over its wall time...
-pub const SHARE: f64 = 0.05;
+pub(crate) const SHARE: f64 = 0.05;
 /// ... and at least this much in all (ns), so that a scheduler tick of a daemon in a short
 /// repetition is not one.
-pub const FLOOR_NS: u64 = 2_000_000;
+pub(crate) const FLOOR_NS: u64 = 2_000_000;
 
 /// A cell is CPU-bound when its measured tasks ran at least this share of the wall time
 /// (`cpu_busy`, per busy thread) in the median of its earlier repetitions...
-pub const CPU_BOUND: f64 = 0.9;
+pub(crate) const CPU_BOUND: f64 = 0.9;
 /// ... and one of its repetitions is starved when it ran under this share of that median:
 /// something took the CPU that the process snapshot cannot name (a kernel thread, interrupts,
 /// a process born and gone within the repetition, steal the hypervisor did not report).
-pub const STARVED: f64 = 0.8;
+pub(crate) const STARVED: f64 = 0.8;
 
 /// Whether a repetition whose measured tasks ran `busy` of its wall time is starved against
 /// the cell's `earlier` repetitions' shares (at least two of them; see [`STARVED`]).
-pub fn starved(busy: f64, earlier: &[f64]) -> bool {
+pub(crate) fn starved(busy: f64, earlier: &[f64]) -> bool {
     if earlier.len() < 2 || !busy.is_finite() {
         return false;
     }
@@ -57,7 +57,7 @@ struct Proc {
 
 /// The machine at one edge of a repetition.
 #[derive(Clone, Debug, Default)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     at_ns: u64,
     /// Steal ticks summed over the plan's CPUs.
     steal_ticks: u64,
@@ -66,22 +66,22 @@ pub struct Snapshot {
 
 /// What others took during a span.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Disturbance {
+pub(crate) struct Disturbance {
     /// CPU time of other programs that ran on the plan's CPUs, ns.
-    pub others_ns: u64,
+    pub(crate) others_ns: u64,
     /// Steal time on the plan's CPUs, ns.
-    pub steal_ns: u64,
+    pub(crate) steal_ns: u64,
     /// The span, ns.
-    pub wall_ns: u64,
+    pub(crate) wall_ns: u64,
     /// The plan's CPUs.
-    pub cpus: u32,
+    pub(crate) cpus: u32,
     /// The other program that took the most, and how much (ns).
-    pub top: Option<(String, u64)>,
+    pub(crate) top: Option<(String, u64)>,
 }
 
 impl Disturbance {
     /// Others and steal as a share of the plan's CPU time over the span.
-    pub fn share(&self) -> f64 {
+    pub(crate) fn share(&self) -> f64 {
         let cap = self.wall_ns as f64 * self.cpus.max(1) as f64;
         if cap <= 0.0 {
             0.0
@@ -90,12 +90,12 @@ impl Disturbance {
         }
     }
 
-    pub fn disturbed(&self) -> bool {
+    pub(crate) fn disturbed(&self) -> bool {
         self.others_ns + self.steal_ns >= FLOOR_NS && self.share() > SHARE
     }
 
     /// "other programs took 34% of the plan's CPUs (sh: 120.0 ms), steal 0.0 ms".
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let top = self
             .top
             .as_ref()
@@ -113,7 +113,7 @@ impl Disturbance {
     }
 
     /// Adds another span (a case's repetitions summed).
-    pub fn add(&mut self, o: &Disturbance) {
+    pub(crate) fn add(&mut self, o: &Disturbance) {
         self.others_ns += o.others_ns;
         self.steal_ns += o.steal_ns;
         self.wall_ns += o.wall_ns;
@@ -206,7 +206,7 @@ fn steal_ticks(stat: &str, cpus: &[u32]) -> u64 {
 }
 
 /// The machine now, as seen from the plan's `cpus`.
-pub fn snapshot(cpus: &[u32]) -> Snapshot {
+pub(crate) fn snapshot(cpus: &[u32]) -> Snapshot {
     let me = std::process::id() as i32;
     let at_ns = super::clock::now_ns();
     let steal_ticks = fs::read_to_string("/proc/stat")
@@ -285,7 +285,7 @@ fn tick_ns() -> u64 {
 
 impl Snapshot {
     /// What others took between this snapshot and `end` (taken later, same `cpus`).
-    pub fn until(&self, end: &Snapshot, cpus: &[u32]) -> Disturbance {
+    pub(crate) fn until(&self, end: &Snapshot, cpus: &[u32]) -> Disturbance {
         let mut d = Disturbance {
             steal_ns: end.steal_ticks.saturating_sub(self.steal_ticks) * tick_ns(),
             wall_ns: end.at_ns.saturating_sub(self.at_ns),
@@ -313,7 +313,7 @@ impl Snapshot {
 
 /// Other ringside processes now (not this one, nor its descendants): another run would
 /// share the plan's CPUs.
-pub fn other_ringside() -> u32 {
+pub(crate) fn other_ringside() -> u32 {
     let snap = snapshot(&[]);
     snap.others
         .values()
@@ -323,14 +323,14 @@ pub fn other_ringside() -> u32 {
 
 /// A short look at the plan's CPUs before a run: what other programs and steal take of them
 /// over `span`.
-pub fn look(cpus: &[u32], span: std::time::Duration) -> Disturbance {
+pub(crate) fn look(cpus: &[u32], span: std::time::Duration) -> Disturbance {
     let a = snapshot(cpus);
     std::thread::sleep(span);
     a.until(&snapshot(cpus), cpus)
 }
 
 /// The plan's CPUs: every CPU a run of `plan` pins something to.
-pub fn plan_cpus(plan: &super::pin::CpuPlan) -> Vec<u32> {
+pub(crate) fn plan_cpus(plan: &super::pin::CpuPlan) -> Vec<u32> {
     let mut v: Vec<u32> = std::iter::once(plan.measured)
         .chain(plan.helper)
         .chain(plan.server.iter().copied())

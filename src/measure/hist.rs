@@ -16,7 +16,7 @@ impl Default for Hist {
 impl Hist {
     /// Sized for 1 ns .. 100 s up front, so recording inside a measured window never
     /// allocates (an allocation can be a syscall); longer values still fit by resizing.
-    pub fn new() -> Hist {
+    pub(crate) fn new() -> Hist {
         let mut h = Histogram::<u64>::new_with_bounds(1, 100_000_000_000, 3)
             .expect("valid bounds and precision");
         h.auto(true);
@@ -25,22 +25,22 @@ impl Hist {
 
     /// Records `count` ops of `ns` each (a batch's amortized per-op cost counts once per op).
     #[inline]
-    pub fn record_n(&mut self, ns: u64, count: u64) {
+    pub(crate) fn record_n(&mut self, ns: u64, count: u64) {
         // Auto-resize makes recording infallible for any u64.
         let _ = self.0.record_n(ns, count);
     }
 
     #[inline]
-    pub fn record(&mut self, ns: u64) {
+    pub(crate) fn record(&mut self, ns: u64) {
         self.record_n(ns, 1);
     }
 
-    pub fn merge(&mut self, other: &Hist) {
+    pub(crate) fn merge(&mut self, other: &Hist) {
         let _ = self.0.add(&other.0);
     }
 
     /// Empties it, keeping its size.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.0.reset();
     }
 
@@ -57,12 +57,12 @@ impl Hist {
     }
 
     /// The value at quantile `q` (0..=1), ns.
-    pub fn quantile(&self, q: f64) -> u64 {
+    pub(crate) fn quantile(&self, q: f64) -> u64 {
         self.0.value_at_quantile(q)
     }
 
     /// V2-deflate serialized, base64: any percentile can be recomputed from saved results.
-    pub fn to_base64(&self) -> String {
+    pub(crate) fn to_base64(&self) -> String {
         use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
         let mut buf = Vec::new();
         if V2DeflateSerializer::new()
@@ -81,7 +81,7 @@ impl Hist {
     /// length its header declares must be the bytes present, the inflated form is read at
     /// most [`MAX_V2_BYTES`], and the precision and range must be ones this code writes, so
     /// no header sizes an allocation.
-    pub fn from_base64(s: &str) -> Result<Hist, String> {
+    pub(crate) fn from_base64(s: &str) -> Result<Hist, String> {
         use base64::Engine;
         use hdrhistogram::serialization::Deserializer;
         if s.is_empty() {
@@ -101,7 +101,7 @@ impl Hist {
 
 /// The most bytes an uncompressed V2 histogram may hold (header and counts). One of ours,
 /// 1 ns .. centuries at 3 digits, is well under 1 MiB even with every count set.
-pub const MAX_V2_BYTES: usize = 4 << 20;
+pub(crate) const MAX_V2_BYTES: usize = 4 << 20;
 
 const V2_COOKIE: u32 = 0x1c84_9303;
 const V2_DEFLATE_COOKIE: u32 = 0x1c84_9304;
@@ -173,15 +173,15 @@ fn base64_encode(bytes: &[u8]) -> String {
 
 /// `#[serde(with = "crate::measure::hist::base64_v2")]`: a [`Hist`] as [`Hist::to_base64`]'s
 /// text (a load host's report carries its latency histogram this way).
-pub mod base64_v2 {
+pub(crate) mod base64_v2 {
     use super::Hist;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(h: &Hist, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(h: &Hist, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&h.to_base64())
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Hist, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Hist, D::Error> {
         let s = String::deserialize(d)?;
         Hist::from_base64(&s).map_err(serde::de::Error::custom)
     }

@@ -11,7 +11,7 @@ pub mod pin;
 pub(crate) mod syscalls;
 pub(crate) mod topology;
 
-pub use hist::Hist;
+pub(crate) use hist::Hist;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -26,18 +26,18 @@ pub enum Measured<T> {
 }
 
 impl<T> Measured<T> {
-    pub fn unavailable(reason: impl Into<String>) -> Self {
+    pub(crate) fn unavailable(reason: impl Into<String>) -> Self {
         Measured::Unavailable {
             unavailable: reason.into(),
         }
     }
-    pub fn value(&self) -> Option<&T> {
+    pub(crate) fn value(&self) -> Option<&T> {
         match self {
             Measured::Value(v) => Some(v),
             Measured::Unavailable { .. } => None,
         }
     }
-    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Measured<U> {
+    pub(crate) fn map<U>(self, f: impl FnOnce(T) -> U) -> Measured<U> {
         match self {
             Measured::Value(v) => Measured::Value(f(v)),
             Measured::Unavailable { unavailable } => Measured::Unavailable { unavailable },
@@ -61,7 +61,7 @@ pub struct Counters(pub BTreeMap<String, u64>);
 
 impl Counters {
     #[inline]
-    pub fn add(&mut self, name: &str, n: u64) {
+    pub(crate) fn add(&mut self, name: &str, n: u64) {
         match self.0.get_mut(name) {
             Some(v) => *v += n,
             None => {
@@ -72,7 +72,7 @@ impl Counters {
     pub fn get(&self, name: &str) -> u64 {
         self.0.get(name).copied().unwrap_or(0)
     }
-    pub fn merge(&mut self, other: &Counters) {
+    pub(crate) fn merge(&mut self, other: &Counters) {
         for (k, v) in &other.0 {
             self.add(k, *v);
         }
@@ -162,7 +162,7 @@ pub struct Sample {
     /// this thread, from the first CPU clock read at the start to the last at the end).
     pub wall_ns: u64,
     /// Sum of per-op times (timer overhead excluded), ns; `wall_ns` less harness bookkeeping.
-    pub timed_ns: u64,
+    pub(crate) timed_ns: u64,
     /// CPU of the measured task(s) over the window, including io_uring's kernel threads.
     pub cpu: cpu::CpuReading,
     /// Syscalls the measured task(s) entered during the window; `None` when this repetition
@@ -177,7 +177,7 @@ pub struct Sample {
 impl Sample {
     /// The share of its window its measured tasks ran (one repetition's `cpu_busy`; 0 for
     /// an empty window).
-    pub fn cpu_busy(&self) -> f64 {
+    pub(crate) fn cpu_busy(&self) -> f64 {
         if self.wall_ns == 0 {
             0.0
         } else {
@@ -186,7 +186,7 @@ impl Sample {
     }
 
     /// Its throughput: ops per second of timed window (0 for an empty window).
-    pub fn ops_per_sec(&self) -> f64 {
+    pub(crate) fn ops_per_sec(&self) -> f64 {
         if self.timed_ns == 0 {
             0.0
         } else {
@@ -370,7 +370,7 @@ impl Window<'_> {
     }
 }
 
-pub use cell::{CellCounters, CPU_OVER_ALLOWED_NS};
+pub(crate) use cell::CellCounters;
 
 #[cfg(test)]
 mod tests {

@@ -11,22 +11,22 @@ pub struct CpuPlan {
     /// The measured thread, or the server under test (`server[0]`).
     pub measured: u32,
     /// The other side: the highest load CPU (also the SQPOLL poller's when no SMT sibling is idle). `None` on a shared plan.
-    pub helper: Option<u32>,
+    pub(crate) helper: Option<u32>,
     /// The server's CPUs (results written before these fields: empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server: Vec<u32>,
     /// The load generator's CPUs, one thread each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub load: Vec<u32>,
+    pub(crate) load: Vec<u32>,
     /// Where SQPOLL pollers go.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sqpoll: Option<u32>,
+    pub(crate) sqpoll: Option<u32>,
     /// CPUs left idle on purpose: SMT siblings of the server's core.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub idle: Vec<u32>,
+    pub(crate) idle: Vec<u32>,
     /// Server and load share CPUs because the user said `--allow-shared`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub shared_requested: bool,
+    pub(crate) shared_requested: bool,
 }
 
 impl CpuPlan {
@@ -49,7 +49,7 @@ impl CpuPlan {
     }
 
     /// From a `--cpus` list: first = measured, second = helper.
-    pub fn from_list(cpus: &[u32]) -> CpuPlan {
+    pub(crate) fn from_list(cpus: &[u32]) -> CpuPlan {
         CpuPlan::pair(cpus.first().copied().unwrap_or(0), cpus.get(1).copied())
     }
 
@@ -64,7 +64,7 @@ impl CpuPlan {
     }
 
     /// Where a SQPOLL poller goes: the plan's SQPOLL CPU when it is not the measured one.
-    pub fn sqpoll_cpu(&self) -> Option<u32> {
+    pub(crate) fn sqpoll_cpu(&self) -> Option<u32> {
         self.sqpoll
             .or(self.helper)
             .filter(|&c| c != self.measured && !self.shared())
@@ -72,7 +72,7 @@ impl CpuPlan {
 
     /// The load generator's CPUs (results written before `load` was recorded: the helper,
     /// else the measured CPU).
-    pub fn load_cpus(&self) -> Vec<u32> {
+    pub(crate) fn load_cpus(&self) -> Vec<u32> {
         if !self.load.is_empty() {
             return self.load.clone();
         }
@@ -85,7 +85,7 @@ impl CpuPlan {
     }
 
     /// The server's CPUs (results written before `server` was recorded: the measured one).
-    pub fn server_cpus(&self) -> Vec<u32> {
+    pub(crate) fn server_cpus(&self) -> Vec<u32> {
         if self.server.is_empty() {
             vec![self.measured]
         } else {
@@ -101,7 +101,7 @@ impl CpuPlan {
     /// server. The largest count is always included (6 CPUs: 1, 2, 3). Where that leaves one
     /// thread but the machine has two CPUs or more, 2 is added, the server sharing the load's
     /// CPUs (`shared_cpus`): on a 2-CPU machine, 1 and 2.
-    pub fn server_thread_sweep(&self) -> Vec<u32> {
+    pub(crate) fn server_thread_sweep(&self) -> Vec<u32> {
         let server = self.server_cpus();
         let others = self
             .load_cpus()
@@ -130,7 +130,7 @@ impl CpuPlan {
     /// server's CPUs; beyond them, the lowest load CPUs, as long as the load keeps one (the
     /// highest, the helper, stays the load's); beyond that, the server takes every CPU and the
     /// load keeps its own, the two sharing them (`shared_requested`: cells are `shared_cpus`).
-    pub fn with_server_threads(&self, threads: u32) -> CpuPlan {
+    pub(crate) fn with_server_threads(&self, threads: u32) -> CpuPlan {
         let t = threads.max(1) as usize;
         let own = self.server_cpus();
         let load = self.load_cpus();
@@ -185,13 +185,13 @@ pub fn pin_this_thread(cpu: u32) -> io::Result<()> {
 }
 
 /// Pins a task (0 = the calling thread) to one CPU.
-pub fn pin_tid(tid: i32, cpu: u32) -> io::Result<()> {
+pub(crate) fn pin_tid(tid: i32, cpu: u32) -> io::Result<()> {
     set_affinity(tid, &[cpu])
 }
 
 /// Lets the calling thread run on every CPU of `cpus` (a pool's worker, which would inherit
 /// the pinned measured thread's single CPU otherwise).
-pub fn allow_this_thread(cpus: &[u32]) -> io::Result<()> {
+pub(crate) fn allow_this_thread(cpus: &[u32]) -> io::Result<()> {
     set_affinity(0, cpus)
 }
 

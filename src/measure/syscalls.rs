@@ -45,7 +45,7 @@ const EVENT: &str = "events/raw_syscalls/sys_enter/id";
 ///
 /// Like `perf` itself, when tracefs is not mounted and we are root, it mounts tracefs at
 /// `/sys/kernel/tracing` (a read-only view of kernel events; nothing is traced by mounting).
-pub fn tracepoint_id() -> Result<u64, String> {
+pub(crate) fn tracepoint_id() -> Result<u64, String> {
     static ID: OnceLock<Result<u64, String>> = OnceLock::new();
     ID.get_or_init(find_tracepoint_id).clone()
 }
@@ -117,7 +117,7 @@ fn mount_tracefs() -> io::Result<()> {
 
 /// Which tasks a counter covers.
 #[derive(Clone, Copy, Debug)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// The calling thread (and threads it creates later).
     ThisThread,
     /// Every current task of a process (one counter each), and threads they create later.
@@ -125,7 +125,7 @@ pub enum Scope {
 }
 
 /// A running syscall counter. Readings are totals since it was opened.
-pub struct SyscallCounter {
+pub(crate) struct SyscallCounter {
     fds: Vec<OwnedFd>,
     /// Syscalls a start/stop pair counts by itself (the `read` of the second reading),
     /// measured when the counter is opened and subtracted from every window.
@@ -134,7 +134,7 @@ pub struct SyscallCounter {
 
 impl SyscallCounter {
     /// Opens and enables the counter, or says why it cannot.
-    pub fn open(scope: Scope) -> Result<SyscallCounter, String> {
+    pub(crate) fn open(scope: Scope) -> Result<SyscallCounter, String> {
         let id = tracepoint_id()?;
         let tids: Vec<i32> = match scope {
             Scope::ThisThread => vec![0],
@@ -182,7 +182,7 @@ impl SyscallCounter {
     }
 
     /// Total syscalls counted so far (all covered tasks).
-    pub fn read(&self) -> u64 {
+    pub(crate) fn read(&self) -> u64 {
         self.fds
             .iter()
             .map(|fd| {
@@ -199,13 +199,13 @@ impl SyscallCounter {
     }
 
     /// Syscalls between two readings, less the counter's own cost (measured at open).
-    pub fn window(&self, start: u64, end: u64) -> u64 {
+    pub(crate) fn window(&self, start: u64, end: u64) -> u64 {
         end.saturating_sub(start)
             .saturating_sub(self.window_overhead)
     }
 
     /// The syscalls one start/stop pair adds by itself, as measured.
-    pub fn window_overhead(&self) -> u64 {
+    pub(crate) fn window_overhead(&self) -> u64 {
         self.window_overhead
     }
 }
@@ -266,7 +266,7 @@ fn refusal(e: &io::Error) -> String {
 }
 
 /// Whether a counter on this thread can be opened, and why not.
-pub fn availability() -> Availability {
+pub(crate) fn availability() -> Availability {
     match SyscallCounter::open(Scope::ThisThread) {
         Ok(_) => Availability::Ready,
         Err(r) => Availability::Unavailable(r),

@@ -19,26 +19,26 @@ use std::fmt;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Topology {
     /// Online CPUs.
-    pub online: Vec<u32>,
+    pub(crate) online: Vec<u32>,
     /// CPUs this process may run on (`sched_getaffinity`).
-    pub allowed: Vec<u32>,
+    pub(crate) allowed: Vec<u32>,
     /// Physical cores: each a list of SMT sibling CPUs (one CPU per core without SMT).
-    pub cores: Vec<Vec<u32>>,
+    pub(crate) cores: Vec<Vec<u32>>,
     /// NUMA nodes: the CPUs of each (one node when the machine shows none).
-    pub nodes: Vec<Vec<u32>>,
+    pub(crate) nodes: Vec<Vec<u32>>,
 }
 
 /// The CPU sets a user asked for (`--server-cpus`, `--load-cpus`, `--allow-shared`).
 #[derive(Clone, Debug, Default)]
-pub struct Request {
-    pub server: Option<Vec<u32>>,
-    pub load: Option<Vec<u32>>,
-    pub allow_shared: bool,
+pub(crate) struct Request {
+    pub(crate) server: Option<Vec<u32>>,
+    pub(crate) load: Option<Vec<u32>>,
+    pub(crate) allow_shared: bool,
 }
 
 /// Why a requested plan is refused (bad input: exit 2).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PlanError {
+pub(crate) enum PlanError {
     /// A CPU outside the allowed mask.
     NotAllowed {
         flag: &'static str,
@@ -71,7 +71,7 @@ impl fmt::Display for PlanError {
 impl std::error::Error for PlanError {}
 
 /// "0-3,8" for a list of CPUs.
-pub fn list_string(cpus: &[u32]) -> String {
+pub(crate) fn list_string(cpus: &[u32]) -> String {
     let mut v = cpus.to_vec();
     v.sort_unstable();
     v.dedup();
@@ -93,7 +93,7 @@ pub fn list_string(cpus: &[u32]) -> String {
 }
 
 /// Parses a kernel CPU list ("0-3,8,10-11").
-pub fn parse_list(s: &str) -> Option<Vec<u32>> {
+pub(crate) fn parse_list(s: &str) -> Option<Vec<u32>> {
     let mut v = Vec::new();
     for part in s.trim().split(',').filter(|p| !p.trim().is_empty()) {
         let (lo, hi): (u32, u32) = match part.split_once('-') {
@@ -114,7 +114,7 @@ pub fn parse_list(s: &str) -> Option<Vec<u32>> {
 impl Topology {
     /// This machine, from /sys and sched_getaffinity. A file that cannot be read counts as
     /// "no SMT" or "one node".
-    pub fn read() -> Topology {
+    pub(crate) fn read() -> Topology {
         let sys = |p: &str| std::fs::read_to_string(p).ok();
         let allowed = super::pin::allowed_cpus();
         let online = sys("/sys/devices/system/cpu/online")
@@ -167,7 +167,7 @@ impl Topology {
     }
 
     /// Whether any core has more than one online CPU.
-    pub fn smt(&self) -> bool {
+    pub(crate) fn smt(&self) -> bool {
         self.cores.iter().any(|c| c.len() > 1)
     }
 
@@ -189,7 +189,7 @@ impl Topology {
 }
 
 /// The plan for `t` and the user's request; see the module doc for the default.
-pub fn plan(t: &Topology, req: &Request) -> Result<CpuPlan, PlanError> {
+pub(crate) fn plan(t: &Topology, req: &Request) -> Result<CpuPlan, PlanError> {
     let allowed: Vec<u32> = t
         .allowed
         .iter()

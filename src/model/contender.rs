@@ -17,12 +17,12 @@ pub const CONTENDER_PROTOCOLS: &[&str] = &["echo", "http"];
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct External {
     /// `[a-z0-9-]+`; the model id is `ext:NAME`.
-    pub name: String,
+    pub(crate) name: String,
     /// Shell command containing `{port}` at least once.
-    pub command: String,
+    pub(crate) command: String,
     /// The one protocol it speaks (`http:nginx=...`), or `None`: every network suite run
     /// measures it.
-    pub protocol: Option<&'static str>,
+    pub(crate) protocol: Option<&'static str>,
 }
 
 impl External {
@@ -73,17 +73,17 @@ impl External {
     }
 
     /// Whether this contender takes part in suites of `protocol`.
-    pub fn speaks(&self, protocol: &str) -> bool {
+    pub(crate) fn speaks(&self, protocol: &str) -> bool {
         self.protocol.is_none_or(|p| p == protocol)
     }
 
     /// The model id of this contender: `ext:NAME`.
-    pub fn model_id(&self) -> String {
+    pub(crate) fn model_id(&self) -> String {
         format!("ext:{}", self.name)
     }
 
     /// The command with `{port}` replaced.
-    pub fn command_for(&self, port: u16) -> String {
+    pub(crate) fn command_for(&self, port: u16) -> String {
         self.command.replace(PORT_PLACEHOLDER, &port.to_string())
     }
 }
@@ -136,15 +136,11 @@ impl Catalog {
     }
 
     /// The contender of model id `ext:NAME`.
-    pub fn get(&self, model_id: &str) -> Option<&External> {
+    pub(crate) fn get(&self, model_id: &str) -> Option<&External> {
         self.entries
             .iter()
             .find(|(_, m)| m.id == model_id)
             .map(|(e, _)| e)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 }
 
@@ -193,7 +189,7 @@ mod tests {
         assert_eq!(c.get("ext:a").map(|e| e.command.as_str()), Some("x {port}"));
         assert_eq!(c.get("ext:nobody"), None);
         assert_eq!(c.get("a"), None);
-        assert!(NO_CONTENDERS.is_empty() && NO_CONTENDERS.get("ext:a").is_none());
+        assert!(NO_CONTENDERS.entries.is_empty() && NO_CONTENDERS.get("ext:a").is_none());
         let e = Catalog::from_specs(&["a=x {port}".into(), "http:a=y {port}".into()])
             .unwrap_err()
             .to_string();

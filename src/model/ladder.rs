@@ -10,15 +10,20 @@ pub struct Rung {
     /// The registry row (`registry::MODELS`).
     pub model: &'static str,
     /// The row this rung adds its knob to and is compared with (`None`: the first rung).
-    pub over: Option<&'static str>,
+    pub(crate) over: Option<&'static str>,
     /// The knob it adds, for the report.
-    pub adds: &'static str,
-    /// The knob itself: `add(knobs of over) == knobs of model` (checked by the tests).
-    pub add: fn(UringKnobs) -> UringKnobs,
+    pub(crate) adds: &'static str,
+    /// The knob itself: `add(knobs of over) == knobs of model`, checked by the tests below, so
+    /// a rung's `adds` cannot drift from the rows it compares.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "data the tests check the registry against")
+    )]
+    pub(crate) add: fn(UringKnobs) -> UringKnobs,
     /// The first kernel version with the feature (the whole rung's minimum).
     pub min_kernel: &'static str,
     /// Where the rung is not over the rung before it, why.
-    pub note: Option<&'static str>,
+    pub(crate) note: Option<&'static str>,
 }
 
 /// The rungs, in ladder order.
@@ -114,3 +119,28 @@ pub static RUNGS: &[Rung] = &[
         note: None,
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::RUNGS;
+    use crate::model::{Knobs, UringKnobs};
+
+    fn knobs(id: &str) -> UringKnobs {
+        match crate::registry::model(id).map(|m| &m.knobs) {
+            Some(Knobs::Uring(k)) => *k,
+            _ => panic!("{id} is not an io_uring row"),
+        }
+    }
+
+    /// Each rung's row is the row below it plus exactly the knob the rung says it adds.
+    #[test]
+    fn each_rung_adds_exactly_its_knob() {
+        for r in RUNGS {
+            let base = r.over.map_or(knobs(r.model), knobs);
+            assert_eq!((r.add)(base), knobs(r.model), "{}: {}", r.model, r.adds);
+            if let Some(o) = r.over {
+                assert_ne!(knobs(o), knobs(r.model), "{} adds nothing to {o}", r.model);
+            }
+        }
+    }
+}

@@ -19,7 +19,7 @@ pub struct ModelSpec {
     /// Stable kebab-case id used on the CLI and in results: "epoll-et", "uring-sqpoll".
     pub id: &'static str,
     /// One line for `ringside list` and the report legend.
-    pub summary: &'static str,
+    pub(crate) summary: &'static str,
     pub family: Family,
     pub knobs: Knobs,
     /// Whether the row joins the bare `ringside run` (no suite named). Rows that only answer a
@@ -82,35 +82,35 @@ pub enum Trigger {
 /// read in one place, `io::epoll::Epoll::with_knobs`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EpollKnobs {
-    pub trigger: Trigger,
+    pub(crate) trigger: Trigger,
     /// EPIOCSPARAMS on the instance (6.9): `epoll_wait` busy-polls the NAPI queues of the
     /// sockets it watches before sleeping.
-    pub busy_poll: Option<EpollBusyPoll>,
+    pub(crate) busy_poll: Option<EpollBusyPoll>,
 }
 
 /// `struct epoll_params` as a row sets it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct EpollBusyPoll {
     /// How long one wait busy-polls, us.
-    pub busy_poll_usecs: u32,
+    pub(crate) busy_poll_usecs: u32,
     /// Packets per poll (at most 64 without CAP_NET_ADMIN).
-    pub budget: u16,
+    pub(crate) budget: u16,
     /// Prefer busy polling over softirq processing (the device's IRQs deferred meanwhile).
-    pub prefer_busy_poll: bool,
+    pub(crate) prefer_busy_poll: bool,
 }
 
 impl EpollKnobs {
-    pub const LEVEL: EpollKnobs = EpollKnobs {
+    pub(crate) const LEVEL: EpollKnobs = EpollKnobs {
         trigger: Trigger::Level,
         busy_poll: None,
     };
-    pub const EDGE: EpollKnobs = EpollKnobs {
+    pub(crate) const EDGE: EpollKnobs = EpollKnobs {
         trigger: Trigger::Edge,
         busy_poll: None,
     };
 
     /// Knobs only the TCP servers use (busy polling polls a NIC queue: pipes have none).
-    pub fn server_only(&self) -> bool {
+    pub(crate) fn server_only(&self) -> bool {
         self.busy_poll.is_some()
     }
 }
@@ -134,16 +134,16 @@ impl Serialize for EpollKnobs {
 
 /// `epoll-busypoll`'s settings: the busy-poll time of `uring-napi`, the kernel's default budget
 /// (NAPI_POLL_WEIGHT, the most an unprivileged caller may set), busy polling preferred.
-pub const EPOLL_BUSY_POLL: EpollBusyPoll = EpollBusyPoll {
+pub(crate) const EPOLL_BUSY_POLL: EpollBusyPoll = EpollBusyPoll {
     busy_poll_usecs: NAPI_BUSY_POLL_US,
     budget: 64,
     prefer_busy_poll: true,
 };
 
 /// `uring-minwait`'s longest wait for a batch of completions, us.
-pub const MIN_WAIT_US: u32 = 20;
+pub(crate) const MIN_WAIT_US: u32 = 20;
 /// `uring-napi`'s busy-poll timeout, us.
-pub const NAPI_BUSY_POLL_US: u32 = 50;
+pub(crate) const NAPI_BUSY_POLL_US: u32 = 50;
 
 /// Contenders that are not ringside's own code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

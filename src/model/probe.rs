@@ -22,7 +22,7 @@ impl ModelSpec {
     }
 
     /// [`ModelSpec::availability`] for servers that take their connections `at`.
-    pub fn availability_serving(&self, env: &EnvReport, at: Serving) -> Availability {
+    pub(crate) fn availability_serving(&self, env: &EnvReport, at: Serving) -> Availability {
         match &self.knobs {
             Knobs::Blocking(_) => Availability::Ready,
             Knobs::Epoll(k) => match k.busy_poll {
@@ -57,7 +57,7 @@ pub fn napi_path(env: &EnvReport, at: Serving) -> Availability {
 }
 
 /// Whether contender `kind` was compiled into this binary. Static: no probing.
-pub fn built(kind: PeerKind) -> Availability {
+pub(crate) fn built(kind: PeerKind) -> Availability {
     match kind {
         PeerKind::Tokio | PeerKind::TokioMt if !cfg!(feature = "peer-tokio") => {
             Availability::unavailable("built without feature peer-tokio")

@@ -61,15 +61,15 @@ pub enum Rx {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Provided {
     /// Recv bundles (IORING_RECVSEND_BUNDLE, 6.10): one completion covers several buffers.
-    pub bundle: bool,
+    pub(crate) bundle: bool,
     /// Incremental consumption (IOU_PBUF_RING_INC, 6.12): fewer, larger buffers, each
     /// consumed piecewise.
-    pub incremental: bool,
+    pub(crate) incremental: bool,
 }
 
 impl Provided {
     /// One completion per buffer, each buffer used whole.
-    pub const WHOLE: Provided = Provided {
+    pub(crate) const WHOLE: Provided = Provided {
         bundle: false,
         incremental: false,
     };
@@ -91,13 +91,13 @@ pub enum Tx {
 pub struct Wait {
     /// Minimum wait (6.12): each wait asks for `MIN_WAIT_BATCH` completions and waits at most
     /// this long (us) for them before returning with what has arrived.
-    pub min_wait_us: Option<u32>,
+    pub(crate) min_wait_us: Option<u32>,
     /// NAPI busy polling registered on the ring (6.9), busy-poll timeout in us.
-    pub napi_busy_poll_us: Option<u32>,
+    pub(crate) napi_busy_poll_us: Option<u32>,
 }
 
 impl Wait {
-    pub const PLAIN: Wait = Wait {
+    pub(crate) const PLAIN: Wait = Wait {
         min_wait_us: None,
         napi_busy_poll_us: None,
     };
@@ -119,12 +119,12 @@ pub enum Loop {
 /// Every io_uring knob a model row may set, in typed groups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UringKnobs {
-    pub drive: Drive,
+    pub(crate) drive: Drive,
     pub files: Files,
-    pub bufs: Bufs,
-    pub rx: Rx,
-    pub tx: Tx,
-    pub wait: Wait,
+    pub(crate) bufs: Bufs,
+    pub(crate) rx: Rx,
+    pub(crate) tx: Tx,
+    pub(crate) wait: Wait,
     pub looping: Loop,
 }
 
@@ -142,13 +142,13 @@ pub enum Shape {
 /// Why a shape does not run a row: it has no meaning there (`NotApplicable`), or it has but
 /// cannot run on this build or machine (`Unavailable`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     NotApplicable(&'static str),
     Unavailable(&'static str),
 }
 
 impl Refusal {
-    pub fn why(self) -> &'static str {
+    pub(crate) fn why(self) -> &'static str {
         match self {
             Refusal::NotApplicable(w) | Refusal::Unavailable(w) => w,
         }
@@ -169,7 +169,7 @@ const FILES_NO_MEANING: &str = "knob is for sockets; no meaning for files";
 
 impl UringKnobs {
     /// Plain io_uring: every knob off.
-    pub const PLAIN: UringKnobs = UringKnobs {
+    pub(crate) const PLAIN: UringKnobs = UringKnobs {
         drive: Drive::Enter,
         files: Files::Plain,
         bufs: Bufs::Plain,
@@ -181,7 +181,7 @@ impl UringKnobs {
 
     /// Whether `shape` runs this row, and why not. Every group is destructured: a new knob
     /// decides here for every shape before it compiles.
-    pub fn supports(&self, shape: Shape) -> Result<(), Refusal> {
+    pub(crate) fn supports(&self, shape: Shape) -> Result<(), Refusal> {
         let UringKnobs {
             drive,
             files,
@@ -278,7 +278,7 @@ impl UringKnobs {
     }
 
     /// Whether the row sends with SEND_ZC.
-    pub fn zero_copy_send(&self) -> bool {
+    pub(crate) fn zero_copy_send(&self) -> bool {
         matches!(self.tx, Tx::ZeroCopy { .. })
     }
 
@@ -292,7 +292,7 @@ impl UringKnobs {
 
     /// The row with its multishot recv's consumption changed by `f` (rows without one are
     /// returned as they are): the ladder's rungs add bundles and incremental rings this way.
-    pub fn with_provided(self, f: impl FnOnce(Provided) -> Provided) -> UringKnobs {
+    pub(crate) fn with_provided(self, f: impl FnOnce(Provided) -> Provided) -> UringKnobs {
         match self.rx {
             Rx::Multishot(p) => UringKnobs {
                 rx: Rx::Multishot(f(p)),

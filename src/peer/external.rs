@@ -28,11 +28,11 @@ use std::process::Command;
 use std::time::Duration;
 
 /// How long [`External::start`] waits by default for the command to accept connections.
-pub const READY_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a contender has between SIGTERM and SIGKILL by default.
-pub const STOP_GRACE: Duration = child::STOP_GRACE;
+pub(crate) const STOP_GRACE: Duration = child::STOP_GRACE;
 /// Lines of the command's stderr quoted when it fails.
-pub const STDERR_TAIL_LINES: usize = 20;
+pub(crate) const STDERR_TAIL_LINES: usize = 20;
 
 /// How to start an external contender.
 #[derive(Clone, Debug)]
@@ -125,7 +125,7 @@ impl Running {
     }
 
     /// The process group of the contender (every process it started that stayed in it).
-    pub fn pgid(&self) -> i32 {
+    pub(crate) fn pgid(&self) -> i32 {
         self.child.pgid().unwrap_or(self.child.pid() as i32)
     }
 
@@ -145,13 +145,13 @@ impl Running {
     }
 
     /// The supervised child (its exit status, for the cell's verdict).
-    pub fn child(&self) -> &child::Child {
+    pub(crate) fn child(&self) -> &child::Child {
         &self.child
     }
 
     /// Ok while the measured process still runs; an error quoting the stderr tail once it has
     /// exited (a contender that crashed mid-run is a failed cell).
-    pub fn check_alive(&mut self) -> anyhow::Result<()> {
+    pub(crate) fn check_alive(&mut self) -> anyhow::Result<()> {
         if self.pid == self.child.pid() {
             if let Some(status) = self.child.try_exit() {
                 bail!(

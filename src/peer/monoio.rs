@@ -56,7 +56,7 @@ pub(super) fn serve(
 /// protocol, write the reply it asks for (all of it) before reading again, until EOF, an error
 /// or `Next::Close`. Returns within [`STOP_POLL`] of `stop` plus the drain (at most
 /// [`DRAIN`]), every connection closed. Fails when io_uring cannot start.
-pub fn serve_proto<P: Protocol>(
+pub(crate) fn serve_proto<P: Protocol>(
     listener: std::net::TcpListener,
     proto: P,
     stop: Arc<AtomicBool>,
@@ -242,7 +242,7 @@ async fn proto_conn<P: Protocol>(mut stream: TcpStream, proto: P, live: Live) {
 
 /// The pubsub broker (`super::pubsub`): a reader task per connection and a writer task per
 /// subscriber around the one hub. Returns the connections accepted and the hub's counters.
-pub fn serve_pubsub(
+pub(crate) fn serve_pubsub(
     listener: std::net::TcpListener,
     queue_bytes: usize,
     stop: Arc<AtomicBool>,

@@ -24,12 +24,12 @@ use std::task::{Context, Poll, Waker};
 /// A wake-up for one writer task, runtime-agnostic: `notify` before `wait` is kept (one
 /// permit), so a publish between a writer's look at the hub and its wait is never lost.
 #[derive(Default)]
-pub struct Signal {
+pub(crate) struct Signal {
     state: Mutex<(bool, Option<Waker>)>,
 }
 
 impl Signal {
-    pub fn notify(&self) {
+    pub(crate) fn notify(&self) {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         s.0 = true;
         if let Some(w) = s.1.take() {
@@ -38,7 +38,7 @@ impl Signal {
     }
 
     /// Waits for the next `notify` (or returns at once if one came since the last wait).
-    pub fn wait(&self) -> impl Future<Output = ()> + '_ {
+    pub(crate) fn wait(&self) -> impl Future<Output = ()> + '_ {
         struct Wait<'a>(&'a Signal);
         impl Future for Wait<'_> {
             type Output = ();
@@ -68,10 +68,10 @@ struct Inner {
 
 /// The broker state every connection task of one runtime shares.
 #[derive(Clone)]
-pub struct Shared(Arc<Mutex<Inner>>);
+pub(crate) struct Shared(Arc<Mutex<Inner>>);
 
 /// What a writer found in the hub.
-pub enum Take {
+pub(crate) enum Take {
     /// Bytes to send (in the buffer given).
     Bytes,
     /// Nothing queued: wait for the signal.
@@ -81,7 +81,7 @@ pub enum Take {
 }
 
 impl Shared {
-    pub fn new(queue_bytes: usize) -> Shared {
+    pub(crate) fn new(queue_bytes: usize) -> Shared {
         Shared(Arc::new(Mutex::new(Inner {
             hub: Hub::new(queue_bytes),
             writers: HashMap::new(),
@@ -94,20 +94,20 @@ impl Shared {
     }
 
     /// A new connection's id in the hub.
-    pub fn id(&self) -> SubId {
+    pub(crate) fn id(&self) -> SubId {
         let mut g = self.lock();
         g.next_id += 1;
         g.next_id
     }
 
-    pub fn counters(&self) -> HubCounters {
+    pub(crate) fn counters(&self) -> HubCounters {
         self.lock().hub.counters
     }
 
     /// Connection `id` (socket `fd`) read `input`: into the hub; the subscribers woken are
     /// signalled, the overflowed ones shut down. `Ok(Some(signal))`: `id` has just subscribed
     /// for the first time, and its writer task must be started with this signal.
-    pub fn feed(
+    pub(crate) fn feed(
         &self,
         id: SubId,
         fd: RawFd,
@@ -148,7 +148,7 @@ impl Shared {
     }
 
     /// Connection `id` ends: it leaves the hub and its writer is told to end.
-    pub fn leave(&self, id: SubId) {
+    pub(crate) fn leave(&self, id: SubId) {
         let mut g = self.lock();
         g.hub.remove(id);
         if let Some(w) = g.writers.remove(&id) {
@@ -157,7 +157,7 @@ impl Shared {
     }
 
     /// Subscriber `id`'s writer takes its queue into `out`.
-    pub fn take(&self, id: SubId, out: &mut Vec<u8>) -> Take {
+    pub(crate) fn take(&self, id: SubId, out: &mut Vec<u8>) -> Take {
         let mut g = self.lock();
         if !g.writers.contains_key(&id) || !g.hub.has_queue(id) {
             return Take::Gone;

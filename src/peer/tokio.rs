@@ -30,7 +30,7 @@ use std::task::{Context as TaskContext, Poll};
 
 /// Which tokio runtime serves.
 #[derive(Clone, Copy, Debug)]
-pub enum Flavor<'a> {
+pub(crate) enum Flavor<'a> {
     /// One thread: the calling one.
     CurrentThread,
     /// `workers` worker threads (work stealing); with `cpus` not empty, worker `i` is pinned to
@@ -51,7 +51,7 @@ pub(super) fn serve(
 /// Serves `proto` on `listener`: per connection, read what has arrived, feed it to the
 /// protocol, write the reply it asks for (all of it) before reading again, until EOF, an error
 /// or `Next::Close`. Returns within [`STOP_POLL`] of `stop` (plus dropping the runtime).
-pub fn serve_proto<P: Protocol>(
+pub(crate) fn serve_proto<P: Protocol>(
     listener: std::net::TcpListener,
     proto: P,
     stop: Arc<AtomicBool>,
@@ -69,7 +69,7 @@ pub fn serve_proto<P: Protocol>(
 /// the write buffer, see the module doc), a connection that has not sent a whole request head
 /// within [`HEADER_READ_TIMEOUT`] (idle keep-alive included) is closed. Request bodies are read
 /// and discarded by hyper. Returns within [`STOP_POLL`] of `stop` (plus dropping the runtime).
-pub fn serve_http(
+pub(crate) fn serve_http(
     listener: std::net::TcpListener,
     stop: Arc<AtomicBool>,
     body: Arc<[u8]>,
@@ -277,7 +277,7 @@ async fn proto_conn<P: Protocol>(mut stream: TcpStream, proto: P) {
 
 /// The pubsub broker (`super::pubsub`): a reader task per connection and a writer task per
 /// subscriber around the one hub. Returns the connections accepted and the hub's counters.
-pub fn serve_pubsub(
+pub(crate) fn serve_pubsub(
     listener: std::net::TcpListener,
     queue_bytes: usize,
     stop: Arc<AtomicBool>,

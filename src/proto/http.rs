@@ -26,20 +26,20 @@ use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 /// The body answered when no size is given.
-pub const DEFAULT_BODY: &[u8] = b"Hello, World!";
+pub(crate) const DEFAULT_BODY: &[u8] = b"Hello, World!";
 /// The largest request head (request line and header fields, blank line included), bytes.
-pub const MAX_HEADER_BYTES: usize = 8 * 1024;
+pub(crate) const MAX_HEADER_BYTES: usize = 8 * 1024;
 /// A connection that has made no reply for this long is closed (slowloris: a client sending
 /// a header byte a second never completes a request). The same bound as hyper's header read
 /// timeout in the tokio contender; `ringside serve --idle-timeout-ms` overrides it.
-pub const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+pub(crate) const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// The most header fields in one request (more: 431).
-pub const MAX_HEADERS: usize = 128;
+pub(crate) const MAX_HEADERS: usize = 128;
 /// The largest body `Http::new(Some(n))` accepts, bytes.
-pub const MAX_BODY_BYTES: usize = 1 << 20;
+pub(crate) const MAX_BODY_BYTES: usize = 1 << 20;
 /// Bytes of responses one batch of input may produce before the rest is refused (see the
 /// module docs).
-pub const PIPELINE_OUT_BUDGET: usize = 1 << 20;
+pub(crate) const PIPELINE_OUT_BUDGET: usize = 1 << 20;
 
 const SERVER: &str = "ringside";
 
@@ -146,7 +146,7 @@ pub fn served_body(body_bytes: Option<usize>) -> Vec<u8> {
 }
 
 /// `n` bytes of printable text, the same for every server: `abc...xyz` repeated.
-pub fn body_pattern(n: usize) -> Vec<u8> {
+pub(crate) fn body_pattern(n: usize) -> Vec<u8> {
     (0..n).map(|i| b'a' + (i % 26) as u8).collect()
 }
 

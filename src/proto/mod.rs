@@ -23,7 +23,7 @@ pub mod stream;
 
 pub use echo::Echo;
 pub use http::Http;
-pub use stream::Stream;
+pub(crate) use stream::Stream;
 
 /// What `ringside serve --protocol` serves: the wire a server speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,7 +53,7 @@ impl ServeProtocol {
 
 /// A connection's unsent output above which a server stops reading from it, bytes. Bounds the
 /// memory a client that sends and never reads can make the server hold.
-pub const OUT_BOUND_BYTES: usize = 256 * 1024;
+pub(crate) const OUT_BOUND_BYTES: usize = 256 * 1024;
 
 /// What to send in answer to the bytes just fed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,10 +107,10 @@ pub trait Protocol: Clone + Send + Sync + 'static {
 /// `inner` with its idle timeout replaced by `idle` (`ringside serve --idle-timeout-ms`);
 /// everything else delegates.
 #[derive(Clone, Copy, Debug)]
-pub struct WithIdle<P> {
-    pub inner: P,
+pub(crate) struct WithIdle<P> {
+    pub(crate) inner: P,
     /// The timeout the server loops enforce; `None`: never.
-    pub idle: Option<std::time::Duration>,
+    pub(crate) idle: Option<std::time::Duration>,
 }
 
 impl<P: Protocol> Protocol for WithIdle<P> {

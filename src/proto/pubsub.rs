@@ -44,14 +44,14 @@ use std::collections::HashMap;
 pub const DEFAULT_QUEUE_BYTES: usize = 4 << 20;
 
 /// The largest frame after its length field, bytes: a 64 KiB payload plus the header.
-pub const MAX_FRAME: usize = (64 << 10) + PUB_HEADER;
+pub(crate) const MAX_FRAME: usize = (64 << 10) + PUB_HEADER;
 /// `kind` + `topic` + `publisher` + `seq` + `ts_ns`.
-pub const PUB_HEADER: usize = 1 + 4 + 4 + 8 + 8;
+pub(crate) const PUB_HEADER: usize = 1 + 4 + 4 + 8 + 8;
 
-pub const SUB: u8 = 1;
-pub const UNSUB: u8 = 2;
+pub(crate) const SUB: u8 = 1;
+pub(crate) const UNSUB: u8 = 2;
 pub const PUB: u8 = 3;
-pub const MSG: u8 = 4;
+pub(crate) const MSG: u8 = 4;
 
 /// One published message as it travels (`PUB` or `MSG`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,42 +209,42 @@ impl Decoder {
 
 /// Topics one connection may subscribe to; more `SUB`s are refused (and counted). The
 /// benchmark's subscribers take one each.
-pub const MAX_TOPICS_PER_CONN: usize = 1024;
+pub(crate) const MAX_TOPICS_PER_CONN: usize = 1024;
 /// Subscriptions one hub holds, over every connection (one broker loop); more are refused.
-pub const MAX_SUBSCRIPTIONS: usize = 1 << 18;
+pub(crate) const MAX_SUBSCRIPTIONS: usize = 1 << 18;
 /// Bytes all the subscriber queues of one hub may hold together: past it, a subscriber that
 /// already has a backlog is disconnected rather than queued to (one that keeps up, with an
 /// empty queue, still gets its message).
-pub const MAX_QUEUED_BYTES: usize = 64 << 20;
+pub(crate) const MAX_QUEUED_BYTES: usize = 64 << 20;
 
 /// A subscriber's id in a [`Hub`]: the family's connection index.
-pub type SubId = usize;
+pub(crate) type SubId = usize;
 
 /// What a hub counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HubCounters {
-    pub published: u64,
+pub(crate) struct HubCounters {
+    pub(crate) published: u64,
     /// Messages appended to a subscriber's queue (one per subscriber reached; those still
     /// queued when a subscriber is disconnected are dropped with it).
-    pub delivered: u64,
+    pub(crate) delivered: u64,
     /// Subscribers disconnected because their queue would overflow (their own bound, or the
     /// hub's over all queues).
-    pub slow_disconnects: u64,
+    pub(crate) slow_disconnects: u64,
     /// `SUB`s refused: past [`MAX_TOPICS_PER_CONN`] or [`MAX_SUBSCRIPTIONS`].
-    pub refused_subs: u64,
+    pub(crate) refused_subs: u64,
 }
 
 /// What one publish did: the subscribers whose queue went from empty to non-empty (wake their
 /// writers) and those to disconnect (queue full).
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Fanout {
-    pub woken: Vec<SubId>,
-    pub disconnect: Vec<SubId>,
+pub(crate) struct Fanout {
+    pub(crate) woken: Vec<SubId>,
+    pub(crate) disconnect: Vec<SubId>,
 }
 
 /// The delivery state of one event loop: topic -> subscribers, subscriber -> bounded queue.
 #[derive(Debug)]
-pub struct Hub {
+pub(crate) struct Hub {
     queue_bytes: usize,
     topics: HashMap<u32, Vec<SubId>>,
     /// Each connection's topics: what its removal has to visit.
@@ -253,12 +253,12 @@ pub struct Hub {
     queues: HashMap<SubId, Vec<u8>>,
     /// Bytes in all the queues (not those taken and in flight).
     queued: usize,
-    pub counters: HubCounters,
+    pub(crate) counters: HubCounters,
 }
 
 impl Hub {
     /// A hub whose subscriber queues hold at most `queue_bytes` each.
-    pub fn new(queue_bytes: usize) -> Hub {
+    pub(crate) fn new(queue_bytes: usize) -> Hub {
         Hub {
             queue_bytes,
             topics: HashMap::new(),
@@ -270,13 +270,9 @@ impl Hub {
         }
     }
 
-    pub fn queue_bytes(&self) -> usize {
-        self.queue_bytes
-    }
-
     /// Subscribes `sub` to `topic`, unless it already is, or it holds
     /// [`MAX_TOPICS_PER_CONN`], or the hub [`MAX_SUBSCRIPTIONS`]: then refused and counted.
-    pub fn subscribe(&mut self, sub: SubId, topic: u32) {
+    pub(crate) fn subscribe(&mut self, sub: SubId, topic: u32) {
         let mine = self.subs_of.entry(sub).or_default();
         if mine.contains(&topic) {
             return;
@@ -291,7 +287,7 @@ impl Hub {
         self.queues.entry(sub).or_default();
     }
 
-    pub fn unsubscribe(&mut self, sub: SubId, topic: u32) {
+    pub(crate) fn unsubscribe(&mut self, sub: SubId, topic: u32) {
         let Some(mine) = self.subs_of.get_mut(&sub) else {
             return;
         };
@@ -315,7 +311,7 @@ impl Hub {
 
     /// A connection is gone: forget its subscriptions (visiting only its own topics) and its
     /// queue.
-    pub fn remove(&mut self, sub: SubId) {
+    pub(crate) fn remove(&mut self, sub: SubId) {
         for topic in self.subs_of.remove(&sub).unwrap_or_default() {
             self.subscriptions -= 1;
             self.drop_from_topic(sub, topic);
@@ -328,7 +324,7 @@ impl Hub {
     /// Appends the `PUB` frame `raw` as a `MSG` to the queue of every subscriber of `topic`
     /// (the publisher itself too, if it subscribed). A subscriber whose queue would exceed
     /// the bound gets nothing more: it is listed to disconnect and removed.
-    pub fn publish(&mut self, topic: u32, raw: &[u8]) -> Fanout {
+    pub(crate) fn publish(&mut self, topic: u32, raw: &[u8]) -> Fanout {
         self.counters.published += 1;
         let mut f = Fanout::default();
         let Some(subs) = self.topics.get(&topic) else {
@@ -363,7 +359,7 @@ impl Hub {
     /// are appended to `f` (a subscriber may be in both: disconnect wins). A `MSG` from a
     /// client, or bytes that are not frames, is an error: the caller closes `conn` (and calls
     /// [`Hub::remove`]).
-    pub fn on_bytes(
+    pub(crate) fn on_bytes(
         &mut self,
         conn: SubId,
         dec: &mut Decoder,
@@ -393,17 +389,17 @@ impl Hub {
     }
 
     /// Whether `sub` is a subscriber with a queue (not removed).
-    pub fn has_queue(&self, sub: SubId) -> bool {
+    pub(crate) fn has_queue(&self, sub: SubId) -> bool {
         self.queues.contains_key(&sub)
     }
 
     /// Subscriber `sub`'s queued bytes (to send from).
-    pub fn pending(&self, sub: SubId) -> &[u8] {
+    pub(crate) fn pending(&self, sub: SubId) -> &[u8] {
         self.queues.get(&sub).map_or(&[], |q| q.as_slice())
     }
 
     /// `n` bytes of `sub`'s queue were sent.
-    pub fn sent(&mut self, sub: SubId, n: usize) {
+    pub(crate) fn sent(&mut self, sub: SubId, n: usize) {
         if let Some(q) = self.queues.get_mut(&sub) {
             let n = n.min(q.len());
             q.drain(..n);
@@ -418,7 +414,7 @@ impl Hub {
     /// takes again only once its last take is sent, so a subscriber holds at most twice
     /// [`Hub::queue_bytes`] (the queue and the bytes in flight). False: nothing queued (or
     /// no such subscriber), `into` untouched but cleared.
-    pub fn take(&mut self, sub: SubId, into: &mut Vec<u8>) -> bool {
+    pub(crate) fn take(&mut self, sub: SubId, into: &mut Vec<u8>) -> bool {
         into.clear();
         match self.queues.get_mut(&sub) {
             Some(q) if !q.is_empty() => {
@@ -434,7 +430,7 @@ impl Hub {
 /// Byte `j` of the payload of publisher `publisher`'s message `seq`: a function of all three,
 /// so a message delivered to the wrong place, twice, or with its bytes shifted is caught.
 #[inline]
-pub fn payload_byte(publisher: u32, seq: u64, j: usize) -> u8 {
+pub(crate) fn payload_byte(publisher: u32, seq: u64, j: usize) -> u8 {
     (publisher as u64)
         .wrapping_mul(0x9E37)
         .wrapping_add(seq.wrapping_mul(31))

@@ -24,11 +24,11 @@ use super::{Next, Protocol, Reply, Step};
 use std::sync::OnceLock;
 
 /// Period of the pattern, bytes: a prime, so no write size is a multiple of it.
-pub const PATTERN_PERIOD: usize = 65_521;
+pub(crate) const PATTERN_PERIOD: usize = 65_521;
 /// The largest byte count one `Source` request may ask for.
 pub const MAX_REQUEST: u32 = 1 << 20;
 /// The most bytes the answers to one batch of input may total (`Source`).
-pub const MAX_BATCH_BYTES: usize = 4 << 20;
+pub(crate) const MAX_BATCH_BYTES: usize = 4 << 20;
 /// The `Sink`'s answer at EOF or at the first wrong byte.
 pub const TRAILER_BYTES: usize = 16;
 
@@ -52,8 +52,8 @@ fn table() -> &'static [u8] {
 }
 
 /// Byte `i` of every stream.
-#[inline]
-pub fn pattern_byte(i: u64) -> u8 {
+#[cfg(test)]
+fn pattern_byte(i: u64) -> u8 {
     table()[(i % PATTERN_PERIOD as u64) as usize]
 }
 
@@ -73,7 +73,7 @@ pub fn fill_pattern(out: &mut Vec<u8>, from: u64, len: usize) {
 
 /// The offset (within `got`) of the first byte of `got` that is not stream bytes
 /// `from..from + got.len()`; `None` when all are.
-pub fn first_mismatch(got: &[u8], from: u64) -> Option<usize> {
+pub(crate) fn first_mismatch(got: &[u8], from: u64) -> Option<usize> {
     let t = table();
     let mut at = (from % PATTERN_PERIOD as u64) as usize;
     let mut done = 0;
@@ -92,7 +92,7 @@ pub fn first_mismatch(got: &[u8], from: u64) -> Option<usize> {
 }
 
 /// A trailer: `tag` and a u64 LE value, padded to [`TRAILER_BYTES`].
-pub fn trailer(tag: &[u8; 4], v: u64) -> [u8; TRAILER_BYTES] {
+pub(crate) fn trailer(tag: &[u8; 4], v: u64) -> [u8; TRAILER_BYTES] {
     let mut t = [0u8; TRAILER_BYTES];
     t[..4].copy_from_slice(tag);
     t[4..12].copy_from_slice(&v.to_le_bytes());
@@ -112,7 +112,7 @@ pub fn read_trailer(b: &[u8]) -> Option<([u8; 4], u64)> {
 
 /// The bulk-transfer server roles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stream {
+pub(crate) enum Stream {
     /// Read, verify, discard; a trailer at EOF.
     Sink,
     /// Answer each request with that many pattern bytes.
@@ -121,7 +121,7 @@ pub enum Stream {
 
 /// A connection's state: its stream offset, and a `Source` request split over reads.
 #[derive(Debug, Default)]
-pub struct StreamConn {
+pub(crate) struct StreamConn {
     off: u64,
     partial: [u8; 4],
     partial_len: u8,

@@ -24,35 +24,35 @@ use std::process::Command;
 use std::time::Duration;
 
 /// How long the version check and the environment probe may take per host.
-pub const PROBE_WITHIN: Duration = Duration::from_secs(30);
+pub(crate) const PROBE_WITHIN: Duration = Duration::from_secs(30);
 
 /// Bytes of a probe's output kept (a host's `remote-env` JSON is a few KiB).
 const PROBE_OUTPUT_BYTES: usize = 1 << 20;
 
 /// The stdout prefix of the remote server's figures line.
-pub const FIGURES: &str = "figures ";
+pub(crate) const FIGURES: &str = "figures ";
 
 /// A remote load generator's lines (`ringside remote-load`): set up and waiting for `go`,
 /// its measured window's edges, and its load report as JSON.
-pub const LOAD_READY: &str = "ready";
-pub const WINDOW_OPEN: &str = "window open";
-pub const WINDOW_CLOSE: &str = "window close";
-pub const REPORT: &str = "report ";
+pub(crate) const LOAD_READY: &str = "ready";
+pub(crate) const WINDOW_OPEN: &str = "window open";
+pub(crate) const WINDOW_CLOSE: &str = "window close";
+pub(crate) const REPORT: &str = "report ";
 
 /// `[USER@]HOST[:PORT]` as given to `--server-host`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Host {
     /// As the user typed it (names the host in messages and results).
-    pub spec: String,
+    pub(crate) spec: String,
     /// `[USER@]HOST`, ssh's destination.
-    pub dest: String,
+    pub(crate) dest: String,
     /// ssh's `-p`.
-    pub port: Option<u16>,
+    pub(crate) port: Option<u16>,
 }
 
 impl Host {
     /// Parses `[USER@]HOST[:PORT]` (an IPv6 address in brackets: `[::1]:22`).
-    pub fn parse(s: &str) -> Result<Host, String> {
+    pub(crate) fn parse(s: &str) -> Result<Host, String> {
         let s = s.trim();
         let (user, rest) = match s.rsplit_once('@') {
             Some((u, r)) if !u.is_empty() => (Some(u), r),
@@ -107,16 +107,16 @@ impl Host {
 #[derive(Clone, Debug, Default)]
 pub struct Ssh {
     /// Extra ssh arguments (`--ssh-opt`), each passed as one argument before the destination.
-    pub opts: Vec<String>,
+    pub(crate) opts: Vec<String>,
     /// The `ringside` to run on the other host (`--remote-ringside`; default `ringside`, found
     /// on the remote PATH).
-    pub bin: String,
+    pub(crate) bin: String,
 }
 
 impl Ssh {
     /// `ssh -T -o BatchMode=yes ... DEST -- BIN ARGS...`, each remote word shell-quoted (ssh
     /// joins them into one line for the remote shell).
-    pub fn command(&self, host: &Host, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, host: &Host, args: &[&str]) -> Command {
         let mut c = Command::new("ssh");
         c.args(["-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"])
             // A host that dies mid-run (or a cut path) ends the session within ~15 s.
@@ -138,7 +138,7 @@ impl Ssh {
     /// the SSH error (ssh's or the remote command's stderr, and the exit status).
     /// ssh runs in a process group of its own, killed whole when it overruns: a hung remote
     /// command's local helpers (a ProxyCommand, a wrapper script) go with it.
-    pub fn output(&self, host: &Host, args: &[&str]) -> Result<String, String> {
+    pub(crate) fn output(&self, host: &Host, args: &[&str]) -> Result<String, String> {
         let mut cmd = self.command(host, args);
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let cap = child::Capture {
@@ -170,7 +170,7 @@ impl Ssh {
 }
 
 /// Single-quotes `s` for a POSIX shell (words made only of safe characters stay bare).
-pub fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     if !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c))
@@ -183,25 +183,25 @@ pub fn quote(s: &str) -> String {
 /// The run's remote hosts, set once by `ringside run` before any cell.
 #[derive(Clone, Debug, Default)]
 pub struct Remote {
-    pub ssh: Ssh,
+    pub(crate) ssh: Ssh,
     /// `--server-host`: the network suites' servers run there.
-    pub server: Option<Host>,
+    pub(crate) server: Option<Host>,
     /// Why the server host cannot be used (unreachable, refused key, no ringside there): every
     /// cell that needs it fails with this.
-    pub server_error: Option<String>,
+    pub(crate) server_error: Option<String>,
     /// `--load-host` (repeatable): the echo and HTTP suites' load generators run there
     /// (`ringside remote-load`), their reports merged.
-    pub load: Vec<Host>,
+    pub(crate) load: Vec<Host>,
     /// Why a load host cannot be used: every cell that needs it fails with this.
-    pub load_error: Option<String>,
+    pub(crate) load_error: Option<String>,
     /// The address this host's servers listen on so that the load hosts reach them
     /// (`--bind`, or the address the load hosts saw this host's SSH connection come from).
-    pub bind: Option<std::net::IpAddr>,
+    pub(crate) bind: Option<std::net::IpAddr>,
 }
 
 impl Remote {
     /// Where a server on this host listens: the bind address, port 0 (`None`: loopback).
-    pub fn listen_addr(&self) -> Option<String> {
+    pub(crate) fn listen_addr(&self) -> Option<String> {
         if self.load.is_empty() {
             return None;
         }
@@ -212,7 +212,7 @@ impl Remote {
 
 /// `ringside VERSION (git HASH)`: what `ringside --version` prints, and what every host must
 /// print alike.
-pub fn version_line() -> String {
+pub(crate) fn version_line() -> String {
     format!(
         "ringside {} (git {})",
         env!("CARGO_PKG_VERSION"),
@@ -222,7 +222,7 @@ pub fn version_line() -> String {
 
 /// Why a host cannot take part.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum HostError {
+pub(crate) enum HostError {
     /// Unreachable, key refused, no ringside there, or it failed: the SSH error.
     Ssh(String),
     /// It runs another ringside: both versions named.
@@ -247,7 +247,7 @@ impl std::fmt::Display for HostError {
 }
 
 /// Checks that `host` runs this very ringside (`BIN --version`, version and git hash).
-pub fn check_version(ssh: &Ssh, host: &Host) -> Result<(), HostError> {
+pub(crate) fn check_version(ssh: &Ssh, host: &Host) -> Result<(), HostError> {
     let out = ssh.output(host, &["--version"]).map_err(HostError::Ssh)?;
     let there = out.trim().to_string();
     let here = version_line();
@@ -269,21 +269,21 @@ pub fn check_version(ssh: &Ssh, host: &Host) -> Result<(), HostError> {
 /// What `ringside remote-env` prints: the host's environment and its network path back to
 /// the SSH client (the peer the load comes from).
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct HostProbe {
-    pub ringside: String,
-    pub env: EnvReport,
-    pub path: NetPath,
+pub(crate) struct HostProbe {
+    pub(crate) ringside: String,
+    pub(crate) env: EnvReport,
+    pub(crate) path: NetPath,
 }
 
 /// `remote-env` on `host`.
-pub fn probe(ssh: &Ssh, host: &Host) -> Result<HostProbe, String> {
+pub(crate) fn probe(ssh: &Ssh, host: &Host) -> Result<HostProbe, String> {
     let out = ssh.output(host, &["remote-env"])?;
     serde_json::from_str(out.trim()).map_err(|e| format!("{}: remote-env: {e}", host.spec))
 }
 
 /// The address the SSH client reached this host at and the client's own
 /// (`SSH_CONNECTION=CLIENT_IP CLIENT_PORT SERVER_IP SERVER_PORT`), when under sshd.
-pub fn ssh_connection() -> Option<(String, String)> {
+pub(crate) fn ssh_connection() -> Option<(String, String)> {
     let v = std::env::var("SSH_CONNECTION").ok()?;
     let w: Vec<&str> = v.split_whitespace().collect();
     (w.len() == 4).then(|| (w[0].to_string(), w[2].to_string()))
@@ -291,23 +291,23 @@ pub fn ssh_connection() -> Option<(String, String)> {
 
 /// One edge of the measured window, read on the server's host.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EdgeReading {
-    pub total_ns: u64,
-    pub user_ns: u64,
-    pub sys_ns: u64,
-    pub ctx_switches: u64,
+pub(crate) struct EdgeReading {
+    pub(crate) total_ns: u64,
+    pub(crate) user_ns: u64,
+    pub(crate) sys_ns: u64,
+    pub(crate) ctx_switches: u64,
     /// When the CPU clocks were read (CLOCK_MONOTONIC of the server's host).
-    pub at_ns: u64,
-    pub cpus_allowed: usize,
+    pub(crate) at_ns: u64,
+    pub(crate) cpus_allowed: usize,
     /// The syscall counters' sum (0 when not counting).
-    pub syscalls: u64,
+    pub(crate) syscalls: u64,
     /// When the syscall counters were read.
-    pub sys_at_ns: u64,
+    pub(crate) sys_at_ns: u64,
 }
 
 impl EdgeReading {
     /// Reads the CPU of `pids` and the syscall `counters` now; `None` when a process is gone.
-    pub fn read(pids: &[u32], counters: Option<&[SyscallCounter]>) -> Option<EdgeReading> {
+    pub(crate) fn read(pids: &[u32], counters: Option<&[SyscallCounter]>) -> Option<EdgeReading> {
         let c = cpu::processes(pids)?;
         let t0 = crate::measure::clock::now_ns();
         let syscalls = counters.map_or(0, |cs| cs.iter().map(|c| c.read()).sum());
@@ -325,7 +325,7 @@ impl EdgeReading {
     }
 
     /// The CPU part, as the local measurement reads it.
-    pub fn processes(&self) -> ProcessesReading {
+    pub(crate) fn processes(&self) -> ProcessesReading {
         ProcessesReading {
             cpu: CpuReading {
                 total_ns: self.total_ns,
@@ -343,7 +343,7 @@ impl EdgeReading {
 /// `window_ns` with `plan_cpus` server CPUs there: readings that go backwards, a span far from
 /// the window, more CPUs than the plan gave, or more CPU time than those CPUs have in the
 /// span. `None`: plausible. (A forged `remote-serve` reported `cpu_busy` 2,498,028.)
-pub fn implausible_edges(
+pub(crate) fn implausible_edges(
     e0: &EdgeReading,
     e1: &EdgeReading,
     plan_cpus: usize,
@@ -390,17 +390,17 @@ pub fn implausible_edges(
 /// What the remote server reports when stopped: its window's edges as read on its host, the
 /// syscall counting's outcome, its own counters and the CPU plan it ran under.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Figures {
-    pub open: Option<EdgeReading>,
-    pub close: Option<EdgeReading>,
+pub(crate) struct Figures {
+    pub(crate) open: Option<EdgeReading>,
+    pub(crate) close: Option<EdgeReading>,
     /// Counting syscalls: `Ok(overhead)` (the counters' own start/read cost), or why not.
-    pub syscalls: Option<Result<u64, String>>,
+    pub(crate) syscalls: Option<Result<u64, String>>,
     /// The server's counters (`server_` prefix).
-    pub counters: Counters,
+    pub(crate) counters: Counters,
     /// The CPUs the server may use there.
-    pub server_cpus: Vec<u32>,
+    pub(crate) server_cpus: Vec<u32>,
     /// That host's CPU plan.
-    pub plan: Option<CpuPlan>,
+    pub(crate) plan: Option<CpuPlan>,
 }
 
 #[cfg(test)]

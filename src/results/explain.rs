@@ -22,7 +22,7 @@ pub const GROUPS: [(&str, &str); 11] = [
 ];
 
 /// A group's label ("lock slow paths") from its key; an unknown key (a newer file) as itself.
-pub fn label(key: &str) -> &str {
+pub(crate) fn label(key: &str) -> &str {
     GROUPS
         .iter()
         .find(|(k, _)| *k == key)
@@ -32,32 +32,32 @@ pub fn label(key: &str) -> &str {
 /// One name's share of the sampled CPU.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Share {
-    pub name: String,
+    pub(crate) name: String,
     /// Of the samples, 0..=1.
-    pub fraction: f64,
+    pub(crate) fraction: f64,
 }
 
 /// Where a cell's sampled CPU went.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Explain {
     /// cpu-clock samples (about 4,000 per second per CPU) in the window on the sampled CPUs.
-    pub samples: u64,
+    pub(crate) samples: u64,
     /// The CPUs sampled: the server's (network) or the measured thread's (storage).
-    pub cpus: Vec<u32>,
+    pub(crate) cpus: Vec<u32>,
     /// The window the samples were kept from, ns.
-    pub window_ns: u64,
+    pub(crate) window_ns: u64,
     /// Every group by key ([`GROUPS`]) with its fraction, in [`GROUPS`] order (0: no sample).
     /// The fractions sum to 1. `other_processes`: programs other than the measured ones that
     /// shared the sampled CPUs (user and kernel mode; kernel threads are grouped by their
     /// frames).
-    pub groups: Vec<Share>,
+    pub(crate) groups: Vec<Share>,
     /// The leaf kernel symbols with the most samples, most first (at most 10).
-    pub top_kernel: Vec<Share>,
+    pub(crate) top_kernel: Vec<Share>,
 }
 
 impl Explain {
     /// A group's fraction of the samples (0 when absent).
-    pub fn fraction(&self, key: &str) -> f64 {
+    pub(crate) fn fraction(&self, key: &str) -> f64 {
         self.groups
             .iter()
             .find(|s| s.name == key)

@@ -24,7 +24,7 @@ pub enum Metric {
 
 impl Metric {
     /// Short name used in titles and file names.
-    pub fn slug(self) -> &'static str {
+    pub(crate) fn slug(self) -> &'static str {
         match self {
             Metric::LatencyP50 => "latency",
             Metric::LatencyP99 => "p99",
@@ -36,7 +36,7 @@ impl Metric {
 
     /// Chart title; bars say what their whiskers show, and their band when they have one
     /// ([`Metric::band`]).
-    pub fn title(self, bars: bool, band: bool) -> &'static str {
+    pub(crate) fn title(self, bars: bool, band: bool) -> &'static str {
         match (self, bars) {
             (Metric::LatencyP50, true) if band => {
                 "latency per op (median, dark band its 95% CI, whisker to p99)"
@@ -55,7 +55,7 @@ impl Metric {
     }
 
     /// Y axis label with its unit.
-    pub fn axis(self) -> &'static str {
+    pub(crate) fn axis(self) -> &'static str {
         match self {
             Metric::LatencyP50 => "latency per op, ns (p50)",
             Metric::LatencyP99 => "p99 latency per op, ns",
@@ -66,7 +66,7 @@ impl Metric {
     }
 
     /// The value for a measured cell, if it has one.
-    pub fn value(self, f: &CaseFigures) -> Option<f64> {
+    pub(crate) fn value(self, f: &CaseFigures) -> Option<f64> {
         let v = match self {
             Metric::LatencyP50 => f.latency_ns.p50,
             Metric::LatencyP99 => f.latency_ns.p99,
@@ -78,7 +78,7 @@ impl Metric {
     }
 
     /// The whisker drawn on a bar: p50..p99 for latency, min..max of runs for throughput.
-    pub fn whisker(self, f: &CaseFigures) -> Option<(f64, f64)> {
+    pub(crate) fn whisker(self, f: &CaseFigures) -> Option<(f64, f64)> {
         match self {
             Metric::LatencyP50 => Some((f.latency_ns.p50, f.latency_ns.p99)),
             // The 95% CI of the median of runs where recorded, else min..max of runs.
@@ -94,7 +94,7 @@ impl Metric {
 
     /// The 95% confidence interval of the bar's own figure, drawn as a band on it (latency
     /// percentiles: `stats::bootstrap` over repetitions; absent with one repetition).
-    pub fn band(self, f: &CaseFigures) -> Option<(f64, f64)> {
+    pub(crate) fn band(self, f: &CaseFigures) -> Option<(f64, f64)> {
         let ci = f.ci95.as_ref()?;
         match self {
             Metric::LatencyP50 => ci.p50_ns,
@@ -108,30 +108,30 @@ impl Metric {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sweep {
     /// Candidate parameter names; the first one the cases carry is used.
-    pub params: &'static [&'static str],
+    pub(crate) params: &'static [&'static str],
     /// X axis label with its unit.
-    pub axis: &'static str,
-    pub log_x: bool,
+    pub(crate) axis: &'static str,
+    pub(crate) log_x: bool,
 }
 
 /// What charts a workload gets.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ChartSpec {
     /// Lines against a sweep parameter; `None`: bars per parameter point.
-    pub sweep: Option<Sweep>,
-    pub metrics: &'static [Metric],
-    pub log_y: bool,
+    pub(crate) sweep: Option<Sweep>,
+    pub(crate) metrics: &'static [Metric],
+    pub(crate) log_y: bool,
     /// The figure verdicts compare (lower is better for latency/CPU, higher for ops/s).
-    pub verdict: Metric,
+    pub(crate) verdict: Metric,
 }
 
 /// What a network workload's ops are called.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Units {
     /// Its rate: "msgs/s".
-    pub rate: &'static str,
+    pub(crate) rate: &'static str,
     /// One op: "message".
-    pub op: &'static str,
+    pub(crate) op: &'static str,
 }
 
 /// What a workload's figures mean (see the module doc).
@@ -140,16 +140,16 @@ pub struct Facts {
     /// A network server driven by ringside's load generator (echo, HTTP, pubsub, stream): its
     /// figures are ranked by server CPU per op at equal offered load, or by throughput only
     /// where the load generator had headroom.
-    pub net: bool,
+    pub(crate) net: bool,
     /// What its ops are called (network workloads).
-    pub units: Units,
+    pub(crate) units: Units,
     /// Its points sweep the offered rate (`echo.rate`, `http.rate`): each model's capacity is
     /// where it fell behind, and no throughput ranking is made past it.
-    pub rate_sweep: bool,
+    pub(crate) rate_sweep: bool,
     /// Its cells are the rungs of an ablation ladder (`model::ladder::RUNGS`): the reports
     /// add each rung's step (`stats::ladder`).
-    pub ladder: bool,
-    pub chart: ChartSpec,
+    pub(crate) ladder: bool,
+    pub(crate) chart: ChartSpec,
 }
 
 const BAR_METRICS: &[Metric] = &[
@@ -168,7 +168,7 @@ const NET_METRICS: &[Metric] = &[
 ];
 
 /// Bars per parameter point, ranked by median latency.
-pub const BARS: ChartSpec = ChartSpec {
+pub(crate) const BARS: ChartSpec = ChartSpec {
     sweep: None,
     metrics: BAR_METRICS,
     log_y: false,
@@ -177,7 +177,7 @@ pub const BARS: ChartSpec = ChartSpec {
 
 /// Lines of `metrics` against the log-scaled sweep parameter `params` (the first the cases
 /// carry), ranked by `verdict`.
-pub const fn lines(
+pub(crate) const fn lines(
     params: &'static [&'static str],
     axis: &'static str,
     metrics: &'static [Metric],
@@ -196,24 +196,24 @@ pub const fn lines(
 }
 
 /// Network charts: the four server figures against `params`, ranked by throughput.
-pub const fn net_lines(params: &'static [&'static str], axis: &'static str) -> ChartSpec {
+pub(crate) const fn net_lines(params: &'static [&'static str], axis: &'static str) -> ChartSpec {
     lines(params, axis, NET_METRICS, Metric::OpsPerSec)
 }
 
 impl Units {
-    pub const MESSAGES: Units = Units {
+    pub(crate) const MESSAGES: Units = Units {
         rate: "msgs/s",
         op: "message",
     };
-    pub const REQUESTS: Units = Units {
+    pub(crate) const REQUESTS: Units = Units {
         rate: "req/s",
         op: "request",
     };
-    pub const DELIVERIES: Units = Units {
+    pub(crate) const DELIVERIES: Units = Units {
         rate: "deliveries/s",
         op: "delivery",
     };
-    pub const WRITES: Units = Units {
+    pub(crate) const WRITES: Units = Units {
         rate: "writes/s",
         op: "write",
     };
@@ -222,7 +222,7 @@ impl Units {
 impl Facts {
     /// A loop on the measured thread (the micro suite), and what a results file's unknown
     /// workload gets: bars, no network units.
-    pub const LOCAL: Facts = Facts {
+    pub(crate) const LOCAL: Facts = Facts {
         net: false,
         units: Units::MESSAGES,
         rate_sweep: false,
@@ -231,7 +231,7 @@ impl Facts {
     };
     /// Files (the storage suite): bars, ranked by throughput (latency at queue depth 32 is
     /// mostly queueing; throughput is the comparable figure).
-    pub const STORAGE: Facts = Facts {
+    pub(crate) const STORAGE: Facts = Facts {
         chart: ChartSpec {
             verdict: Metric::OpsPerSec,
             ..BARS
@@ -240,7 +240,7 @@ impl Facts {
     };
 
     /// A server driven by the load generator, its ops called `units`, charted `chart`.
-    pub const fn net(units: Units, chart: ChartSpec) -> Facts {
+    pub(crate) const fn net(units: Units, chart: ChartSpec) -> Facts {
         Facts {
             net: true,
             units,
@@ -257,20 +257,20 @@ impl Facts {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FactsRecord {
     /// See [`Facts::net`].
-    pub net: bool,
+    pub(crate) net: bool,
     /// A network workload's rate and one op ("msgs/s", "message"); absent for the others,
     /// whose op is the workload's `op` text of each cell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate_unit: Option<String>,
+    pub(crate) rate_unit: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub op_unit: Option<String>,
-    pub rate_sweep: bool,
-    pub ladder: bool,
+    pub(crate) op_unit: Option<String>,
+    pub(crate) rate_sweep: bool,
+    pub(crate) ladder: bool,
     /// The parameter its charts draw lines against (the first its cells carry), if any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sweep: Vec<String>,
+    pub(crate) sweep: Vec<String>,
     /// The figure its verdicts rank by: "latency" (p50), "p99", "ops", "syscalls" or "cpu".
-    pub verdict: String,
+    pub(crate) verdict: String,
 }
 
 impl From<&Facts> for FactsRecord {

@@ -10,4 +10,4 @@ pub mod store;
 
 pub use params::Params;
 pub use schema::{CaseResult, RunResults, Status, Warning, SCHEMA_VERSION};
-pub use spread::Spread;
+pub(crate) use spread::Spread;

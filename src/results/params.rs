@@ -24,10 +24,4 @@ impl Params {
             .and_then(|v| v.as_u64())
             .ok_or_else(|| CaseError::Failed(anyhow::anyhow!("parameter '{key}' missing")))
     }
-    pub fn str(&self, key: &str) -> Result<&str, CaseError> {
-        self.0
-            .get(key)
-            .and_then(|v| v.as_str())
-            .ok_or_else(|| CaseError::Failed(anyhow::anyhow!("parameter '{key}' missing")))
-    }
 }

@@ -48,33 +48,33 @@ pub struct RunResults {
 /// One round of one point: every model measured once, in this order.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct RoundRecord {
-    pub workload: String,
-    pub params: Params,
+    pub(crate) workload: String,
+    pub(crate) params: Params,
     /// 0-based.
-    pub round: u32,
+    pub(crate) round: u32,
     /// The cells' labels in the order they ran.
-    pub order: Vec<String>,
+    pub(crate) order: Vec<String>,
     /// The calibration probe taken just before the round.
-    pub probe: crate::measure::calib::Probe,
+    pub(crate) probe: crate::measure::calib::Probe,
 }
 
 /// Disturbance summed over a span: other programs' and steal time on the plan's CPUs.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct NoiseRecord {
     /// (other programs' + steal) / (wall x the plan's CPUs).
-    pub share: f64,
-    pub others_ns: u64,
-    pub steal_ns: u64,
-    pub wall_ns: u64,
+    pub(crate) share: f64,
+    pub(crate) others_ns: u64,
+    pub(crate) steal_ns: u64,
+    pub(crate) wall_ns: u64,
     /// The other program that took the most.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub top: Option<String>,
+    pub(crate) top: Option<String>,
     /// Repetitions (of a cell) that stayed disturbed after their one re-run.
     #[serde(default, skip_serializing_if = "is_zero_u32")]
-    pub disturbed_repetitions: u32,
+    pub(crate) disturbed_repetitions: u32,
     /// Other ringside processes running at the time (another run on the same CPUs).
     #[serde(default, skip_serializing_if = "is_zero_u32")]
-    pub other_ringside: u32,
+    pub(crate) other_ringside: u32,
 }
 
 fn is_zero_u32(v: &u32) -> bool {
@@ -82,7 +82,7 @@ fn is_zero_u32(v: &u32) -> bool {
 }
 
 impl NoiseRecord {
-    pub fn of(d: &crate::measure::disturb::Disturbance) -> NoiseRecord {
+    pub(crate) fn of(d: &crate::measure::disturb::Disturbance) -> NoiseRecord {
         NoiseRecord {
             share: d.share(),
             others_ns: d.others_ns,
@@ -102,9 +102,9 @@ impl NoiseRecord {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Rerun {
     /// The round (0-based) whose repetition was run again.
-    pub round: u32,
+    pub(crate) round: u32,
     /// "disturbed: ..." or "stall: ...".
-    pub why: String,
+    pub(crate) why: String,
 }
 
 /// One host of a multi-host run.
@@ -113,31 +113,31 @@ pub struct HostRecord {
     /// `client` (this host: the load generator), `server` (`--server-host`, or this host when
     /// the load runs elsewhere), `load` (`--load-host`), `controller` (this host when both run
     /// elsewhere).
-    pub role: String,
+    pub(crate) role: String,
     /// As given (`root@10.0.0.2`); `here` for this host.
-    pub host: String,
+    pub(crate) host: String,
     /// Its `ringside --version` (the run refuses hosts whose version differs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ringside: Option<String>,
+    pub(crate) ringside: Option<String>,
     /// Its `ringside env` (this host's is the run's `env`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub env: Option<EnvReport>,
+    pub(crate) env: Option<EnvReport>,
     /// Its network path toward the other side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path: Option<crate::env::netpath::NetPath>,
+    pub(crate) path: Option<crate::env::netpath::NetPath>,
     /// Why it could not take part (its cells failed with this).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Version {
-    pub version: String,
-    pub git: String,
+    pub(crate) version: String,
+    pub(crate) git: String,
 }
 
 impl Version {
-    pub fn current() -> Version {
+    pub(crate) fn current() -> Version {
         Version {
             version: env!("CARGO_PKG_VERSION").to_string(),
             git: option_env!("RINGSIDE_GIT").unwrap_or("unknown").to_string(),
@@ -210,12 +210,12 @@ pub enum Warning {
 /// ns with no mitigations; 110 ns on the VM this was built on): a cell whose CPU per op is
 /// under its syscalls per op times this did not read the CPU of every process it counted.
 /// A floor for a consistency check, never a figure.
-pub const SYSCALL_FLOOR_NS: f64 = 20.0;
+pub(crate) const SYSCALL_FLOOR_NS: f64 = 20.0;
 
 impl CaseFigures {
     /// Whether the CPU read per op is below what its counted syscalls alone cost
     /// ([`Warning::CpuBelowSyscalls`]); false where syscalls were not counted.
-    pub fn cpu_below_syscalls(&self) -> bool {
+    pub(crate) fn cpu_below_syscalls(&self) -> bool {
         self.syscalls_per_op
             .value()
             .is_some_and(|&s| s > 0.0 && self.cpu_ns_per_op.total < s * SYSCALL_FLOOR_NS)
@@ -224,7 +224,7 @@ impl CaseFigures {
 
 impl Warning {
     /// What it means and what to do.
-    pub fn advice(self) -> &'static str {
+    pub(crate) fn advice(self) -> &'static str {
         match self {
             Warning::SharedCpus => {
                 "the measured side (thread or server) shared CPUs with its helper or load \
@@ -302,14 +302,14 @@ pub struct CaseResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// What one op is.
-    pub op: String,
+    pub(crate) op: String,
     /// The model's knobs, as configured for this cell.
-    pub knobs: serde_json::Value,
+    pub(crate) knobs: serde_json::Value,
     /// The CPU the SQPOLL poller was pinned to, for SQPOLL models.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sqpoll_cpu: Option<u32>,
-    pub warmups: u32,
-    pub repetitions: u32,
+    pub(crate) sqpoll_cpu: Option<u32>,
+    pub(crate) warmups: u32,
+    pub(crate) repetitions: u32,
     /// At an equal-load point: the offered rate, ops/s over all connections, that the runner
     /// derived from the slowest model's capacity at the capacity point (not a param: it
     /// differs from run to run, and `compare` matches cells by params).
@@ -318,35 +318,35 @@ pub struct CaseResult {
     /// At a point of a cores sweep with N > 1 server threads: throughput / (N x the same
     /// model's throughput with one thread), medians of repetitions (1.0: linear scaling).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scaling_efficiency: Option<f64>,
+    pub(crate) scaling_efficiency: Option<f64>,
     /// When each timed repetition started, ns since the Unix epoch. The repetitions of the
     /// models at one point run interleaved (A B C A B C ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub runs_started_unix_ns: Vec<u64>,
+    pub(crate) runs_started_unix_ns: Vec<u64>,
     /// Per timed repetition (= round), this cell's place (0-based) in the round's shuffled
     /// order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub runs_order: Vec<u32>,
+    pub(crate) runs_order: Vec<u32>,
     /// Repetitions run again (disturbed, or stalled), each once.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub reruns: Vec<Rerun>,
+    pub(crate) reruns: Vec<Rerun>,
     /// Other programs' and steal time on the plan's CPUs over the kept repetitions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub disturbance: Option<NoiseRecord>,
+    pub(crate) disturbance: Option<NoiseRecord>,
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub figures: Option<CaseFigures>,
     #[serde(default)]
-    pub warnings: Vec<Warning>,
+    pub(crate) warnings: Vec<Warning>,
     /// `run --explain`: where the CPU went in an untimed repetition of its own (network and
     /// storage cells), or why it could not be sampled. Absent without `--explain`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub explain: Option<Measured<super::explain::Explain>>,
+    pub(crate) explain: Option<Measured<super::explain::Explain>>,
 }
 
 impl CaseResult {
     /// What tells one cell from another: workload, label and params ("echo.rate uring
     /// conns=50 ..."). A run has each once; `compare` matches cells by it.
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         let p: Vec<String> = self
             .params
             .0
@@ -372,7 +372,7 @@ impl CaseResult {
 
 /// The significance level of every claim unless a cell says otherwise (`stats::claims::ALPHA`
 /// is this; it lives here so that the schema's default needs nothing from `stats`).
-pub const DEFAULT_CLAIM_ALPHA: f64 = 0.05;
+pub(crate) const DEFAULT_CLAIM_ALPHA: f64 = 0.05;
 
 fn default_alpha() -> f64 {
     DEFAULT_CLAIM_ALPHA
@@ -399,47 +399,47 @@ pub struct CaseFigures {
     pub run_p50_ns: Spread,
     /// Per-repetition throughput: ops / timed ns.
     pub ops_per_sec: Spread,
-    pub cpu_ns_per_op: CpuPerOp,
-    pub ctx_switches_per_op: f64,
-    pub syscalls_per_op: Measured<f64>,
-    pub ops_total: u64,
+    pub(crate) cpu_ns_per_op: CpuPerOp,
+    pub(crate) ctx_switches_per_op: f64,
+    pub(crate) syscalls_per_op: Measured<f64>,
+    pub(crate) ops_total: u64,
     /// Bytes moved per second of measured window (network suites: what the client received,
     /// HTTP's transfer/s); 0 where a workload counts no bytes.
     #[serde(default, skip_serializing_if = "is_zero")]
-    pub bytes_per_sec: f64,
+    pub(crate) bytes_per_sec: f64,
     /// CPU of the measured task(s) per second of measured window, in CPUs (1.0 = one CPU
     /// busy: a server's CPU%/100); 0 where unknown. Never above the CPUs those tasks may use:
     /// a reading above is capped and the cell warned `cpu_over_allowed`.
     #[serde(default, skip_serializing_if = "is_zero")]
-    pub cpu_busy: f64,
+    pub(crate) cpu_busy: f64,
     /// What the repetitions counted beside the figures (summed over them; a maximum stays a
     /// maximum): typed load, open-loop and wrk figures, and the model's own counters by name.
-    pub counters: crate::measure::CellCounters,
+    pub(crate) counters: crate::measure::CellCounters,
     /// The merged HdrHistogram (V2 deflate, base64), so any percentile can be recomputed.
-    pub histogram: String,
+    pub(crate) histogram: String,
     /// Each measured repetition's median latency, ns, in run order (for significance tests in
     /// `ringside compare`; empty in files written before it was recorded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs_p50_ns: Vec<f64>,
     /// Each measured repetition's throughput, ops/s, in run order (empty in older files).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub runs_ops_per_sec: Vec<f64>,
+    pub(crate) runs_ops_per_sec: Vec<f64>,
     /// Each measured repetition's CPU per op (all threads, ns), in run order: what equal-load
     /// rankings test for significance (empty in older files).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub runs_cpu_ns_per_op: Vec<f64>,
+    pub(crate) runs_cpu_ns_per_op: Vec<f64>,
     /// Each measured repetition's p99 latency, ns, in run order (empty in older files), and
     /// the fewest latency samples beyond it in any repetition: a p99 is claimed only with
     /// enough of them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub runs_p99_ns: Vec<f64>,
+    pub(crate) runs_p99_ns: Vec<f64>,
     #[serde(default, skip_serializing_if = "is_zero_u64")]
-    pub p99_tail_min: u64,
+    pub(crate) p99_tail_min: u64,
     /// The significance level this cell's claims are judged at: 0.05, or a look's share of
     /// it where the point's rounds were adaptive (`stats::claims::ALPHA_FIRST_LOOK`, and
     /// `ALPHA_SECOND_LOOK` after rounds were added).
     #[serde(default = "default_alpha", skip_serializing_if = "is_default_alpha")]
-    pub claim_alpha: f64,
+    pub(crate) claim_alpha: f64,
     /// 95% bootstrap confidence intervals over the repetitions and the samples behind the
     /// percentiles (absent in files written before they were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -472,28 +472,28 @@ pub struct Intervals {
 
 impl Intervals {
     /// Samples beyond quantile `q` (0.99: the slowest 1%).
-    pub fn tail(&self, q: f64) -> f64 {
+    pub(crate) fn tail(&self, q: f64) -> f64 {
         self.samples as f64 * (1.0 - q)
     }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct LatencyNs {
-    pub min: f64,
+    pub(crate) min: f64,
     pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-    pub mean: f64,
-    pub stddev: f64,
+    pub(crate) p90: f64,
+    pub(crate) p99: f64,
+    pub(crate) p999: f64,
+    pub(crate) max: f64,
+    pub(crate) mean: f64,
+    pub(crate) stddev: f64,
 }
 
 /// CPU per op, ns: `total` is exact (CPU-time clocks); `user`/`sys` split it by the kernel's
 /// tick samples and are unavailable when too few ticks fell in the runs.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct CpuPerOp {
-    pub total: f64,
-    pub user: Measured<f64>,
-    pub sys: Measured<f64>,
+    pub(crate) total: f64,
+    pub(crate) user: Measured<f64>,
+    pub(crate) sys: Measured<f64>,
 }

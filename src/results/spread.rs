@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Median of a slice (mean of the middle two for even lengths); NaN for an empty slice.
-pub fn median(xs: &[f64]) -> f64 {
+pub(crate) fn median(xs: &[f64]) -> f64 {
     if xs.is_empty() {
         return f64::NAN;
     }
@@ -19,7 +19,7 @@ pub fn median(xs: &[f64]) -> f64 {
 }
 
 /// Median absolute deviation from the median (unscaled).
-pub fn mad(xs: &[f64]) -> f64 {
+pub(crate) fn mad(xs: &[f64]) -> f64 {
     let m = median(xs);
     let dev: Vec<f64> = xs.iter().map(|x| (x - m).abs()).collect();
     median(&dev)
@@ -31,11 +31,11 @@ pub struct Spread {
     pub median: f64,
     pub min: f64,
     pub max: f64,
-    pub mad: f64,
+    pub(crate) mad: f64,
 }
 
 impl Spread {
-    pub fn of(xs: &[f64]) -> Spread {
+    pub(crate) fn of(xs: &[f64]) -> Spread {
         Spread {
             median: median(xs),
             min: xs.iter().copied().fold(f64::INFINITY, f64::min),
@@ -44,7 +44,7 @@ impl Spread {
         }
     }
     /// MAD relative to the median (0 when the median is 0).
-    pub fn rel_mad(&self) -> f64 {
+    pub(crate) fn rel_mad(&self) -> f64 {
         if self.median == 0.0 {
             0.0
         } else {

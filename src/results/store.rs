@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// Writes `bytes` to `path` so readers see the old file or the new one, never half; fsynced
 /// (file and directory): the results file is the durable one.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_via_temp(path, bytes, true)
 }
 
@@ -19,7 +19,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// us write elsewhere, and the rename replaces a link at `path` rather than writing through
 /// it. `durable`: fsync the file and the directory (the derived files, re-renderable from the
 /// results, skip it). The temporary file is removed when anything fails.
-pub fn write_via_temp(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
+pub(crate) fn write_via_temp(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let dir = path
         .parent()
@@ -63,7 +63,7 @@ pub fn write_via_temp(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()
 
 /// `dir`, which must be a real directory if it exists (never a symbolic link, which would
 /// make writes under it land elsewhere), created if it does not.
-pub fn real_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn real_dir(dir: &Path) -> io::Result<()> {
     match fs::symlink_metadata(dir) {
         Ok(m) if m.file_type().is_dir() => Ok(()),
         Ok(m) => Err(io::Error::new(
@@ -87,13 +87,13 @@ pub fn real_dir(dir: &Path) -> io::Result<()> {
 /// on the same directory would mix its files with this one's (both used to print
 /// `results: DIR/results.json` over one run's file and charts from both). An advisory
 /// `flock` on `DIR/.ringside.lock`, released when the process ends however it ends.
-pub struct OutLock {
+pub(crate) struct OutLock {
     _file: File,
 }
 
 /// Why [`lock_out`] could not take a directory.
 #[derive(Debug)]
-pub enum LockRefused {
+pub(crate) enum LockRefused {
     /// Another run holds it: "another ringside run (pid N) is writing to it; ...".
     Held(String),
     /// It cannot be created or its lock file opened.
@@ -101,7 +101,7 @@ pub enum LockRefused {
 }
 
 /// Takes `dir`'s [`OutLock`] (creating `dir`), or says who holds it.
-pub fn lock_out(dir: &Path) -> Result<OutLock, LockRefused> {
+pub(crate) fn lock_out(dir: &Path) -> Result<OutLock, LockRefused> {
     use std::io::Read;
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
@@ -139,13 +139,13 @@ pub fn lock_out(dir: &Path) -> Result<OutLock, LockRefused> {
 }
 
 /// Where a run's files go.
-pub struct Store {
-    pub dir: PathBuf,
+pub(crate) struct Store {
+    pub(crate) dir: PathBuf,
 }
 
 impl Store {
     /// Creates `dir` and proves it can be written, before anything is measured.
-    pub fn create(dir: &Path) -> anyhow::Result<Store> {
+    pub(crate) fn create(dir: &Path) -> anyhow::Result<Store> {
         fs::create_dir_all(dir).with_context(|| format!("cannot create '{}'", dir.display()))?;
         let probe = dir.join(".ringside-write-test");
         write_atomic(&probe, b"ok")
@@ -156,14 +156,14 @@ impl Store {
         })
     }
 
-    pub fn results_path(&self) -> PathBuf {
+    pub(crate) fn results_path(&self) -> PathBuf {
         self.dir.join("results.json")
     }
 
     /// Saves the run so far (every case measured until now, not only the last). A directory
     /// removed mid-run is made again first (a real directory, never through a link), so what
     /// was measured is not lost with it.
-    pub fn save(&self, run: &RunResults) -> anyhow::Result<()> {
+    pub(crate) fn save(&self, run: &RunResults) -> anyhow::Result<()> {
         let bytes = serde_json::to_vec_pretty(run)?;
         if fs::symlink_metadata(&self.dir).is_err() {
             fs::create_dir_all(&self.dir).with_context(|| {
@@ -272,7 +272,7 @@ pub fn load(path: &Path) -> anyhow::Result<RunResults> {
 /// What a results file must hold to be read: each cell once (a run measures each once; a
 /// file of duplicated cells made rendering quadratic), and figures a measurement can give:
 /// finite, non-negative, latency percentiles in order.
-pub fn check_cells(r: &RunResults) -> Result<(), String> {
+pub(crate) fn check_cells(r: &RunResults) -> Result<(), String> {
     let mut seen = std::collections::HashSet::new();
     for c in &r.cases {
         let key = c.key();

@@ -157,7 +157,7 @@ fn row(
 }
 
 /// One fio job's figures as a case's: one repetition, no syscall count.
-pub fn figures(f: &FioFigures) -> CaseFigures {
+pub(crate) fn figures(f: &FioFigures) -> CaseFigures {
     let mut counters = Counters::default();
     counters.add("fio_total_ios", f.total_ios);
     counters.add("fio_bw_kib_s", f.bw_kib_s);

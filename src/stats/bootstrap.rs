@@ -6,9 +6,9 @@
 use crate::measure::Hist;
 
 /// Confidence level of every interval here.
-pub const LEVEL: f64 = 0.95;
+pub(crate) const LEVEL: f64 = 0.95;
 /// Resamples per interval.
-pub const RESAMPLES: usize = 2000;
+pub(crate) const RESAMPLES: usize = 2000;
 
 /// A seed that depends only on the values (FNV-1a over their bits).
 fn seed_of(xs: &[f64]) -> u64 {
@@ -38,7 +38,7 @@ fn median(xs: &mut [f64]) -> f64 {
 /// The percentile-bootstrap interval at `level` of `stat` over `xs`, from `resamples`
 /// resamples. `None` with fewer than two finite values (one repetition says nothing about its
 /// spread).
-pub fn interval(
+pub(crate) fn interval(
     xs: &[f64],
     stat: fn(&mut [f64]) -> f64,
     level: f64,
@@ -67,12 +67,12 @@ pub fn interval(
 }
 
 /// Resamples for the percentile intervals (each merges whole repetitions' histograms).
-pub const HIST_RESAMPLES: usize = 200;
+pub(crate) const HIST_RESAMPLES: usize = 200;
 
 /// 95% intervals of the quantiles `qs` of the merged latency of `reps`, resampling whole
 /// repetitions (a cluster bootstrap: a hiccup stays in the repetition it hit). `None` per
 /// quantile with fewer than two repetitions.
-pub fn quantile_cis(reps: &[&Hist], qs: &[f64]) -> Vec<Option<(f64, f64)>> {
+pub(crate) fn quantile_cis(reps: &[&Hist], qs: &[f64]) -> Vec<Option<(f64, f64)>> {
     if reps.len() < 2 {
         return vec![None; qs.len()];
     }
@@ -102,14 +102,14 @@ pub fn quantile_cis(reps: &[&Hist], qs: &[f64]) -> Vec<Option<(f64, f64)>> {
 }
 
 /// The 95% bootstrap interval of the median of per-repetition values.
-pub fn median_ci(xs: &[f64]) -> Option<(f64, f64)> {
+pub(crate) fn median_ci(xs: &[f64]) -> Option<(f64, f64)> {
     interval(xs, median, LEVEL, RESAMPLES)
 }
 
 /// The 95% bootstrap interval of the change of the median from `base` to `new`, percent of
 /// the base: each side's repetitions resampled on their own (`ringside compare`). `None` with
 /// fewer than two repetitions a side or a zero base.
-pub fn change_pct_ci(base: &[f64], new: &[f64]) -> Option<(f64, f64)> {
+pub(crate) fn change_pct_ci(base: &[f64], new: &[f64]) -> Option<(f64, f64)> {
     let clean = |v: &[f64]| -> Vec<f64> { v.iter().copied().filter(|x| x.is_finite()).collect() };
     let (b, n) = (clean(base), clean(new));
     if b.len() < 2 || n.len() < 2 {

@@ -27,7 +27,7 @@
 use super::rank::normal_sf;
 
 /// Significance level of every claim (a cell's `claim_alpha` may lower it: adaptive rounds).
-pub const ALPHA: f64 = crate::results::schema::DEFAULT_CLAIM_ALPHA;
+pub(crate) const ALPHA: f64 = crate::results::schema::DEFAULT_CLAIM_ALPHA;
 /// Adaptive rounds (`runner`): a network or storage point looks at its claims after its
 /// rounds and, while some are undecided and time allows, adds rounds and looks again. The
 /// first look is at 0.035 (six rounds can reach 0.031), the second at 0.025. The pair keeps
@@ -39,11 +39,11 @@ pub const ALPHA: f64 = crate::results::schema::DEFAULT_CLAIM_ALPHA;
 /// with the first, so the two are far from independent; Bonferroni's split (0.035 + 0.015)
 /// threw that away. A cell records the alpha its claims are judged at
 /// (`CaseFigures::claim_alpha`).
-pub const ALPHA_FIRST_LOOK: f64 = 0.035;
-pub const ALPHA_SECOND_LOOK: f64 = 0.025;
+pub(crate) const ALPHA_FIRST_LOOK: f64 = 0.035;
+pub(crate) const ALPHA_SECOND_LOOK: f64 = 0.025;
 /// The significance level claims over `cells` are judged at: the smallest of their
 /// `claim_alpha`.
-pub fn alpha_of<'a>(cells: impl IntoIterator<Item = &'a crate::results::CaseResult>) -> f64 {
+pub(crate) fn alpha_of<'a>(cells: impl IntoIterator<Item = &'a crate::results::CaseResult>) -> f64 {
     cells
         .into_iter()
         .filter_map(|c| c.figures.as_ref().map(|f| f.claim_alpha))
@@ -51,19 +51,19 @@ pub fn alpha_of<'a>(cells: impl IntoIterator<Item = &'a crate::results::CaseResu
 }
 
 /// Two models whose ratio's interval lies within +-5% are equivalent.
-pub const MARGIN: f64 = 0.05;
+pub(crate) const MARGIN: f64 = 0.05;
 /// Up to this many rounds the signed-rank test is exact.
-pub const EXACT_MAX: usize = 40;
+pub(crate) const EXACT_MAX: usize = 40;
 /// Samples beyond the p99 each repetition needs before a p99 is claimed (in a report or by
 /// `compare`): a p99 from a thinner tail is mostly one hiccup, shown and not claimed.
-pub const TAIL_MIN: u64 = 50;
+pub(crate) const TAIL_MIN: u64 = 50;
 /// A repetition is a stall when its figure is this many times worse than the median of the
 /// same cell's other repetitions (a throughput at under half of theirs).
-pub const STALL_FACTOR: f64 = 2.0;
+pub(crate) const STALL_FACTOR: f64 = 2.0;
 
 /// The smallest two-sided p the signed-rank test can give with `n` rounds: every round's
 /// difference of one sign, 2 / 2^n.
-pub fn min_p(n: usize) -> f64 {
+pub(crate) fn min_p(n: usize) -> f64 {
     if n == 0 {
         return 1.0;
     }
@@ -71,7 +71,7 @@ pub fn min_p(n: usize) -> f64 {
 }
 
 /// The fewest rounds with which a paired claim can reach `alpha` (6 at 0.05).
-pub fn rounds_needed(alpha: f64) -> usize {
+pub(crate) fn rounds_needed(alpha: f64) -> usize {
     (1..=64).find(|&n| min_p(n) < alpha).unwrap_or(64)
 }
 
@@ -113,7 +113,7 @@ fn abs_ranks(d: &[f64]) -> (Vec<f64>, bool) {
 
 /// Two-sided p of the Wilcoxon signed-rank test that `d` is centred on 0 (zeros dropped);
 /// `None` when no difference is left. Never below [`min_p`] of the differences used.
-pub fn signed_rank_p(d: &[f64]) -> Option<f64> {
+pub(crate) fn signed_rank_p(d: &[f64]) -> Option<f64> {
     let d: Vec<f64> = d
         .iter()
         .copied()
@@ -181,7 +181,7 @@ pub fn signed_rank_p(d: &[f64]) -> Option<f64> {
 /// Walsh averages at ranks k+1 and M-k (of M), k the largest W+ the signed-rank test rejects
 /// at (P(W+ <= k) < alpha / 2; k = 0 when n is too small for any: the interval is then
 /// [min, max] of the averages, at the confidence 1 - 2 / 2^n it has). `None` without a value.
-pub fn hodges_lehmann(d: &[f64], alpha: f64) -> Option<(f64, (f64, f64))> {
+pub(crate) fn hodges_lehmann(d: &[f64], alpha: f64) -> Option<(f64, (f64, f64))> {
     let d: Vec<f64> = d.iter().copied().filter(|x| x.is_finite()).collect();
     let n = d.len();
     if n == 0 {
@@ -228,7 +228,7 @@ pub fn hodges_lehmann(d: &[f64], alpha: f64) -> Option<(f64, (f64, f64))> {
 
 /// Per-round log ratios ln(b_k / a_k) over the rounds both have (the first `min(len)`),
 /// skipping rounds where either value is not positive and finite.
-pub fn log_ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
+pub(crate) fn log_ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
     a.iter()
         .zip(b)
         .filter(|(x, y)| **x > 0.0 && **y > 0.0 && x.is_finite() && y.is_finite())
@@ -252,53 +252,45 @@ pub enum Outcome {
 /// One paired claim: B against A on one figure.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Claim {
-    pub outcome: Outcome,
+    pub(crate) outcome: Outcome,
     /// How many times worse B is than A (> 1: worse; < 1: better), the Hodges-Lehmann
     /// estimate over the rounds, on the figure's "worse" direction.
-    pub times: f64,
+    pub(crate) times: f64,
     /// Interval of `times`.
-    pub ci: (f64, f64),
+    pub(crate) ci: (f64, f64),
     /// The signed-rank p, before any correction (`None` when every round tied).
-    pub p: Option<f64>,
+    pub(crate) p: Option<f64>,
     /// The p after the family's correction (Benjamini-Hochberg's adjusted p over the point's
     /// comparisons, or over every test `compare` makes).
-    pub p_adj: Option<f64>,
+    pub(crate) p_adj: Option<f64>,
     /// Rounds paired (unpaired: the fewer repetitions of the two sides).
-    pub rounds: usize,
+    pub(crate) rounds: usize,
     /// A paired claim (signed-rank over rounds), or an unpaired one (Mann-Whitney).
-    pub paired: bool,
+    pub(crate) paired: bool,
     /// The significance level it was judged at.
-    pub alpha: f64,
+    pub(crate) alpha: f64,
 }
 
 impl Claim {
     /// Decided either way (a lead), not equivalent or undecided.
-    pub fn decided(&self) -> bool {
+    pub(crate) fn decided(&self) -> bool {
         matches!(self.outcome, Outcome::Behind | Outcome::Ahead)
     }
 
     /// The smallest difference, in percent, these rounds could have told apart: the
     /// interval's half-width (infinite below [`rounds_needed`] rounds, where no p reaches
     /// alpha).
-    pub fn invisible_pct(&self) -> f64 {
+    pub(crate) fn invisible_pct(&self) -> f64 {
         if self.paired && self.rounds < rounds_needed(ALPHA) {
             return f64::INFINITY;
         }
         let (lo, hi) = (self.ci.0.max(1e-12).ln(), self.ci.1.max(1e-12).ln());
         (((hi - lo) / 2.0).exp() - 1.0) * 100.0
     }
-
-    /// "p=0.031, 6 rounds" / "6 rounds".
-    pub fn evidence(&self) -> String {
-        match self.p_adj.or(self.p) {
-            Some(p) => format!("p={}, {} rounds", p_text(p), self.rounds),
-            None => format!("{} rounds", self.rounds),
-        }
-    }
 }
 
 /// "0.031", "<0.001".
-pub fn p_text(p: f64) -> String {
+pub(crate) fn p_text(p: f64) -> String {
     if p < 0.001 {
         "<0.001".into()
     } else {
@@ -309,7 +301,7 @@ pub fn p_text(p: f64) -> String {
 /// B against A from their per-round values of a figure, `higher_is_better` saying which
 /// way is better, judged at `alpha` (the family's correction is the caller's: [`correct`]).
 /// `None` with no round in common.
-pub fn pair(a: &[f64], b: &[f64], higher_is_better: bool, alpha: f64) -> Option<Claim> {
+pub(crate) fn pair(a: &[f64], b: &[f64], higher_is_better: bool, alpha: f64) -> Option<Claim> {
     let mut d = log_ratios(a, b);
     if higher_is_better {
         d.iter_mut().for_each(|x| *x = -*x);
@@ -318,7 +310,7 @@ pub fn pair(a: &[f64], b: &[f64], higher_is_better: bool, alpha: f64) -> Option<
 }
 
 /// A claim from per-round log "worse" factors (> 0: B worse).
-pub fn from_log_diffs(d: &[f64], alpha: f64) -> Option<Claim> {
+pub(crate) fn from_log_diffs(d: &[f64], alpha: f64) -> Option<Claim> {
     let (est, (lo, hi)) = hodges_lehmann(d, alpha)?;
     let p = signed_rank_p(d);
     let mut c = Claim {
@@ -338,7 +330,7 @@ pub fn from_log_diffs(d: &[f64], alpha: f64) -> Option<Claim> {
 /// B against A from two sets of repetitions that were not measured in the same rounds (two
 /// points of a sweep, two runs): Mann-Whitney's p on the values, the ratio of medians and
 /// its 95% bootstrap interval. `None` with fewer than two values a side.
-pub fn unpaired(a: &[f64], b: &[f64], higher_is_better: bool, alpha: f64) -> Option<Claim> {
+pub(crate) fn unpaired(a: &[f64], b: &[f64], higher_is_better: bool, alpha: f64) -> Option<Claim> {
     if a.len() < 2 || b.len() < 2 {
         return None;
     }
@@ -397,14 +389,14 @@ fn judge(c: &Claim, alpha: f64) -> Outcome {
 /// ones under alpha. Each claim's `p_adj` becomes its adjusted p and its outcome is judged
 /// again. (Holm's family-wise control would need 2/2^n * (models - 1) < alpha: 10 rounds at
 /// eleven models, where the false discovery rate needs 6.)
-pub fn correct(claims: &mut [&mut Claim], alpha: f64) {
+pub(crate) fn correct(claims: &mut [&mut Claim], alpha: f64) {
     correct_among(claims, alpha, 0);
 }
 
 /// [`correct`] for `claims` that are part of a family with `unbuilt` more tests that were
 /// not made (a report lists a point's first pairs only): those count as p = 1, which can only
 /// raise the adjusted p of these (a smaller unknown p would lower them), so it stays valid.
-pub fn correct_among(claims: &mut [&mut Claim], alpha: f64, unbuilt: usize) {
+pub(crate) fn correct_among(claims: &mut [&mut Claim], alpha: f64, unbuilt: usize) {
     let idx: Vec<usize> = (0..claims.len())
         .filter(|&i| claims[i].p.is_some())
         .collect();
@@ -422,7 +414,7 @@ pub fn correct_among(claims: &mut [&mut Claim], alpha: f64, unbuilt: usize) {
 
 /// Benjamini-Hochberg: which of `ps` are discoveries with the false discovery rate kept at
 /// `q`, and each p's adjusted value (the smallest q at which it would be one).
-pub fn benjamini_hochberg(ps: &[f64], q: f64) -> (Vec<bool>, Vec<f64>) {
+pub(crate) fn benjamini_hochberg(ps: &[f64], q: f64) -> (Vec<bool>, Vec<f64>) {
     let m = ps.len();
     let mut order: Vec<usize> = (0..m).collect();
     order.sort_by(|&a, &b| ps[a].total_cmp(&ps[b]));
@@ -439,7 +431,7 @@ pub fn benjamini_hochberg(ps: &[f64], q: f64) -> (Vec<bool>, Vec<f64>) {
 /// The repetitions of one cell that stalled: those whose figure is [`STALL_FACTOR`] times
 /// worse than the median of the cell's other repetitions (at least two others), by index.
 #[cfg(test)]
-pub fn stalls(reps: &[f64], higher_is_better: bool) -> Vec<usize> {
+pub(crate) fn stalls(reps: &[f64], higher_is_better: bool) -> Vec<usize> {
     if reps.len() < 3 {
         return Vec::new();
     }
@@ -457,7 +449,7 @@ pub fn stalls(reps: &[f64], higher_is_better: bool) -> Vec<usize> {
 }
 
 /// Whether `v` is a stall against `others` (at least two of them).
-pub fn is_stall(v: f64, others: &[f64], higher_is_better: bool) -> bool {
+pub(crate) fn is_stall(v: f64, others: &[f64], higher_is_better: bool) -> bool {
     if others.len() < 2 {
         return false;
     }
@@ -474,26 +466,26 @@ pub fn is_stall(v: f64, others: &[f64], higher_is_better: bool) -> bool {
 
 /// One model's per-round values of a figure at a point.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Entry {
-    pub label: String,
+pub(crate) struct Entry {
+    pub(crate) label: String,
     /// Per round, in round order.
-    pub rounds: Vec<f64>,
+    pub(crate) rounds: Vec<f64>,
 }
 
 /// A decided crossover along a sweep: `winner` is decided worse than `loser` at `before` and
 /// decided better at `after` (each a paired claim, corrected over the pairs at its point).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Crossover {
-    pub winner: String,
-    pub loser: String,
-    pub before: f64,
-    pub after: f64,
+pub(crate) struct Crossover {
+    pub(crate) winner: String,
+    pub(crate) loser: String,
+    pub(crate) before: f64,
+    pub(crate) after: f64,
 }
 
 /// The decided crossovers of series along a sweep: `points` holds, per sweep value (in
 /// order), the entries there. Pairs not decided at both neighbouring points are counted in
 /// the second value (shown, not claimed).
-pub fn crossovers(
+pub(crate) fn crossovers(
     points: &[(f64, Vec<Entry>)],
     higher_is_better: bool,
     alpha: f64,
@@ -559,7 +551,7 @@ pub fn crossovers(
 }
 
 /// The same claim seen from the other side (A against B).
-pub fn flip(c: &Claim) -> Claim {
+pub(crate) fn flip(c: &Claim) -> Claim {
     Claim {
         outcome: match c.outcome {
             Outcome::Behind => Outcome::Ahead,

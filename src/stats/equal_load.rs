@@ -10,10 +10,10 @@ use crate::results::{CaseResult, Status, Warning};
 use crate::stats::claims::{self, Claim};
 
 /// Share of the offered rate a server must achieve to count as keeping up with it.
-pub const KEEP_UP: f64 = 0.95;
+pub(crate) const KEEP_UP: f64 = 0.95;
 
 /// Whether a repetition that achieved `achieved` of `offered` per second fell behind.
-pub fn fell_behind(offered: f64, achieved: f64) -> bool {
+pub(crate) fn fell_behind(offered: f64, achieved: f64) -> bool {
     achieved < KEEP_UP * offered
 }
 
@@ -35,7 +35,7 @@ fn per_rep(c: &CaseResult, pick: fn(&OpenLoopCounters) -> u64) -> Option<f64> {
 /// closed-loop cell. The one place exporters read it: the rate the runner derived for an
 /// equal-load point (`rate_per_sec` on the case), else what the workload recorded that it
 /// drove (its counters: the rate sweeps).
-pub fn offered_rate(c: &CaseResult) -> Option<f64> {
+pub(crate) fn offered_rate(c: &CaseResult) -> Option<f64> {
     c.rate_per_sec
         .filter(|_| c.status == Status::Measured)
         .map(|r| r as f64)
@@ -43,14 +43,14 @@ pub fn offered_rate(c: &CaseResult) -> Option<f64> {
 }
 
 /// The rate an open-loop cell achieved (mean over its repetitions).
-pub fn achieved_rate(c: &CaseResult) -> Option<f64> {
+pub(crate) fn achieved_rate(c: &CaseResult) -> Option<f64> {
     per_rep(c, |r| r.achieved_per_sec)
 }
 
 /// Whether an open-loop cell kept up with its offered rate in every repetition (`None`: not
 /// an open-loop cell). Files without the `fell_behind` counter are judged by the achieved
 /// rate against the offered one.
-pub fn kept_up(c: &CaseResult) -> Option<bool> {
+pub(crate) fn kept_up(c: &CaseResult) -> Option<bool> {
     let offered = offered_rate(c)?;
     let f = c.figures.as_ref()?;
     if f.counters.open_loop.is_some_and(|r| r.fell_behind > 0) {
@@ -61,7 +61,7 @@ pub fn kept_up(c: &CaseResult) -> Option<bool> {
 
 /// Whether the load generator had headroom in every repetition (no `client_bound` or
 /// `both_saturated`): only then is a closed-loop throughput the server's capacity.
-pub fn load_had_headroom(c: &CaseResult) -> bool {
+pub(crate) fn load_had_headroom(c: &CaseResult) -> bool {
     !c.warnings
         .iter()
         .any(|w| matches!(w, Warning::ClientBound | Warning::BothSaturated))
@@ -69,7 +69,7 @@ pub fn load_had_headroom(c: &CaseResult) -> bool {
 
 /// How far two cells' server CPU per op can be told apart.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Evidence {
+pub(crate) enum Evidence {
     /// The paired claim over their rounds (`stats::claims`; uncorrected until the caller
     /// corrects its family).
     Claimed(Claim),
@@ -81,7 +81,7 @@ pub enum Evidence {
 
 impl Evidence {
     /// True when the difference is not decided (equivalent, undecided, untested).
-    pub fn within_noise(&self) -> bool {
+    pub(crate) fn within_noise(&self) -> bool {
         match self {
             Evidence::Claimed(c) => !c.decided(),
             Evidence::OneRun | Evidence::None => true,
@@ -89,7 +89,7 @@ impl Evidence {
     }
 
     /// What the evidence is, for the verdict's text.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match self {
             Evidence::Claimed(c) => super::findings::claim_text(c),
             Evidence::OneRun => "untested: one repetition".into(),
@@ -97,7 +97,7 @@ impl Evidence {
         }
     }
 
-    pub fn claim_mut(&mut self) -> Option<&mut Claim> {
+    pub(crate) fn claim_mut(&mut self) -> Option<&mut Claim> {
         match self {
             Evidence::Claimed(c) => Some(c),
             _ => None,
@@ -107,7 +107,7 @@ impl Evidence {
 
 /// The evidence that `b` differs from `a` in server CPU per op: the paired claim of `b`
 /// against `a` over their rounds.
-pub fn cpu_per_op_evidence(a: &CaseFigures, b: &CaseFigures) -> Evidence {
+pub(crate) fn cpu_per_op_evidence(a: &CaseFigures, b: &CaseFigures) -> Evidence {
     let (x, y) = (&a.runs_cpu_ns_per_op, &b.runs_cpu_ns_per_op);
     if x.is_empty() || y.is_empty() {
         return Evidence::None;
@@ -122,12 +122,12 @@ pub fn cpu_per_op_evidence(a: &CaseFigures, b: &CaseFigures) -> Evidence {
 }
 
 /// The p99 an open-loop rate sweep's capacity must stay under.
-pub const CAPACITY_P99_NS: f64 = 10e6;
+pub(crate) const CAPACITY_P99_NS: f64 = 10e6;
 
 /// Whether a cell's p99 is over [`CAPACITY_P99_NS`] as a claim: in every repetition, each with
 /// at least `claims::TAIL_MIN` samples beyond its p99 (a p99 from a thin tail is mostly one
 /// hiccup: shown, not claimed). Files without per-repetition p99s: the cell's p99.
-pub fn p99_over_target(f: &CaseFigures) -> bool {
+pub(crate) fn p99_over_target(f: &CaseFigures) -> bool {
     if f.runs_p99_ns.is_empty() {
         return f.latency_ns.p99 > CAPACITY_P99_NS;
     }
@@ -136,7 +136,7 @@ pub fn p99_over_target(f: &CaseFigures) -> bool {
 
 /// Where along an open-loop rate sweep a model stopped keeping up.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Knee {
+pub(crate) enum Knee {
     /// It fell behind (or its p99 was over the target) at the lowest rate offered.
     Below { rate: f64 },
     /// It kept up to `capacity`; the knee lies between that and `next`.
@@ -147,12 +147,12 @@ pub enum Knee {
 
 /// One model's capacity along an open-loop rate sweep (`echo.rate`, `http.rate`).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Capacity {
-    pub label: String,
-    pub knee: Knee,
+pub(crate) struct Capacity {
+    pub(crate) label: String,
+    pub(crate) knee: Knee,
     /// Offered rates where a repetition of its cell stalled (and stayed stalled on its
     /// re-run): named, so that one repetition is not read as the knee.
-    pub stalled_at: Vec<f64>,
+    pub(crate) stalled_at: Vec<f64>,
 }
 
 /// The rate a cell achieved in its typical repetition: the median of its repetitions'
@@ -169,7 +169,7 @@ fn typical_achieved(c: &CaseResult) -> Option<f64> {
 /// Each model's capacity along a rate sweep, in the cells' first-seen order: the highest
 /// offered rate at which its typical repetition achieved at least [`KEEP_UP`] of the offer
 /// with no p99 claimed over [`CAPACITY_P99_NS`], and the first rate where it did not.
-pub fn capacities(cases: &[&CaseResult]) -> Vec<Capacity> {
+pub(crate) fn capacities(cases: &[&CaseResult]) -> Vec<Capacity> {
     let mut labels: Vec<String> = Vec::new();
     for c in cases {
         if !labels.contains(&c.label()) {

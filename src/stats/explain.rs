@@ -7,21 +7,21 @@
 use crate::results::explain::{Explain, GROUPS};
 
 /// Groups that are not the measured program's work: left out of the comparison.
-pub const NOT_WORK: [&str; 2] = ["idle", "other_processes"];
+pub(crate) const NOT_WORK: [&str; 2] = ["idle", "other_processes"];
 
 /// Fewer samples of a cell's own work than this (about 12 ms of CPU at perf's 4 kHz) and its
 /// shares are too coarse to compare.
 pub const MIN_WORK_SAMPLES: f64 = 50.0;
 
 /// Samples of the cell's own work (neither idle nor another program's).
-pub fn work_samples(e: &Explain) -> f64 {
+pub(crate) fn work_samples(e: &Explain) -> f64 {
     let not: f64 = NOT_WORK.iter().map(|k| e.fraction(k)).sum();
     e.samples as f64 * (1.0 - not).max(0.0)
 }
 
 /// Each work group's share of the cell's own work (`GROUPS` order; summing to 1), or `None`
 /// when no sample was its own work.
-pub fn work_shares(e: &Explain) -> Option<Vec<(&'static str, f64)>> {
+pub(crate) fn work_shares(e: &Explain) -> Option<Vec<(&'static str, f64)>> {
     let work: f64 = GROUPS
         .iter()
         .filter(|(k, _)| !NOT_WORK.contains(k))
@@ -38,18 +38,21 @@ pub fn work_shares(e: &Explain) -> Option<Vec<(&'static str, f64)>> {
 
 /// The group whose share of the work differs most between two cells.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Difference {
+pub(crate) struct Difference {
     /// Its key (`results::explain::GROUPS`).
-    pub group: &'static str,
+    pub(crate) group: &'static str,
     /// Its share of the first cell's work (the leader's), 0..=1.
-    pub leader: f64,
+    pub(crate) leader: f64,
     /// Its share of the second cell's work (the runner-up's).
-    pub runner_up: f64,
+    pub(crate) runner_up: f64,
 }
 
 /// The biggest difference in share of own work between the leader's breakdown and the
 /// runner-up's (ties: the first in `GROUPS` order), or why there is none to name.
-pub fn biggest_difference(leader: &Explain, runner_up: &Explain) -> Result<Difference, String> {
+pub(crate) fn biggest_difference(
+    leader: &Explain,
+    runner_up: &Explain,
+) -> Result<Difference, String> {
     for (who, e) in [("the leader", leader), ("the runner-up", runner_up)] {
         let n = work_samples(e);
         if n < MIN_WORK_SAMPLES {

@@ -17,35 +17,35 @@ use crate::results::{RunResults, Status, Warning};
 
 /// One model's figure at one point.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Entry {
-    pub label: String,
+pub(crate) struct Entry {
+    pub(crate) label: String,
     /// The figure ranked (the cell's summary: a median, a CPU per op).
-    pub value: f64,
+    pub(crate) value: f64,
     /// The same figure per repetition, one per round (empty when the file has none).
-    pub reps: Vec<f64>,
+    pub(crate) reps: Vec<f64>,
 }
 
 /// One parameter point: where it is ("msg_bytes=64"), its entries, and the significance level
 /// its claims are judged at (the smallest of its cells' `claim_alpha`).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Point {
-    pub at: String,
-    pub entries: Vec<Entry>,
-    pub alpha: f64,
+pub(crate) struct Point {
+    pub(crate) at: String,
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) alpha: f64,
 }
 
 /// How two entries' rounds tell them apart: the paired claim, when they have rounds.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Confidence {
-    pub claim: Option<Claim>,
+    pub(crate) claim: Option<Claim>,
     /// Repetitions on each side.
-    pub n: (usize, usize),
+    pub(crate) n: (usize, usize),
 }
 
 impl Confidence {
     /// `b` against `a`, on a figure where `higher_is_better` (uncorrected: a point's family
     /// is corrected by [`rank`] and [`pairs`]).
-    pub fn of(a: &[f64], b: &[f64], higher_is_better: bool, alpha: f64) -> Confidence {
+    pub(crate) fn of(a: &[f64], b: &[f64], higher_is_better: bool, alpha: f64) -> Confidence {
         Confidence {
             claim: claims::pair(a, b, higher_is_better, alpha),
             n: (a.len(), b.len()),
@@ -53,17 +53,18 @@ impl Confidence {
     }
 
     /// True when the difference is not decided (equivalent, undecided or untested).
-    pub fn within_noise(&self) -> bool {
+    #[cfg(test)]
+    fn within_noise(&self) -> bool {
         !self.claim.as_ref().is_some_and(Claim::decided)
     }
 
-    pub fn outcome(&self) -> Option<Outcome> {
+    pub(crate) fn outcome(&self) -> Option<Outcome> {
         self.claim.as_ref().map(|c| c.outcome)
     }
 
     /// "Wilcoxon signed-rank over 6 paired rounds, p=0.031 (FDR-adjusted); ratio 1.28x, 95%
     /// interval 1.20x to 1.35x", or why there is no test.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match &self.claim {
             None if self.n.0 == 0 || self.n.1 == 0 => {
                 "shown, not claimed: no per-repetition values of this figure (a p99 needs 50 \
@@ -78,7 +79,7 @@ impl Confidence {
 }
 
 /// A claim's evidence in words.
-pub fn claim_text(c: &Claim) -> String {
+pub(crate) fn claim_text(c: &Claim) -> String {
     let need = claims::rounds_needed(ALPHA);
     let p = c
         .p_adj
@@ -131,26 +132,26 @@ fn ratio(r: f64) -> String {
 
 /// An entry ranked against the leader of its point.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Other {
-    pub label: String,
+pub(crate) struct Other {
+    pub(crate) label: String,
     /// How many times better the leader is: the paired claim's estimate over the rounds,
     /// or the cells' figures' ratio where there are no rounds.
-    pub times: f64,
-    pub confidence: Confidence,
+    pub(crate) times: f64,
+    pub(crate) confidence: Confidence,
 }
 
 /// One point ranked: the leader, the entries not decided against it (equivalent or
 /// undecided), the rest (decided behind) in order.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Ranking {
-    pub at: String,
-    pub leader: String,
-    pub value: f64,
+pub(crate) struct Ranking {
+    pub(crate) at: String,
+    pub(crate) leader: String,
+    pub(crate) value: f64,
     /// 95% bootstrap interval of the leader's median over its repetitions.
-    pub ci: Option<(f64, f64)>,
-    pub reps: usize,
-    pub near: Vec<Other>,
-    pub behind: Vec<Other>,
+    pub(crate) ci: Option<(f64, f64)>,
+    pub(crate) reps: usize,
+    pub(crate) near: Vec<Other>,
+    pub(crate) behind: Vec<Other>,
 }
 
 impl Ranking {
@@ -163,7 +164,7 @@ impl Ranking {
     }
 
     /// The entries equivalent to the leader.
-    pub fn equivalent(&self) -> impl Iterator<Item = &Other> {
+    pub(crate) fn equivalent(&self) -> impl Iterator<Item = &Other> {
         self.near
             .iter()
             .filter(|o| o.confidence.outcome() == Some(Outcome::Equivalent))
@@ -172,7 +173,7 @@ impl Ranking {
     /// The smallest difference, in percent, the leader's claims could have told apart: the
     /// median of their intervals' half-widths (`Claim::invisible_pct`), where they have
     /// enough rounds; `None` otherwise.
-    pub fn invisible_pct(&self) -> Option<f64> {
+    pub(crate) fn invisible_pct(&self) -> Option<f64> {
         let mut v: Vec<f64> = self
             .near
             .iter()
@@ -189,7 +190,7 @@ impl Ranking {
     }
 
     /// The entries neither behind nor equivalent: undecided or untested.
-    pub fn undecided(&self) -> impl Iterator<Item = &Other> {
+    pub(crate) fn undecided(&self) -> impl Iterator<Item = &Other> {
         self.near
             .iter()
             .filter(|o| o.confidence.outcome() != Some(Outcome::Equivalent))
@@ -225,7 +226,7 @@ fn correct(cs: &mut [&mut Confidence], alpha: f64) {
 
 /// Ranks one point's entries (`None` with fewer than two): the leader by the cells' figures,
 /// each other entry's paired claim against it, corrected as one family.
-pub fn rank(p: &Point, higher_is_better: bool) -> Option<Ranking> {
+pub(crate) fn rank(p: &Point, higher_is_better: bool) -> Option<Ranking> {
     if p.entries.len() < 2 {
         return None;
     }
@@ -274,10 +275,10 @@ pub fn rank(p: &Point, higher_is_better: bool) -> Option<Ranking> {
 /// Two entries of one point: `better` ahead of `worse` by `times`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pair {
-    pub better: String,
-    pub worse: String,
-    pub times: f64,
-    pub confidence: Confidence,
+    pub(crate) better: String,
+    pub(crate) worse: String,
+    pub(crate) times: f64,
+    pub(crate) confidence: Confidence,
 }
 
 /// The first `max` pairs of a point's entries, better first, in rank order (the leader's
@@ -285,7 +286,7 @@ pub struct Pair {
 /// pairs the point has. Only the pairs returned are built (a point of 2,000 models has
 /// 1,999,000: a report lists a few hundred), the others counted in the correction as tests
 /// that found nothing (`claims::correct_among`).
-pub fn pairs(p: &Point, higher_is_better: bool, max: usize) -> (Vec<Pair>, usize) {
+pub(crate) fn pairs(p: &Point, higher_is_better: bool, max: usize) -> (Vec<Pair>, usize) {
     let order = ordered(p, higher_is_better);
     let n = order.len();
     let total = n * n.saturating_sub(1) / 2;
@@ -315,47 +316,47 @@ pub fn pairs(p: &Point, higher_is_better: bool, max: usize) -> (Vec<Pair>, usize
 /// Where another model takes the lead from the headline's leader, clearly (the headline's
 /// leader is behind it beyond noise there).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Flip {
-    pub at: String,
-    pub leader: String,
-    pub times: f64,
+pub(crate) struct Flip {
+    pub(crate) at: String,
+    pub(crate) leader: String,
+    pub(crate) times: f64,
 }
 
 /// What one workload's cells say.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Finding {
+pub(crate) struct Finding {
     /// The first ranked point.
-    pub headline: Ranking,
+    pub(crate) headline: Ranking,
     /// Points ranked, and at how many of them the headline's leader leads or is within noise
     /// of the leader.
-    pub points: usize,
-    pub leads: usize,
+    pub(crate) points: usize,
+    pub(crate) leads: usize,
     /// Later points where another model leads and the headline's leader is clearly behind.
-    pub flips: Vec<Flip>,
+    pub(crate) flips: Vec<Flip>,
     /// Every model's standing over the ranked points, for the one-sentence summary: those
     /// never decided behind first (most leads first), then those decided behind somewhere,
     /// nearest first.
-    pub standings: Vec<Standing>,
+    pub(crate) standings: Vec<Standing>,
 }
 
 /// One model over a workload's ranked points.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Standing {
-    pub label: String,
+pub(crate) struct Standing {
+    pub(crate) label: String,
     /// Points where it was ranked, where it led, where it was equivalent to the leader
     /// (within the margin), and where it was decided behind the leader.
-    pub ranked: usize,
-    pub led: usize,
-    pub equivalent: usize,
-    pub behind: usize,
+    pub(crate) ranked: usize,
+    pub(crate) led: usize,
+    pub(crate) equivalent: usize,
+    pub(crate) behind: usize,
     /// How many times behind the leader, least and most, over the points where it was
     /// decided behind.
-    pub times: Option<(f64, f64)>,
+    pub(crate) times: Option<(f64, f64)>,
 }
 
 impl Standing {
     /// Never decided behind, and led or was equivalent to the leader at every point it ran.
-    pub fn at_front(&self) -> bool {
+    pub(crate) fn at_front(&self) -> bool {
         self.behind == 0 && self.led + self.equivalent == self.ranked
     }
 }
@@ -409,7 +410,7 @@ fn standings(ranked: &[Ranking]) -> Vec<Standing> {
 
 /// The finding over a workload's points, in the order given (`None`: no point with two
 /// entries to rank).
-pub fn of_points(points: &[Point], higher_is_better: bool) -> Option<Finding> {
+pub(crate) fn of_points(points: &[Point], higher_is_better: bool) -> Option<Finding> {
     let ranked: Vec<Ranking> = points
         .iter()
         .filter_map(|p| rank(p, higher_is_better))
@@ -443,24 +444,24 @@ pub fn of_points(points: &[Point], higher_is_better: bool) -> Option<Finding> {
 /// How far to trust a run: its cells by status, the repetitions behind the measured ones,
 /// and the warnings they carry.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Trust {
-    pub cells: usize,
-    pub measured: usize,
-    pub failed: usize,
+pub(crate) struct Trust {
+    pub(crate) cells: usize,
+    pub(crate) measured: usize,
+    pub(crate) failed: usize,
     /// Measured cells' timed repetitions, fewest and most.
-    pub reps: Option<(u32, u32)>,
+    pub(crate) reps: Option<(u32, u32)>,
     /// Each warning with the number of measured cells that carry it, in a fixed order.
-    pub warnings: Vec<(Warning, usize)>,
+    pub(crate) warnings: Vec<(Warning, usize)>,
     /// Measured cells with any warning.
-    pub warned: usize,
+    pub(crate) warned: usize,
     /// Repetitions run again (disturbed or stalled), and those kept disturbed.
-    pub reruns: usize,
-    pub disturbed_reps: u32,
+    pub(crate) reruns: usize,
+    pub(crate) disturbed_reps: u32,
     /// What the calibration probes say of the machine's state over the run.
-    pub states: Vec<String>,
+    pub(crate) states: Vec<String>,
     /// Models whose rounds jumped between two levels within the run (relative to their
     /// point's other models), per workload: their figures vary that much between runs.
-    pub unstable: Vec<super::stability::Unstable>,
+    pub(crate) unstable: Vec<super::stability::Unstable>,
 }
 
 /// Every warning, in the order [`Trust`] lists them.
@@ -479,7 +480,7 @@ const WARNINGS: [Warning; 12] = [
     Warning::NoNapiId,
 ];
 
-pub fn trust(run: &RunResults) -> Trust {
+pub(crate) fn trust(run: &RunResults) -> Trust {
     let measured: Vec<_> = run
         .cases
         .iter()

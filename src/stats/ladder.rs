@@ -9,19 +9,19 @@ use crate::model::ladder::{Rung, RUNGS};
 use crate::results::schema::{CaseResult, Status};
 
 /// One rung at one point.
-pub struct Step<'a> {
-    pub rung: &'static Rung,
+pub(crate) struct Step<'a> {
+    pub(crate) rung: &'static Rung,
     /// Its cell (`None`: the run has no cell of this rung at this point).
-    pub case: Option<&'a CaseResult>,
+    pub(crate) case: Option<&'a CaseResult>,
     /// Server CPU per op, ns (measured cells only).
-    pub cpu_ns_per_op: Option<f64>,
+    pub(crate) cpu_ns_per_op: Option<f64>,
     /// Server CPU per op of `rung.over`'s cell, ns (where both it and this rung were
     /// measured): where this rung's change starts.
-    pub base_cpu_ns_per_op: Option<f64>,
+    pub(crate) base_cpu_ns_per_op: Option<f64>,
     /// Change in CPU per op from `rung.over`'s cell, percent (negative: the knob saved CPU).
-    pub change_pct: Option<f64>,
+    pub(crate) change_pct: Option<f64>,
     /// How far that change can be told from noise.
-    pub evidence: Option<Evidence>,
+    pub(crate) evidence: Option<Evidence>,
 }
 
 fn cpu(c: &CaseResult) -> Option<f64> {
@@ -31,7 +31,7 @@ fn cpu(c: &CaseResult) -> Option<f64> {
 
 /// The steps of one point of a ladder, in rung order: `cases` are the point's cells (any
 /// order; cells of rows that are not rungs are ignored).
-pub fn steps<'a>(cases: &[&'a CaseResult]) -> Vec<Step<'a>> {
+pub(crate) fn steps<'a>(cases: &[&'a CaseResult]) -> Vec<Step<'a>> {
     let find = |id: &str| cases.iter().copied().find(|c| c.model == id);
     let mut steps: Vec<Step<'a>> = RUNGS
         .iter()

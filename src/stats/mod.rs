@@ -14,4 +14,4 @@ pub(crate) mod stability;
 pub(crate) mod summary;
 pub(crate) mod wrk;
 
-pub use summary::{mad, median, summarize, Spread};
+pub(crate) use summary::{mad, median, summarize};

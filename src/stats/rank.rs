@@ -5,7 +5,7 @@
 /// The smallest two-sided p-value the Mann-Whitney U test can reach with `n1` and `n2`
 /// values: both samples completely apart, the one arrangement in C(n1 + n2, n1) (per tail)
 /// that is most extreme. Ties only coarsen the distribution, so no p is ever smaller.
-pub fn min_p(n1: usize, n2: usize) -> f64 {
+pub(crate) fn min_p(n1: usize, n2: usize) -> f64 {
     if n1 == 0 || n2 == 0 {
         return 1.0;
     }
@@ -19,20 +19,20 @@ pub fn min_p(n1: usize, n2: usize) -> f64 {
 }
 
 /// Whether `n1` against `n2` values can ever be significant at `alpha`.
-pub fn testable(n1: usize, n2: usize, alpha: f64) -> bool {
+pub(crate) fn testable(n1: usize, n2: usize, alpha: f64) -> bool {
     n1 >= 2 && n2 >= 2 && min_p(n1, n2) < alpha
 }
 
 /// The fewest repetitions per side with which a change can be significant at `alpha`
 /// (4 at 0.05: 2/70 = 0.029, while 3 gives 2/20 = 0.1).
-pub fn reps_needed(alpha: f64) -> usize {
+pub(crate) fn reps_needed(alpha: f64) -> usize {
     (2..=1000).find(|&n| testable(n, n, alpha)).unwrap_or(1000)
 }
 
 /// Two-sided p-value of the Mann-Whitney U test; `None` with fewer than 2 values a side. Never
 /// below [`min_p`] (the normal approximation used with ties could otherwise claim more than
 /// the samples can show).
-pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<f64> {
+pub(crate) fn mann_whitney(a: &[f64], b: &[f64]) -> Option<f64> {
     mann_whitney_raw(a, b).map(|p| p.max(min_p(a.len(), b.len())))
 }
 

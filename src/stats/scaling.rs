@@ -6,7 +6,7 @@ use crate::results::{CaseResult, Params, Status};
 /// `cell`'s throughput over `threads` times the throughput of its one-thread counterpart in
 /// `done` (same workload, model and variant, params `base`): 1.0 is linear scaling. `None`
 /// when either cell was not measured.
-pub fn efficiency(
+pub(crate) fn efficiency(
     cell: &CaseResult,
     threads: u32,
     base: &Params,

@@ -28,11 +28,11 @@ use crate::results::{CaseResult, RunResults, Status};
 
 /// The share of cells [`run_noise`] fits to (the rest, the largest changes, are left out:
 /// real changes in up to a quarter of the cells do not inflate it).
-pub const NOISE_KEEP: f64 = 0.75;
+pub(crate) const NOISE_KEEP: f64 = 0.75;
 /// The fewest cells from which [`run_noise`] estimates anything.
-pub const NOISE_MIN_CELLS: usize = 8;
+pub(crate) const NOISE_MIN_CELLS: usize = 8;
 /// The smallest gap between two levels that [`two_levels`] reports (10%).
-pub const LEVEL_GAP: f64 = 0.10;
+pub(crate) const LEVEL_GAP: f64 = 0.10;
 
 /// P(chi-square(1) <= x).
 fn chi2_1_cdf(x: f64) -> f64 {
@@ -65,9 +65,9 @@ fn chi2_1_trimmed_mean(q: f64) -> f64 {
 /// The run-to-run noise of a group of tests: the estimate and the 95% upper bound it is
 /// judged with (log sd per run).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Noise {
-    pub estimate: f64,
-    pub upper: f64,
+pub(crate) struct Noise {
+    pub(crate) estimate: f64,
+    pub(crate) upper: f64,
 }
 
 /// The run-to-run standard deviation (in log units, per run) of a figure, from the cells'
@@ -81,7 +81,7 @@ pub struct Noise {
 /// value at 48 cells, 0.69x at 19), so a pair of runs is not judged against noise it
 /// underestimated. 0 when the rounds already account for the spread; `None` with fewer
 /// than [`NOISE_MIN_CELLS`] cells.
-pub fn run_noise(changes: &[(f64, f64)]) -> Option<Noise> {
+pub(crate) fn run_noise(changes: &[(f64, f64)]) -> Option<Noise> {
     let cells: Vec<(f64, f64)> = changes
         .iter()
         .copied()
@@ -144,7 +144,7 @@ pub fn run_noise(changes: &[(f64, f64)]) -> Option<Noise> {
 
 /// The variance of the median of `logs` (log values of one cell's rounds): pi/2 times the
 /// squared robust scale (1.4826 MAD) over n. 0 with fewer than two values.
-pub fn median_variance(logs: &[f64]) -> f64 {
+pub(crate) fn median_variance(logs: &[f64]) -> f64 {
     if logs.len() < 2 {
         return 0.0;
     }
@@ -154,17 +154,17 @@ pub fn median_variance(logs: &[f64]) -> f64 {
 
 /// Two levels in a cell's rounds (see the module's doc).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Levels {
+pub(crate) struct Levels {
     /// Rounds before the jump (the jump is between round `split` and `split + 1`, 1-based).
-    pub split: usize,
+    pub(crate) split: usize,
     /// The medians of the two segments, in the values' units, before and after.
-    pub before: f64,
-    pub after: f64,
+    pub(crate) before: f64,
+    pub(crate) after: f64,
 }
 
 impl Levels {
     /// The gap between the levels, as a fraction of the lower one.
-    pub fn gap(&self) -> f64 {
+    pub(crate) fn gap(&self) -> f64 {
         let (lo, hi) = if self.before < self.after {
             (self.before, self.after)
         } else {
@@ -182,7 +182,7 @@ impl Levels {
 /// gap among those where both segments have at least two rounds, are completely apart, and
 /// the clear gap (from the nearer edge of one to that of the other) is wider than either
 /// segment's range and than [`LEVEL_GAP`] (all on a log scale). `None` otherwise.
-pub fn two_levels(values: &[f64]) -> Option<Levels> {
+pub(crate) fn two_levels(values: &[f64]) -> Option<Levels> {
     if values.len() < 4 || values.iter().any(|v| !(*v > 0.0 && v.is_finite())) {
         return None;
     }
@@ -222,7 +222,7 @@ pub fn two_levels(values: &[f64]) -> Option<Levels> {
 /// same rounds (`others`: their per-round values), over the rounds where the cell and every
 /// other model have a positive value; the cell's own values when it has no other model.
 /// `compare` and [`unstable`] both judge a cell this way.
-pub fn relative_rounds(cell: &[f64], others: &[&[f64]]) -> Vec<f64> {
+pub(crate) fn relative_rounds(cell: &[f64], others: &[&[f64]]) -> Vec<f64> {
     if others.is_empty() {
         return cell.to_vec();
     }
@@ -240,7 +240,7 @@ pub fn relative_rounds(cell: &[f64], others: &[&[f64]]) -> Vec<f64> {
 }
 
 /// The calibration probes' per-round values of a run: (syscall, wake-up).
-pub fn probe_rounds(run: &RunResults) -> (Vec<f64>, Vec<f64>) {
+pub(crate) fn probe_rounds(run: &RunResults) -> (Vec<f64>, Vec<f64>) {
     let sys = run.rounds.iter().map(|r| r.probe.syscall_ns).collect();
     let wake = run.rounds.iter().filter_map(|r| r.probe.wake_ns).collect();
     (sys, wake)
@@ -249,7 +249,7 @@ pub fn probe_rounds(run: &RunResults) -> (Vec<f64>, Vec<f64>) {
 /// Whether a probe's rounds within one run (`which`) show two states of the machine: the
 /// median of the highest quarter of rounds over 1.3x that of the lowest (so that one hiccup
 /// is not a state), with at least 8 rounds.
-pub fn state_change(v: &[f64], name: &str, which: &str) -> Option<String> {
+pub(crate) fn state_change(v: &[f64], name: &str, which: &str) -> Option<String> {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     if s.len() < 8 {
@@ -268,7 +268,7 @@ pub fn state_change(v: &[f64], name: &str, which: &str) -> Option<String> {
 }
 
 /// The machine states a run's calibration probes show (see [`state_change`]).
-pub fn run_states(run: &RunResults, which: &str) -> Vec<String> {
+pub(crate) fn run_states(run: &RunResults, which: &str) -> Vec<String> {
     let (sys, wake) = probe_rounds(run);
     [("syscall", sys), ("wake-up", wake)]
         .iter()
@@ -278,14 +278,14 @@ pub fn run_states(run: &RunResults, which: &str) -> Vec<String> {
 
 /// A model that jumped between two levels within a run at one of a workload's points.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Unstable {
-    pub workload: String,
-    pub label: String,
+pub(crate) struct Unstable {
+    pub(crate) workload: String,
+    pub(crate) label: String,
     /// The point, by the params that vary among its workload's points: "msg_bytes=256".
-    pub at: String,
+    pub(crate) at: String,
     /// Which per-round figure ("p50", "ops/s", "CPU/op").
-    pub figure: &'static str,
-    pub levels: Levels,
+    pub(crate) figure: &'static str,
+    pub(crate) levels: Levels,
 }
 
 /// The per-round figures a level jump is looked for in: p50, ops/s, server CPU per op.
@@ -310,7 +310,7 @@ fn point_of(c: &CaseResult) -> (String, String) {
 /// Every (workload, model) of a run whose rounds at a point sat at two levels, relative to
 /// the point's other models in the same rounds, and that jumped furthest of its point at that
 /// round: per workload and model the widest jump, in the run's order.
-pub fn unstable(run: &RunResults) -> Vec<Unstable> {
+pub(crate) fn unstable(run: &RunResults) -> Vec<Unstable> {
     let measured: Vec<&CaseResult> = run
         .cases
         .iter()
@@ -413,7 +413,7 @@ pub fn unstable(run: &RunResults) -> Vec<Unstable> {
 impl Unstable {
     /// "uring-sqpoll in micro.pipe (msg_bytes=256: ops/s from 0.73 to 0.57 of its point's
     /// other models after round 3, a 28% jump)".
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let at = if self.at.is_empty() {
             String::new()
         } else {

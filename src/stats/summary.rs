@@ -5,14 +5,14 @@ use super::bootstrap::median_ci;
 use crate::measure::{Hist, Measured, Sample};
 use crate::results::schema::{CaseFigures, CpuPerOp, Intervals, LatencyNs};
 
-pub use crate::results::spread::{mad, median, Spread};
+pub(crate) use crate::results::spread::{mad, median, Spread};
 
 /// Repetitions whose per-run medians disagree by more than this (relative MAD) get a warning.
-pub const HIGH_SPREAD: f64 = 0.10;
+pub(crate) const HIGH_SPREAD: f64 = 0.10;
 
 /// Folds the timed repetitions of one case, and the repetition that counted its syscalls,
 /// into its figures.
-pub fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFigures {
+pub(crate) fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFigures {
     let mut all = Hist::new();
     let mut counters = crate::measure::CellCounters::default();
     let (mut ops, mut total, mut user, mut sys, mut ctx) = (0u64, 0u64, 0u64, 0u64, 0u64);

@@ -5,10 +5,10 @@
 use crate::measure::CellCounters;
 
 /// Relative difference in requests/s beyond which ringside and wrk are said to disagree.
-pub const DISAGREEMENT: f64 = 0.05;
+pub(crate) const DISAGREEMENT: f64 = 0.05;
 
 /// wrk's requests/s over a case's repetitions; `None` when wrk did not run.
-pub fn requests_per_sec(c: &CellCounters) -> Option<f64> {
+pub(crate) fn requests_per_sec(c: &CellCounters) -> Option<f64> {
     let w = c.wrk.as_ref()?;
     (w.wrk_window_ns > 0).then(|| w.wrk_requests as f64 * 1e9 / w.wrk_window_ns as f64)
 }
@@ -16,7 +16,7 @@ pub fn requests_per_sec(c: &CellCounters) -> Option<f64> {
 /// How ringside's requests/s (`ours`, the median of `reps` timed repetitions) stands against
 /// wrk's on the same server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Agreement {
+pub(crate) enum Agreement {
     /// Within [`DISAGREEMENT`].
     Agrees,
     /// wrk measured less while it used 90%+ of its CPU in every repetition: its figure is its
@@ -27,7 +27,7 @@ pub enum Agreement {
 }
 
 /// `None` when wrk did not run.
-pub fn agreement(c: &CellCounters, ours: f64, reps: u64) -> Option<Agreement> {
+pub(crate) fn agreement(c: &CellCounters, ours: f64, reps: u64) -> Option<Agreement> {
     let wrk = requests_per_sec(c)?;
     let saturated = c.wrk.map_or(0, |w| w.wrk_saturated);
     Some(if (ours - wrk).abs() <= DISAGREEMENT * wrk {
@@ -49,7 +49,7 @@ fn wrk_runs(c: &CellCounters, reps: u64) -> u64 {
 }
 
 /// wrk's CPU over its runs, as a fraction of its one CPU; `None` when not measured.
-pub fn cpu_busy(c: &CellCounters) -> Option<f64> {
+pub(crate) fn cpu_busy(c: &CellCounters) -> Option<f64> {
     let w = c.wrk.as_ref()?;
     let (cpu, run) = (w.wrk_cpu_ns, w.wrk_run_ns);
     (run > 0).then(|| cpu as f64 / run as f64)

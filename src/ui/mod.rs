@@ -2,18 +2,18 @@
 
 mod progress;
 
-pub use progress::Progress;
+pub(crate) use progress::Progress;
 
 use crate::plan::Case;
 use crate::results::CaseResult;
 
 /// Runner events, each with a no-op default.
-pub trait Observer {
+pub(crate) trait Observer {
     fn run_started(&self, _cases: usize) {}
     fn case_started(&self, _index: usize, _case: &Case) {}
     fn case_finished(&self, _index: usize, _result: &CaseResult) {}
 }
 
 /// Observes nothing (`--quiet`, tests).
-pub struct Silent;
+pub(crate) struct Silent;
 impl Observer for Silent {}

@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-pub struct Progress {
+pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     /// Cases in the run, for the plain "[i/N]" lines.
     total: AtomicUsize,
@@ -19,7 +19,7 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn new() -> Progress {
+    pub(crate) fn new() -> Progress {
         let bar = std::io::stderr().is_terminal().then(|| {
             let b = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
             b.set_style(

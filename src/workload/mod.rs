@@ -88,7 +88,7 @@ pub trait Workload: Sync {
 pub struct Point {
     pub params: Params,
     args: Option<ArgsBox>,
-    pub variant: Option<&'static str>,
+    pub(crate) variant: Option<&'static str>,
     /// An equal-load point: every model is driven at the same offered rate, `fraction` of the
     /// slowest model's measured capacity at the point whose params are `capacity_of` (a
     /// closed-loop point of the same workload, listed before this one). The runner measures
@@ -97,7 +97,7 @@ pub struct Point {
     pub equal_load: Option<EqualLoad>,
     /// A point of a sweep over server threads: the runner records its scaling efficiency
     /// against the one-thread point ([`Scaling`]).
-    pub scaling: Option<Scaling>,
+    pub(crate) scaling: Option<Scaling>,
 }
 
 /// A point measured with `threads` server threads, whose one-thread counterpart (same
@@ -105,8 +105,8 @@ pub struct Point {
 /// x the base's throughput), recorded by the runner as `scaling_efficiency`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scaling {
-    pub threads: u32,
-    pub base: Params,
+    pub(crate) threads: u32,
+    pub(crate) base: Params,
 }
 
 /// See [`Point::equal_load`].
@@ -120,7 +120,7 @@ pub struct EqualLoad {
 
 /// A workload's typed parameters: any `Serialize` struct (its field names are the recorded
 /// param names).
-pub trait Args: serde::Serialize + std::any::Any + Send + Sync {}
+pub(crate) trait Args: serde::Serialize + std::any::Any + Send + Sync {}
 impl<T: serde::Serialize + std::any::Any + Send + Sync> Args for T {}
 
 #[derive(Clone)]
@@ -134,7 +134,7 @@ impl std::fmt::Debug for ArgsBox {
 
 impl Point {
     /// A point with recorded params only (workloads not yet typed, and tests).
-    pub fn new(params: Params) -> Point {
+    pub(crate) fn new(params: Params) -> Point {
         Point {
             params,
             args: None,
@@ -145,7 +145,7 @@ impl Point {
     }
 
     /// A point whose params are `args`, recorded under their serde names.
-    pub fn of<A: Args>(args: A) -> Point {
+    pub(crate) fn of<A: Args>(args: A) -> Point {
         let mut params = Params::new();
         if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(&args) {
             params.0.extend(m);
@@ -161,7 +161,7 @@ impl Point {
 
     /// The point's typed parameters. A point made by another workload (or by `Point::new`) is
     /// a programming error; it fails the case, not the run.
-    pub fn args<A: Args>(&self) -> Result<&A, CaseError> {
+    pub(crate) fn args<A: Args>(&self) -> Result<&A, CaseError> {
         self.args
             .as_ref()
             .and_then(|a| a.0.downcast_ref::<A>())
@@ -174,7 +174,7 @@ impl Point {
     }
 
     /// With `variant` set.
-    pub fn variant(mut self, v: Option<&'static str>) -> Point {
+    pub(crate) fn variant(mut self, v: Option<&'static str>) -> Point {
         self.variant = v;
         self
     }
@@ -211,22 +211,22 @@ pub struct Ctx<'a> {
 }
 
 /// Where an explain repetition leaves its breakdown, or why there is none.
-pub type ExplainSlot = std::sync::Mutex<Option<crate::measure::Measured<Explain>>>;
+pub(crate) type ExplainSlot = std::sync::Mutex<Option<crate::measure::Measured<Explain>>>;
 
 use crate::results::explain::Explain;
 
 /// A sampling in progress, or why it could not start.
-pub type Sampling = Result<crate::crosscheck::perf::Recording, String>;
+pub(crate) type Sampling = Result<crate::crosscheck::perf::Recording, String>;
 
 impl Ctx<'_> {
     /// Opens the repetition's measured window.
-    pub fn window(&self) -> crate::measure::Window<'_> {
+    pub(crate) fn window(&self) -> crate::measure::Window<'_> {
         self.meter.window(self.count_syscalls)
     }
 
     /// In the explain repetition: starts sampling `cpus` (perf running on `run_on`, for at
     /// most `max`); returns once it samples. `None` in every other repetition.
-    pub fn explain_start(
+    pub(crate) fn explain_start(
         &self,
         cpus: &[u32],
         run_on: &[u32],
@@ -240,7 +240,13 @@ impl Ctx<'_> {
     /// and `close_ns` (`measure::clock::now_ns`), and leaves the breakdown (or why there is
     /// none) in the slot. `own`: the measured processes (other programs' samples are grouped
     /// apart).
-    pub fn explain_finish(&self, s: Option<Sampling>, open_ns: u64, close_ns: u64, own: &[u32]) {
+    pub(crate) fn explain_finish(
+        &self,
+        s: Option<Sampling>,
+        open_ns: u64,
+        close_ns: u64,
+        own: &[u32],
+    ) {
         let (Some(slot), Some(s)) = (self.explain, s) else {
             return;
         };

@@ -22,35 +22,35 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Instant;
 
 /// The crate version these lines describe (Cargo.lock pins it).
-pub const CRATE: &str = "io-uring 0.7.15";
+pub(crate) const CRATE: &str = "io-uring 0.7.15";
 
 /// One io_uring feature newer than 6.1: where it came from, what the crate offers, whether it
 /// works here (tried for real) and why not.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Feature {
     /// Stable name (`recvsend_bundle`, `pbuf_ring_inc`, ...), read by `EnvReport::modern`.
-    pub name: String,
+    pub(crate) name: String,
     /// The kernel version that introduced it.
-    pub kernel: String,
+    pub(crate) kernel: String,
     /// What the crate offers for it (or that it offers nothing ringside could use).
-    pub crate_api: String,
+    pub(crate) crate_api: String,
     /// Whether it works here.
-    pub here: Availability,
+    pub(crate) here: Availability,
 }
 
 /// Names, in the order `ringside env` lists them.
-pub const BUNDLE: &str = "recvsend_bundle";
-pub const INC: &str = "pbuf_ring_inc";
-pub const MIN_WAIT: &str = "min_wait";
-pub const WAIT_REGION: &str = "registered_wait_region";
+pub(crate) const BUNDLE: &str = "recvsend_bundle";
+pub(crate) const INC: &str = "pbuf_ring_inc";
+pub(crate) const MIN_WAIT: &str = "min_wait";
+pub(crate) const WAIT_REGION: &str = "registered_wait_region";
 pub const NAPI: &str = "napi_busy_poll";
-pub const NAPI_LOOPBACK: &str = "napi_on_loopback";
+pub(crate) const NAPI_LOOPBACK: &str = "napi_on_loopback";
 pub const EPOLL_BUSY_POLL: &str = "epoll_busy_poll";
-pub const EPOLL_WAIT: &str = "op_epoll_wait";
-pub const READ_MULTISHOT: &str = "read_multishot";
-pub const READ_MULTISHOT_FILE: &str = "read_multishot_regular_file";
-pub const HYBRID_IOPOLL: &str = "hybrid_iopoll";
-pub const RECV_ZC: &str = "recv_zc";
+pub(crate) const EPOLL_WAIT: &str = "op_epoll_wait";
+pub(crate) const READ_MULTISHOT: &str = "read_multishot";
+pub(crate) const READ_MULTISHOT_FILE: &str = "read_multishot_regular_file";
+pub(crate) const HYBRID_IOPOLL: &str = "hybrid_iopoll";
+pub(crate) const RECV_ZC: &str = "recv_zc";
 
 const TAG: u64 = 40;
 const BUF_LEN: u32 = 256;
@@ -365,7 +365,7 @@ fn napi_loopback() -> Result<(), String> {
 }
 
 /// SO_INCOMING_NAPI_ID of a loopback TCP socket that has received a byte.
-pub fn loopback_napi_id() -> std::io::Result<u32> {
+pub(crate) fn loopback_napi_id() -> std::io::Result<u32> {
     let l = TcpListener::bind("127.0.0.1:0")?;
     let mut c = TcpStream::connect(l.local_addr()?)?;
     let (mut s, _) = l.accept()?;
@@ -398,21 +398,21 @@ pub fn napi_id(fd: i32) -> std::io::Result<u32> {
 
 /// `struct epoll_params` of <linux/eventpoll.h> (6.9).
 #[repr(C)]
-pub struct EpollParams {
-    pub busy_poll_usecs: u32,
-    pub busy_poll_budget: u16,
-    pub prefer_busy_poll: u8,
-    pub pad: u8,
+pub(crate) struct EpollParams {
+    pub(crate) busy_poll_usecs: u32,
+    pub(crate) busy_poll_budget: u16,
+    pub(crate) prefer_busy_poll: u8,
+    pub(crate) pad: u8,
 }
 
 // The uapi struct is 8 bytes (a u32, a u16, two u8): EPIOCSPARAMS encodes that size.
 const _: () = assert!(std::mem::size_of::<EpollParams>() == 8);
 
 /// EPIOCSPARAMS = _IOW(0x8A, 0x01, struct epoll_params).
-pub const EPIOCSPARAMS: libc::c_ulong = 0x4008_8a01;
+pub(crate) const EPIOCSPARAMS: libc::c_ulong = 0x4008_8a01;
 
 /// Sets epoll busy polling on `epfd` (budget at most 64 without CAP_NET_ADMIN).
-pub fn set_epoll_busy_poll(
+pub(crate) fn set_epoll_busy_poll(
     epfd: i32,
     usecs: u32,
     budget: u16,
@@ -604,7 +604,7 @@ const ZCRX_HARMLESS_DRIVERS: &[&str] = &[
 /// The environment variable that lets the probe try a zero-copy receive registration on a NIC
 /// whose driver may accept it (registering restarts that NIC's queue 0: live traffic on it
 /// stalls for the restart, so `ringside env` never does it unasked).
-pub const PROBE_ZCRX_ENV: &str = "RINGSIDE_PROBE_ZCRX";
+pub(crate) const PROBE_ZCRX_ENV: &str = "RINGSIDE_PROBE_ZCRX";
 
 /// Zero-copy receive needs a NIC whose queue can be given to io_uring: header/data split,
 /// flow steering and queue management in its driver. Each NIC that is up and not loopback

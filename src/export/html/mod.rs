@@ -17,9 +17,9 @@ use std::fmt::Write;
 
 const TEMPLATE: &str = include_str!("report.html");
 
-pub struct Html;
+pub(crate) struct Html;
 
-pub use super::escape::esc;
+pub(crate) use super::escape::esc;
 
 /// An anchor id from a workload id ("micro.pipe" -> "w-micro-pipe").
 fn anchor(w: &str) -> String {
@@ -74,7 +74,7 @@ fn kv(out: &mut String, rows: &[(String, String)]) {
 }
 
 /// The environment facts a reader needs first.
-pub fn key_facts(run: &RunResults) -> Vec<(String, String)> {
+pub(crate) fn key_facts(run: &RunResults) -> Vec<(String, String)> {
     let e = &run.env;
     let mitigations = match &e.mitigations {
         crate::env::Reading::Value(m) => {
@@ -136,7 +136,7 @@ pub fn key_facts(run: &RunResults) -> Vec<(String, String)> {
 }
 
 /// The shell command that reproduces the run (argv, quoted where needed).
-pub fn command_line(run: &RunResults) -> String {
+pub(crate) fn command_line(run: &RunResults) -> String {
     run.command
         .iter()
         .map(|a| {
@@ -470,7 +470,7 @@ impl Exporter for Html {
 }
 
 /// Every cell that was not measured, with its status and reason (one workload or all).
-pub fn not_measured(run: &RunResults, workload: Option<&str>) -> Vec<String> {
+pub(crate) fn not_measured(run: &RunResults, workload: Option<&str>) -> Vec<String> {
     let cases: Vec<&crate::results::CaseResult> = run
         .cases
         .iter()
@@ -480,7 +480,7 @@ pub fn not_measured(run: &RunResults, workload: Option<&str>) -> Vec<String> {
 }
 
 /// [`not_measured`] over given cells.
-pub fn not_measured_in(cases: &[&crate::results::CaseResult]) -> Vec<String> {
+pub(crate) fn not_measured_in(cases: &[&crate::results::CaseResult]) -> Vec<String> {
     cases
         .iter()
         .filter(|c| c.status != Status::Measured)

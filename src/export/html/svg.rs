@@ -10,8 +10,8 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Chart size, px.
-pub const WIDTH: u32 = 900;
-pub const HEIGHT: u32 = 440;
+pub(crate) const WIDTH: u32 = 900;
+pub(crate) const HEIGHT: u32 = 440;
 /// The legend strip at the right, px: legends never cover data.
 const LEGEND_WIDTH: u32 = 170;
 

@@ -10,7 +10,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Chart width, px (the height follows from the rung count).
-pub const WIDTH: u32 = 900;
+pub(crate) const WIDTH: u32 = 900;
 /// Height per rung, px.
 const ROW: u32 = 40;
 /// The left strip with the rungs' names and kernels, px.
@@ -27,7 +27,7 @@ fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
 }
 
 /// The mark written after a change: what a reader needs to weigh it.
-pub fn mark_text(m: Mark) -> &'static str {
+pub(crate) fn mark_text(m: Mark) -> &'static str {
     match m {
         Mark::Significant => "*",
         Mark::WithinNoise => "(not decided)",
@@ -36,7 +36,8 @@ pub fn mark_text(m: Mark) -> &'static str {
 }
 
 /// The legend line under every waterfall.
-pub const KEY: &str = "bar: from the CPU per op of the row the rung adds its knob to, to its \
+pub(crate) const KEY: &str =
+    "bar: from the CPU per op of the row the rung adds its knob to, to its \
     own; green cheaper, vermillion dearer, pale where the change is within noise or untested; \
     * significant (Mann-Whitney p < 0.05, or the repetitions' ranges do not overlap); grey \
     bands: rungs not measured, with their reason";
@@ -53,7 +54,7 @@ fn clip(s: &str, n: usize) -> String {
 }
 
 /// The waterfall as an SVG document (`inline`: without the XML namespace, for HTML).
-pub fn draw(w: &Waterfall, inline: bool) -> anyhow::Result<String> {
+pub(crate) fn draw(w: &Waterfall, inline: bool) -> anyhow::Result<String> {
     let n = w.rows.len().max(1);
     let height = 70 + ROW * n as u32 + 56;
     let xmax = w

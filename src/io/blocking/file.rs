@@ -6,7 +6,7 @@ use crate::io::FileEngine;
 use crate::measure::Counters;
 use std::io;
 
-pub struct SyncFiles {
+pub(crate) struct SyncFiles {
     cfg: FileConfig,
     fds: FdTable,
     bufs: Buffers,
@@ -15,7 +15,7 @@ pub struct SyncFiles {
 }
 
 impl SyncFiles {
-    pub fn new(cfg: FileConfig) -> io::Result<SyncFiles> {
+    pub(crate) fn new(cfg: FileConfig) -> io::Result<SyncFiles> {
         Ok(SyncFiles {
             fds: FdTable::new(cfg.paths.len()),
             bufs: Buffers::new(cfg.bufs, cfg.buf_len)?,

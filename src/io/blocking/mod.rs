@@ -6,4 +6,4 @@ pub(crate) mod pool;
 pub(crate) mod pubsub;
 pub(crate) mod server;
 
-pub use pipe::PipeLoop;
+pub(crate) use pipe::PipeLoop;

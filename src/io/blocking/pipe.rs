@@ -7,12 +7,12 @@ use std::io;
 use std::os::fd::AsRawFd;
 
 /// write + read per message; a batch of N is N such pairs (no batching is possible).
-pub struct PipeLoop {
+pub(crate) struct PipeLoop {
     set: PipeSet,
 }
 
 impl PipeLoop {
-    pub fn new(set: PipeSet) -> PipeLoop {
+    pub(crate) fn new(set: PipeSet) -> PipeLoop {
         PipeLoop { set }
     }
 }

@@ -30,7 +30,7 @@ struct Jobs {
     stop: bool,
 }
 
-pub struct PoolFiles {
+pub(crate) struct PoolFiles {
     shared: Arc<Shared>,
     workers: Vec<JoinHandle<()>>,
     chains: u64,
@@ -39,7 +39,7 @@ pub struct PoolFiles {
 }
 
 impl PoolFiles {
-    pub fn new(cfg: FileConfig, threads: usize, plan: &CpuPlan) -> io::Result<PoolFiles> {
+    pub(crate) fn new(cfg: FileConfig, threads: usize, plan: &CpuPlan) -> io::Result<PoolFiles> {
         let shared = Arc::new(Shared {
             fds: FdTable::new(cfg.paths.len()),
             bufs: Buffers::new(cfg.bufs, cfg.buf_len)?,

@@ -47,7 +47,7 @@ type Locked = Arc<Mutex<Shared>>;
 
 /// Serves the broker on `listener` until `stop`; subscriber queues hold at most
 /// `queue_bytes`. Returns the threads' counters and the hub's.
-pub fn serve(
+pub(crate) fn serve(
     listener: TcpListener,
     queue_bytes: usize,
     stop: &Stop,

@@ -25,15 +25,15 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 /// Live connections (threads) at most.
-pub const MAX_THREADS: usize = 16_384;
+pub(crate) const MAX_THREADS: usize = 16_384;
 /// Stack of a connection thread, bytes.
-pub const STACK_BYTES: usize = 64 * 1024;
+pub(crate) const STACK_BYTES: usize = 64 * 1024;
 const RECV_BUF: usize = 16 * 1024;
 
 crate::counter_set! {
     /// What the blocking server counts for itself: one set per thread (the acceptor's and
     /// each connection's), merged as the threads are joined.
-    pub struct BlockingCounters {
+    pub(crate) struct BlockingCounters {
         /// Connections accepted; accepts failed on one connection (retried at once, see
         /// `io::accept`); pauses of accepting (EMFILE..., or `MAX_THREADS` live).
         accepts, accept_errors, accept_pauses,
@@ -49,7 +49,7 @@ crate::counter_set! {
 type Live = Arc<Mutex<HashMap<u64, TcpStream>>>;
 
 /// Serves `proto` on `listener` until `stop` is requested.
-pub fn serve<P: Protocol>(
+pub(crate) fn serve<P: Protocol>(
     listener: TcpListener,
     proto: P,
     stop: &Stop,
@@ -61,7 +61,11 @@ pub fn serve<P: Protocol>(
 /// on `listener` until `stop`, running `conn(stream)` on a thread of its own per connection
 /// (at most `MAX_THREADS`, `STACK_BYTES` of stack each), and merges what each counted. On
 /// stop every live socket is shut down (which wakes its thread) and the threads are joined.
-pub fn serve_conns<F>(listener: TcpListener, stop: &Stop, conn: F) -> io::Result<BlockingCounters>
+pub(crate) fn serve_conns<F>(
+    listener: TcpListener,
+    stop: &Stop,
+    conn: F,
+) -> io::Result<BlockingCounters>
 where
     F: Fn(TcpStream) -> BlockingCounters + Clone + Send + 'static,
 {

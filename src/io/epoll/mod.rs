@@ -5,7 +5,7 @@ pub(crate) mod pubsub;
 pub(crate) mod ring_wait;
 pub(crate) mod server;
 
-pub use pipe::PipeWait;
+pub(crate) use pipe::PipeWait;
 
 use crate::io::sys::cvt;
 use crate::model::Trigger;
@@ -19,7 +19,7 @@ impl AsRawFd for Epoll {
 }
 
 /// An epoll instance.
-pub struct Epoll {
+pub(crate) struct Epoll {
     /// `uring-epollwait`: waits go through a ring (IORING_OP_EPOLL_WAIT). Declared before
     /// `fd`: the ring (and its armed wait) goes first.
     via_ring: Option<std::cell::RefCell<ring_wait::RingWait>>,
@@ -31,7 +31,7 @@ pub struct Epoll {
 }
 
 impl Epoll {
-    pub fn new(trigger: Trigger) -> io::Result<Epoll> {
+    pub(crate) fn new(trigger: Trigger) -> io::Result<Epoll> {
         // SAFETY: epoll_create1 with a valid flag returns a fresh fd or -1.
         let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
         // SAFETY: fresh fd we now own.
@@ -45,7 +45,7 @@ impl Epoll {
 
     /// A model row's instance: its trigger, and epoll's busy polling (EPIOCSPARAMS, 6.9) where
     /// the row asks for it. The one place the busy-poll knob is read.
-    pub fn with_knobs(k: &crate::model::EpollKnobs) -> io::Result<Epoll> {
+    pub(crate) fn with_knobs(k: &crate::model::EpollKnobs) -> io::Result<Epoll> {
         let mut ep = Epoll::new(k.trigger)?;
         if let Some(b) = &k.busy_poll {
             ep.busy_poll = true;
@@ -60,7 +60,7 @@ impl Epoll {
     }
 
     /// An instance whose waits are IORING_OP_EPOLL_WAIT on a ring of its own (6.15).
-    pub fn via_ring(
+    pub(crate) fn via_ring(
         trigger: Trigger,
         max_events: usize,
         k: &crate::model::UringKnobs,
@@ -73,7 +73,7 @@ impl Epoll {
     }
 
     /// Watches `fd` for input, tagging its events with `token`.
-    pub fn add_readable(&self, fd: RawFd, token: u64) -> io::Result<()> {
+    pub(crate) fn add_readable(&self, fd: RawFd, token: u64) -> io::Result<()> {
         let mut flags = libc::EPOLLIN as u32;
         if self.trigger == Trigger::Edge {
             flags |= libc::EPOLLET as u32;
@@ -92,7 +92,11 @@ impl Epoll {
     /// Asks with a zero timeout first: on this kind of VM a finite timeout costs ~100 ns per
     /// call in timer setup even when events are ready, while -1 could hang a broken case
     /// forever. Only when nothing is ready does it wait with the real timeout.
-    pub fn wait(&self, events: &mut [libc::epoll_event], timeout_ms: i32) -> io::Result<usize> {
+    pub(crate) fn wait(
+        &self,
+        events: &mut [libc::epoll_event],
+        timeout_ms: i32,
+    ) -> io::Result<usize> {
         if let Some(r) = &self.via_ring {
             return r.borrow_mut().wait(self.fd.as_raw_fd(), events, timeout_ms);
         }
@@ -122,7 +126,13 @@ impl Epoll {
     }
 
     /// epoll_ctl on `fd` with `events` (EPOLLET added for an edge-triggered instance).
-    pub fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+    pub(crate) fn ctl(
+        &self,
+        op: libc::c_int,
+        fd: RawFd,
+        events: u32,
+        token: u64,
+    ) -> io::Result<()> {
         let mut flags = events;
         if self.trigger == Trigger::Edge && op != libc::EPOLL_CTL_DEL {
             flags |= libc::EPOLLET as u32;
@@ -136,7 +146,7 @@ impl Epoll {
         Ok(())
     }
 
-    pub fn trigger(&self) -> Trigger {
+    pub(crate) fn trigger(&self) -> Trigger {
         self.trigger
     }
 }

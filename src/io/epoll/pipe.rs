@@ -12,7 +12,7 @@ use std::os::fd::AsRawFd;
 /// A wait that never returns is a failed case, not a hung run.
 const WAIT_TIMEOUT_MS: i32 = 5_000;
 
-pub struct PipeWait {
+pub(crate) struct PipeWait {
     set: PipeSet,
     ep: Epoll,
     events: Vec<libc::epoll_event>,
@@ -22,7 +22,7 @@ pub struct PipeWait {
 }
 
 impl PipeWait {
-    pub fn new(set: PipeSet, trigger: Trigger) -> io::Result<PipeWait> {
+    pub(crate) fn new(set: PipeSet, trigger: Trigger) -> io::Result<PipeWait> {
         let ep = Epoll::new(trigger)?;
         for (i, p) in set.pipes.iter().enumerate() {
             ep.add_readable(p.rd.as_raw_fd(), i as u64)?;

@@ -45,7 +45,7 @@ struct Broker {
 /// Serves the pubsub broker on `listener` until `stop`; subscriber queues hold at most
 /// `queue_bytes`. Returns the loop's counters and the hub's (`published`, `delivered`,
 /// `slow_disconnects`).
-pub fn serve(
+pub(crate) fn serve(
     listener: TcpListener,
     knobs: &crate::model::EpollKnobs,
     queue_bytes: usize,
@@ -55,7 +55,7 @@ pub fn serve(
 }
 
 /// `serve` on a given epoll instance (`Epoll::via_ring`: `uring-epollwait`).
-pub fn serve_on(
+pub(crate) fn serve_on(
     listener: TcpListener,
     ep: Epoll,
     queue_bytes: usize,

@@ -15,7 +15,7 @@ use std::os::fd::RawFd;
 const WAIT: u64 = 1;
 const ENTRIES: u32 = 8;
 
-pub struct RingWait {
+pub(crate) struct RingWait {
     /// Declared first: dropped (cancelling the armed wait) before the buffer it writes to.
     ring: IoUring,
     events: Box<[libc::epoll_event]>,
@@ -24,7 +24,7 @@ pub struct RingWait {
 
 impl RingWait {
     /// A waiter on a ring built from the row's knobs `k` (its setup flags, if any).
-    pub fn new(max_events: usize, k: &UringKnobs) -> io::Result<RingWait> {
+    pub(crate) fn new(max_events: usize, k: &UringKnobs) -> io::Result<RingWait> {
         let (ring, _) = ring::build(k, ENTRIES, &CpuPlan::pair(0, None))
             .map_err(|e| io::Error::other(e.to_string()))?;
         Ok(RingWait {
@@ -37,7 +37,7 @@ impl RingWait {
 
     /// Waits on epoll instance `epfd` through the ring, up to `timeout_ms` (-1: no limit);
     /// copies the events into `out` and returns how many.
-    pub fn wait(
+    pub(crate) fn wait(
         &mut self,
         epfd: RawFd,
         out: &mut [libc::epoll_event],

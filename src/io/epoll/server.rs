@@ -31,7 +31,7 @@ const RECV_BUF: usize = 64 * 1024;
 
 crate::counter_set! {
     /// What the epoll server counts for itself (one thread: one set).
-    pub struct EpollCounters {
+    pub(crate) struct EpollCounters {
         /// epoll_wait calls that returned, and the events they reported.
         epoll_waits, events,
         /// Connections accepted; accepts failed on one connection (retried at once, see
@@ -83,7 +83,7 @@ enum Fate {
 }
 
 /// Serves `proto` on `listener` until `stop` is requested.
-pub fn serve<P: Protocol>(
+pub(crate) fn serve<P: Protocol>(
     listener: TcpListener,
     proto: P,
     knobs: &crate::model::EpollKnobs,
@@ -93,7 +93,7 @@ pub fn serve<P: Protocol>(
 }
 
 /// `serve` on a given epoll instance (`Epoll::via_ring`: `uring-epollwait`).
-pub fn serve_on<P: Protocol>(
+pub(crate) fn serve_on<P: Protocol>(
     listener: TcpListener,
     proto: P,
     ep: Epoll,

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 
 /// A registered buffer ring. [`BufRing::unregister`] it before dropping it: dropped while
 /// registered, its memory is leaked (the kernel may write to its buffers until then).
-pub struct BufRing {
+pub(crate) struct BufRing {
     ring: *mut BufRingEntry,
     ring_bytes: usize,
     entries: u16,
@@ -34,7 +34,7 @@ unsafe impl Send for BufRing {}
 impl BufRing {
     /// Maps, registers and fills a ring of `entries` (a power of two, at most 32768) buffers,
     /// registered with `flags` (IOU_PBUF_RING_INC: buffers consumed piecewise).
-    pub fn with_flags(
+    pub(crate) fn with_flags(
         sub: &Submitter<'_>,
         bgid: u16,
         entries: u16,
@@ -87,20 +87,20 @@ impl BufRing {
         Ok(br)
     }
 
-    pub fn bgid(&self) -> u16 {
+    pub(crate) fn bgid(&self) -> u16 {
         self.bgid
     }
 
-    pub fn buf_len(&self) -> usize {
+    pub(crate) fn buf_len(&self) -> usize {
         self.buf_len
     }
 
-    pub fn entries(&self) -> u16 {
+    pub(crate) fn entries(&self) -> u16 {
         self.entries
     }
 
     /// Start of buffer `bid`; panics past the ring (a programming error).
-    pub fn ptr(&self, bid: u16) -> *mut u8 {
+    pub(crate) fn ptr(&self, bid: u16) -> *mut u8 {
         assert!(bid < self.entries, "buffer {bid} of {}", self.entries);
         // SAFETY: in bounds of the buffers' allocation (checked above).
         unsafe { self.bufs.add(bid as usize * self.buf_len) }
@@ -114,7 +114,7 @@ impl BufRing {
     /// The kernel handed `bid` out (a CQE named it) and it has not been pushed back since, so
     /// the kernel does not write these bytes while the slice lives. (An incremental buffer
     /// the kernel keeps is written past the bytes its CQEs reported, never within them.)
-    pub unsafe fn buf(&self, bid: u16, len: usize) -> &[u8] {
+    pub(crate) unsafe fn buf(&self, bid: u16, len: usize) -> &[u8] {
         // SAFETY: `ptr` checked the range start; `len` is capped to the buffer; the caller
         // vouches that the kernel does not write these bytes meanwhile.
         unsafe { std::slice::from_raw_parts(self.ptr(bid), len.min(self.buf_len)) }
@@ -126,21 +126,21 @@ impl BufRing {
     ///
     /// No receive that could select a buffer is in flight.
     #[cfg(test)]
-    pub unsafe fn buf_mut(&mut self, bid: u16) -> &mut [u8] {
+    pub(crate) unsafe fn buf_mut(&mut self, bid: u16) -> &mut [u8] {
         // SAFETY: in range (`ptr`), and the caller vouches the kernel is not writing.
         unsafe { std::slice::from_raw_parts_mut(self.ptr(bid), self.buf_len) }
     }
 
     /// The buffer id in ring slot `pos` (masked): which buffer the kernel takes at that
     /// position of its head (bundles read the buffers a completion spanned from here).
-    pub fn bid_at(&self, pos: u16) -> u16 {
+    pub(crate) fn bid_at(&self, pos: u16) -> u16 {
         let mask = self.entries - 1;
         // SAFETY: the index is masked into the ring, which holds `entries` entries.
         unsafe { (*self.ring.add((pos & mask) as usize)).bid() }
     }
 
     /// Gives buffer `bid` back (visible to the kernel at the next `commit`).
-    pub fn push(&mut self, bid: u16) {
+    pub(crate) fn push(&mut self, bid: u16) {
         let mask = self.entries - 1;
         // SAFETY: the index is masked into the ring, which holds `entries` entries.
         let e = unsafe { &mut *self.ring.add((self.tail & mask) as usize) };
@@ -151,7 +151,7 @@ impl BufRing {
     }
 
     /// Publishes every pushed buffer with one release store of the tail.
-    pub fn commit(&mut self) {
+    pub(crate) fn commit(&mut self) {
         // SAFETY: `tail` points at the ring's shared tail field (the first entry's resv), a
         // naturally aligned u16 the kernel reads with acquire semantics.
         unsafe {
@@ -161,7 +161,7 @@ impl BufRing {
     }
 
     /// Unregisters from the ring; afterwards the kernel no longer touches the buffers.
-    pub fn unregister(&mut self, sub: &Submitter<'_>) -> io::Result<()> {
+    pub(crate) fn unregister(&mut self, sub: &Submitter<'_>) -> io::Result<()> {
         if self.registered {
             sub.unregister_buf_ring(self.bgid)?;
             self.registered = false;

@@ -38,7 +38,7 @@ enum Slot {
     Direct,
 }
 
-pub struct RingFiles {
+pub(crate) struct RingFiles {
     cfg: FileConfig,
     /// Closed in `Drop`, before the buffers are freed or leaked.
     ring: ManuallyDrop<IoUring>,
@@ -59,7 +59,7 @@ pub struct RingFiles {
 }
 
 impl RingFiles {
-    pub fn new(
+    pub(crate) fn new(
         cfg: FileConfig,
         k: &UringKnobs,
         plan: &CpuPlan,

@@ -18,7 +18,7 @@ use std::os::fd::AsRawFd;
 /// Longest a batch may take before the case fails rather than hangs, ns.
 const BATCH_TIMEOUT_NS: u64 = 5_000_000_000;
 
-pub struct LinkedPairs {
+pub(crate) struct LinkedPairs {
     set: PipeSet,
     ring: IoUring,
     sqpoll: bool,
@@ -30,7 +30,11 @@ pub struct LinkedPairs {
 }
 
 impl LinkedPairs {
-    pub fn new(set: PipeSet, k: &UringKnobs, plan: &CpuPlan) -> Result<LinkedPairs, CaseError> {
+    pub(crate) fn new(
+        set: PipeSet,
+        k: &UringKnobs,
+        plan: &CpuPlan,
+    ) -> Result<LinkedPairs, CaseError> {
         let entries = (2 * set.pipes.len()).next_power_of_two().max(8) as u32;
         let (ring, _setup) = ring::build(k, entries, plan)?;
         if k.files == Files::Registered {

@@ -10,7 +10,7 @@ use std::io;
 /// Every flag `build` may record in `Setup::flags` (each has its `setup_*` counter in the
 /// io_uring server: checked below).
 #[cfg(test)]
-pub const SETUP_FLAGS: &[&str] = &[
+pub(crate) const SETUP_FLAGS: &[&str] = &[
     "SQPOLL",
     "SQ_AFF",
     "DEFER_TASKRUN",
@@ -21,9 +21,9 @@ pub const SETUP_FLAGS: &[&str] = &[
 
 /// How a ring was set up, recorded with the counters of every case that used it.
 #[derive(Clone, Debug, Default)]
-pub struct Setup {
-    pub flags: Vec<&'static str>,
-    pub sqpoll_cpu: Option<u32>,
+pub(crate) struct Setup {
+    pub(crate) flags: Vec<&'static str>,
+    pub(crate) sqpoll_cpu: Option<u32>,
 }
 
 /// Builds a ring with `entries` SQ entries for a model.
@@ -31,7 +31,11 @@ pub struct Setup {
 /// SQPOLL's poller is placed on the plan's SQPOLL CPU (an idle SMT sibling of the server's
 /// core, else the highest load CPU): on the measured thread's own CPU each op would wait for a
 /// scheduler slice. A plan with no CPU apart from the measured one makes SQPOLL unavailable.
-pub fn build(k: &UringKnobs, entries: u32, plan: &CpuPlan) -> Result<(IoUring, Setup), CaseError> {
+pub(crate) fn build(
+    k: &UringKnobs,
+    entries: u32,
+    plan: &CpuPlan,
+) -> Result<(IoUring, Setup), CaseError> {
     let mut b = IoUring::builder();
     let mut setup = Setup::default();
     match k.drive {

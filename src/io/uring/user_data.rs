@@ -13,7 +13,7 @@
 /// What an SQE was for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
-pub enum Op {
+pub(crate) enum Op {
     Accept = 1,
     Recv = 2,
     Send = 3,
@@ -58,18 +58,18 @@ impl Op {
 const OP_MASK: u8 = 0x0F;
 
 /// Generations wrap at 2^24.
-pub const GEN_MASK: u32 = (1 << 24) - 1;
+pub(crate) const GEN_MASK: u32 = (1 << 24) - 1;
 
 /// A decoded user_data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct UserData {
-    pub op: Op,
-    pub gen: u32,
-    pub idx: u32,
+pub(crate) struct UserData {
+    pub(crate) op: Op,
+    pub(crate) gen: u32,
+    pub(crate) idx: u32,
 }
 
 impl UserData {
-    pub fn new(op: Op, idx: u32, gen: u32) -> UserData {
+    pub(crate) fn new(op: Op, idx: u32, gen: u32) -> UserData {
         UserData {
             op,
             gen: gen & GEN_MASK,
@@ -78,12 +78,12 @@ impl UserData {
     }
 
     /// For ops that belong to no connection.
-    pub fn global(op: Op) -> UserData {
+    pub(crate) fn global(op: Op) -> UserData {
         UserData::new(op, 0, 0)
     }
 
     #[inline]
-    pub fn encode(self) -> u64 {
+    pub(crate) fn encode(self) -> u64 {
         ((self.op as u64) << 56) | (((self.gen & GEN_MASK) as u64) << 32) | self.idx as u64
     }
 
@@ -91,19 +91,19 @@ impl UserData {
     /// broker's SEND_ZC sends carry one each, so that a notification CQE (same user_data as
     /// its send) names the send whose buffer it frees. Tag 0 is [`UserData::encode`].
     #[inline]
-    pub fn encode_tagged(self, tag: u8) -> u64 {
+    pub(crate) fn encode_tagged(self, tag: u8) -> u64 {
         self.encode() | (u64::from(tag & OP_MASK) << 60)
     }
 
     /// The tag [`UserData::encode_tagged`] put in `v` (0 for an untagged value).
     #[inline]
-    pub fn tag_of(v: u64) -> u8 {
+    pub(crate) fn tag_of(v: u64) -> u8 {
         (v >> 60) as u8
     }
 
     /// `None` for a value no server SQE carries.
     #[inline]
-    pub fn decode(v: u64) -> Option<UserData> {
+    pub(crate) fn decode(v: u64) -> Option<UserData> {
         Some(UserData {
             op: Op::from_u8(((v >> 56) as u8) & OP_MASK)?,
             gen: ((v >> 32) as u32) & GEN_MASK,

@@ -26,13 +26,13 @@ use crate::model::PeerKind;
 
 /// tokio's blocking pool is capped at the `threadpool` model's worker count, so the two rows
 /// hand the same calls to equally many threads (tokio's default cap is 512).
-pub const TOKIO_BLOCKING_THREADS: usize = 64;
+pub(crate) const TOKIO_BLOCKING_THREADS: usize = 64;
 
 /// The file engine of built-in contender `kind`: unavailable when it was not built in or its
 /// runtime cannot start (monoio without io_uring), not applicable for `tokio-mt` (tokio's file
 /// I/O is its blocking pool whatever the runtime's flavour: the `tokio` row measures it) and
 /// external commands.
-pub fn engine(
+pub(crate) fn engine(
     kind: PeerKind,
     cfg: FileConfig,
     plan: &CpuPlan,
@@ -58,13 +58,14 @@ pub fn engine(
 }
 
 /// Why `tokio-mt` has no file rows.
-pub const TOKIO_MT_FILES: &str = "tokio's file I/O is its blocking thread pool whatever the \
+pub(crate) const TOKIO_MT_FILES: &str =
+    "tokio's file I/O is its blocking thread pool whatever the \
     runtime's flavour: the `tokio` row measures it";
 /// Why external contenders have no file rows.
-pub const EXTERNAL_FILES: &str = "an external contender is a TCP server command";
+pub(crate) const EXTERNAL_FILES: &str = "an external contender is a TCP server command";
 
 /// Which file workloads a contender takes part in: `tokio` and `monoio` (when built in).
-pub fn accepts(kind: PeerKind) -> Result<(), String> {
+pub(crate) fn accepts(kind: PeerKind) -> Result<(), String> {
     match kind {
         PeerKind::Tokio | PeerKind::Monoio => Ok(()),
         PeerKind::TokioMt => Err(TOKIO_MT_FILES.into()),

@@ -58,7 +58,7 @@ struct Shared {
     slots: RefCell<Vec<Option<Rc<File>>>>,
 }
 
-pub struct MonoioFiles {
+pub(crate) struct MonoioFiles {
     rt: Runtime<IoUringDriver>,
     shared: Rc<Shared>,
     pending: Vec<Vec<FileOp>>,
@@ -67,7 +67,7 @@ pub struct MonoioFiles {
 }
 
 impl MonoioFiles {
-    pub fn new(cfg: FileConfig) -> Result<MonoioFiles, crate::error::CaseError> {
+    pub(crate) fn new(cfg: FileConfig) -> Result<MonoioFiles, crate::error::CaseError> {
         let rt = RuntimeBuilder::<IoUringDriver>::new()
             .build()
             .map_err(|e| {

@@ -49,7 +49,7 @@ struct Shared {
     extra_opens: AtomicU64,
 }
 
-pub struct TokioFiles {
+pub(crate) struct TokioFiles {
     rt: Runtime,
     shared: Arc<Shared>,
     pending: Vec<Vec<FileOp>>,
@@ -61,7 +61,7 @@ pub struct TokioFiles {
 }
 
 impl TokioFiles {
-    pub fn new(cfg: FileConfig, plan: &CpuPlan) -> io::Result<TokioFiles> {
+    pub(crate) fn new(cfg: FileConfig, plan: &CpuPlan) -> io::Result<TokioFiles> {
         let tids = Arc::new(Mutex::new(Vec::new()));
         let cpus: Vec<u32> = std::iter::once(plan.measured).chain(plan.helper).collect();
         let started = Arc::clone(&tids);

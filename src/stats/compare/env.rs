@@ -4,7 +4,7 @@
 use super::*;
 
 /// Flattens a JSON value into ("a.b.c", "value") rows.
-pub fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+pub(crate) fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
     use serde_json::Value;
     let key = |k: &str| {
         if prefix.is_empty() {
@@ -69,7 +69,7 @@ pub(super) fn context(run: &RunResults) -> Vec<(String, String)> {
 
 /// The probes of both runs compared (`None` when either run has none: files written before
 /// rounds were kept).
-pub fn probe_drift(base: &RunResults, new: &RunResults) -> Option<ProbeDrift> {
+pub(crate) fn probe_drift(base: &RunResults, new: &RunResults) -> Option<ProbeDrift> {
     let (bs, bw) = crate::stats::stability::probe_rounds(base);
     let (ns, nw) = crate::stats::stability::probe_rounds(new);
     if bs.is_empty() || ns.is_empty() {

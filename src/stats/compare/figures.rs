@@ -102,7 +102,7 @@ pub(super) fn relative_to(
 
 impl Test {
     /// The change tested, percent.
-    pub fn pct(&self) -> f64 {
+    pub(crate) fn pct(&self) -> f64 {
         (self.log_change.exp() - 1.0) * 100.0
     }
 }

@@ -31,23 +31,23 @@
 //! says what makes `ringside compare` exit 1.
 
 use super::rank::normal_sf;
-pub use super::rank::{mann_whitney, min_p, reps_needed, testable};
+pub(crate) use super::rank::{mann_whitney, min_p, reps_needed, testable};
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status, Warning};
 use crate::stats::median;
 use std::collections::HashMap;
 
 /// Significance level of every test here, and the false discovery rate `compare` keeps.
-pub const ALPHA: f64 = 0.05;
+pub(crate) const ALPHA: f64 = 0.05;
 /// Equal-load cells are compared only when their offered rates are within 10%.
-pub const RATE_TOLERANCE: f64 = 0.10;
+pub(crate) const RATE_TOLERANCE: f64 = 0.10;
 /// A probe whose median moved by more than this (and significantly) means the machine
 /// changed between the runs.
-pub const PROBE_DRIFT: f64 = 0.10;
+pub(crate) const PROBE_DRIFT: f64 = 0.10;
 
 /// How a change was judged significant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Method {
+pub(crate) enum Method {
     /// Mann-Whitney U on per-run values.
     MannWhitney,
     /// Files without per-run values: the per-run min..max ranges do not overlap.
@@ -56,29 +56,29 @@ pub enum Method {
 
 /// One figure of one cell in both runs.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Change {
-    pub base: f64,
-    pub new: f64,
+pub(crate) struct Change {
+    pub(crate) base: f64,
+    pub(crate) new: f64,
     /// (new - base) / base, percent.
-    pub pct: f64,
+    pub(crate) pct: f64,
     /// Two-sided p-value, when per-run values allow a test.
-    pub p: Option<f64>,
-    pub significant: bool,
-    pub method: Method,
+    pub(crate) p: Option<f64>,
+    pub(crate) significant: bool,
+    pub(crate) method: Method,
     /// (base, new) repetitions when they are too few for the test to ever reach [`ALPHA`]:
     /// then `significant` is false whatever the change.
-    pub too_few: Option<(usize, usize)>,
+    pub(crate) too_few: Option<(usize, usize)>,
     /// 95% bootstrap interval of `pct` over the repetitions (`stats::bootstrap`), when each
     /// side has at least two.
-    pub ci_pct: Option<(f64, f64)>,
+    pub(crate) ci_pct: Option<(f64, f64)>,
     /// Repetitions (base, new) behind the test.
-    pub sizes: (usize, usize),
+    pub(crate) sizes: (usize, usize),
     /// Every repetition of one side beyond every one of the other (complete separation: the
     /// strongest evidence these repetitions can give).
-    pub apart: bool,
+    pub(crate) apart: bool,
     /// The p after the false-discovery-rate correction over every test of the comparison
     /// (`significant` is judged on it).
-    pub p_adj: Option<f64>,
+    pub(crate) p_adj: Option<f64>,
 }
 
 fn change(
@@ -142,7 +142,7 @@ fn change(
 
 /// Which figure a [`Change`] is of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Figure {
+pub(crate) enum Figure {
     P50,
     OpsPerSec,
     CpuPerOp,
@@ -150,7 +150,7 @@ pub enum Figure {
 }
 
 impl Figure {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Figure::P50 => "p50",
             Figure::OpsPerSec => "ops/s",
@@ -164,7 +164,7 @@ impl Figure {
     }
 
     /// Whether a change of `pct` percent is a change for the worse.
-    pub fn worse(self, pct: f64) -> bool {
+    pub(crate) fn worse(self, pct: f64) -> bool {
         if self.higher_is_better() {
             pct < 0.0
         } else {
@@ -176,15 +176,15 @@ impl Figure {
 /// One figure of a cell in both runs, and the same figure relative to the point's other
 /// models in the same rounds (where there are any).
 #[derive(Clone, Debug, PartialEq)]
-pub struct FigureChange {
-    pub figure: Figure,
+pub(crate) struct FigureChange {
+    pub(crate) figure: Figure,
     /// The figure itself in both runs: shown, with its raw Mann-Whitney p.
-    pub change: Change,
+    pub(crate) change: Change,
     /// (what it is relative to: the one other model, or "the point's N other models"; the
     /// change of this figure over their geometric mean, per round).
-    pub relative: Option<(String, Change)>,
+    pub(crate) relative: Option<(String, Change)>,
     /// The test that decides (see [`Test`]).
-    pub test: Test,
+    pub(crate) test: Test,
 }
 
 /// The test that decides whether a figure changed: on the values relative to the point's
@@ -195,69 +195,69 @@ pub struct FigureChange {
 /// one run cannot show. Both must reject (an intersection-union test, so the larger p is a
 /// valid p); every test of a comparison is then one Benjamini-Hochberg family.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Test {
+pub(crate) struct Test {
     /// Relative to the point's other models (else the figure itself).
-    pub relative: bool,
+    pub(crate) relative: bool,
     /// The change's log ratio (NEW over BASE, medians of the per-round values; see
     /// [`Test::pct`]) and its variance from the rounds of the two runs.
-    pub log_change: f64,
-    pub within_var: f64,
+    pub(crate) log_change: f64,
+    pub(crate) within_var: f64,
     /// The run-to-run noise (log sd per run) it was judged with: the larger of its
     /// workload's ([`RunNoise`]) and its model's own ([`ModelNoise`]); `None` where too few
     /// cells allowed an estimate (judged with the rounds alone).
-    pub run_noise: Option<f64>,
+    pub(crate) run_noise: Option<f64>,
     /// Mann-Whitney over the per-round values (`None` with fewer than two a side).
-    pub p_rounds: Option<f64>,
+    pub(crate) p_rounds: Option<f64>,
     /// The normal test with the run-to-run noise.
-    pub p_runs: Option<f64>,
+    pub(crate) p_runs: Option<f64>,
     /// max(p_rounds, p_runs), and after the family's correction.
-    pub p: Option<f64>,
-    pub p_adj: Option<f64>,
-    pub significant: bool,
+    pub(crate) p: Option<f64>,
+    pub(crate) p_adj: Option<f64>,
+    pub(crate) significant: bool,
     /// Every per-round value of one run beyond every one of the other.
-    pub apart: bool,
+    pub(crate) apart: bool,
     /// Per-round values (base, new) behind it.
-    pub sizes: (usize, usize),
+    pub(crate) sizes: (usize, usize),
 }
 
 /// One cell present and measured in both runs.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CellChange {
+pub(crate) struct CellChange {
     /// "micro.pipe uring msg_bytes=64".
-    pub cell: String,
-    pub workload: String,
+    pub(crate) cell: String,
+    pub(crate) workload: String,
     /// The model's label ("uring", "ext:nginx").
-    pub label: String,
+    pub(crate) label: String,
     /// Median of per-run median latencies, ns.
-    pub p50: Change,
+    pub(crate) p50: Change,
     /// Median of per-run ops/s.
-    pub ops: Change,
+    pub(crate) ops: Change,
     /// Every figure tested (p50, ops/s of closed-loop cells, CPU per op, p99 with a tail).
-    pub figures: Vec<FigureChange>,
+    pub(crate) figures: Vec<FigureChange>,
     /// Worse, significantly after the correction, beyond the threshold, and not the
     /// machine's drift.
-    pub regression: bool,
+    pub(crate) regression: bool,
     /// Better, the same way.
-    pub improvement: bool,
+    pub(crate) improvement: bool,
     /// A change beyond the threshold (either way) that the repetitions are too few to test:
     /// "too few repetitions to test (n=3; need >= 4)".
-    pub untested: Option<String>,
+    pub(crate) untested: Option<String>,
     /// A significant change beyond the threshold that the reference model or the probes
     /// explain: "the machine's drift", said as such.
-    pub drift: Option<String>,
+    pub(crate) drift: Option<String>,
     /// A significant change beyond the threshold but within the jump between two levels the
     /// model showed within a run of this workload (`stats::stability::unstable`): unstable
     /// here, not called.
-    pub unstable: Option<String>,
+    pub(crate) unstable: Option<String>,
     /// Its ops cross to a SQPOLL poller on another CPU (a `sqpoll_cpu` in either run) where
     /// some of its point's other models' stay on one: the relative test does not cancel the
     /// machine's cross-CPU state for it (see [`ProbeDrift::wake_pct`]).
-    pub poller: bool,
+    pub(crate) poller: bool,
 }
 
 /// "too few repetitions to test (n=3; need >= 4)" for `(base, new)` repetitions; a side
 /// with none recorded says so.
-pub fn too_few_text((nb, nn): (usize, usize)) -> String {
+pub(crate) fn too_few_text((nb, nn): (usize, usize)) -> String {
     if nb == 0 || nn == 0 {
         let which = match (nb, nn) {
             (0, 0) => "either file",
@@ -282,60 +282,60 @@ pub fn too_few_text((nb, nn): (usize, usize)) -> String {
 
 /// Everything `ringside compare` reports.
 #[derive(Clone, Debug, Default)]
-pub struct Comparison {
-    pub cells: Vec<CellChange>,
-    pub only_base: Vec<String>,
-    pub only_new: Vec<String>,
+pub(crate) struct Comparison {
+    pub(crate) cells: Vec<CellChange>,
+    pub(crate) only_base: Vec<String>,
+    pub(crate) only_new: Vec<String>,
     /// Cells in both runs but not measured in one or both, with the statuses and reasons.
-    pub not_compared: Vec<String>,
+    pub(crate) not_compared: Vec<String>,
     /// Cells measured in BASE that `failed` in NEW, with NEW's reason (part of `not_compared`).
-    pub became_failed: Vec<String>,
+    pub(crate) became_failed: Vec<String>,
     /// Cells measured in BASE that NEW did not measure for another reason (unavailable, not
     /// applicable): no longer tested (part of `not_compared`).
-    pub no_longer_measured: Vec<String>,
+    pub(crate) no_longer_measured: Vec<String>,
     /// Whether each file is a finished run (`"finished": true`).
-    pub base_finished: bool,
-    pub new_finished: bool,
+    pub(crate) base_finished: bool,
+    pub(crate) new_finished: bool,
     /// (what, base value, new value) for every environment fact that differs.
-    pub env_diff: Vec<(String, String, String)>,
+    pub(crate) env_diff: Vec<(String, String, String)>,
     /// Tests made (every figure of every cell), all corrected as one family.
-    pub tests: usize,
+    pub(crate) tests: usize,
     /// Cells not compared because a run was disturbed there (part of `not_compared`).
-    pub disturbed: Vec<String>,
+    pub(crate) disturbed: Vec<String>,
     /// The calibration probes of both runs and what they say.
-    pub probes: Option<ProbeDrift>,
+    pub(crate) probes: Option<ProbeDrift>,
     /// The run-to-run noise of each workload's figures, estimated from the cells.
-    pub noise: Vec<RunNoise>,
+    pub(crate) noise: Vec<RunNoise>,
     /// Each model's own noise per workload and figure (see [`ModelNoise`]).
-    pub model_noise: Vec<ModelNoise>,
+    pub(crate) model_noise: Vec<ModelNoise>,
     /// Models that jumped between two levels within a run ("BASE" or "NEW"), per workload.
-    pub unstable: Vec<(&'static str, super::stability::Unstable)>,
+    pub(crate) unstable: Vec<(&'static str, super::stability::Unstable)>,
 }
 
 /// The calibration probes' medians in each run (`syscall_ns`, `wake_ns`), and the drift
 /// between them.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct ProbeDrift {
+pub(crate) struct ProbeDrift {
     /// (probe, base median, new median, change %, Mann-Whitney p over the rounds).
-    pub probes: Vec<(&'static str, f64, f64, f64, Option<f64>)>,
+    pub(crate) probes: Vec<(&'static str, f64, f64, f64, Option<f64>)>,
     /// The largest significant change of a probe beyond [`PROBE_DRIFT`], percent (0: the
     /// machine did not change between the runs).
-    pub drift_pct: f64,
+    pub(crate) drift_pct: f64,
     /// A probe whose rounds within one run spread over more than 30% (max / min of the
     /// rounds' medians): the machine changed state within the run.
-    pub within: Vec<String>,
+    pub(crate) within: Vec<String>,
     /// The wake-up probe's change, percent, where significant and beyond [`PROBE_DRIFT`]:
     /// the machine's cross-CPU state changed between the runs. A cell whose ops cross to a
     /// poller on another CPU while its point-mates' do not moves with that state, in the
     /// probe's direction but not by its amount (an A/A pair on the 2-vCPU VM: wake-up +34%,
     /// uring-sqpoll's micro.pipe +65% against its point's others), so such a change is the
     /// machine's, not the code's.
-    pub wake_pct: Option<f64>,
+    pub(crate) wake_pct: Option<f64>,
 }
 
 impl ProbeDrift {
     /// What the probes say, in a sentence, when they say anything.
-    pub fn text(&self) -> Option<String> {
+    pub(crate) fn text(&self) -> Option<String> {
         let mut parts = Vec::new();
         if self.drift_pct > 0.0 {
             let list: Vec<String> = self
@@ -364,16 +364,16 @@ mod tests;
 mod text;
 
 use env::env_diff;
-pub use env::{flatten, probe_drift};
+pub(crate) use env::{flatten, probe_drift};
 use figures::{figure_runs, point_key, relative_to, test_of, Peer};
 use judge::correct_and_judge;
 use noise::add_run_noise;
-pub use noise::{ModelNoise, RunNoise};
+pub(crate) use noise::{ModelNoise, RunNoise};
 
 /// Compares `new` against `base`; a cell regresses when one of its figures gets worse by more
 /// than `threshold_pct` percent, significantly after the correction over every test, and not
 /// as the machine did (see the module's doc).
-pub fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Comparison {
+pub(crate) fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Comparison {
     let mut cmp = Comparison {
         base_finished: base.finished,
         new_finished: new.finished,

@@ -77,17 +77,17 @@ pub(super) fn noise_of(cells: &[CellChange]) -> Vec<RunNoise> {
 /// of the squared deviations against chi-square(1)'s, less the typical within-run variance
 /// (with three points one deviation is 0, so one point's change alone does not raise it).
 #[derive(Clone, Debug, PartialEq)]
-pub struct ModelNoise {
-    pub workload: String,
-    pub label: String,
-    pub figure: Figure,
-    pub relative: bool,
-    pub points: usize,
-    pub tau: f64,
+pub(crate) struct ModelNoise {
+    pub(crate) workload: String,
+    pub(crate) label: String,
+    pub(crate) figure: Figure,
+    pub(crate) relative: bool,
+    pub(crate) points: usize,
+    pub(crate) tau: f64,
 }
 
 /// The fewest points of a model from which [`ModelNoise`] is estimated.
-pub const MODEL_NOISE_MIN: usize = 3;
+pub(crate) const MODEL_NOISE_MIN: usize = 3;
 
 /// Every model's own noise per (workload, figure), where it has enough points (0 when its
 /// changes agree).
@@ -121,23 +121,23 @@ pub(super) fn model_noise_of(cells: &[CellChange]) -> Vec<ModelNoise> {
 
 /// The run-to-run noise of one group of tests (a workload's figure, relative or not).
 #[derive(Clone, Debug, PartialEq)]
-pub struct RunNoise {
-    pub workload: String,
-    pub figure: Figure,
-    pub relative: bool,
-    pub tests: usize,
+pub(crate) struct RunNoise {
+    pub(crate) workload: String,
+    pub(crate) figure: Figure,
+    pub(crate) relative: bool,
+    pub(crate) tests: usize,
     /// Estimated over every workload's tests of the figure (this one had too few).
-    pub pooled: bool,
+    pub(crate) pooled: bool,
     /// Log sd per run (the estimate, and the 95% upper bound tests are judged with);
     /// `None`: too few tests anywhere to estimate it.
-    pub tau: Option<crate::stats::stability::Noise>,
+    pub(crate) tau: Option<crate::stats::stability::Noise>,
     /// The median within-run variance of the group's changes.
-    pub within_var: f64,
+    pub(crate) within_var: f64,
 }
 
 impl RunNoise {
     /// The run-to-run noise per run, percent: (estimate, 95% upper bound).
-    pub fn pct(&self) -> Option<(f64, f64)> {
+    pub(crate) fn pct(&self) -> Option<(f64, f64)> {
         let p = |t: f64| (t.exp() - 1.0) * 100.0;
         self.tau.map(|t| (p(t.estimate), p(t.upper)))
     }
@@ -145,7 +145,7 @@ impl RunNoise {
     /// The smallest change a lone test of this group could tell from noise at the 5% level
     /// (two-sided, before any correction): 1.96 standard deviations of a change between two
     /// single runs, with the noise at its upper bound, percent.
-    pub fn invisible_pct(&self) -> Option<f64> {
+    pub(crate) fn invisible_pct(&self) -> Option<f64> {
         let t = self.tau?.upper;
         Some(((1.96 * (2.0 * t * t + self.within_var).sqrt()).exp() - 1.0) * 100.0)
     }

@@ -3,7 +3,7 @@
 use super::*;
 
 impl Comparison {
-    pub fn regressions(&self) -> impl Iterator<Item = &CellChange> {
+    pub(crate) fn regressions(&self) -> impl Iterator<Item = &CellChange> {
         self.cells.iter().filter(|c| c.regression)
     }
 
@@ -12,7 +12,7 @@ impl Comparison {
     /// change between two single runs (the run-to-run noise, sqrt(2) tau) beyond it. A
     /// quiet machine's A/A pair stays far under it; a machine in another state, or a change
     /// that moved most cells, does not, and then no cell there can be judged.
-    pub fn noisy(&self, threshold_pct: f64) -> impl Iterator<Item = &RunNoise> {
+    pub(crate) fn noisy(&self, threshold_pct: f64) -> impl Iterator<Item = &RunNoise> {
         self.noise.iter().filter(move |n| {
             n.figure != Figure::P99
                 && n.tau.is_some_and(|t| {
@@ -24,7 +24,7 @@ impl Comparison {
     /// The models whose own scatter over their points is well beyond their workload's noise
     /// (over twice its upper bound, and over 2%): named by `compare`, since their changes
     /// are judged against it.
-    pub fn scattered(&self) -> impl Iterator<Item = &ModelNoise> {
+    pub(crate) fn scattered(&self) -> impl Iterator<Item = &ModelNoise> {
         self.model_noise.iter().filter(|m| {
             let group = self
                 .noise
@@ -39,7 +39,7 @@ impl Comparison {
     }
 
     /// Changes beyond the threshold the repetitions cannot test.
-    pub fn untested(&self) -> impl Iterator<Item = &CellChange> {
+    pub(crate) fn untested(&self) -> impl Iterator<Item = &CellChange> {
         self.cells.iter().filter(|c| c.untested.is_some())
     }
 
@@ -47,7 +47,7 @@ impl Comparison {
     /// significant regression, a measured cell that failed, an unfinished NEW run, and a
     /// comparison of nothing. Unless `allow_untested`: a change beyond the threshold that is
     /// too few repetitions to test, cells only one file has, and cells NEW no longer measured.
-    pub fn gate(&self, threshold_pct: f64, allow_untested: bool) -> Vec<String> {
+    pub(crate) fn gate(&self, threshold_pct: f64, allow_untested: bool) -> Vec<String> {
         let mut why = Vec::new();
         let names = |v: Vec<&str>| v.join("; ");
         let regs: Vec<&str> = self.regressions().map(|c| c.cell.as_str()).collect();

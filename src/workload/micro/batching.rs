@@ -17,7 +17,7 @@ struct Args {
     msg_bytes: u64,
 }
 
-pub struct Batching;
+pub(crate) struct Batching;
 
 const MSG_BYTES: u64 = 64;
 

@@ -15,7 +15,7 @@ struct Args {
     fds: u64,
 }
 
-pub struct FdScaling;
+pub(crate) struct FdScaling;
 
 /// An eventfd counter is 8 bytes.
 const MSG_BYTES: u64 = 8;

@@ -11,7 +11,7 @@ use crate::model::ModelSpec;
 use crate::profile::Profile;
 use crate::workload::{Ctx, Point, Workload};
 
-pub struct Pipe;
+pub(crate) struct Pipe;
 
 /// `micro.pipe`'s parameters.
 #[derive(serde::Serialize)]

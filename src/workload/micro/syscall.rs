@@ -7,7 +7,7 @@ use crate::model::{Family, ModelSpec};
 use crate::profile::Profile;
 use crate::workload::{Ctx, Params, Point, Workload};
 
-pub struct Syscall;
+pub(crate) struct Syscall;
 
 impl Workload for Syscall {
     fn kind(&self) -> crate::workload::Kind {

@@ -26,7 +26,7 @@ use std::time::Duration;
 pub use crate::measure::cell::LoadCounters;
 
 /// (warm-up, measured) milliseconds per repetition for a profile.
-pub fn timing(profile: Profile) -> (u64, u64) {
+pub(crate) fn timing(profile: Profile) -> (u64, u64) {
     match profile {
         Profile::Smoke => (100, 400),
         Profile::Quick => (100, 330),
@@ -39,7 +39,7 @@ pub fn timing(profile: Profile) -> (u64, u64) {
 /// 6 and full 10 (plus the one that counts syscalls) — at least six, the fewest with which a
 /// paired claim between two models (the signed-rank test over the rounds) can reach p < 0.05
 /// (2/2^6 = 0.031); quick keeps its time by shorter windows (0.33 s). `--runs N` as given.
-pub fn budget(b: Budget) -> Budget {
+pub(crate) fn budget(b: Budget) -> Budget {
     Budget {
         warmups: 0,
         repetitions: b.rounds(),
@@ -52,29 +52,29 @@ pub fn budget(b: Budget) -> Budget {
 pub const COUNTING_WINDOW: Duration = Duration::from_millis(200);
 
 /// How long a server may take to exit after SIGTERM.
-pub const STOP_WITHIN: Duration = Duration::from_secs(5);
+pub(crate) const STOP_WITHIN: Duration = Duration::from_secs(5);
 
 /// A second measurement against the same warmed server after ringside's window (wrk), given
 /// the server's address and the load generator's CPU; its counters join the Sample's.
-pub type After = dyn Fn(std::net::SocketAddr, u32) -> Result<CellCounters, String>;
+pub(crate) type After = dyn Fn(std::net::SocketAddr, u32) -> Result<CellCounters, String>;
 
 /// What the load generator does in one repetition.
-pub struct Load<'a> {
-    pub conns: usize,
-    pub warmup: Duration,
-    pub duration: Duration,
+pub(crate) struct Load<'a> {
+    pub(crate) conns: usize,
+    pub(crate) warmup: Duration,
+    pub(crate) duration: Duration,
     /// Open loop: requests/s over all connections; `None`: closed loop.
-    pub rate: Option<f64>,
-    pub exchange: &'a dyn Exchange,
+    pub(crate) rate: Option<f64>,
+    pub(crate) exchange: &'a dyn Exchange,
     /// `Sample::bytes`: the payload of each message (echo) or every byte received (HTTP's
     /// transfer/s).
-    pub bytes_received: bool,
+    pub(crate) bytes_received: bool,
     /// See [`After`]; a failure is counted (`after_failures`), not fatal.
-    pub after: Option<&'a After>,
+    pub(crate) after: Option<&'a After>,
 }
 
 /// One repetition: the Sample, and the load report it came from.
-pub fn measure(
+pub(crate) fn measure(
     ctx: &Ctx<'_>,
     launch: Launch,
     load: &Load<'_>,

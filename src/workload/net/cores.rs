@@ -24,7 +24,7 @@ use crate::workload::{Ctx, Point, Scaling, Workload};
 use std::time::Duration;
 
 /// Connections (echo) or clients (HTTP) per server thread.
-pub const CONNS_PER_THREAD: u64 = 100;
+pub(crate) const CONNS_PER_THREAD: u64 = 100;
 
 const OP_ECHO: &str = "one 64-byte message echoed over TCP by a server of N threads, \
     100 connections per thread (closed loop: sent, whole echo received and verified); CPU, \
@@ -35,21 +35,21 @@ const OP_HTTP: &str = "one HTTP/1.1 GET answered over a keep-alive TCP connectio
 
 /// The parameters of `echo.cores`.
 #[derive(serde::Serialize)]
-pub struct EchoArgs {
-    pub threads: u64,
-    pub conns: u64,
-    pub msg_bytes: u64,
-    pub duration_ms: u64,
-    pub warmup_ms: u64,
+pub(crate) struct EchoArgs {
+    pub(crate) threads: u64,
+    pub(crate) conns: u64,
+    pub(crate) msg_bytes: u64,
+    pub(crate) duration_ms: u64,
+    pub(crate) warmup_ms: u64,
 }
 
 /// The parameters of `http.cores`.
 #[derive(serde::Serialize)]
-pub struct HttpArgs {
-    pub threads: u64,
-    pub clients: u64,
-    pub duration_ms: u64,
-    pub warmup_ms: u64,
+pub(crate) struct HttpArgs {
+    pub(crate) threads: u64,
+    pub(crate) clients: u64,
+    pub(crate) duration_ms: u64,
+    pub(crate) warmup_ms: u64,
 }
 
 /// One point per thread count of the plan's sweep; every point past one thread names the
@@ -90,9 +90,9 @@ fn with_threads<R>(
 }
 
 /// `echo.cores`.
-pub struct EchoCores;
+pub(crate) struct EchoCores;
 /// `http.cores`.
-pub struct HttpCores;
+pub(crate) struct HttpCores;
 
 impl Workload for EchoCores {
     fn kind(&self) -> crate::workload::Kind {

@@ -96,14 +96,14 @@ pub(crate) fn accepts_on_plan(m: &ModelSpec, plan: &CpuPlan) -> Result<(), Strin
 
 /// The parameters of the echo workloads.
 #[derive(serde::Serialize)]
-pub struct Args {
-    pub conns: u64,
-    pub msg_bytes: u64,
-    pub duration_ms: u64,
-    pub warmup_ms: u64,
+pub(crate) struct Args {
+    pub(crate) conns: u64,
+    pub(crate) msg_bytes: u64,
+    pub(crate) duration_ms: u64,
+    pub(crate) warmup_ms: u64,
     /// `echo.rate`: the offered rate, messages/s over all connections.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rate_per_sec: Option<u64>,
+    pub(crate) rate_per_sec: Option<u64>,
 }
 
 impl Args {
@@ -130,19 +130,19 @@ fn point(profile: Profile, conns: u64, msg_bytes: u64) -> Point {
 /// rate itself is the runner's to record, not a param: it depends on the measured capacity).
 pub const EQUAL_LOAD_PARAM: &str = "offered";
 /// Its value, saying where the rate comes from.
-pub const EQUAL_LOAD_TEXT: &str = "50% of slowest";
+pub(crate) const EQUAL_LOAD_TEXT: &str = "50% of slowest";
 /// Of the slowest model's measured capacity at the capacity point.
-pub const EQUAL_LOAD_FRACTION: f64 = 0.5;
+pub(crate) const EQUAL_LOAD_FRACTION: f64 = 0.5;
 
 /// The connection counts of `echo.conns` that get an equal-load point: at `full` every one; at
 /// `quick` 50 and 1000 (each equal-load point costs as much as its capacity point, and the
 /// default run has a time budget); at `smoke` 50.
-pub const EQUAL_LOAD_CONNS: &[(Profile, &[u64])] =
+pub(crate) const EQUAL_LOAD_CONNS: &[(Profile, &[u64])] =
     &[(Profile::Smoke, &[50]), (Profile::Quick, &[50, 1000])];
 
 /// Whether a profile puts an equal-load point after the capacity point at `n` connections
 /// (`table`: [`EQUAL_LOAD_CONNS`] or HTTP's; profiles not in it: every point).
-pub fn equal_load_at(table: &[(Profile, &[u64])], profile: Profile, n: u64) -> bool {
+pub(crate) fn equal_load_at(table: &[(Profile, &[u64])], profile: Profile, n: u64) -> bool {
     match table.iter().find(|(p, _)| *p == profile) {
         Some((_, ns)) => ns.contains(&n),
         None => true,
@@ -152,7 +152,7 @@ pub fn equal_load_at(table: &[(Profile, &[u64])], profile: Profile, n: u64) -> b
 /// The equal-load point of the closed-loop point `capacity`: its params plus
 /// [`EQUAL_LOAD_PARAM`], driven at [`EQUAL_LOAD_FRACTION`] of the slowest model's capacity
 /// there.
-pub fn equal_load_point(capacity: &Point) -> Point {
+pub(crate) fn equal_load_point(capacity: &Point) -> Point {
     let mut p = capacity.clone();
     p.params = p.params.with(EQUAL_LOAD_PARAM, EQUAL_LOAD_TEXT);
     p.equal_load = Some(EqualLoad {
@@ -163,7 +163,7 @@ pub fn equal_load_point(capacity: &Point) -> Point {
 }
 
 /// Capacity points in order, each followed by its equal-load point where `want` says.
-pub fn with_equal_load(points: Vec<Point>, want: impl Fn(&Point) -> bool) -> Vec<Point> {
+pub(crate) fn with_equal_load(points: Vec<Point>, want: impl Fn(&Point) -> bool) -> Vec<Point> {
     let mut out = Vec::with_capacity(points.len() * 2);
     for p in points {
         let eq = want(&p).then(|| equal_load_point(&p));
@@ -175,7 +175,7 @@ pub fn with_equal_load(points: Vec<Point>, want: impl Fn(&Point) -> bool) -> Vec
 
 /// The rate an equal-load repetition drives: the one the runner derived from the capacity
 /// point. Without it the point is not applicable (said so), never run at a made-up rate.
-pub fn offered_rate(ctx: &Ctx<'_>, p: &Point) -> Result<f64, CaseError> {
+pub(crate) fn offered_rate(ctx: &Ctx<'_>, p: &Point) -> Result<f64, CaseError> {
     match ctx.offered_rate {
         Some(r) if r.is_finite() && r >= 1.0 => Ok(r),
         Some(r) => Err(CaseError::Failed(anyhow::anyhow!(
@@ -200,7 +200,7 @@ pub fn offered_rate(ctx: &Ctx<'_>, p: &Point) -> Result<f64, CaseError> {
 
 /// The counters of an open-loop repetition: the offered rate, the achieved one, and whether
 /// it fell behind (`stats::equal_load`).
-pub fn open_loop_counters(s: &mut Sample, offered: f64, report: &Report) {
+pub(crate) fn open_loop_counters(s: &mut Sample, offered: f64, report: &Report) {
     let achieved = report.msgs_per_sec();
     s.counters.open_loop = Some(OpenLoopCounters {
         offered_per_sec: offered.round() as u64,
@@ -212,7 +212,7 @@ pub fn open_loop_counters(s: &mut Sample, offered: f64, report: &Report) {
 /// `echo.conns`: the connection sweep at 64-byte messages.
 pub struct EchoConns;
 /// `echo.payload`: the message-size sweep at 50 connections.
-pub struct EchoPayload;
+pub(crate) struct EchoPayload;
 
 impl Workload for EchoConns {
     fn kind(&self) -> crate::workload::Kind {
@@ -295,17 +295,17 @@ impl Workload for EchoPayload {
 }
 
 /// `echo.rate`: the open-loop sweep at rates every model sustains.
-pub struct EchoRate;
+pub(crate) struct EchoRate;
 
 /// Connections of `echo.rate`.
-pub const RATE_CONNS: u64 = 50;
+pub(crate) const RATE_CONNS: u64 = 50;
 
 /// Offered rates of `echo.rate`, messages/s over all connections: rates every model sustains,
 /// so that every model is compared at the same load. On a 2-vCPU VM every available model
 /// achieved at least 99.9% of both quick rates with p99 under 10 ms (tokio's and monoio's p99
 /// at 30 k were 5 to 8 ms: near their knee there); `full` adds rates on both sides, and a
 /// model that falls behind one is flagged (`fell_behind`) and left out of its ranking.
-pub fn rates(profile: Profile) -> &'static [u64] {
+pub(crate) fn rates(profile: Profile) -> &'static [u64] {
     match profile {
         Profile::Smoke => &[2_000],
         Profile::Quick => &[10_000, 30_000],
@@ -376,7 +376,7 @@ impl Workload for EchoRate {
 /// the measured CPU; for SQPOLL models also the helper CPU, where the poller goes (shared with
 /// the load generator: on two CPUs there is no third; the results record it as `sqpoll_cpu`).
 /// The server pins itself to the first CPU of the list.
-pub fn serve_command(
+pub(crate) fn serve_command(
     m: &ModelSpec,
     plan: &CpuPlan,
     protocol: ServeProtocol,
@@ -386,7 +386,7 @@ pub fn serve_command(
 
 /// [`serve_command`] bound to `addr` (`ringside remote-serve` binds the address its SSH client
 /// reached it at).
-pub fn serve_command_on(
+pub(crate) fn serve_command_on(
     m: &ModelSpec,
     plan: &CpuPlan,
     protocol: ServeProtocol,
@@ -471,7 +471,11 @@ fn run_open(ctx: &Ctx<'_>, m: &ModelSpec, a: &Args, rate: f64) -> Result<Sample,
 
 /// How model `m`'s server for `protocol` is started: an external contender's command (from
 /// the run's catalog), or `ringside serve` ([`serve_command`]).
-pub fn launch(ctx: &Ctx<'_>, m: &ModelSpec, protocol: ServeProtocol) -> Result<Launch, CaseError> {
+pub(crate) fn launch(
+    ctx: &Ctx<'_>,
+    m: &ModelSpec,
+    protocol: ServeProtocol,
+) -> Result<Launch, CaseError> {
     if let Some(l) = remote_launch(ctx, m, protocol)? {
         return Ok(l);
     }

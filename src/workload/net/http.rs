@@ -38,7 +38,7 @@ const OP_OPEN: &str = "one HTTP/1.1 GET answered at an offered rate over 100 kee
     server that falls behind shows it); CPU and syscalls are the server's";
 
 /// The path requested (every server answers any path with the same body).
-pub const PATH: &str = "/";
+pub(crate) const PATH: &str = "/";
 
 /// Models with an HTTP server: ringside's own (every `io::serves_tcp` model but SEND_ZC,
 /// which pays only for large payloads), the built-in peers (tokio with hyper, monoio), and
@@ -59,22 +59,22 @@ pub(super) fn accepts(m: &ModelSpec) -> Result<(), String> {
 
 /// The client counts of `http.clients` that get an equal-load point: at `full` every one; at
 /// `quick` 50 and 500 (each costs as much as its capacity point); at `smoke` 50.
-pub const EQUAL_LOAD_CLIENTS: &[(Profile, &[u64])] =
+pub(crate) const EQUAL_LOAD_CLIENTS: &[(Profile, &[u64])] =
     &[(Profile::Smoke, &[50]), (Profile::Quick, &[50, 500])];
 
 /// Timed repetitions of an `http.clients` capacity cell that wrk runs beside (wrk's runs last
 /// whole seconds, at least one: beside every repetition they would double the suite's time).
-pub const WRK_REPETITIONS: u32 = 1;
+pub(crate) const WRK_REPETITIONS: u32 = 1;
 
 /// The parameters of the HTTP workloads.
 #[derive(serde::Serialize)]
-pub struct Args {
+pub(crate) struct Args {
     /// `http.rate`: the offered rate, requests/s over all connections.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rate_per_sec: Option<u64>,
-    pub clients: u64,
-    pub duration_ms: u64,
-    pub warmup_ms: u64,
+    pub(crate) rate_per_sec: Option<u64>,
+    pub(crate) clients: u64,
+    pub(crate) duration_ms: u64,
+    pub(crate) warmup_ms: u64,
 }
 
 /// The HTTP workloads' charts (but `http.rate`'s): the server figures against the clients
@@ -87,7 +87,7 @@ pub(crate) const CLIENTS_FACTS: crate::results::facts::Facts = crate::results::f
 /// `http.clients`.
 pub struct HttpClients;
 /// `http.rate`.
-pub struct HttpRate;
+pub(crate) struct HttpRate;
 
 impl Workload for HttpClients {
     fn kind(&self) -> crate::workload::Kind {
@@ -166,7 +166,7 @@ impl Workload for HttpClients {
 }
 
 /// Offered rates of the open-loop sweep, requests/s over all connections.
-pub fn rates(profile: Profile) -> &'static [u64] {
+pub(crate) fn rates(profile: Profile) -> &'static [u64] {
     match profile {
         Profile::Smoke => &[2_000, 20_000],
         Profile::Quick => &[10_000, 40_000, 80_000],

@@ -20,12 +20,12 @@ use crate::profile::Profile;
 use crate::workload::{Ctx, Point, Workload};
 
 /// The rung of a row.
-pub fn rung(model: &str) -> Option<&'static Rung> {
+pub(crate) fn rung(model: &str) -> Option<&'static Rung> {
     RUNGS.iter().find(|r| r.model == model)
 }
 
 /// The connection counts of a ladder: capacity at each, then equal load.
-pub const LADDER_CONNS: &[u64] = &[50, 1000];
+pub(crate) const LADDER_CONNS: &[u64] = &[50, 1000];
 
 fn accepts_rung(m: &ModelSpec) -> Result<(), String> {
     match rung(m.id) {
@@ -60,9 +60,9 @@ fn ladder_points(inner: &dyn Workload, key: &str, profile: Profile, m: &ModelSpe
 }
 
 /// `echo.ladder`.
-pub struct EchoLadder;
+pub(crate) struct EchoLadder;
 /// `http.ladder`.
-pub struct HttpLadder;
+pub(crate) struct HttpLadder;
 
 impl Workload for EchoLadder {
     fn kind(&self) -> crate::workload::Kind {

@@ -17,7 +17,7 @@ use std::process::Command;
 use std::time::Duration;
 
 /// How long a server may take to print `listening on`.
-pub const READY_WITHIN: Duration = Duration::from_secs(10);
+pub(crate) const READY_WITHIN: Duration = Duration::from_secs(10);
 
 /// Lines of a server's stderr quoted in a failed cell's reason.
 const STDERR_TAIL_LINES: usize = 20;
@@ -28,7 +28,7 @@ const COUNTERS: &str = "counters ";
 
 /// How a cell's server is started: ringside's own `serve` child (or a stand-in printing
 /// `listening on`), or an external contender's command (`--contender`).
-pub enum Launch {
+pub(crate) enum Launch {
     /// A command that prints `listening on ADDR`, confined to `cpus`.
     Child { cmd: Command, cpus: Vec<u32> },
     /// An external contender, confined to `cpus`; ready once its port accepts connections.
@@ -40,7 +40,7 @@ pub enum Launch {
 
 impl Launch {
     /// The CPUs the server may use.
-    pub fn cpus(&self) -> &[u32] {
+    pub(crate) fn cpus(&self) -> &[u32] {
         match self {
             Launch::Child { cpus, .. } | Launch::External { cpus, .. } => cpus,
             // On another host: none of this host's.
@@ -49,7 +49,7 @@ impl Launch {
     }
 
     /// Starts it and waits until it accepts connections.
-    pub fn start(self) -> Result<UnderTest, CaseError> {
+    pub(crate) fn start(self) -> Result<UnderTest, CaseError> {
         match self {
             Launch::Child { cmd, cpus } => {
                 let program = cmd.get_program().to_owned();
@@ -153,7 +153,7 @@ fn verdict(c: &child::Child, why: &str) -> CaseError {
 }
 
 /// A started server under test, whichever way it was started.
-pub enum UnderTest {
+pub(crate) enum UnderTest {
     Child {
         child: child::Child,
         addr: SocketAddr,
@@ -170,7 +170,7 @@ pub enum UnderTest {
 }
 
 impl UnderTest {
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         match self {
             UnderTest::Child { addr, .. } | UnderTest::Remote { addr, .. } => *addr,
             UnderTest::External { running, .. } => running.addr(),
@@ -178,13 +178,13 @@ impl UnderTest {
     }
 
     /// Whether it runs on another host (measured there, not from this host's /proc).
-    pub fn is_remote(&self) -> bool {
+    pub(crate) fn is_remote(&self) -> bool {
         matches!(self, UnderTest::Remote { .. })
     }
 
     /// Every process on this host whose CPU and syscalls are the server's (none for a remote
     /// server).
-    pub fn pids(&self) -> Vec<u32> {
+    pub(crate) fn pids(&self) -> Vec<u32> {
         match self {
             UnderTest::Remote { .. } => Vec::new(),
             UnderTest::Child { child, .. } => vec![child.pid()],
@@ -199,7 +199,7 @@ impl UnderTest {
     /// worker whose connection the load generator closed before the window's closing edge
     /// was read (a busy machine delays that read) would otherwise take its whole CPU out of
     /// the sum, and the window's CPU read 0.
-    pub fn read_cpu(&self) -> Option<crate::measure::cpu::ProcessesReading> {
+    pub(crate) fn read_cpu(&self) -> Option<crate::measure::cpu::ProcessesReading> {
         match self {
             UnderTest::External { running, .. } => {
                 crate::measure::cpu::processes_live(&child::group_processes(running.pgid()))
@@ -209,7 +209,7 @@ impl UnderTest {
     }
 
     /// How it ended, if it has (`None`: still serving).
-    pub fn exited(&mut self) -> Option<String> {
+    pub(crate) fn exited(&mut self) -> Option<String> {
         match self {
             UnderTest::Child { child, .. } | UnderTest::Remote { child, .. } => {
                 child.try_exit().map(|s| s.to_string())
@@ -222,7 +222,7 @@ impl UnderTest {
 
     /// The cell's error for `why`, with the server's stderr tail (`unavailable` when it exited
     /// saying so).
-    pub fn fail(&self, why: &str) -> CaseError {
+    pub(crate) fn fail(&self, why: &str) -> CaseError {
         match self {
             UnderTest::Child { child, .. } => verdict(child, why),
             // "server on HOST (through ssh): server died during the run (exit status: 255)"
@@ -236,7 +236,7 @@ impl UnderTest {
     /// Stops it (SIGTERM, SIGKILL after `within`); ringside's own servers report their
     /// counters (`server_` prefix). A server that needed SIGKILL or exited with an error fails
     /// the cell.
-    pub fn stop(self, within: Duration) -> Result<Counters, CaseError> {
+    pub(crate) fn stop(self, within: Duration) -> Result<Counters, CaseError> {
         match self {
             UnderTest::Child { mut child, .. } => {
                 let stopped = child::is_stopped(child.pid());
@@ -275,7 +275,7 @@ impl UnderTest {
 
     /// A remote server: tells it that the measured window opens or closes (it reads its
     /// server's CPU and syscalls then, on its host). Nothing for a local one.
-    pub fn edge(&mut self, open: bool) {
+    pub(crate) fn edge(&mut self, open: bool) {
         if let UnderTest::Remote { child, .. } = self {
             // A remote end that is gone shows when it is stopped.
             let _ = child.send_line(if open { "open" } else { "close" });
@@ -284,7 +284,7 @@ impl UnderTest {
 
     /// Stops a remote server (`stop`, then EOF on its stdin; SSH ends with it) and returns
     /// what it measured on its host. A local server is stopped and has no such figures.
-    pub fn finish_remote(self, within: Duration) -> Result<Figures, CaseError> {
+    pub(crate) fn finish_remote(self, within: Duration) -> Result<Figures, CaseError> {
         let mut child = match self {
             UnderTest::Remote { child, .. } => child,
             other => {

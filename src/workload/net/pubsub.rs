@@ -25,16 +25,16 @@ use crate::workload::{Ctx, Point, Workload};
 use std::time::Duration;
 
 /// Publishers (each its own topic).
-pub const PUBLISHERS: u64 = 2;
+pub(crate) const PUBLISHERS: u64 = 2;
 /// Deliveries per second offered (publish rate x fan-out).
-pub const OFFERED_DELIVERIES: f64 = 1_500_000.0;
+pub(crate) const OFFERED_DELIVERIES: f64 = 1_500_000.0;
 /// Payload bytes per second offered, at most.
-pub const OFFERED_BYTES: f64 = 2e9;
+pub(crate) const OFFERED_BYTES: f64 = 2e9;
 /// Publishes per second offered, at most: a load thread also verifies every delivery to its
 /// subscribers, and at fan-out 1 with one load CPU (a 2-vCPU machine) a higher publish rate
 /// made ringside's subscribers the limit (their queues in the broker overflowed and they were
 /// disconnected). With more load CPUs the subscribers are spread over one loop per CPU.
-pub const MAX_PUBLISH_RATE: f64 = 50_000.0;
+pub(crate) const MAX_PUBLISH_RATE: f64 = 50_000.0;
 
 #[derive(serde::Serialize)]
 struct Args {
@@ -65,14 +65,14 @@ fn accepts(m: &ModelSpec) -> Result<(), String> {
 
 /// The publish rate offered at a point (not a parameter of its own: it follows from the
 /// fan-out and the size, and the charts sweep over the fan-out).
-pub fn publish_rate(fanout: u64, payload_bytes: u64) -> f64 {
+pub(crate) fn publish_rate(fanout: u64, payload_bytes: u64) -> f64 {
     let deliveries = OFFERED_DELIVERIES.min(OFFERED_BYTES / payload_bytes.max(1) as f64);
     (deliveries / fanout.max(1) as f64)
         .min(MAX_PUBLISH_RATE)
         .round()
 }
 
-pub struct PubsubFanout;
+pub(crate) struct PubsubFanout;
 
 impl Workload for PubsubFanout {
     fn kind(&self) -> crate::workload::Kind {

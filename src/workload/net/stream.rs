@@ -140,9 +140,9 @@ const STREAM_FACTS: crate::results::facts::Facts = crate::results::facts::Facts:
 );
 
 /// `stream.send`: one-way bulk transfer, both directions.
-pub struct StreamSend;
+pub(crate) struct StreamSend;
 /// `stream.duplex`: both ways at once.
-pub struct StreamDuplex;
+pub(crate) struct StreamDuplex;
 
 impl Workload for StreamSend {
     fn kind(&self) -> crate::workload::Kind {

@@ -12,17 +12,17 @@ use std::path::Path;
 #[derive(Clone, Debug)]
 pub struct FsInfo {
     /// "ext4", "tmpfs", "xfs", or the magic number in hex.
-    pub fs_type: String,
+    pub(crate) fs_type: String,
     /// Mount source ("/dev/vda"), "none" for memory filesystems.
-    pub device: String,
+    pub(crate) device: String,
     /// Ok when an aligned O_DIRECT write succeeded there; else what was refused.
-    pub o_direct: Result<(), String>,
+    pub(crate) o_direct: Result<(), String>,
     /// Ok when the block device polls (IOPOLL works); else why not.
-    pub dev_polls: Result<(), String>,
+    pub(crate) dev_polls: Result<(), String>,
 }
 
 impl FsInfo {
-    pub fn probe(dir: &Path) -> FsInfo {
+    pub(crate) fn probe(dir: &Path) -> FsInfo {
         let fs_type = fs_type(dir).unwrap_or_else(|e| format!("unknown ({e})"));
         let device = mount_source(dir).unwrap_or_else(|| "unknown".into());
         FsInfo {
@@ -34,7 +34,7 @@ impl FsInfo {
     }
 
     /// As recorded in every storage case.
-    pub fn params(&self) -> Params {
+    pub(crate) fn params(&self) -> Params {
         Params::new()
             .with("fs", self.fs_type.clone())
             .with("device", self.device.clone())
@@ -49,7 +49,7 @@ impl FsInfo {
 }
 
 /// Free bytes for an unprivileged writer at `dir`.
-pub fn free_bytes(dir: &Path) -> io::Result<u64> {
+pub(crate) fn free_bytes(dir: &Path) -> io::Result<u64> {
     let c = CString::new(dir.as_os_str().as_bytes()).map_err(io::Error::other)?;
     // SAFETY: plain data filled by the kernel.
     let mut s: libc::statvfs = unsafe { std::mem::zeroed() };

@@ -20,7 +20,7 @@ pub mod small_files;
 
 mod fsinfo;
 
-pub use fsinfo::FsInfo;
+pub(crate) use fsinfo::FsInfo;
 
 use crate::error::{CaseError, InputError};
 use crate::io::file::{Buffers, Done, FileConfig, FileOp};
@@ -36,16 +36,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// Bytes of one page / random read, and the alignment O_DIRECT needs.
-pub const PAGE: u64 = 4096;
+pub(crate) const PAGE: u64 = 4096;
 
 /// What `ringside run` prepared for the storage suite: the work directory and how the cache
 /// is handled.
 pub struct StorageCtx {
     /// A fresh directory of this run (removed when the `StorageCtx` is dropped).
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Drop the page cache before read repetitions (root only).
-    pub drop_caches: bool,
-    pub fs: FsInfo,
+    pub(crate) drop_caches: bool,
+    pub(crate) fs: FsInfo,
     /// The data file read by randread and seqread: (size, path), written once.
     data: Mutex<Option<(u64, PathBuf)>>,
     /// Filesystem, device, O_DIRECT and cache facts, recorded in every storage cell's params
@@ -55,7 +55,7 @@ pub struct StorageCtx {
 
 /// The file in a work directory naming the ringside that made it (`PID:START`, see
 /// `child::owner_token`), so that a later run can tell a stale directory from a live one.
-pub const OWNER_FILE: &str = ".ringside-owner";
+pub(crate) const OWNER_FILE: &str = ".ringside-owner";
 
 /// Prefix of every work directory's name: `ringside-storage-PID-N`.
 const WORK_DIR_PREFIX: &str = "ringside-storage-";
@@ -64,7 +64,7 @@ const WORK_DIR_PREFIX: &str = "ringside-storage-";
 /// before it could remove them): named `ringside-storage-PID-N`, with an owner file naming a
 /// ringside that is gone, or none and a PID that runs no process. Returns one sentence per
 /// directory removed (or that could not be).
-pub fn sweep_stale_work_dirs(parent: &Path) -> Vec<String> {
+pub(crate) fn sweep_stale_work_dirs(parent: &Path) -> Vec<String> {
     let Ok(dir) = std::fs::read_dir(parent) else {
         return Vec::new();
     };
@@ -173,7 +173,7 @@ impl StorageCtx {
 
     /// Filesystem, device, O_DIRECT and cache facts of the work directory: the run adds them
     /// to every storage cell's params.
-    pub fn params(&self) -> &Params {
+    pub(crate) fn params(&self) -> &Params {
         &self.params
     }
 
@@ -196,7 +196,7 @@ impl StorageCtx {
     }
 
     /// The data file for a cross-check tool (the same file ringside's reads use).
-    pub fn data_file_for_crosscheck(&self, size: u64) -> Result<PathBuf, CaseError> {
+    pub(crate) fn data_file_for_crosscheck(&self, size: u64) -> Result<PathBuf, CaseError> {
         self.data_file(size)
     }
 
@@ -219,7 +219,7 @@ impl Drop for StorageCtx {
 }
 
 /// Bytes the storage workloads of `ids` need at `profile` (with 10% and 16 MiB to spare).
-pub fn space_needed(ids: &[&str], profile: Profile) -> u64 {
+pub(crate) fn space_needed(ids: &[&str], profile: Profile) -> u64 {
     let mut n = 0;
     if ids.contains(&"storage.page_cycle") {
         n += page_cycle::file_bytes(profile);
@@ -240,7 +240,7 @@ pub fn space_needed(ids: &[&str], profile: Profile) -> u64 {
 /// Storage repetitions each write their files afresh: as many rounds as a network point (1, 6,
 /// 10 at smoke, quick, full: six, so that a paired claim can be decided), no warm-up
 /// (nothing carries over between repetitions).
-pub fn storage_budget(b: Budget) -> Budget {
+pub(crate) fn storage_budget(b: Budget) -> Budget {
     Budget {
         warmups: 0,
         repetitions: b.rounds(),
@@ -250,7 +250,7 @@ pub fn storage_budget(b: Budget) -> Budget {
 }
 
 /// Which models take part in the storage suite.
-pub fn accepts_storage(m: &ModelSpec) -> Result<(), String> {
+pub(crate) fn accepts_storage(m: &ModelSpec) -> Result<(), String> {
     match &m.knobs {
         Knobs::Blocking(_) => Ok(()),
         Knobs::Epoll(_) => Err(
@@ -270,7 +270,7 @@ pub fn accepts_storage(m: &ModelSpec) -> Result<(), String> {
 /// Which models take part in the storage workloads that also run the contenders' own file
 /// APIs (`storage.page_cycle`, `storage.small_files`): the storage models, `tokio`
 /// (`tokio::fs`) and `monoio` (its io_uring file API).
-pub fn accepts_storage_or_runtime(m: &ModelSpec) -> Result<(), String> {
+pub(crate) fn accepts_storage_or_runtime(m: &ModelSpec) -> Result<(), String> {
     match &m.knobs {
         Knobs::Peer(k) => crate::peer::files::accepts(*k),
         _ => accepts_storage(m),
@@ -299,7 +299,7 @@ pub fn file_engine(
 }
 
 /// Removes its files on drop: every file a repetition makes is held by one.
-pub struct TempFiles(pub Vec<PathBuf>);
+pub(crate) struct TempFiles(pub Vec<PathBuf>);
 
 impl Drop for TempFiles {
     fn drop(&mut self) {
@@ -498,7 +498,7 @@ unsafe fn buf(bufs: &Buffers, i: u32, len: usize) -> &mut [u8] {
 }
 
 /// "64.0 MiB".
-pub fn human(b: u64) -> String {
+pub(crate) fn human(b: u64) -> String {
     if b >= 1 << 30 {
         format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
     } else {

@@ -27,7 +27,7 @@ struct Args {
     threads: Option<u64>,
 }
 
-pub fn file_bytes(p: Profile) -> u64 {
+pub(crate) fn file_bytes(p: Profile) -> u64 {
     match p {
         Profile::Smoke => 1 << 20,
         Profile::Quick => 8 << 20,

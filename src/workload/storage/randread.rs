@@ -11,22 +11,22 @@ use super::*;
 use crate::io::file::OpKind;
 use crate::workload::{Point, Workload};
 
-pub struct RandRead;
+pub(crate) struct RandRead;
 
 /// Size of the data file per profile, bytes (full: 1 GiB).
 /// The parameters of `storage.randread` and `storage.seqread` (which reads the whole file:
 /// no `reads`).
 #[derive(serde::Serialize)]
 pub(super) struct Args {
-    pub file_bytes: u64,
-    pub block_bytes: u64,
+    pub(crate) file_bytes: u64,
+    pub(crate) block_bytes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reads: Option<u64>,
-    pub depth: u64,
-    pub direct: bool,
+    pub(crate) reads: Option<u64>,
+    pub(crate) depth: u64,
+    pub(crate) direct: bool,
 }
 
-pub fn file_bytes(p: Profile) -> u64 {
+pub(crate) fn file_bytes(p: Profile) -> u64 {
     match p {
         Profile::Smoke => 4 << 20,
         Profile::Quick => 64 << 20,
@@ -104,13 +104,13 @@ impl Workload for RandRead {
 
 /// One read case: which reads, how many in flight.
 pub(super) struct ReadPlan {
-    pub depth: u64,
-    pub direct: bool,
+    pub(crate) depth: u64,
+    pub(crate) direct: bool,
     /// Reads to make (sequential: the whole file once, `size / block`).
-    pub n: u64,
-    pub size: u64,
-    pub block: u64,
-    pub random: bool,
+    pub(crate) n: u64,
+    pub(crate) size: u64,
+    pub(crate) block: u64,
+    pub(crate) random: bool,
 }
 
 pub(super) fn read_case(ctx: &Ctx<'_>, m: &ModelSpec, rp: ReadPlan) -> Result<Sample, CaseError> {

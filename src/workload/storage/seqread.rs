@@ -6,7 +6,7 @@ use super::randread::{read_case, ReadPlan};
 use super::*;
 use crate::workload::{Point, Workload};
 
-pub struct SeqRead;
+pub(crate) struct SeqRead;
 
 fn depth(m: &ModelSpec) -> u64 {
     match &m.knobs {

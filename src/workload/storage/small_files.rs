@@ -29,9 +29,9 @@ struct Args {
     threads: Option<u64>,
 }
 
-pub const FILES: u64 = 100;
+pub(crate) const FILES: u64 = 100;
 /// Bytes per file.
-pub const FILE_BYTES: u64 = 64 << 10;
+pub(crate) const FILE_BYTES: u64 = 64 << 10;
 
 impl Workload for SmallFiles {
     fn kind(&self) -> crate::workload::Kind {

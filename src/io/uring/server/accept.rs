@@ -23,7 +23,7 @@ pub(super) struct Acceptor {
 }
 
 impl Acceptor {
-    pub fn new(pause: Duration) -> Acceptor {
+    pub(crate) fn new(pause: Duration) -> Acceptor {
         Acceptor {
             armed: 0,
             paused: false,

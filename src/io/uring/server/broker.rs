@@ -41,7 +41,7 @@ use std::io;
 /// The protocol slot of a broker server: its bytes go to the hub ([`Broker::feed`]), never to
 /// `on_bytes`, which answers nothing if it is ever called.
 #[derive(Clone, Copy, Debug)]
-pub struct HubFrames;
+pub(crate) struct HubFrames;
 
 impl Protocol for HubFrames {
     type Conn = ();
@@ -58,13 +58,13 @@ impl Protocol for HubFrames {
 
 /// The hub of this ring and each slot's decoder.
 pub(super) struct Broker {
-    pub hub: Hub,
+    pub(crate) hub: Hub,
     decs: Vec<Decoder>,
     fan: Fanout,
 }
 
 impl Broker {
-    pub fn new(queue_bytes: usize) -> Broker {
+    pub(crate) fn new(queue_bytes: usize) -> Broker {
         Broker {
             hub: Hub::new(queue_bytes),
             decs: Vec::new(),
@@ -74,7 +74,7 @@ impl Broker {
 
     /// Slot `idx`'s received bytes into the hub; the subscribers it woke or overflowed wait in
     /// the fan-out until [`Server::deliver`].
-    pub fn feed(&mut self, idx: u32, input: &[u8]) -> Result<(), FrameError> {
+    pub(crate) fn feed(&mut self, idx: u32, input: &[u8]) -> Result<(), FrameError> {
         let i = idx as usize;
         if self.decs.len() <= i {
             self.decs.resize_with(i + 1, Decoder::default);
@@ -84,7 +84,7 @@ impl Broker {
     }
 
     /// Slot `idx` leaves the hub (its subscriptions and queue) and its decoder starts afresh.
-    pub fn forget(&mut self, idx: u32) {
+    pub(crate) fn forget(&mut self, idx: u32) {
         let i = idx as usize;
         if self.hub.has_queue(i) {
             self.hub.remove(i);

@@ -29,9 +29,9 @@ use std::io;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Taken {
     /// Buffers its bytes touched.
-    pub spanned: u32,
+    pub(crate) spanned: u32,
     /// Whether the kernel kept the last of them for more (IORING_CQE_F_BUF_MORE).
-    pub kept: bool,
+    pub(crate) kept: bool,
 }
 
 /// The `n` bytes a completion on buffer `bid` delivered, copied out; the buffers they came

@@ -33,40 +33,40 @@ pub(super) enum Src {
 }
 
 pub(super) struct Chunk {
-    pub src: Src,
-    pub len: usize,
+    pub(crate) src: Src,
+    pub(crate) len: usize,
 }
 
 /// Replies waiting to be sent, in order.
 #[derive(Default)]
 pub(super) struct OutQueue {
-    pub chunks: VecDeque<Chunk>,
+    pub(crate) chunks: VecDeque<Chunk>,
     /// Bytes of the head chunk already sent.
-    pub head_off: usize,
+    pub(crate) head_off: usize,
     /// Bytes queued and not yet sent.
-    pub queued: usize,
+    pub(crate) queued: usize,
 }
 
 impl OutQueue {
-    pub fn push(&mut self, src: Src, len: usize) {
+    pub(crate) fn push(&mut self, src: Src, len: usize) {
         self.queued += len;
         self.chunks.push_back(Chunk { src, len });
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.chunks.is_empty()
     }
 
     /// Whether a chunk still waits in the connection's receive buffer (which a recv would
     /// overwrite).
-    pub fn holds_recv_buf(&self) -> bool {
+    pub(crate) fn holds_recv_buf(&self) -> bool {
         self.chunks.iter().any(|c| matches!(c.src, Src::RecvBuf))
     }
 
     /// Takes `n` sent bytes off the front (one send may cover several chunks and end inside
     /// one); each provided buffer wholly sent goes to `freed`. Returns whether the send ended
     /// inside a chunk (a short send).
-    pub fn consume(&mut self, mut n: usize, mut freed: impl FnMut(u16)) -> bool {
+    pub(crate) fn consume(&mut self, mut n: usize, mut freed: impl FnMut(u16)) -> bool {
         self.queued -= n;
         while n > 0 {
             let Some(head) = self.chunks.front() else {
@@ -107,7 +107,7 @@ pub(super) enum Phase {
 }
 
 impl Phase {
-    pub fn closing(self) -> bool {
+    pub(crate) fn closing(self) -> bool {
         matches!(self, Phase::Closing | Phase::SocketClosed)
     }
 }
@@ -127,7 +127,7 @@ pub(super) enum RecvOp {
 }
 
 impl RecvOp {
-    pub fn in_flight(self) -> bool {
+    pub(crate) fn in_flight(self) -> bool {
         matches!(self, RecvOp::Armed | RecvOp::Cancelling)
     }
 }
@@ -147,7 +147,7 @@ pub(super) enum SendOp {
 }
 
 impl SendOp {
-    pub fn in_flight(self) -> bool {
+    pub(crate) fn in_flight(self) -> bool {
         self != SendOp::Idle
     }
 }
@@ -157,12 +157,12 @@ pub(super) const MAX_IOV: usize = 32;
 
 /// The msghdr and iovecs of an in-flight sendmsg (boxed: the SQE points at them).
 pub(super) struct SendMsg {
-    pub hdr: libc::msghdr,
-    pub iov: [libc::iovec; MAX_IOV],
+    pub(crate) hdr: libc::msghdr,
+    pub(crate) iov: [libc::iovec; MAX_IOV],
 }
 
 impl SendMsg {
-    pub fn new() -> SendMsg {
+    pub(crate) fn new() -> SendMsg {
         SendMsg {
             // SAFETY: msghdr is plain data; all-zero is an empty message.
             hdr: unsafe { std::mem::zeroed() },
@@ -175,37 +175,37 @@ impl SendMsg {
 }
 
 pub(super) struct Conn<C> {
-    pub gen: u32,
-    pub fd: Fd,
+    pub(crate) gen: u32,
+    pub(crate) fd: Fd,
     /// The protocol's state for this connection.
-    pub proto: C,
-    pub phase: Phase,
-    pub recv: RecvOp,
-    pub send: SendOp,
+    pub(crate) proto: C,
+    pub(crate) phase: Phase,
+    pub(crate) recv: RecvOp,
+    pub(crate) send: SendOp,
     /// Plain recv's own buffer (empty with the provided-buffer ring).
-    pub recv_buf: Box<[u8]>,
-    pub out: OutQueue,
+    pub(crate) recv_buf: Box<[u8]>,
+    pub(crate) out: OutQueue,
     /// Multishot recv arms so far (re-arms = arms - 1).
-    pub arms: u32,
+    pub(crate) arms: u32,
     /// The sendmsg header (allocated on first use).
-    pub msg: Option<Box<SendMsg>>,
+    pub(crate) msg: Option<Box<SendMsg>>,
     /// `recv_buf` is registered at this connection's slab index (SEND_ZC from registered
     /// buffers).
-    pub buf_registered: bool,
+    pub(crate) buf_registered: bool,
     /// The coarse time of accept or of the last reply, ns (kept only with an idle limit).
-    pub last_ns: u64,
+    pub(crate) last_ns: u64,
     /// Broker mode under SEND_ZC: buffers whose send completed and whose notification has
     /// not come, by the send's tag (at most [`ZC_HELD`]): the kernel's until then, so the slot
     /// stays ([`Conn::busy`]); the next send need not wait for them.
-    pub zc_held: Vec<(u8, Vec<u8>)>,
+    pub(crate) zc_held: Vec<(u8, Vec<u8>)>,
     /// The tag of the send in flight, and the next one to give.
-    pub zc_tag: u8,
-    pub zc_next_tag: u8,
+    pub(crate) zc_tag: u8,
+    pub(crate) zc_next_tag: u8,
     /// NAPI rows: its NAPI id was asked for (`napi`).
-    pub napi_checked: bool,
+    pub(crate) napi_checked: bool,
     /// A reset's SHUT_RD on its direct descriptor is in flight (`Op::ShutRead`): the slot must
     /// not be closed and given to a new connection before it ran, or it would shut that one.
-    pub shutting: bool,
+    pub(crate) shutting: bool,
 }
 
 /// Completed SEND_ZC buffers a broker connection may hold awaiting their notifications; past
@@ -214,7 +214,7 @@ pub(super) struct Conn<C> {
 pub(super) const ZC_HELD: usize = 8;
 
 impl<C: Default> Conn<C> {
-    pub fn new(gen: u32, fd: Fd, own_recv_buf: bool, now: u64) -> Conn<C> {
+    pub(crate) fn new(gen: u32, fd: Fd, own_recv_buf: bool, now: u64) -> Conn<C> {
         Conn {
             gen,
             fd,
@@ -243,12 +243,12 @@ impl<C: Default> Conn<C> {
 
 impl<C> Conn<C> {
     /// Some op of this connection is in flight: its slot and buffers must stay.
-    pub fn busy(&self) -> bool {
+    pub(crate) fn busy(&self) -> bool {
         self.recv.in_flight() || self.send.in_flight() || !self.zc_held.is_empty() || self.shutting
     }
 
     /// The tag for a new broker SEND_ZC: the next one no held buffer carries.
-    pub fn take_zc_tag(&mut self) -> u8 {
+    pub(crate) fn take_zc_tag(&mut self) -> u8 {
         while self.zc_held.iter().any(|h| h.0 == self.zc_next_tag) {
             self.zc_next_tag = (self.zc_next_tag + 1) & 0x0F;
         }
@@ -258,7 +258,7 @@ impl<C> Conn<C> {
     }
 
     /// A notification for tag `tag` frees a held buffer: true when it was one.
-    pub fn release_zc(&mut self, tag: u8) -> bool {
+    pub(crate) fn release_zc(&mut self, tag: u8) -> bool {
         match self.zc_held.iter().position(|h| h.0 == tag) {
             Some(i) => {
                 self.zc_held.swap_remove(i);
@@ -301,7 +301,7 @@ impl<C> Default for Slab<C> {
 
 impl<C> Slab<C> {
     /// Puts the connection `make` builds (given its generation) in a free slot; returns it.
-    pub fn insert(&mut self, make: impl FnOnce(u32) -> Conn<C>) -> u32 {
+    pub(crate) fn insert(&mut self, make: impl FnOnce(u32) -> Conn<C>) -> u32 {
         let idx = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -315,38 +315,38 @@ impl<C> Slab<C> {
     }
 
     /// The connection in slot `idx`, whichever it is.
-    pub fn at(&mut self, idx: u32) -> Option<&mut Conn<C>> {
+    pub(crate) fn at(&mut self, idx: u32) -> Option<&mut Conn<C>> {
         self.slots.get_mut(idx as usize).and_then(Option::as_mut)
     }
 
     /// The connection a completion's user_data names, if it is still the one in that slot.
-    pub fn get(&mut self, u: UserData) -> Option<&mut Conn<C>> {
+    pub(crate) fn get(&mut self, u: UserData) -> Option<&mut Conn<C>> {
         self.at(u.idx).filter(|c| c.gen == u.gen)
     }
 
     /// Frees slot `idx`, returning its connection.
-    pub fn remove(&mut self, idx: u32) -> Option<Conn<C>> {
+    pub(crate) fn remove(&mut self, idx: u32) -> Option<Conn<C>> {
         let c = self.slots.get_mut(idx as usize)?.take()?;
         self.free.push(idx);
         Some(c)
     }
 
     /// Slots in use or not: `0..slots()` covers every connection.
-    pub fn slots(&self) -> u32 {
+    pub(crate) fn slots(&self) -> u32 {
         self.slots.len() as u32
     }
 
-    pub fn live(&self) -> usize {
+    pub(crate) fn live(&self) -> usize {
         self.slots.iter().flatten().count()
     }
 
     /// Some connection has an op in flight.
-    pub fn busy(&self) -> bool {
+    pub(crate) fn busy(&self) -> bool {
         self.slots.iter().flatten().any(Conn::busy)
     }
 
     /// Forgets every connection without freeing its buffers (the kernel may still use them).
-    pub fn leak(&mut self) {
+    pub(crate) fn leak(&mut self) {
         std::mem::forget(std::mem::take(&mut self.slots));
     }
 }

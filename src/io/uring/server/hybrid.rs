@@ -30,7 +30,7 @@ pub(super) struct Hybrid {
 
 impl Hybrid {
     /// An epoll set of the listener `lfd` and the ring's fd.
-    pub fn new(lfd: RawFd, ring_fd: RawFd) -> io::Result<Hybrid> {
+    pub(crate) fn new(lfd: RawFd, ring_fd: RawFd) -> io::Result<Hybrid> {
         let ep = Epoll::new(Trigger::Level)?;
         ep.add_readable(lfd, LISTENER)?;
         ep.add_readable(ring_fd, RING)?;

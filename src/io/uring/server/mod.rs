@@ -96,31 +96,31 @@ use std::net::TcpListener;
 use std::os::fd::{AsRawFd, RawFd};
 
 /// SQ entries (the CQ gets twice as many).
-pub const SQ_ENTRIES: u32 = 2048;
+pub(crate) const SQ_ENTRIES: u32 = 2048;
 /// Receive buffer per connection (plain), bytes.
-pub const RECV_BUF: usize = 16 * 1024;
+pub(crate) const RECV_BUF: usize = 16 * 1024;
 /// Buffers in the provided-buffer ring (multishot). Echo holds a buffer until its send
 /// completes, so the pool must exceed the connections active in one batch: at 1000
 /// connections a 1024-buffer pool ran dry 29 times per 1000 messages (ENOBUFS, re-arm).
-pub const RING_BUFS: u16 = 4096;
+pub(crate) const RING_BUFS: u16 = 4096;
 /// Size of one provided buffer, bytes (pool: 32 MiB, touched as it cycles).
-pub const RING_BUF_BYTES: usize = 8 * 1024;
+pub(crate) const RING_BUF_BYTES: usize = 8 * 1024;
 /// The broker's provided-buffer ring, bytes in all (see `serve_with`).
-pub const BROKER_RING_BYTES: usize = 1 << 20;
+pub(crate) const BROKER_RING_BYTES: usize = 1 << 20;
 /// Single-shot accepts kept in flight. One at a time accepts one connection per trip through
 /// the ring, and while established connections keep the ring busy each trip takes a while:
 /// 1000 clients connecting at once waited up to 1.2 s (the whole run) to be accepted.
-pub const ACCEPT_DEPTH: u32 = 64;
+pub(crate) const ACCEPT_DEPTH: u32 = 64;
 const BGID: u16 = 0;
 /// Multishot only: a connection whose queued output passes this is closed. A multishot recv
 /// cannot be stopped at once: its cancel lands only when the socket runs dry, and a client
 /// that floods while never reading keeps it busy, taking buffers from the shared ring (seen:
 /// 8 MiB past a 256 KiB bound). Closing caps what one client can take from the others.
-pub const HARD_OUT_BOUND: usize = 4 * OUT_BOUND_BYTES;
+pub(crate) const HARD_OUT_BOUND: usize = 4 * OUT_BOUND_BYTES;
 
 crate::counter_set! {
     /// What the io_uring server counts for itself (one thread, one ring: one set).
-    pub struct UringCounters {
+    pub(crate) struct UringCounters {
         /// How the ring was set up (1 per flag `ring::build` set: `setup_<flag>`).
         setup_sqpoll, setup_sq_aff, setup_defer_taskrun, setup_single_issuer, setup_iopoll,
         setup_napi,
@@ -199,15 +199,15 @@ struct Mode {
 
 /// Completions a minimum-wait enter asks for (`uring-minwait`): it returns with fewer once
 /// the minimum wait has passed and one has arrived.
-pub const MIN_WAIT_BATCH: usize = 32;
+pub(crate) const MIN_WAIT_BATCH: usize = 32;
 /// Incremental buffer rings (`uring-inc`, and `uring-bundle-inc` whose bundles span them):
 /// fewer, larger buffers than `RING_BUFS` x `RING_BUF_BYTES` (the same 32 MiB), each consumed
 /// piecewise by many receives.
-pub const INC_BUFS: u16 = 512;
-pub const INC_BUF_BYTES: usize = 64 * 1024;
+pub(crate) const INC_BUFS: u16 = 512;
+pub(crate) const INC_BUF_BYTES: usize = 64 * 1024;
 
 /// Serves `proto` on `listener` with the ring `k` describes, until `stop` is requested.
-pub fn serve<P: Protocol>(
+pub(crate) fn serve<P: Protocol>(
     listener: TcpListener,
     proto: P,
     k: &UringKnobs,
@@ -221,7 +221,7 @@ pub fn serve<P: Protocol>(
 /// most `queue_bytes`) on `listener` with the ring `k` describes, until `stop`; every row that
 /// serves TCP serves it (the ones that cannot set up say why, as for echo). Returns the
 /// server's counters and the hub's.
-pub fn serve_broker(
+pub(crate) fn serve_broker(
     listener: TcpListener,
     queue_bytes: usize,
     k: &UringKnobs,

@@ -6,18 +6,18 @@ use crate::io::uring::bufring::BufRing;
 
 /// The provided-buffer ring and the connections waiting for one of its buffers.
 pub(super) struct Provided {
-    pub ring: BufRing,
+    pub(crate) ring: BufRing,
     /// A buffer went back to the ring since starved connections were last re-armed (they are
     /// re-armed at the end of a batch while it is set).
-    pub recycled: bool,
+    pub(crate) recycled: bool,
     /// Connections (slot, generation) whose multishot recv ended on ENOBUFS.
-    pub starved: Vec<(u32, u32)>,
+    pub(crate) starved: Vec<(u32, u32)>,
     /// Bundles or incremental buffers: the bytes are copied out (see `bundle`).
-    pub copy: Option<CopyOut>,
+    pub(crate) copy: Option<CopyOut>,
 }
 
 impl Provided {
-    pub fn new(ring: BufRing) -> Provided {
+    pub(crate) fn new(ring: BufRing) -> Provided {
         Provided {
             ring,
             recycled: false,
@@ -27,7 +27,7 @@ impl Provided {
     }
 
     /// Gives buffer `bid` back to the ring (published at the end of the batch).
-    pub fn give_back(&mut self, bid: u16) {
+    pub(crate) fn give_back(&mut self, bid: u16) {
         self.ring.push(bid);
         self.recycled = true;
     }
@@ -45,17 +45,17 @@ pub(super) enum CopyOut {
 }
 
 impl CopyOut {
-    pub fn bundle() -> CopyOut {
+    pub(crate) fn bundle() -> CopyOut {
         CopyOut::Bundle { head: 0 }
     }
 
-    pub fn inc(entries: u16) -> CopyOut {
+    pub(crate) fn inc(entries: u16) -> CopyOut {
         CopyOut::Inc {
             offs: vec![0; entries as usize],
         }
     }
 
-    pub fn bundle_inc() -> CopyOut {
+    pub(crate) fn bundle_inc() -> CopyOut {
         CopyOut::BundleInc { head: 0, off: 0 }
     }
 }

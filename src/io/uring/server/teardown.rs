@@ -39,7 +39,7 @@ pub(super) struct Sweep {
 }
 
 impl Sweep {
-    pub fn new(idle: Idle) -> Sweep {
+    pub(crate) fn new(idle: Idle) -> Sweep {
         Sweep {
             tick: Box::new(types::Timespec::from(idle.tick)),
             idle,
