@@ -1,7 +1,8 @@
-//! The runner: for each case, warm-up repetitions, then measured repetitions (each a fresh
-//! setup), statistics, and an atomic save of the results after every case. Ctrl-C stops after
-//! the repetition in progress and keeps every finished case (`"finished": false`); a second
-//! Ctrl-C stops at once, keeping what was saved.
+//! The runner: for each parameter point, its cases (one per model) as a group, measured in
+//! rounds (warm-up repetitions, then measured repetitions, each a fresh setup), statistics, and
+//! an atomic save of the results after every point. Ctrl-C stops after the repetition in
+//! progress and keeps every finished point (`"finished": false`; the point it interrupted is
+//! dropped, its rounds incomplete); a second Ctrl-C stops at once, keeping what was saved.
 
 mod case;
 mod fio;
@@ -37,7 +38,7 @@ pub(crate) enum Outcome {
     Interrupted,
 }
 
-/// Measures every case in order, appending results to `run` and saving after each (the
+/// Measures every case, point by point, appending results to `run` and saving after each point (the
 /// storage suite's work directory when storage workloads are selected; the run's external
 /// contenders for the `ext:` models). With `fio_crosscheck` (`--crosscheck`, the run's
 /// profile) and a storage suite, the fio rows of `storage.randread` follow the cases.

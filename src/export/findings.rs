@@ -192,7 +192,7 @@ fn basis<'a>(
         .copied()
         .filter(|(c, _)| equal_load::offered_rate(c).is_none() && equal_load::load_had_headroom(c))
         .collect();
-    if facts(workload).chart.verdict == Metric::OpsPerSec && headroom.len() >= 2 {
+    if !facts(workload).open_loop && headroom.len() >= 2 {
         return Ok((
             Basis {
                 metric: Metric::OpsPerSec,
@@ -599,10 +599,18 @@ pub fn trust_text(run: &RunResults) -> String {
     if t.reruns > 0 {
         s += &format!(
             "; {} repetition{} run again (disturbed by other programs, starved of CPU, or \
-             stalled), {} kept disturbed",
+             stalled)",
             t.reruns,
             if t.reruns == 1 { " was" } else { "s were" },
-            t.disturbed_reps
+        );
+    }
+    if t.disturbed_reps > 0 {
+        // Counted apart from the re-runs: once a re-run was disturbed too, a cell keeps its
+        // later disturbed repetitions rather than re-running each.
+        s += &format!(
+            "; {} disturbed repetition{} kept (the disturbance outlasted a re-run)",
+            t.disturbed_reps,
+            if t.disturbed_reps == 1 { "" } else { "s" },
         );
     }
     for st in &t.states {

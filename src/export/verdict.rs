@@ -225,8 +225,7 @@ pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
     if !facts(workload).net {
         return sweep_verdicts(workload, cases);
     }
-    let spec = facts(workload).chart;
-    let capacity_metric = spec.verdict == Metric::OpsPerSec;
+    let f = facts(workload);
     // Equal-load points are ranked at equal load only, apart from the capacity sweep.
     let closed: Vec<&CaseResult> = cases
         .iter()
@@ -235,13 +234,14 @@ pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
         .collect();
     // The headline first: server CPU per op at equal load.
     let mut out = at_equal_load(workload, cases);
-    if capacity_metric {
+    if !f.open_loop {
+        // Closed loop: capacity, by throughput, where the load generator had headroom.
         let (headroom, without): (Vec<&CaseResult>, Vec<&CaseResult>) = closed
             .iter()
             .copied()
             .partition(|c| equal_load::load_had_headroom(c));
         out.extend(
-            sweep_verdicts(workload, &headroom)
+            sweep_verdicts_by(workload, &headroom, Metric::OpsPerSec)
                 .into_iter()
                 .map(|v| Verdict {
                     text: format!("{CAPACITY_PREFIX}{}", v.text),

@@ -65,11 +65,17 @@ pub trait Workload: Sync {
         }
     }
     /// What its figures mean, for the reports (`results::facts`): by default its kind's
-    /// (bars; a network workload's ops are messages).
+    /// (bars; a network workload's ops are messages, in closed loop, ranked by throughput).
     fn facts(&self) -> Facts {
         match self.kind() {
             Kind::Micro => Facts::LOCAL,
-            Kind::Net => Facts::net(Units::MESSAGES, facts::BARS),
+            Kind::Net => Facts::net(
+                Units::MESSAGES,
+                facts::ChartSpec {
+                    verdict: facts::Metric::OpsPerSec,
+                    ..facts::BARS
+                },
+            ),
             Kind::Storage => Facts::STORAGE,
         }
     }
@@ -92,8 +98,8 @@ pub struct Point {
     /// An equal-load point: every model is driven at the same offered rate, `fraction` of the
     /// slowest model's measured capacity at the point whose params are `capacity_of` (a
     /// closed-loop point of the same workload, listed before this one). The runner measures
-    /// the capacity point first, passes the rate in [`Ctx::offered_rate`] and records it as
-    /// the param `rate_per_sec`.
+    /// the capacity point first, passes the rate in [`Ctx::offered_rate`] and records it in
+    /// the cell's `rate_per_sec`.
     pub equal_load: Option<EqualLoad>,
     /// A point of a sweep over server threads: the runner records its scaling efficiency
     /// against the one-thread point ([`Scaling`]).

@@ -98,6 +98,10 @@ impl Workload for EchoCores {
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Net
     }
+    fn facts(&self) -> crate::results::facts::Facts {
+        use crate::results::facts::{net_lines, Facts, Units};
+        Facts::net(Units::MESSAGES, net_lines(&["conns"], "connections (log)"))
+    }
     /// A cores sweep runs every model at each thread count its plan gives (tokio-mt on one
     /// server CPU included: the sweep's first point), unlike the other network workloads.
     fn accepts_on(

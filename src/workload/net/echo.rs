@@ -323,6 +323,7 @@ impl Workload for EchoRate {
         use crate::results::facts::{lines, Facts, Metric, Units};
         Facts {
             rate_sweep: true,
+            open_loop: true,
             ..Facts::net(
                 Units::MESSAGES,
                 lines(

@@ -186,6 +186,7 @@ impl Workload for HttpRate {
         use crate::results::facts::{lines, Facts, Metric, Units};
         Facts {
             rate_sweep: true,
+            open_loop: true,
             ..Facts::net(
                 Units::REQUESTS,
                 lines(

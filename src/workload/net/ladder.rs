@@ -69,10 +69,15 @@ impl Workload for EchoLadder {
         crate::workload::Kind::Net
     }
     fn facts(&self) -> crate::results::facts::Facts {
-        use crate::results::facts::{Facts, Units, BARS};
+        use crate::results::facts::{ChartSpec, Facts, Metric, Units, BARS};
+        // Closed-loop capacity points: ranked by throughput, like every closed loop.
+        let chart = ChartSpec {
+            verdict: Metric::OpsPerSec,
+            ..BARS
+        };
         Facts {
             ladder: true,
-            ..Facts::net(Units::MESSAGES, BARS)
+            ..Facts::net(Units::MESSAGES, chart)
         }
     }
     fn id(&self) -> &'static str {

@@ -97,6 +97,7 @@ impl Workload for PubsubFanout {
                 Metric::LatencyP99,
             ),
         )
+        .open()
     }
     fn id(&self) -> &'static str {
         "pubsub.fanout"
