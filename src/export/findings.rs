@@ -312,6 +312,8 @@ fn standings_words(f: &Finding) -> String {
     let every = if f.points > 1 { " at every point" } else { "" };
     let leaders: Vec<&findings::Standing> = f.standings.iter().filter(|s| s.led > 0).collect();
     let mut out = match leaders.as_slice() {
+        [] if f.points > 1 => "no decided leader at any point".to_string(),
+        [] => "no decided leader".to_string(),
         [one] if one.led == f.points => format!("{} leads{every}", one.label),
         _ if f.points == 1 => format!("{} leads", leaders[0].label),
         many => {
@@ -339,7 +341,12 @@ fn standings_words(f: &Finding) -> String {
         .collect();
     if !front.is_empty() {
         out += &format!(
-            "; equivalent to the leader (within {:.0}%){every}: {}",
+            "; equivalent {}(within {:.0}%){every}: {}",
+            if leaders.is_empty() {
+                ""
+            } else {
+                "to the leader "
+            },
             crate::stats::claims::MARGIN * 100.0,
             and_list(&front)
         );
@@ -347,7 +354,7 @@ fn standings_words(f: &Finding) -> String {
     let open: Vec<String> = f
         .standings
         .iter()
-        .filter(|s| s.behind == 0 && !s.at_front())
+        .filter(|s| s.behind == 0 && !s.at_front() && s.led == 0)
         .map(|s| s.label.clone())
         .collect();
     match open.len() {

@@ -146,6 +146,11 @@ pub struct Facts {
     /// Its points sweep the offered rate (`echo.rate`, `http.rate`): each model's capacity is
     /// where it fell behind, and no throughput ranking is made past it.
     pub(crate) rate_sweep: bool,
+    /// Its load generator offers a fixed rate and times each op from its intended send time
+    /// (`echo.rate`, `http.rate`, `pubsub.fanout`), rather than sending the next op when the
+    /// reply came back (closed loop): its sweep is ranked by latency ([`ChartSpec::verdict`]),
+    /// a closed-loop one by throughput where the load generator had headroom.
+    pub(crate) open_loop: bool,
     /// Its cells are the rungs of an ablation ladder (`model::ladder::RUNGS`): the reports
     /// add each rung's step (`stats::ladder`).
     pub(crate) ladder: bool,
@@ -226,6 +231,7 @@ impl Facts {
         net: false,
         units: Units::MESSAGES,
         rate_sweep: false,
+        open_loop: false,
         ladder: false,
         chart: BARS,
     };
@@ -239,14 +245,24 @@ impl Facts {
         ..Facts::LOCAL
     };
 
-    /// A server driven by the load generator, its ops called `units`, charted `chart`.
+    /// A server driven by the load generator in closed loop, its ops called `units`, charted
+    /// `chart`.
     pub(crate) const fn net(units: Units, chart: ChartSpec) -> Facts {
         Facts {
             net: true,
             units,
             rate_sweep: false,
+            open_loop: false,
             ladder: false,
             chart,
+        }
+    }
+
+    /// These facts for a load generator in open loop ([`Facts::open_loop`]).
+    pub(crate) const fn open(self) -> Facts {
+        Facts {
+            open_loop: true,
+            ..self
         }
     }
 }
@@ -265,6 +281,9 @@ pub struct FactsRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) op_unit: Option<String>,
     pub(crate) rate_sweep: bool,
+    /// See [`Facts::open_loop`] (absent from files written before it: closed loop).
+    #[serde(default)]
+    pub(crate) open_loop: bool,
     pub(crate) ladder: bool,
     /// The parameter its charts draw lines against (the first its cells carry), if any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -280,6 +299,7 @@ impl From<&Facts> for FactsRecord {
             rate_unit: f.net.then(|| f.units.rate.into()),
             op_unit: f.net.then(|| f.units.op.into()),
             rate_sweep: f.rate_sweep,
+            open_loop: f.open_loop,
             ladder: f.ladder,
             sweep: f.chart.sweep.map_or(Vec::new(), |s| {
                 s.params.iter().map(|p| p.to_string()).collect()
@@ -299,7 +319,7 @@ mod tests {
     fn facts_are_recorded_and_older_files_load_without_them() {
         let w = crate::registry::workload("echo.rate").unwrap();
         let r = FactsRecord::from(&w.facts());
-        assert!(r.net && r.rate_sweep && !r.ladder);
+        assert!(r.net && r.rate_sweep && r.open_loop && !r.ladder);
         assert_eq!(
             (r.rate_unit.as_deref(), r.op_unit.as_deref()),
             (Some("msgs/s"), Some("message"))
@@ -318,5 +338,30 @@ mod tests {
         let back: crate::results::RunResults =
             serde_json::from_str(&serde_json::to_string(&run).unwrap()).unwrap();
         assert_eq!(back.workloads, run.workloads);
+    }
+
+    /// A closed-loop network workload is ranked by throughput (where its load generator had
+    /// headroom), an open-loop one by latency: each row's declared loop and ranking agree, so
+    /// no closed-loop sweep is ranked by latency as if its ops had been offered at a rate.
+    #[test]
+    fn a_network_workload_ranks_by_what_its_loop_measures() {
+        for w in crate::registry::WORKLOADS {
+            let f = w.facts();
+            if !f.net {
+                assert!(!f.open_loop && !f.rate_sweep, "{}", w.id());
+                continue;
+            }
+            let by_throughput = f.chart.verdict == Metric::OpsPerSec;
+            assert_eq!(
+                by_throughput,
+                !f.open_loop,
+                "{}: {:?}",
+                w.id(),
+                f.chart.verdict
+            );
+            assert!(!f.rate_sweep || f.open_loop, "{}", w.id());
+        }
+        let cores = crate::registry::workload("echo.cores").unwrap().facts();
+        assert!(cores.net && !cores.open_loop && cores.chart.sweep.is_some());
     }
 }

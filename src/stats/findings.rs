@@ -343,8 +343,10 @@ pub(crate) struct Finding {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Standing {
     pub(crate) label: String,
-    /// Points where it was ranked, where it led, where it was equivalent to the leader
-    /// (within the margin), and where it was decided behind the leader.
+    /// Points where it was ranked, where it led (first, and decided ahead of at least one
+    /// model), where it was equivalent to the leader (within the margin; the first of a point
+    /// with no decided leader counts here when another is equivalent to it), and where it was
+    /// decided behind the leader.
     pub(crate) ranked: usize,
     pub(crate) led: usize,
     pub(crate) equivalent: usize,
@@ -380,7 +382,16 @@ fn standings(ranked: &[Ranking]) -> Vec<Standing> {
     }
     let mut out: Vec<Standing> = Vec::new();
     for r in ranked {
-        of(&mut out, &r.leader).led += 1;
+        // First by median is "led" only where a claim puts it ahead of someone; otherwise
+        // the point has no decided leader, and the first is one of the equivalent (if any).
+        let decided = !r.behind.is_empty();
+        let with_equivalent = r.equivalent().next().is_some();
+        let first = of(&mut out, &r.leader);
+        if decided {
+            first.led += 1;
+        } else if with_equivalent {
+            first.equivalent += 1;
+        }
         for o in r.equivalent() {
             of(&mut out, &o.label).equivalent += 1;
         }
