@@ -71,7 +71,7 @@ fn one_waterfall_per_point_with_rungs_in_order_kernels_and_gaps() {
         assert!(w.contains("gap: unavailable: loopback has no NAPI"), "{w}");
         assert!(w.contains(
             "uring-bundle-inc-minwait-napi: unavailable: loopback has no NAPI: a loopback \
-             socket&#39;s \
+             socket's \
              SO_INCOMING_NAPI_ID is 0"
         ));
         // Cheaper (uring-defer) and dearer (uring-bundle) bars in their own colours; the

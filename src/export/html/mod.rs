@@ -2,6 +2,8 @@
 //! URL), readable on a laptop and printable. Sections per suite and workload, each with its
 //! charts (`charts.rs` data drawn by `svg.rs`), computed verdicts, tables and the cells that
 //! were not measured with their reasons; an environment panel and a "reproduce" block.
+//! The markup is maud's: every text is escaped where it is written, and only markup of our own
+//! (plotters' SVG, the style sheet) goes in as `PreEscaped`.
 
 pub mod svg;
 pub(crate) mod waterfall;
@@ -13,13 +15,9 @@ use super::Exporter;
 use crate::registry;
 use crate::results::{RunResults, Status};
 use crate::stats::compare::flatten;
-use std::fmt::Write;
-
-const TEMPLATE: &str = include_str!("report.html");
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 pub(crate) struct Html;
-
-pub(crate) use super::escape::esc;
 
 /// An anchor id from a workload id ("micro.pipe" -> "w-micro-pipe").
 fn anchor(w: &str) -> String {
@@ -31,46 +29,41 @@ fn anchor(w: &str) -> String {
     )
 }
 
-fn table_html(t: &Table, out: &mut String) {
-    out.push_str("<div class=\"tablewrap\"><table><thead><tr>");
-    for h in &t.header {
-        let _ = write!(out, "<th>{}</th>", esc(h));
-    }
-    out.push_str("</tr></thead><tbody>");
-    for r in &t.rows {
-        out.push_str("<tr>");
-        for (i, c) in r.iter().enumerate() {
-            if i == 0 {
-                let _ = write!(out, "<th>{}</th>", esc(c));
-            } else if c.contains(super::table::THIN) {
-                let _ = write!(
-                    out,
-                    "<td class=\"thin\" title=\"fewer than {} samples beyond this percentile: mostly one hiccup\">{}</td>",
-                    super::table::THIN_TAIL,
-                    esc(c)
-                );
-            } else {
-                let _ = write!(out, "<td>{}</td>", esc(c));
+fn table_html(t: &Table) -> Markup {
+    html! {
+        div class="tablewrap" {
+            table {
+                thead { tr { @for h in &t.header { th { (h) } } } }
+                tbody {
+                    @for r in &t.rows {
+                        tr {
+                            @for (i, c) in r.iter().enumerate() {
+                                @if i == 0 {
+                                    th { (c) }
+                                } @else if c.contains(super::table::THIN) {
+                                    td class="thin" title={
+                                        "fewer than " (super::table::THIN_TAIL)
+                                        " samples beyond this percentile: mostly one hiccup"
+                                    } { (c) }
+                                } @else {
+                                    td { (c) }
+                                }
+                            }
+                        }
+                    }
+                }
             }
         }
-        out.push_str("</tr>");
-    }
-    out.push_str("</tbody></table></div>");
-    if !t.footnotes.is_empty() {
-        out.push_str("<ul class=\"footnotes\">");
-        for f in &t.footnotes {
-            let _ = write!(out, "<li>{}</li>", esc(f));
+        @if !t.footnotes.is_empty() {
+            ul class="footnotes" { @for f in &t.footnotes { li { (f) } } }
         }
-        out.push_str("</ul>");
     }
 }
 
-fn kv(out: &mut String, rows: &[(String, String)]) {
-    out.push_str("<table class=\"kv\"><tbody>");
-    for (k, v) in rows {
-        let _ = write!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
+fn kv(rows: &[(String, String)]) -> Markup {
+    html! {
+        table class="kv" { tbody { @for (k, v) in rows { tr { th { (k) } td { (v) } } } } }
     }
-    out.push_str("</tbody></table>");
 }
 
 /// The environment facts a reader needs first.
@@ -155,131 +148,115 @@ pub(crate) fn command_line(run: &RunResults) -> String {
 
 /// The findings section: per suite, one line per workload linking to its section, and how
 /// far to trust the run.
-fn findings_html(run: &RunResults, b: &mut String) {
-    b.push_str("<section id=\"findings\"><h2>Findings</h2><p class=\"note\">Computed from the cells of this run on this machine; each links to its section.</p>");
-    for s in super::findings::for_run(run) {
-        let _ = write!(b, "<h4>{} suite</h4><ul class=\"findings\">", esc(&s.suite));
-        for l in &s.lines {
-            let evidence = if l.text == l.short {
-                String::new()
-            } else {
-                format!(
-                    "<details><summary>evidence</summary>{}</details>",
-                    esc(&l.text)
-                )
-            };
-            let _ = write!(
-                b,
-                "<li{}><a href=\"#{}\">{}</a>: {}{evidence}</li>",
-                if l.within_noise {
-                    " class=\"noise\""
-                } else {
-                    ""
-                },
-                anchor(&l.workload),
-                esc(&l.workload),
-                esc(&l.short)
-            );
+fn findings_html(run: &RunResults) -> Markup {
+    html! {
+        section id="findings" {
+            h2 { "Findings" }
+            p class="note" {
+                "Computed from the cells of this run on this machine; each links to its section."
+            }
+            @for s in super::findings::for_run(run) {
+                h4 { (s.suite) " suite" }
+                ul class="findings" {
+                    @for l in &s.lines {
+                        li class=[l.within_noise.then_some("noise")] {
+                            a href={ "#" (anchor(&l.workload)) } { (l.workload) }
+                            ": " (l.short)
+                            @if l.text != l.short {
+                                details { summary { "evidence" } (l.text) }
+                            }
+                        }
+                    }
+                }
+            }
+            p class="trust" {
+                b { "How far to trust this run:" } " " (super::findings::trust_text(run))
+            }
         }
-        b.push_str("</ul>");
     }
-    let _ = write!(
-        b,
-        "<p class=\"trust\"><b>How far to trust this run:</b> {}</p></section>",
-        esc(&super::findings::trust_text(run))
-    );
 }
 
 /// Rows of the collapsed pairwise table at most, per workload (a page stays small).
 const PAIR_ROWS: usize = 200;
 
 /// Every pair of models per point, collapsed under the verdicts.
-fn pairwise_html(w: &str, cases: &[&crate::results::CaseResult], b: &mut String) {
+fn pairwise_html(w: &str, cases: &[&crate::results::CaseResult]) -> Markup {
     let (what, pts) = super::findings::pairwise(w, cases, PAIR_ROWS);
     let total: usize = pts.iter().map(|(_, _, all)| all).sum();
     if total == 0 {
-        return;
+        return Markup::default();
     }
-    let _ = write!(
-        b,
-        "<details class=\"pairs\"><summary>every pair of models ({total}), by {}</summary><div class=\"tablewrap\"><table><thead><tr><th>point</th><th>ahead</th><th>behind</th><th>by</th><th>evidence</th></tr></thead><tbody>",
-        esc(&what)
-    );
-    let mut n = 0;
-    'all: for (at, pairs, _) in &pts {
-        for p in pairs {
-            if n == PAIR_ROWS {
-                break 'all;
+    let listed: Vec<_> = pts
+        .iter()
+        .flat_map(|(at, pairs, _)| pairs.iter().map(move |p| (at, p)))
+        .take(PAIR_ROWS)
+        .collect();
+    html! {
+        details class="pairs" {
+            summary { "every pair of models (" (total) "), by " (what) }
+            div class="tablewrap" {
+                table {
+                    thead {
+                        tr {
+                            th { "point" } th { "ahead" } th { "behind" } th { "by" }
+                            th { "evidence" }
+                        }
+                    }
+                    tbody {
+                        @for (at, p) in &listed {
+                            tr {
+                                th { (if at.is_empty() { "-" } else { at.as_str() }) }
+                                td { (p.better) }
+                                td { (p.worse) }
+                                td { (super::table::fmt_times(p.times)) }
+                                td { (super::findings::pair_evidence(&p.confidence)) }
+                            }
+                        }
+                    }
+                }
             }
-            n += 1;
-            let r = p.times;
-            let _ = write!(
-                b,
-                "<tr><th>{}</th><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(if at.is_empty() { "-" } else { at }),
-                esc(&p.better),
-                esc(&p.worse),
-                super::table::fmt_times(r),
-                esc(&super::findings::pair_evidence(&p.confidence))
-            );
+            @if total > listed.len() {
+                p class="note" { (total - listed.len()) " more pairs not listed." }
+            }
         }
     }
-    b.push_str("</tbody></table></div>");
-    if total > n {
-        let _ = write!(
-            b,
-            "<p class=\"note\">{} more pairs not listed.</p>",
-            total - n
-        );
-    }
-    b.push_str("</details>");
 }
 
 /// One chart as a figure; `data-series` is the number of series drawn.
-fn figure(c: &Chart, out: &mut String) -> anyhow::Result<()> {
-    let svg = svg::draw(c, true)?;
-    let _ = write!(
-        out,
-        "<figure class=\"chart\" id=\"c-{}\" data-chart=\"{}\" data-series=\"{}\">{svg}<figcaption>series: {}{}</figcaption></figure>",
-        esc(&c.id),
-        esc(&c.id),
-        c.series.len(),
-        esc(&c
-            .series
-            .iter()
-            .map(|s| s.label.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")),
-        if c.left_out.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; {} cell(s) of this workload not drawn (not measured; listed below)",
-                c.left_out.len()
-            )
+fn figure(c: &Chart) -> anyhow::Result<Markup> {
+    // Markup of our own: plotters' SVG backend escapes the text it writes.
+    let svg = PreEscaped(svg::draw(c, true)?);
+    let labels = c
+        .series
+        .iter()
+        .map(|s| s.label.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    Ok(html! {
+        figure class="chart" id={ "c-" (c.id) } data-chart=(c.id) data-series=(c.series.len()) {
+            (svg)
+            figcaption {
+                "series: " (labels)
+                @if !c.left_out.is_empty() {
+                    "; " (c.left_out.len())
+                    " cell(s) of this workload not drawn (not measured; listed below)"
+                }
+            }
         }
-    );
-    Ok(())
+    })
 }
 
 /// A ladder's waterfalls, one per point (nothing for other workloads): each a figure whose
 /// caption gives the key and every gap's whole reason.
-fn waterfalls_html(
-    w: &str,
-    cases: &[&crate::results::CaseResult],
-    out: &mut String,
-) -> anyhow::Result<()> {
+fn waterfalls_html(w: &str, cases: &[&crate::results::CaseResult]) -> anyhow::Result<Markup> {
     let ws = super::waterfall::for_cases(w, cases);
     if ws.is_empty() {
-        return Ok(());
+        return Ok(Markup::default());
     }
-    let _ = write!(
-        out,
-        "<h4>What each knob bought</h4><p class=\"note\">{}</p><div class=\"charts\">",
-        esc(waterfall::KEY)
-    );
+    let mut figures = Vec::with_capacity(ws.len());
     for wf in &ws {
-        let svg = waterfall::draw(wf, true)?;
+        // Markup of our own: plotters' SVG backend escapes the text it writes.
+        let svg = PreEscaped(waterfall::draw(wf, true)?);
         let gaps: Vec<String> = wf
             .rows
             .iter()
@@ -288,183 +265,207 @@ fn waterfalls_html(
                 _ => None,
             })
             .collect();
-        let _ = write!(
-            out,
-            "<figure class=\"chart waterfall\" id=\"c-{}\" data-waterfall=\"{}\" data-rungs=\"{}\">{svg}<figcaption>{}</figcaption></figure>",
-            esc(&wf.id),
-            esc(&wf.id),
-            wf.rows.len(),
-            if gaps.is_empty() {
-                "every rung measured".to_string()
-            } else {
-                format!("gaps: {}", esc(&gaps.join("; ")))
+        figures.push(html! {
+            figure class="chart waterfall" id={ "c-" (wf.id) } data-waterfall=(wf.id)
+                data-rungs=(wf.rows.len()) {
+                (svg)
+                figcaption {
+                    @if gaps.is_empty() {
+                        "every rung measured"
+                    } @else {
+                        "gaps: " (gaps.join("; "))
+                    }
+                }
             }
-        );
+        });
     }
-    out.push_str("</div>");
-    Ok(())
+    Ok(html! {
+        h4 { "What each knob bought" }
+        p class="note" { (waterfall::KEY) }
+        div class="charts" { @for f in &figures { (f) } }
+    })
 }
+
+/// A workload's verdict lines.
+fn verdict_items(vs: &[&verdict::Verdict]) -> Markup {
+    html! {
+        @for v in vs {
+            li class=[v.within_noise.then_some("noise")] { (v.line()) }
+        }
+    }
+}
+
+/// One workload's section: what it measures, its charts, verdicts, pairs, breakdowns, tables
+/// and the cells not measured.
+fn workload_html(
+    w: &str,
+    cases: &[&crate::results::CaseResult],
+    styles: &charts::Styles,
+    tables: &[Table],
+) -> anyhow::Result<Markup> {
+    let cs = charts::for_cases(w, cases, styles);
+    let mut figures = Vec::with_capacity(cs.len());
+    for c in &cs {
+        figures.push(figure(c)?);
+    }
+    let waterfalls = waterfalls_html(w, cases)?;
+    let vs = verdict::for_cases(w, cases);
+    let (shown, rest) = verdict::split_shown(&vs);
+    let pairs = pairwise_html(w, cases);
+    // Markup of our own, its text escaped by explain's hand escape.
+    let mut explain = String::new();
+    super::explain::html(w, cases, &mut explain)?;
+    let explain = PreEscaped(explain);
+    let missing = not_measured_in(cases);
+    Ok(html! {
+        section class="workload" id=(anchor(w)) {
+            h3 { (w) }
+            @if let Some(x) = registry::workload(w) {
+                p class="note" { (x.about()) }
+            }
+            @if let Some(c) = cases.first() {
+                p class="note" { "one op = " (c.op) }
+            }
+            @if !figures.is_empty() {
+                div class="charts" { @for f in &figures { (f) } }
+            }
+            (waterfalls)
+            @if !vs.is_empty() {
+                h4 { "Verdicts" }
+                ul class="verdicts" { (verdict_items(&shown)) }
+                @if !rest.is_empty() {
+                    details class="more-verdicts" {
+                        summary { (rest.len()) " more verdict line(s)" }
+                        ul class="verdicts" { (verdict_items(&rest)) }
+                    }
+                }
+            }
+            (pairs)
+            (explain)
+            h4 { "Tables" }
+            @for t in tables {
+                p class="note" { b { (t.title) } " — " (t.note) }
+                (table_html(t))
+            }
+            @if !missing.is_empty() {
+                h4 { "Cells not measured" }
+                ul class="unmeasured" { @for m in &missing { li { (m) } } }
+            }
+        }
+    })
+}
+
+/// The page's style sheet: ours, inlined (the report carries no URL of any kind).
+const CSS: &str = include_str!("report.css");
 
 impl Exporter for Html {
     fn render(&self, run: &RunResults) -> anyhow::Result<Vec<u8>> {
-        let mut b = String::new();
         let title = format!(
             "ringside {} run, {}{}",
             run.profile,
             run.started_utc,
             if run.finished { "" } else { " (unfinished)" }
         );
-        let _ = write!(b, "<header><h1>ringside report</h1><p class=\"meta\">");
-        if run.finished {
-            b.push_str("<span class=\"status finished\">finished</span> ");
-        } else {
-            b.push_str("<span class=\"status unfinished\">unfinished: the run was interrupted; only the cells below were measured</span> ");
-        }
-        let _ = write!(
-            b,
-            "profile <b>{}</b>, started {} UTC, {} cells ({} measured)</p></header>",
-            esc(&run.profile),
-            esc(&run.started_utc),
-            run.cases.len(),
-            run.cases
-                .iter()
-                .filter(|c| c.status == Status::Measured)
-                .count()
-        );
+        let measured = run
+            .cases
+            .iter()
+            .filter(|c| c.status == Status::Measured)
+            .count();
         let workloads = charts::workloads(run);
-        b.push_str("<nav><ul><li><a href=\"#findings\">findings</a></li><li><a href=\"#environment\">environment</a></li><li><a href=\"#reproduce\">reproduce</a></li>");
-        for w in &workloads {
-            let _ = write!(b, "<li><a href=\"#{}\">{}</a></li>", anchor(w), esc(w));
-        }
-        b.push_str("<li><a href=\"#not-measured\">cells not measured</a></li></ul></nav>");
-
-        findings_html(run, &mut b);
-        b.push_str("<section id=\"environment\"><h2>Environment</h2><div class=\"panel\">");
-        kv(&mut b, &key_facts(run));
         let mut all = Vec::new();
         flatten("", &serde_json::to_value(&run.env)?, &mut all);
-        b.push_str("<details><summary>every probed fact</summary>");
-        kv(&mut b, &all);
-        b.push_str("</details></div></section>");
-
-        let _ = write!(
-            b,
-            "<section id=\"reproduce\"><h2>Reproduce</h2><p class=\"note\">ringside {} (git {}); the exact command of this run:</p><pre>{}</pre><p class=\"note\">Re-render this report from its results file: <code>ringside report results.json</code>.</p></section>",
-            esc(&run.ringside.version),
-            esc(&run.ringside.git),
-            esc(&command_line(run))
-        );
 
         let styles = charts::Styles::for_run(run);
         let mut tables: std::collections::HashMap<String, Vec<Table>> =
             metric_tables_by_workload(run).into_iter().collect();
-        let mut suite = "";
+        // Workloads in run order, a section per run of one suite's workloads.
+        let mut suites: Vec<(&str, Vec<Markup>)> = Vec::new();
         for (w, cases) in charts::by_workload(run) {
             let s = w.split('.').next().unwrap_or(w);
-            if s != suite {
-                if !suite.is_empty() {
-                    b.push_str("</section>");
-                }
-                suite = s;
-                let _ = write!(
-                    b,
-                    "<section class=\"suite\" id=\"s-{}\"><h2>{} suite</h2>",
-                    esc(s),
-                    esc(s)
-                );
+            let section = workload_html(w, &cases, &styles, &tables.remove(w).unwrap_or_default())?;
+            match suites.last_mut() {
+                Some((last, sections)) if *last == s => sections.push(section),
+                _ => suites.push((s, vec![section])),
             }
-            let _ = write!(
-                b,
-                "<section class=\"workload\" id=\"{}\"><h3>{}</h3>",
-                anchor(w),
-                esc(w)
-            );
-            if let Some(x) = registry::workload(w) {
-                let _ = write!(b, "<p class=\"note\">{}</p>", esc(x.about()));
-            }
-            if let Some(c) = cases.first() {
-                let _ = write!(b, "<p class=\"note\">one op = {}</p>", esc(&c.op));
-            }
-            let cs = charts::for_cases(w, &cases, &styles);
-            if !cs.is_empty() {
-                b.push_str("<div class=\"charts\">");
-                for c in &cs {
-                    figure(c, &mut b)?;
-                }
-                b.push_str("</div>");
-            }
-            waterfalls_html(w, &cases, &mut b)?;
-            let vs = verdict::for_cases(w, &cases);
-            if !vs.is_empty() {
-                let (shown, rest) = verdict::split_shown(&vs);
-                let items = |b: &mut String, vs: &[&verdict::Verdict]| {
-                    for v in vs {
-                        let _ = write!(
-                            b,
-                            "<li{}>{}</li>",
-                            if v.within_noise {
-                                " class=\"noise\""
-                            } else {
-                                ""
-                            },
-                            esc(&v.line())
-                        );
-                    }
-                };
-                b.push_str("<h4>Verdicts</h4><ul class=\"verdicts\">");
-                items(&mut b, &shown);
-                b.push_str("</ul>");
-                if !rest.is_empty() {
-                    let _ = write!(
-                        b,
-                        "<details class=\"more-verdicts\"><summary>{} more verdict line(s)\
-                         </summary><ul class=\"verdicts\">",
-                        rest.len()
-                    );
-                    items(&mut b, &rest);
-                    b.push_str("</ul></details>");
-                }
-            }
-            pairwise_html(w, &cases, &mut b);
-            super::explain::html(w, &cases, &mut b)?;
-            b.push_str("<h4>Tables</h4>");
-            for t in tables.remove(w).unwrap_or_default().iter() {
-                let _ = write!(
-                    b,
-                    "<p class=\"note\"><b>{}</b> — {}</p>",
-                    esc(&t.title),
-                    esc(&t.note)
-                );
-                table_html(t, &mut b);
-            }
-            let missing = not_measured_in(&cases);
-            if !missing.is_empty() {
-                b.push_str("<h4>Cells not measured</h4><ul class=\"unmeasured\">");
-                for m in &missing {
-                    let _ = write!(b, "<li>{}</li>", esc(m));
-                }
-                b.push_str("</ul>");
-            }
-            b.push_str("</section>");
         }
-        if !suite.is_empty() {
-            b.push_str("</section>");
-        }
-        b.push_str("<section id=\"not-measured\"><h2>Cells not measured</h2>");
         let missing = not_measured(run, None);
-        if missing.is_empty() {
-            b.push_str("<p class=\"note\">Every cell of this run was measured.</p>");
-        } else {
-            b.push_str("<ul class=\"unmeasured\">");
-            for m in &missing {
-                let _ = write!(b, "<li>{}</li>", esc(m));
+
+        let page = html! {
+            (DOCTYPE)
+            html lang="en" {
+                head {
+                    meta charset="utf-8";
+                    meta name="viewport" content="width=device-width, initial-scale=1";
+                    title { (title) }
+                    // Our own style sheet, not text to escape.
+                    style { (PreEscaped(CSS)) }
+                }
+                body {
+                    header {
+                        h1 { "ringside report" }
+                        p class="meta" {
+                            @if run.finished {
+                                span class="status finished" { "finished" }
+                            } @else {
+                                span class="status unfinished" {
+                                    "unfinished: the run was interrupted; only the cells below \
+                                     were measured"
+                                }
+                            }
+                            " profile " b { (run.profile) } ", started " (run.started_utc) " UTC, "
+                            (run.cases.len()) " cells (" (measured) " measured)"
+                        }
+                    }
+                    nav {
+                        ul {
+                            li { a href="#findings" { "findings" } }
+                            li { a href="#environment" { "environment" } }
+                            li { a href="#reproduce" { "reproduce" } }
+                            @for w in &workloads {
+                                li { a href={ "#" (anchor(w)) } { (w) } }
+                            }
+                            li { a href="#not-measured" { "cells not measured" } }
+                        }
+                    }
+                    (findings_html(run))
+                    section id="environment" {
+                        h2 { "Environment" }
+                        div class="panel" {
+                            (kv(&key_facts(run)))
+                            details { summary { "every probed fact" } (kv(&all)) }
+                        }
+                    }
+                    section id="reproduce" {
+                        h2 { "Reproduce" }
+                        p class="note" {
+                            "ringside " (run.ringside.version) " (git " (run.ringside.git)
+                            "); the exact command of this run:"
+                        }
+                        pre { (command_line(run)) }
+                        p class="note" {
+                            "Re-render this report from its results file: "
+                            code { "ringside report results.json" } "."
+                        }
+                    }
+                    @for (s, sections) in &suites {
+                        section class="suite" id={ "s-" (s) } {
+                            h2 { (s) " suite" }
+                            @for w in sections { (w) }
+                        }
+                    }
+                    section id="not-measured" {
+                        h2 { "Cells not measured" }
+                        @if missing.is_empty() {
+                            p class="note" { "Every cell of this run was measured." }
+                        } @else {
+                            ul class="unmeasured" { @for m in &missing { li { (m) } } }
+                        }
+                    }
+                }
             }
-            b.push_str("</ul>");
-        }
-        b.push_str("</section>");
-        let html = TEMPLATE
-            .replacen("{{title}}", &esc(&title), 1)
-            .replacen("{{body}}", &b, 1);
+        };
+        let mut html = page.into_string();
+        html.push('\n');
         Ok(html.into_bytes())
     }
 }
