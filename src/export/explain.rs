@@ -4,15 +4,14 @@
 //! findings' ranking (`export::findings::rank_point`), the difference from `stats::explain`;
 //! this module only arranges and draws.
 
-use super::escape::esc;
 use super::findings::rank_point;
 use crate::measure::Measured;
 use crate::results::explain::{label, Explain, GROUPS};
 use crate::results::{CaseResult, Status};
 use crate::stats::explain::{biggest_difference, work_samples};
+use maud::{html, Markup, PreEscaped};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use std::fmt::Write;
 
 /// One point of a workload with its cells' breakdowns.
 pub(crate) struct PointExplain<'a> {
@@ -251,43 +250,42 @@ fn table_rows(p: &PointExplain<'_>) -> (Vec<String>, Vec<Vec<String>>) {
 }
 
 /// The workload's "where the CPU went" section in HTML (empty without breakdowns).
-pub(crate) fn html(workload: &str, cases: &[&CaseResult], b: &mut String) -> anyhow::Result<()> {
+pub(crate) fn html(workload: &str, cases: &[&CaseResult]) -> anyhow::Result<Markup> {
     let pts = points(workload, cases);
     if pts.is_empty() {
-        return Ok(());
+        return Ok(Markup::default());
     }
-    b.push_str("<h4>Where the CPU went (--explain)</h4><p class=\"note\">perf cpu-clock samples with call chains on the server's CPUs (storage: the measured CPU) in an untimed repetition of each cell's own, grouped by subsystem; shares of the sampled CPU.</p>");
+    let mut figures = Vec::with_capacity(pts.len());
     for p in &pts {
-        let _ = write!(
-            b,
-            "<figure class=\"chart explain\" data-explain=\"{}\">{}<figcaption>{}{}</figcaption></figure>",
-            esc(&p.at),
-            svg(p)?,
-            if p.at.is_empty() {
-                String::new()
-            } else {
-                format!("{}: ", esc(&p.at))
-            },
-            esc(&p.sentence)
-        );
+        // Markup of our own: plotters' SVG backend escapes the text it writes.
+        let chart = PreEscaped(svg(p)?);
         let (header, rows) = table_rows(p);
-        b.push_str(
-            "<details><summary>breakdown and top kernel symbols</summary><table><thead><tr>",
-        );
-        for h in &header {
-            let _ = write!(b, "<th>{}</th>", esc(h));
-        }
-        b.push_str("</tr></thead><tbody>");
-        for r in &rows {
-            b.push_str("<tr>");
-            for c in r {
-                let _ = write!(b, "<td>{}</td>", esc(c));
+        figures.push(html! {
+            figure class="chart explain" data-explain=(p.at) {
+                (chart)
+                figcaption {
+                    @if !p.at.is_empty() { (p.at) ": " }
+                    (p.sentence)
+                }
             }
-            b.push_str("</tr>");
-        }
-        b.push_str("</tbody></table></details>");
+            details {
+                summary { "breakdown and top kernel symbols" }
+                table {
+                    thead { tr { @for h in &header { th { (h) } } } }
+                    tbody { @for r in &rows { tr { @for c in r { td { (c) } } } } }
+                }
+            }
+        });
     }
-    Ok(())
+    Ok(html! {
+        h4 { "Where the CPU went (--explain)" }
+        p class="note" {
+            "perf cpu-clock samples with call chains on the server's CPUs (storage: the measured \
+             CPU) in an untimed repetition of each cell's own, grouped by subsystem; shares of \
+             the sampled CPU."
+        }
+        @for f in &figures { (f) }
+    })
 }
 
 /// The workload's "where the CPU went" section in Markdown (empty without breakdowns).
@@ -400,8 +398,9 @@ mod tests {
             md.contains("native_queued_spin_lock_slowpath 30.0%"),
             "{md}"
         );
-        let mut html = String::new();
-        super::html("storage.randread", &refs, &mut html).unwrap();
+        let html = super::html("storage.randread", &refs)
+            .unwrap()
+            .into_string();
         // The bars' segments (2 + 1 + 2) and the legend's swatches.
         assert!(html.matches("<rect").count() >= 5 + GROUPS.len(), "{html}");
     }

@@ -3,7 +3,6 @@
 
 pub mod charts;
 mod csv;
-mod escape;
 pub(crate) mod explain;
 pub mod findings;
 mod format;

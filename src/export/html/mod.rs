@@ -312,10 +312,7 @@ fn workload_html(
     let vs = verdict::for_cases(w, cases);
     let (shown, rest) = verdict::split_shown(&vs);
     let pairs = pairwise_html(w, cases);
-    // Markup of our own, its text escaped by explain's hand escape.
-    let mut explain = String::new();
-    super::explain::html(w, cases, &mut explain)?;
-    let explain = PreEscaped(explain);
+    let explain = super::explain::html(w, cases)?;
     let missing = not_measured_in(cases);
     Ok(html! {
         section class="workload" id=(anchor(w)) {
