@@ -168,6 +168,34 @@ fn html_is_self_contained_and_complete() {
     }
 }
 
+/// Text from the results file is text in the HTML wherever it shows, never markup, and never
+/// a placeholder of the page: a profile holding "{{body}}" once put the whole body in <title>.
+#[test]
+fn html_shows_hostile_text_from_the_results_file_as_text() {
+    let mut r = run();
+    let hostile = "<script>x(\"a\" & 'b')</script>{{body}}";
+    r.profile = format!("smoke{hostile}");
+    r.command.push(hostile.into());
+    for c in r.cases.iter_mut().filter(|c| c.status != Status::Measured) {
+        c.reason = Some(hostile.into());
+    }
+    let h = html(&r);
+    assert!(!h.contains("<script"), "raw markup from the results file");
+    let text = "&lt;script&gt;x(&quot;a&quot; &amp; 'b')&lt;/script&gt;{{body}}";
+    let title = &h[h.find("<title>").unwrap() + "<title>".len()..h.find("</title>").unwrap()];
+    assert!(
+        title.contains(text) && !title.contains('<'),
+        "title: {title}"
+    );
+    // Every unmeasured cell's reason, as text.
+    for c in r.cases.iter().filter(|c| c.status != Status::Measured) {
+        let line = format!("{}: {text}</li>", c.status);
+        assert!(h.contains(&line), "{line} missing");
+    }
+    assert_eq!(h.matches("<body>").count(), 1);
+    assert_eq!(h.matches("<header>").count(), 1);
+}
+
 #[test]
 fn verdicts_are_computed_with_noise_and_crossovers() {
     let r = run();
