@@ -132,7 +132,16 @@ fn ranked(m: Metric, here: &[&Cell], at: &str) -> Option<Verdict> {
             .collect(),
     };
     let r = findings::rank(&point, higher_is_better(m))?;
-    let mut text = format!("ranked by {}{at}: {} leads", rank_by(m), r.leader);
+    // "Leads" only where a claim puts the first ahead of another model.
+    let mut text = if r.behind.is_empty() {
+        format!(
+            "ranked by {}{at}: no decided leader ({} first)",
+            rank_by(m),
+            r.leader
+        )
+    } else {
+        format!("ranked by {}{at}: {} leads", rank_by(m), r.leader)
+    };
     text.push_str(&claims_text(&r));
     Some(Verdict {
         text,

@@ -374,11 +374,13 @@ fn an_equal_load_point_drives_the_offered_rate_against_a_real_server() {
     let rate = s.counters.open_loop.expect("open-loop counters");
     assert_eq!(rate.offered_per_sec, 2_000);
     let achieved = rate.achieved_per_sec;
-    // 2,000 msgs/s over 0.4 s: 800 messages, give or take the edges of the window.
-    assert!((1_800..=2_200).contains(&achieved), "achieved {achieved}/s");
+    // 2,000 msgs/s over 0.4 s: 800 messages, give or take the edges of the window, which a
+    // busy machine can read late (a longer window, a lower rate): never above the offer, and
+    // far below what 50 connections do in closed loop.
+    assert!((1_000..=2_200).contains(&achieved), "achieved {achieved}/s");
     assert_eq!(rate.fell_behind, 0);
     assert!(
-        (600..=1_000).contains(&s.ops),
+        (400..=1_000).contains(&s.ops),
         "{} ops at 2000/s for 0.4 s: open loop, not closed",
         s.ops
     );
