@@ -24,11 +24,12 @@
 //! - **Sweep** ([`sweep_stale`]): at the next start, children whose owner mark names a ringside
 //!   that is no longer running are stopped and named.
 
+use rustix::process::{self, Pid, Signal};
 use std::collections::VecDeque;
 use std::fs;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
@@ -434,17 +435,20 @@ impl Child {
         }
     }
 
-    fn signal(&self, sig: libc::c_int) {
+    fn signal(&self, sig: Signal) {
         match self.pgid {
-            // SAFETY: kill(2) with a negative pid signals our child's process group.
-            Some(g) => unsafe {
-                libc::kill(-g, sig);
-            },
+            // kill(2) with a negative pid: our child's process group.
+            Some(g) => {
+                if let Some(g) = pid_of(g) {
+                    let _ = process::kill_process_group(g, sig);
+                }
+            }
             // Only while not reaped: a reaped pid may belong to another process.
-            // SAFETY: kill(2) on our own child, not yet reaped.
-            None if self.status.is_none() => unsafe {
-                libc::kill(self.pid() as libc::pid_t, sig);
-            },
+            None if self.status.is_none() => {
+                if let Some(p) = pid_of(self.pid()) {
+                    let _ = process::kill_process(p, sig);
+                }
+            }
             None => {}
         }
     }
@@ -464,7 +468,7 @@ impl Child {
         let until = Instant::now() + grace;
         let mut killed = false;
         if self.try_exit().is_none() || self.pgid.is_some() {
-            self.signal(libc::SIGTERM);
+            self.signal(Signal::TERM);
         }
         let mut status = self.wait_exit(until);
         if let Some(g) = self.pgid {
@@ -475,7 +479,7 @@ impl Child {
         let group_left = self.pgid.is_some_and(|g| !group_members(g).is_empty());
         if status.is_none() || group_left {
             killed = true;
-            self.signal(libc::SIGKILL);
+            self.signal(Signal::KILL);
             if status.is_none() {
                 status = self.proc_.wait().ok();
                 self.status = status;
@@ -559,8 +563,7 @@ impl Guard {
     fn watch(&mut self, pgid: i32) {
         if let Some(w) = &self.pipe {
             let line = format!("{pgid}\n");
-            // SAFETY: writes our own buffer to our own pipe fd.
-            unsafe { libc::write(w.as_raw_fd(), line.as_ptr().cast(), line.len()) };
+            let _ = rustix::io::write(w, line.as_bytes());
         }
     }
 }
@@ -647,8 +650,7 @@ mod tests {
             .unwrap();
         let pid = c.id();
         assert!(!is_stopped(pid));
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+        process::kill_process(pid_of(pid).unwrap(), Signal::STOP).unwrap();
         let t0 = Instant::now();
         while !is_stopped(pid) && t0.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(5));

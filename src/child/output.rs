@@ -188,8 +188,7 @@ pub(crate) fn run_captured(
     let t0 = Instant::now();
     let mut child = spawn(cmd, cap.cpus.as_deref())?;
     let pid = child.id();
-    // SAFETY: getpgid on our own child's pid.
-    let leads_group = unsafe { libc::getpgid(pid as libc::pid_t) } == pid as libc::pid_t;
+    let leads_group = pid_of(pid).filter(|&p| process::getpgid(Some(p)) == Ok(p));
     started(pid);
     let (otx, orx) = mpsc::channel();
     if let Some(o) = child.stdout.take() {
@@ -212,6 +211,7 @@ pub(crate) fn run_captured(
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     let mut timed_out = false;
     loop {
+        // raw: rustix's waitpid passes no rusage (the child's CPU time comes from it).
         // SAFETY: wait4 on our own child with valid status and rusage pointers; it is reaped
         // here, never through std's Child (whose drop does not wait).
         let r = unsafe { libc::wait4(pid as libc::pid_t, &mut status, libc::WNOHANG, &mut ru) };
@@ -228,10 +228,10 @@ pub(crate) fn run_captured(
         }
         if Instant::now() >= deadline && !timed_out {
             timed_out = true;
-            if leads_group {
-                // SAFETY: SIGKILL to the group our child leads (it is not reaped yet, so the
-                // group id is still its own).
-                unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGKILL) };
+            if let Some(group) = leads_group {
+                // SIGKILL to the group our child leads (it is not reaped yet, so the group id
+                // is still its own).
+                let _ = process::kill_process_group(group, Signal::KILL);
             }
             let _ = child.kill();
             continue;

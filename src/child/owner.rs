@@ -140,8 +140,8 @@ pub(crate) fn stop_our_daemons() -> Vec<String> {
             continue;
         }
         let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        // SAFETY: SIGKILL to a process carrying our own owner mark.
-        if unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) } == 0 {
+        // SIGKILL to a process carrying our own owner mark.
+        if pid_of(pid).is_some_and(|p| process::kill_process(p, Signal::KILL).is_ok()) {
             stopped.push(format!("{pid} ({})", comm.trim()));
         }
     }
@@ -223,31 +223,21 @@ pub(crate) fn sweep_stale() -> Vec<String> {
         let Some(st) = Stat::of(pid).filter(|s| s.live() && s.start >= owner_start) else {
             continue;
         };
-        // SAFETY: getuid cannot fail.
-        if uid_of(pid) != Some(unsafe { libc::getuid() }) {
+        if uid_of(pid) != Some(process::getuid().as_raw()) {
             continue;
         }
         let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
         let sent = match &pidfd {
-            // SAFETY: pidfd_send_signal on a pidfd we own; no memory is passed.
-            Some(fd) => unsafe {
-                libc::syscall(
-                    libc::SYS_pidfd_send_signal,
-                    fd.as_raw_fd(),
-                    libc::SIGKILL,
-                    std::ptr::null::<libc::siginfo_t>(),
-                    0,
-                ) == 0
-            },
-            // SAFETY: kill(2) on a pid just checked; no memory is involved.
-            None => unsafe { libc::kill(pid as i32, libc::SIGKILL) == 0 },
+            Some(fd) => process::pidfd_send_signal(fd, Signal::KILL).is_ok(),
+            // kill(2) on a pid just checked.
+            None => pid_of(pid).is_some_and(|p| process::kill_process(p, Signal::KILL).is_ok()),
         };
         if !sent {
             continue;
         }
-        if st.pgrp == pid as i32 {
-            // SAFETY: as above, on the group it leads.
-            unsafe { libc::kill(-st.pgrp, libc::SIGKILL) };
+        if let Some(group) = pid_of(pid).filter(|_| st.pgrp == pid as i32) {
+            // As above, on the group it leads.
+            let _ = process::kill_process_group(group, Signal::KILL);
         }
         let owner = parse_token(&token).map_or_else(|| token.clone(), |(p, _)| p.to_string());
         found.push(format!(

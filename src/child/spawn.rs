@@ -1,6 +1,8 @@
 //! Spawning: every child forked from one long-lived thread, armed between fork and exec.
 
 use super::*;
+use rustix::io::Errno;
+use rustix::thread::CpuSet;
 
 pub(super) type Job = (Command, mpsc::Sender<io::Result<std::process::Child>>);
 
@@ -29,29 +31,19 @@ pub(super) fn spawner() -> Option<&'static mpsc::Sender<Job>> {
 pub(super) fn arm(cmd: &mut Command, cpus: Option<&[u32]>) -> io::Result<()> {
     cmd.env(OWNER_ENV, owner_token());
     let set = cpus.map(cpu_set).transpose()?;
-    let parent = std::process::id() as libc::pid_t;
+    let parent = process::getpid();
     // SAFETY: the closure runs in the forked child before exec and makes only raw syscalls
-    // (prctl, getppid, sched_setaffinity) on data copied before the fork: async-signal-safe.
+    // (prctl, getppid, sched_setaffinity: rustix's linux_raw backend, no libc state, no
+    // allocation) on data copied before the fork: async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0 as libc::c_ulong,
-                0 as libc::c_ulong,
-                0 as libc::c_ulong,
-            ) != 0
-            {
-                return Err(io::Error::last_os_error());
-            }
+            process::set_parent_process_death_signal(Some(Signal::KILL))?;
             // Died between fork and prctl: the signal will never come.
-            if libc::getppid() != parent {
-                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            if process::getppid() != Some(parent) {
+                return Err(Errno::SRCH.into());
             }
             if let Some(set) = &set {
-                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
+                rustix::thread::sched_setaffinity(None, set)?;
             }
             Ok(())
         });
@@ -80,11 +72,10 @@ pub(super) fn spawn_armed(cmd: Command) -> io::Result<std::process::Child> {
     }
 }
 
-/// The affinity set of `cpus`: the one place a CPU list becomes a `cpu_set_t` (a child before
-/// its exec here, threads in `measure::pin`). Empty, or a CPU past `CPU_SETSIZE`, is an error.
-pub(crate) fn cpu_set(cpus: &[u32]) -> io::Result<libc::cpu_set_t> {
-    // SAFETY: cpu_set_t is a plain bit array; all zeros is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+/// The affinity set of `cpus`: the one place a CPU list becomes a CPU set (a child before its
+/// exec here, threads in `measure::pin`). Empty, or a CPU past `CPU_SETSIZE`, is an error.
+pub(crate) fn cpu_set(cpus: &[u32]) -> io::Result<CpuSet> {
+    let mut set = CpuSet::new();
     if cpus.is_empty() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -92,34 +83,46 @@ pub(crate) fn cpu_set(cpus: &[u32]) -> io::Result<libc::cpu_set_t> {
         ));
     }
     for &c in cpus {
-        if c as usize >= libc::CPU_SETSIZE as usize {
+        if c as usize >= CpuSet::MAX_CPU {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("CPU {c} is beyond CPU_SETSIZE"),
             ));
         }
-        // SAFETY: c is below CPU_SETSIZE, checked above.
-        unsafe { libc::CPU_SET(c as usize, &mut set) };
+        set.set(c as usize);
     }
     Ok(set)
 }
 
+/// The CPUs task `tid` (0: the calling thread) may run on, ascending: the one place a CPU set
+/// becomes a CPU list (`sched_getaffinity`: the environment probe, `measure::pin`,
+/// `measure::cpu`).
+pub(crate) fn affinity(tid: u32) -> io::Result<Vec<u32>> {
+    let pid = match tid {
+        0 => None,
+        tid => Some(pid_of(tid).ok_or(Errno::SRCH)?),
+    };
+    let set = rustix::thread::sched_getaffinity(pid)?;
+    Ok((0..CpuSet::MAX_CPU)
+        .filter(|&c| set.is_set(c))
+        .map(|c| c as u32)
+        .collect())
+}
+
 /// A pipe, both ends close-on-exec: (read, write).
 pub(crate) fn pipe_cloexec() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: pipe2 writes two fds into the array on success.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: two fresh fds we own.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    Ok(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?)
 }
 
 pub(super) fn pidfd_open(pid: u32) -> Option<OwnedFd> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    // SAFETY: a fresh fd we own (pidfds are close-on-exec).
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+    // pidfds are close-on-exec.
+    process::pidfd_open(pid_of(pid)?, process::PidfdFlags::empty()).ok()
+}
+
+/// A process (or thread, or group) id as a rustix [`Pid`]; `None` for 0, a negative id or one
+/// beyond `pid_t`: no single process to name.
+pub(crate) fn pid_of(id: impl TryInto<i32>) -> Option<Pid> {
+    Pid::from_raw(id.try_into().ok().filter(|&id| id > 0)?)
 }
 
 /// Waits (in poll(2) on the pidfd, or in short sleeps without one) until the process may
@@ -134,6 +137,7 @@ pub(super) fn wait_readable(pidfd: Option<&OwnedFd>, until: Instant) {
                 revents: 0,
             };
             let ms = left.as_millis().clamp(1, 1000) as libc::c_int;
+            // raw: rustix's poll is ppoll(2), another syscall than poll(2).
             // SAFETY: one valid pollfd.
             unsafe { libc::poll(&mut p, 1, ms) };
         }
@@ -143,26 +147,15 @@ pub(super) fn wait_readable(pidfd: Option<&OwnedFd>, until: Instant) {
 
 /// The exit status of a child that has ended, without reaping it (`waitid` with WNOWAIT).
 pub(super) fn peek_exit(pid: u32) -> Option<ExitStatus> {
-    // SAFETY: siginfo_t is plain data the kernel fills in.
-    let mut si: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    // SAFETY: waitid on our own child with a valid siginfo pointer; WNOWAIT leaves it
-    // waitable.
-    let r = unsafe {
-        libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut si,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        )
-    };
-    // SAFETY: the kernel filled si (si_pid is 0 when the child has not ended).
-    if r != 0 || unsafe { si.si_pid() } == 0 {
-        return None;
-    }
-    // SAFETY: as above.
-    let status = unsafe { si.si_status() };
-    Some(match si.si_code {
-        libc::CLD_EXITED => ExitStatus::from_raw((status & 0xff) << 8),
-        _ => ExitStatus::from_raw(status & 0x7f),
+    use process::WaitIdOptions as W;
+    // WNOWAIT leaves it waitable; `None` while it has not ended (si_pid 0).
+    let si = process::waitid(
+        process::WaitId::Pid(pid_of(pid)?),
+        W::EXITED | W::NOHANG | W::NOWAIT,
+    )
+    .ok()??;
+    Some(match si.exit_status() {
+        Some(code) => ExitStatus::from_raw((code & 0xff) << 8),
+        None => ExitStatus::from_raw(si.terminating_signal().unwrap_or(0) & 0x7f),
     })
 }

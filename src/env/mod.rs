@@ -338,7 +338,7 @@ pub fn probe() -> EnvReport {
         io_uring_group: io_uring_group.value().copied(),
         in_io_uring_group: io_uring_group
             .value()
-            .is_some_and(|&g| g >= 0 && sys::in_group(g as libc::gid_t)),
+            .is_some_and(|&g| g >= 0 && sys::in_group(g as u32)),
         cap_sys_admin: status
             .cap_eff
             .is_some_and(|c| c & (1 << sys::CAP_SYS_ADMIN) != 0),
@@ -366,8 +366,7 @@ pub fn probe() -> EnvReport {
         kernel_build,
         kernel_cmdline: sys::read_trim("/proc/cmdline"),
         mitigations: sys::mitigations(),
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        euid: unsafe { libc::geteuid() },
+        euid: rustix::process::geteuid().as_raw(),
         capabilities: status.capabilities,
         rlimit_memlock_bytes,
         rlimit_nofile_count: sys::rlimit(sys::Limit::Nofile),

@@ -67,6 +67,8 @@ pub(super) struct Uname {
     pub(crate) version: String,
 }
 
+/// raw: rustix takes uname(2) for infallible (a refusal, a seccomp filter's, would leave its
+/// result unwritten); this probe reports the refusal.
 pub(super) fn uname() -> io::Result<Uname> {
     // SAFETY: utsname is plain old data; all-zero is a valid value.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
@@ -89,16 +91,10 @@ pub(super) fn uname() -> io::Result<Uname> {
 
 /// How many CPUs `sched_getaffinity` lets this process use.
 pub(super) fn affinity_count() -> Option<usize> {
-    // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is valid and writable, and its size is passed.
-    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if r != 0 {
-        return None;
-    }
-    // SAFETY: `set` was filled in by the kernel above.
-    let n = unsafe { libc::CPU_COUNT(&set) };
-    usize::try_from(n).ok().filter(|&n| n > 0)
+    crate::child::affinity(0)
+        .ok()
+        .map(|cpus| cpus.len())
+        .filter(|&n| n > 0)
 }
 
 /// The number of CPUs in a kernel CPU list such as "0-3,6,8-9".
@@ -191,23 +187,11 @@ fn parse_status(text: &str) -> ProcStatus {
 }
 
 /// Whether this process has group `gid` as its effective or a supplementary group.
-pub(super) fn in_group(gid: libc::gid_t) -> bool {
-    // SAFETY: getegid has no preconditions.
-    if unsafe { libc::getegid() } == gid {
-        return true;
-    }
-    // SAFETY: with size 0 getgroups only returns the count and writes nothing.
-    let n = unsafe { libc::getgroups(0, std::ptr::null_mut()) };
-    let Ok(len) = usize::try_from(n) else {
-        return false;
-    };
-    let mut groups = vec![0 as libc::gid_t; len];
-    // SAFETY: `groups` has room for `n` entries.
-    let n = unsafe { libc::getgroups(n, groups.as_mut_ptr()) };
-    let Ok(len) = usize::try_from(n) else {
-        return false;
-    };
-    groups[..len.min(groups.len())].contains(&gid)
+pub(super) fn in_group(gid: u32) -> bool {
+    use rustix::process::{getegid, getgroups, Gid};
+    let gid = Gid::from_raw(gid);
+    // getgroups: the count, then the list (two getgroups(2), as before).
+    getegid() == gid || getgroups().is_ok_and(|groups| groups.contains(&gid))
 }
 
 /// The resource limits the report keeps.
@@ -220,6 +204,9 @@ pub(super) enum Limit {
 }
 
 /// One `getrlimit` resource.
+///
+/// raw: rustix takes getrlimit for infallible (a seccomp filter's refusal would leave its result
+/// unwritten); this probe reports the refusal.
 pub(super) fn rlimit(which: Limit) -> Reading<RlimitPair> {
     let resource = match which {
         Limit::Memlock => libc::RLIMIT_MEMLOCK,

@@ -31,6 +31,7 @@ impl CpuReading {
     }
 }
 
+/// raw: rustix has no getrusage.
 fn rusage(who: libc::c_int) -> CpuReading {
     // SAFETY: ru is plain old data filled by the kernel.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -46,6 +47,10 @@ fn rusage(who: libc::c_int) -> CpuReading {
 }
 
 /// Reads a CPU-time clock, ns; `None` if the clock does not exist (task gone).
+///
+/// raw: another task's CPU clock (`clock_getcpuclockid(3)`'s encoding, below) is beyond
+/// rustix's `ClockId`, and rustix finds the vDSO itself on its first clock read (one
+/// `prctl(PR_GET_AUXV)` more) where glibc has it from the start: every CPU clock is read here.
 fn clock_ns(id: libc::clockid_t) -> Option<u64> {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -66,6 +71,17 @@ fn thread_clock(tid: u32) -> libc::clockid_t {
     ((!(tid as libc::clockid_t)) << 3) | 6
 }
 
+/// USER_HZ, the clock tick of /proc's CPU times (`None`: unknown).
+///
+/// raw: glibc's `sysconf` answers from the aux vector it already holds (no syscall); rustix's
+/// `clock_ticks_per_second` fetches one of its own on first use (a `prctl` more).
+pub(super) fn user_hz() -> Option<u64> {
+    // SAFETY: sysconf has no preconditions.
+    u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) })
+        .ok()
+        .filter(|&hz| hz > 0)
+}
+
 /// The calling thread.
 pub(crate) fn this_thread() -> CpuReading {
     CpuReading {
@@ -81,8 +97,7 @@ pub(crate) fn this_thread_ns() -> u64 {
 
 /// The calling thread's id.
 pub(crate) fn gettid() -> u32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+    rustix::thread::gettid().as_raw_pid() as u32
 }
 
 /// The exact CPU time of one thread of this process (`None`: it has exited).
@@ -92,22 +107,7 @@ pub(crate) fn thread_ns(tid: u32) -> Option<u64> {
 
 /// The CPUs task `tid` may run on (`None`: it has exited), as a set of CPU numbers.
 pub(crate) fn affinity(tid: u32) -> Option<Vec<u32>> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer and size.
-    let r = unsafe {
-        libc::sched_getaffinity(
-            tid as libc::pid_t,
-            std::mem::size_of::<libc::cpu_set_t>(),
-            &mut set,
-        )
-    };
-    (r == 0).then(|| {
-        (0..libc::CPU_SETSIZE as u32)
-            // SAFETY: c is below CPU_SETSIZE.
-            .filter(|&c| unsafe { libc::CPU_ISSET(c as usize, &set) })
-            .collect()
-    })
+    crate::child::affinity(tid).ok()
 }
 
 /// The distinct CPUs `tids` may use between them (sorted): their CPU time over a span can
@@ -332,8 +332,7 @@ pub(crate) fn processes(pids: &[u32]) -> Option<ProcessesReading> {
 /// whole, a child that ended inside the window included once its parent has waited for it.
 /// `None` when none of them could be read.
 pub(crate) fn processes_live(pids: &[u32]) -> Option<ProcessesReading> {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let hz = user_hz().unwrap_or(1);
     let reaped = |p: u32| -> (u64, u64) {
         let Ok(stat) = fs::read_to_string(format!("/proc/{p}/stat")) else {
             return (0, 0);
@@ -384,8 +383,7 @@ pub(crate) fn processes_live(pids: &[u32]) -> Option<ProcessesReading> {
 }
 
 fn tasks_where(pid: u32, mut keep: impl FnMut(u32, &str) -> bool) -> io::Result<CpuReading> {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let hz = user_hz().unwrap_or(1);
     let mut r = CpuReading::default();
     for e in fs::read_dir(format!("/proc/{pid}/task"))? {
         let dir = e?.path();

@@ -274,13 +274,7 @@ pub(crate) fn snapshot(cpus: &[u32]) -> Snapshot {
 
 /// USER_HZ: /proc/stat's tick.
 fn tick_ns() -> u64 {
-    // SAFETY: sysconf only reads a configuration value.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if hz > 0 {
-        1_000_000_000 / hz as u64
-    } else {
-        10_000_000
-    }
+    super::cpu::user_hz().map_or(10_000_000, |hz| 1_000_000_000 / hz)
 }
 
 impl Snapshot {
@@ -379,8 +373,8 @@ mod tests {
         let (marked, unmarked) = (orphan(true), orphan(false));
         let snap = snapshot(&crate::measure::pin::allowed_cpus());
         for pid in [marked, unmarked] {
-            // SAFETY: kill only sends a signal to the process we started.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let pid = crate::child::pid_of(pid).unwrap();
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
         }
         assert!(!snap.others.contains_key(&marked), "our orphan counted");
         assert!(

@@ -166,17 +166,7 @@ impl CpuPlan {
 
 /// CPUs this process may run on.
 pub fn allowed_cpus() -> Vec<u32> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer and size.
-    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if r != 0 {
-        return vec![0];
-    }
-    // SAFETY: CPU_ISSET reads the set we own.
-    (0..libc::CPU_SETSIZE as u32)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c as usize, &set) })
-        .collect()
+    crate::child::affinity(0).unwrap_or_else(|_| vec![0])
 }
 
 /// Pins the calling thread to one CPU.
@@ -197,17 +187,17 @@ pub(crate) fn allow_this_thread(cpus: &[u32]) -> io::Result<()> {
 
 fn set_affinity(tid: i32, cpus: &[u32]) -> io::Result<()> {
     let set = crate::child::cpu_set(cpus)?;
-    // SAFETY: valid set and size.
-    let r = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if r == 0 {
-        Ok(())
-    } else {
-        let e = io::Error::last_os_error();
-        Err(io::Error::new(
-            e.kind(),
-            format!("pinning to CPU {cpus:?}: {e}"),
-        ))
-    }
+    let pid = match tid {
+        0 => Ok(None),
+        tid => crate::child::pid_of(tid)
+            .map(Some)
+            .ok_or(rustix::io::Errno::SRCH),
+    };
+    pid.and_then(|pid| rustix::thread::sched_setaffinity(pid, &set))
+        .map_err(|e| {
+            let e = io::Error::from(e);
+            io::Error::new(e.kind(), format!("pinning to CPU {cpus:?}: {e}"))
+        })
 }
 
 #[cfg(test)]
@@ -223,7 +213,7 @@ mod tests {
             .join()
             .unwrap();
         assert!(e.to_string().contains("CPU [1000]"), "{e}");
-        let e = pin_this_thread(libc::CPU_SETSIZE as u32).unwrap_err();
+        let e = pin_this_thread(rustix::thread::CpuSet::MAX_CPU as u32).unwrap_err();
         assert!(e.to_string().contains("beyond CPU_SETSIZE"), "{e}");
         assert!(allow_this_thread(&[]).is_err());
         let here = std::thread::spawn(|| allow_this_thread(&[0]))
