@@ -13,10 +13,10 @@
 //! everything they cause runs there, on a normal thread: no work in a signal handler.
 
 use signal_hook::iterator::Signals;
-use std::os::fd::{IntoRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -25,8 +25,8 @@ static STOP: AtomicBool = AtomicBool::new(false);
 static SIGNALS: AtomicU32 = AtomicU32::new(0);
 
 /// /dev/null, opened when the handlers are installed, for stdout and stderr after a SIGHUP
-/// (-1: could not be opened).
-static DEV_NULL: AtomicI32 = AtomicI32::new(-1);
+/// (unset: could not be opened).
+static DEV_NULL: OnceLock<OwnedFd> = OnceLock::new();
 
 /// The signals that stop a run (or a load) cleanly: a first one stops after the work in
 /// progress, a second at once.
@@ -36,30 +36,20 @@ pub(crate) const STOP_SIGNALS: [libc::c_int; 4] =
 /// Points stdout and stderr at /dev/null (the terminal is gone: a write to it fails, and a
 /// failed print would end the run before it saves).
 pub(crate) fn detach_output() {
-    let null = DEV_NULL.load(Ordering::SeqCst);
-    if null >= 0 {
-        // SAFETY: dup2 of a descriptor we own onto 1 and 2.
-        unsafe {
-            libc::dup2(null, 1);
-            libc::dup2(null, 2);
-        }
+    if let Some(null) = DEV_NULL.get() {
+        let _ = rustix::stdio::dup2_stdout(null);
+        let _ = rustix::stdio::dup2_stderr(null);
     }
 }
 
 /// Opens /dev/null for [`detach_output`] (once), before it may be needed.
 pub(crate) fn prepare_detach() {
-    if DEV_NULL.load(Ordering::SeqCst) >= 0 {
+    if DEV_NULL.get().is_some() {
         return;
     }
     if let Ok(f) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
-        let fd = OwnedFd::from(f).into_raw_fd();
-        if DEV_NULL
-            .compare_exchange(-1, fd, Ordering::SeqCst, Ordering::SeqCst)
-            .is_err()
-        {
-            // SAFETY: our own descriptor, not stored anywhere.
-            unsafe { libc::close(fd) };
-        }
+        // Another thread's set first: this one is closed as it drops.
+        let _ = DEV_NULL.set(OwnedFd::from(f));
     }
 }
 
@@ -124,6 +114,7 @@ fn on_signal(sig: libc::c_int, on_abort: &mut Option<OnAbort>) {
         }
         _ => {
             remove_work_dir_now();
+            // raw: rustix's exit_group is only in its `runtime` API (for libc-less programs).
             // SAFETY: _exit ends the process without running anything else: the third signal
             // must not wait for a report or a lock.
             unsafe { libc::_exit(130) };
@@ -171,11 +162,14 @@ static CHILD: AtomicI32 = AtomicI32::new(0);
 
 /// Sends SIGTERM to the running cross-check child (a fio job), if any.
 pub(crate) fn stop_child() {
+    // The pid is our own child's (it may have exited and not been reaped yet, which keeps
+    // the pid ours).
     let pid = CHILD.load(Ordering::SeqCst);
-    if pid > 0 {
-        // SAFETY: kill is async-signal-safe; the pid is our own child's (it may have exited
-        // and not been reaped yet, which keeps the pid ours).
-        unsafe { libc::kill(pid, libc::SIGTERM) };
+    if let Some(pid) = (pid > 0)
+        .then(|| rustix::process::Pid::from_raw(pid))
+        .flatten()
+    {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
     }
 }
 

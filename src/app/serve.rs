@@ -22,7 +22,6 @@ use crate::registry::{self, MODELS};
 use anyhow::{anyhow, Context};
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -463,23 +462,14 @@ fn peer_kind(m: &crate::model::ModelSpec) -> Option<PeerKind> {
 
 /// TCP_NODELAY (inherited by accepted sockets) and a deep backlog.
 fn tune_listener(l: &TcpListener) -> std::io::Result<()> {
-    let one: libc::c_int = 1;
-    // SAFETY: valid socket fd and option pointer/length.
-    io::sys::cvt(unsafe {
-        libc::setsockopt(
-            l.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_NODELAY,
-            (&one as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    })?;
+    rustix::net::sockopt::set_tcp_nodelay(l, true)?;
     // listen(2) again on a listening socket only changes its backlog.
-    // SAFETY: valid socket fd.
-    io::sys::cvt(unsafe { libc::listen(l.as_raw_fd(), BACKLOG) })?;
+    rustix::net::listen(l, BACKLOG)?;
     Ok(())
 }
 
+// raw: the signal mask and sigwait stay glibc's. rustix has them only in its `runtime` API
+// (unsafe, for programs without libc), which would bypass glibc's own bookkeeping of the mask.
 fn stop_sigset() -> libc::sigset_t {
     // SAFETY: sigset_t is plain data; sigemptyset/sigaddset initialise it.
     unsafe {

@@ -474,16 +474,13 @@ impl Drop for TempDir {
 }
 
 fn mkfifo(p: &Path) -> Result<std::fs::File, String> {
-    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
-        .map_err(|_| "a NUL in the temporary directory's path".to_string())?;
-    // SAFETY: a valid NUL-terminated path.
-    if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
-        return Err(format!(
-            "mkfifo {}: {}",
-            p.display(),
-            std::io::Error::last_os_error()
-        ));
+    if p.as_os_str().as_encoded_bytes().contains(&0) {
+        return Err("a NUL in the temporary directory's path".to_string());
     }
+    // mknodat(2), as glibc's mkfifo.
+    use rustix::fs::{mkfifoat, Mode, CWD};
+    mkfifoat(CWD, p, Mode::RUSR | Mode::WUSR)
+        .map_err(|e| format!("mkfifo {}: {}", p.display(), std::io::Error::from(e)))?;
     // Read and write: opening a FIFO so never blocks, and it never sees EOF.
     std::fs::OpenOptions::new()
         .read(true)
@@ -505,8 +502,7 @@ fn refusal() -> Option<String> {
     if perf_binary().is_none() {
         return Some("perf is not installed (no `perf` on PATH; install linux-perf)".into());
     }
-    // SAFETY: geteuid cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = rustix::process::geteuid().is_root();
     let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .ok()
         .and_then(|s| s.trim().parse::<i32>().ok());
@@ -595,6 +591,7 @@ impl Recording {
                 events: libc::POLLIN,
                 revents: 0,
             };
+            // raw: rustix's poll is ppoll(2), another syscall than poll(2).
             // SAFETY: one valid pollfd.
             let r = unsafe { libc::poll(&mut pfd, 1, 50) };
             if r > 0 {

@@ -327,23 +327,21 @@ impl Pages {
     /// Two pages: a buffer ring's entries in the first, its buffers (or one fixed buffer) in
     /// the second.
     fn two() -> io::Result<Pages> {
+        // raw: glibc knows the page size already; rustix's `page_size` fetches the aux vector
+        // itself on first use (a prctl more).
         // SAFETY: sysconf has no preconditions.
         let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
         let len = 2 * page;
+        use rustix::mm::{MapFlags, ProtFlags};
         // SAFETY: a fresh private anonymous mapping; no address hint, no file.
         let p = unsafe {
-            libc::mmap(
+            rustix::mm::mmap_anonymous(
                 std::ptr::null_mut(),
                 len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::PRIVATE,
             )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        }?;
         let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap gave null"))?;
         Ok(Pages { ptr, len, page })
     }
@@ -359,7 +357,7 @@ impl Drop for Pages {
     fn drop(&mut self) {
         // SAFETY: `ptr`/`len` are exactly the mapping made in `two`; it is only ever handed to
         // the lab ring, which is dropped before `Lab::held`.
-        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+        let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.len) };
     }
 }
 

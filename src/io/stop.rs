@@ -1,9 +1,9 @@
 //! A stop request every server loop can wait on without polling: an eventfd the loop registers
 //! beside its sockets (epoll, an io_uring poll) plus a flag for threads that check it.
 
-use crate::io::sys::cvt;
+use rustix::event::{eventfd, EventfdFlags};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -19,11 +19,8 @@ type OnReady = Box<dyn FnOnce() + Send>;
 
 impl Stop {
     pub fn new() -> io::Result<Stop> {
-        // SAFETY: eventfd with valid flags returns a fresh fd or -1.
-        let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) })?;
         Ok(Stop {
-            // SAFETY: fresh fd we own.
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            fd: eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?,
             flag: AtomicBool::new(false),
             ready: Mutex::new(None),
         })
@@ -47,10 +44,8 @@ impl Stop {
     /// Requests the stop (async-signal-safe apart from the atomic store: one write(2)).
     pub fn request(&self) {
         self.flag.store(true, Ordering::SeqCst);
-        let one: u64 = 1;
-        // SAFETY: writes 8 bytes from a valid u64 to our eventfd. A full counter (EAGAIN) still
-        // leaves it readable, which is all a waiter needs.
-        unsafe { libc::write(self.fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+        // A full counter (EAGAIN) still leaves it readable, which is all a waiter needs.
+        let _ = rustix::io::write(&self.fd, &1u64.to_ne_bytes());
     }
 
     pub(crate) fn requested(&self) -> bool {
@@ -65,6 +60,7 @@ impl Stop {
                 events: libc::POLLIN,
                 revents: 0,
             };
+            // raw: rustix's poll is ppoll(2), another syscall than poll(2).
             // SAFETY: one valid pollfd.
             unsafe { libc::poll(&mut p, 1, -1) };
         }
@@ -82,18 +78,16 @@ mod tests {
 
     #[test]
     fn stop_makes_the_eventfd_readable() {
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
         let s = Stop::new().unwrap();
-        let mut p = libc::pollfd {
-            fd: s.fd(),
-            events: libc::POLLIN,
-            revents: 0,
+        let readable = || {
+            let mut p = [PollFd::new(&s.fd, PollFlags::IN)];
+            poll(&mut p, Some(&Timespec::default())).unwrap()
         };
-        // SAFETY: one valid pollfd.
-        assert_eq!(unsafe { libc::poll(&mut p, 1, 0) }, 0);
+        assert_eq!(readable(), 0);
         assert!(!s.requested());
         s.request();
-        // SAFETY: as above.
-        assert_eq!(unsafe { libc::poll(&mut p, 1, 0) }, 1);
+        assert_eq!(readable(), 1);
         assert!(s.requested());
     }
 

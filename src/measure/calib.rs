@@ -42,6 +42,8 @@ pub(crate) fn probe(other: Option<u32>) -> Probe {
     for _ in 0..SYSCALLS / SYSCALL_BATCH {
         let t0 = super::clock::now_ns();
         for _ in 0..SYSCALL_BATCH {
+            // raw: the probe times glibc's getppid, as it always has (rustix's inline syscall
+            // would shift the recorded figure, not the kernel's cost).
             // SAFETY: getppid has no arguments and cannot fail.
             std::hint::black_box(unsafe { libc::getppid() });
         }

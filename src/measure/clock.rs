@@ -1,6 +1,10 @@
 //! The clock every figure is read from: `CLOCK_MONOTONIC` in nanoseconds (a vDSO call when the
 //! clocksource allows it, which the syscall counter would reveal otherwise), and the cost of
 //! reading it, calibrated so per-op latencies can exclude it.
+//!
+//! raw: glibc's `clock_gettime`, whose vDSO is set up before `main`; rustix's would look for it
+//! on the first read (a `prctl(PR_GET_AUXV)` more) and time another code path than the
+//! recorded calibrations did.
 
 use std::sync::OnceLock;
 

@@ -431,8 +431,7 @@ mod tests {
         let mut w = m.window(true);
         for _ in 0..100 {
             let t = w.start();
-            // SAFETY: getpid has no preconditions.
-            unsafe { libc::syscall(libc::SYS_getpid) };
+            std::hint::black_box(rustix::process::getpid());
             w.record(t, 1);
         }
         let s = w.finish(100, 0, Counters::default());

@@ -74,8 +74,7 @@ fn find_tracepoint_id() -> Result<u64, String> {
         Ok(id) => return Ok(id),
         Err(e) => e,
     };
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = rustix::process::geteuid().is_root();
     if first.1.kind() == io::ErrorKind::NotFound && root && mount_tracefs().is_ok() {
         if let Ok(id) = read() {
             return Ok(id);
@@ -96,23 +95,14 @@ fn find_tracepoint_id() -> Result<u64, String> {
 }
 
 fn mount_tracefs() -> io::Result<()> {
-    let c = |s: &str| std::ffi::CString::new(s).expect("no NUL");
-    let (src, target, fstype) = (c("nodev"), c(TRACEFS_DIRS[0]), c("tracefs"));
-    // SAFETY: all pointers are valid NUL-terminated strings; data may be null.
-    let r = unsafe {
-        libc::mount(
-            src.as_ptr(),
-            target.as_ptr(),
-            fstype.as_ptr(),
-            0,
-            std::ptr::null(),
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    use rustix::mount::{mount, MountFlags};
+    Ok(mount(
+        "nodev",
+        TRACEFS_DIRS[0],
+        "tracefs",
+        MountFlags::empty(),
+        None,
+    )?)
 }
 
 /// Which tasks a counter covers.
@@ -165,6 +155,7 @@ impl SyscallCounter {
             window_overhead: 0,
         };
         for fd in &c.fds {
+            // raw: rustix has no perf ioctls (and its generic `ioctl` is as unsafe).
             // SAFETY: fd is an open perf event fd; ENABLE takes no argument.
             unsafe { libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_ENABLE, 0) };
         }
@@ -186,13 +177,10 @@ impl SyscallCounter {
         self.fds
             .iter()
             .map(|fd| {
-                let mut v: u64 = 0;
-                // SAFETY: reading 8 bytes into a u64 we own from an open perf fd.
-                let n = unsafe { libc::read(fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
-                if n == 8 {
-                    v
-                } else {
-                    0
+                let mut v = [0u8; 8];
+                match rustix::io::read(fd, &mut v) {
+                    Ok(8) => u64::from_ne_bytes(v),
+                    _ => 0,
                 }
             })
             .sum()
@@ -213,6 +201,7 @@ impl SyscallCounter {
 impl Drop for SyscallCounter {
     fn drop(&mut self) {
         for fd in &self.fds {
+            // raw: as at ENABLE.
             // SAFETY: fd is an open perf event fd.
             unsafe { libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_DISABLE, 0) };
         }
@@ -227,6 +216,7 @@ fn open_one(id: u64, tid: i32) -> io::Result<OwnedFd> {
         flags: ATTR_DISABLED | ATTR_INHERIT,
         ..Default::default()
     };
+    // raw: rustix has no perf_event_open.
     // SAFETY: attr is a valid, initialised perf_event_attr of the size it declares.
     let fd = unsafe {
         libc::syscall(

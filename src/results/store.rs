@@ -102,8 +102,8 @@ pub(crate) enum LockRefused {
 
 /// Takes `dir`'s [`OutLock`] (creating `dir`), or says who holds it.
 pub(crate) fn lock_out(dir: &Path) -> Result<OutLock, LockRefused> {
+    use rustix::fs::{flock, FlockOperation};
     use std::io::Read;
-    use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
     let unusable = LockRefused::Unusable;
     fs::create_dir_all(dir).map_err(|e| unusable(format!("cannot create it: {e}")))?;
@@ -117,10 +117,9 @@ pub(crate) fn lock_out(dir: &Path) -> Result<OutLock, LockRefused> {
         .mode(0o644)
         .open(&path)
         .map_err(|e| unusable(format!("cannot open '{}': {e}", path.display())))?;
-    // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+    if let Err(e) = flock(&f, FlockOperation::NonBlockingLockExclusive) {
+        if e != rustix::io::Errno::WOULDBLOCK {
+            let e = io::Error::from(e);
             return Err(unusable(format!("cannot lock '{}': {e}", path.display())));
         }
         let mut holder = String::new();

@@ -13,10 +13,12 @@ use crate::avail::Availability;
 use crate::env::explain::{self, Evidence};
 use io_uring::types::{self, BufRingEntry, Fd, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, IoUring, Probe};
+use rustix::event::{epoll, eventfd, EventfdFlags};
+use rustix::pipe::{pipe_with, PipeFlags};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Instant;
@@ -377,6 +379,8 @@ pub(crate) fn loopback_napi_id() -> std::io::Result<u32> {
 }
 
 /// SO_INCOMING_NAPI_ID of `fd` (0: none).
+///
+/// raw: rustix has no SO_INCOMING_NAPI_ID.
 pub fn napi_id(fd: i32) -> std::io::Result<u32> {
     let mut v: u32 = 0;
     let mut len = std::mem::size_of::<u32>() as libc::socklen_t;
@@ -424,6 +428,7 @@ pub(crate) fn set_epoll_busy_poll(
         prefer_busy_poll: prefer as u8,
         pad: 0,
     };
+    // raw: rustix has no EPIOCSPARAMS (and its generic `ioctl` is as unsafe).
     // SAFETY: EPIOCSPARAMS reads one epoll_params from the pointer.
     let r = unsafe { libc::ioctl(epfd, EPIOCSPARAMS as _, &p as *const EpollParams) };
     if r < 0 {
@@ -434,13 +439,8 @@ pub(crate) fn set_epoll_busy_poll(
 
 /// epoll's own busy polling: EPIOCSPARAMS on a fresh epoll instance.
 fn epoll_busy_poll() -> Result<(), String> {
-    // SAFETY: plain syscall; the fd is owned below.
-    let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-    if fd < 0 {
-        return Err(setup_err("epoll_create1")(std::io::Error::last_os_error()));
-    }
-    // SAFETY: a fresh fd we own.
-    let ep = unsafe { OwnedFd::from_raw_fd(fd) };
+    let ep = epoll::create(epoll::CreateFlags::CLOEXEC)
+        .map_err(|e| setup_err("epoll_create1")(e.into()))?;
     set_epoll_busy_poll(ep.as_raw_fd(), 50, 8, false).map_err(|e| {
         format!(
             "ioctl EPIOCSPARAMS (6.9+) refused: {}",
@@ -455,29 +455,16 @@ fn epoll_wait(ev: &Evidence) -> Result<(), String> {
     if !probe.is_supported(opcode::EpollWait::CODE) {
         return Err("IORING_OP_EPOLL_WAIT is not in the kernel's opcode probe (needs 6.15)".into());
     }
-    // SAFETY: plain syscalls; the fds are owned below.
-    let (ep, efd) = unsafe {
-        (
-            libc::epoll_create1(libc::EPOLL_CLOEXEC),
-            libc::eventfd(1, libc::EFD_CLOEXEC),
-        )
-    };
-    if ep < 0 || efd < 0 {
-        return Err(setup_err("epoll_create1/eventfd")(
-            std::io::Error::last_os_error(),
-        ));
-    }
-    // SAFETY: fresh fds we own.
-    let (ep, efd) = unsafe { (OwnedFd::from_raw_fd(ep), OwnedFd::from_raw_fd(efd)) };
-    let mut e = libc::epoll_event {
-        events: libc::EPOLLIN as u32,
-        u64: 77,
-    };
-    // SAFETY: valid fds and event.
-    if unsafe { libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, efd.as_raw_fd(), &mut e) } < 0
-    {
-        return Err(setup_err("epoll_ctl")(std::io::Error::last_os_error()));
-    }
+    let made = epoll::create(epoll::CreateFlags::CLOEXEC)
+        .and_then(|ep| eventfd(1, EventfdFlags::CLOEXEC).map(|efd| (ep, efd)));
+    let (ep, efd) = made.map_err(|e| setup_err("epoll_create1/eventfd")(e.into()))?;
+    epoll::add(
+        &ep,
+        &efd,
+        epoll::EventData::new_u64(77),
+        epoll::EventFlags::IN,
+    )
+    .map_err(|e| setup_err("epoll_ctl")(e.into()))?;
     let mut events = [libc::epoll_event { events: 0, u64: 0 }; 4];
     let sqe = opcode::EpollWait::new(
         Fd(ep.as_raw_fd()),
@@ -512,13 +499,8 @@ fn read_multishot(ev: &Evidence) -> Result<(), String> {
         );
     }
     buf_ring(&ring, &pages, 4, 13, 0, BUF_LEN, ev)?;
-    let mut fds = [0i32; 2];
-    // SAFETY: valid out-array of two fds.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } < 0 {
-        return Err(setup_err("pipe2")(std::io::Error::last_os_error()));
-    }
-    // SAFETY: fresh fds we own.
-    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (r, w) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)
+        .map_err(|e| setup_err("pipe2")(e.into()))?;
     let mut w = std::fs::File::from(w);
     let sqe = opcode::ReadMulti::new(Fd(r.as_raw_fd()), 0, 13)
         .build()

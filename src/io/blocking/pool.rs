@@ -88,6 +88,7 @@ impl PoolFiles {
     fn cpu_of_workers(&self) -> CpuReading {
         let mut r = CpuReading::default();
         for h in &self.workers {
+            // raw: a pthread's CPU clock (pthread_getcpuclockid) is beyond rustix's ClockId.
             let mut id: libc::clockid_t = 0;
             // SAFETY: the thread is alive until joined in Drop; id is ours to fill.
             if unsafe { libc::pthread_getcpuclockid(h.as_pthread_t(), &mut id) } == 0 {

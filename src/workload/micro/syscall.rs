@@ -1,5 +1,7 @@
 //! `micro.syscall`: getpid(2) through the raw syscall instruction (glibc's wrapper may cache):
 //! the floor every model pays for entering the kernel.
+//!
+//! raw: on purpose, through libc's `syscall(2)` (the figure this workload has always recorded).
 
 use crate::error::CaseError;
 use crate::measure::{Counters, Sample};

@@ -50,25 +50,13 @@ impl FsInfo {
 
 /// Free bytes for an unprivileged writer at `dir`.
 pub(crate) fn free_bytes(dir: &Path) -> io::Result<u64> {
-    let c = CString::new(dir.as_os_str().as_bytes()).map_err(io::Error::other)?;
-    // SAFETY: plain data filled by the kernel.
-    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: valid path and pointer.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(s.f_bavail as u64 * s.f_frsize as u64)
+    // statfs(2) underneath, as glibc's statvfs.
+    let s = rustix::fs::statvfs(dir)?;
+    Ok(s.f_bavail * s.f_frsize)
 }
 
 fn fs_type(dir: &Path) -> io::Result<String> {
-    let c = CString::new(dir.as_os_str().as_bytes()).map_err(io::Error::other)?;
-    // SAFETY: plain data filled by the kernel.
-    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: valid path and pointer.
-    if unsafe { libc::statfs(c.as_ptr(), &mut s) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let magic = s.f_type as u64;
+    let magic = rustix::fs::statfs(dir)?.f_type as u64;
     Ok(match magic {
         0xEF53 => "ext4".into(),
         0x0102_1994 => "tmpfs".into(),
@@ -110,6 +98,7 @@ fn try_o_direct(dir: &Path) -> Result<(), String> {
     let path = dir.join(".ringside-odirect-probe");
     let _guard = super::TempFiles(vec![path.clone()]);
     let c = CString::new(path.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+    // raw: rustix's open adds O_LARGEFILE to the flags (and is open(2), not openat(2)).
     // SAFETY: valid NUL-terminated path.
     let fd = unsafe {
         libc::open(
