@@ -1,6 +1,10 @@
 //! What every file engine shares: the ops (fio-style: a blocking engine is an async engine
 //! whose submissions complete at once), the completions, page-aligned I/O buffers that
 //! O_DIRECT and registered buffers can use, and the table of files an engine works on.
+//!
+//! raw: the ops stay libc. Their fds live in an atomic table shared with pool workers (a
+//! closed slot, -1, must fail as the kernel fails it), so rustix would need an unsafe
+//! `BorrowedFd::borrow_raw` per call, and its open adds O_LARGEFILE to the measured flags.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ffi::CString;

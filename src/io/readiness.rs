@@ -12,7 +12,7 @@ use crate::io::epoll::Epoll;
 use crate::io::sys::{self, cvt};
 use crate::model::Trigger;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 /// The wait mechanism.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,10 +56,11 @@ enum How {
 }
 
 fn eventfd() -> io::Result<OwnedFd> {
-    // SAFETY: eventfd with valid flags returns a fresh fd or -1.
-    let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
-    // SAFETY: a fresh fd we now own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    use rustix::event::EventfdFlags;
+    Ok(rustix::event::eventfd(
+        0,
+        EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC,
+    )?)
 }
 
 impl Watched {
@@ -73,7 +74,7 @@ impl Watched {
             Mechanism::Epoll(t) => {
                 let ep = Epoll::new(t)?;
                 for (i, fd) in fds.iter().enumerate() {
-                    ep.add_readable(fd.as_raw_fd(), i as u64)?;
+                    ep.add_readable(fd, i as u64)?;
                 }
                 How::Epoll(ep, vec![libc::epoll_event { events: 0, u64: 0 }; 8])
             }
@@ -95,6 +96,7 @@ impl Watched {
                         libc::FD_SETSIZE
                     )));
                 }
+                // raw: libc's fd_set, for the select(2) below.
                 // SAFETY: fd_set is plain data; FD_ZERO/FD_SET on fds below FD_SETSIZE.
                 let mut master: libc::fd_set = unsafe { std::mem::zeroed() };
                 unsafe { libc::FD_ZERO(&mut master) };
@@ -124,7 +126,7 @@ impl Watched {
         let i = self.next;
         self.next = (self.next + 1) % self.fds.len();
         self.seq += 1;
-        sys::write_all(self.fds[i].as_raw_fd(), &self.seq.to_ne_bytes())?;
+        sys::write_all(&self.fds[i], &self.seq.to_ne_bytes())?;
         Ok(i)
     }
 
@@ -144,6 +146,7 @@ impl Watched {
             How::Poll(pfds) => {
                 let mut n = 0;
                 for t in [0, WAIT_TIMEOUT_MS] {
+                    // raw: rustix's poll is ppoll(2), the measured call is poll(2).
                     // SAFETY: pfds is valid for its length.
                     n = cvt(unsafe {
                         libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, t)
@@ -173,6 +176,7 @@ impl Watched {
                         tv_usec: 0,
                     };
                     let (w, e) = (std::ptr::null_mut(), std::ptr::null_mut());
+                    // raw: rustix's select is pselect6(2), the measured call is select(2).
                     // SAFETY: rd is a valid fd_set; the other sets are null.
                     n = cvt(unsafe { libc::select(*nfds, &mut rd, w, e, &mut tv) })?;
                     if n > 0 {
@@ -191,7 +195,7 @@ impl Watched {
             }
         };
         let mut buf = [0u8; 8];
-        sys::read_exact_ready(self.fds[i].as_raw_fd(), &mut buf)?;
+        sys::read_exact_ready(&self.fds[i], &mut buf)?;
         self.got = u64::from_ne_bytes(buf);
         Ok(i)
     }

@@ -3,7 +3,7 @@
 
 use rustix::event::{eventfd, EventfdFlags};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -69,6 +69,13 @@ impl Stop {
     /// The eventfd: readable once a stop was requested.
     pub(crate) fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+}
+
+impl AsFd for Stop {
+    /// The eventfd, as [`Stop::fd`].
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
 

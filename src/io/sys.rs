@@ -1,8 +1,11 @@
-//! Thin syscall helpers shared by the families: errno to `io::Result`, pipes with messages
-//! that carry a sequence number, and the fd limit.
+//! Thin syscall helpers shared by the families: errno to `io::Result` (for the calls that stay
+//! raw libc), pipes with messages that carry a sequence number, and the fd limit. rustix makes
+//! the same single syscalls as glibc here (pipe2, fcntl, read, write, socket, setsockopt, bind,
+//! listen, prlimit64).
 
+use rustix::io::Errno;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
 /// `-1` to the current errno, anything else to `Ok`.
 pub(crate) fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
@@ -10,15 +13,6 @@ pub(crate) fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
         Err(io::Error::last_os_error())
     } else {
         Ok(r)
-    }
-}
-
-/// `-1` to the current errno for ssize_t returns.
-pub(crate) fn cvt_size(r: libc::ssize_t) -> io::Result<usize> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r as usize)
     }
 }
 
@@ -34,20 +28,11 @@ pub(crate) struct Pipe {
 
 impl Pipe {
     pub(crate) fn new() -> io::Result<Pipe> {
-        let mut fds = [0; 2];
-        // SAFETY: fds is a valid 2-element array.
-        cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) })?;
-        // SAFETY: pipe2 returned two fresh fds that we now own.
-        let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        // Move the write end above FD_SETSIZE so the next read end can take a low number.
-        // SAFETY: F_DUPFD_CLOEXEC on an fd we own returns a new fd we own.
-        let hi = unsafe { libc::fcntl(wr.as_raw_fd(), libc::F_DUPFD_CLOEXEC, WRITE_END_FLOOR) };
-        let wr = if hi >= 0 {
-            // SAFETY: fresh fd from fcntl.
-            unsafe { OwnedFd::from_raw_fd(hi) }
-        } else {
-            wr
-        };
+        use rustix::pipe::{pipe_with, PipeFlags};
+        let (rd, wr) = pipe_with(PipeFlags::NONBLOCK | PipeFlags::CLOEXEC)?;
+        // Move the write end above FD_SETSIZE so the next read end can take a low number
+        // (F_DUPFD_CLOEXEC; where it fails, the write end stays where it is).
+        let wr = rustix::io::fcntl_dupfd_cloexec(&wr, WRITE_END_FLOOR).unwrap_or(wr);
         Ok(Pipe { rd, wr })
     }
 }
@@ -117,28 +102,27 @@ pub(crate) fn raise_nofile(need: u64) -> io::Result<()> {
         rlim_cur: 0,
         rlim_max: 0,
     };
+    // raw: rustix takes getrlimit for infallible (a seccomp filter's refusal would leave its
+    // result unwritten); a refusal is reported here. Both are prlimit64(2).
     // SAFETY: valid pointer to an rlimit we own.
     cvt(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) })?;
     if rl.rlim_cur >= need {
         return Ok(());
     }
-    let want = libc::rlimit {
-        rlim_cur: need.max(rl.rlim_cur),
-        rlim_max: need.max(rl.rlim_max),
+    // RLIM_INFINITY (u64::MAX) is passed through as it is.
+    let set = |cur: u64, max: u64| {
+        use rustix::process::{setrlimit, Resource, Rlimit};
+        let limit = Rlimit {
+            current: Some(cur),
+            maximum: Some(max),
+        };
+        setrlimit(Resource::Nofile, limit).is_ok()
     };
-    // SAFETY: valid pointer to an rlimit we own.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } == 0 {
+    if set(need.max(rl.rlim_cur), need.max(rl.rlim_max)) {
         return Ok(());
     }
-    if rl.rlim_max >= need {
-        let soft = libc::rlimit {
-            rlim_cur: need,
-            rlim_max: rl.rlim_max,
-        };
-        // SAFETY: as above.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &soft) } == 0 {
-            return Ok(());
-        }
+    if rl.rlim_max >= need && set(need, rl.rlim_max) {
+        return Ok(());
     }
     Err(io::Error::new(
         io::ErrorKind::Unsupported,
@@ -149,81 +133,59 @@ pub(crate) fn raise_nofile(need: u64) -> io::Result<()> {
     ))
 }
 
-/// Reads exactly `buf.len()` bytes from a non-blocking fd that is known to be readable.
-pub(crate) fn read_exact_ready(fd: RawFd, buf: &mut [u8]) -> io::Result<()> {
+/// Reads exactly `buf.len()` bytes from a non-blocking fd that is known to be readable (one
+/// read(2) per chunk).
+pub(crate) fn read_exact_ready(fd: impl AsFd, buf: &mut [u8]) -> io::Result<()> {
+    let fd = fd.as_fd();
     let mut got = 0;
     while got < buf.len() {
-        // SAFETY: the slice is valid for writes of its remaining length.
-        let r = unsafe { libc::read(fd, buf[got..].as_mut_ptr().cast(), buf.len() - got) };
-        match cvt_size(r) {
+        match rustix::io::read(fd, &mut buf[got..]) {
             Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
             Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(())
 }
 
-/// Writes all of `buf` to a pipe with room for it.
-pub(crate) fn write_all(fd: RawFd, buf: &[u8]) -> io::Result<()> {
+/// Writes all of `buf` to a pipe with room for it (one write(2) per chunk).
+pub(crate) fn write_all(fd: impl AsFd, buf: &[u8]) -> io::Result<()> {
+    let fd = fd.as_fd();
     let mut put = 0;
     while put < buf.len() {
-        // SAFETY: the slice is valid for reads of its remaining length.
-        let r = unsafe { libc::write(fd, buf[put..].as_ptr().cast(), buf.len() - put) };
-        match cvt_size(r) {
+        match rustix::io::write(fd, &buf[put..]) {
             Ok(n) => put += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(())
 }
 
-/// `a` as a `sockaddr_storage` and its length, for bind(2) and connect(2).
-pub(crate) fn sockaddr(a: std::net::SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
-    // SAFETY: sockaddr_storage is plain data; zero is a valid start.
-    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let len = match a {
-        std::net::SocketAddr::V4(v4) => {
-            // SAFETY: sockaddr_storage is large enough and aligned for sockaddr_in.
-            let sin = unsafe { &mut *(&mut ss as *mut _ as *mut libc::sockaddr_in) };
-            sin.sin_family = libc::AF_INET as libc::sa_family_t;
-            sin.sin_port = v4.port().to_be();
-            sin.sin_addr.s_addr = u32::from_ne_bytes(v4.ip().octets());
-            std::mem::size_of::<libc::sockaddr_in>()
-        }
-        std::net::SocketAddr::V6(v6) => {
-            // SAFETY: as above, for sockaddr_in6.
-            let sin6 = unsafe { &mut *(&mut ss as *mut _ as *mut libc::sockaddr_in6) };
-            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
-            sin6.sin6_port = v6.port().to_be();
-            sin6.sin6_addr.s6_addr = v6.ip().octets();
-            sin6.sin6_scope_id = v6.scope_id();
-            std::mem::size_of::<libc::sockaddr_in6>()
-        }
-    };
-    (ss, len as libc::socklen_t)
-}
-
-/// A TCP socket of `addr`'s family, close-on-exec, with `flags` (e.g. SOCK_NONBLOCK).
-pub(crate) fn tcp_socket(addr: &std::net::SocketAddr, flags: libc::c_int) -> io::Result<OwnedFd> {
+/// A TCP socket of `addr`'s family, close-on-exec, with `flags` (e.g. NONBLOCK): socket(2)
+/// with protocol 0.
+pub(crate) fn tcp_socket(
+    addr: &std::net::SocketAddr,
+    flags: rustix::net::SocketFlags,
+) -> io::Result<OwnedFd> {
+    use rustix::net::{socket_with, AddressFamily, SocketFlags, SocketType};
     let family = if addr.is_ipv4() {
-        libc::AF_INET
+        AddressFamily::INET
     } else {
-        libc::AF_INET6
+        AddressFamily::INET6
     };
-    // SAFETY: plain socket creation; the fd is owned at once.
-    Ok(unsafe {
-        OwnedFd::from_raw_fd(cvt(libc::socket(
-            family,
-            libc::SOCK_STREAM | libc::SOCK_CLOEXEC | flags,
-            0,
-        ))?)
-    })
+    Ok(socket_with(
+        family,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC | flags,
+        None,
+    )?)
 }
 
 /// setsockopt(2) of an int option.
+///
+/// raw: for the options rustix has no setter for (IP_BIND_ADDRESS_NO_PORT).
 pub(crate) fn set_int_opt(
     fd: &OwnedFd,
     level: libc::c_int,
@@ -250,21 +212,12 @@ pub(crate) fn reuseport_listener(
     addr: std::net::SocketAddr,
     backlog: i32,
 ) -> io::Result<std::net::TcpListener> {
-    let fd = tcp_socket(&addr, 0)?;
-    for opt in [libc::SO_REUSEADDR, libc::SO_REUSEPORT] {
-        set_int_opt(&fd, libc::SOL_SOCKET, opt, 1)?;
-    }
-    let (ss, len) = sockaddr(addr);
-    // SAFETY: ss holds a sockaddr of `len` bytes.
-    cvt(unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            (&ss as *const libc::sockaddr_storage).cast(),
-            len,
-        )
-    })?;
-    // SAFETY: valid socket fd.
-    cvt(unsafe { libc::listen(fd.as_raw_fd(), backlog) })?;
+    use rustix::net::sockopt::{set_socket_reuseaddr, set_socket_reuseport};
+    let fd = tcp_socket(&addr, rustix::net::SocketFlags::empty())?;
+    set_socket_reuseaddr(&fd, true)?;
+    set_socket_reuseport(&fd, true)?;
+    rustix::net::bind(&fd, &addr)?;
+    rustix::net::listen(&fd, backlog)?;
     Ok(std::net::TcpListener::from(fd))
 }
 
@@ -281,9 +234,8 @@ mod tests {
         }
         set.stamp();
         for i in 0..4 {
-            write_all(set.pipes[i].wr.as_raw_fd(), &set.send[i]).unwrap();
-            let fd = set.pipes[i].rd.as_raw_fd();
-            read_exact_ready(fd, &mut set.recv[i]).unwrap();
+            write_all(&set.pipes[i].wr, &set.send[i]).unwrap();
+            read_exact_ready(&set.pipes[i].rd, &mut set.recv[i]).unwrap();
         }
         set.verify().unwrap();
         set.stamp();

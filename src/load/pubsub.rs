@@ -26,6 +26,7 @@
 use super::tally::Tally;
 use super::window::{run_threads, Coordinated, Shared, WARM_TICK_NS};
 use super::{Config, Edge, Exchange, Mismatch, Report, Response};
+use crate::io::epoll::{Ctl, Epoll};
 use crate::measure::clock::now_ns;
 use crate::measure::{cpu, pin};
 use crate::proto::pubsub::{encode_pub, encode_sub, fill_payload, Decoder, Frame, Publish};
@@ -182,15 +183,10 @@ impl Pubsub {
                 }
             }
         }
-        let ep = crate::io::epoll::Epoll::new(crate::model::Trigger::Level)?;
+        let ep = Epoll::new(crate::model::Trigger::Level)?;
         for (i, s) in subs.iter().enumerate() {
             s.sock.set_nonblocking(true)?;
-            ep.ctl(
-                libc::EPOLL_CTL_ADD,
-                s.sock.as_raw_fd(),
-                libc::EPOLLIN as u32,
-                i as u64,
-            )?;
+            ep.ctl(Ctl::Add, &s.sock, libc::EPOLLIN as u32, i as u64)?;
         }
         // The warm-up waits for every live subscriber's first delivery.
         shared
@@ -268,6 +264,8 @@ impl Pubsub {
                 tv_sec: 0,
                 tv_nsec: wait as i64,
             };
+            // raw: a nanosecond epoll_pwait2(2); rustix's epoll wait makes epoll_pwait(2) with
+            // milliseconds where they fit.
             // SAFETY: a valid epoll fd, event buffer and timespec; no signal mask.
             let r = unsafe {
                 libc::epoll_pwait2(
@@ -308,7 +306,7 @@ impl Pubsub {
                         part.error(|| format!("subscriber {}: {e}", s.id));
                         s.done = true;
                         answered(s);
-                        ep.ctl(libc::EPOLL_CTL_DEL, s.sock.as_raw_fd(), 0, 0)?;
+                        ep.ctl(Ctl::Del, &s.sock, 0, 0)?;
                         continue;
                     }
                 };
@@ -359,7 +357,7 @@ impl Pubsub {
                     part.error(|| why);
                     s.done = true;
                     answered(s);
-                    ep.ctl(libc::EPOLL_CTL_DEL, s.sock.as_raw_fd(), 0, 0)?;
+                    ep.ctl(Ctl::Del, &s.sock, 0, 0)?;
                 }
             }
         }

@@ -30,9 +30,10 @@ use super::{Config, Edge, Exchange, Mismatch, Report, Response};
 use crate::measure::clock::now_ns;
 use crate::measure::{cpu, pin};
 use crate::proto::stream::{first_mismatch, read_trailer, PATTERN_PERIOD, TRAILER_BYTES};
+use rustix::event::epoll;
 use std::io;
 use std::net::TcpStream;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -193,7 +194,7 @@ impl Streaming {
         let ep = Epoll::new()?;
         let want_out = self.direction != Direction::Down;
         for (i, c) in conns.iter_mut().enumerate() {
-            ep.add(c.sock.as_raw_fd(), i as u64, want_out)?;
+            ep.add(&c.sock, i as u64, want_out)?;
             c.out_armed = want_out;
         }
         // The warm-up waits for every live connection's first bytes (`Down`, `Duplex`).
@@ -260,13 +261,13 @@ impl Streaming {
                     shared.unanswered.fetch_sub(1, Ordering::SeqCst);
                 }
                 if c.done {
-                    ep.del(c.sock.as_raw_fd());
+                    ep.del(&c.sock);
                 } else if self.direction == Direction::Duplex {
                     // Writable interest only while the window has room (no spinning on a
                     // socket that is writable while the window is full).
                     let room = c.tx - c.rx < DUPLEX_WINDOW;
                     if room != c.out_armed {
-                        ep.modify(c.sock.as_raw_fd(), ev.u64, room)?;
+                        ep.modify(&c.sock, ev.u64, room)?;
                         c.out_armed = room;
                     }
                 }
@@ -352,7 +353,7 @@ impl Streaming {
         // source faster than the client would otherwise keep it here).
         let mut moved = 0;
         while moved < CALL_BYTES {
-            let n = match sys_read(c.sock.as_raw_fd(), buf) {
+            let n = match sys_read(&c.sock, buf) {
                 Ok(0) => {
                     let e = io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed");
                     return self.fail(c, t, out, &e, true);
@@ -400,7 +401,7 @@ impl Streaming {
                 }
             }
             let at = (c.tx % PATTERN_PERIOD as u64) as usize;
-            match sys_write(c.sock.as_raw_fd(), &src[at..at + left as usize]) {
+            match sys_write(&c.sock, &src[at..at + left as usize]) {
                 Ok(n) => {
                     let before = c.tx;
                     c.tx += n as u64;
@@ -434,7 +435,7 @@ impl Streaming {
         }
         // 4-byte requests into an empty send buffer: a partial write would mean the server
         // stopped reading for megabytes, which its bounds never do to a reading client.
-        match sys_write(c.sock.as_raw_fd(), &reqs[..n]) {
+        match sys_write(&c.sock, &reqs[..n]) {
             Ok(k) if k == n => {}
             Ok(_) => {
                 let e = io::Error::other("a request was cut short");
@@ -449,9 +450,8 @@ impl Streaming {
     fn trailers(&self, conns: &mut [Conn], ep: &Epoll, out: &mut Tally) -> io::Result<()> {
         let mut waiting = 0;
         for (i, c) in conns.iter_mut().enumerate().filter(|(_, c)| !c.done) {
-            // SAFETY: shutdown on a socket we own.
-            unsafe { libc::shutdown(c.sock.as_raw_fd(), libc::SHUT_WR) };
-            ep.modify(c.sock.as_raw_fd(), i as u64, false)?;
+            let _ = rustix::net::shutdown(&c.sock, rustix::net::Shutdown::Write);
+            ep.modify(&c.sock, i as u64, false)?;
             waiting += 1;
         }
         let deadline = now_ns() + TRAILER_WAIT.as_nanos() as u64;
@@ -464,7 +464,7 @@ impl Streaming {
                 if c.done {
                     continue;
                 }
-                match sys_read(c.sock.as_raw_fd(), &mut buf) {
+                match sys_read(&c.sock, &mut buf) {
                     Ok(0) => {
                         c.done = true;
                         waiting -= 1;
@@ -529,56 +529,50 @@ impl Streaming {
     }
 }
 
-fn sys_read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
-    // SAFETY: buf is valid for writes of its length.
-    let r = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-    crate::io::sys::cvt_size(r)
+/// One read(2).
+fn sys_read(fd: impl AsFd, buf: &mut [u8]) -> io::Result<usize> {
+    Ok(rustix::io::read(fd, buf)?)
 }
 
-fn sys_write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
-    // SAFETY: buf is valid for reads of its length; MSG_NOSIGNAL: a closed peer is EPIPE.
-    let r = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
-    crate::io::sys::cvt_size(r)
+/// One send(2) (sendto(2) with no address, as glibc's send); MSG_NOSIGNAL: a closed peer is
+/// EPIPE.
+fn sys_write(fd: impl AsFd, buf: &[u8]) -> io::Result<usize> {
+    Ok(rustix::net::send(
+        fd,
+        buf,
+        rustix::net::SendFlags::NOSIGNAL,
+    )?)
 }
 
-/// A level-triggered epoll set of one thread's connections.
-struct Epoll(std::os::fd::OwnedFd);
+/// A level-triggered epoll set of one thread's connections (each call one epoll_ctl(2)).
+struct Epoll(OwnedFd);
 
 impl Epoll {
     fn new() -> io::Result<Epoll> {
-        // SAFETY: no preconditions; the fd is owned from here.
-        let fd = crate::io::sys::cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
-        // SAFETY: a fresh fd we own.
-        Ok(Epoll(unsafe {
-            <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd)
-        }))
+        use rustix::event::epoll::{create, CreateFlags};
+        Ok(Epoll(create(CreateFlags::CLOEXEC)?))
     }
-    fn ctl(&self, op: libc::c_int, fd: RawFd, key: u64, out: bool) -> io::Result<()> {
-        let mut ev = libc::epoll_event {
-            events: (libc::EPOLLIN | if out { libc::EPOLLOUT } else { 0 }) as u32,
-            u64: key,
+    fn events(key: u64, out: bool) -> (epoll::EventData, epoll::EventFlags) {
+        let flags = if out {
+            epoll::EventFlags::IN | epoll::EventFlags::OUT
+        } else {
+            epoll::EventFlags::IN
         };
-        // SAFETY: valid epoll fd, socket fd and event.
-        crate::io::sys::cvt(unsafe { libc::epoll_ctl(self.0.as_raw_fd(), op, fd, &mut ev) })
-            .map(drop)
+        (epoll::EventData::new_u64(key), flags)
     }
-    fn add(&self, fd: RawFd, key: u64, out: bool) -> io::Result<()> {
-        self.ctl(libc::EPOLL_CTL_ADD, fd, key, out)
+    fn add(&self, fd: impl AsFd, key: u64, out: bool) -> io::Result<()> {
+        let (data, flags) = Epoll::events(key, out);
+        Ok(epoll::add(&self.0, fd, data, flags)?)
     }
-    fn modify(&self, fd: RawFd, key: u64, out: bool) -> io::Result<()> {
-        self.ctl(libc::EPOLL_CTL_MOD, fd, key, out)
+    fn modify(&self, fd: impl AsFd, key: u64, out: bool) -> io::Result<()> {
+        let (data, flags) = Epoll::events(key, out);
+        Ok(epoll::modify(&self.0, fd, data, flags)?)
     }
-    fn del(&self, fd: RawFd) {
-        // SAFETY: as ctl; a stale fd only fails.
-        unsafe {
-            libc::epoll_ctl(
-                self.0.as_raw_fd(),
-                libc::EPOLL_CTL_DEL,
-                fd,
-                std::ptr::null_mut(),
-            )
-        };
+    /// A stale fd only fails.
+    fn del(&self, fd: impl AsFd) {
+        let _ = epoll::delete(&self.0, fd);
     }
+    /// raw: rustix's epoll wait is epoll_pwait(2), not epoll_wait(2).
     fn wait(&self, events: &mut [libc::epoll_event], timeout_ms: i32) -> io::Result<usize> {
         // SAFETY: the buffer holds `len` events.
         let r = unsafe {

@@ -4,7 +4,6 @@ use crate::io::sys::{self, PipeSet};
 use crate::io::PipeBatch;
 use crate::measure::Counters;
 use std::io;
-use std::os::fd::AsRawFd;
 
 /// write + read per message; a batch of N is N such pairs (no batching is possible).
 pub(crate) struct PipeLoop {
@@ -26,8 +25,8 @@ impl PipeBatch for PipeLoop {
     fn run(&mut self) -> io::Result<()> {
         let s = &mut self.set;
         for i in 0..s.pipes.len() {
-            sys::write_all(s.pipes[i].wr.as_raw_fd(), &s.send[i])?;
-            sys::read_exact_ready(s.pipes[i].rd.as_raw_fd(), &mut s.recv[i])?;
+            sys::write_all(&s.pipes[i].wr, &s.send[i])?;
+            sys::read_exact_ready(&s.pipes[i].rd, &mut s.recv[i])?;
         }
         Ok(())
     }

@@ -9,13 +9,22 @@ pub(crate) use pipe::PipeWait;
 
 use crate::io::sys::cvt;
 use crate::model::Trigger;
+use rustix::event::epoll;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
 impl AsRawFd for Epoll {
     fn as_raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
+}
+
+/// An epoll_ctl(2) operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ctl {
+    Add,
+    Mod,
+    Del,
 }
 
 /// An epoll instance.
@@ -32,12 +41,9 @@ pub(crate) struct Epoll {
 
 impl Epoll {
     pub(crate) fn new(trigger: Trigger) -> io::Result<Epoll> {
-        // SAFETY: epoll_create1 with a valid flag returns a fresh fd or -1.
-        let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
-        // SAFETY: fresh fd we now own.
         Ok(Epoll {
             via_ring: None,
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            fd: epoll::create(epoll::CreateFlags::CLOEXEC)?,
             trigger,
             busy_poll: false,
         })
@@ -73,18 +79,8 @@ impl Epoll {
     }
 
     /// Watches `fd` for input, tagging its events with `token`.
-    pub(crate) fn add_readable(&self, fd: RawFd, token: u64) -> io::Result<()> {
-        let mut flags = libc::EPOLLIN as u32;
-        if self.trigger == Trigger::Edge {
-            flags |= libc::EPOLLET as u32;
-        }
-        let mut ev = libc::epoll_event {
-            events: flags,
-            u64: token,
-        };
-        // SAFETY: valid epoll fd, fd and event pointer.
-        cvt(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
-        Ok(())
+    pub(crate) fn add_readable(&self, fd: impl AsFd, token: u64) -> io::Result<()> {
+        self.ctl(Ctl::Add, fd, libc::EPOLLIN as u32, token)
     }
 
     /// Waits up to `timeout_ms` for events; returns how many were filled in.
@@ -106,6 +102,7 @@ impl Epoll {
         }
     }
 
+    /// raw: rustix's epoll wait is epoll_pwait(2) (or epoll_pwait2), not epoll_wait(2).
     fn wait_once(&self, events: &mut [libc::epoll_event], timeout_ms: i32) -> io::Result<usize> {
         loop {
             // SAFETY: events is valid for events.len() entries.
@@ -125,24 +122,22 @@ impl Epoll {
         }
     }
 
-    /// epoll_ctl on `fd` with `events` (EPOLLET added for an edge-triggered instance).
-    pub(crate) fn ctl(
-        &self,
-        op: libc::c_int,
-        fd: RawFd,
-        events: u32,
-        token: u64,
-    ) -> io::Result<()> {
+    /// One epoll_ctl(2) on `fd` with `events` (EPOLL* bits; EPOLLET added for an
+    /// edge-triggered instance), tagged `token`. `Del` passes no event (the kernel reads none).
+    pub(crate) fn ctl(&self, op: Ctl, fd: impl AsFd, events: u32, token: u64) -> io::Result<()> {
         let mut flags = events;
-        if self.trigger == Trigger::Edge && op != libc::EPOLL_CTL_DEL {
+        if self.trigger == Trigger::Edge && op != Ctl::Del {
             flags |= libc::EPOLLET as u32;
         }
-        let mut ev = libc::epoll_event {
-            events: flags,
-            u64: token,
-        };
-        // SAFETY: valid epoll fd and event pointer; a bad fd is reported as an error.
-        cvt(unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd, &mut ev) })?;
+        let (flags, data) = (
+            epoll::EventFlags::from_bits_retain(flags),
+            epoll::EventData::new_u64(token),
+        );
+        match op {
+            Ctl::Add => epoll::add(&self.fd, fd, data, flags),
+            Ctl::Mod => epoll::modify(&self.fd, fd, data, flags),
+            Ctl::Del => epoll::delete(&self.fd, fd),
+        }?;
         Ok(())
     }
 

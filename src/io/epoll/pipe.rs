@@ -2,12 +2,12 @@
 //! `epoll_wait` that reports the ready pipes, then a `read` of each.
 
 use super::Epoll;
-use crate::io::sys::{self, cvt_size, PipeSet};
+use crate::io::sys::{self, PipeSet};
 use crate::io::PipeBatch;
 use crate::measure::Counters;
 use crate::model::Trigger;
+use rustix::io::Errno;
 use std::io;
-use std::os::fd::AsRawFd;
 
 /// A wait that never returns is a failed case, not a hung run.
 const WAIT_TIMEOUT_MS: i32 = 5_000;
@@ -25,7 +25,7 @@ impl PipeWait {
     pub(crate) fn new(set: PipeSet, trigger: Trigger) -> io::Result<PipeWait> {
         let ep = Epoll::new(trigger)?;
         for (i, p) in set.pipes.iter().enumerate() {
-            ep.add_readable(p.rd.as_raw_fd(), i as u64)?;
+            ep.add_readable(&p.rd, i as u64)?;
         }
         let n = set.pipes.len();
         Ok(PipeWait {
@@ -41,13 +41,11 @@ impl PipeWait {
     /// Edge-triggered: read until the pipe is drained. The receive buffer is one message, so
     /// a full read may leave bytes behind; read on until a short read or EAGAIN.
     fn read_edge(&mut self, i: usize) -> io::Result<()> {
-        let fd = self.set.pipes[i].rd.as_raw_fd();
+        let fd = &self.set.pipes[i].rd;
         let buf = &mut self.set.recv[i];
         let mut got = 0;
         loop {
-            // SAFETY: buf[got..] is valid for writes of its length.
-            let r = unsafe { libc::read(fd, buf[got..].as_mut_ptr().cast(), buf.len() - got) };
-            match cvt_size(r) {
+            match rustix::io::read(fd, &mut buf[got..]) {
                 Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
                 Ok(n) => {
                     got += n;
@@ -55,14 +53,14 @@ impl PipeWait {
                         return Ok(()); // one message per pipe per round: drained
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                Err(Errno::WOULDBLOCK) => {
                     return Err(io::Error::new(
                         io::ErrorKind::InvalidData,
                         format!("pipe {i}: short message ({got} of {} bytes)", buf.len()),
                     ))
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
             }
         }
     }
@@ -72,7 +70,7 @@ impl PipeBatch for PipeWait {
     fn prepare(&mut self) -> io::Result<()> {
         self.set.stamp();
         for i in 0..self.set.pipes.len() {
-            sys::write_all(self.set.pipes[i].wr.as_raw_fd(), &self.set.send[i])?;
+            sys::write_all(&self.set.pipes[i].wr, &self.set.send[i])?;
         }
         Ok(())
     }
@@ -98,8 +96,7 @@ impl PipeBatch for PipeWait {
                 }
                 match self.ep.trigger() {
                     Trigger::Level => {
-                        let fd = self.set.pipes[i].rd.as_raw_fd();
-                        sys::read_exact_ready(fd, &mut self.set.recv[i])?;
+                        sys::read_exact_ready(&self.set.pipes[i].rd, &mut self.set.recv[i])?;
                     }
                     Trigger::Edge => self.read_edge(i)?,
                 }

@@ -10,15 +10,17 @@
 //! memory stays within subscribers x `queue_bytes` whatever the clients do.
 
 use super::server::{accept_all, listener_timeout, EpollCounters, TOKEN_LISTENER};
-use super::Epoll;
+use super::{Ctl, Epoll};
 use crate::io::accept::ACCEPT_PAUSE;
 use crate::io::stop::Stop;
 use crate::measure::{CounterSet, Counters};
 use crate::model::Trigger;
 use crate::proto::pubsub::{Decoder, Fanout, Hub};
+use rustix::io::Errno;
+use rustix::net::{RecvFlags, SendFlags};
 use std::io;
 use std::net::TcpListener;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 const RECV_BUF: usize = 64 * 1024;
 const TOKEN_STOP: u64 = u64::MAX - 1;
@@ -62,19 +64,9 @@ pub(crate) fn serve_on(
     stop: &Stop,
 ) -> io::Result<Counters> {
     listener.set_nonblocking(true)?;
-    let lfd = listener.as_raw_fd();
-    ep.ctl(
-        libc::EPOLL_CTL_ADD,
-        lfd,
-        libc::EPOLLIN as u32,
-        TOKEN_LISTENER,
-    )?;
-    ep.ctl(
-        libc::EPOLL_CTL_ADD,
-        stop.fd(),
-        libc::EPOLLIN as u32,
-        TOKEN_STOP,
-    )?;
+    let lfd = listener.as_fd();
+    ep.ctl(Ctl::Add, lfd, libc::EPOLLIN as u32, TOKEN_LISTENER)?;
+    ep.ctl(Ctl::Add, stop, libc::EPOLLIN as u32, TOKEN_STOP)?;
     stop.ready();
     let mut b = Broker {
         ep,
@@ -98,7 +90,7 @@ pub(crate) fn serve_on(
                 TOKEN_STOP => return Ok(b.finish()),
                 TOKEN_LISTENER => {
                     if b.accept_all(lfd)? {
-                        b.ep.ctl(libc::EPOLL_CTL_DEL, lfd, 0, 0)?;
+                        b.ep.ctl(Ctl::Del, lfd, 0, 0)?;
                         paused_until = Some(std::time::Instant::now() + ACCEPT_PAUSE);
                     }
                 }
@@ -116,7 +108,7 @@ impl Broker {
 
     /// Accepts until the backlog is empty (`server::accept_all`, the one epoll accept loop).
     /// Ok(true): accepting must pause (`io::accept`).
-    fn accept_all(&mut self, lfd: RawFd) -> io::Result<bool> {
+    fn accept_all(&mut self, lfd: BorrowedFd<'_>) -> io::Result<bool> {
         let (ep, conns, free, next_gen) = (
             &self.ep,
             &mut self.conns,
@@ -130,7 +122,7 @@ impl Broker {
             });
             *next_gen = next_gen.wrapping_add(1);
             let gen = *next_gen;
-            if let Err(e) = ep.ctl(libc::EPOLL_CTL_ADD, fd.as_raw_fd(), IN, token(idx, gen)) {
+            if let Err(e) = ep.ctl(Ctl::Add, &fd, IN, token(idx, gen)) {
                 free.push(idx);
                 return Err(e);
             }
@@ -179,32 +171,29 @@ impl Broker {
             let Some(Some(conn)) = self.conns.get_mut(idx) else {
                 return; // closed by its own publish (it subscribed and overflowed)
             };
-            let fd = conn.fd.as_raw_fd();
-            // SAFETY: buf is valid for writes of buf.len() bytes.
-            let r = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+            // recvfrom(2) with no address, as glibc's recv.
+            let r = rustix::net::recv(&conn.fd, &mut *buf, RecvFlags::empty());
             self.c.reads += 1;
-            if r == 0 {
-                // A FIN: a client that is done; what it queued is not waited for.
-                self.c.peer_fins += 1;
-                return self.close(idx);
-            }
-            if r < 0 {
-                match io::Error::last_os_error().raw_os_error() {
-                    Some(libc::EAGAIN) => {
-                        self.c.eagain += 1;
-                        break;
-                    }
-                    Some(libc::EINTR) => {
-                        reads_left = reads_left.saturating_add(1);
-                        continue;
-                    }
-                    _ => {
-                        self.c.resets += 1;
-                        return self.close(idx);
-                    }
+            let n = match r {
+                Ok((0, _)) => {
+                    // A FIN: a client that is done; what it queued is not waited for.
+                    self.c.peer_fins += 1;
+                    return self.close(idx);
                 }
-            }
-            let n = r as usize;
+                Ok((n, _)) => n,
+                Err(Errno::AGAIN) => {
+                    self.c.eagain += 1;
+                    break;
+                }
+                Err(Errno::INTR) => {
+                    reads_left = reads_left.saturating_add(1);
+                    continue;
+                }
+                Err(_) => {
+                    self.c.resets += 1;
+                    return self.close(idx);
+                }
+            };
             self.c.bytes_in += n as u64;
             let mut fan = std::mem::take(&mut self.fan);
             let ok = self
@@ -241,32 +230,30 @@ impl Broker {
         let Some(Some(conn)) = self.conns.get_mut(idx) else {
             return false;
         };
-        let fd = conn.fd.as_raw_fd();
         let mut failed = false;
         loop {
             let q = self.hub.pending(idx);
             if q.is_empty() {
                 break;
             }
-            // SAFETY: the slice is valid for reads of its length.
-            let r = unsafe { libc::send(fd, q.as_ptr().cast(), q.len(), libc::MSG_NOSIGNAL) };
+            // sendto(2) with no address, as glibc's send.
+            let r = rustix::net::send(&conn.fd, q, SendFlags::NOSIGNAL);
             self.c.writes += 1;
-            if r < 0 {
-                match io::Error::last_os_error().raw_os_error() {
-                    Some(libc::EAGAIN) => {
-                        self.c.eagain += 1;
-                        self.c.partial_sends += 1;
-                        break;
-                    }
-                    Some(libc::EINTR) => continue,
-                    _ => {
-                        failed = true;
-                        break;
-                    }
+            let n = match r {
+                Ok(n) => n,
+                Err(Errno::AGAIN) => {
+                    self.c.eagain += 1;
+                    self.c.partial_sends += 1;
+                    break;
                 }
-            }
-            self.c.bytes_out += r as u64;
-            self.hub.sent(idx, r as usize);
+                Err(Errno::INTR) => continue,
+                Err(_) => {
+                    failed = true;
+                    break;
+                }
+            };
+            self.c.bytes_out += n as u64;
+            self.hub.sent(idx, n);
         }
         if failed {
             self.c.resets += 1;
@@ -282,7 +269,7 @@ impl Broker {
             conn.interest = want;
             self.c.epoll_mods += 1;
             let tok = token(idx, conn.gen);
-            if self.ep.ctl(libc::EPOLL_CTL_MOD, fd, want, tok).is_err() {
+            if self.ep.ctl(Ctl::Mod, &conn.fd, want, tok).is_err() {
                 self.c.resets += 1;
                 self.close(idx);
                 return false;

@@ -15,17 +15,18 @@
 //! epoll_wait's timeout is the time to the next sweep, which closes every connection past the
 //! limit (`idle_closes`). Without a limit the wait stays infinite and the clock is never read.
 
-use super::Epoll;
+use super::{Ctl, Epoll};
 use crate::io::accept::{accept_error_action, AcceptAction, ACCEPT_PAUSE};
 use crate::io::idle::{coarse_now_ns, Idle};
 use crate::io::stop::Stop;
-use crate::io::sys::cvt;
 use crate::measure::CounterSet;
 use crate::model::Trigger;
 use crate::proto::{Next, Protocol, Reply, OUT_BOUND_BYTES};
+use rustix::io::Errno;
+use rustix::net::{RecvFlags, SendFlags, SocketFlags};
 use std::io;
 use std::net::TcpListener;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 const RECV_BUF: usize = 64 * 1024;
 
@@ -101,19 +102,9 @@ pub(crate) fn serve_on<P: Protocol>(
 ) -> io::Result<EpollCounters> {
     listener.set_nonblocking(true)?;
     let proto_idle = proto.idle_timeout();
-    let lfd = listener.as_raw_fd();
-    ep.ctl(
-        libc::EPOLL_CTL_ADD,
-        lfd,
-        libc::EPOLLIN as u32,
-        TOKEN_LISTENER,
-    )?;
-    ep.ctl(
-        libc::EPOLL_CTL_ADD,
-        stop.fd(),
-        libc::EPOLLIN as u32,
-        TOKEN_STOP,
-    )?;
+    let lfd = listener.as_fd();
+    ep.ctl(Ctl::Add, lfd, libc::EPOLLIN as u32, TOKEN_LISTENER)?;
+    ep.ctl(Ctl::Add, stop, libc::EPOLLIN as u32, TOKEN_STOP)?;
     stop.ready();
     let mut s = Server {
         ep,
@@ -155,7 +146,7 @@ pub(crate) fn serve_on<P: Protocol>(
                 TOKEN_STOP => return Ok(s.finish()),
                 TOKEN_LISTENER => {
                     if s.accept_all(lfd)? {
-                        s.ep.ctl(libc::EPOLL_CTL_DEL, lfd, 0, 0)?;
+                        s.ep.ctl(Ctl::Del, lfd, 0, 0)?;
                         paused_until = Some(std::time::Instant::now() + ACCEPT_PAUSE);
                     }
                 }
@@ -194,7 +185,7 @@ impl<P: Protocol> Server<P> {
     }
 
     /// Accepts until the backlog is empty. Ok(true): accepting must pause (`io::accept`).
-    fn accept_all(&mut self, lfd: RawFd) -> io::Result<bool> {
+    fn accept_all(&mut self, lfd: BorrowedFd<'_>) -> io::Result<bool> {
         let mut c = std::mem::take(&mut self.c);
         let r = accept_all(lfd, &mut c, |fd| self.insert(fd));
         self.c.merge(&c);
@@ -209,12 +200,7 @@ impl<P: Protocol> Server<P> {
         self.next_gen = self.next_gen.wrapping_add(1);
         let gen = self.next_gen;
         let interest = libc::EPOLLIN as u32 | libc::EPOLLRDHUP as u32;
-        if let Err(e) = self.ep.ctl(
-            libc::EPOLL_CTL_ADD,
-            fd.as_raw_fd(),
-            interest,
-            token(idx, gen),
-        ) {
+        if let Err(e) = self.ep.ctl(Ctl::Add, &fd, interest, token(idx, gen)) {
             self.free.push(idx);
             return Err(e);
         }
@@ -270,10 +256,7 @@ impl<P: Protocol> Server<P> {
                 if want != conn.interest {
                     conn.interest = want;
                     self.c.epoll_mods += 1;
-                    match self
-                        .ep
-                        .ctl(libc::EPOLL_CTL_MOD, conn.fd.as_raw_fd(), want, tok)
-                    {
+                    match self.ep.ctl(Ctl::Mod, &conn.fd, want, tok) {
                         Ok(()) => Fate::Keep,
                         Err(_) => Fate::Close,
                     }
@@ -297,30 +280,20 @@ impl<P: Protocol> Server<P> {
 /// error there counts as an accept error, the socket is dropped). Ok(true): accepting must
 /// pause (`io::accept`); Err: a fatal accept error.
 pub(super) fn accept_all(
-    lfd: RawFd,
+    lfd: BorrowedFd<'_>,
     c: &mut EpollCounters,
     mut insert: impl FnMut(OwnedFd) -> io::Result<()>,
 ) -> io::Result<bool> {
     loop {
-        // SAFETY: accept4 with null address pointers is valid.
-        let r = unsafe {
-            libc::accept4(
-                lfd,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            )
-        };
-        match cvt(r) {
+        // accept4(2) with null address pointers.
+        match rustix::net::accept_with(lfd, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC) {
             Ok(fd) => {
                 c.accepts += 1;
-                // SAFETY: fresh fd from accept4.
-                let fd = unsafe { OwnedFd::from_raw_fd(fd) };
                 if insert(fd).is_err() {
                     c.accept_errors += 1;
                 }
             }
-            Err(e) => match accept_error_action(&e) {
+            Err(e) => match accept_error_action(&e.into()) {
                 AcceptAction::Wait => return Ok(false),
                 AcceptAction::Retry => c.accept_errors += 1,
                 AcceptAction::Pause => {
@@ -328,7 +301,8 @@ pub(super) fn accept_all(
                     return Ok(true);
                 }
                 AcceptAction::Fatal => {
-                    return Err(io::Error::new(e.kind(), format!("accept: {e}")))
+                    let e = io::Error::from(e);
+                    return Err(io::Error::new(e.kind(), format!("accept: {e}")));
                 }
             },
         }
@@ -389,38 +363,34 @@ fn step<P: Protocol>(
     if readable || resumable {
         while reads_left > 0 && !conn.read_done && conn.pending() <= OUT_BOUND_BYTES {
             reads_left -= 1;
-            // SAFETY: buf is valid for writes of buf.len() bytes.
-            let r =
-                unsafe { libc::recv(conn.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+            // recvfrom(2) with no address, as glibc's recv.
+            let r = rustix::net::recv(&conn.fd, &mut *buf, RecvFlags::empty());
             c.reads += 1;
-            if r == 0 {
-                conn.read_done = true;
-                c.peer_fins += 1;
-                let reply = proto.on_eof(&mut conn.state, &mut conn.out);
-                if reply == Reply::Out && flush(conn, c).is_err() {
-                    c.resets += 1;
-                    return Fate::Close;
-                }
-                break;
-            }
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                match e.raw_os_error() {
-                    Some(libc::EAGAIN) => {
-                        c.eagain += 1;
-                        break;
-                    }
-                    Some(libc::EINTR) => {
-                        reads_left = reads_left.saturating_add(1);
-                        continue;
-                    }
-                    _ => {
+            let n = match r {
+                Ok((0, _)) => {
+                    conn.read_done = true;
+                    c.peer_fins += 1;
+                    let reply = proto.on_eof(&mut conn.state, &mut conn.out);
+                    if reply == Reply::Out && flush(conn, c).is_err() {
                         c.resets += 1;
                         return Fate::Close;
                     }
+                    break;
                 }
-            }
-            let n = r as usize;
+                Ok((n, _)) => n,
+                Err(Errno::AGAIN) => {
+                    c.eagain += 1;
+                    break;
+                }
+                Err(Errno::INTR) => {
+                    reads_left = reads_left.saturating_add(1);
+                    continue;
+                }
+                Err(_) => {
+                    c.resets += 1;
+                    return Fate::Close;
+                }
+            };
             c.bytes_in += n as u64;
             if conn.napi_unchecked && n > 0 {
                 conn.napi_unchecked = false;
@@ -465,7 +435,7 @@ fn send_input<C>(conn: &mut Conn<C>, input: &[u8], c: &mut EpollCounters) -> io:
         conn.out.extend_from_slice(input);
         return flush(conn, c);
     }
-    let sent = send_some(conn.fd.as_raw_fd(), input, c)?;
+    let sent = send_some(conn.fd.as_fd(), input, c)?;
     if sent < input.len() {
         conn.out.clear();
         conn.out_pos = 0;
@@ -477,7 +447,7 @@ fn send_input<C>(conn: &mut Conn<C>, input: &[u8], c: &mut EpollCounters) -> io:
 
 /// Sends pending output until done or EAGAIN.
 fn flush<C>(conn: &mut Conn<C>, c: &mut EpollCounters) -> io::Result<()> {
-    let n = send_some(conn.fd.as_raw_fd(), &conn.out[conn.out_pos..], c)?;
+    let n = send_some(conn.fd.as_fd(), &conn.out[conn.out_pos..], c)?;
     conn.out_pos += n;
     if conn.out_pos == conn.out.len() {
         conn.out.clear();
@@ -490,31 +460,21 @@ fn flush<C>(conn: &mut Conn<C>, c: &mut EpollCounters) -> io::Result<()> {
 }
 
 /// Sends as much of `b` as the socket takes; Ok(bytes sent), stops at EAGAIN.
-fn send_some(fd: RawFd, b: &[u8], c: &mut EpollCounters) -> io::Result<usize> {
+fn send_some(fd: BorrowedFd<'_>, b: &[u8], c: &mut EpollCounters) -> io::Result<usize> {
     let mut put = 0;
     while put < b.len() {
-        // SAFETY: the slice is valid for reads of its remaining length.
-        let r = unsafe {
-            libc::send(
-                fd,
-                b[put..].as_ptr().cast(),
-                b.len() - put,
-                libc::MSG_NOSIGNAL,
-            )
-        };
+        // sendto(2) with no address, as glibc's send.
+        let r = rustix::net::send(fd, &b[put..], SendFlags::NOSIGNAL);
         c.writes += 1;
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EAGAIN) => {
-                    c.eagain += 1;
-                    break;
-                }
-                Some(libc::EINTR) => continue,
-                _ => return Err(e),
+        match r {
+            Ok(n) => put += n,
+            Err(Errno::AGAIN) => {
+                c.eagain += 1;
+                break;
             }
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         }
-        put += r as usize;
     }
     c.bytes_out += put as u64;
     Ok(put)
@@ -524,7 +484,7 @@ fn send_some(fd: RawFd, b: &[u8], c: &mut EpollCounters) -> io::Result<usize> {
 /// and its kin): none while it is armed; once the pause is over, the listener is watched again.
 pub(super) fn listener_timeout(
     ep: &Epoll,
-    lfd: RawFd,
+    lfd: BorrowedFd<'_>,
     paused_until: &mut Option<std::time::Instant>,
 ) -> io::Result<i32> {
     let Some(t) = *paused_until else {
@@ -534,12 +494,7 @@ pub(super) fn listener_timeout(
     if !left.is_zero() {
         return Ok(left.as_millis() as i32 + 1);
     }
-    ep.ctl(
-        libc::EPOLL_CTL_ADD,
-        lfd,
-        libc::EPOLLIN as u32,
-        TOKEN_LISTENER,
-    )?;
+    ep.ctl(Ctl::Add, lfd, libc::EPOLLIN as u32, TOKEN_LISTENER)?;
     *paused_until = None;
     Ok(-1)
 }

@@ -2,6 +2,12 @@
 //! on its response, and its errors, each counted once.
 
 use super::*;
+use rustix::io::Errno;
+
+/// One recv(2) into `buf` (recvfrom(2) with no address, as glibc's recv).
+fn recv(fd: &OwnedFd, buf: &mut [u8]) -> rustix::io::Result<usize> {
+    rustix::net::recv(fd, buf, rustix::net::RecvFlags::empty()).map(|(n, _)| n)
+}
 
 impl Loop<'_> {
     /// Reads the window's edges (set by the coordinator when the warm-up settles, closed
@@ -67,7 +73,7 @@ impl Loop<'_> {
 
     /// A connect under way resolved (the socket became writable or failed).
     pub(super) fn connected(&mut self, c: &mut Conn) {
-        match so_error(c.fd.as_ref().map_or(-1, |f| f.as_raw_fd())) {
+        match so_error(c.fd.as_ref()) {
             Err(e) => self.fail_connect(c, e),
             Ok(()) => {
                 c.reconnecting = false;
@@ -159,11 +165,10 @@ impl Loop<'_> {
     pub(super) fn drain_unsolicited(&mut self, c: &mut Conn, when: &str) {
         let mut got = 0u64;
         for _ in 0..MAX_UNSOLICITED_READS {
-            let Some(fd) = c.fd.as_ref().map(|f| f.as_raw_fd()) else {
+            let Some(fd) = c.fd.as_ref() else {
                 return;
             };
-            // SAFETY: scratch holds READ_CHUNK writable bytes.
-            let r = unsafe { libc::recv(fd, self.scratch.as_mut_ptr().cast(), READ_CHUNK, 0) };
+            let r = recv(fd, &mut self.scratch[..READ_CHUNK]);
             match self.received(c, r) {
                 Some(n) => got += n as u64,
                 None => {
@@ -224,13 +229,13 @@ impl Loop<'_> {
     /// Does whatever the connection's state allows until it would block.
     pub(super) fn drive(&mut self, c: &mut Conn) {
         loop {
-            let Some(fd) = c.fd.as_ref().map(|f| f.as_raw_fd()) else {
+            if c.fd.is_none() {
                 return;
-            };
+            }
             let step = match c.st {
-                St::Sending => self.send_step(c, fd),
-                St::Receiving if c.pending.is_some() => self.discard_step(c, fd),
-                St::Receiving => self.receive_step(c, fd),
+                St::Sending => self.send_step(c),
+                St::Receiving if c.pending.is_some() => self.discard_step(c),
+                St::Receiving => self.receive_step(c),
                 St::Idle | St::Connecting | St::Dead => Step::Wait,
             };
             if step == Step::Wait {
@@ -239,29 +244,23 @@ impl Loop<'_> {
         }
     }
 
-    /// One send of the rest of the outstanding message.
-    pub(super) fn send_step(&mut self, c: &mut Conn, fd: RawFd) -> Step {
-        // SAFETY: the slice is valid for reads of its remaining length.
-        let r = unsafe {
-            libc::send(
-                fd,
-                c.out[c.sent..].as_ptr().cast(),
-                c.out.len() - c.sent,
-                libc::MSG_NOSIGNAL,
-            )
+    /// One send of the rest of the outstanding message (sendto(2) with no address, as glibc's
+    /// send).
+    pub(super) fn send_step(&mut self, c: &mut Conn) -> Step {
+        let Some(fd) = c.fd.as_ref() else {
+            return Step::Wait;
         };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            return match e.kind() {
-                io::ErrorKind::WouldBlock => Step::Wait,
-                io::ErrorKind::Interrupted => Step::Again,
-                _ => {
-                    self.fail_io(c, Some(e), true);
-                    Step::Wait
-                }
-            };
-        }
-        c.sent += r as usize;
+        let r = rustix::net::send(fd, &c.out[c.sent..], rustix::net::SendFlags::NOSIGNAL);
+        let n = match r {
+            Ok(n) => n,
+            Err(Errno::WOULDBLOCK) => return Step::Wait,
+            Err(Errno::INTR) => return Step::Again,
+            Err(e) => {
+                self.fail_io(c, Some(e.into()), true);
+                return Step::Wait;
+            }
+        };
+        c.sent += n;
         if c.sent == c.out.len() {
             c.st = St::Receiving;
             if !c.read_pending && c.inb.is_empty() {
@@ -273,15 +272,17 @@ impl Loop<'_> {
 
     /// A response already judged: one read of its rest, dropped; complete once it is all
     /// read.
-    pub(super) fn discard_step(&mut self, c: &mut Conn, fd: RawFd) -> Step {
+    pub(super) fn discard_step(&mut self, c: &mut Conn) -> Step {
         if c.discard == 0 {
             let d = c.pending.take().expect("pending response");
             return self.finish(c, d);
         }
         // One byte more than the response's rest: a byte past it is unsolicited.
         let want = (c.discard + 1).min(READ_CHUNK as u64) as usize;
-        // SAFETY: scratch holds READ_CHUNK >= want writable bytes.
-        let r = unsafe { libc::recv(fd, self.scratch.as_mut_ptr().cast(), want, 0) };
+        let Some(fd) = c.fd.as_ref() else {
+            return Step::Wait;
+        };
+        let r = recv(fd, &mut self.scratch[..want]);
         match self.received(c, r) {
             Some(n) if n as u64 > c.discard => {
                 let extra = n as u64 - c.discard;
@@ -295,7 +296,7 @@ impl Loop<'_> {
     }
 
     /// Judges what the connection holds; a response not yet complete gets one read more.
-    pub(super) fn receive_step(&mut self, c: &mut Conn, fd: RawFd) -> Step {
+    pub(super) fn receive_step(&mut self, c: &mut Conn) -> Step {
         let need = match self.ex.response(&c.out, &c.inb) {
             // Our own message size bounds what an echo holds; nothing a peer announces is
             // reserved beyond READ_CHUNK at a time.
@@ -334,8 +335,13 @@ impl Loop<'_> {
         let need = need + 1;
         let have = c.inb.len();
         c.inb.reserve(need);
-        // SAFETY: `need` bytes of spare capacity were reserved just above.
-        let r = unsafe { libc::recv(fd, c.inb.as_mut_ptr().add(have).cast(), need, 0) };
+        let Some(fd) = c.fd.as_ref() else {
+            return Step::Wait;
+        };
+        // Into `need` bytes of the spare capacity reserved just above.
+        let spare = &mut c.inb.spare_capacity_mut()[..need];
+        let r = rustix::net::recv(fd, spare, rustix::net::RecvFlags::empty())
+            .map(|((got, _), _)| got.len());
         match self.received(c, r) {
             // SAFETY: the kernel initialized `n` bytes after `have`.
             Some(n) => unsafe { c.inb.set_len(have + n) },
@@ -356,23 +362,20 @@ impl Loop<'_> {
 
     /// A recv's result: the bytes received, or `None` when the connection must wait (or
     /// failed, which is counted and closes it). EINTR comes back as 0 bytes.
-    pub(super) fn received(&mut self, c: &mut Conn, r: isize) -> Option<usize> {
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            return match e.kind() {
-                io::ErrorKind::WouldBlock => None,
-                io::ErrorKind::Interrupted => Some(0),
-                _ => {
-                    self.fail_io(c, Some(e), false);
-                    None
-                }
-            };
+    pub(super) fn received(&mut self, c: &mut Conn, r: rustix::io::Result<usize>) -> Option<usize> {
+        match r {
+            Ok(0) => {
+                self.fail_io(c, None, false);
+                None
+            }
+            Ok(n) => Some(n),
+            Err(Errno::WOULDBLOCK) => None,
+            Err(Errno::INTR) => Some(0),
+            Err(e) => {
+                self.fail_io(c, Some(e.into()), false);
+                None
+            }
         }
-        if r == 0 {
-            self.fail_io(c, None, false);
-            return None;
-        }
-        Some(r as usize)
     }
 
     /// A response that cannot be read: count it, close the connection (where the next

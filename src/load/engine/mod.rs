@@ -18,14 +18,13 @@ use super::window::{run_threads, stop_requested, Coordinated, Shared, WARM_TICK_
 use super::{
     Config, Edge, Exchange, Fault, Mismatch, Report, Response, Verdict, GAP_BUCKETS, READ_CHUNK,
 };
-use crate::io::sys::{cvt, sockaddr};
 use crate::measure::{clock::now_ns, cpu, pin};
 use sock::{connect, register, so_error, source_for, wait};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::Ordering;
 
 const TICK_NS: u64 = 100_000_000;
@@ -241,7 +240,7 @@ struct Loop<'a> {
     parked: Vec<usize>,
     /// The first round is over (or there is none).
     released: bool,
-    ep: RawFd,
+    ep: BorrowedFd<'a>,
     target: SocketAddr,
     /// Where discarded response bytes land, READ_CHUNK bytes.
     scratch: Vec<u8>,
@@ -280,9 +279,8 @@ fn worker_inner(
     if let Some(c) = cpu {
         pin::pin_this_thread(c)?;
     }
-    // SAFETY: epoll_create1 has no memory preconditions; the fd is owned below.
-    let ep = unsafe { OwnedFd::from_raw_fd(cvt(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
-    let mut lp = Loop::new(cfg, ex, shared, ep.as_raw_fd());
+    let ep = rustix::event::epoll::create(rustix::event::epoll::CreateFlags::CLOEXEC)?;
+    let mut lp = Loop::new(cfg, ex, shared, ep.as_fd());
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS];
     let mut conns = lp.open(cfg, ids)?;
     lp.await_connects(cfg, &ep, &mut conns, &mut events)?;
@@ -341,7 +339,7 @@ impl Conn {
 
 /// A thread's loop before traffic: its connections set up, the window's edges unknown.
 impl<'a> Loop<'a> {
-    fn new(cfg: &Config, ex: &'a dyn Exchange, shared: &'a Shared, ep: RawFd) -> Loop<'a> {
+    fn new(cfg: &Config, ex: &'a dyn Exchange, shared: &'a Shared, ep: BorrowedFd<'a>) -> Loop<'a> {
         Loop {
             ex,
             shared,
@@ -403,7 +401,7 @@ impl<'a> Loop<'a> {
                 if c.st != St::Connecting {
                     continue;
                 }
-                match so_error(c.fd.as_ref().map_or(-1, |f| f.as_raw_fd())) {
+                match so_error(c.fd.as_ref()) {
                     Ok(()) => c.st = St::Idle,
                     Err(e) => self.fail_connect(c, e),
                 }

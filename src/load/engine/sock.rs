@@ -2,15 +2,20 @@
 //! reading a connect's error, and waiting on the epoll instance.
 
 use super::*;
+use rustix::event::epoll;
+use std::os::fd::AsRawFd;
 
-/// Registers `fd` with the loop's epoll, edge-triggered, for reading and writing.
-pub(super) fn register(ep: RawFd, fd: &OwnedFd, idx: usize) -> io::Result<()> {
-    let mut ev = libc::epoll_event {
-        events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLET | libc::EPOLLRDHUP) as u32,
-        u64: idx as u64,
-    };
-    // SAFETY: valid epoll fd, socket fd and event.
-    cvt(unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd.as_raw_fd(), &mut ev) }).map(|_| ())
+/// Registers `fd` with the loop's epoll, edge-triggered, for reading and writing (one
+/// epoll_ctl(2)).
+pub(super) fn register(ep: BorrowedFd<'_>, fd: &OwnedFd, idx: usize) -> io::Result<()> {
+    use epoll::EventFlags as E;
+    let flags = E::IN | E::OUT | E::ET | E::RDHUP;
+    Ok(epoll::add(
+        ep,
+        fd,
+        epoll::EventData::new_u64(idx as u64),
+        flags,
+    )?)
 }
 
 /// Loopback targets with more than `conns_per_source` connections (default
@@ -28,61 +33,28 @@ pub(super) fn source_for(cfg: &Config, id: usize) -> Option<Ipv4Addr> {
 
 /// A non-blocking socket with TCP_NODELAY whose connect is under way.
 pub(super) fn connect(target: SocketAddr, source: Option<Ipv4Addr>) -> io::Result<OwnedFd> {
-    let fd = crate::io::sys::tcp_socket(&target, libc::SOCK_NONBLOCK)?;
-    let setopt = |level, name| crate::io::sys::set_int_opt(&fd, level, name, 1);
-    setopt(libc::IPPROTO_TCP, libc::TCP_NODELAY)?;
+    let fd = crate::io::sys::tcp_socket(&target, rustix::net::SocketFlags::NONBLOCK)?;
+    rustix::net::sockopt::set_tcp_nodelay(&fd, true)?;
     if let Some(src) = source {
         // The port is picked at connect time from the whole 4-tuple, not at bind time.
-        setopt(libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT)?;
-        let (ss, len) = sockaddr(SocketAddr::new(IpAddr::V4(src), 0));
-        // SAFETY: valid fd and address of the stated length.
-        cvt(unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                &ss as *const _ as *const libc::sockaddr,
-                len,
-            )
-        })?;
+        crate::io::sys::set_int_opt(&fd, libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1)?;
+        rustix::net::bind(&fd, &SocketAddr::new(IpAddr::V4(src), 0))?;
     }
-    let (ss, len) = sockaddr(target);
-    // SAFETY: valid fd and address of the stated length.
-    let r = unsafe {
-        libc::connect(
-            fd.as_raw_fd(),
-            &ss as *const _ as *const libc::sockaddr,
-            len,
-        )
-    };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINPROGRESS) {
-            return Err(e);
-        }
+    match rustix::net::connect(&fd, &target) {
+        Ok(()) | Err(rustix::io::Errno::INPROGRESS) => Ok(fd),
+        Err(e) => Err(e.into()),
     }
-    Ok(fd)
 }
 
-pub(super) fn so_error(fd: RawFd) -> io::Result<()> {
-    let mut err: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: valid pointers to an int and its length.
-    cvt(unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_ERROR,
-            (&mut err as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    })?;
-    if err == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(err))
-    }
+/// The pending error of a connect (SO_ERROR); without a socket, EBADF.
+pub(super) fn so_error(fd: Option<&OwnedFd>) -> io::Result<()> {
+    let fd = fd.ok_or(rustix::io::Errno::BADF)?;
+    Ok(rustix::net::sockopt::socket_error(fd)??)
 }
 
 /// epoll_pwait2 with a nanosecond timeout (falls back to epoll_wait, rounded up to 1 ms).
+///
+/// raw: rustix's epoll wait makes epoll_pwait(2) with a millisecond timeout where it fits.
 pub(super) fn wait(
     ep: &OwnedFd,
     events: &mut [libc::epoll_event],

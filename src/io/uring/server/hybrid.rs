@@ -11,11 +11,11 @@
 use super::conn::Fd;
 use super::Server;
 use crate::io::accept::{accept_action, AcceptAction, ACCEPT_PAUSE};
-use crate::io::epoll::Epoll;
+use crate::io::epoll::{Ctl, Epoll};
 use crate::model::Trigger;
 use crate::proto::Protocol;
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsFd;
 use std::time::Instant;
 
 const LISTENER: u64 = 0;
@@ -30,7 +30,7 @@ pub(super) struct Hybrid {
 
 impl Hybrid {
     /// An epoll set of the listener `lfd` and the ring's fd.
-    pub(crate) fn new(lfd: RawFd, ring_fd: RawFd) -> io::Result<Hybrid> {
+    pub(crate) fn new(lfd: impl AsFd, ring_fd: impl AsFd) -> io::Result<Hybrid> {
         let ep = Epoll::new(Trigger::Level)?;
         ep.add_readable(lfd, LISTENER)?;
         ep.add_readable(ring_fd, RING)?;
@@ -52,7 +52,7 @@ impl<P: Protocol> Server<P> {
         };
         if let Some(t) = h.paused_until {
             if Instant::now() >= t {
-                h.ep.add_readable(self.lfd, LISTENER)?;
+                h.ep.add_readable(&self.listener, LISTENER)?;
                 h.paused_until = None;
             }
         }
@@ -96,7 +96,7 @@ impl<P: Protocol> Server<P> {
                 AcceptAction::Pause => {
                     self.c.accept_pauses += 1;
                     if let Some(h) = self.hybrid.as_mut() {
-                        h.ep.ctl(libc::EPOLL_CTL_DEL, self.lfd, 0, 0)?;
+                        h.ep.ctl(Ctl::Del, &self.listener, 0, 0)?;
                         h.paused_until = Some(Instant::now() + ACCEPT_PAUSE);
                     }
                     return Ok(());
@@ -107,9 +107,4 @@ impl<P: Protocol> Server<P> {
             }
         }
     }
-}
-
-/// The ring's fd, for the epoll set.
-pub(super) fn ring_fd(ring: &io_uring::IoUring) -> RawFd {
-    ring.as_raw_fd()
 }

@@ -248,10 +248,7 @@ fn serve_with<P: Protocol>(
     listener.set_nonblocking(hybrid_accept)?;
     let (ring, setup) = ring::build(k, SQ_ENTRIES, plan)?;
     let hybrid = if hybrid_accept {
-        Some(hybrid::Hybrid::new(
-            listener.as_raw_fd(),
-            hybrid::ring_fd(&ring),
-        )?)
+        Some(hybrid::Hybrid::new(&listener, &ring)?)
     } else {
         None
     };
@@ -284,6 +281,7 @@ fn serve_with<P: Protocol>(
         hybrid,
         broker,
         race_fault: race_fault(),
+        listener,
     };
     for f in &setup.flags {
         let name = format!("setup_{}", f.to_ascii_lowercase());
@@ -377,6 +375,9 @@ struct Server<P: Protocol> {
     /// reset's SHUT_RD, so that the shutdown resolves its direct descriptor late, and no
     /// backpressure cancel of a multishot recv, so that a flooding client is reset.
     race_fault: Option<Box<types::Timespec>>,
+    /// The listener `lfd` is (`hybrid` hands it to epoll); last, so that it closes after the
+    /// ring, as when the caller held it.
+    listener: TcpListener,
 }
 
 /// `RINGSIDE_FAULT_RESET_RACE_MS=N` sets up the reset race for its regression test
