@@ -153,8 +153,7 @@ impl StorageCtx {
             return Err(bad(format!("not writable: {e}")));
         }
         let fs = FsInfo::probe(&dir);
-        // SAFETY: geteuid has no preconditions.
-        let root = unsafe { libc::geteuid() } == 0;
+        let root = rustix::process::geteuid().is_root();
         let cache = if drop_caches && root {
             "dropped before each read repetition (--drop-caches)"
         } else if drop_caches {
@@ -203,8 +202,7 @@ impl StorageCtx {
     /// Drops the page cache when asked to (after `sync`); says what it did.
     fn before_reads(&self) -> io::Result<()> {
         if self.drop_caches {
-            // SAFETY: sync has no preconditions.
-            unsafe { libc::sync() };
+            rustix::fs::sync();
             std::fs::write("/proc/sys/vm/drop_caches", b"3")?;
         }
         Ok(())
