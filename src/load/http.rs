@@ -34,7 +34,7 @@ use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 /// The largest response head accepted, bytes.
-pub(crate) const MAX_RESPONSE_HEAD_BYTES: usize = 64 * 1024;
+pub const MAX_RESPONSE_HEAD_BYTES: usize = 64 * 1024;
 /// How much is asked for while a head is incomplete, bytes.
 pub(crate) const HEAD_READ_BYTES: usize = 16 * 1024;
 /// Header fields parsed per response, at most (more: unreadable).
@@ -44,7 +44,7 @@ pub(crate) const MAX_RESPONSE_HEADERS: usize = 64;
 pub(crate) const MAX_RESPONSE_BODY_BYTES: u64 = 1 << 30;
 /// The largest chunked body accepted, bytes on the wire (1 MiB; more: malformed). A chunked
 /// body is held until its end to be decoded, so this bounds what one connection holds.
-pub(crate) const MAX_CHUNKED_BODY_BYTES: usize = 1 << 20;
+pub const MAX_CHUNKED_BODY_BYTES: usize = 1 << 20;
 /// Trailer fields after a chunked body, at most.
 const MAX_TRAILERS: usize = 16;
 

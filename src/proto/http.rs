@@ -39,7 +39,7 @@ pub(crate) const MAX_HEADERS: usize = 128;
 pub(crate) const MAX_BODY_BYTES: usize = 1 << 20;
 /// Bytes of responses one batch of input may produce before the rest is refused (see the
 /// module docs).
-pub(crate) const PIPELINE_OUT_BUDGET: usize = 1 << 20;
+pub const PIPELINE_OUT_BUDGET: usize = 1 << 20;
 
 const SERVER: &str = "ringside";
 
