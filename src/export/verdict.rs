@@ -231,10 +231,10 @@ pub const CAPACITY_PREFIX: &str = "capacity, load generator with headroom: ";
 /// open-loop sweep, its latency verdicts), then the open-loop sweeps' knees. Other
 /// workloads: the sweep's verdicts.
 pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
-    if !facts(workload).net {
+    let f = facts(workload);
+    if !f.net {
         return sweep_verdicts(workload, cases);
     }
-    let f = facts(workload);
     // Equal-load points are ranked at equal load only, apart from the capacity sweep.
     let closed: Vec<&CaseResult> = cases
         .iter()
@@ -280,8 +280,8 @@ pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
                 }),
         );
     }
-    if facts(workload).rate_sweep {
-        out.extend(capacity(cases, facts(workload).units.rate));
+    if f.rate_sweep {
+        out.extend(capacity(cases, f.units.rate));
     }
     out
 }
