@@ -4,7 +4,7 @@
 #   benches/reference/build.sh [OUT_DIR]     (default: target/reference, relative to the repo)
 #
 # Produces OUT_DIR/micro_ref (and the echo reference servers OUT_DIR/echo_epoll and
-# OUT_DIR/echo_uring). Installs nothing: needs gcc and liburing's headers and library
+# OUT_DIR/echo_uring, and the echo load client OUT_DIR/echo_client). Installs nothing: needs gcc and liburing's headers and library
 # (Debian/Ubuntu package liburing-dev; Fedora liburing-devel).
 set -eu
 
@@ -31,5 +31,8 @@ echo "$OUT"
 # The echo suite's C reference servers (see README.md, "Echo reference servers").
 "$CC" -O2 -Wall -o "$out_dir/echo_epoll" "$here/echo_epoll.c"
 echo "$out_dir/echo_epoll"
+# The load generator's C reference client (README.md, "Echo reference load client"): libc only.
+"$CC" -O2 -Wall -o "$out_dir/echo_client" "$here/echo_client.c"
+echo "$out_dir/echo_client"
 "$CC" -O2 -Wall -o "$out_dir/echo_uring" "$here/echo_uring.c" -luring
 echo "$out_dir/echo_uring"
