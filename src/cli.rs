@@ -163,6 +163,10 @@ pub struct RunArgs {
     /// CPU of the server's NUMA node, the server core's SMT siblings excepted).
     #[arg(long)]
     pub(crate) load_cpus: Option<String>,
+    /// What the load generator drives echo and HTTP connections with (see `ringside load
+    /// --engine`); recorded in results.json (`env.load_engine`).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub(crate) load_engine: EngineArg,
     /// Let --server-cpus and --load-cpus overlap (cells are marked shared_cpus).
     #[arg(long)]
     pub(crate) allow_shared: bool,
@@ -294,9 +298,32 @@ pub struct LoadArgs {
     /// CPUs for the load generator's threads, e.g. "0" or "0-1" (default: not pinned).
     #[arg(long)]
     pub(crate) cpus: Option<String>,
+    /// What drives the connections of echo and HTTP: io_uring (multishot receives into a
+    /// buffer ring, batched sends, registered files) or epoll; auto: io_uring where the
+    /// machine has what it uses, else epoll. Bulk streams and pubsub always use epoll.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub(crate) engine: EngineArg,
     /// Also write the report as JSON to this file (atomically).
     #[arg(long)]
     pub(crate) json: Option<PathBuf>,
+}
+
+/// `load --engine`, `run --load-engine`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    Auto,
+    Uring,
+    Epoll,
+}
+
+impl From<EngineArg> for crate::load::Engine {
+    fn from(e: EngineArg) -> Self {
+        match e {
+            EngineArg::Auto => crate::load::Engine::Auto,
+            EngineArg::Uring => crate::load::Engine::Uring,
+            EngineArg::Epoll => crate::load::Engine::Epoll,
+        }
+    }
 }
 
 /// `serve --protocol`: what the server speaks.

@@ -108,6 +108,7 @@ pub(crate) fn config(a: &LoadArgs) -> Result<(Config, usize), InputError> {
     cfg.rate = rate;
     cfg.threads = threads;
     cfg.cpus = cpus;
+    cfg.engine = a.engine.into();
     Ok((cfg, msg))
 }
 

@@ -39,6 +39,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         budget.runs_given = true;
     }
     let plan = cpu_plan(&a)?;
+    let load_engine = crate::load::Engine::from(a.load_engine)
+        .resolve()
+        .map_err(|e| InputError::BadValue {
+            flag: "--load-engine",
+            given: crate::load::Engine::from(a.load_engine).name().to_string(),
+            valid: format!("epoll or auto here ({e})"),
+        })?;
     // Other hosts (--server-host, --load-host): parsed, version-checked and probed before
     // anything runs.
     let (hosts, remote) = super::remote::setup(&a, &workloads)?;
@@ -129,6 +136,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
 
     let mut env = crate::env::probe();
     env.cpu_plan = Some(plan.clone());
+    env.load_engine = Some(load_engine);
     let plan_for_check = plan.clone();
     let mut results = RunResults {
         schema_version: SCHEMA_VERSION,

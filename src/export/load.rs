@@ -149,12 +149,13 @@ pub(crate) fn http_summary(cfg: &Config, g: &HttpGet, r: &Report) -> String {
         None => "closed loop".to_string(),
     };
     let mut s = format!(
-        "http load on {} (GET {} Host {}): {} connections, {} thread(s), {}, {:.1} s measured after {:.1} s warm-up\n",
+        "http load on {} (GET {} Host {}): {} connections, {} {} thread(s), {}, {:.1} s measured after {:.1} s warm-up\n",
         cfg.target,
         g.path,
         g.host,
         cfg.conns,
         r.threads,
+        r.engine.name(),
         mode,
         cfg.duration.as_secs_f64(),
         cfg.warmup.as_secs_f64()
@@ -220,11 +221,12 @@ pub(crate) fn summary(cfg: &Config, msg: usize, r: &Report) -> String {
         None => "closed loop".to_string(),
     };
     let mut s = format!(
-        "echo load on {}: {} connections x {} B, {} thread(s), {}, {:.1} s measured after {:.1} s warm-up\n",
+        "echo load on {}: {} connections x {} B, {} {} thread(s), {}, {:.1} s measured after {:.1} s warm-up\n",
         cfg.target,
         cfg.conns,
         msg,
         r.threads,
+        r.engine.name(),
         mode,
         cfg.duration.as_secs_f64(),
         cfg.warmup.as_secs_f64()

@@ -62,11 +62,15 @@ pub(crate) fn cpu_plan_text(run: &RunResults) -> Option<String> {
     }
     let threads = p.load.len();
     let mut s = format!(
-        "server CPU {}; load generator CPU{} {} ({} thread{})",
+        "server CPU {}; load generator CPU{} {} ({} {} thread{})",
         list_string(&p.server),
         if threads == 1 { "" } else { "s" },
         list_string(&p.load),
         threads,
+        match run.env.load_engine {
+            Some(crate::load::Engine::Uring) => "io_uring",
+            _ => "epoll",
+        },
         if threads == 1 { "" } else { "s" },
     );
     if p.shared() {

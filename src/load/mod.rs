@@ -32,7 +32,7 @@ pub mod stream;
 mod tally;
 mod window;
 
-pub use engine::run;
+pub use engine::{run, Engine};
 
 use crate::measure::Hist;
 use serde::{Deserialize, Serialize};
@@ -212,6 +212,9 @@ pub struct Config {
     /// Set (by a signal handler) to end the run early: the window closes when it is seen
     /// (the load threads check it between waits) and the report says `interrupted`.
     pub(crate) stop: Option<&'static AtomicBool>,
+    /// What drives a message exchange's connections (bulk streams and pubsub have their own
+    /// epoll drivers).
+    pub engine: Engine,
 }
 
 impl Config {
@@ -229,6 +232,7 @@ impl Config {
             msg_timeout: DEFAULT_MSG_TIMEOUT,
             conns_per_source: CONNS_PER_SOURCE,
             stop: None,
+            engine: Engine::Auto,
         }
     }
 }
@@ -250,6 +254,9 @@ pub enum Edge {
 pub struct Report {
     pub(crate) conns_requested: usize,
     pub threads: usize,
+    /// The engine that drove the connections (files written before engines read as epoll).
+    #[serde(default = "epoll_engine")]
+    pub engine: Engine,
     /// Open-loop target rate, messages/s (`None`: closed loop).
     pub(crate) rate_per_sec: Option<f64>,
     /// Measured window, ns (shorter than asked when interrupted).
@@ -365,6 +372,7 @@ impl Report {
         Report {
             conns_requested: cfg.conns,
             threads,
+            engine: Engine::Epoll,
             rate_per_sec,
             window_ns,
             interrupted,
@@ -635,6 +643,10 @@ impl Report {
         }
         Some(s)
     }
+}
+
+fn epoll_engine() -> Engine {
+    Engine::Epoll
 }
 
 fn per_sec(n: u64, ns: u64) -> f64 {

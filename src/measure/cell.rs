@@ -40,6 +40,9 @@ crate::counter_set! {
         /// Connections never answered when the warm-up gave up at the message timeout
         /// (warning `warmup_unsettled`).
         load_unsettled_conns,
+        /// Repetitions whose load generator drove its connections with io_uring (the others
+        /// used epoll: `load::Engine`).
+        load_engine_uring,
         /// The load generator was saturated (`load::CLIENT_BOUND_FRACTION`) while the server
         /// was not: the figure is the client's limit, not the server's.
         client_bound,

@@ -3,6 +3,7 @@
 //! - [`bin`]: the binary under test (`bin`, `ringside`) and the results fixture;
 //! - [`servers`]: the servers under test, from the registry (built-in servers, contenders);
 //! - [`child`]: `ringside serve` as a child process, stopped with SIGTERM;
+//! - [`engines`]: a load generator's test run once per engine;
 //! - [`inproc`]: servers run on a thread of the test process (built-in ones through
 //!   `io::serve`, contenders through `peer::serve_*`), stopped on request;
 //! - [`net`]: the client side: connecting with timeouts, exact reads, resets;
@@ -15,6 +16,7 @@
 
 pub mod bin;
 pub mod child;
+pub mod engines;
 pub mod inproc;
 pub mod net;
 pub mod netns;

@@ -41,7 +41,8 @@ impl std::fmt::Debug for Ran {
     }
 }
 
-/// `ringside load --protocol PROTO --target ADDR ARGS... --json FILE`.
+/// `ringside load --protocol PROTO --target ADDR ARGS... --engine E --json FILE` (E: the
+/// engine [`common::engines::each_engine`] runs, `auto` outside it).
 fn load(proto: &str, addr: SocketAddr, args: &[&str]) -> Ran {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("load.json");
@@ -49,6 +50,7 @@ fn load(proto: &str, addr: SocketAddr, args: &[&str]) -> Ran {
     let o: Output = assert_cmd::Command::new(bin())
         .args(["load", "--protocol", proto, "--target", &addr.to_string()])
         .args(args)
+        .args(common::engines::engine_args())
         .arg("--json")
         .arg(&json)
         .timeout(Duration::from_secs(60))
@@ -145,59 +147,65 @@ fn answer(mut s: TcpStream, resp: impl Fn() -> &'static [u8], close: bool) {
 
 #[test]
 fn inverted_echoes_are_not_ops_and_fail_the_load() {
-    let addr = serve_with(inverting);
-    let r = load("echo", addr, &[&["--conns", "3"][..], &SHORT].concat());
-    assert_eq!(r.code, Some(1), "{r:?}");
-    let v = r
-        .json
-        .as_ref()
-        .expect("the JSON is written also on failure");
-    let rep = &v["report"];
-    assert_eq!(u(&rep["msgs"]), 0, "no inverted echo is an op: {r:?}");
-    assert!(u(&rep["mismatches"]) > 0, "{r:?}");
-    assert_eq!(v["msgs_per_sec"].as_f64(), Some(0.0), "{r:?}");
-    assert_eq!(u(&rep["first_mismatch"]["offset"]), 0, "{r:?}");
-    assert!(v["latency_ns"]["p50"].is_null(), "{r:?}");
-    assert!(
-        r.stderr.contains("mismatch") && r.stderr.contains("byte 0"),
-        "the error names the count and the first offset: {r:?}"
-    );
+    common::engines::each_engine(|| {
+        let addr = serve_with(inverting);
+        let r = load("echo", addr, &[&["--conns", "3"][..], &SHORT].concat());
+        assert_eq!(r.code, Some(1), "{r:?}");
+        let v = r
+            .json
+            .as_ref()
+            .expect("the JSON is written also on failure");
+        let rep = &v["report"];
+        assert_eq!(u(&rep["msgs"]), 0, "no inverted echo is an op: {r:?}");
+        assert!(u(&rep["mismatches"]) > 0, "{r:?}");
+        assert_eq!(v["msgs_per_sec"].as_f64(), Some(0.0), "{r:?}");
+        assert_eq!(u(&rep["first_mismatch"]["offset"]), 0, "{r:?}");
+        assert!(v["latency_ns"]["p50"].is_null(), "{r:?}");
+        assert!(
+            r.stderr.contains("mismatch") && r.stderr.contains("byte 0"),
+            "the error names the count and the first offset: {r:?}"
+        );
+    });
 }
 
 #[test]
 fn doubled_echoes_are_never_ops() {
-    let addr = serve_with(doubling);
-    let r = load("echo", addr, &[&["--conns", "2"][..], &SHORT].concat());
-    assert_eq!(r.code, Some(1), "{r:?}");
-    let rep = &r.json.as_ref().unwrap()["report"];
-    // Each connection's first message verifies (in the warm-up); the second copy is bytes
-    // past its response (unsolicited) when it arrived with it, and otherwise is read as the
-    // next message's echo (a mismatch at the sequence number, byte 4): either way every later
-    // echo is out of step and none is an op.
-    assert_eq!(u(&rep["msgs"]), 0, "{r:?}");
-    assert!(u(&rep["mismatches"]) + u(&rep["unsolicited"]) > 0, "{r:?}");
+    common::engines::each_engine(|| {
+        let addr = serve_with(doubling);
+        let r = load("echo", addr, &[&["--conns", "2"][..], &SHORT].concat());
+        assert_eq!(r.code, Some(1), "{r:?}");
+        let rep = &r.json.as_ref().unwrap()["report"];
+        // Each connection's first message verifies (in the warm-up); the second copy is bytes
+        // past its response (unsolicited) when it arrived with it, and otherwise is read as the
+        // next message's echo (a mismatch at the sequence number, byte 4): either way every later
+        // echo is out of step and none is an op.
+        assert_eq!(u(&rep["msgs"]), 0, "{r:?}");
+        assert!(u(&rep["mismatches"]) + u(&rep["unsolicited"]) > 0, "{r:?}");
+    });
 }
 
 /// A 404 is non-2xx, a head that does not parse is malformed: neither is a request answered,
 /// and either fails the load.
 #[test]
 fn http_responses_that_do_not_validate_are_not_requests() {
-    for (resp, field) in [
-        (
-            &b"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\nno"[..],
-            "non_2xx",
-        ),
-        (b"HTTP/1.1 200 OK\r\nFoo\r\n\r\n", "malformed"),
-    ] {
-        let addr = http_server(resp, false);
-        let r = load("http", addr, &[&["--conns", "2"][..], &SHORT].concat());
-        assert_eq!(r.code, Some(1), "{r:?}");
-        let rep = &r.json.as_ref().unwrap()["report"];
-        assert_eq!(u(&rep["msgs"]), 0, "{field}: {r:?}");
-        assert!(u(&rep[field]) + u(&rep["warmup_invalid"]) > 0, "{r:?}");
-        let name = if field == "non_2xx" { "non-2xx" } else { field };
-        assert!(r.stderr.contains(name), "{r:?}");
-    }
+    common::engines::each_engine(|| {
+        for (resp, field) in [
+            (
+                &b"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\nno"[..],
+                "non_2xx",
+            ),
+            (b"HTTP/1.1 200 OK\r\nFoo\r\n\r\n", "malformed"),
+        ] {
+            let addr = http_server(resp, false);
+            let r = load("http", addr, &[&["--conns", "2"][..], &SHORT].concat());
+            assert_eq!(r.code, Some(1), "{r:?}");
+            let rep = &r.json.as_ref().unwrap()["report"];
+            assert_eq!(u(&rep["msgs"]), 0, "{field}: {r:?}");
+            assert!(u(&rep[field]) + u(&rep["warmup_invalid"]) > 0, "{r:?}");
+            let name = if field == "non_2xx" { "non-2xx" } else { field };
+            assert!(r.stderr.contains(name), "{r:?}");
+        }
+    });
 }
 
 // -- issue 28 item 1: bytes no request asked for are never a response --
@@ -239,32 +247,35 @@ fn echo_with_a_greeting(mut s: TcpStream) {
 /// canned server, every answer already in the buffer counted for the request just sent.)
 #[test]
 fn answers_nobody_asked_for_are_unsolicited_never_ops() {
-    for (proto, f, no_op) in [
-        ("http", canned_at_accept as fn(TcpStream), true),
-        ("http", answering_twice, false),
-        ("echo", echo_with_a_greeting, false),
-    ] {
-        let addr = serve_with(f);
-        let r = load(proto, addr, &[&["--conns", "2"][..], &SHORT].concat());
-        assert_eq!(r.code, Some(1), "{r:?}");
-        let rep = &r.json.as_ref().unwrap()["report"];
-        assert!(
-            u(&rep["unsolicited"]) + u(&rep["warmup_invalid"]) > 0,
-            "{r:?}"
-        );
-        // Named: as unsolicited when they came before the first request went out, or as a
-        // mismatch when the greeting raced the request and was read as the start of its echo.
-        assert!(
-            r.stderr.contains("unsolicited") || (proto == "echo" && r.stderr.contains("mismatch")),
-            "named: {r:?}"
-        );
-        if no_op {
-            // Every canned answer came before its request: none is an op. (The greeting
-            // server echoes rightly after it, and the other answers the first time rightly:
-            // their runs fail all the same.)
-            assert_eq!(u(&rep["msgs"]), 0, "{r:?}");
+    common::engines::each_engine(|| {
+        for (proto, f, no_op) in [
+            ("http", canned_at_accept as fn(TcpStream), true),
+            ("http", answering_twice, false),
+            ("echo", echo_with_a_greeting, false),
+        ] {
+            let addr = serve_with(f);
+            let r = load(proto, addr, &[&["--conns", "2"][..], &SHORT].concat());
+            assert_eq!(r.code, Some(1), "{r:?}");
+            let rep = &r.json.as_ref().unwrap()["report"];
+            assert!(
+                u(&rep["unsolicited"]) + u(&rep["warmup_invalid"]) > 0,
+                "{r:?}"
+            );
+            // Named: as unsolicited when they came before the first request went out, or as a
+            // mismatch when the greeting raced the request and was read as the start of its echo.
+            assert!(
+                r.stderr.contains("unsolicited")
+                    || (proto == "echo" && r.stderr.contains("mismatch")),
+                "named: {r:?}"
+            );
+            if no_op {
+                // Every canned answer came before its request: none is an op. (The greeting
+                // server echoes rightly after it, and the other answers the first time rightly:
+                // their runs fail all the same.)
+                assert_eq!(u(&rep["msgs"]), 0, "{r:?}");
+            }
         }
-    }
+    });
 }
 
 // -- issue 28 item 3: an HTTP body is checked byte for byte --
@@ -274,58 +285,70 @@ fn answers_nobody_asked_for_are_unsolicited_never_ops() {
 /// or the right length with other bytes is a mismatch.
 #[test]
 fn http_bodies_are_checked_byte_for_byte_in_load() {
-    for resp in [
-        &b"HTTP/1.1 204 No Content\r\n\r\n"[..],
-        b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
-        b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, Wxrld!",
-    ] {
-        let addr = http_server(resp, false);
+    common::engines::each_engine(|| {
+        for resp in [
+            &b"HTTP/1.1 204 No Content\r\n\r\n"[..],
+            b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, Wxrld!",
+        ] {
+            let addr = http_server(resp, false);
+            let r = load("http", addr, &[&["--conns", "2"][..], &SHORT].concat());
+            assert_eq!(r.code, Some(1), "{}: {r:?}", String::from_utf8_lossy(resp));
+            let rep = &r.json.as_ref().unwrap()["report"];
+            assert_eq!(u(&rep["msgs"]), 0, "{r:?}");
+            assert!(
+                u(&rep["mismatches"]) + u(&rep["warmup_invalid"]) > 0,
+                "{r:?}"
+            );
+            let any = load(
+                "http",
+                addr,
+                &[&["--conns", "2", "--any-body"][..], &SHORT].concat(),
+            );
+            assert_eq!(any.code, Some(0), "--any-body takes any 2xx body: {any:?}");
+        }
+        let addr = http_server(HELLO, false);
         let r = load("http", addr, &[&["--conns", "2"][..], &SHORT].concat());
-        assert_eq!(r.code, Some(1), "{}: {r:?}", String::from_utf8_lossy(resp));
-        let rep = &r.json.as_ref().unwrap()["report"];
-        assert_eq!(u(&rep["msgs"]), 0, "{r:?}");
-        assert!(
-            u(&rep["mismatches"]) + u(&rep["warmup_invalid"]) > 0,
-            "{r:?}"
-        );
-        let any = load(
+        assert_eq!(r.code, Some(0), "the default body verifies: {r:?}");
+        let r = load(
             "http",
             addr,
-            &[&["--conns", "2", "--any-body"][..], &SHORT].concat(),
+            &[&["--conns", "2", "--body-bytes", "13"][..], &SHORT].concat(),
         );
-        assert_eq!(any.code, Some(0), "--any-body takes any 2xx body: {any:?}");
-    }
-    let addr = http_server(HELLO, false);
-    let r = load("http", addr, &[&["--conns", "2"][..], &SHORT].concat());
-    assert_eq!(r.code, Some(0), "the default body verifies: {r:?}");
-    let r = load(
-        "http",
-        addr,
-        &[&["--conns", "2", "--body-bytes", "13"][..], &SHORT].concat(),
-    );
-    assert_eq!(
-        r.code,
-        Some(1),
-        "serve --body-bytes 13 answers abc...: {r:?}"
-    );
-    let r = load(
-        "http",
-        addr,
-        &[&["--body-bytes", "2000000"][..], &SHORT].concat(),
-    );
-    assert_eq!(r.code, Some(2), "{r:?}");
-    assert!(
-        r.stderr.contains("--body-bytes") && r.stderr.contains("1048576"),
-        "{r:?}"
-    );
+        assert_eq!(
+            r.code,
+            Some(1),
+            "serve --body-bytes 13 answers abc...: {r:?}"
+        );
+        let r = load(
+            "http",
+            addr,
+            &[&["--body-bytes", "2000000"][..], &SHORT].concat(),
+        );
+        assert_eq!(r.code, Some(2), "{r:?}");
+        assert!(
+            r.stderr.contains("--body-bytes") && r.stderr.contains("1048576"),
+            "{r:?}"
+        );
+    });
 }
 
 // -- item 2: errors over the same window as successes --
 
-/// Echo inverted for the first 100 ms after the first accept, correct after.
+/// Echo inverted for the first 100 ms after the listener's first accept, correct after.
 fn corrupt_at_first(mut s: TcpStream) {
-    static T0: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    let t0 = *T0.get_or_init(Instant::now);
+    static T0: std::sync::Mutex<Vec<(u16, Instant)>> = std::sync::Mutex::new(Vec::new());
+    let port = s.local_addr().unwrap().port();
+    let t0 = {
+        let mut t = T0.lock().unwrap();
+        match t.iter().find(|(p, _)| *p == port) {
+            Some(&(_, t0)) => t0,
+            None => {
+                t.push((port, Instant::now()));
+                t[t.len() - 1].1
+            }
+        }
+    };
     let mut b = vec![0u8; 65536];
     while let Ok(n @ 1..) = s.read(&mut b) {
         if t0.elapsed() < Duration::from_millis(100) {
@@ -339,123 +362,132 @@ fn corrupt_at_first(mut s: TcpStream) {
 
 #[test]
 fn warm_up_errors_are_not_counted_in_the_window_but_still_fail_the_run() {
-    let addr = serve_with(corrupt_at_first);
-    let r = load(
-        "echo",
-        addr,
-        &[
-            "--conns",
-            "2",
-            "--duration",
-            "0.4",
-            "--warmup",
-            "0.4",
-            "--threads",
-            "1",
-        ],
-    );
-    let rep = &r.json.as_ref().unwrap()["report"];
-    assert!(u(&rep["msgs"]) > 0, "{r:?}");
-    assert_eq!(u(&rep["mismatches"]), 0, "the window had none: {r:?}");
-    assert!(u(&rep["warmup_invalid"]) > 0, "{r:?}");
-    assert!(
-        u(&rep["warmup_errors"]) >= u(&rep["warmup_invalid"]),
-        "{r:?}"
-    );
-    assert_eq!(u(&r.json.as_ref().unwrap()["errors"]), 0, "{r:?}");
-    assert_eq!(
-        r.code,
-        Some(1),
-        "a wrong byte in the warm-up still fails: {r:?}"
-    );
-    assert!(r.stderr.contains("warm-up"), "{r:?}");
+    common::engines::each_engine(|| {
+        let addr = serve_with(corrupt_at_first);
+        let r = load(
+            "echo",
+            addr,
+            &[
+                "--conns",
+                "2",
+                "--duration",
+                "0.4",
+                "--warmup",
+                "0.4",
+                "--threads",
+                "1",
+            ],
+        );
+        let rep = &r.json.as_ref().unwrap()["report"];
+        assert!(u(&rep["msgs"]) > 0, "{r:?}");
+        assert_eq!(u(&rep["mismatches"]), 0, "the window had none: {r:?}");
+        assert!(u(&rep["warmup_invalid"]) > 0, "{r:?}");
+        assert!(
+            u(&rep["warmup_errors"]) >= u(&rep["warmup_invalid"]),
+            "{r:?}"
+        );
+        assert_eq!(u(&r.json.as_ref().unwrap()["errors"]), 0, "{r:?}");
+        assert_eq!(
+            r.code,
+            Some(1),
+            "a wrong byte in the warm-up still fails: {r:?}"
+        );
+        assert!(r.stderr.contains("warm-up"), "{r:?}");
+    });
 }
 
 // -- item 4: no peer-controlled allocation --
 
 #[test]
 fn huge_lengths_from_the_server_are_malformed_not_an_abort() {
-    for (resp, needle) in [
-        (
-            &b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\nabc"[..],
-            "Content-Length",
-        ),
-        (
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFF\r\nabc",
-            "chunk",
-        ),
-    ] {
-        let addr = http_server(resp, false);
-        let r = load("http", addr, &[&["--conns", "2"][..], &SHORT].concat());
-        assert_eq!(r.code, Some(1), "exit 1, not an abort: {r:?}");
-        let rep = &r.json.as_ref().unwrap()["report"];
-        assert_eq!(u(&rep["msgs"]), 0, "{r:?}");
-        assert_eq!(
-            u(&rep["malformed"]) + u(&rep["warmup_invalid"]),
-            2,
-            "one per connection, then it is closed: {r:?}"
-        );
-        assert!(r.stdout.contains(needle), "{needle}: {r:?}");
-    }
+    common::engines::each_engine(|| {
+        for (resp, needle) in [
+            (
+                &b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\nabc"[..],
+                "Content-Length",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFF\r\nabc",
+                "chunk",
+            ),
+        ] {
+            let addr = http_server(resp, false);
+            let r = load("http", addr, &[&["--conns", "2"][..], &SHORT].concat());
+            assert_eq!(r.code, Some(1), "exit 1, not an abort: {r:?}");
+            let rep = &r.json.as_ref().unwrap()["report"];
+            assert_eq!(u(&rep["msgs"]), 0, "{r:?}");
+            assert_eq!(
+                u(&rep["malformed"]) + u(&rep["warmup_invalid"]),
+                2,
+                "one per connection, then it is closed: {r:?}"
+            );
+            assert!(r.stdout.contains(needle), "{needle}: {r:?}");
+        }
+    });
 }
 
 /// Many header lines (more than the reader parses) and a long header: malformed, bounded.
 #[test]
 fn header_floods_are_malformed() {
-    static FLOOD: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-    let flood = FLOOD.get_or_init(|| {
-        let mut v = b"HTTP/1.1 200 OK\r\n".to_vec();
-        for i in 0..2000 {
-            v.extend_from_slice(format!("X-{i}: y\r\n").as_bytes());
-        }
-        v.extend_from_slice(b"Content-Length: 0\r\n\r\n");
-        v
+    common::engines::each_engine(|| {
+        static FLOOD: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+        let flood = FLOOD.get_or_init(|| {
+            let mut v = b"HTTP/1.1 200 OK\r\n".to_vec();
+            for i in 0..2000 {
+                v.extend_from_slice(format!("X-{i}: y\r\n").as_bytes());
+            }
+            v.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+            v
+        });
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for s in l.incoming().map_while(Result::ok) {
+                std::thread::spawn(move || answer(s, || &flood[..], false));
+            }
+        });
+        let r = load("http", addr, &[&["--conns", "2"][..], &SHORT].concat());
+        assert_eq!(r.code, Some(1), "{r:?}");
+        let rep = &r.json.as_ref().unwrap()["report"];
+        assert_eq!(u(&rep["msgs"]), 0, "{r:?}");
+        assert_eq!(u(&rep["malformed"]) + u(&rep["warmup_invalid"]), 2, "{r:?}");
     });
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for s in l.incoming().map_while(Result::ok) {
-            std::thread::spawn(move || answer(s, || &flood[..], false));
-        }
-    });
-    let r = load("http", addr, &[&["--conns", "2"][..], &SHORT].concat());
-    assert_eq!(r.code, Some(1), "{r:?}");
-    let rep = &r.json.as_ref().unwrap()["report"];
-    assert_eq!(u(&rep["msgs"]), 0, "{r:?}");
-    assert_eq!(u(&rep["malformed"]) + u(&rep["warmup_invalid"]), 2, "{r:?}");
 }
 
 /// A legal body far larger than any read: read and discarded in pieces, every response a
 /// valid request.
 #[test]
 fn a_large_body_is_read_in_pieces_and_counted() {
-    static BIG: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-    const BODY: usize = 3_000_000;
-    let big = BIG.get_or_init(|| {
-        let mut v = format!("HTTP/1.1 200 OK\r\nContent-Length: {BODY}\r\n\r\n").into_bytes();
-        v.resize(v.len() + BODY, b'x');
-        v
+    common::engines::each_engine(|| {
+        static BIG: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+        const BODY: usize = 3_000_000;
+        let big = BIG.get_or_init(|| {
+            let mut v = format!("HTTP/1.1 200 OK\r\nContent-Length: {BODY}\r\n\r\n").into_bytes();
+            v.resize(v.len() + BODY, b'x');
+            v
+        });
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for s in l.incoming().map_while(Result::ok) {
+                std::thread::spawn(move || answer(s, || &big[..], false));
+            }
+        });
+        let mut c = ringside::load::Config::new(addr, 2, Duration::from_millis(400));
+        c.engine = common::engines::engine();
+        c.warmup = Duration::from_millis(100);
+        // Any body: one of the expected length is held to be compared, and this one is over
+        // what ringside's servers answer (1 MiB).
+        let g = ringside::load::http::HttpGet::new(
+            addr.to_string(),
+            "/",
+            ringside::load::http::Expect::Any,
+        );
+        let r = ringside::load::run(&c, &g, &mut |_| {}).unwrap();
+        assert!(r.msgs > 0, "{r:?}");
+        assert_eq!(r.errors(), 0, "{r:?}");
+        assert_eq!(r.rx_bytes, r.msgs * big.len() as u64, "{r:?}");
     });
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for s in l.incoming().map_while(Result::ok) {
-            std::thread::spawn(move || answer(s, || &big[..], false));
-        }
-    });
-    let mut c = ringside::load::Config::new(addr, 2, Duration::from_millis(400));
-    c.warmup = Duration::from_millis(100);
-    // Any body: one of the expected length is held to be compared, and this one is over
-    // what ringside's servers answer (1 MiB).
-    let g = ringside::load::http::HttpGet::new(
-        addr.to_string(),
-        "/",
-        ringside::load::http::Expect::Any,
-    );
-    let r = ringside::load::run(&c, &g, &mut |_| {}).unwrap();
-    assert!(r.msgs > 0, "{r:?}");
-    assert_eq!(r.errors(), 0, "{r:?}");
-    assert_eq!(r.rx_bytes, r.msgs * big.len() as u64, "{r:?}");
 }
 
 // -- item 12: --json checked before measuring --
@@ -493,107 +525,113 @@ fn an_unwritable_json_path_is_refused_before_measuring() {
 
 #[test]
 fn no_completed_message_is_na_and_exit_1() {
-    let addr = common::serve(common::Mode::Silent);
-    let r = load("echo", addr, &[&["--conns", "2"][..], &SHORT].concat());
-    assert_eq!(r.code, Some(1), "{r:?}");
-    assert!(
-        r.stdout.contains("latency n/a") || r.stdout.contains("p50 n/a"),
-        "{r:?}"
-    );
-    assert!(!r.stdout.contains("0.0 us"), "{r:?}");
-    assert!(r.stderr.contains("no message completed"), "{r:?}");
-    let v = r.json.as_ref().unwrap();
-    assert!(v["latency_ns"]["p50"].is_null(), "{r:?}");
-    assert!(
-        u(&v["report"]["longest_gap_ns"]) >= 390_000_000,
-        "the whole window: {r:?}"
-    );
-    // HTTP too.
-    let r = load("http", addr, &[&["--conns", "2"][..], &SHORT].concat());
-    assert_eq!(r.code, Some(1), "{r:?}");
-    assert!(r.stdout.contains("n/a"), "{r:?}");
-    assert!(
-        r.json.as_ref().unwrap()["latency_ns"]["mean"].is_null(),
-        "{r:?}"
-    );
+    common::engines::each_engine(|| {
+        let addr = common::serve(common::Mode::Silent);
+        let r = load("echo", addr, &[&["--conns", "2"][..], &SHORT].concat());
+        assert_eq!(r.code, Some(1), "{r:?}");
+        assert!(
+            r.stdout.contains("latency n/a") || r.stdout.contains("p50 n/a"),
+            "{r:?}"
+        );
+        assert!(!r.stdout.contains("0.0 us"), "{r:?}");
+        assert!(r.stderr.contains("no message completed"), "{r:?}");
+        let v = r.json.as_ref().unwrap();
+        assert!(v["latency_ns"]["p50"].is_null(), "{r:?}");
+        assert!(
+            u(&v["report"]["longest_gap_ns"]) >= 390_000_000,
+            "the whole window: {r:?}"
+        );
+        // HTTP too.
+        let r = load("http", addr, &[&["--conns", "2"][..], &SHORT].concat());
+        assert_eq!(r.code, Some(1), "{r:?}");
+        assert!(r.stdout.contains("n/a"), "{r:?}");
+        assert!(
+            r.json.as_ref().unwrap()["latency_ns"]["mean"].is_null(),
+            "{r:?}"
+        );
+    });
 }
 
 #[test]
 fn a_stall_under_the_timeout_shows_as_the_longest_gap() {
-    // One connection: the server stalls 300 ms once, inside the window (the first read after
-    // 500 ms from the accept; the window opens at 200 ms).
-    let addr = common::serve(common::Mode::StallOnce {
-        at: Duration::from_millis(500),
-        stall: Duration::from_millis(300),
+    common::engines::each_engine(|| {
+        // One connection: the server stalls 300 ms once, inside the window (the first read after
+        // 500 ms from the accept; the window opens at 200 ms).
+        let addr = common::serve(common::Mode::StallOnce {
+            at: Duration::from_millis(500),
+            stall: Duration::from_millis(300),
+        });
+        let r = load(
+            "echo",
+            addr,
+            &[
+                "--conns",
+                "1",
+                "--duration",
+                "1",
+                "--warmup",
+                "0.2",
+                "--threads",
+                "1",
+            ],
+        );
+        assert_eq!(r.code, Some(0), "{r:?}");
+        let gap = u(&r.json.as_ref().unwrap()["report"]["longest_gap_ns"]);
+        assert!(
+            (280_000_000..800_000_000).contains(&gap),
+            "gap {gap}: {r:?}"
+        );
+        assert!(r.stdout.contains("longest gap"), "{r:?}");
+        // Two connections on two threads: one stalls, the other keeps completing, so there is no
+        // gap with no completion at all (the gap is over every thread, not per thread).
+        let addr = common::serve(common::Mode::StallOnce {
+            at: Duration::from_millis(500),
+            stall: Duration::from_millis(600),
+        });
+        let r = load(
+            "echo",
+            addr,
+            &[
+                "--conns",
+                "2",
+                "--duration",
+                "1",
+                "--warmup",
+                "0.2",
+                "--threads",
+                "2",
+            ],
+        );
+        let gap = u(&r.json.as_ref().unwrap()["report"]["longest_gap_ns"]);
+        assert!(gap < 300_000_000, "gap {gap}: {r:?}");
     });
-    let r = load(
-        "echo",
-        addr,
-        &[
-            "--conns",
-            "1",
-            "--duration",
-            "1",
-            "--warmup",
-            "0.2",
-            "--threads",
-            "1",
-        ],
-    );
-    assert_eq!(r.code, Some(0), "{r:?}");
-    let gap = u(&r.json.as_ref().unwrap()["report"]["longest_gap_ns"]);
-    assert!(
-        (280_000_000..800_000_000).contains(&gap),
-        "gap {gap}: {r:?}"
-    );
-    assert!(r.stdout.contains("longest gap"), "{r:?}");
-    // Two connections on two threads: one stalls, the other keeps completing, so there is no
-    // gap with no completion at all (the gap is over every thread, not per thread).
-    let addr = common::serve(common::Mode::StallOnce {
-        at: Duration::from_millis(500),
-        stall: Duration::from_millis(600),
-    });
-    let r = load(
-        "echo",
-        addr,
-        &[
-            "--conns",
-            "2",
-            "--duration",
-            "1",
-            "--warmup",
-            "0.2",
-            "--threads",
-            "2",
-        ],
-    );
-    let gap = u(&r.json.as_ref().unwrap()["report"]["longest_gap_ns"]);
-    assert!(gap < 300_000_000, "gap {gap}: {r:?}");
 }
 
 // -- item 14: Connection: close is counted, then reconnected --
 
 #[test]
 fn connection_close_responses_are_counted_and_reconnected() {
-    for resp in [
-        &b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"[..],
-        b"HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\nhello",
-    ] {
-        let addr = http_server(resp, true);
-        let r = load(
-            "http",
-            addr,
-            &[&["--conns", "3", "--any-body"][..], &SHORT].concat(),
-        );
-        assert_eq!(r.code, Some(0), "{r:?}");
-        let rep = &r.json.as_ref().unwrap()["report"];
-        let msgs = u(&rep["msgs"]);
-        assert!(msgs > 3, "{r:?}");
-        assert!(u(&rep["reconnects"]) >= msgs - 3, "one per response: {r:?}");
-        assert_eq!(u(&rep["read_errors"]) + u(&rep["resets"]), 0, "{r:?}");
-        assert_eq!(u(&rep["live_conns"]), 3, "{r:?}");
-        assert!(r.stdout.contains("reconnects"), "{r:?}");
-    }
+    common::engines::each_engine(|| {
+        for resp in [
+            &b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"[..],
+            b"HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+        ] {
+            let addr = http_server(resp, true);
+            let r = load(
+                "http",
+                addr,
+                &[&["--conns", "3", "--any-body"][..], &SHORT].concat(),
+            );
+            assert_eq!(r.code, Some(0), "{r:?}");
+            let rep = &r.json.as_ref().unwrap()["report"];
+            let msgs = u(&rep["msgs"]);
+            assert!(msgs > 3, "{r:?}");
+            assert!(u(&rep["reconnects"]) >= msgs - 3, "one per response: {r:?}");
+            assert_eq!(u(&rep["read_errors"]) + u(&rep["resets"]), 0, "{r:?}");
+            assert_eq!(u(&rep["live_conns"]), 3, "{r:?}");
+            assert!(r.stdout.contains("reconnects"), "{r:?}");
+        }
+    });
 }
 
 /// A reconnect that never completes (the server's accept queue is full, so its SYN is
@@ -601,60 +639,64 @@ fn connection_close_responses_are_counted_and_reconnected() {
 /// counted live.
 #[test]
 fn a_reconnect_that_hangs_times_out_as_a_connect_error() {
-    use std::os::fd::FromRawFd;
-    // A listener with a backlog of 0: the kernel queues one connection, then drops SYNs.
-    // SAFETY: plain socket calls on a fresh fd, handed to TcpListener once listening.
-    let l = unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        assert!(fd >= 0);
-        let mut sin: libc::sockaddr_in = std::mem::zeroed();
-        sin.sin_family = libc::AF_INET as libc::sa_family_t;
-        sin.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
-        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        assert_eq!(
-            libc::bind(fd, (&sin as *const libc::sockaddr_in).cast(), len),
-            0
-        );
-        assert_eq!(libc::listen(fd, 0), 0);
-        TcpListener::from_raw_fd(fd)
-    };
-    let addr = l.local_addr().unwrap();
-    std::thread::spawn(move || {
-        let (mut s, _) = l.accept().unwrap();
-        let mut b = [0u8; 4096];
-        let mut have = Vec::new();
-        while !have.windows(4).any(|w| w == b"\r\n\r\n") {
-            match s.read(&mut b) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => have.extend_from_slice(&b[..n]),
+    common::engines::each_engine(|| {
+        use std::os::fd::FromRawFd;
+        // A listener with a backlog of 0: the kernel queues one connection, then drops SYNs.
+        // SAFETY: plain socket calls on a fresh fd, handed to TcpListener once listening.
+        let l = unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            assert!(fd >= 0);
+            let mut sin: libc::sockaddr_in = std::mem::zeroed();
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+            let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            assert_eq!(
+                libc::bind(fd, (&sin as *const libc::sockaddr_in).cast(), len),
+                0
+            );
+            assert_eq!(libc::listen(fd, 0), 0);
+            TcpListener::from_raw_fd(fd)
+        };
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut b = [0u8; 4096];
+            let mut have = Vec::new();
+            while !have.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut b) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => have.extend_from_slice(&b[..n]),
+                }
             }
-        }
-        // Fill the accept queue (never accepted), then answer and close.
-        let _filler = TcpStream::connect(addr).unwrap();
-        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-        drop(s);
-        std::thread::sleep(Duration::from_secs(30));
-        drop(l);
+            // Fill the accept queue (never accepted), then answer and close.
+            let _filler = TcpStream::connect(addr).unwrap();
+            let _ =
+                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            drop(s);
+            std::thread::sleep(Duration::from_secs(30));
+            drop(l);
+        });
+        let mut c = ringside::load::Config::new(addr, 1, Duration::from_millis(1200));
+        c.engine = common::engines::engine();
+        c.warmup = Duration::ZERO;
+        c.connect_timeout = Duration::from_millis(300);
+        let g = ringside::load::http::HttpGet::new(
+            addr.to_string(),
+            "/",
+            ringside::load::http::Expect::Exactly(std::sync::Arc::from(&b""[..])),
+        );
+        let r = ringside::load::run(&c, &g, &mut |_| {}).unwrap();
+        assert_eq!((r.msgs, r.reconnects), (1, 1), "{r:?}");
+        assert_eq!(r.connect_errors, 1, "{r:?}");
+        assert_eq!(r.live_conns, 0, "{r:?}");
+        assert!(
+            r.first_error
+                .as_deref()
+                .unwrap_or("")
+                .contains("reconnect timed out"),
+            "{r:?}"
+        );
     });
-    let mut c = ringside::load::Config::new(addr, 1, Duration::from_millis(1200));
-    c.warmup = Duration::ZERO;
-    c.connect_timeout = Duration::from_millis(300);
-    let g = ringside::load::http::HttpGet::new(
-        addr.to_string(),
-        "/",
-        ringside::load::http::Expect::Exactly(std::sync::Arc::from(&b""[..])),
-    );
-    let r = ringside::load::run(&c, &g, &mut |_| {}).unwrap();
-    assert_eq!((r.msgs, r.reconnects), (1, 1), "{r:?}");
-    assert_eq!(r.connect_errors, 1, "{r:?}");
-    assert_eq!(r.live_conns, 0, "{r:?}");
-    assert!(
-        r.first_error
-            .as_deref()
-            .unwrap_or("")
-            .contains("reconnect timed out"),
-        "{r:?}"
-    );
 }
 
 // -- item 15: SIGINT in a background job of a non-interactive shell --

@@ -4,6 +4,7 @@
 //! without a length as malformed (and closes that connection), neither as a request. No speed
 //! is asserted.
 
+use crate::common;
 use ringside::io::Stop;
 use ringside::load::http::{Expect, HttpGet};
 use ringside::load::{self, Config, Report};
@@ -19,6 +20,7 @@ fn cfg(addr: SocketAddr, conns: usize, secs: f64) -> Config {
     c.warmup = Duration::from_millis(200);
     c.threads = 2;
     c.connect_timeout = Duration::from_secs(5);
+    c.engine = common::engines::engine();
     c
 }
 
@@ -67,35 +69,37 @@ fn run(c: &Config, g: &HttpGet) -> Report {
 
 #[test]
 fn requests_against_ringside_http_are_all_valid_and_bytes_add_up() {
-    for body in [None, Some(5000)] {
-        let proto = Http::new(body);
-        let resp = proto.response_bytes() as u64;
-        let srv = InProcess::start("epoll-lt", proto);
-        let r = run(
-            &cfg(srv.addr, 10, 0.5),
-            &get(srv.addr, Expect::Served(body)),
-        );
-        assert!(r.msgs > 0, "{r:?}");
-        assert_eq!(r.errors(), 0, "{r:?}");
-        assert_eq!(r.live_conns, 10);
-        assert_eq!(
-            r.rx_bytes,
-            r.msgs * resp,
-            "every counted response is one whole 200"
-        );
-        assert_eq!(r.latency.len(), r.msgs);
-        // A wrong expectation is caught on every response: another length, or the right
-        // length with other bytes.
-        let r = run(
-            &cfg(srv.addr, 2, 0.3),
-            &get(srv.addr, Expect::Served(Some(1))),
-        );
-        assert!(r.msgs == 0 && r.mismatches > 0, "{r:?}");
-        let n = ringside::proto::http::served_body(body).len();
-        let other = Expect::Exactly(vec![b'#'; n].into());
-        let r = run(&cfg(srv.addr, 2, 0.3), &get(srv.addr, other));
-        assert!(r.msgs == 0 && r.mismatches > 0, "{r:?}");
-    }
+    common::engines::each_engine(|| {
+        for body in [None, Some(5000)] {
+            let proto = Http::new(body);
+            let resp = proto.response_bytes() as u64;
+            let srv = InProcess::start("epoll-lt", proto);
+            let r = run(
+                &cfg(srv.addr, 10, 0.5),
+                &get(srv.addr, Expect::Served(body)),
+            );
+            assert!(r.msgs > 0, "{r:?}");
+            assert_eq!(r.errors(), 0, "{r:?}");
+            assert_eq!(r.live_conns, 10);
+            assert_eq!(
+                r.rx_bytes,
+                r.msgs * resp,
+                "every counted response is one whole 200"
+            );
+            assert_eq!(r.latency.len(), r.msgs);
+            // A wrong expectation is caught on every response: another length, or the right
+            // length with other bytes.
+            let r = run(
+                &cfg(srv.addr, 2, 0.3),
+                &get(srv.addr, Expect::Served(Some(1))),
+            );
+            assert!(r.msgs == 0 && r.mismatches > 0, "{r:?}");
+            let n = ringside::proto::http::served_body(body).len();
+            let other = Expect::Exactly(vec![b'#'; n].into());
+            let r = run(&cfg(srv.addr, 2, 0.3), &get(srv.addr, other));
+            assert!(r.msgs == 0 && r.mismatches > 0, "{r:?}");
+        }
+    });
 }
 
 /// A stand-in server answering every request (after reading its head) with `resp`.
@@ -128,23 +132,25 @@ fn canned(resp: &'static [u8]) -> SocketAddr {
 
 #[test]
 fn non_2xx_and_malformed_responses_are_counted_by_kind() {
-    let addr = canned(b"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\nno");
-    let r = run(&cfg(addr, 3, 0.3), &get(addr, Expect::Any));
-    assert_eq!(r.msgs, 0, "a 404 is not a request answered: {r:?}");
-    assert!(r.non_2xx > 0, "every response is a 404: {r:?}");
-    assert_eq!((r.malformed, r.mismatches, r.resets), (0, 0, 0), "{r:?}");
-    assert_eq!(r.live_conns, 3);
-    assert!(r.unverified().unwrap().contains("non-2xx"), "{r:?}");
+    common::engines::each_engine(|| {
+        let addr = canned(b"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\nno");
+        let r = run(&cfg(addr, 3, 0.3), &get(addr, Expect::Any));
+        assert_eq!(r.msgs, 0, "a 404 is not a request answered: {r:?}");
+        assert!(r.non_2xx > 0, "every response is a 404: {r:?}");
+        assert_eq!((r.malformed, r.mismatches, r.resets), (0, 0, 0), "{r:?}");
+        assert_eq!(r.live_conns, 3);
+        assert!(r.unverified().unwrap().contains("non-2xx"), "{r:?}");
 
-    let addr = canned(b"HTTP/1.1 200 OK\r\n\r\nno length");
-    let r = run(&cfg(addr, 3, 0.3), &get(addr, Expect::Any));
-    assert_eq!(r.msgs, 0, "{r:?}");
-    // The first response of each connection, in the warm-up: counted apart from the window's.
-    assert_eq!(
-        (r.malformed, r.warmup_invalid),
-        (0, 3),
-        "one per connection, then it is closed: {r:?}"
-    );
-    assert_eq!(r.live_conns, 0);
-    assert!(r.first_error.as_deref().unwrap_or("").contains("malformed"));
+        let addr = canned(b"HTTP/1.1 200 OK\r\n\r\nno length");
+        let r = run(&cfg(addr, 3, 0.3), &get(addr, Expect::Any));
+        assert_eq!(r.msgs, 0, "{r:?}");
+        // The first response of each connection, in the warm-up: counted apart from the window's.
+        assert_eq!(
+            (r.malformed, r.warmup_invalid),
+            (0, 3),
+            "one per connection, then it is closed: {r:?}"
+        );
+        assert_eq!(r.live_conns, 0);
+        assert!(r.first_error.as_deref().unwrap_or("").contains("malformed"));
+    });
 }

@@ -1,4 +1,5 @@
-//! The 64-bit user_data of every SQE a server submits, with a typed bit layout:
+//! The 64-bit user_data of every SQE a server (or the io_uring load engine) submits, with a
+//! typed bit layout:
 //!
 //! ```text
 //!  63      56 55                  32 31                         0
@@ -33,6 +34,8 @@ pub(crate) enum Op {
     /// The SHUT_RD of a reset direct descriptor (`Server::reset`): forced to io-wq, where the
     /// kernel resolves the slot, so the slot stays the connection's until it completes.
     ShutRead = 11,
+    /// The load engine: the poll that tells a connect resolved.
+    Connect = 12,
 }
 
 impl Op {
@@ -49,6 +52,7 @@ impl Op {
             9 => Op::IdleTick,
             10 => Op::NapiFd,
             11 => Op::ShutRead,
+            12 => Op::Connect,
             _ => return None,
         })
     }
@@ -130,6 +134,7 @@ mod tests {
             Op::IdleTick,
             Op::NapiFd,
             Op::ShutRead,
+            Op::Connect,
         ] {
             for idx in [0, 1, 12345, u32::MAX] {
                 for gen in [0, 1, GEN_MASK - 1, GEN_MASK] {

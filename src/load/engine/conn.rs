@@ -4,12 +4,7 @@
 use super::*;
 use rustix::io::Errno;
 
-/// One recv(2) into `buf` (recvfrom(2) with no address, as glibc's recv).
-fn recv(fd: &OwnedFd, buf: &mut [u8]) -> rustix::io::Result<usize> {
-    rustix::net::recv(fd, buf, rustix::net::RecvFlags::empty()).map(|(n, _)| n)
-}
-
-impl Loop<'_> {
+impl<S: Sockets> Loop<'_, S> {
     /// Reads the window's edges (set by the coordinator when the warm-up settles, closed
     /// early by a stop) into `t_open` / `t_close`. Read again before each time is judged, so
     /// a response is judged against the edges even when they were set during this
@@ -67,13 +62,13 @@ impl Loop<'_> {
         self.note_error(now, || format!("connect: {e}"));
         self.answered(c);
         c.st = St::Dead;
-        c.fd = None;
+        self.io.close(c);
         c.reconnecting = false;
     }
 
     /// A connect under way resolved (the socket became writable or failed).
     pub(super) fn connected(&mut self, c: &mut Conn) {
-        match so_error(c.fd.as_ref()) {
+        match so_error(c.fd.as_ref()).and_then(|()| self.io.ready(c)) {
             Err(e) => self.fail_connect(c, e),
             Ok(()) => {
                 c.reconnecting = false;
@@ -90,7 +85,7 @@ impl Loop<'_> {
 
     /// The server closes after the response just counted: open the connection again.
     pub(super) fn reconnect(&mut self, c: &mut Conn) {
-        c.fd = None; // closing removes it from the epoll set
+        self.io.close(c);
         c.checked = false;
         c.inb.clear();
         c.pending = None;
@@ -100,12 +95,8 @@ impl Loop<'_> {
         if now >= self.t_open {
             self.c.n.reconnects += 1;
         }
-        match connect(self.target, c.source).and_then(|fd| {
-            register(self.ep, &fd, c.idx)?;
-            Ok(fd)
-        }) {
-            Ok(fd) => {
-                c.fd = Some(fd);
+        match self.io.open(c, self.target) {
+            Ok(()) => {
                 c.st = St::Connecting;
                 c.reconnecting = true;
                 c.origin = now; // for the connect timeout
@@ -143,7 +134,7 @@ impl Loop<'_> {
         });
         self.answered(c);
         c.st = St::Dead;
-        c.fd = None;
+        self.io.close(c);
     }
 
     /// `bytes` arrived on `c` that no request asked for (`when`: where they were seen):
@@ -165,10 +156,12 @@ impl Loop<'_> {
     pub(super) fn drain_unsolicited(&mut self, c: &mut Conn, when: &str) {
         let mut got = 0u64;
         for _ in 0..MAX_UNSOLICITED_READS {
-            let Some(fd) = c.fd.as_ref() else {
+            if c.fd.is_none() {
                 return;
-            };
-            let r = recv(fd, &mut self.scratch[..READ_CHUNK]);
+            }
+            let r = self
+                .io
+                .recv(c, &mut self.scratch.spare_capacity_mut()[..READ_CHUNK]);
             match self.received(c, r) {
                 Some(n) => got += n as u64,
                 None => {
@@ -182,7 +175,7 @@ impl Loop<'_> {
         self.unsolicited(c, got, when);
         self.answered(c);
         c.st = St::Dead;
-        c.fd = None;
+        self.io.close(c);
     }
 
     /// Whether the first round is over (no first round: always).
@@ -247,11 +240,10 @@ impl Loop<'_> {
     /// One send of the rest of the outstanding message (sendto(2) with no address, as glibc's
     /// send).
     pub(super) fn send_step(&mut self, c: &mut Conn) -> Step {
-        let Some(fd) = c.fd.as_ref() else {
+        if c.fd.is_none() {
             return Step::Wait;
-        };
-        let r = rustix::net::send(fd, &c.out[c.sent..], rustix::net::SendFlags::NOSIGNAL);
-        let n = match r {
+        }
+        let n = match self.io.send(c, c.sent) {
             Ok(n) => n,
             Err(Errno::WOULDBLOCK) => return Step::Wait,
             Err(Errno::INTR) => return Step::Again,
@@ -279,10 +271,12 @@ impl Loop<'_> {
         }
         // One byte more than the response's rest: a byte past it is unsolicited.
         let want = (c.discard + 1).min(READ_CHUNK as u64) as usize;
-        let Some(fd) = c.fd.as_ref() else {
+        if c.fd.is_none() {
             return Step::Wait;
-        };
-        let r = recv(fd, &mut self.scratch[..want]);
+        }
+        let r = self
+            .io
+            .recv(c, &mut self.scratch.spare_capacity_mut()[..want]);
         match self.received(c, r) {
             Some(n) if n as u64 > c.discard => {
                 let extra = n as u64 - c.discard;
@@ -335,15 +329,16 @@ impl Loop<'_> {
         let need = need + 1;
         let have = c.inb.len();
         c.inb.reserve(need);
-        let Some(fd) = c.fd.as_ref() else {
+        if c.fd.is_none() {
             return Step::Wait;
-        };
-        // Into `need` bytes of the spare capacity reserved just above.
-        let spare = &mut c.inb.spare_capacity_mut()[..need];
-        let r = rustix::net::recv(fd, spare, rustix::net::RecvFlags::empty())
-            .map(|((got, _), _)| got.len());
+        }
+        // Into `need` bytes of the spare capacity reserved just above (taken out of `c` for
+        // the call, which reads the connection's other fields).
+        let mut inb = std::mem::take(&mut c.inb);
+        let r = self.io.recv(c, &mut inb.spare_capacity_mut()[..need]);
+        c.inb = inb;
         match self.received(c, r) {
-            // SAFETY: the kernel initialized `n` bytes after `have`.
+            // SAFETY: `recv` initialized `n` bytes after `have`.
             Some(n) => unsafe { c.inb.set_len(have + n) },
             None => return Step::Wait,
         }
@@ -387,7 +382,7 @@ impl Loop<'_> {
         self.note_error(now, || format!("malformed response ({why}): {head}"));
         self.answered(c);
         c.st = St::Dead;
-        c.fd = None;
+        self.io.close(c);
     }
 
     /// A whole response arrived: count it (an op when valid and inside the window), then

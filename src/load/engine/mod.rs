@@ -12,6 +12,7 @@
 
 mod conn;
 mod sock;
+mod uring;
 
 use super::tally::Tally;
 use super::window::{run_threads, stop_requested, Coordinated, Shared, WARM_TICK_NS};
@@ -19,12 +20,14 @@ use super::{
     Config, Edge, Exchange, Fault, Mismatch, Report, Response, Verdict, GAP_BUCKETS, READ_CHUNK,
 };
 use crate::measure::{clock::now_ns, cpu, pin};
-use sock::{connect, register, so_error, source_for, wait};
+use serde::{Deserialize, Serialize};
+use sock::{so_error, source_for, Epoll};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
+use std::mem::MaybeUninit;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 
 const TICK_NS: u64 = 100_000_000;
@@ -48,6 +51,7 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
         ));
     }
     crate::io::sys::raise_nofile(cfg.conns as u64 + 64)?;
+    let engine = cfg.engine.resolve()?;
     let threads = cfg.threads.min(cfg.conns);
     let shared = match cfg.rate {
         // Closed loop: one round first (open loop: the schedule sends every message).
@@ -60,12 +64,13 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
             *synced = true;
             let lo = cfg.conns * t / threads;
             let hi = cfg.conns * (t + 1) / threads;
-            worker(cfg, ex, &shared, lo..hi, cpu)
+            worker(cfg, engine, ex, &shared, lo..hi, cpu)
         });
     let (_, t_close) = shared.edges();
     let window_ns = Coordinated::window_ns(&shared);
     let mut r = Report::empty(cfg, threads, cfg.rate, window_ns, coord.interrupted);
     (r.warmup_ns, r.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
+    r.engine = engine;
     let mut gaps: Option<Gaps> = None;
     let mut tallies = Vec::with_capacity(parts.len());
     for p in parts {
@@ -219,7 +224,75 @@ struct Conn {
     checked: bool,
 }
 
-struct Loop<'a> {
+/// How a loop's sockets do their I/O: by readiness and syscalls ([`Epoll`]) or by
+/// completions on a ring ([`uring::Uring`]). The connection's state machine (`conn`) is the
+/// same for both: it asks for bytes and gets them or `WOULDBLOCK`, and is woken by the events
+/// [`Sockets::wait`] hands out (epoll's, or the same flags made from completions).
+trait Sockets {
+    /// Starts connection `c`'s connect from its source address (its fd set, the loop told
+    /// when it resolves); an error is a connect error.
+    fn open(&mut self, c: &mut Conn, target: SocketAddr) -> io::Result<()>;
+    /// `c` is connected: from now on its bytes are wanted.
+    fn ready(&mut self, c: &Conn) -> io::Result<()>;
+    /// Bytes received on `c` into `buf`, at most its length: `Ok(0)` at EOF, `WOULDBLOCK`
+    /// when none are waiting.
+    fn recv(&mut self, c: &Conn, buf: &mut [MaybeUninit<u8>]) -> rustix::io::Result<usize>;
+    /// Sends `c.out[from..]`: the bytes sent, or `WOULDBLOCK` (the loop is woken when it may
+    /// try again; an io_uring send in flight is one).
+    fn send(&mut self, c: &Conn, from: usize) -> rustix::io::Result<usize>;
+    /// Closes `c`'s socket (none afterwards).
+    fn close(&mut self, c: &mut Conn);
+    /// Waits up to `timeout_ns` for events (`u64`: the connection's slot), returns how many
+    /// were written into `events`.
+    fn wait(&mut self, events: &mut [libc::epoll_event], timeout_ns: u64) -> io::Result<usize>;
+    /// The loop is over and its sockets closed: whether nothing the kernel may still touch is
+    /// left (otherwise the connections' buffers must not be freed).
+    fn finish(&mut self) -> bool {
+        true
+    }
+}
+
+/// Which engine drives the connections of a message exchange (`ringside load --engine`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// io_uring where this machine supports what its engine uses, else epoll.
+    #[default]
+    Auto,
+    Epoll,
+    Uring,
+}
+
+impl Engine {
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Auto => "auto",
+            Engine::Epoll => "epoll",
+            Engine::Uring => "uring",
+        }
+    }
+
+    /// The engine that runs: `Auto` made concrete; `Uring` where the machine lacks what it
+    /// uses is an error naming what is missing.
+    pub fn resolve(self) -> io::Result<Engine> {
+        match self {
+            Engine::Epoll => Ok(Engine::Epoll),
+            Engine::Auto => Ok(match uring::available() {
+                Ok(()) => Engine::Uring,
+                Err(_) => Engine::Epoll,
+            }),
+            Engine::Uring => match uring::available() {
+                Ok(()) => Ok(Engine::Uring),
+                Err(why) => Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!("unavailable: the io_uring load engine needs {why}"),
+                )),
+            },
+        }
+    }
+}
+
+struct Loop<'a, S: Sockets> {
     ex: &'a dyn Exchange,
     shared: &'a Shared,
     c: Tally,
@@ -240,21 +313,22 @@ struct Loop<'a> {
     parked: Vec<usize>,
     /// The first round is over (or there is none).
     released: bool,
-    ep: BorrowedFd<'a>,
+    io: S,
     target: SocketAddr,
-    /// Where discarded response bytes land, READ_CHUNK bytes.
+    /// Where discarded response bytes land: READ_CHUNK bytes of capacity, never read.
     scratch: Vec<u8>,
 }
 
 fn worker(
     cfg: &Config,
+    engine: Engine,
     ex: &dyn Exchange,
     shared: &Shared,
     ids: std::ops::Range<usize>,
     cpu: Option<u32>,
 ) -> ThreadOut {
     let mut synced = false;
-    let res = worker_inner(cfg, ex, shared, ids, cpu, &mut synced);
+    let res = worker_inner(cfg, engine, ex, shared, ids, cpu, &mut synced);
     if !synced {
         // Keep the coordinator from waiting forever: an early error still passes both
         // barriers.
@@ -270,6 +344,7 @@ const MAX_UNSOLICITED_READS: usize = 16;
 
 fn worker_inner(
     cfg: &Config,
+    engine: Engine,
     ex: &dyn Exchange,
     shared: &Shared,
     ids: std::ops::Range<usize>,
@@ -279,36 +354,80 @@ fn worker_inner(
     if let Some(c) = cpu {
         pin::pin_this_thread(c)?;
     }
-    let ep = rustix::event::epoll::create(rustix::event::epoll::CreateFlags::CLOEXEC)?;
-    let mut lp = Loop::new(cfg, ex, shared, ep.as_fd());
-    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS];
-    let mut conns = lp.open(cfg, ids)?;
-    lp.await_connects(cfg, &ep, &mut conns, &mut events)?;
-    // Closed loop: every live connection sends at the start, so each one is awaited before
-    // the coordinator can look (open loop: counted as each first message falls due).
-    if lp.interval.is_none() {
-        let mut n = 0;
-        for c in conns.iter_mut().filter(|c| c.st == St::Idle) {
-            c.unanswered = true;
-            n += 1;
+    match engine {
+        Engine::Uring => {
+            let io = uring::Uring::new(ids.len())?;
+            drive_loop(Loop::new(cfg, ex, shared, io), cfg, shared, ids, synced)
         }
-        shared.unanswered.fetch_add(n, Ordering::SeqCst);
+        _ => drive_loop(
+            Loop::new(cfg, ex, shared, Epoll::new()?),
+            cfg,
+            shared,
+            ids,
+            synced,
+        ),
     }
-    shared.barrier.wait();
-    shared.barrier.wait();
-    *synced = true;
-    let cpu0 = lp.traffic(cfg, &ep, &mut conns, &mut events)?;
-    let end = cpu::this_thread().total_ns;
-    lp.c.n.cpu_ns = end.saturating_sub(cpu0.unwrap_or(end));
-    lp.c.n.live = conns
-        .iter()
-        .filter(|c| match c.st {
-            St::Dead => false,
-            St::Connecting => c.reconnecting,
-            _ => true,
-        })
-        .count() as u64;
-    Ok((lp.c, lp.gaps))
+}
+
+/// One thread's connections from connecting to the window's closing, on `lp`'s sockets,
+/// which are closed and finished whatever happened.
+fn drive_loop<S: Sockets>(
+    mut lp: Loop<'_, S>,
+    cfg: &Config,
+    shared: &Shared,
+    ids: std::ops::Range<usize>,
+    synced: &mut bool,
+) -> ThreadOut {
+    let mut conns = lp.open(cfg, ids);
+    let res = lp.run_conns(cfg, shared, &mut conns, synced);
+    for c in conns.iter_mut() {
+        lp.io.close(c);
+    }
+    if !lp.io.finish() {
+        // The kernel may still read what a send points at.
+        std::mem::forget(conns);
+    }
+    res.map(|()| (lp.c, lp.gaps))
+}
+
+impl<S: Sockets> Loop<'_, S> {
+    /// Connects, passes the barriers, and runs the traffic until the window closes.
+    fn run_conns(
+        &mut self,
+        cfg: &Config,
+        shared: &Shared,
+        conns: &mut [Conn],
+        synced: &mut bool,
+    ) -> io::Result<()> {
+        let lp = self;
+        let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS];
+        lp.await_connects(cfg, conns, &mut events)?;
+        // Closed loop: every live connection sends at the start, so each one is awaited before
+        // the coordinator can look (open loop: counted as each first message falls due).
+        if lp.interval.is_none() {
+            let mut n = 0;
+            for c in conns.iter_mut().filter(|c| c.st == St::Idle) {
+                c.unanswered = true;
+                n += 1;
+            }
+            shared.unanswered.fetch_add(n, Ordering::SeqCst);
+        }
+        shared.barrier.wait();
+        shared.barrier.wait();
+        *synced = true;
+        let cpu0 = lp.traffic(cfg, conns, &mut events)?;
+        let end = cpu::this_thread().total_ns;
+        lp.c.n.cpu_ns = end.saturating_sub(cpu0.unwrap_or(end));
+        lp.c.n.live = conns
+            .iter()
+            .filter(|c| match c.st {
+                St::Dead => false,
+                St::Connecting => c.reconnecting,
+                _ => true,
+            })
+            .count() as u64;
+        Ok(())
+    }
 }
 
 impl Conn {
@@ -338,8 +457,8 @@ impl Conn {
 }
 
 /// A thread's loop before traffic: its connections set up, the window's edges unknown.
-impl<'a> Loop<'a> {
-    fn new(cfg: &Config, ex: &'a dyn Exchange, shared: &'a Shared, ep: BorrowedFd<'a>) -> Loop<'a> {
+impl<'a, S: Sockets> Loop<'a, S> {
+    fn new(cfg: &Config, ex: &'a dyn Exchange, shared: &'a Shared, io: S) -> Loop<'a, S> {
         Loop {
             ex,
             shared,
@@ -354,29 +473,25 @@ impl<'a> Loop<'a> {
             due: BinaryHeap::new(),
             parked: Vec::new(),
             released: !shared.first_round(),
-            ep,
+            io,
             target: cfg.target,
-            scratch: vec![0u8; READ_CHUNK],
+            scratch: Vec::with_capacity(READ_CHUNK),
         }
     }
 
     /// Starts a non-blocking connect for each of `ids` (a failure counted, the connection
     /// dead).
-    fn open(&mut self, cfg: &Config, ids: std::ops::Range<usize>) -> io::Result<Vec<Conn>> {
+    fn open(&mut self, cfg: &Config, ids: std::ops::Range<usize>) -> Vec<Conn> {
         let mut conns: Vec<Conn> = Vec::with_capacity(ids.len());
         for (k, id) in ids.enumerate() {
             let mut c = Conn::new(k, id, source_for(cfg, id));
-            match connect(cfg.target, c.source) {
-                Ok(fd) => {
-                    register(self.ep, &fd, k)?;
-                    c.fd = Some(fd);
-                    c.st = St::Connecting;
-                }
+            match self.io.open(&mut c, cfg.target) {
+                Ok(()) => c.st = St::Connecting,
                 Err(e) => self.fail_connect(&mut c, e),
             }
             conns.push(c);
         }
-        Ok(conns)
+        conns
     }
 
     /// Waits for every pending connect to resolve, up to the connect timeout (or a stop);
@@ -384,7 +499,6 @@ impl<'a> Loop<'a> {
     fn await_connects(
         &mut self,
         cfg: &Config,
-        ep: &OwnedFd,
         conns: &mut [Conn],
         events: &mut [libc::epoll_event],
     ) -> io::Result<()> {
@@ -395,13 +509,13 @@ impl<'a> Loop<'a> {
             if now >= deadline {
                 break;
             }
-            let n = wait(ep, events, (deadline - now).min(TICK_NS))?;
+            let n = self.io.wait(events, (deadline - now).min(TICK_NS))?;
             for ev in &events[..n] {
                 let c = &mut conns[ev.u64 as usize];
                 if c.st != St::Connecting {
                     continue;
                 }
-                match so_error(c.fd.as_ref()) {
+                match so_error(c.fd.as_ref()).and_then(|()| self.io.ready(c)) {
                     Ok(()) => c.st = St::Idle,
                     Err(e) => self.fail_connect(c, e),
                 }
@@ -413,7 +527,7 @@ impl<'a> Loop<'a> {
             if stopped {
                 // Interrupted while connecting: not a connect error.
                 c.st = St::Dead;
-                c.fd = None;
+                self.io.close(c);
             } else {
                 let e = io::Error::new(io::ErrorKind::TimedOut, "connect timed out");
                 self.fail_connect(c, e);
@@ -424,13 +538,12 @@ impl<'a> Loop<'a> {
 }
 
 /// The traffic phase: from the start the coordinator set to the window's closing.
-impl Loop<'_> {
+impl<S: Sockets> Loop<'_, S> {
     /// Sends and receives until the window closes; returns this thread's CPU clock at the
     /// opening (`None`: it never opened).
     fn traffic(
         &mut self,
         cfg: &Config,
-        ep: &OwnedFd,
         conns: &mut [Conn],
         events: &mut [libc::epoll_event],
     ) -> io::Result<Option<u64>> {
@@ -468,7 +581,7 @@ impl Loop<'_> {
             if let Some(&Reverse((due, _))) = self.due.peek() {
                 until = until.min(due);
             }
-            let n = wait(ep, events, until.saturating_sub(now))?;
+            let n = self.io.wait(events, until.saturating_sub(now))?;
             // A stop during the wait closes the window before these events are counted.
             self.window();
             for ev in &events[..n] {

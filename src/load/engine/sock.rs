@@ -1,13 +1,62 @@
-//! The sockets of a loop: registering, connecting (from a source address on loopback),
-//! reading a connect's error, and waiting on the epoll instance.
+//! The sockets of a loop: connecting (from a source address on loopback) and reading a
+//! connect's error, for both engines; and the epoll engine's [`Sockets`]: registering, the
+//! syscalls themselves, and waiting on the epoll instance.
 
 use super::*;
 use rustix::event::epoll;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+
+/// The epoll engine: every connection registered once, edge-triggered, for reading and
+/// writing; a receive or a send is one syscall.
+pub(super) struct Epoll {
+    ep: OwnedFd,
+}
+
+impl Epoll {
+    pub(super) fn new() -> io::Result<Epoll> {
+        Ok(Epoll {
+            ep: epoll::create(epoll::CreateFlags::CLOEXEC)?,
+        })
+    }
+}
+
+impl Sockets for Epoll {
+    fn open(&mut self, c: &mut Conn, target: SocketAddr) -> io::Result<()> {
+        let fd = connect(target, c.source)?;
+        register(self.ep.as_fd(), &fd, c.idx)?;
+        c.fd = Some(fd);
+        Ok(())
+    }
+
+    fn ready(&mut self, _: &Conn) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// One recv(2) (recvfrom(2) with no address, as glibc's recv).
+    fn recv(&mut self, c: &Conn, buf: &mut [MaybeUninit<u8>]) -> rustix::io::Result<usize> {
+        let fd = c.fd.as_ref().ok_or(rustix::io::Errno::BADF)?;
+        rustix::net::recv(fd, buf, rustix::net::RecvFlags::empty()).map(|((got, _), _)| got.len())
+    }
+
+    /// One send(2) (sendto(2) with no address, as glibc's send).
+    fn send(&mut self, c: &Conn, from: usize) -> rustix::io::Result<usize> {
+        let fd = c.fd.as_ref().ok_or(rustix::io::Errno::BADF)?;
+        rustix::net::send(fd, &c.out[from..], rustix::net::SendFlags::NOSIGNAL)
+    }
+
+    /// Closing removes it from the epoll set.
+    fn close(&mut self, c: &mut Conn) {
+        c.fd = None;
+    }
+
+    fn wait(&mut self, events: &mut [libc::epoll_event], timeout_ns: u64) -> io::Result<usize> {
+        wait(&self.ep, events, timeout_ns)
+    }
+}
 
 /// Registers `fd` with the loop's epoll, edge-triggered, for reading and writing (one
 /// epoll_ctl(2)).
-pub(super) fn register(ep: BorrowedFd<'_>, fd: &OwnedFd, idx: usize) -> io::Result<()> {
+fn register(ep: BorrowedFd<'_>, fd: &OwnedFd, idx: usize) -> io::Result<()> {
     use epoll::EventFlags as E;
     let flags = E::IN | E::OUT | E::ET | E::RDHUP;
     Ok(epoll::add(
@@ -55,11 +104,7 @@ pub(super) fn so_error(fd: Option<&OwnedFd>) -> io::Result<()> {
 /// epoll_pwait2 with a nanosecond timeout (falls back to epoll_wait, rounded up to 1 ms).
 ///
 /// raw: rustix's epoll wait makes epoll_pwait(2) with a millisecond timeout where it fits.
-pub(super) fn wait(
-    ep: &OwnedFd,
-    events: &mut [libc::epoll_event],
-    timeout_ns: u64,
-) -> io::Result<usize> {
+fn wait(ep: &OwnedFd, events: &mut [libc::epoll_event], timeout_ns: u64) -> io::Result<usize> {
     let ts = libc::timespec {
         tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,

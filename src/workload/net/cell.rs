@@ -222,6 +222,7 @@ fn load_config(ctx: &Ctx<'_>, server: &UnderTest, load: &Load<'_>, load_cpus: &[
     // One load thread per load CPU (the plan gives the load every CPU it can spare).
     cfg.threads = load_cpus.len();
     cfg.cpus = load_cpus.to_vec();
+    cfg.engine = ctx.load_engine;
     cfg
 }
 
@@ -446,6 +447,7 @@ fn load_counters(report: &Report) -> LoadCounters {
         load_lost_conns: (report.conns_requested as u64).saturating_sub(report.live_conns),
         load_warmup_ns: report.warmup_ns,
         load_unsettled_conns: report.unsettled_conns,
+        load_engine_uring: u64::from(report.engine == load::Engine::Uring),
         ..LoadCounters::default()
     }
 }

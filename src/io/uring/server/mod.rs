@@ -447,7 +447,7 @@ impl<P: Protocol> Server<P> {
                 }
                 self.progress(u.idx)
             }
-            Op::Cancel | Op::Close => Ok(()),
+            Op::Cancel | Op::Close | Op::Connect => Ok(()),
         }
     }
 
