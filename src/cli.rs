@@ -303,6 +303,10 @@ pub struct LoadArgs {
     /// machine has what it uses, else epoll. Bulk streams and pubsub always use epoll.
     #[arg(long, value_enum, default_value = "auto")]
     pub(crate) engine: EngineArg,
+    /// Sample where the load generator's CPUs went over the window (perf, as `run --explain`
+    /// samples a server's): user space, syscalls, TCP/IP, softirq, ... Needs --cpus.
+    #[arg(long)]
+    pub(crate) explain: bool,
     /// Also write the report as JSON to this file (atomically).
     #[arg(long)]
     pub(crate) json: Option<PathBuf>,

@@ -6,13 +6,13 @@
 
 use crate::cli::{LoadArgs, LoadProtocolArg};
 use crate::error::InputError;
-use crate::export::load::{http_json, http_summary, summary, to_json};
+use crate::export::load::{explain_text, http_json, http_summary, summary, to_json};
 use crate::load::{
     self, echo,
     http::{Expect, HttpGet},
     Config, Report,
 };
-use crate::measure::pin;
+use crate::measure::{clock::now_ns, pin};
 use crate::results::store::write_atomic;
 use anyhow::Context;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -109,6 +109,13 @@ pub(crate) fn config(a: &LoadArgs) -> Result<(Config, usize), InputError> {
     cfg.threads = threads;
     cfg.cpus = cpus;
     cfg.engine = a.engine.into();
+    if a.explain && cfg.cpus.is_empty() {
+        return Err(bad(
+            "--explain",
+            "without --cpus",
+            "samples the load generator's CPUs: name them with --cpus",
+        ));
+    }
     Ok((cfg, msg))
 }
 
@@ -200,20 +207,46 @@ pub fn run(a: LoadArgs) -> anyhow::Result<i32> {
     // measured, and exits 130); a second exits at once; after a SIGHUP the summary goes to
     // /dev/null, `--json` is still written.
     cfg.stop = Some(crate::shutdown::install_stop_handler(None));
-    let (r, v, text) = match &get {
+    // --explain: perf samples the load CPUs from before the load starts (it takes a moment)
+    // and keeps the window's samples; it runs on another CPU where there is one.
+    let sampling = a.explain.then(|| {
+        let others: Vec<u32> = pin::allowed_cpus()
+            .into_iter()
+            .filter(|c| !cfg.cpus.contains(c))
+            .collect();
+        let run_on = if others.is_empty() {
+            &cfg.cpus
+        } else {
+            &others
+        };
+        let max = cfg.warmup + cfg.duration + std::time::Duration::from_secs(60);
+        crate::crosscheck::perf::Recording::start(&cfg.cpus, run_on, max)
+    });
+    let mut at = [0u64; 2];
+    let mut edge = |e: load::Edge| at[usize::from(e == load::Edge::Close)] = now_ns();
+    let (r, mut v, mut text) = match &get {
         None => {
-            let r = load::run(&cfg, &echo::Echo { msg_bytes: msg }, &mut |_| {})?;
+            let r = load::run(&cfg, &echo::Echo { msg_bytes: msg }, &mut edge)?;
             let v = to_json(&cfg, msg, &r);
             let text = summary(&cfg, msg, &r);
             (r, v, text)
         }
         Some(g) => {
-            let r = load::run(&cfg, g, &mut |_| {})?;
+            let r = load::run(&cfg, g, &mut edge)?;
             let v = http_json(&cfg, g, &r);
             let text = http_summary(&cfg, g, &r);
             (r, v, text)
         }
     };
+    if let Some(s) = sampling {
+        let own = [std::process::id()];
+        let e = s.and_then(|rec| rec.finish(at[0], at[1], &own));
+        text += &explain_text(&e);
+        v["explain"] = match &e {
+            Ok(x) => serde_json::to_value(x)?,
+            Err(why) => serde_json::json!({ "unavailable": why }),
+        };
+    }
     // A closed stdout (`ringside load ... | head -1`) ends printing quietly; the run's
     // verdict and --json below still stand.
     super::stdout::print(&text)?;

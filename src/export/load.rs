@@ -251,3 +251,40 @@ pub(crate) fn summary(cfg: &Config, msg: usize, r: &Report) -> String {
     );
     s + &tail(cfg, r)
 }
+
+/// `load --explain`: where the load generator's CPUs went over the window, by group (largest
+/// first, groups under 0.5% left out), and the busiest kernel symbols; or why perf could not
+/// say.
+pub(crate) fn explain_text(e: &Result<crate::results::explain::Explain, String>) -> String {
+    use crate::results::explain::label;
+    let e = match e {
+        Ok(e) => e,
+        Err(why) => return format!("  where the CPU went: unavailable: {why}\n"),
+    };
+    let cpus: Vec<String> = e.cpus.iter().map(u32::to_string).collect();
+    let mut groups: Vec<_> = e.groups.iter().filter(|g| g.fraction >= 0.005).collect();
+    groups.sort_by(|a, b| b.fraction.total_cmp(&a.fraction));
+    let mut s = format!(
+        "  where the load CPU{} {} went ({} samples): {}\n",
+        if cpus.len() == 1 { "" } else { "s" },
+        cpus.join(","),
+        e.samples,
+        groups
+            .iter()
+            .map(|g| format!("{} {:.1}%", label(&g.name), g.fraction * 100.0))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if !e.top_kernel.is_empty() {
+        s += &format!(
+            "  busiest kernel symbols: {}\n",
+            e.top_kernel
+                .iter()
+                .take(6)
+                .map(|k| format!("{} {:.1}%", k.name, k.fraction * 100.0))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    s
+}

@@ -43,6 +43,12 @@ crate::counter_set! {
         /// Repetitions whose load generator drove its connections with io_uring (the others
         /// used epoll: `load::Engine`).
         load_engine_uring,
+        /// The load CPUs' idle time over the window, ns, summed over them (/proc/stat), and
+        /// how many CPUs that covers (0: not read: load on other hosts, or CPUs shared with
+        /// the server). A load side with under 1 - `load::CLIENT_BOUND_FRACTION` of them idle
+        /// had no headroom (`client_bound`), whatever its threads' own CPU says.
+        load_idle_ns,
+        load_idle_cpus,
         /// The load generator was saturated (`load::CLIENT_BOUND_FRACTION`) while the server
         /// was not: the figure is the client's limit, not the server's.
         client_bound,

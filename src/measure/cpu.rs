@@ -82,6 +82,35 @@ pub(super) fn user_hz() -> Option<u64> {
         .filter(|&hz| hz > 0)
 }
 
+/// How long `cpus` have been idle since boot, ns (idle and iowait of /proc/stat, in USER_HZ
+/// ticks), summed; `None` when /proc/stat cannot be read or lacks one of them.
+pub(crate) fn idle_ns(cpus: &[u32]) -> Option<u64> {
+    idle_ticks(&std::fs::read_to_string("/proc/stat").ok()?, cpus)
+        .map(|t| t * user_hz().map_or(10_000_000, |hz| 1_000_000_000 / hz))
+}
+
+fn idle_ticks(stat: &str, cpus: &[u32]) -> Option<u64> {
+    let mut sum = 0;
+    let mut seen = 0;
+    for l in stat.lines() {
+        let mut it = l.split_ascii_whitespace();
+        let Some(cpu) = it
+            .next()
+            .and_then(|n| n.strip_prefix("cpu")?.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !cpus.contains(&cpu) {
+            continue;
+        }
+        // user nice system idle iowait ...
+        let v: Vec<u64> = it.take(5).map_while(|x| x.parse().ok()).collect();
+        sum += v.get(3)? + v.get(4)?;
+        seen += 1;
+    }
+    (seen == cpus.len() && seen > 0).then_some(sum)
+}
+
 /// The calling thread.
 pub(crate) fn this_thread() -> CpuReading {
     CpuReading {
@@ -425,6 +454,21 @@ fn tasks_where(pid: u32, mut keep: impl FnMut(u32, &str) -> bool) -> io::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idle_ticks_sum_idle_and_iowait_of_the_cpus_asked() {
+        let stat = "cpu  9 9 9 9 9 9 9 0 0 0\n\
+                    cpu0 1 2 3 40 5 6 7 0 0 0\n\
+                    cpu1 1 2 3 400 50 6 7 0 0 0\n\
+                    cpu12 1 2 3 4000 500 6 7 0 0 0\n\
+                    intr 1 2 3\n";
+        assert_eq!(idle_ticks(stat, &[0]), Some(45));
+        assert_eq!(idle_ticks(stat, &[1, 12]), Some(4950));
+        // A CPU /proc/stat does not list (offline), or none asked: unknown.
+        assert_eq!(idle_ticks(stat, &[0, 3]), None);
+        assert_eq!(idle_ticks(stat, &[]), None);
+        assert_eq!(idle_ticks("cpu0 1 2 3\n", &[0]), None);
+    }
 
     #[test]
     fn readings_grow_and_other_process_is_readable() {

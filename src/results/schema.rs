@@ -236,12 +236,14 @@ impl Warning {
                 "repetitions disagree by more than 10%; use --profile full or a quieter machine"
             }
             Warning::ClientBound => {
-                "the load generator was saturated while the server had idle CPU: this figure is \
-                 the client's limit; give the load generator more CPUs"
+                "the load generator was saturated (its threads busy, or its CPUs with no idle \
+                 left) while the server had idle CPU: this figure is the client's limit; give \
+                 the load generator more CPUs"
             }
             Warning::BothSaturated => {
-                "server and load generator both ran at 90%+ CPU: the server was at capacity, \
-                 but the load generator had no headroom; more CPUs would separate them"
+                "server and load generator both ran at 90%+ CPU (or the load CPUs had no idle \
+                 left): the server was at capacity, but the load generator had no headroom; \
+                 more CPUs would separate them"
             }
             Warning::LoadgenDisagrees => {
                 "wrk and ringside's load generator disagree by more than 5% on this server; \

@@ -141,3 +141,75 @@ fn without_perf_the_run_goes_on_and_each_breakdown_says_why() {
     }
     assert!(md.contains("unavailable: perf is not installed"), "{md}");
 }
+
+/// `ringside load --explain` samples the load generator's own CPUs over its window: every
+/// group named, in order, summing to the samples, and the summary says where they went.
+/// Without --cpus there is nothing to sample: exit 2, naming the flag.
+#[test]
+fn load_explain_breaks_down_the_load_generator_cpus() {
+    let addr = crate::common::serve(crate::common::Mode::Echo);
+    let cpu = ringside::measure::pin::allowed_cpus()
+        .last()
+        .copied()
+        .unwrap()
+        .to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("load.json");
+    let base = [
+        "load",
+        "--protocol",
+        "echo",
+        "--target",
+        &addr.to_string(),
+        "--conns",
+        "4",
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0.2",
+        "--explain",
+    ];
+    let o = Cmd::cargo_bin("ringside")
+        .unwrap()
+        .args(base)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--explain"),
+        "{o:?}"
+    );
+    let o = Cmd::cargo_bin("ringside")
+        .unwrap()
+        .args(base)
+        .args(["--cpus", &cpu, "--json"])
+        .arg(&json)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let e = &v["explain"];
+    if let Some(why) = e["unavailable"].as_str() {
+        if cannot_sample(why) {
+            crate::common::tools::missing("perf", &format!("perf cannot sample here: {why}"));
+            return;
+        }
+        panic!("breakdown unavailable: {why}");
+    }
+    assert!(e["samples"].as_u64().unwrap() > 0, "{e}");
+    assert_eq!(
+        e["cpus"],
+        serde_json::json!([cpu.parse::<u32>().unwrap()]),
+        "{e}"
+    );
+    let groups = e["groups"].as_array().unwrap();
+    let keys: Vec<&str> = groups.iter().map(|g| g["name"].as_str().unwrap()).collect();
+    let want: Vec<&str> = GROUPS.iter().map(|g| g.0).collect();
+    assert_eq!(keys, want);
+    let sum: f64 = groups.iter().map(|g| g["fraction"].as_f64().unwrap()).sum();
+    assert!((sum - 1.0).abs() < 1e-6, "{sum}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("where the load CPU"), "{out}");
+}

@@ -123,6 +123,8 @@ pub(super) struct Uring {
     inflight: usize,
     /// [`Uring::finish`] is cancelling: nothing is armed again.
     finishing: bool,
+    /// The completions of one turn (kept: no allocation per turn).
+    cqes: Vec<(u64, i32, u32)>,
 }
 
 impl Uring {
@@ -151,6 +153,7 @@ impl Uring {
             ready: Vec::new(),
             inflight: 0,
             finishing: false,
+            cqes: Vec::new(),
         })
     }
 
@@ -206,12 +209,14 @@ impl Uring {
         let mut recycled = false;
         let mut rearm = Vec::new();
         let mut cancel = Vec::new();
-        let cqes: Vec<(u64, i32, u32)> = self
-            .ring
-            .completion()
-            .map(|e| (e.user_data(), e.result(), e.flags()))
-            .collect();
-        for (ud, res, flags) in cqes {
+        let mut cqes = std::mem::take(&mut self.cqes);
+        cqes.clear();
+        cqes.extend(
+            self.ring
+                .completion()
+                .map(|e| (e.user_data(), e.result(), e.flags())),
+        );
+        for &(ud, res, flags) in &cqes {
             let more = cqueue::more(flags);
             if !more {
                 self.inflight = self.inflight.saturating_sub(1);
@@ -299,6 +304,7 @@ impl Uring {
                 _ => {}
             }
         }
+        self.cqes = cqes;
         if recycled {
             self.bufs.commit();
         }

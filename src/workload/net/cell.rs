@@ -136,6 +136,9 @@ fn measure_pinned(
     });
     let cfg = load_config(ctx, &server, load, load_cpus);
     let mut edges = Edges::default();
+    if remote_load.is_none() && !shared {
+        edges.load_cpus = load_cpus.to_vec();
+    }
     let mut on_edge = |e: Edge| edges.read(e, &mut server, &counters);
     let report = match (remote_load, &wire) {
         (Some(r), Some(wire)) => load::remote::run(r, &cfg, wire, &mut on_edge),
@@ -168,12 +171,13 @@ fn measure_pinned(
     }
     // The server's readings at the window's edges: taken here, or on the server's host and
     // reported when it stops.
+    let load_idle = edges.load_idle(report.window_ns);
     let figures = if server.is_remote() {
         remote_figures(server, &report)?
     } else {
         edges.figures(server, counters, server_cpus)?
     };
-    let sample = sample_of(load, &report, figures, extra, shared);
+    let sample = sample_of(load, &report, figures, extra, shared, load_idle);
     Ok((sample, report))
 }
 
@@ -237,6 +241,10 @@ struct Edges {
     at: [u64; 2],
     /// When each edge was seen, for the explain sampling.
     seen: [u64; 2],
+    /// The load CPUs' idle time at each edge (`measure::cpu::idle_ns`) and when it was read;
+    /// `None`: not read (load on other hosts, or CPUs shared with the server).
+    load_cpus: Vec<u32>,
+    load_idle: [Option<(u64, u64)>; 2],
 }
 
 /// The server's figures over the window, from either host.
@@ -254,6 +262,9 @@ impl Edges {
     fn read(&mut self, e: Edge, server: &mut UnderTest, counters: &Counting) {
         let i = usize::from(matches!(e, Edge::Close));
         self.seen[i] = now_ns();
+        if !self.load_cpus.is_empty() {
+            self.load_idle[i] = cpu::idle_ns(&self.load_cpus).map(|ns| (ns, now_ns()));
+        }
         if server.is_remote() {
             // Read on the server's host when the line arrives there.
             server.edge(i == 0);
@@ -265,6 +276,17 @@ impl Edges {
         let t0 = now_ns();
         self.syscalls[i] = read_syscalls(counters);
         self.at[i] = t0 / 2 + now_ns() / 2;
+    }
+
+    /// The load CPUs' idle time over the edges, scaled to `window_ns`, and how many CPUs it
+    /// covers; `None` when it was not read.
+    fn load_idle(&self, window_ns: u64) -> Option<(u64, usize)> {
+        let [Some((i0, t0)), Some((i1, t1))] = self.load_idle else {
+            return None;
+        };
+        let idle =
+            i1.saturating_sub(i0) as f64 * window_ns as f64 / t1.saturating_sub(t0).max(1) as f64;
+        Some((idle.round() as u64, self.load_cpus.len()))
     }
 
     /// The local server's figures: its edges' readings, its counters once stopped.
@@ -335,6 +357,7 @@ fn sample_of(
     f: ServerFigures,
     extra: CellCounters,
     shared: bool,
+    load_idle: Option<(u64, usize)>,
 ) -> Sample {
     let rescale = |v: u64, span: u64| {
         (v as f64 * report.window_ns as f64 / span.max(1) as f64).round() as u64
@@ -365,9 +388,10 @@ fn sample_of(
         ctx_switches: cpu_scale(raw.ctx_switches),
     };
     let server_busy = cpu.total_ns as f64 / report.window_ns.max(1) as f64 / f.cpus.max(1) as f64;
-    let server_saturated = server_busy >= load::CLIENT_BOUND_FRACTION;
-    l.client_bound = u64::from(report.client_bound && !server_saturated);
-    l.both_saturated = u64::from(report.client_bound && server_saturated);
+    let (idle_ns, idle_cpus) = load_idle.unwrap_or((0, 0));
+    l.load_idle_ns = idle_ns;
+    l.load_idle_cpus = idle_cpus as u64;
+    (l.client_bound, l.both_saturated) = headroom(report, server_busy, load_idle);
     l.shared_cpus = u64::from(shared);
     c.load = Some(l);
     Sample {
@@ -384,6 +408,25 @@ fn sample_of(
         latency: report.latency.clone(),
         counters: c,
     }
+}
+
+/// The repetition's headroom flags, (client_bound, both_saturated), each 0 or 1: the load side
+/// had none when its threads were busy (`Report::client_bound`) or its CPUs had under
+/// 1 - [`load::CLIENT_BOUND_FRACTION`] of the window idle (`load_idle`: idle ns summed over
+/// that many CPUs; other work on them, or kernel work no thread clock counts), whatever the
+/// engine; the server was saturated at `server_busy` (its CPUs' busy share) of that fraction.
+fn headroom(report: &Report, server_busy: f64, load_idle: Option<(u64, usize)>) -> (u64, u64) {
+    let no_idle = load_idle.is_some_and(|(idle_ns, cpus)| {
+        cpus > 0
+            && (idle_ns as f64)
+                < (1.0 - load::CLIENT_BOUND_FRACTION) * report.window_ns as f64 * cpus as f64
+    });
+    let load_bound = report.client_bound || no_idle;
+    let server_saturated = server_busy >= load::CLIENT_BOUND_FRACTION;
+    (
+        u64::from(load_bound && !server_saturated),
+        u64::from(load_bound && server_saturated),
+    )
 }
 
 /// Whether the repetition measured anything: the server still runs, its responses verified,
@@ -458,6 +501,26 @@ mod tests {
     use crate::stats::claims::{rounds_needed, ALPHA};
 
     /// Two models' cells at quick and full can be told apart by a paired claim; `--runs` wins.
+    #[test]
+    fn a_load_side_without_idle_cpu_has_no_headroom_whatever_its_threads_say() {
+        let cfg = load::Config::new("127.0.0.1:1".parse().unwrap(), 1, Duration::from_secs(1));
+        let mut r = Report::empty(&cfg, 1, None, 1_000_000_000, false);
+        // Threads at 40% and the CPU half idle: headroom.
+        assert_eq!(headroom(&r, 0.5, Some((500_000_000, 1))), (0, 0));
+        // The same threads, but the CPU 5% idle (a neighbour, or softirq no thread clock
+        // counts): no headroom, and with a saturated server, both.
+        assert_eq!(headroom(&r, 0.5, Some((50_000_000, 1))), (1, 0));
+        assert_eq!(headroom(&r, 0.95, Some((50_000_000, 1))), (0, 1));
+        // Two CPUs: 150 ms idle of 2 s is under 10%.
+        assert_eq!(headroom(&r, 0.5, Some((150_000_000, 2))), (1, 0));
+        assert_eq!(headroom(&r, 0.5, Some((250_000_000, 2))), (0, 0));
+        // Not read: the threads alone decide.
+        assert_eq!(headroom(&r, 0.5, None), (0, 0));
+        r.client_bound = true;
+        assert_eq!(headroom(&r, 0.5, None), (1, 0));
+        assert_eq!(headroom(&r, 0.5, Some((900_000_000, 1))), (1, 0));
+    }
+
     #[test]
     fn network_cells_run_enough_rounds_to_decide() {
         for p in [Profile::Quick, Profile::Full] {
