@@ -3,9 +3,10 @@
 #
 #   benches/reference/build.sh [OUT_DIR]     (default: target/reference, relative to the repo)
 #
-# Produces OUT_DIR/micro_ref (and the echo reference servers OUT_DIR/echo_epoll and
-# OUT_DIR/echo_uring, and the echo load client OUT_DIR/echo_client). Installs nothing: needs gcc and liburing's headers and library
-# (Debian/Ubuntu package liburing-dev; Fedora liburing-devel).
+# Produces OUT_DIR/micro_ref, the echo reference servers OUT_DIR/echo_epoll, OUT_DIR/echo_uring
+# and OUT_DIR/echo_lt_min, and the echo load client OUT_DIR/echo_client. Installs nothing: needs
+# gcc and liburing's headers and library (Debian/Ubuntu package liburing-dev; Fedora
+# liburing-devel).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,3 +37,5 @@ echo "$out_dir/echo_epoll"
 echo "$out_dir/echo_client"
 "$CC" -O2 -Wall -o "$out_dir/echo_uring" "$here/echo_uring.c" -luring
 echo "$out_dir/echo_uring"
+"$CC" -O2 -Wall -o "$out_dir/echo_lt_min" "$here/echo_lt_min.c"
+echo "$out_dir/echo_lt_min"
