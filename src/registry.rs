@@ -51,7 +51,7 @@ pub static MODELS: &[ModelSpec] = &[
     },
     ModelSpec {
         id: "epoll-et",
-        summary: "epoll, edge-triggered: drain until EAGAIN",
+        summary: "epoll, edge-triggered: drain until EAGAIN or a short read",
         family: Family::Epoll,
         default_run: true,
         knobs: Knobs::Epoll(EpollKnobs::EDGE),

@@ -1,7 +1,9 @@
 //! The epoll server: one thread, non-blocking sockets, level- or edge-triggered.
 //!
 //! Per event: level-triggered reads once (the next wait reports the rest); edge-triggered
-//! drains until EAGAIN (an edge is reported once). A reply is sent at once from the receive
+//! drains until EAGAIN or a read shorter than the buffer (the queue was emptied: data that
+//! arrives later raises a new edge), and after the peer's FIN (EPOLLRDHUP in the event) until
+//! EOF, since a FIN queued with the data raises no later edge. A reply is sent at once from the receive
 //! buffer; only what the socket does not take is copied into the connection's pending output,
 //! and EPOLLOUT is watched only while something is pending. A connection whose pending output
 //! is over `proto::OUT_BOUND_BYTES` is not read until it drains (EPOLLIN dropped from its
@@ -351,13 +353,12 @@ fn step<P: Protocol>(
         }
     }
     let readable = events & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP) as u32 != 0;
-    // Edge-triggered: the edge is reported once, so drain until EAGAIN. Level-triggered: one
-    // read; the next wait reports what is left.
-    let mut reads_left = if trigger == Trigger::Edge {
-        usize::MAX
-    } else {
-        1
-    };
+    // Edge-triggered: the edge is reported once, so drain until EAGAIN, or until a short read
+    // while the peer has not closed (no read just to meet EAGAIN: one recv per message, not
+    // two). Level-triggered: one read; the next wait reports what is left.
+    let edge = trigger == Trigger::Edge;
+    let short_read_drains = edge && events & (libc::EPOLLRDHUP | libc::EPOLLHUP) as u32 == 0;
+    let mut reads_left = if edge { usize::MAX } else { 1 };
     // Reading also resumes after a pause, when output drained below the bound.
     let resumable = events & libc::EPOLLOUT as u32 != 0;
     if readable || resumable {
@@ -417,6 +418,9 @@ fn step<P: Protocol>(
             }
             if st.next == Next::Close {
                 conn.read_done = true;
+            }
+            if short_read_drains && n < buf.len() {
+                break;
             }
         }
         if !conn.read_done && conn.pending() > OUT_BOUND_BYTES {
