@@ -13,9 +13,13 @@
 //! for `ACCEPT_PAUSE` while connections keep being served; a fatal one ends the server.
 //!
 //! Idle limit (`Protocol::idle_timeout`, slowloris defence): the coarse clock is read once per
-//! wait that returns, each reply stamps its connection, and while connections are open
-//! epoll_wait's timeout is the time to the next sweep, which closes every connection past the
-//! limit (`idle_closes`). Without a limit the wait stays infinite and the clock is never read.
+//! wait that returns, each reply stamps its connection, and while connections are open a
+//! periodic timerfd in the interest set fires every sweep interval; the sweep closes every
+//! connection past the limit (`idle_closes`). The wait itself stays infinite: a finite
+//! epoll_wait timeout costs a kernel clock read per call, or one more, empty, wait per wakeup
+//! (`Epoll::wait`). The timer is armed when a connection is open and disarmed at the first tick
+//! that finds none, so an idle server does not wake. Without a limit there is no timer and the
+//! clock is never read.
 
 use super::{Ctl, Epoll};
 use crate::io::accept::{accept_error_action, AcceptAction, ACCEPT_PAUSE};
@@ -28,7 +32,8 @@ use rustix::io::Errno;
 use rustix::net::{RecvFlags, SendFlags, SocketFlags};
 use std::io;
 use std::net::TcpListener;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::time::Duration;
 
 const RECV_BUF: usize = 64 * 1024;
 
@@ -57,6 +62,61 @@ crate::counter_set! {
 }
 pub(super) const TOKEN_LISTENER: u64 = u64::MAX;
 const TOKEN_STOP: u64 = u64::MAX - 1;
+const TOKEN_TICK: u64 = u64::MAX - 2;
+
+/// The idle sweep's clock: a periodic timerfd watched by the epoll instance.
+struct Ticker {
+    fd: OwnedFd,
+    every: Duration,
+    armed: bool,
+}
+
+impl Ticker {
+    fn new(ep: &Epoll, every: Duration) -> io::Result<Ticker> {
+        // raw: rustix's timerfd is behind its `time` feature, left out (see Cargo.toml).
+        // SAFETY: plain syscall; the fd it returns is owned below.
+        let fd = crate::io::sys::cvt(unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        })?;
+        // SAFETY: fd is a new descriptor nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        ep.ctl(Ctl::Add, &fd, libc::EPOLLIN as u32, TOKEN_TICK)?;
+        Ok(Ticker {
+            fd,
+            every,
+            armed: false,
+        })
+    }
+
+    /// Arms the timer (first expiry one interval from now, then every interval) or disarms it.
+    fn set(&mut self, on: bool) -> io::Result<()> {
+        let d = if on { self.every } else { Duration::ZERO };
+        let ts = libc::timespec {
+            tv_sec: d.as_secs() as libc::time_t,
+            tv_nsec: d.subsec_nanos() as libc::c_long,
+        };
+        let spec = libc::itimerspec {
+            it_interval: ts,
+            it_value: ts,
+        };
+        // SAFETY: spec is a valid itimerspec; the old value is not asked for.
+        crate::io::sys::cvt(unsafe {
+            libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut())
+        })?;
+        self.armed = on;
+        Ok(())
+    }
+
+    /// Reads the expiry count, so that the fd stops being readable (and, edge-triggered, a
+    /// later expiry raises a new edge).
+    fn ack(&self) {
+        let mut b = [0u8; 8];
+        let _ = rustix::io::read(&self.fd, &mut b);
+    }
+}
 
 struct Conn<C> {
     fd: OwnedFd,
@@ -119,33 +179,31 @@ pub(crate) fn serve_on<P: Protocol>(
         idle: Idle::new(proto_idle),
         now: 0,
     };
-    let mut next_sweep = 0u64;
+    let mut ticker = match s.idle {
+        Some(idle) => Some(Ticker::new(&s.ep, idle.tick)?),
+        None => None,
+    };
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
     let mut paused_until: Option<std::time::Instant> = None;
     loop {
         let timeout = listener_timeout(&s.ep, lfd, &mut paused_until)?;
-        // Sleep no longer than the next sweep while some connection could go idle.
-        let timeout = match s.idle {
-            Some(_) if s.conns.len() > s.free.len() => {
-                let ms = next_sweep.saturating_sub(s.now).div_ceil(1_000_000);
-                let ms = ms.min(i32::MAX as u64) as i32;
-                if timeout < 0 {
-                    ms
-                } else {
-                    timeout.min(ms)
-                }
+        // Tick while some connection could go idle.
+        if let Some(t) = &mut ticker {
+            if !t.armed && s.conns.len() > s.free.len() {
+                t.set(true)?;
             }
-            _ => timeout,
-        };
+        }
         let n = s.ep.wait(&mut events, timeout)?;
         s.c.epoll_waits += 1;
         s.c.events += n as u64;
         if s.idle.is_some() {
             s.now = coarse_now_ns();
         }
+        let mut ticked = false;
         for ev in &events[..n] {
             match ev.u64 {
                 TOKEN_STOP => return Ok(s.finish()),
+                TOKEN_TICK => ticked = true,
                 TOKEN_LISTENER => {
                     if s.accept_all(lfd)? {
                         s.ep.ctl(Ctl::Del, lfd, 0, 0)?;
@@ -155,11 +213,11 @@ pub(crate) fn serve_on<P: Protocol>(
                 tok => s.on_event(tok, ev.events),
             }
         }
-        if let Some(idle) = s.idle {
-            // A wait that timed out is the tick (the coarse clock may read a few ms short).
-            if n == 0 || s.now >= next_sweep {
-                s.sweep(&idle);
-                next_sweep = s.now + idle.tick.as_nanos() as u64;
+        if let (true, Some(idle), Some(t)) = (ticked, s.idle, &mut ticker) {
+            t.ack();
+            s.sweep(&idle);
+            if s.conns.len() == s.free.len() {
+                t.set(false)?;
             }
         }
     }
