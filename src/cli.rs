@@ -165,7 +165,7 @@ pub struct RunArgs {
     pub(crate) load_cpus: Option<String>,
     /// What the load generator drives echo and HTTP connections with (see `ringside load
     /// --engine`); recorded in results.json (`env.load_engine`).
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(long, value_enum, default_value = "epoll")]
     pub(crate) load_engine: EngineArg,
     /// Let --server-cpus and --load-cpus overlap (cells are marked shared_cpus).
     #[arg(long)]
@@ -298,10 +298,10 @@ pub struct LoadArgs {
     /// CPUs for the load generator's threads, e.g. "0" or "0-1" (default: not pinned).
     #[arg(long)]
     pub(crate) cpus: Option<String>,
-    /// What drives the connections of echo and HTTP: io_uring (multishot receives into a
-    /// buffer ring, batched sends, registered files) or epoll; auto: io_uring where the
-    /// machine has what it uses, else epoll. Bulk streams and pubsub always use epoll.
-    #[arg(long, value_enum, default_value = "auto")]
+    /// What drives the connections of echo and HTTP: epoll (one send and one recv syscall per
+    /// message) or io_uring (multishot receives into a buffer ring, sends batched into the
+    /// loop's wait, registered files). Bulk streams and pubsub always use epoll.
+    #[arg(long, value_enum, default_value = "epoll")]
     pub(crate) engine: EngineArg,
     /// Sample where the load generator's CPUs went over the window (perf, as `run --explain`
     /// samples a server's): user space, syscalls, TCP/IP, softirq, ... Needs --cpus.
@@ -315,15 +315,13 @@ pub struct LoadArgs {
 /// `load --engine`, `run --load-engine`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum EngineArg {
-    Auto,
-    Uring,
     Epoll,
+    Uring,
 }
 
 impl From<EngineArg> for crate::load::Engine {
     fn from(e: EngineArg) -> Self {
         match e {
-            EngineArg::Auto => crate::load::Engine::Auto,
             EngineArg::Uring => crate::load::Engine::Uring,
             EngineArg::Epoll => crate::load::Engine::Epoll,
         }

@@ -40,11 +40,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     }
     let plan = cpu_plan(&a)?;
     let load_engine = crate::load::Engine::from(a.load_engine)
-        .resolve()
+        .check()
         .map_err(|e| InputError::BadValue {
             flag: "--load-engine",
             given: crate::load::Engine::from(a.load_engine).name().to_string(),
-            valid: format!("epoll or auto here ({e})"),
+            valid: format!("epoll here ({e})"),
         })?;
     // Other hosts (--server-host, --load-host): parsed, version-checked and probed before
     // anything runs.

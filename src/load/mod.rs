@@ -232,7 +232,7 @@ impl Config {
             msg_timeout: DEFAULT_MSG_TIMEOUT,
             conns_per_source: CONNS_PER_SOURCE,
             stop: None,
-            engine: Engine::Auto,
+            engine: Engine::Epoll,
         }
     }
 }

@@ -214,8 +214,7 @@ pub struct Ctx<'a> {
     /// window ([`Ctx::explain_start`], [`Ctx::explain_finish`]) and leaves the result here.
     /// `None` in every other repetition.
     pub explain: Option<&'a ExplainSlot>,
-    /// What the load generator drives echo and HTTP connections with (resolved: never
-    /// `Auto`, except where a test leaves the choice to the load generator).
+    /// What the load generator drives echo and HTTP connections with.
     pub load_engine: crate::load::Engine,
 }
 

@@ -5,11 +5,11 @@
 use ringside::load::Engine;
 use std::cell::Cell;
 
-/// Every engine `ringside load --engine` takes but `auto`.
+/// Every engine `ringside load --engine` takes.
 pub const ENGINES: [Engine; 2] = [Engine::Epoll, Engine::Uring];
 
 thread_local! {
-    static CURRENT: Cell<Engine> = const { Cell::new(Engine::Auto) };
+    static CURRENT: Cell<Engine> = const { Cell::new(Engine::Epoll) };
 }
 
 /// Runs `f` once per engine, [`engine`] set to it (named on stderr first, which a failing
@@ -20,10 +20,10 @@ pub fn each_engine(f: impl Fn()) {
         CURRENT.with(|c| c.set(e));
         f();
     }
-    CURRENT.with(|c| c.set(Engine::Auto));
+    CURRENT.with(|c| c.set(Engine::Epoll));
 }
 
-/// The engine the test runs with now (`auto` outside [`each_engine`]).
+/// The engine the test runs with now (the default, epoll, outside [`each_engine`]).
 pub fn engine() -> Engine {
     CURRENT.with(|c| c.get())
 }

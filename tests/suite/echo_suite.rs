@@ -91,7 +91,7 @@ fn ctx<'a>(plan: &'a CpuPlan, meter: &'a Meter, count_syscalls: bool) -> Ctx<'a>
         offered_rate: None,
         repetition: None,
         explain: None,
-        load_engine: ringside::load::Engine::Auto,
+        load_engine: ringside::load::Engine::Epoll,
     }
 }
 

@@ -42,7 +42,7 @@ impl std::fmt::Debug for Ran {
 }
 
 /// `ringside load --protocol PROTO --target ADDR ARGS... --engine E --json FILE` (E: the
-/// engine [`common::engines::each_engine`] runs, `auto` outside it).
+/// engine [`common::engines::each_engine`] runs, epoll outside it).
 fn load(proto: &str, addr: SocketAddr, args: &[&str]) -> Ran {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("load.json");
