@@ -132,6 +132,11 @@ pub(super) fn run_threads<T: Send>(
                 std::thread::Builder::new()
                     .name(format!("{name}-{t}"))
                     .spawn_scoped(s, move || {
+                        // A timed wait may end up to the thread's timer slack late (50 us by
+                        // default): an open loop's message would go out that late, and its
+                        // latency, timed from when it was due, would carry the client's delay.
+                        let _ =
+                            rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
                         let mut synced = false;
                         let res = body(t, cpu, &mut synced);
                         if !synced {

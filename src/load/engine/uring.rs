@@ -91,6 +91,9 @@ struct Slot {
     paused: bool,
     /// A send is in flight (of any generation: its bytes are the connection's `out`).
     sending: bool,
+    /// The connection asked to send while an older generation's send was still in flight:
+    /// that send's completion wakes it.
+    held_back: bool,
     /// A send of this generation completed and the loop has not taken its result yet.
     sent: Option<rustix::io::Result<usize>>,
     /// Events gathered for the loop, not yet handed out (0: none; the slot is in `ready`).
@@ -280,6 +283,9 @@ impl Uring {
                 }
                 Op::Send => {
                     s.sending = false;
+                    // A stale send's completion wakes only a connection it held back (one
+                    // still connecting must not take it for its connect's).
+                    let wake = current || std::mem::take(&mut s.held_back);
                     if current {
                         s.sent = Some(if res >= 0 {
                             Ok(res as usize)
@@ -287,18 +293,20 @@ impl Uring {
                             Err(Errno::from_raw_os_error(-res))
                         });
                     }
-                    // Stale or not, the connection may be waiting to send. Bytes staged
-                    // before it goes on to receive raise no completion of their own (none
-                    // comes while its receive is paused): they are readable now.
+                    // Bytes staged before the connection goes on to receive raise no
+                    // completion of their own (none comes while its receive is paused): they
+                    // are readable now.
                     let readable = s.held() > 0 || s.end.is_some();
-                    self.notify(
-                        idx,
-                        if readable {
-                            WRITE_EV | READ_EV
-                        } else {
-                            WRITE_EV
-                        },
-                    );
+                    if wake {
+                        self.notify(
+                            idx,
+                            if readable {
+                                WRITE_EV | READ_EV
+                            } else {
+                                WRITE_EV
+                            },
+                        );
+                    }
                 }
                 Op::Connect if current => self.notify(idx, WRITE_EV),
                 _ => {}
@@ -431,6 +439,7 @@ impl Sockets for Uring {
             return r;
         }
         if s.sending {
+            s.held_back = true;
             return Err(Errno::WOULDBLOCK);
         }
         let bytes = &c.out[from..];
@@ -466,6 +475,7 @@ impl Sockets for Uring {
         s.armed = false;
         s.paused = false;
         s.sent = None;
+        s.held_back = false;
     }
 
     fn wait(&mut self, events: &mut [libc::epoll_event], timeout_ns: u64) -> io::Result<usize> {
