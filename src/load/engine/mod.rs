@@ -255,8 +255,9 @@ trait Sockets {
 /// Which engine drives the connections of a message exchange (`ringside load --engine`,
 /// `run --load-engine`). The default is epoll: on the 2-vCPU VM this was built on, the io_uring
 /// engine drove as many closed-loop messages per load core (within 3%: the core's time is
-/// ~85% TCP/IP and softirq either way, `load --explain`) and used 20-30% more CPU at open-loop
-/// rates of 10-50 k msgs/s; it is there to be measured where that differs.
+/// ~85% TCP/IP and softirq either way, `load --explain`) and as many open-loop ones for the
+/// same CPU and latency (docs/notes/2026-11-load-engine.md), so the engine earlier results
+/// were measured with stays; io_uring is there to be measured where that differs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Engine {
