@@ -163,8 +163,11 @@ impl Uring {
     /// Queues `e`; a full submission queue is submitted first.
     fn push(&mut self, e: squeue::Entry) -> io::Result<()> {
         // SAFETY: every SQE built here points at memory that outlives its completion: a
-        // send's bytes are its connection's `out`, left untouched while `Slot::sending`;
-        // receives take provided buffers; nothing else carries a pointer.
+        // send's bytes are its connection's `out`, left untouched while `Slot::sending`
+        // unless its socket was shut down first (a reconnect after `Connection: close`
+        // rewrites `out`), after which the send can only fail, without reading them; the
+        // connections are freed only once nothing is in flight (`finish`); receives take
+        // provided buffers; nothing else carries a pointer.
         while unsafe { self.ring.submission().push(&e) }.is_err() {
             self.ring.submit()?;
         }
