@@ -76,6 +76,26 @@ pub(crate) fn build(
     Ok((ring, setup))
 }
 
+/// Submits what `ring` has queued and waits up to `timeout` for one completion. A wait that
+/// timed out, was interrupted by a signal, or met the completion queue's backlog (EBUSY: reap,
+/// then enter again) is an empty wait, not an error.
+pub(crate) fn submit_and_wait_for(ring: &IoUring, timeout: std::time::Duration) -> io::Result<()> {
+    let ts = io_uring::types::Timespec::from(timeout);
+    let args = io_uring::types::SubmitArgs::new().timespec(&ts);
+    match ring.submitter().submit_with_args(1, &args) {
+        Ok(_) => Ok(()),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+            ) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
 fn refusal(k: &UringKnobs, e: io::Error) -> CaseError {
     let what = match k.drive {
         Drive::Sqpoll { .. } => "io_uring_setup with SQPOLL",

@@ -334,18 +334,7 @@ impl Uring {
     /// Submits what is queued and waits up to `timeout_ns` for a completion (0: only looks),
     /// then takes every completion there is.
     fn enter(&mut self, timeout_ns: u64) -> io::Result<()> {
-        let ts = types::Timespec::from(Duration::from_nanos(timeout_ns));
-        let args = types::SubmitArgs::new().timespec(&ts);
-        match self.ring.submitter().submit_with_args(1, &args) {
-            Ok(_) => {}
-            // Timed out; a signal; or the completion queue's backlog: reaped below.
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
-                ) => {}
-            Err(e) => return Err(e),
-        }
+        crate::io::uring::ring::submit_and_wait_for(&self.ring, Duration::from_nanos(timeout_ns))?;
         self.reap()
     }
 

@@ -257,19 +257,9 @@ impl<P: Protocol> Server<P> {
             .user_data(UserData::global(Op::Cancel).encode());
         self.push(cancel)?;
         let deadline = Instant::now() + Duration::from_secs(2);
-        let ts = types::Timespec::from(Duration::from_millis(50));
         while self.conns.busy() && Instant::now() <= deadline {
-            let args = types::SubmitArgs::new().timespec(&ts);
             self.c.io_uring_enter += 1;
-            match self.ring.submitter().submit_with_args(1, &args) {
-                Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::ETIME | libc::EINTR | libc::EBUSY)
-                    ) => {}
-                Err(e) => return Err(e),
-            }
+            crate::io::uring::ring::submit_and_wait_for(&self.ring, Duration::from_millis(50))?;
             self.reap();
             for (ud, res, flags) in std::mem::take(&mut self.cqes) {
                 let Some(u) = UserData::decode(ud) else {
