@@ -10,6 +10,7 @@
 #      D, W      measured and warm-up seconds of every run, integers (default 3 and 1)
 #      SERVER_CPU, CLIENT_CPU   where the server and the load generator are pinned (default 0, 1)
 #      RINGSIDE  the ringside binary (default target/release/ringside of this repository)
+#      REF_DIR   prebuilt reference programs (benches/reference/build.sh DIR), else built here
 # Needs gcc and liburing's headers (build.sh builds every reference program), jq, taskset and
 # shuf. Takes about |RATES| x RUNS x 2 x (D + W + 1) seconds.
 #
@@ -47,6 +48,9 @@ for tool in jq taskset shuf; do
 done
 
 here=$(cd "$(dirname "$0")" && pwd)
+bench=load_engines_open_loop.sh
+# shellcheck source=benches/lib/reference_server.sh
+. "$here/lib/reference_server.sh"
 repo=$(cd "$here/.." && pwd)
 RS=${RINGSIDE:-$repo/target/release/ringside}
 [ -x "$RS" ] || { echo "load_engines_open_loop.sh: no ringside at $RS: cargo build --release, or set RINGSIDE" >&2; exit 1; }
@@ -62,18 +66,10 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-"$here/reference/build.sh" "$tmp" >/dev/null
+reference_programs "$tmp"
+# A copy: a rebuild during the run must not replace the binary being measured.
 cp "$RS" "$tmp/ringside"
-taskset -c "$SERVER_CPU" "$tmp/echo_epoll" 0 >"$tmp/server.out" 2>"$tmp/server.err" &
-server_pid=$!
-addr=
-for _ in $(seq 50); do
-    addr=$(sed -n 's/^listening on //p' "$tmp/server.out")
-    [ -n "$addr" ] && break
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.1
-done
-[ -n "$addr" ] || { echo "load_engines_open_loop.sh: echo_epoll did not start:" >&2; cat "$tmp/server.err" >&2; exit 1; }
+start_reference_server echo_epoll "$SERVER_CPU" "$tmp"
 echo "server echo_epoll on $addr (CPU $SERVER_CPU), load on CPU $CLIENT_CPU, $CONNS connections," \
     "64 B, open loop, $D s after $W s warm-up"
 
