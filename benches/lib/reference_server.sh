@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the benches that drive a reference C server (sourced, not run).
 #
 # reference_programs DIR: puts the reference programs (benches/reference) in DIR: copies them
@@ -14,7 +15,7 @@ reference_programs() {
     if [ -n "${REF_DIR:-}" ]; then
         local p
         for p in echo_epoll echo_client echo_lt_min echo_uring; do
-            [ -x "$REF_DIR/$p" ] || { echo "$bench: REF_DIR=$REF_DIR has no $p" >&2; exit 1; }
+            [ -x "$REF_DIR/$p" ] || { echo "${bench:-bench}: REF_DIR=$REF_DIR has no $p" >&2; exit 1; }
             cp "$REF_DIR/$p" "$dir/$p"
         done
     else
@@ -34,5 +35,5 @@ start_reference_server() {
         kill -0 "$server_pid" 2>/dev/null || break
         sleep 0.1
     done
-    [ -n "$addr" ] || { echo "$bench: $name did not start:" >&2; cat "$dir/server.err" >&2; exit 1; }
+    [ -n "$addr" ] || { echo "${bench:-bench}: $name did not start:" >&2; cat "$dir/server.err" >&2; exit 1; }
 }
