@@ -12,6 +12,8 @@ mod json;
 mod ladder;
 pub(crate) mod load;
 pub(crate) mod markdown;
+#[cfg(test)]
+mod readme;
 pub mod table;
 mod term;
 pub mod verdict;
