@@ -782,4 +782,121 @@ mod tests {
         let why = equal_load_rate("fake.eq", &eq, &[]).unwrap_err();
         assert!(why.contains("n=1"), "{why}");
     }
+
+    /// Every timed repetition stalls: nothing completes, as a server starved by a neighbour.
+    struct Stalls;
+
+    static STALLS: Stalls = Stalls;
+
+    impl Workload for Stalls {
+        fn kind(&self) -> crate::workload::Kind {
+            crate::workload::Kind::Micro
+        }
+        fn id(&self) -> &'static str {
+            "fake.stalls"
+        }
+        fn about(&self) -> &'static str {
+            "fake"
+        }
+        fn op(&self) -> &'static str {
+            "nothing"
+        }
+        fn accepts(&self, _: &ModelSpec) -> Result<(), String> {
+            Ok(())
+        }
+        fn points(&self, _: Profile, _: &ModelSpec) -> Vec<Point> {
+            vec![Point::of(Args { n: 1 })]
+        }
+        fn run_once(&self, ctx: &Ctx<'_>, _: &ModelSpec, _: &Point) -> Result<Sample, CaseError> {
+            if ctx.repetition.is_none() {
+                // The warm-up goes fine.
+                return Ok(Sample {
+                    ops: 1,
+                    bytes: 0,
+                    wall_ns: 1,
+                    timed_ns: 1,
+                    cpu: CpuReading::default(),
+                    syscalls: None,
+                    latency: Hist::new(),
+                    counters: Default::default(),
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(150));
+            Err(CaseError::Stalled(anyhow::anyhow!(
+                "no response completed in the measured window"
+            )))
+        }
+    }
+
+    #[test]
+    fn a_stall_beside_a_cpu_hog_names_the_hog_in_its_failure() {
+        let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        // Another program spinning on the plan's CPU: an orphan, not our descendant, without
+        // our owner mark, pinned there.
+        let out = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done >/dev/null 2>&1 & echo $!"])
+            .env_remove(crate::child::OWNER_ENV)
+            .stdout(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let hog: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        struct Kill(i32);
+        impl Drop for Kill {
+            fn drop(&mut self) {
+                let _ = rustix::process::kill_process(
+                    rustix::process::Pid::from_raw(self.0).unwrap(),
+                    rustix::process::Signal::KILL,
+                );
+            }
+        }
+        let _kill = Kill(hog);
+        let cpu = pin::allowed_cpus()[0];
+        pin::pin_tid(hog, cpu).unwrap();
+        let plan = pin::CpuPlan::pair(cpu, None);
+        let models = [crate::registry::model("blocking").unwrap()];
+        let cases = crate::plan::expand(
+            &[&STALLS as &dyn Workload],
+            &models,
+            false,
+            Profile::Smoke,
+            &plan,
+        );
+        let env = crate::env::probe();
+        let meter = Meter::new();
+        let extension = Extension::fixed(std::time::Duration::ZERO);
+        let set = Setting {
+            budget: Budget {
+                warmups: 1,
+                repetitions: 2,
+                ops: 1,
+                warm_ops: 0,
+                runs_given: true,
+                extra_rounds: 0,
+                extension_s: 0,
+            },
+            env: &env,
+            plan: &plan,
+            meter: &meter,
+            storage: None,
+            contenders: &crate::model::contender::NO_CONTENDERS,
+            remote: None,
+            explain: false,
+            watch: true,
+            extension: &extension,
+        };
+        let mut done = Vec::new();
+        for g in groups(&cases) {
+            let (rs, _) = measure_group(&cases, &g, &set, &done, &crate::ui::Silent).unwrap();
+            done.extend(rs);
+        }
+        let c = &done[0];
+        assert_eq!(c.status, Status::Failed, "{c:?}");
+        let reason = c.reason.as_deref().unwrap_or("");
+        assert!(
+            reason.contains("run once more") && reason.contains("the stall may be theirs"),
+            "{reason}"
+        );
+        // Who took most is named (the hog, or on a busy machine something busier).
+        assert!(reason.contains("by other programs (most: "), "{reason}");
+    }
 }

@@ -21,6 +21,8 @@ pub(super) struct Running<'c> {
     pub(super) stalled: u32,
     /// A repetition that completed nothing was already run once more (once per cell).
     pub(super) nothing_retried: bool,
+    /// The case failed because a repetition and its re-run completed nothing.
+    stall_failed: bool,
 }
 
 /// The load generator's headroom warnings (`client_bound`, `both_saturated`) its repetitions
@@ -90,6 +92,7 @@ pub(super) fn start_case<'c>(index: usize, case: &'c Case, set: &Setting<'_>) ->
         disturbed: 0,
         stalled: 0,
         nothing_retried: false,
+        stall_failed: false,
     };
     if case.point.is_none() {
         c.end(Status::NotApplicable, case.not_applicable.clone());
@@ -171,10 +174,13 @@ impl Running<'_> {
                     CaseError::Unavailable(why) => (Status::Unavailable, why),
                     CaseError::NotApplicable(why) => (Status::NotApplicable, why),
                     CaseError::Failed(e) => (Status::Failed, format!("{e:#}")),
-                    CaseError::Stalled(e) => (
-                        Status::Failed,
-                        format!("{e:#} (and again when the repetition was run once more)"),
-                    ),
+                    CaseError::Stalled(e) => {
+                        self.stall_failed = true;
+                        (
+                            Status::Failed,
+                            format!("{e:#} (and again when the repetition was run once more)"),
+                        )
+                    }
                 };
                 self.end(status, reason);
                 Some(None)
@@ -203,6 +209,20 @@ impl Running<'_> {
             let started = crate::measure::clock::unix_ns();
             let before = set.watch.then(|| disturb::snapshot(cpus));
             let Some(s) = self.once(set, offered_rate, Some(round), obs)? else {
+                // The case ended. A stall while other programs held the plan's CPUs may be
+                // theirs, not the model's: the reason says so, naming who.
+                if let (true, Some(b)) = (self.stall_failed, before) {
+                    let d = b.until(&disturb::snapshot(cpus), cpus);
+                    if d.disturbed() {
+                        if let Some(r) = self.r.reason.as_mut() {
+                            r.push_str(&format!(
+                                "; during it {}: the stall may be theirs, not the model's; \
+                                 rerun on a quiet machine",
+                                d.text()
+                            ));
+                        }
+                    }
+                }
                 return Some(()); // the case ended
             };
             let d = before

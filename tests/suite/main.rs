@@ -36,6 +36,7 @@ mod peer_monoio_driver;
 mod peer_protocols;
 mod peers;
 mod pubsub_conformance;
+mod readme_recipes;
 mod remote_ssh;
 mod report_hostile;
 mod storage;
