@@ -3,10 +3,11 @@
 #
 #   benches/reference/build.sh [OUT_DIR]     (default: target/reference, relative to the repo)
 #
-# Produces OUT_DIR/micro_ref, the echo reference servers OUT_DIR/echo_epoll, OUT_DIR/echo_uring
-# and OUT_DIR/echo_lt_min, and the echo load client OUT_DIR/echo_client. Installs nothing: needs
-# gcc and liburing's headers and library (Debian/Ubuntu package liburing-dev; Fedora
-# liburing-devel).
+# Produces OUT_DIR/micro_ref, the echo reference servers OUT_DIR/echo_epoll, OUT_DIR/echo_uring,
+# OUT_DIR/echo_lt_min, OUT_DIR/echo_uring_min and OUT_DIR/echo_uring_min_defer, and the echo load
+# client OUT_DIR/echo_client.
+# Installs nothing: needs gcc and liburing's headers and library (Debian/Ubuntu package
+# liburing-dev; Fedora liburing-devel).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,3 +40,8 @@ echo "$out_dir/echo_client"
 echo "$out_dir/echo_uring"
 "$CC" -O2 -Wall -o "$out_dir/echo_lt_min" "$here/echo_lt_min.c"
 echo "$out_dir/echo_lt_min"
+"$CC" -O2 -Wall -o "$out_dir/echo_uring_min" "$here/echo_uring_min.c" -luring
+echo "$out_dir/echo_uring_min"
+"$CC" -O2 -Wall -DRING_FLAGS='IORING_SETUP_SINGLE_ISSUER|IORING_SETUP_DEFER_TASKRUN' \
+    -o "$out_dir/echo_uring_min_defer" "$here/echo_uring_min.c" -luring
+echo "$out_dir/echo_uring_min_defer"

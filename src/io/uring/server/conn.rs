@@ -37,10 +37,16 @@ pub(super) struct Chunk {
     pub(crate) len: usize,
 }
 
-/// Replies waiting to be sent, in order.
+/// Replies waiting to be sent, in order. The head chunk is held inline, in the connection:
+/// with one reply at a time (echo, request-response) the queue never touches a heap buffer of
+/// its own, which a message would otherwise find cold in the cache each time it is queued,
+/// sent and consumed (the gap to a minimal C loop, `docs/notes/2026-11-load-engine.md`).
 #[derive(Default)]
 pub(super) struct OutQueue {
-    pub(crate) chunks: VecDeque<Chunk>,
+    /// The first chunk; `None` only when the queue is empty.
+    head: Option<Chunk>,
+    /// The chunks after it.
+    rest: VecDeque<Chunk>,
     /// Bytes of the head chunk already sent.
     pub(crate) head_off: usize,
     /// Bytes queued and not yet sent.
@@ -50,17 +56,43 @@ pub(super) struct OutQueue {
 impl OutQueue {
     pub(crate) fn push(&mut self, src: Src, len: usize) {
         self.queued += len;
-        self.chunks.push_back(Chunk { src, len });
+        let ch = Chunk { src, len };
+        if self.head.is_none() {
+            self.head = Some(ch);
+        } else {
+            self.rest.push_back(ch);
+        }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.chunks.is_empty()
+        self.head.is_none()
+    }
+
+    /// Chunks queued.
+    pub(crate) fn len(&self) -> usize {
+        usize::from(self.head.is_some()) + self.rest.len()
+    }
+
+    /// The chunks, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Chunk> {
+        self.head.iter().chain(self.rest.iter())
+    }
+
+    pub(crate) fn front(&self) -> Option<&Chunk> {
+        self.head.as_ref()
+    }
+
+    /// Takes the head chunk off (its `head_off` is the caller's to reset).
+    pub(crate) fn pop_front(&mut self) -> Option<Chunk> {
+        let h = self.head.take();
+        self.head = self.rest.pop_front();
+        h
     }
 
     /// Whether a chunk still waits in the connection's receive buffer (which a recv would
     /// overwrite).
     pub(crate) fn holds_recv_buf(&self) -> bool {
-        self.chunks.iter().any(|c| matches!(c.src, Src::RecvBuf))
+        self.iter().any(|c| matches!(c.src, Src::RecvBuf))
     }
 
     /// Takes `n` sent bytes off the front (one send may cover several chunks and end inside
@@ -69,7 +101,7 @@ impl OutQueue {
     pub(crate) fn consume(&mut self, mut n: usize, mut freed: impl FnMut(u16)) -> bool {
         self.queued -= n;
         while n > 0 {
-            let Some(head) = self.chunks.front() else {
+            let Some(head) = self.front() else {
                 break;
             };
             let left = head.len - self.head_off;
@@ -81,7 +113,7 @@ impl OutQueue {
             self.head_off = 0;
             if let Some(Chunk {
                 src: Src::Bid(b), ..
-            }) = self.chunks.pop_front()
+            }) = self.pop_front()
             {
                 freed(b);
             }
@@ -401,13 +433,37 @@ mod tests {
             "ends inside the second chunk"
         );
         assert_eq!(freed, [3]);
-        assert_eq!((q.head_off, q.queued, q.chunks.len()), (2, 13, 2));
+        assert_eq!((q.head_off, q.queued, q.len()), (2, 13, 2));
         assert!(
             !q.consume(13, |b| freed.push(b)),
             "ends on a chunk boundary"
         );
         assert_eq!(freed, [3, 4]);
         assert!(q.is_empty() && q.queued == 0 && q.head_off == 0);
+    }
+
+    #[test]
+    fn chunks_keep_their_order_across_the_inline_head() {
+        let mut q = OutQueue::default();
+        let lens = |q: &OutQueue| q.iter().map(|c| c.len).collect::<Vec<_>>();
+        q.push(Src::RecvBuf, 1);
+        q.push(Src::Bid(7), 2);
+        q.push(Src::Owned(vec![0; 3]), 3);
+        assert_eq!((lens(&q), q.len(), q.queued), (vec![1, 2, 3], 3, 6));
+        assert!(q.holds_recv_buf());
+        assert_eq!(q.pop_front().map(|c| c.len), Some(1));
+        assert!(!q.holds_recv_buf(), "the receive buffer left with the head");
+        q.push(Src::RecvBuf, 4);
+        assert_eq!(lens(&q), [2, 3, 4], "a push after a pop goes to the back");
+        assert_eq!(q.front().map(|c| c.len), Some(2));
+        while q.pop_front().is_some() {}
+        assert!(q.is_empty() && q.iter().next().is_none() && q.front().is_none());
+        q.push(Src::Bid(1), 5);
+        assert_eq!(
+            (lens(&q), q.len()),
+            (vec![5], 1),
+            "an emptied queue starts again"
+        );
     }
 
     #[test]

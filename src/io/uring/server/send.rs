@@ -22,11 +22,11 @@ impl<P: Protocol> Server<P> {
         if conn.send != SendOp::Idle || conn.out.is_empty() {
             return Ok(());
         }
-        let e = if conn.out.chunks.len() > 1 && !zc {
+        let e = if conn.out.len() > 1 && !zc {
             self.c.sendmsgs += 1;
             let m = conn.msg.get_or_insert_with(|| Box::new(SendMsg::new()));
             let mut k = 0;
-            for (i, ch) in conn.out.chunks.iter().take(MAX_IOV).enumerate() {
+            for (i, ch) in conn.out.iter().take(MAX_IOV).enumerate() {
                 let base = chunk_ptr(ch, &conn.recv_buf, bufs);
                 let off = if i == 0 { conn.out.head_off } else { 0 };
                 m.iov[i] = libc::iovec {
@@ -43,7 +43,7 @@ impl<P: Protocol> Server<P> {
                 .flags(libc::MSG_NOSIGNAL as u32)
                 .build())
         } else {
-            let head = conn.out.chunks.front().expect("a non-empty queue");
+            let head = conn.out.front().expect("a non-empty queue");
             // SAFETY: head_off < len <= the buffer's length.
             let ptr = unsafe { chunk_ptr(head, &conn.recv_buf, bufs).add(conn.out.head_off) };
             let len = (head.len - conn.out.head_off) as u32;
@@ -89,13 +89,13 @@ impl<P: Protocol> Server<P> {
             // the buffer until its notification and frees the connection for its next send,
             // so a subscriber's pipe is not drained before each send (over loopback a
             // notification comes only once the subscriber has read the whole send).
-            let whole = conn.out.chunks.front().is_some_and(|h| {
+            let whole = conn.out.front().is_some_and(|h| {
                 matches!(h.src, Src::Owned(_))
                     && res >= 0
                     && h.len - conn.out.head_off == res as usize
             });
             if broker && cqueue::more(flags) && whole && conn.zc_held.len() < ZC_HELD {
-                let head = conn.out.chunks.pop_front().expect("a whole head chunk");
+                let head = conn.out.pop_front().expect("a whole head chunk");
                 conn.out.queued -= head.len - conn.out.head_off;
                 conn.out.head_off = 0;
                 if let Src::Owned(v) = head.src {

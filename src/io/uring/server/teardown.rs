@@ -108,7 +108,7 @@ impl<P: Protocol> Server<P> {
             b.forget(idx);
         }
         self.c.closes += 1;
-        for ch in &conn.out.chunks {
+        for ch in conn.out.iter() {
             if let Src::Bid(b) = ch.src {
                 self.recycle(b);
             }
