@@ -411,10 +411,10 @@ fn dry_run_text(profile: Profile, budget: plan::Budget, cases: &[Case]) -> Strin
     let e = plan::estimate(cases, budget);
     let cells: usize = e.workloads.iter().map(|w| w.cells).sum();
     let mut out = format!(
-        "dry run (nothing measured): profile {}, {} cells in {} workloads\n",
+        "dry run (nothing measured): profile {}, {} in {}\n",
         profile.name(),
-        cells,
-        e.workloads.len()
+        plural(cells, "cell"),
+        plural(e.workloads.len(), "workload")
     );
     for w in &e.workloads {
         let mut models: Vec<&str> = Vec::new();
@@ -425,11 +425,11 @@ fn dry_run_text(profile: Profile, budget: plan::Budget, cases: &[Case]) -> Strin
         }
         let _ = writeln!(
             out,
-            "\n{}: {} cells ({} models, {} points), {} repetitions per cell, ~{:.0} s\n  models: {}",
+            "\n{}: {} ({}, {}), {} repetitions per cell, ~{:.0} s\n  models: {}",
             w.workload,
-            w.cells,
-            models.len(),
-            w.points.len(),
+            plural(w.cells, "cell"),
+            plural(models.len(), "model"),
+            plural(w.points.len(), "point"),
             w.repetitions,
             w.seconds,
             models.join(", ")
@@ -455,6 +455,15 @@ fn dry_run_text(profile: Profile, budget: plan::Budget, cases: &[Case]) -> Strin
     }
     out.push_str(" (re-runs of disturbed repetitions, --explain and --crosscheck not included)\n");
     out
+}
+
+/// "1 model", "2 models".
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
 }
 
 /// Seconds as "45 s" or "12 min 5 s".

@@ -135,6 +135,24 @@ pub struct Override {
     pub values: Vec<u64>,
 }
 
+impl Override {
+    /// The values as the flag takes them (seconds for the times).
+    fn given_text(&self) -> String {
+        let one = |v: u64| {
+            if self.knob.is_time() {
+                (v as f64 / 1000.0).to_string()
+            } else {
+                v.to_string()
+            }
+        };
+        self.values
+            .iter()
+            .map(|&v| one(v))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
 /// The run's knob flags, in [`Knob::ALL`] order; empty: the profile's points as they are.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Overrides(pub Vec<Override>);
@@ -227,12 +245,7 @@ impl Overrides {
             };
             return Err(InputError::BadValue {
                 flag: o.knob.flag(),
-                given: o
-                    .values
-                    .iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(","),
+                given: o.given_text(),
                 valid,
             });
         }
@@ -265,7 +278,7 @@ impl Overrides {
                     for &v in &o.values {
                         next.push(p.set(param, v).map_err(|e| InputError::BadValue {
                             flag: o.knob.flag(),
-                            given: v.to_string(),
+                            given: o.given_text(),
                             valid: format!("{} cannot take it: {e}", c.workload.id()),
                         })?);
                     }
