@@ -24,7 +24,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Measure suites or workloads (all of them by default) and write results.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// What this machine, kernel and user allow, and why.
     Env {
         /// Print the report as JSON.
@@ -145,6 +145,35 @@ pub struct RunArgs {
     /// Measured repetitions per case, 1..=1000 (overrides the profile).
     #[arg(long)]
     pub(crate) runs: Option<u64>,
+    /// Connections of every point that has them (echo, stream), e.g. 100, or a sweep
+    /// "10,100"; overrides the profile's points. Refused, naming them, when a selected
+    /// workload has no connections parameter (HTTP's are --clients).
+    #[arg(long, value_name = "N[,N...]")]
+    pub(crate) conns: Option<String>,
+    /// HTTP clients (connections) of every HTTP point, e.g. 100 or "50,500".
+    #[arg(long, value_name = "N[,N...]")]
+    pub(crate) clients: Option<String>,
+    /// Offered rate, messages or requests/s, of every open-loop rate point (echo.rate,
+    /// http.rate), e.g. 20000 or "10000,40000".
+    #[arg(long, value_name = "N[,N...]")]
+    pub(crate) rate: Option<String>,
+    /// Message size, bytes, of every point that has one (micro.pipe, micro.batching, echo).
+    #[arg(long, value_name = "N[,N...]")]
+    pub(crate) msg_bytes: Option<String>,
+    /// HTTP response body, bytes (0..=1048576), of every HTTP point: ringside's servers
+    /// answer it (`serve --body-bytes`) and every response is checked against it.
+    #[arg(long, value_name = "N[,N...]")]
+    pub(crate) body_bytes: Option<String>,
+    /// Measured window of every network point, seconds ("3", "2.5", "3s", "500ms").
+    #[arg(long, value_name = "SECS[,SECS...]")]
+    pub(crate) duration: Option<String>,
+    /// Warm-up before each network repetition's window, seconds ("0.5", "500ms").
+    #[arg(long, value_name = "SECS[,SECS...]")]
+    pub(crate) warmup: Option<String>,
+    /// Print the cells (workload, models, points), repetitions and an estimated time, then
+    /// exit 0: nothing is measured and no output directory is made.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
     /// What to print on stdout when done.
     #[arg(long, value_enum, default_value_t = FormatArg::Table)]
     pub(crate) format: FormatArg,
@@ -362,6 +391,25 @@ pub enum ProfileArg {
     Smoke,
     Quick,
     Full,
+}
+
+impl RunArgs {
+    /// The knob flags as given, for `plan::Overrides::parse`.
+    pub(crate) fn knobs(&self) -> Vec<(crate::plan::Knob, Option<&str>)> {
+        use crate::plan::Knob;
+        [
+            (Knob::Conns, &self.conns),
+            (Knob::Clients, &self.clients),
+            (Knob::Rate, &self.rate),
+            (Knob::MsgBytes, &self.msg_bytes),
+            (Knob::BodyBytes, &self.body_bytes),
+            (Knob::Duration, &self.duration),
+            (Knob::Warmup, &self.warmup),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k, v.as_deref()))
+        .collect()
+    }
 }
 
 impl From<ProfileArg> for Profile {

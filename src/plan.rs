@@ -9,6 +9,11 @@ use crate::workload::{Point, Workload};
 
 pub use crate::profile::{Budget, Profile};
 
+mod estimate;
+pub mod knobs;
+pub use estimate::{estimate, Estimate};
+pub use knobs::{Knob, Overrides};
+
 /// One cell to measure (or to report as unavailable / not applicable).
 #[derive(Clone)]
 pub struct Case {

@@ -463,7 +463,7 @@ mod tests {
         }
     }
 
-    #[derive(serde::Serialize)]
+    #[derive(serde::Serialize, serde::Deserialize)]
     struct Args {
         n: u64,
     }

@@ -5,18 +5,26 @@ use std::fmt::Write;
 
 pub fn run() -> anyhow::Result<()> {
     let env = crate::env::probe();
-    let mut out = String::from("models:\n");
+    let mut out = String::from(
+        "models (* joins the default run, `ringside run` naming no suite and no --models; \
+         the others run when a suite, workload or model is named):\n",
+    );
+    let mark = |default: bool| if default { '*' } else { ' ' };
     let w = MODELS.iter().map(|m| m.id.len()).max().unwrap_or(0);
     for m in MODELS {
         let _ = writeln!(
             out,
-            "  {:<w$}  {}  [{}]",
+            "{} {:<w$}  {}  [{}]",
+            mark(m.default_run),
             m.id,
             m.summary,
             m.availability(&env)
         );
     }
-    out.push_str("\nworkloads:\n");
+    out.push_str(
+        "\nworkloads (* runs in the default run, `ringside run` naming no suite; the others \
+         when their id or suite is named):\n",
+    );
     let w = WORKLOADS.iter().map(|x| x.id().len()).max().unwrap_or(0);
     // The models each workload runs under the default CPU plan (`run` without CPU flags).
     use crate::measure::{pin, topology};
@@ -30,7 +38,8 @@ pub fn run() -> anyhow::Result<()> {
             .collect();
         let _ = writeln!(
             out,
-            "  {:<w$}  {}\n  {:<w$}  models: {}",
+            "{} {:<w$}  {}\n  {:<w$}  models: {}",
+            mark(x.by_default()),
             x.id(),
             x.about(),
             "",

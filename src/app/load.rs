@@ -19,8 +19,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 use std::time::Duration;
 
-/// Most connections one load run opens.
-pub(crate) const MAX_CONNS: u64 = 100_000;
+use crate::load::MAX_CONNS;
 /// Most event-loop threads.
 pub(crate) const MAX_THREADS: u64 = 256;
 
@@ -119,8 +118,7 @@ pub(crate) fn config(a: &LoadArgs) -> Result<(Config, usize), InputError> {
     Ok((cfg, msg))
 }
 
-/// The most bytes of expected bodies all connections may hold together (1 GiB).
-const MAX_HELD_BODY_BYTES: u64 = 1 << 30;
+use crate::load::http::MAX_HELD_BODY_BYTES;
 
 /// The HTTP request from the command line: `--path` must be an origin-form target ("/..."),
 /// `--host` a header value; neither may hold spaces or control characters.

@@ -15,7 +15,7 @@ use crate::cli::{Cli, Command};
 /// Exit codes: 0 done, 1 failure, 2 bad input, 130 interrupted by Ctrl-C.
 pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
-        Command::Run(a) => run::run(a),
+        Command::Run(a) => run::run(*a),
         Command::Env { json } => env::run(json).map(|_| 0),
         Command::List => list::run().map(|_| 0),
         Command::Serve(a) => serve::run(a),

@@ -46,6 +46,24 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             given: crate::load::Engine::from(a.load_engine).name().to_string(),
             valid: format!("epoll here ({e})"),
         })?;
+    // The knob flags: each value in its range, each knob taken by every selected workload.
+    let overrides = plan::Overrides::parse(&a.knobs())?;
+    overrides.check(&workloads, profile, &plan)?;
+    if a.dry_run {
+        let cases = keep_contenders_to_their_protocol(
+            overrides.apply(plan::expand(
+                &workloads,
+                &models,
+                a.models.is_some(),
+                profile,
+                &plan,
+            ))?,
+            &contenders,
+            a.models.is_some(),
+        );
+        super::stdout::print(&dry_run_text(profile, budget, &cases))?;
+        return Ok(0);
+    }
     // Other hosts (--server-host, --load-host): parsed, version-checked and probed before
     // anything runs.
     let (hosts, remote) = super::remote::setup(&a, &workloads)?;
@@ -120,7 +138,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         why: format!("{e:#}"),
     })?;
     let mut cases = keep_contenders_to_their_protocol(
-        plan::expand(&workloads, &models, a.models.is_some(), profile, &plan),
+        overrides.apply(plan::expand(
+            &workloads,
+            &models,
+            a.models.is_some(),
+            profile,
+            &plan,
+        ))?,
         &contenders,
         a.models.is_some(),
     );
@@ -155,6 +179,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         workloads: workloads
             .iter()
             .map(|w| (w.id().to_string(), (&w.facts()).into()))
+            .collect(),
+        overrides: overrides
+            .0
+            .iter()
+            .map(|o| (o.knob.param().to_string(), o.values.clone()))
             .collect(),
     };
     if let Some(b) = &results.before_run {
@@ -372,6 +401,79 @@ fn fresh_default_dir(started: u64) -> PathBuf {
         n += 1;
     }
     dir
+}
+
+/// `run --dry-run`: the cells each workload would measure, its models and points, the
+/// repetitions per cell and the estimated time (`plan::estimate`, from the same cases and
+/// budget the runner would get).
+fn dry_run_text(profile: Profile, budget: plan::Budget, cases: &[Case]) -> String {
+    use std::fmt::Write;
+    let e = plan::estimate(cases, budget);
+    let cells: usize = e.workloads.iter().map(|w| w.cells).sum();
+    let mut out = format!(
+        "dry run (nothing measured): profile {}, {} in {}\n",
+        profile.name(),
+        plural(cells, "cell"),
+        plural(e.workloads.len(), "workload")
+    );
+    for w in &e.workloads {
+        let mut models: Vec<&str> = Vec::new();
+        for c in cases.iter().filter(|c| c.workload.id() == w.workload) {
+            if c.point.is_some() && !models.contains(&c.model.id) {
+                models.push(c.model.id);
+            }
+        }
+        let _ = writeln!(
+            out,
+            "\n{}: {} ({}, {}), {} repetitions per cell, ~{:.0} s\n  models: {}",
+            w.workload,
+            plural(w.cells, "cell"),
+            plural(models.len(), "model"),
+            plural(w.points.len(), "point"),
+            w.repetitions,
+            w.seconds,
+            models.join(", ")
+        );
+        for p in &w.points {
+            let _ = writeln!(out, "  point: {p}");
+        }
+    }
+    if e.not_applicable > 0 {
+        let _ = writeln!(
+            out,
+            "\n{} not-applicable cells (named models a workload does not take)",
+            e.not_applicable
+        );
+    }
+    let _ = write!(out, "\nestimated time: ~{}", minutes(e.seconds));
+    if e.extension_s > 0 {
+        let _ = write!(
+            out,
+            ", and up to {} more for rounds added where claims are undecided",
+            minutes(e.extension_s as f64)
+        );
+    }
+    out.push_str(" (re-runs of disturbed repetitions, --explain and --crosscheck not included)\n");
+    out
+}
+
+/// "1 model", "2 models".
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// Seconds as "45 s" or "12 min 5 s".
+fn minutes(s: f64) -> String {
+    let s = s.round() as u64;
+    if s < 60 {
+        format!("{s} s")
+    } else {
+        format!("{} min {} s", s / 60, s % 60)
+    }
 }
 
 /// A contender given for one protocol (`echo:NAME=...`) takes part in that protocol's suite

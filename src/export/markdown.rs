@@ -63,12 +63,15 @@ impl Exporter for Markdown {
     fn render(&self, run: &RunResults) -> anyhow::Result<Vec<u8>> {
         let mut out = String::from("# ringside results\n\n");
         out += &format!(
-            "- ringside {} ({}), profile `{}`, {}\n- command: `{}`\n- kernel {}, {} CPUs; measured thread on CPU {}, helper CPU {}\n{}- timer overhead {} ns per interval (subtracted from every per-op latency), clocksource {}\n\n",
+            "- ringside {} ({}), profile `{}`, {}\n- command: `{}`\n{}- kernel {}, {} CPUs; measured thread on CPU {}, helper CPU {}\n{}- timer overhead {} ns per interval (subtracted from every per-op latency), clocksource {}\n\n",
             run.ringside.version,
             run.ringside.git,
             run.profile,
             if run.finished { "finished" } else { "**unfinished** (interrupted)" },
             run.command.join(" "),
+            run.overrides_text()
+                .map(|t| format!("- the profile's points overridden: {t}\n"))
+                .unwrap_or_default(),
             run.env.kernel_release(),
             run.env.cpus,
             run.plan.measured,

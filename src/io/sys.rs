@@ -95,6 +95,21 @@ impl PipeSet {
     }
 }
 
+/// The most fds [`raise_nofile`] can make room for in this process: the hard RLIMIT_NOFILE,
+/// or as root the kernel's `fs.nr_open` (root may raise the hard limit up to it).
+pub(crate) fn nofile_reachable() -> u64 {
+    let hard = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .maximum
+        .unwrap_or(u64::MAX);
+    if rustix::process::geteuid().is_root() {
+        let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok());
+        return nr_open.map_or(hard, |n| n.max(hard));
+    }
+    hard
+}
+
 /// Makes sure `need` fds can be open: raises the soft RLIMIT_NOFILE up to the hard limit, and
 /// the hard limit too when privileged. Says what it needed and what it got when it cannot.
 pub(crate) fn raise_nofile(need: u64) -> io::Result<()> {

@@ -45,6 +45,9 @@ pub(crate) const MAX_RESPONSE_BODY_BYTES: u64 = 1 << 30;
 /// The largest chunked body accepted, bytes on the wire (1 MiB; more: malformed). A chunked
 /// body is held until its end to be decoded, so this bounds what one connection holds.
 pub const MAX_CHUNKED_BODY_BYTES: usize = 1 << 20;
+/// The most bytes of expected bodies all connections may hold together (1 GiB): each
+/// connection holds the body it compares (`load --body-bytes`, `run --body-bytes`).
+pub(crate) const MAX_HELD_BODY_BYTES: u64 = 1 << 30;
 /// Trailer fields after a chunked body, at most.
 const MAX_TRAILERS: usize = 16;
 

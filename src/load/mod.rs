@@ -24,6 +24,9 @@
 //! saturated (see [`CLIENT_BOUND_FRACTION`]).
 
 pub mod echo;
+
+/// Most connections one load run opens (`load --conns`, `run --conns`).
+pub(crate) const MAX_CONNS: u64 = 100_000;
 mod engine;
 pub mod http;
 pub mod pubsub;

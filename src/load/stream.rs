@@ -38,7 +38,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Which way the bytes go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// Client -> server (`--protocol sink`).

@@ -43,6 +43,27 @@ pub struct RunResults {
     /// older files).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub workloads: std::collections::BTreeMap<String, super::facts::FactsRecord>,
+    /// The parameters `run`'s knob flags (`--conns`, `--duration`, ...) set in every point
+    /// that takes them, by param name, with the values given (ms for the times); the cells'
+    /// `params` hold what each ran with. Absent without knob flags (and in older files).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub overrides: std::collections::BTreeMap<String, Vec<u64>>,
+}
+
+impl RunResults {
+    /// The knob flags' parameters as one line, `conns=100 duration_ms=250`; `None` without.
+    pub fn overrides_text(&self) -> Option<String> {
+        (!self.overrides.is_empty()).then(|| {
+            self.overrides
+                .iter()
+                .map(|(k, v)| {
+                    let v: Vec<String> = v.iter().map(u64::to_string).collect();
+                    format!("{k}={}", v.join(","))
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+    }
 }
 
 /// One round of one point: every model measured once, in this order.

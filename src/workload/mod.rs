@@ -49,6 +49,12 @@ pub trait Workload: Sync {
             Kind::Micro | Kind::Storage => self.accepts(m),
         }
     }
+    /// Parameters its points leave out unless asked (an `Option` field of its args, set by
+    /// `run`'s knob flags through [`Point::set`]); a knob flag is taken by a workload whose
+    /// points carry its parameter or that lists it here (default: none).
+    fn optional_params(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Whether `ringside run` without a selection runs it (default: yes). A workload whose
     /// quick profile does not fit the default run's time budget runs when named (its id or
     /// its suite).
@@ -125,12 +131,35 @@ pub struct EqualLoad {
 }
 
 /// A workload's typed parameters: any `Serialize` struct (its field names are the recorded
-/// param names).
-pub(crate) trait Args: serde::Serialize + std::any::Any + Send + Sync {}
-impl<T: serde::Serialize + std::any::Any + Send + Sync> Args for T {}
+/// param names) that reads back from them (`Deserialize`: `run --conns` and the other knob
+/// flags remake a point's args from its params with one of them replaced, [`Point::set`]).
+pub(crate) trait Args:
+    serde::Serialize + serde::de::DeserializeOwned + std::any::Any + Send + Sync
+{
+}
+impl<T: serde::Serialize + serde::de::DeserializeOwned + std::any::Any + Send + Sync> Args for T {}
 
 #[derive(Clone)]
-struct ArgsBox(std::sync::Arc<dyn std::any::Any + Send + Sync>);
+struct ArgsBox {
+    args: std::sync::Arc<dyn std::any::Any + Send + Sync>,
+    /// Makes the same type of args from params (`remake::<A>`).
+    remake: fn(serde_json::Value) -> Result<ArgsBox, String>,
+}
+
+fn remake<A: Args>(v: serde_json::Value) -> Result<ArgsBox, String> {
+    serde_json::from_value::<A>(v)
+        .map(ArgsBox::of)
+        .map_err(|e| e.to_string())
+}
+
+impl ArgsBox {
+    fn of<A: Args>(a: A) -> ArgsBox {
+        ArgsBox {
+            args: std::sync::Arc::new(a),
+            remake: remake::<A>,
+        }
+    }
+}
 
 impl std::fmt::Debug for ArgsBox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -158,7 +187,7 @@ impl Point {
         }
         Point {
             params,
-            args: Some(ArgsBox(std::sync::Arc::new(args))),
+            args: Some(ArgsBox::of(args)),
             variant: None,
             equal_load: None,
             scaling: None,
@@ -170,13 +199,43 @@ impl Point {
     pub(crate) fn args<A: Args>(&self) -> Result<&A, CaseError> {
         self.args
             .as_ref()
-            .and_then(|a| a.0.downcast_ref::<A>())
+            .and_then(|a| a.args.downcast_ref::<A>())
             .ok_or_else(|| {
                 CaseError::Failed(anyhow::anyhow!(
                     "this point does not carry {} (made by another workload?)",
                     std::any::type_name::<A>()
                 ))
             })
+    }
+
+    /// This point with its parameter `name` set to `value`: the args remade from the params
+    /// (a parameter the workload takes but left out, an `Option`, is set), and the params of
+    /// the capacity point it names ([`Point::equal_load`]) and of its scaling base set alike,
+    /// so an equal-load or scaling point still finds its counterpart. `Err`: the args refused
+    /// the value (a programming error: the knob names a parameter of another type).
+    pub(crate) fn set(&self, name: &str, value: u64) -> Result<Point, String> {
+        let mut p = self.clone();
+        p.params.0.insert(name.to_string(), value.into());
+        if let Some(b) = &self.args {
+            let map: serde_json::Map<String, serde_json::Value> = p
+                .params
+                .0
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            p.args = Some((b.remake)(serde_json::Value::Object(map))?);
+        }
+        if let Some(e) = p.equal_load.as_mut() {
+            if e.capacity_of.0.contains_key(name) {
+                e.capacity_of.0.insert(name.to_string(), value.into());
+            }
+        }
+        if let Some(s) = p.scaling.as_mut() {
+            if s.base.0.contains_key(name) {
+                s.base.0.insert(name.to_string(), value.into());
+            }
+        }
+        Ok(p)
     }
 
     /// With `variant` set.
@@ -270,15 +329,15 @@ impl Ctx<'_> {
 mod tests {
     use super::*;
 
-    #[derive(serde::Serialize, Debug, PartialEq)]
+    #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
     struct A {
         n: u64,
-        phase: &'static str,
+        phase: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         threads: Option<u64>,
     }
 
-    #[derive(serde::Serialize, Debug)]
+    #[derive(serde::Serialize, serde::Deserialize, Debug)]
     struct B {
         n: u64,
     }
@@ -287,7 +346,7 @@ mod tests {
     fn a_point_records_its_args_and_reads_them_back_typed() {
         let p = Point::of(A {
             n: 3,
-            phase: "write",
+            phase: "write".into(),
             threads: None,
         });
         let want = Params::new().with("n", 3u64).with("phase", "write");
@@ -296,7 +355,7 @@ mod tests {
             p.args::<A>().unwrap(),
             &A {
                 n: 3,
-                phase: "write",
+                phase: "write".into(),
                 threads: None
             }
         );

@@ -134,6 +134,29 @@ fn list_shows_every_registered_model_and_workload() {
 }
 
 #[test]
+fn list_marks_what_joins_the_default_run() {
+    let out = ringside()
+        .arg("list")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    for m in ringside::registry::MODELS {
+        let mark = if m.default_run { '*' } else { ' ' };
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(&format!("{mark} {} ", m.id))),
+            "{} should be marked '{mark}': {text}",
+            m.id
+        );
+    }
+    assert!(text.contains("* joins the default run"), "{text}");
+    assert!(text.contains("* runs in the default run"), "{text}");
+}
+
+#[test]
 fn duplicate_cpus_are_refused_saying_they_must_differ() {
     let cpus = ringside::measure::pin::allowed_cpus();
     let c = cpus[0];

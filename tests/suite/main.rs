@@ -39,6 +39,7 @@ mod pubsub_conformance;
 mod readme_recipes;
 mod remote_ssh;
 mod report_hostile;
+mod run_knobs;
 mod storage;
 mod stream_conformance;
 mod threads;

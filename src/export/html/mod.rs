@@ -124,6 +124,10 @@ pub(crate) fn key_facts(run: &RunResults) -> Vec<(String, String)> {
         ("started (UTC)".into(), run.started_utc.clone()),
     ]
     .into_iter()
+    .chain(
+        run.overrides_text()
+            .map(|t| ("points overridden".to_string(), t)),
+    )
     .chain(super::hosts::rows(run))
     .collect()
 }

@@ -11,7 +11,7 @@ use crate::profile::Profile;
 use crate::workload::{Ctx, Point, Workload};
 
 /// `micro.batching`'s parameters.
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Args {
     batch: u64,
     msg_bytes: u64,

@@ -10,7 +10,7 @@ use crate::profile::Profile;
 use crate::workload::{Ctx, Point, Workload};
 
 /// `micro.fd_scaling`'s parameters.
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Args {
     fds: u64,
 }

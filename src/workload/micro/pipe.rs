@@ -14,7 +14,7 @@ use crate::workload::{Ctx, Point, Workload};
 pub(crate) struct Pipe;
 
 /// `micro.pipe`'s parameters.
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Args {
     msg_bytes: u64,
 }

@@ -14,7 +14,7 @@
 //! http.cores`, or name the suite.
 
 use super::cell::{self, Load};
-use super::echo::{self, launch};
+use super::echo::{self, launch_http};
 use crate::error::CaseError;
 use crate::measure::pin::CpuPlan;
 use crate::measure::Sample;
@@ -34,7 +34,7 @@ const OP_HTTP: &str = "one HTTP/1.1 GET answered over a keep-alive TCP connectio
     validated); CPU and syscalls are the server's (all its threads), measured from outside";
 
 /// The parameters of `echo.cores`.
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct EchoArgs {
     pub(crate) threads: u64,
     pub(crate) conns: u64,
@@ -44,12 +44,15 @@ pub(crate) struct EchoArgs {
 }
 
 /// The parameters of `http.cores`.
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct HttpArgs {
     pub(crate) threads: u64,
     pub(crate) clients: u64,
     pub(crate) duration_ms: u64,
     pub(crate) warmup_ms: u64,
+    /// `run --body-bytes`, recorded only when set (see `http::Args`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) body_bytes: Option<u64>,
 }
 
 /// One point per thread count of the plan's sweep; every point past one thread names the
@@ -158,6 +161,9 @@ impl Workload for EchoCores {
 }
 
 impl Workload for HttpCores {
+    fn optional_params(&self) -> &'static [&'static str] {
+        super::http::OPTIONAL_PARAMS
+    }
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Net
     }
@@ -200,13 +206,14 @@ impl Workload for HttpCores {
                 clients: CONNS_PER_THREAD * threads,
                 duration_ms,
                 warmup_ms,
+                body_bytes: None,
             })
         })
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
         let a = p.args::<HttpArgs>()?;
         with_threads(ctx, a.threads, |ctx| {
-            let ex = super::http::get(None);
+            let ex = super::http::get(a.body_bytes.map(|n| n as usize));
             let load = Load {
                 conns: a.clients as usize,
                 warmup: Duration::from_millis(a.warmup_ms),
@@ -216,12 +223,7 @@ impl Workload for HttpCores {
                 bytes_received: true,
                 after: None,
             };
-            cell::measure(
-                ctx,
-                launch(ctx, m, crate::proto::ServeProtocol::Http)?,
-                &load,
-            )
-            .map(|(s, _)| s)
+            cell::measure(ctx, launch_http(ctx, m, a.body_bytes)?, &load).map(|(s, _)| s)
         })
     }
 }

@@ -95,7 +95,7 @@ pub(crate) fn accepts_on_plan(m: &ModelSpec, plan: &CpuPlan) -> Result<(), Strin
 }
 
 /// The parameters of the echo workloads.
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct Args {
     pub(crate) conns: u64,
     pub(crate) msg_bytes: u64,
@@ -503,6 +503,33 @@ pub(crate) fn launch(
         None => serve_command(m, ctx.plan, protocol)?,
     };
     Ok(Launch::Child { cmd, cpus })
+}
+
+/// [`launch`] of an HTTP server asked to answer `body` bytes (`serve --body-bytes`; `None`:
+/// its default body). Only ringside's own servers and peers on this host can be asked: an
+/// external contender answers what its command does, and `remote-serve` serves the default.
+pub(crate) fn launch_http(
+    ctx: &Ctx<'_>,
+    m: &ModelSpec,
+    body: Option<u64>,
+) -> Result<Launch, CaseError> {
+    let l = launch(ctx, m, ServeProtocol::Http)?;
+    let Some(n) = body else {
+        return Ok(l);
+    };
+    match l {
+        Launch::Child { mut cmd, cpus } => {
+            cmd.args(["--body-bytes", &n.to_string()]);
+            Ok(Launch::Child { cmd, cpus })
+        }
+        Launch::External { .. } => Err(CaseError::NotApplicable(
+            "run --body-bytes sets the body of ringside's servers; an external contender              answers its own"
+                .into(),
+        )),
+        Launch::Remote { host, .. } => Err(CaseError::Unavailable(format!(
+            "run --body-bytes is not passed to the server on --server-host {host}"
+        ))),
+    }
 }
 
 /// With `run --server-host HOST`: `ringside remote-serve` on HOST over SSH, with this plan's

@@ -19,7 +19,7 @@
 //!   offered one.
 
 use super::cell::{self, Load};
-use super::echo::{equal_load_at, launch, offered_rate, open_loop_counters, with_equal_load};
+use super::echo::{equal_load_at, launch_http, offered_rate, open_loop_counters, with_equal_load};
 use crate::crosscheck::wrk;
 use crate::error::CaseError;
 use crate::load::http::HttpGet;
@@ -67,7 +67,7 @@ pub(crate) const EQUAL_LOAD_CLIENTS: &[(Profile, &[u64])] =
 pub(crate) const WRK_REPETITIONS: u32 = 1;
 
 /// The parameters of the HTTP workloads.
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct Args {
     /// `http.rate`: the offered rate, requests/s over all connections.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -75,7 +75,14 @@ pub(crate) struct Args {
     pub(crate) clients: u64,
     pub(crate) duration_ms: u64,
     pub(crate) warmup_ms: u64,
+    /// The response body's bytes (`run --body-bytes`; recorded only when set, so results of
+    /// the default body keep their params).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) body_bytes: Option<u64>,
 }
+
+/// The parameters an HTTP workload's points leave out unless `run` sets them.
+pub(crate) const OPTIONAL_PARAMS: &[&str] = &["body_bytes"];
 
 /// The HTTP workloads' charts (but `http.rate`'s): the server figures against the clients
 /// (or connections) of a point.
@@ -90,6 +97,9 @@ pub struct HttpClients;
 pub(crate) struct HttpRate;
 
 impl Workload for HttpClients {
+    fn optional_params(&self) -> &'static [&'static str] {
+        OPTIONAL_PARAMS
+    }
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Net
     }
@@ -124,6 +134,7 @@ impl Workload for HttpClients {
                     clients,
                     duration_ms,
                     warmup_ms,
+                    body_bytes: None,
                 })
             })
             .collect();
@@ -140,7 +151,7 @@ impl Workload for HttpClients {
         }
         let conns = a.clients as usize;
         let duration = Duration::from_millis(a.duration_ms);
-        let ex = get(None);
+        let ex = get(a.body_bytes.map(|n| n as usize));
         // wrk runs beside the first WRK_REPETITIONS timed repetitions only (never the counting
         // one, slowed by its tracepoint): its runs last whole seconds.
         let with_wrk =
@@ -156,12 +167,7 @@ impl Workload for HttpClients {
             bytes_received: true,
             after: with_wrk.then_some(&after as &cell::After),
         };
-        cell::measure(
-            ctx,
-            launch(ctx, m, crate::proto::ServeProtocol::Http)?,
-            &load,
-        )
-        .map(|(s, _)| s)
+        cell::measure(ctx, launch_http(ctx, m, a.body_bytes)?, &load).map(|(s, _)| s)
     }
 }
 
@@ -177,6 +183,9 @@ pub(crate) fn rates(profile: Profile) -> &'static [u64] {
 }
 
 impl Workload for HttpRate {
+    fn optional_params(&self) -> &'static [&'static str] {
+        OPTIONAL_PARAMS
+    }
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Net
     }
@@ -220,6 +229,7 @@ impl Workload for HttpRate {
                     clients: 100,
                     duration_ms,
                     warmup_ms,
+                    body_bytes: None,
                 })
             })
             .collect()
@@ -236,7 +246,7 @@ impl Workload for HttpRate {
 /// One open-loop repetition at `rate` requests/s over the point's clients, with the open-loop
 /// counters (offered, achieved, fell behind).
 fn run_open(ctx: &Ctx<'_>, m: &ModelSpec, a: &Args, rate: f64) -> Result<Sample, CaseError> {
-    let ex = get(None);
+    let ex = get(a.body_bytes.map(|n| n as usize));
     let load = Load {
         conns: a.clients as usize,
         warmup: Duration::from_millis(a.warmup_ms),
@@ -246,11 +256,7 @@ fn run_open(ctx: &Ctx<'_>, m: &ModelSpec, a: &Args, rate: f64) -> Result<Sample,
         bytes_received: true,
         after: None,
     };
-    let (mut s, report) = cell::measure(
-        ctx,
-        launch(ctx, m, crate::proto::ServeProtocol::Http)?,
-        &load,
-    )?;
+    let (mut s, report) = cell::measure(ctx, launch_http(ctx, m, a.body_bytes)?, &load)?;
     open_loop_counters(&mut s, rate, &report);
     Ok(s)
 }

@@ -108,6 +108,9 @@ impl Workload for EchoLadder {
 }
 
 impl Workload for HttpLadder {
+    fn optional_params(&self) -> &'static [&'static str] {
+        http::OPTIONAL_PARAMS
+    }
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Net
     }

@@ -36,7 +36,7 @@ pub(crate) const OFFERED_BYTES: f64 = 2e9;
 /// disconnected). With more load CPUs the subscribers are spread over one loop per CPU.
 pub(crate) const MAX_PUBLISH_RATE: f64 = 50_000.0;
 
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Args {
     publishers: u64,
     fanout: u64,

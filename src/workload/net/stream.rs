@@ -25,7 +25,7 @@ use crate::workload::{Ctx, Point, Workload};
 use std::time::Duration;
 
 /// The parameters of the stream workloads.
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Args {
     direction: Direction,
     conns: u64,

@@ -17,7 +17,7 @@ pub struct PageCycle;
 
 /// Size of the page-cycle file per profile, bytes (full: 256 MiB = 65,536 pages).
 /// `storage.page_cycle`'s parameters.
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Args {
     file_bytes: u64,
     page_bytes: u64,

@@ -16,7 +16,7 @@ pub(crate) struct RandRead;
 /// Size of the data file per profile, bytes (full: 1 GiB).
 /// The parameters of `storage.randread` and `storage.seqread` (which reads the whole file:
 /// no `reads`).
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct Args {
     pub(crate) file_bytes: u64,
     pub(crate) block_bytes: u64,

@@ -18,10 +18,10 @@ pub struct SmallFiles;
 
 /// Files per batch.
 /// `storage.small_files`'s parameters.
-#[derive(serde::Serialize)]
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Args {
     /// "write" or "read".
-    phase: &'static str,
+    phase: String,
     files: u64,
     file_bytes: u64,
     /// The thread pool's workers; recorded.
@@ -66,7 +66,7 @@ impl Workload for SmallFiles {
             .iter()
             .map(|phase| {
                 Point::of(Args {
-                    phase,
+                    phase: phase.to_string(),
                     files: FILES,
                     file_bytes: FILE_BYTES,
                     // file_engine: one worker per op in flight, at most 64
