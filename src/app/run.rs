@@ -9,7 +9,7 @@ use crate::model::contender::CONTENDER_PROTOCOLS;
 use crate::model::Catalog;
 use crate::plan::{self, Case, Profile};
 use crate::registry;
-use crate::results::schema::{CaseResult, RunResults, Status, Version, SCHEMA_VERSION};
+use crate::results::schema::{CaseResult, RunResults, Status, Version, SCHEMA_ID, SCHEMA_VERSION};
 use crate::results::store::Store;
 use crate::runner::{self, Outcome};
 use crate::ui::{Observer, Progress, Silent};
@@ -139,6 +139,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     env.load_engine = Some(load_engine);
     let plan_for_check = plan.clone();
     let mut results = RunResults {
+        schema: SCHEMA_ID.to_string(),
         schema_version: SCHEMA_VERSION,
         ringside: Version::current(),
         command: std::env::args().collect(),

@@ -63,17 +63,17 @@ fn ci_text(ci: Option<(f64, f64)>, fmt: fn(f64) -> String) -> String {
 const CI_METRICS: &[Metric] = &[
     ("p50 95% CI", |c| {
         fig(c, |f| {
-            ci_text(f.ci95.as_ref().and_then(|i| i.p50_ns), fmt_ns)
+            ci_text(f.ci95.as_ref().and_then(|i| i.latency_ns.p50), fmt_ns)
         })
     }),
     ("p99 95% CI", |c| {
         fig(c, |f| {
-            ci_text(f.ci95.as_ref().and_then(|i| i.p99_ns), fmt_ns)
+            ci_text(f.ci95.as_ref().and_then(|i| i.latency_ns.p99), fmt_ns)
         })
     }),
     ("p99.9 95% CI", |c| {
         fig(c, |f| {
-            ci_text(f.ci95.as_ref().and_then(|i| i.p999_ns), fmt_ns)
+            ci_text(f.ci95.as_ref().and_then(|i| i.latency_ns.p999), fmt_ns)
         })
     }),
     ("ops/s 95% CI (median of runs)", |c| {
@@ -323,7 +323,8 @@ fn table_of(
     let mut sys_reasons: Vec<String> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for c in cases.iter().filter_map(|c| c.figures.as_ref()) {
-        if let crate::measure::Measured::Unavailable { unavailable } = &c.syscalls_per_op {
+        if let crate::measure::Measured::Unavailable { unavailable } = c.syscalls_per_op.measured()
+        {
             let line = format!("syscalls/op unavailable: {unavailable}");
             if seen.insert(line.clone()) {
                 sys_reasons.push(line);

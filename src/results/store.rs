@@ -1,7 +1,7 @@
 //! Atomic storage: temp file + fsync + rename + directory fsync, after every case; loading
 //! with errors that name the file and what is wrong with it.
 
-use super::schema::{RunResults, SCHEMA_VERSION};
+use super::schema::{RunResults, SCHEMA_ID, SCHEMA_VERSION};
 use anyhow::{bail, Context};
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -251,10 +251,13 @@ pub fn load(path: &Path) -> anyhow::Result<RunResults> {
             anyhow::anyhow!("'{}' is not JSON: {e}", path.display())
         }
     })?;
+    let mut v = v;
     match v.get("schema_version").and_then(|s| s.as_u64()) {
         Some(n) if n == SCHEMA_VERSION as u64 => {}
+        Some(1) => upgrade_v1(&mut v),
         Some(n) => bail!(
-            "'{}' has schema_version {n}; this ringside reads schema_version {SCHEMA_VERSION}",
+            "'{}' has schema_version {n}; this ringside reads schema_version 1 to \
+             {SCHEMA_VERSION}",
             path.display()
         ),
         None => bail!(
@@ -266,6 +269,68 @@ pub fn load(path: &Path) -> anyhow::Result<RunResults> {
         .with_context(|| format!("'{}' does not match the results schema", path.display()))?;
     check_cells(&r).map_err(|e| anyhow::anyhow!("'{}': {e}", path.display()))?;
     Ok(r)
+}
+
+/// A results file's text, a version-1 file upgraded first ([`upgrade_v1`]); without
+/// [`load`]'s checks of size and cells.
+pub fn parse(json: &str) -> anyhow::Result<RunResults> {
+    let mut v: serde_json::Value = serde_json::from_str(json)?;
+    if v.get("schema_version").and_then(|s| s.as_u64()) == Some(1) {
+        upgrade_v1(&mut v);
+    }
+    Ok(serde_json::from_value(v)?)
+}
+
+/// A file of schema_version 1 in today's form (2): `ci95`'s percentiles named as
+/// `latency_ns`'s (`p99_ns` -> `latency_ns.p99`); the open-loop rates per second rather than
+/// summed over repetitions; `syscalls_per_op` a number or null with the reason beside it.
+/// What the file says is kept; only its form changes.
+pub(crate) fn upgrade_v1(v: &mut serde_json::Value) {
+    use serde_json::{Map, Value};
+    let Some(top) = v.as_object_mut() else { return };
+    for c in top
+        .get_mut("cases")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        let Some(c) = c.as_object_mut() else { continue };
+        let reps = c
+            .get("repetitions")
+            .and_then(Value::as_u64)
+            .unwrap_or(1)
+            .max(1);
+        if let Some(ci) = c.get_mut("ci95").and_then(Value::as_object_mut) {
+            let mut lat = Map::new();
+            for q in ["p50", "p90", "p99", "p999"] {
+                if let Some(x) = ci.remove(&format!("{q}_ns")) {
+                    lat.insert(q.into(), x);
+                }
+            }
+            if !lat.is_empty() {
+                ci.insert("latency_ns".into(), Value::Object(lat));
+            }
+        }
+        if let Some(k) = c.get_mut("counters").and_then(Value::as_object_mut) {
+            for name in ["offered_per_sec", "achieved_per_sec"] {
+                if let Some(x) = k.get_mut(name) {
+                    if let Some(sum) = x.as_u64() {
+                        *x = ((sum + reps / 2) / reps).into();
+                    }
+                }
+            }
+        }
+        if let Some(why) = c
+            .get("syscalls_per_op")
+            .and_then(|s| s.get("unavailable"))
+            .cloned()
+        {
+            c.insert("syscalls_per_op".into(), Value::Null);
+            c.insert("syscalls_per_op_unavailable".into(), why);
+        }
+    }
+    top.insert("$schema".into(), SCHEMA_ID.into());
+    top.insert("schema_version".into(), SCHEMA_VERSION.into());
 }
 
 /// What a results file must hold to be read: each cell once (a run measures each once; a

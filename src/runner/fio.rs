@@ -195,7 +195,7 @@ pub(crate) fn figures(f: &FioFigures) -> CaseFigures {
             sys: Measured::Value(f.cpu_sys_per_op),
         },
         ctx_switches_per_op: f.ctx_per_op,
-        syscalls_per_op: Measured::unavailable("fio does not count syscalls"),
+        syscalls_per_op: Measured::unavailable("fio does not count syscalls").into(),
         ops_total: f.total_ios,
         bytes_per_sec: 0.0,
         cpu_busy: 0.0,

@@ -514,7 +514,8 @@ mod tests {
         // at 5.2 us and the rest at 3.1 us; select and epoll-lt were flat, but relative to a
         // reference holding poll their values jump by 30%.
         let run: RunResults =
-            serde_json::from_str(include_str!("../../tests/fixtures/results.json")).unwrap();
+            crate::results::store::parse(include_str!("../../tests/fixtures/results.json"))
+                .unwrap();
         let u = unstable(&run);
         assert_eq!(u.len(), 1, "{u:?}");
         assert_eq!(

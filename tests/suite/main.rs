@@ -38,6 +38,7 @@ mod peers;
 mod pubsub_conformance;
 mod remote_ssh;
 mod report_hostile;
+mod schema;
 mod storage;
 mod stream_conformance;
 mod threads;
