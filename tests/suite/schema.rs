@@ -298,4 +298,63 @@ fn a_run_writes_a_file_the_schema_validates() {
     assert_eq!(v["$schema"], ringside::results::SCHEMA_ID);
     assert_eq!(v["schema_version"], ringside::results::SCHEMA_VERSION);
 
+    // `report --hgrm CELL`: a measured cell's distribution in HdrHistogram's percentile
+    // format, its total count the cell's latency samples; an unknown cell is bad input.
+    let c = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["status"] == "measured")
+        .expect("a measured cell");
+    let params: Vec<String> = c["params"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let key = format!(
+        "{} {} {}",
+        c["workload"].as_str().unwrap(),
+        c["model"].as_str().unwrap(),
+        params.join(" ")
+    );
+    let results = d.path().join("results.json");
+    let out = common::bin::ringside()
+        .arg("report")
+        .arg(&results)
+        .args(["--hgrm", &key])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.starts_with("       Value     Percentile TotalCount 1/(1-Percentile)\n\n"),
+        "{text}"
+    );
+    let total: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("#[Max     = "))
+        .and_then(|l| l.split("Total count    =").nth(1))
+        .and_then(|n| n.trim().trim_end_matches(']').trim().parse().ok())
+        .unwrap_or_else(|| panic!("no total count: {text}"));
+    assert!(total > 0, "{text}");
+    if let Some(samples) = c["ci95"]["samples"].as_u64() {
+        assert_eq!(total, samples, "{text}");
+    }
+    let o = common::bin::ringside()
+        .arg("report")
+        .arg(&results)
+        .args(["--hgrm", "micro.pipe nosuch"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("'micro.pipe nosuch'") && err.contains(&key),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
 }
