@@ -124,13 +124,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         &contenders,
         a.models.is_some(),
     );
-    // Each storage cell records the facts of the work directory it ran in.
+    // Each storage cell records the facts of the work directory it ran in (not params: no
+    // sweep varies them).
     if let Some(st) = &storage {
         let storage_cases = cases
             .iter_mut()
             .filter(|c| storage_ids.contains(&c.workload.id()));
         for p in storage_cases.filter_map(|c| c.point.as_mut()) {
-            p.params.0.extend(st.params().0.clone());
+            p.facts.0.extend(st.facts().0.clone());
         }
     }
 

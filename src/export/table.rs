@@ -387,7 +387,8 @@ fn serde_name<T: serde::Serialize>(v: &T) -> String {
 }
 
 /// Every case as one row: the long form for CSV and scripts. Each parameter any cell has is
-/// a column of its own (`param_NAME`, empty where a cell lacks it), then the figures, their
+/// a column of its own (`param_NAME`, empty where a cell lacks it), as is each of the cells'
+/// `facts` (`fact_NAME`: the storage suite's filesystem...), then the figures, their
 /// 95% intervals (`_ci95_lo`, `_ci95_hi`: empty where none was recorded), the CPU busy of the
 /// measured side (the server, for a network cell) in percent of one CPU, and an open-loop
 /// cell's offered and achieved rates.
@@ -399,6 +400,9 @@ pub(crate) fn case_rows(run: &RunResults) -> Table {
         .map(|s| s.to_string())
         .collect();
     header.extend(params.iter().map(|p| format!("param_{p}")));
+    let facts: std::collections::BTreeSet<&String> =
+        run.cases.iter().flat_map(|c| c.facts.0.keys()).collect();
+    header.extend(facts.iter().map(|p| format!("fact_{p}")));
     let figures = [
         "status",
         "reason",
@@ -462,6 +466,11 @@ pub(crate) fn case_rows(run: &RunResults) -> Table {
                 params
                     .iter()
                     .map(|p| c.params.0.get(*p).cloned().map(value).unwrap_or_default()),
+            );
+            r.extend(
+                facts
+                    .iter()
+                    .map(|p| c.facts.0.get(*p).cloned().map(value).unwrap_or_default()),
             );
             r.extend([
                 serde_name(&c.status),

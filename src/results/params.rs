@@ -12,6 +12,9 @@ impl Params {
     pub fn new() -> Params {
         Params::default()
     }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
     pub fn with(mut self, key: &str, v: impl Into<serde_json::Value>) -> Params {
         self.0.insert(key.to_string(), v.into());
         self

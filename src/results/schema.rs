@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// 2: `ci95`'s percentiles under `latency_ns`, the open-loop rates per second,
-/// `syscalls_per_op` a number or null (`store::upgrade_v1` reads version 1).
+/// `syscalls_per_op` a number or null, the storage suite's setting in `facts` rather than
+/// `params` (`store::upgrade_v1` reads version 1).
 pub const SCHEMA_VERSION: u32 = 2;
 
 /// The `$id` of results.json's JSON Schema (`docs/results.schema.json`), which every
@@ -325,7 +326,12 @@ pub struct CaseResult {
     /// A sub-series of the model (fd scaling's `poll` and `select` under `blocking`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
+    /// The sweep's knobs at this point: what tells it from the workload's other points.
     pub params: Params,
+    /// What the cell ran on that no sweep varies: the storage suite's filesystem (`fs`),
+    /// `device`, `o_direct` support and `page_cache` state. Absent where none.
+    #[serde(default, skip_serializing_if = "Params::is_empty")]
+    pub facts: Params,
     pub status: Status,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

@@ -70,6 +70,7 @@ fn row(
         model: format!("fio:{}", job.name),
         variant: None,
         params: p.clone(),
+        facts: st.facts().clone(),
         status: Status::Measured,
         reason: None,
         op: "one 4 KiB random read, as fio counts it (latency: fio's lat, submission to \

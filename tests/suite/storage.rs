@@ -180,7 +180,7 @@ fn storage_suite_runs_every_model_verifies_and_leaves_no_files() {
     for c in cases {
         let id = format!("{} {} {}", c["workload"], c["model"], c["params"]);
         assert_ne!(c["status"], "failed", "{id}: {}", c["reason"]);
-        assert!(c["params"]["fs"].as_str().is_some(), "{id}: fs named");
+        assert!(c["facts"]["fs"].as_str().is_some(), "{id}: fs named");
         if c["status"] == "measured" {
             assert!(
                 c["counters"]["bytes_verified"].as_u64().unwrap() > 0,
