@@ -368,7 +368,7 @@ pub(crate) fn unstable(run: &RunResults) -> Vec<Unstable> {
         }
     }
     // A point is named by the params that vary among its workload's measured cells (the
-    // device, filesystem or durations every point shares say nothing).
+    // durations every point shares say nothing).
     let varying = |c: &CaseResult| -> String {
         let p: Vec<String> = c
             .params
