@@ -51,6 +51,19 @@ impl Serialize for Availability {
     }
 }
 
+impl schemars::JsonSchema for Availability {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Availability".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "\"ready\", or \"unavailable: <reason>\".",
+            "type": "string",
+            "pattern": "^(ready|unavailable: .*)$"
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for Availability {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;

@@ -47,6 +47,11 @@ pub enum Command {
         out: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = FormatArg::Table)]
         format: FormatArg,
+        /// Print one cell's latency distribution in HdrHistogram's percentile format (.hgrm,
+        /// microseconds) instead: the cell as `report` and `compare` name it ("micro.pipe
+        /// uring msg_bytes=64"). Writes no report.
+        #[arg(long, value_name = "CELL")]
+        hgrm: Option<String>,
     },
     /// Compare two results files cell by cell; exits 1 on a significant regression.
     Compare {

@@ -367,8 +367,7 @@ fn a_contender_with_a_huge_content_length_fails_its_cells_not_the_run() {
     assert!(server.is_some(), "the contender never started: {err}");
     assert!(server_gone, "the contender was left running: {err}");
     assert_eq!(status.code(), Some(1), "{status}: {err}");
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out_dir.join("results.json")).unwrap()).unwrap();
+    let v: serde_json::Value = common::schema::results_json(&out_dir.join("results.json"));
     assert_eq!(v["finished"], true);
     let huge: Vec<_> = v["cases"]
         .as_array()

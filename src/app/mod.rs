@@ -22,8 +22,14 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Load(a) => load::run(a),
         Command::Report {
             results,
+            hgrm: Some(cell),
+            ..
+        } => report::hgrm(&results, &cell),
+        Command::Report {
+            results,
             out,
             format,
+            hgrm: None,
         } => report::run(&results, out.as_deref(), format.into()),
         Command::Compare {
             base,

@@ -90,3 +90,39 @@ pub fn run(results: &Path, out: Option<&Path>, format: Format) -> anyhow::Result
     );
     Ok(0)
 }
+
+/// `report --hgrm CELL`: the cell's latency distribution in HdrHistogram's percentile format
+/// on stdout. A cell the file does not have is bad input (exit 2), named with the cells it has.
+pub fn hgrm(results: &Path, cell: &str) -> anyhow::Result<i32> {
+    let run = match store::load(results) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return Ok(2);
+        }
+    };
+    let Some(c) = run.cases.iter().find(|c| c.key() == cell.trim()) else {
+        let keys: Vec<String> = run
+            .cases
+            .iter()
+            .filter(|c| c.figures.is_some())
+            .map(|c| format!("  {}", c.key()))
+            .collect();
+        eprintln!(
+            "error: --hgrm '{cell}': '{}' has no such cell; its measured cells are:\n{}",
+            results.display(),
+            keys.join("\n")
+        );
+        return Ok(2);
+    };
+    match crate::export::hgrm::render(c) {
+        Ok(text) => {
+            super::stdout::write(text.as_bytes())?;
+            Ok(0)
+        }
+        Err(e) => {
+            eprintln!("error: --hgrm '{cell}': {e}");
+            Ok(2)
+        }
+    }
+}

@@ -9,7 +9,7 @@ use crate::model::contender::CONTENDER_PROTOCOLS;
 use crate::model::Catalog;
 use crate::plan::{self, Case, Profile};
 use crate::registry;
-use crate::results::schema::{CaseResult, RunResults, Status, Version, SCHEMA_VERSION};
+use crate::results::schema::{CaseResult, RunResults, Status, Version, SCHEMA_ID, SCHEMA_VERSION};
 use crate::results::store::Store;
 use crate::runner::{self, Outcome};
 use crate::ui::{Observer, Progress, Silent};
@@ -148,13 +148,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         &contenders,
         a.models.is_some(),
     );
-    // Each storage cell records the facts of the work directory it ran in.
+    // Each storage cell records the facts of the work directory it ran in (not params: no
+    // sweep varies them).
     if let Some(st) = &storage {
         let storage_cases = cases
             .iter_mut()
             .filter(|c| storage_ids.contains(&c.workload.id()));
         for p in storage_cases.filter_map(|c| c.point.as_mut()) {
-            p.params.0.extend(st.params().0.clone());
+            p.facts.0.extend(st.facts().0.clone());
         }
     }
 
@@ -163,6 +164,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     env.load_engine = Some(load_engine);
     let plan_for_check = plan.clone();
     let mut results = RunResults {
+        schema: SCHEMA_ID.to_string(),
         schema_version: SCHEMA_VERSION,
         ringside: Version::current(),
         command: std::env::args().collect(),

@@ -123,6 +123,18 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Reading<T> {
     }
 }
 
+impl<T: schemars::JsonSchema> schemars::JsonSchema for Reading<T> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        format!("Reading_{}", T::schema_name()).into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A reading: the value, or why it could not be read.",
+            "anyOf": [g.subschema_for::<T>(), crate::measure::unavailable_schema()]
+        })
+    }
+}
+
 /// One resource limit value: a finite amount (bytes or a count, per the field's name) or none.
 ///
 /// Serialized as a number or the string `"unlimited"`.
@@ -168,8 +180,20 @@ impl<'de> Deserialize<'de> for Rlim {
     }
 }
 
+impl schemars::JsonSchema for Rlim {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Rlim".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A resource limit: a number, or \"unlimited\".",
+            "anyOf": [{"type": "integer", "minimum": 0}, {"const": "unlimited"}]
+        })
+    }
+}
+
 /// The soft (enforced) and hard (ceiling) values of one `RLIMIT_*`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RlimitPair {
     pub(crate) soft: Rlim,
     pub(crate) hard: Rlim,
@@ -177,7 +201,7 @@ pub struct RlimitPair {
 
 /// Evidence of running under a hypervisor or in a container. Each item is what a file said;
 /// the verdict is [`EnvReport::virtualized`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Virtualization {
     /// The `hypervisor` flag in `/proc/cpuinfo` (x86 only: set by every common hypervisor).
     pub(crate) hypervisor_cpu_flag: Reading<bool>,
@@ -193,7 +217,7 @@ pub struct Virtualization {
 }
 
 /// What this machine, kernel and user allow, and why. Built by [`probe`].
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EnvReport {
     // -- machine --
     /// CPUs this process may run on (`sched_getaffinity`), else the online count.

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 /// The path toward one peer.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NetPath {
     /// The peer address the route was asked for.
     pub(crate) peer: String,

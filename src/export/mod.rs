@@ -6,6 +6,7 @@ mod csv;
 pub(crate) mod explain;
 pub mod findings;
 mod format;
+pub(crate) mod hgrm;
 pub(crate) mod hosts;
 pub mod html;
 mod json;

@@ -63,17 +63,17 @@ fn ci_text(ci: Option<(f64, f64)>, fmt: fn(f64) -> String) -> String {
 const CI_METRICS: &[Metric] = &[
     ("p50 95% CI", |c| {
         fig(c, |f| {
-            ci_text(f.ci95.as_ref().and_then(|i| i.p50_ns), fmt_ns)
+            ci_text(f.ci95.as_ref().and_then(|i| i.latency_ns.p50), fmt_ns)
         })
     }),
     ("p99 95% CI", |c| {
         fig(c, |f| {
-            ci_text(f.ci95.as_ref().and_then(|i| i.p99_ns), fmt_ns)
+            ci_text(f.ci95.as_ref().and_then(|i| i.latency_ns.p99), fmt_ns)
         })
     }),
     ("p99.9 95% CI", |c| {
         fig(c, |f| {
-            ci_text(f.ci95.as_ref().and_then(|i| i.p999_ns), fmt_ns)
+            ci_text(f.ci95.as_ref().and_then(|i| i.latency_ns.p999), fmt_ns)
         })
     }),
     ("ops/s 95% CI (median of runs)", |c| {
@@ -323,7 +323,8 @@ fn table_of(
     let mut sys_reasons: Vec<String> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for c in cases.iter().filter_map(|c| c.figures.as_ref()) {
-        if let crate::measure::Measured::Unavailable { unavailable } = &c.syscalls_per_op {
+        if let crate::measure::Measured::Unavailable { unavailable } = c.syscalls_per_op.measured()
+        {
             let line = format!("syscalls/op unavailable: {unavailable}");
             if seen.insert(line.clone()) {
                 sys_reasons.push(line);
@@ -385,13 +386,24 @@ fn serde_name<T: serde::Serialize>(v: &T) -> String {
         .unwrap_or_default()
 }
 
-/// Every case as one row: the long form for CSV and scripts.
+/// Every case as one row: the long form for CSV and scripts. Each parameter any cell has is
+/// a column of its own (`param_NAME`, empty where a cell lacks it), as is each of the cells'
+/// `facts` (`fact_NAME`: the storage suite's filesystem...), then the figures, their
+/// 95% intervals (`_ci95_lo`, `_ci95_hi`: empty where none was recorded), the CPU busy of the
+/// measured side (the server, for a network cell) in percent of one CPU, and an open-loop
+/// cell's offered and achieved rates.
 pub(crate) fn case_rows(run: &RunResults) -> Table {
-    let header = [
-        "workload",
-        "model",
-        "variant",
-        "params",
+    let params: std::collections::BTreeSet<&String> =
+        run.cases.iter().flat_map(|c| c.params.0.keys()).collect();
+    let mut header: Vec<String> = ["workload", "model", "variant"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    header.extend(params.iter().map(|p| format!("param_{p}")));
+    let facts: std::collections::BTreeSet<&String> =
+        run.cases.iter().flat_map(|c| c.facts.0.keys()).collect();
+    header.extend(facts.iter().map(|p| format!("fact_{p}")));
+    let figures = [
         "status",
         "reason",
         "repetitions",
@@ -414,8 +426,33 @@ pub(crate) fn case_rows(run: &RunResults) -> Table {
         "cpu_user_ns_per_op",
         "cpu_sys_ns_per_op",
         "ctx_switches_per_op",
-        "warnings",
+        "latency_p50_ns_ci95_lo",
+        "latency_p50_ns_ci95_hi",
+        "latency_p90_ns_ci95_lo",
+        "latency_p90_ns_ci95_hi",
+        "latency_p99_ns_ci95_lo",
+        "latency_p99_ns_ci95_hi",
+        "latency_p999_ns_ci95_lo",
+        "latency_p999_ns_ci95_hi",
+        "run_p50_ns_ci95_lo",
+        "run_p50_ns_ci95_hi",
+        "ops_per_sec_ci95_lo",
+        "ops_per_sec_ci95_hi",
+        "cpu_ns_per_op_ci95_lo",
+        "cpu_ns_per_op_ci95_hi",
+        "cpu_busy_pct",
+        "offered_per_sec",
+        "achieved_per_sec",
     ];
+    // The columns a cell without figures leaves empty: all between `reason` and `warnings`,
+    // less `repetitions`.
+    let blank = figures.len() - 3;
+    header.extend(figures.iter().map(|s| s.to_string()));
+    header.push("warnings".into());
+    let value = |v: serde_json::Value| match v {
+        serde_json::Value::String(s) => s,
+        v => v.to_string(),
+    };
     let rows = run
         .cases
         .iter()
@@ -424,11 +461,22 @@ pub(crate) fn case_rows(run: &RunResults) -> Table {
                 c.workload.clone(),
                 c.model.clone(),
                 c.variant.clone().unwrap_or_default(),
-                super::charts::params_text(c, None),
+            ];
+            r.extend(
+                params
+                    .iter()
+                    .map(|p| c.params.0.get(*p).cloned().map(value).unwrap_or_default()),
+            );
+            r.extend(
+                facts
+                    .iter()
+                    .map(|p| c.facts.0.get(*p).cloned().map(value).unwrap_or_default()),
+            );
+            r.extend([
                 serde_name(&c.status),
                 c.reason.clone().unwrap_or_default(),
                 c.repetitions.to_string(),
-            ];
+            ]);
             match &c.figures {
                 Some(f) => {
                     let l = &f.latency_ns;
@@ -450,8 +498,35 @@ pub(crate) fn case_rows(run: &RunResults) -> Table {
                         r.push(m.value().map(|v| format!("{v:.1}")).unwrap_or_default());
                     }
                     r.push(format!("{:.4}", f.ctx_switches_per_op));
+                    let ci = f.ci95.clone().unwrap_or_default();
+                    let q = &ci.latency_ns;
+                    for i in [
+                        q.p50,
+                        q.p90,
+                        q.p99,
+                        q.p999,
+                        ci.run_p50_ns,
+                        ci.ops_per_sec,
+                        ci.cpu_ns_per_op,
+                    ] {
+                        match i {
+                            Some((lo, hi)) => r.extend([format!("{lo:.1}"), format!("{hi:.1}")]),
+                            None => r.extend([String::new(), String::new()]),
+                        }
+                    }
+                    r.push(if f.cpu_busy > 0.0 {
+                        format!("{:.1}", f.cpu_busy * 100.0)
+                    } else {
+                        String::new()
+                    });
+                    for rate in [
+                        crate::stats::equal_load::offered_rate(c),
+                        crate::stats::equal_load::achieved_rate(c),
+                    ] {
+                        r.push(rate.map(|v| format!("{v:.0}")).unwrap_or_default());
+                    }
                 }
-                None => r.extend(std::iter::repeat_n(String::new(), 19)),
+                None => r.extend(std::iter::repeat_n(String::new(), blank)),
             }
             r.push(
                 c.warnings
@@ -466,7 +541,7 @@ pub(crate) fn case_rows(run: &RunResults) -> Table {
     Table {
         title: "cases".into(),
         note: String::new(),
-        header: header.iter().map(|s| s.to_string()).collect(),
+        header,
         rows,
         footnotes: Vec::new(),
     }

@@ -16,7 +16,7 @@ const SYSCALL_BATCH: usize = 200;
 const WAKES: usize = 60;
 
 /// One round's probe.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Probe {
     /// Median ns of one `getppid` on the measured CPU.
     pub(crate) syscall_ns: f64,

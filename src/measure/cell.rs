@@ -61,8 +61,9 @@ crate::counter_set! {
 }
 
 crate::counter_set! {
-    /// An open-loop repetition's rates, per second over all connections (summed over
-    /// repetitions: divide by them), and whether it fell behind (`stats::equal_load::KEEP_UP`).
+    /// An open-loop repetition's rates, per second over all connections (in a cell: the mean
+    /// over its repetitions, `stats::summarize`), and in how many repetitions it fell behind
+    /// (`stats::equal_load::KEEP_UP`).
     pub struct OpenLoopCounters {
         offered_per_sec,
         achieved_per_sec,
@@ -232,6 +233,23 @@ impl From<Counters> for CellCounters {
 impl Serialize for CellCounters {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.to_map().serialize(s)
+    }
+}
+
+impl schemars::JsonSchema for CellCounters {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CellCounters".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "What the repetitions counted beside the figures, name -> count: the \
+                load generator's typed set (`load_*`, `client_bound`, `both_saturated`, \
+                `shared_cpus`), open-loop rates, wrk's (`wrk_*`), the NAPI check, \
+                `cpu_over_allowed_ns`, and the rest by name (the server's `server_*`, a \
+                workload's own). Summed over repetitions, except that a maximum stays a maximum.",
+            "type": "object",
+            "additionalProperties": {"type": "integer", "minimum": 0}
+        })
     }
 }
 

@@ -22,7 +22,7 @@ pub(crate) fn now_ns() -> u64 {
 
 /// What one timed interval costs by itself: the median of `t1 - t0` for two back-to-back reads,
 /// in nanoseconds. A per-op latency is `t1 - t0 - overhead`.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, PartialEq)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct TimerCalibration {
     /// Median of an empty `t0..t1` interval, ns.
     pub(crate) overhead_ns: u64,

@@ -18,8 +18,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// A figure that was measured, or the reason it could not be.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
+#[schemars(rename = "Measured_{T}")]
 pub enum Measured<T> {
     Value(T),
     Unavailable { unavailable: String },
@@ -52,6 +53,17 @@ impl<T: fmt::Display> fmt::Display for Measured<T> {
             Measured::Unavailable { unavailable } => write!(f, "unavailable: {unavailable}"),
         }
     }
+}
+
+/// The schema of `{"unavailable": "<reason>"}`, the other side of [`Measured`] and
+/// `env::Reading`.
+pub(crate) fn unavailable_schema() -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "properties": {"unavailable": {"type": "string"}},
+        "required": ["unavailable"],
+        "additionalProperties": false
+    })
 }
 
 /// Counters the I/O code keeps for itself (io_uring_enter calls, SQEs, retries, ENOBUFS...).

@@ -30,7 +30,7 @@ pub(crate) fn label(key: &str) -> &str {
 }
 
 /// One name's share of the sampled CPU.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Share {
     pub(crate) name: String,
     /// Of the samples, 0..=1.
@@ -38,7 +38,7 @@ pub struct Share {
 }
 
 /// Where a cell's sampled CPU went.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Explain {
     /// cpu-clock samples (about 4,000 per second per CPU) in the window on the sampled CPUs.
     pub(crate) samples: u64,

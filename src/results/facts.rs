@@ -97,8 +97,8 @@ impl Metric {
     pub(crate) fn band(self, f: &CaseFigures) -> Option<(f64, f64)> {
         let ci = f.ci95.as_ref()?;
         match self {
-            Metric::LatencyP50 => ci.p50_ns,
-            Metric::LatencyP99 => ci.p99_ns,
+            Metric::LatencyP50 => ci.latency_ns.p50,
+            Metric::LatencyP99 => ci.latency_ns.p99,
             _ => None,
         }
     }
@@ -270,7 +270,7 @@ impl Facts {
 /// A workload's facts as results.json records them (`workloads`, by id), for whoever reads
 /// the file: what its figures mean without knowing its id. `report` and `compare` read the
 /// facts of this build's rows.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FactsRecord {
     /// See [`Facts::net`].
     pub(crate) net: bool,
@@ -331,7 +331,8 @@ mod tests {
             (vec!["rate_per_sec".to_string()], "p99")
         );
         let mut run: crate::results::RunResults =
-            serde_json::from_str(include_str!("../../tests/fixtures/results.json")).unwrap();
+            crate::results::store::parse(include_str!("../../tests/fixtures/results.json"))
+                .unwrap();
         assert!(run.workloads.is_empty());
         run.workloads
             .insert("echo.rate".into(), FactsRecord::from(&w.facts()));

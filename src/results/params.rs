@@ -5,12 +5,15 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Named parameters, as recorded in the results ("msg_bytes": 64).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Params(pub BTreeMap<String, serde_json::Value>);
 
 impl Params {
     pub fn new() -> Params {
         Params::default()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
     pub fn with(mut self, key: &str, v: impl Into<serde_json::Value>) -> Params {
         self.0.insert(key.to_string(), v.into());

@@ -8,11 +8,38 @@ use crate::measure::{clock::TimerCalibration, pin::CpuPlan, Measured};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: `ci95`'s percentiles under `latency_ns`, the open-loop rates per second,
+/// `syscalls_per_op` a number or null, the storage suite's setting in `facts` rather than
+/// `params` (`store::upgrade_v1` reads version 1).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The `$id` of results.json's JSON Schema (`docs/results.schema.json`), which every
+/// results.json names in its `$schema` field.
+pub const SCHEMA_ID: &str = "urn:ringside:results:2";
+
+fn schema_id() -> String {
+    SCHEMA_ID.to_string()
+}
+
+/// The JSON Schema (draft 2020-12) of results.json, derived from these types as they are
+/// serialized: `docs/results.schema.json` is this, pretty-printed (a test keeps it so).
+pub fn json_schema() -> serde_json::Value {
+    let mut s = schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<RunResults>();
+    s.insert("$id".into(), SCHEMA_ID.into());
+    s.insert("title".into(), "ringside results.json".into());
+    serde_json::to_value(s).expect("a schema is JSON")
+}
 
 /// One `ringside run`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunResults {
+    /// The `$id` of the JSON Schema this file follows (`docs/results.schema.json`); files
+    /// written before it name none.
+    #[serde(rename = "$schema", default = "schema_id")]
+    pub schema: String,
     pub schema_version: u32,
     pub ringside: Version,
     /// The command line, argv[0] first.
@@ -67,7 +94,7 @@ impl RunResults {
 }
 
 /// One round of one point: every model measured once, in this order.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct RoundRecord {
     pub(crate) workload: String,
     pub(crate) params: Params,
@@ -80,7 +107,7 @@ pub struct RoundRecord {
 }
 
 /// Disturbance summed over a span: other programs' and steal time on the plan's CPUs.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct NoiseRecord {
     /// (other programs' + steal) / (wall x the plan's CPUs).
     pub(crate) share: f64,
@@ -120,7 +147,7 @@ impl NoiseRecord {
 }
 
 /// A repetition measured again: why, and what the first attempt gave.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Rerun {
     /// The round (0-based) whose repetition was run again.
     pub(crate) round: u32,
@@ -129,7 +156,7 @@ pub struct Rerun {
 }
 
 /// One host of a multi-host run.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostRecord {
     /// `client` (this host: the load generator), `server` (`--server-host`, or this host when
     /// the load runs elsewhere), `load` (`--load-host`), `controller` (this host when both run
@@ -151,7 +178,7 @@ pub struct HostRecord {
     pub(crate) error: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Version {
     pub(crate) version: String,
     pub(crate) git: String,
@@ -166,7 +193,7 @@ impl Version {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Measured,
@@ -187,7 +214,7 @@ impl fmt::Display for Status {
 }
 
 /// Something about a cell a reader must know before trusting it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Warning {
     /// The measured thread and its helper (SQPOLL poller, load generator) share a CPU.
@@ -313,14 +340,19 @@ impl Warning {
 }
 
 /// One cell: a workload, a model, a parameter point.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaseResult {
     pub workload: String,
     pub model: String,
     /// A sub-series of the model (fd scaling's `poll` and `select` under `blocking`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
+    /// The sweep's knobs at this point: what tells it from the workload's other points.
     pub params: Params,
+    /// What the cell ran on that no sweep varies: the storage suite's filesystem (`fs`),
+    /// `device`, `o_direct` support and `page_cache` state. Absent where none.
+    #[serde(default, skip_serializing_if = "Params::is_empty")]
+    pub facts: Params,
     pub status: Status,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -414,7 +446,7 @@ fn is_zero(v: &f64) -> bool {
 }
 
 /// The figures of a measured cell.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaseFigures {
     /// Per-op latency over every op of every repetition, timer overhead excluded.
     pub latency_ns: LatencyNs,
@@ -424,7 +456,8 @@ pub struct CaseFigures {
     pub ops_per_sec: Spread,
     pub(crate) cpu_ns_per_op: CpuPerOp,
     pub(crate) ctx_switches_per_op: f64,
-    pub(crate) syscalls_per_op: Measured<f64>,
+    #[serde(flatten)]
+    pub(crate) syscalls_per_op: SyscallsPerOp,
     pub(crate) ops_total: u64,
     /// Bytes moved per second of measured window (network suites: what the client received,
     /// HTTP's transfer/s); 0 where a workload counts no bytes.
@@ -436,7 +469,9 @@ pub struct CaseFigures {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub(crate) cpu_busy: f64,
     /// What the repetitions counted beside the figures (summed over them; a maximum stays a
-    /// maximum): typed load, open-loop and wrk figures, and the model's own counters by name.
+    /// maximum; an open-loop cell's `offered_per_sec` and `achieved_per_sec`, per second, the
+    /// mean over them): typed load, open-loop and wrk figures, and the model's own counters
+    /// by name.
     pub(crate) counters: crate::measure::CellCounters,
     /// The merged HdrHistogram (V2 deflate, base64), so any percentile can be recomputed.
     pub(crate) histogram: String,
@@ -470,27 +505,42 @@ pub struct CaseFigures {
 }
 
 /// 95% bootstrap confidence intervals of a cell's figures, resampling its repetitions
-/// (`stats::bootstrap`): `[low, high]`, absent with fewer than two repetitions.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+/// (`stats::bootstrap`): `[low, high]`, absent with fewer than two repetitions. Each is named
+/// as the figure it bounds (`ci95.latency_ns.p99` bounds `latency_ns.p99`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Intervals {
     /// Latency samples behind the percentiles (every timed op of every repetition).
     pub samples: u64,
     /// Percentiles over all samples, each repetition resampled whole.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p50_ns: Option<(f64, f64)>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p90_ns: Option<(f64, f64)>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p99_ns: Option<(f64, f64)>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p999_ns: Option<(f64, f64)>,
-    /// Medians over repetitions: of the per-run medians, of ops/s, of CPU per op.
+    #[serde(default, skip_serializing_if = "LatencyIntervals::is_empty")]
+    pub latency_ns: LatencyIntervals,
+    /// Medians over repetitions: of the per-run medians, of ops/s, of CPU per op (all
+    /// threads, ns: `cpu_ns_per_op.total`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_p50_ns: Option<(f64, f64)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ops_per_sec: Option<(f64, f64)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_ns_per_op: Option<(f64, f64)>,
+}
+
+/// The intervals of `latency_ns`'s percentiles, ns, under the same names.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct LatencyIntervals {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p90: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p999: Option<(f64, f64)>,
+}
+
+impl LatencyIntervals {
+    fn is_empty(&self) -> bool {
+        *self == LatencyIntervals::default()
+    }
 }
 
 impl Intervals {
@@ -500,7 +550,7 @@ impl Intervals {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct LatencyNs {
     pub(crate) min: f64,
     pub p50: f64,
@@ -512,9 +562,55 @@ pub struct LatencyNs {
     pub(crate) stddev: f64,
 }
 
+/// Syscalls per op, or why they were not counted: one number type, with the reason beside it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SyscallsPerOp {
+    /// Syscalls per op (perf's `raw_syscalls:sys_enter` over the untimed repetition that
+    /// counted them); null where they were not counted (`syscalls_per_op_unavailable` says
+    /// why).
+    syscalls_per_op: Option<f64>,
+    /// Why syscalls were not counted; absent where they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    syscalls_per_op_unavailable: Option<String>,
+}
+
+impl SyscallsPerOp {
+    pub(crate) fn value(&self) -> Option<&f64> {
+        self.syscalls_per_op.as_ref()
+    }
+    /// The figure, or the reason it is missing.
+    pub(crate) fn measured(&self) -> Measured<f64> {
+        match (self.syscalls_per_op, &self.syscalls_per_op_unavailable) {
+            (Some(v), _) => Measured::Value(v),
+            (None, why) => Measured::unavailable(why.as_deref().unwrap_or("not counted")),
+        }
+    }
+}
+
+impl From<Measured<f64>> for SyscallsPerOp {
+    fn from(m: Measured<f64>) -> SyscallsPerOp {
+        match m {
+            Measured::Value(v) => SyscallsPerOp {
+                syscalls_per_op: Some(v),
+                syscalls_per_op_unavailable: None,
+            },
+            Measured::Unavailable { unavailable } => SyscallsPerOp {
+                syscalls_per_op: None,
+                syscalls_per_op_unavailable: Some(unavailable),
+            },
+        }
+    }
+}
+
+impl fmt::Display for SyscallsPerOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.measured().fmt(f)
+    }
+}
+
 /// CPU per op, ns: `total` is exact (CPU-time clocks); `user`/`sys` split it by the kernel's
 /// tick samples and are unavailable when too few ticks fell in the runs.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct CpuPerOp {
     pub(crate) total: f64,
     pub(crate) user: Measured<f64>,

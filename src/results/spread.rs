@@ -26,7 +26,7 @@ pub(crate) fn mad(xs: &[f64]) -> f64 {
 }
 
 /// Spread of a per-repetition figure.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Spread {
     pub median: f64,
     pub min: f64,

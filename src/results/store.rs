@@ -1,7 +1,7 @@
 //! Atomic storage: temp file + fsync + rename + directory fsync, after every case; loading
 //! with errors that name the file and what is wrong with it.
 
-use super::schema::{RunResults, SCHEMA_VERSION};
+use super::schema::{RunResults, SCHEMA_ID, SCHEMA_VERSION};
 use anyhow::{bail, Context};
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -251,10 +251,13 @@ pub fn load(path: &Path) -> anyhow::Result<RunResults> {
             anyhow::anyhow!("'{}' is not JSON: {e}", path.display())
         }
     })?;
+    let mut v = v;
     match v.get("schema_version").and_then(|s| s.as_u64()) {
         Some(n) if n == SCHEMA_VERSION as u64 => {}
+        Some(1) => upgrade_v1(&mut v),
         Some(n) => bail!(
-            "'{}' has schema_version {n}; this ringside reads schema_version {SCHEMA_VERSION}",
+            "'{}' has schema_version {n}; this ringside reads schema_version 1 to \
+             {SCHEMA_VERSION}",
             path.display()
         ),
         None => bail!(
@@ -266,6 +269,99 @@ pub fn load(path: &Path) -> anyhow::Result<RunResults> {
         .with_context(|| format!("'{}' does not match the results schema", path.display()))?;
     check_cells(&r).map_err(|e| anyhow::anyhow!("'{}': {e}", path.display()))?;
     Ok(r)
+}
+
+/// A results file's text, a version-1 file upgraded first ([`upgrade_v1`]); without
+/// [`load`]'s checks of size and cells.
+pub fn parse(json: &str) -> anyhow::Result<RunResults> {
+    let mut v: serde_json::Value = serde_json::from_str(json)?;
+    if v.get("schema_version").and_then(|s| s.as_u64()) == Some(1) {
+        upgrade_v1(&mut v);
+    }
+    Ok(serde_json::from_value(v)?)
+}
+
+/// A file of schema_version 1 in today's form (2): `ci95`'s percentiles named as
+/// `latency_ns`'s (`p99_ns` -> `latency_ns.p99`); the open-loop rates per second rather than
+/// summed over repetitions; `syscalls_per_op` a number or null with the reason beside it;
+/// the storage suite's filesystem, device, O_DIRECT and page-cache state in `facts`, out of
+/// `params` (of its cells and rounds).
+/// What the file says is kept; only its form changes.
+pub(crate) fn upgrade_v1(v: &mut serde_json::Value) {
+    use serde_json::{Map, Value};
+    let Some(top) = v.as_object_mut() else { return };
+    for c in top
+        .get_mut("cases")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        let Some(c) = c.as_object_mut() else { continue };
+        let reps = c
+            .get("repetitions")
+            .and_then(Value::as_u64)
+            .unwrap_or(1)
+            .max(1);
+        if let Some(facts) = storage_facts(c) {
+            c.insert("facts".into(), Value::Object(facts));
+        }
+        if let Some(ci) = c.get_mut("ci95").and_then(Value::as_object_mut) {
+            let mut lat = Map::new();
+            for q in ["p50", "p90", "p99", "p999"] {
+                if let Some(x) = ci.remove(&format!("{q}_ns")) {
+                    lat.insert(q.into(), x);
+                }
+            }
+            if !lat.is_empty() {
+                ci.insert("latency_ns".into(), Value::Object(lat));
+            }
+        }
+        if let Some(k) = c.get_mut("counters").and_then(Value::as_object_mut) {
+            for name in ["offered_per_sec", "achieved_per_sec"] {
+                if let Some(x) = k.get_mut(name) {
+                    if let Some(sum) = x.as_u64() {
+                        *x = ((sum + reps / 2) / reps).into();
+                    }
+                }
+            }
+        }
+        if let Some(why) = c
+            .get("syscalls_per_op")
+            .and_then(|s| s.get("unavailable"))
+            .cloned()
+        {
+            c.insert("syscalls_per_op".into(), Value::Null);
+            c.insert("syscalls_per_op_unavailable".into(), why);
+        }
+    }
+    for r in top
+        .get_mut("rounds")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(r) = r.as_object_mut() {
+            storage_facts(r);
+        }
+    }
+    top.insert("$schema".into(), SCHEMA_ID.into());
+    top.insert("schema_version".into(), SCHEMA_VERSION.into());
+}
+
+/// A version-1 storage cell's (or round's) setting, taken out of its `params`.
+fn storage_facts(
+    c: &mut serde_json::Map<String, serde_json::Value>,
+) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let storage = c
+        .get("workload")
+        .and_then(|w| w.as_str())
+        .is_some_and(|w| w.starts_with("storage."));
+    let params = c.get_mut("params")?.as_object_mut().filter(|_| storage)?;
+    let facts: serde_json::Map<_, _> = ["fs", "device", "o_direct", "page_cache"]
+        .into_iter()
+        .filter_map(|k| params.remove(k).map(|v| (k.to_string(), v)))
+        .collect();
+    (!facts.is_empty()).then_some(facts)
 }
 
 /// What a results file must hold to be read: each cell once (a run measures each once; a
@@ -348,6 +444,65 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    /// A version-1 file loads in version 2's form, saying the same: ci95's percentiles under
+    /// `latency_ns`, the open-loop rates per second, syscalls_per_op null with its reason,
+    /// the storage setting out of `params` (of cells and rounds) into `facts`.
+    #[test]
+    fn a_version_1_file_loads_in_todays_form() {
+        let mut v: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/fixtures/results.json")).unwrap();
+        assert_eq!(v["schema_version"], 1);
+        let setting = serde_json::json!({"fs": "ext4", "device": "/dev/vda",
+                                         "o_direct": "works", "page_cache": "warm"});
+        let mut cell = v["cases"][0].clone();
+        cell["workload"] = "storage.randread".into();
+        cell["params"] = serde_json::json!({"file_bytes": 4096, "depth": 1});
+        for (k, x) in setting.as_object().unwrap() {
+            cell["params"][k] = x.clone();
+        }
+        cell["repetitions"] = 4.into();
+        cell["ci95"] = serde_json::json!({"samples": 100, "p50_ns": [1.0, 2.0],
+                                          "p999_ns": [5.0, 9.0], "ops_per_sec": [3.0, 4.0]});
+        cell["counters"] = serde_json::json!({"offered_per_sec": 4000,
+                                              "achieved_per_sec": 3998, "fell_behind": 1});
+        cell["syscalls_per_op"] = serde_json::json!({"unavailable": "perf refused"});
+        v["cases"] = serde_json::json!([cell]);
+        v["rounds"] = serde_json::json!([{"workload": "storage.randread",
+            "params": cell["params"].clone(), "round": 0, "order": ["uring"],
+            "probe": {"syscall_ns": 100.0}}]);
+        let r = parse(&v.to_string()).unwrap();
+        assert_eq!(
+            (r.schema_version, r.schema.as_str()),
+            (SCHEMA_VERSION, SCHEMA_ID)
+        );
+        let c = &r.cases[0];
+        assert_eq!(
+            serde_json::to_value(&c.params).unwrap(),
+            serde_json::json!({"file_bytes": 4096, "depth": 1})
+        );
+        assert_eq!(serde_json::to_value(&c.facts).unwrap(), setting);
+        assert_eq!(r.rounds[0].params, c.params);
+        let f = c.figures.as_ref().unwrap();
+        let ci = f.ci95.as_ref().unwrap();
+        assert_eq!(
+            (ci.latency_ns.p50, ci.latency_ns.p99, ci.latency_ns.p999),
+            (Some((1.0, 2.0)), None, Some((5.0, 9.0)))
+        );
+        assert_eq!(ci.ops_per_sec, Some((3.0, 4.0)));
+        let o = f.counters.open_loop.unwrap();
+        assert_eq!(
+            (o.offered_per_sec, o.achieved_per_sec, o.fell_behind),
+            (1000, 1000, 1)
+        );
+        assert_eq!(
+            f.syscalls_per_op.measured(),
+            crate::measure::Measured::unavailable("perf refused")
+        );
+        let json = serde_json::to_value(c).unwrap();
+        assert!(json["syscalls_per_op"].is_null(), "{json}");
+        assert_eq!(json["syscalls_per_op_unavailable"], "perf refused");
     }
 
     #[test]

@@ -59,6 +59,11 @@ pub(super) fn start_case<'c>(index: usize, case: &'c Case, set: &Setting<'_>) ->
             .as_ref()
             .map(|p| p.params.clone())
             .unwrap_or_default(),
+        facts: case
+            .point
+            .as_ref()
+            .map(|p| p.facts.clone())
+            .unwrap_or_default(),
         status: Status::Measured,
         reason: None,
         op: w.op().to_string(),

@@ -70,6 +70,7 @@ fn row(
         model: format!("fio:{}", job.name),
         variant: None,
         params: p.clone(),
+        facts: st.facts().clone(),
         status: Status::Measured,
         reason: None,
         op: "one 4 KiB random read, as fio counts it (latency: fio's lat, submission to \
@@ -195,7 +196,7 @@ pub(crate) fn figures(f: &FioFigures) -> CaseFigures {
             sys: Measured::Value(f.cpu_sys_per_op),
         },
         ctx_switches_per_op: f.ctx_per_op,
-        syscalls_per_op: Measured::unavailable("fio does not count syscalls"),
+        syscalls_per_op: Measured::unavailable("fio does not count syscalls").into(),
         ops_total: f.total_ios,
         bytes_per_sec: 0.0,
         cpu_busy: 0.0,

@@ -17,17 +17,17 @@ pub(crate) fn fell_behind(offered: f64, achieved: f64) -> bool {
     achieved < KEEP_UP * offered
 }
 
-/// One of an open-loop cell's rates (`pick` from its counters), per repetition.
-fn per_rep(c: &CaseResult, pick: fn(&OpenLoopCounters) -> u64) -> Option<f64> {
+/// One of an open-loop cell's rates (`pick` from its counters: per second, the mean over its
+/// repetitions).
+fn rate(c: &CaseResult, pick: fn(&OpenLoopCounters) -> u64) -> Option<f64> {
     let f = c
         .figures
         .as_ref()
         .filter(|_| c.status == Status::Measured)?;
-    let n = c.repetitions.max(1) as f64;
     f.counters
         .open_loop
         .as_ref()
-        .map(|r| pick(r) as f64 / n)
+        .map(|r| pick(r) as f64)
         .filter(|v| *v > 0.0)
 }
 
@@ -39,12 +39,12 @@ pub(crate) fn offered_rate(c: &CaseResult) -> Option<f64> {
     c.rate_per_sec
         .filter(|_| c.status == Status::Measured)
         .map(|r| r as f64)
-        .or_else(|| per_rep(c, |r| r.offered_per_sec))
+        .or_else(|| rate(c, |r| r.offered_per_sec))
 }
 
 /// The rate an open-loop cell achieved (mean over its repetitions).
 pub(crate) fn achieved_rate(c: &CaseResult) -> Option<f64> {
-    per_rep(c, |r| r.achieved_per_sec)
+    rate(c, |r| r.achieved_per_sec)
 }
 
 /// Whether an open-loop cell kept up with its offered rate in every repetition (`None`: not
@@ -228,8 +228,8 @@ mod tests {
             "ops_per_sec": {"median": 1.0, "min": 1.0, "max": 1.0, "mad": 0.0},
             "cpu_ns_per_op": {"total": 1.0, "user": 0.5, "sys": 0.5},
             "ctx_switches_per_op": 0.0, "syscalls_per_op": 1.0, "ops_total": 1,
-            "counters": {"offered_per_sec": offered * reps as u64,
-                         "achieved_per_sec": achieved * reps as u64, "fell_behind": fell},
+            "counters": {"offered_per_sec": offered, "achieved_per_sec": achieved,
+                         "fell_behind": fell},
             "histogram": "", "runs_cpu_ns_per_op": cpu
         }))
         .unwrap()
@@ -248,7 +248,8 @@ mod tests {
             "ops_per_sec": {"median": 1.0, "min": 1.0, "max": 1.0, "mad": 0.0},
             "cpu_ns_per_op": {"total": 1.0, "user": 0.5, "sys": 0.5},
             "ctx_switches_per_op": 0.0, "syscalls_per_op": 1.0, "ops_total": 1,
-            "counters": {"offered_per_sec": rate * reps, "achieved_per_sec": total as u64},
+            "counters": {"offered_per_sec": rate,
+                         "achieved_per_sec": (total / reps as f64).round() as u64},
             "histogram": "", "runs_ops_per_sec": achieved
         }))
         .unwrap()

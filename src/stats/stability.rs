@@ -368,7 +368,7 @@ pub(crate) fn unstable(run: &RunResults) -> Vec<Unstable> {
         }
     }
     // A point is named by the params that vary among its workload's measured cells (the
-    // device, filesystem or durations every point shares say nothing).
+    // durations every point shares say nothing).
     let varying = |c: &CaseResult| -> String {
         let p: Vec<String> = c
             .params
@@ -514,7 +514,8 @@ mod tests {
         // at 5.2 us and the rest at 3.1 us; select and epoll-lt were flat, but relative to a
         // reference holding poll their values jump by 30%.
         let run: RunResults =
-            serde_json::from_str(include_str!("../../tests/fixtures/results.json")).unwrap();
+            crate::results::store::parse(include_str!("../../tests/fixtures/results.json"))
+                .unwrap();
         let u = unstable(&run);
         assert_eq!(u.len(), 1, "{u:?}");
         assert_eq!(

@@ -3,7 +3,7 @@
 
 use super::bootstrap::median_ci;
 use crate::measure::{Hist, Measured, Sample};
-use crate::results::schema::{CaseFigures, CpuPerOp, Intervals, LatencyNs};
+use crate::results::schema::{CaseFigures, CpuPerOp, Intervals, LatencyIntervals, LatencyNs};
 
 pub(crate) use crate::results::spread::{mad, median, Spread};
 
@@ -27,6 +27,12 @@ pub(crate) fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFig
         user += s.cpu.user_ns;
         sys += s.cpu.sys_ns;
         ctx += s.cpu.ctx_switches;
+    }
+    // An open-loop cell's rates are per second: the mean over its repetitions, not their sum.
+    if let Some(o) = counters.open_loop.as_mut() {
+        let n = samples.len().max(1) as u64;
+        o.offered_per_sec = (o.offered_per_sec + n / 2) / n;
+        o.achieved_per_sec = (o.achieved_per_sec + n / 2) / n;
     }
     let per_op = |x: u64| if ops == 0 { 0.0 } else { x as f64 / ops as f64 };
     let syscalls_per_op = match counted.and_then(|c| c.syscalls.clone().map(|m| (c.ops, m))) {
@@ -66,10 +72,12 @@ pub(crate) fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFig
     let q = super::bootstrap::quantile_cis(&reps, &[0.5, 0.9, 0.99, 0.999]);
     let ci95 = Intervals {
         samples: all.len(),
-        p50_ns: q[0],
-        p90_ns: q[1],
-        p99_ns: q[2],
-        p999_ns: q[3],
+        latency_ns: LatencyIntervals {
+            p50: q[0],
+            p90: q[1],
+            p99: q[2],
+            p999: q[3],
+        },
         run_p50_ns: median_ci(&run_p50),
         ops_per_sec: median_ci(&run_ops),
         cpu_ns_per_op: median_ci(&run_cpu),
@@ -93,7 +101,7 @@ pub(crate) fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFig
             sys: split(sys),
         },
         ctx_switches_per_op: per_op(ctx),
-        syscalls_per_op,
+        syscalls_per_op: syscalls_per_op.into(),
         ops_total: ops,
         bytes_per_sec: if wall == 0 {
             0.0
@@ -175,14 +183,17 @@ mod tests {
             f.latency_ns.max, 200.0,
             "the counting repetition's latencies are not mixed in"
         );
-        assert_eq!(f.syscalls_per_op, Measured::Value(2.0)); // 4 syscalls over its 2 ops
+        assert_eq!(f.syscalls_per_op.measured(), Measured::Value(2.0)); // 4 syscalls over its 2 ops
         assert_eq!(f.cpu_ns_per_op.total, 300.0);
         assert_eq!(f.cpu_ns_per_op.user, Measured::Value(150.0));
         assert_eq!(f.ctx_switches_per_op, 0.5);
         // A refused counter makes the figure unavailable, with its reason.
         let c = sample(&[100], Some(Measured::unavailable("perf refused")), 0);
         let g = summarize(std::slice::from_ref(&a), Some(&c));
-        assert_eq!(g.syscalls_per_op, Measured::unavailable("perf refused"));
+        assert_eq!(
+            g.syscalls_per_op.measured(),
+            Measured::unavailable("perf refused")
+        );
         let z = sample(&[100], None, 0);
         assert!(summarize(&[z], None).cpu_ns_per_op.user.value().is_none());
     }

@@ -99,6 +99,9 @@ pub trait Workload: Sync {
 #[derive(Clone, Debug)]
 pub struct Point {
     pub params: Params,
+    /// What the point runs on that is not one of its parameters (the storage suite's
+    /// filesystem, device, O_DIRECT and page-cache state): recorded as the cell's `facts`.
+    pub(crate) facts: Params,
     args: Option<ArgsBox>,
     pub(crate) variant: Option<&'static str>,
     /// An equal-load point: every model is driven at the same offered rate, `fraction` of the
@@ -172,6 +175,7 @@ impl Point {
     pub(crate) fn new(params: Params) -> Point {
         Point {
             params,
+            facts: Params::new(),
             args: None,
             variant: None,
             equal_load: None,
@@ -187,6 +191,7 @@ impl Point {
         }
         Point {
             params,
+            facts: Params::new(),
             args: Some(ArgsBox::of(args)),
             variant: None,
             equal_load: None,
@@ -408,14 +413,7 @@ mod tests {
         for (id, keys) in cases {
             let w = crate::registry::workload(id).unwrap();
             for p in w.points(Profile::Quick, m) {
-                let got: Vec<&str> = p
-                    .params
-                    .0
-                    .keys()
-                    .map(String::as_str)
-                    // The storage suite's setting, when a StorageCtx was made in this process.
-                    .filter(|k| !["fs", "device", "o_direct", "page_cache"].contains(k))
-                    .collect();
+                let got: Vec<&str> = p.params.0.keys().map(String::as_str).collect();
                 assert_eq!(got, keys, "{id}: {:?}", p.params);
             }
         }

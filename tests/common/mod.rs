@@ -1,6 +1,7 @@
 //! The harness the integration tests share (each file that says `mod common;` compiles all of
 //! it; what one file does not use is allowed to lie dead there):
 //! - [`bin`]: the binary under test (`bin`, `ringside`) and the results fixture;
+//! - [`schema`]: results.json checked against `docs/results.schema.json`;
 //! - [`servers`]: the servers under test, from the registry (built-in servers, contenders);
 //! - [`child`]: `ringside serve` as a child process, stopped with SIGTERM;
 //! - [`engines`]: a load generator's test run once per engine;
@@ -21,6 +22,7 @@ pub mod inproc;
 pub mod net;
 pub mod netns;
 pub mod run;
+pub mod schema;
 pub mod servers;
 pub mod standin;
 pub mod tools;

@@ -11,6 +11,7 @@ pub fn cases_saved(path: &Path) -> usize {
     std::fs::read(path)
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .inspect(|v| super::schema::validate(&path.display().to_string(), v))
         .and_then(|v| v["cases"].as_array().map(|a| a.len()))
         .unwrap_or(0)
 }
@@ -31,7 +32,10 @@ pub fn run_json(args: &[&str], out: &Path) -> serde_json::Value {
         .get_output()
         .stdout
         .clone();
-    serde_json::from_slice(&stdout).unwrap()
+    let v = serde_json::from_slice(&stdout).unwrap();
+    super::schema::validate("the results `run --format json` printed", &v);
+    super::schema::results_json(out);
+    v
 }
 
 /// Reads `err` to its end on a thread; join it for the text.

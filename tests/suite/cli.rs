@@ -357,7 +357,7 @@ fn the_cpu_plan_is_recorded_and_reported() {
         .assert()
         .success();
     let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("results.json")).unwrap()).unwrap();
+        crate::common::schema::results_json(&dir.path().join("results.json"));
     let plan = &v["env"]["cpu_plan"];
     assert!(
         plan["server"].as_array().is_some_and(|s| s.len() == 1),

@@ -26,8 +26,8 @@ fn cell(
     let mean = cpu.iter().sum::<f64>() / cpu.len() as f64;
     let mut counters = json!({"load_cpu_ns": 1, "load_window_ns": 2});
     if let Some((offered, achieved, fell)) = rate {
-        counters["offered_per_sec"] = json!(offered * reps);
-        counters["achieved_per_sec"] = json!(achieved * reps);
+        counters["offered_per_sec"] = json!(offered);
+        counters["achieved_per_sec"] = json!(achieved);
         counters["fell_behind"] = json!(fell);
     }
     serde_json::from_value(json!({

@@ -169,8 +169,8 @@ fn net(
     let mean = cpu.iter().sum::<f64>() / cpu.len() as f64;
     let mut counters = json!({"load_cpu_ns": 1, "load_window_ns": 2});
     if let Some((offered, achieved)) = rate {
-        counters["offered_per_sec"] = json!(offered * reps);
-        counters["achieved_per_sec"] = json!(achieved * reps);
+        counters["offered_per_sec"] = json!(offered);
+        counters["achieved_per_sec"] = json!(achieved);
         counters["fell_behind"] = json!(u64::from(achieved * 100 < offered * 95));
     }
     serde_json::from_value(json!({
@@ -312,10 +312,12 @@ fn intervals_show_as_rows_and_thin_tails_are_greyed() {
     let f = c.figures.as_mut().unwrap();
     f.ci95 = Some(ringside::results::schema::Intervals {
         samples: 1500, // 15 beyond p99, 1 beyond p99.9: the p99.9 is thin
-        p50_ns: Some((671.0, 691.0)),
-        p90_ns: Some((681.0, 701.0)),
-        p99_ns: Some((682.0, 702.0)),
-        p999_ns: Some((800.0, 1002.0)),
+        latency_ns: ringside::results::schema::LatencyIntervals {
+            p50: Some((671.0, 691.0)),
+            p90: Some((681.0, 701.0)),
+            p99: Some((682.0, 702.0)),
+            p999: Some((800.0, 1002.0)),
+        },
         run_p50_ns: Some((681.0, 681.0)),
         ops_per_sec: Some((1.46e6, 1.48e6)),
         cpu_ns_per_op: None,

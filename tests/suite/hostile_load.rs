@@ -907,6 +907,7 @@ fn beside_epoll(contender: &str, out: &std::path::Path) -> (serde_json::Value, S
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_else(|| panic!("no results: {err}"));
+    crate::common::schema::validate("results.json", &v);
     (v, err)
 }
 
@@ -1100,7 +1101,7 @@ fn a_contender_whose_responses_do_not_verify_fails_its_cells() {
         .output()
         .unwrap();
     let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("results.json")).unwrap()).unwrap();
+        crate::common::schema::results_json(&dir.path().join("results.json"));
     let cases = v["cases"].as_array().unwrap();
     let of = |m: &str, w: &str| -> Vec<&serde_json::Value> {
         cases

@@ -261,8 +261,7 @@ fn ctrl_c_during_explain_keeps_the_points_finished_cells() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(status.code(), Some(130));
-    let v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(d.path().join("results.json")).unwrap()).unwrap();
+    let v: serde_json::Value = crate::common::schema::results_json(&d.path().join("results.json"));
     let measured: Vec<&serde_json::Value> = v["cases"]
         .as_array()
         .unwrap()

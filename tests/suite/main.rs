@@ -40,6 +40,7 @@ mod readme_recipes;
 mod remote_ssh;
 mod report_hostile;
 mod run_knobs;
+mod schema;
 mod storage;
 mod stream_conformance;
 mod threads;

@@ -77,9 +77,10 @@ fn smoke(cmd: &str, out: &str) -> String {
         bin().display()
     );
     assert!(cmd.starts_with("ringside run "), "{cmd}");
-    cmd.replace("/path/to/your/server --port {port}", &serve)
+    // This build's path holds "target/release/ringside": that one first.
+    cmd.replace("target/release/ringside", &bin().display().to_string())
         .replace("/path/to/old/ringside", &bin().display().to_string())
-        .replace("target/release/ringside", &bin().display().to_string())
+        .replace("/path/to/your/server --port {port}", &serve)
         .replacen(
             "ringside run ",
             &format!("ringside run --profile smoke --quiet --out {out} "),

@@ -207,7 +207,7 @@ fn kill_remote_end(kid: &mut Kid, victim: i32, out: &Path) -> String {
 }
 
 fn results(out: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap()
+    crate::common::schema::results_json(&out.join("results.json"))
 }
 
 /// Processes whose command line names `needle` (and are not zombies).

@@ -174,13 +174,13 @@ fn storage_suite_runs_every_model_verifies_and_leaves_no_files() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "files left behind: {left:?}");
     let r: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.path().join("results.json")).unwrap()).unwrap();
+        crate::common::schema::results_json(&out.path().join("results.json"));
     let cases = r["cases"].as_array().unwrap();
     assert!(!cases.is_empty());
     for c in cases {
         let id = format!("{} {} {}", c["workload"], c["model"], c["params"]);
         assert_ne!(c["status"], "failed", "{id}: {}", c["reason"]);
-        assert!(c["params"]["fs"].as_str().is_some(), "{id}: fs named");
+        assert!(c["facts"]["fs"].as_str().is_some(), "{id}: fs named");
         if c["status"] == "measured" {
             assert!(
                 c["counters"]["bytes_verified"].as_u64().unwrap() > 0,
@@ -357,7 +357,7 @@ fn fio_crosscheck_rows_sit_beside_ringside_rows() {
         "no files left"
     );
     let r: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.path().join("results.json")).unwrap()).unwrap();
+        crate::common::schema::results_json(&out.path().join("results.json"));
     let rows: Vec<_> = r["cases"]
         .as_array()
         .unwrap()
@@ -426,7 +426,7 @@ fn a_write_error_mid_run_fails_that_case_with_the_errno_and_the_others_go_on() {
         "the failed case's files were removed"
     );
     let r: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.path().join("results.json")).unwrap()).unwrap();
+        crate::common::schema::results_json(&out.path().join("results.json"));
     let cases = r["cases"].as_array().unwrap();
     for c in cases {
         let id = format!("{} {} {}", c["workload"], c["model"], c["params"]["phase"]);
@@ -654,8 +654,7 @@ fn a_signal_during_the_fio_crosscheck_stops_fio_and_removes_the_files() {
         }
         if signals == 1 {
             let v: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(out.path().join("results.json")).unwrap())
-                    .unwrap();
+                crate::common::schema::results_json(&out.path().join("results.json"));
             assert_eq!(v["finished"], false);
             let fio_rows = v["cases"]
                 .as_array()

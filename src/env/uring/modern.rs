@@ -28,7 +28,7 @@ pub(crate) const CRATE: &str = "io-uring 0.7.15";
 
 /// One io_uring feature newer than 6.1: where it came from, what the crate offers, whether it
 /// works here (tried for real) and why not.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Feature {
     /// Stable name (`recvsend_bundle`, `pbuf_ring_inc`, ...), read by `EnvReport::modern`.
     pub(crate) name: String,

@@ -258,7 +258,9 @@ trait Sockets {
 /// ~85% TCP/IP and softirq either way, `load --explain`) and as many open-loop ones for the
 /// same CPU and latency (docs/notes/2026-11-load-engine.md), so the engine earlier results
 /// were measured with stays; io_uring is there to be measured where that differs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Engine {
     #[default]

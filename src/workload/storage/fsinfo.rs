@@ -33,8 +33,8 @@ impl FsInfo {
         }
     }
 
-    /// As recorded in every storage case.
-    pub(crate) fn params(&self) -> Params {
+    /// As recorded in every storage cell's `facts`.
+    pub(crate) fn facts(&self) -> Params {
         Params::new()
             .with("fs", self.fs_type.clone())
             .with("device", self.device.clone())

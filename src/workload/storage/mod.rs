@@ -48,9 +48,9 @@ pub struct StorageCtx {
     pub(crate) fs: FsInfo,
     /// The data file read by randread and seqread: (size, path), written once.
     data: Mutex<Option<(u64, PathBuf)>>,
-    /// Filesystem, device, O_DIRECT and cache facts, recorded in every storage cell's params
-    /// ([`StorageCtx::params`]).
-    params: Params,
+    /// Filesystem, device, O_DIRECT and cache facts, recorded in every storage cell's facts
+    /// ([`StorageCtx::facts`]).
+    facts: Params,
 }
 
 /// The file in a work directory naming the ringside that made it (`PID:START`, see
@@ -164,16 +164,16 @@ impl StorageCtx {
         Ok(StorageCtx {
             dir,
             drop_caches: drop_caches && root,
-            params: fs.params().with("page_cache", cache),
+            facts: fs.facts().with("page_cache", cache),
             fs,
             data: Mutex::new(None),
         })
     }
 
-    /// Filesystem, device, O_DIRECT and cache facts of the work directory: the run adds them
-    /// to every storage cell's params.
-    pub(crate) fn params(&self) -> &Params {
-        &self.params
+    /// Filesystem, device, O_DIRECT and cache facts of the work directory: the run records
+    /// them in every storage cell's `facts`.
+    pub(crate) fn facts(&self) -> &Params {
+        &self.facts
     }
 
     /// The run's data file of `size` bytes (stamped blocks, fsynced), written on first use.
