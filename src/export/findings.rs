@@ -472,6 +472,22 @@ pub(crate) fn rank_point(workload: &str, cells: &[&CaseResult]) -> Option<findin
         .and_then(|p| findings::rank(p, higher_is_better(b.metric)))
 }
 
+/// The models a workload's charts draw in full: each that led a ranked point or was never
+/// decided behind a point's leader (the findings' standings); the rest are drawn faded.
+/// `None` where nothing was ranked (then every model is drawn in full).
+pub(crate) fn highlighted(workload: &str, cases: &[&CaseResult]) -> Option<Vec<String>> {
+    let (b, cells) = basis(workload, cases).ok()?;
+    let pts = points(workload, &cells, b.metric);
+    let f = findings::of_points(&pts, higher_is_better(b.metric))?;
+    Some(
+        f.standings
+            .iter()
+            .filter(|s| s.led > 0 || s.behind == 0)
+            .map(|s| s.label.clone())
+            .collect(),
+    )
+}
+
 /// The finding of one workload's cells.
 pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Line {
     let (short, text, within_noise) = match basis(workload, cases) {

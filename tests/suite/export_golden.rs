@@ -102,8 +102,8 @@ fn html_is_self_contained_and_complete() {
     let cs = charts::build(&r);
     assert_eq!(
         h.matches("<svg").count(),
-        cs.len(),
-        "one inline SVG per chart"
+        2 * cs.len(),
+        "two inline SVGs per chart: a laptop's and a phone's"
     );
     // The kinds of chart the micro suite asks for.
     for id in [
@@ -146,11 +146,21 @@ fn html_is_self_contained_and_complete() {
         let why = c.reason.as_deref().unwrap();
         assert!(h.contains(why), "reason {why:?} missing from the HTML");
     }
-    // The same model has the same colour in every chart.
+    // The same model has the same marker and dash in every chart, and the same colour in
+    // every chart of a workload; no two series of a chart share a colour.
     let styles = charts::Styles::for_run(&r);
+    let mut colour: std::collections::HashMap<(&str, &str), Option<usize>> = Default::default();
     for c in &cs {
+        let mut seen = std::collections::HashSet::new();
         for s in &c.series {
-            assert_eq!(s.style, styles.of(&s.label));
+            assert_eq!(s.style.slot, styles.of(&s.label).slot);
+            let was = *colour
+                .entry((c.workload.as_str(), s.label.as_str()))
+                .or_insert(s.style.colour);
+            assert_eq!(was, s.style.colour, "{}: {}", c.id, s.label);
+            if let Some(k) = s.style.colour {
+                assert!(seen.insert(k), "{}: colour {k} twice", c.id);
+            }
         }
     }
     for needle in [

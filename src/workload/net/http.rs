@@ -81,7 +81,7 @@ pub(crate) struct Args {
 /// (or connections) of a point.
 pub(crate) const CLIENTS_FACTS: crate::results::facts::Facts = crate::results::facts::Facts::net(
     crate::results::facts::Units::REQUESTS,
-    crate::results::facts::net_lines(&["clients", "conns", "connections"], "clients (log)"),
+    crate::results::facts::net_lines(&["clients", "conns", "connections"], "clients"),
 );
 
 /// `http.clients`.
@@ -191,7 +191,7 @@ impl Workload for HttpRate {
                 Units::REQUESTS,
                 lines(
                     &["rate_per_sec"],
-                    "offered requests/s (log)",
+                    "offered requests/s",
                     &[Metric::LatencyP99, Metric::OpsPerSec, Metric::CpuPerOp],
                     Metric::LatencyP99,
                 ),
