@@ -45,7 +45,7 @@ pub enum Command {
         /// Where to write report.md, report.html and charts/ (default: beside the results file).
         #[arg(long)]
         out: Option<PathBuf>,
-        #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+        #[arg(long, value_enum, default_value_t = FormatArg::Summary)]
         format: FormatArg,
     },
     /// Compare two results files cell by cell; exits 1 on a significant regression.
@@ -146,7 +146,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub(crate) runs: Option<u64>,
     /// What to print on stdout when done.
-    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    #[arg(long, value_enum, default_value_t = FormatArg::Summary)]
     pub(crate) format: FormatArg,
     /// No progress output.
     #[arg(long)]
@@ -376,6 +376,9 @@ impl From<ProfileArg> for Profile {
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum FormatArg {
+    /// The findings and a one-line-a-suite summary.
+    Summary,
+    /// The findings, every table (wide), and the summary.
     Table,
     Markdown,
     Csv,
@@ -385,6 +388,7 @@ pub enum FormatArg {
 impl From<FormatArg> for Format {
     fn from(f: FormatArg) -> Format {
         match f {
+            FormatArg::Summary => Format::Summary,
             FormatArg::Table => Format::Table,
             FormatArg::Markdown => Format::Markdown,
             FormatArg::Csv => Format::Csv,

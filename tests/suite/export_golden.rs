@@ -303,6 +303,44 @@ fn unfinished_runs_are_marked() {
     assert!(md.contains("**unfinished**"));
 }
 
+/// The terminal's default is short: the findings and a line a suite, nothing wider than 100
+/// columns, ending with the summary; `--format table` adds every wide table before it.
+#[test]
+fn the_terminal_default_is_short_and_ends_with_a_summary() {
+    let d = tempfile::tempdir().unwrap();
+    let report = |format: Option<&str>| {
+        let mut c = ringside();
+        c.args(["report", fixture().to_str().unwrap(), "--out"])
+            .arg(d.path().join("out"));
+        if let Some(f) = format {
+            c.args(["--format", f]);
+        }
+        let a = c.assert().success();
+        String::from_utf8_lossy(&a.get_output().stdout).to_string()
+    };
+    let short = report(None);
+    let wide = report(Some("table"));
+    let r = run();
+    let suites: Vec<String> = charts::workloads(&r)
+        .iter()
+        .map(|w| w.split('.').next().unwrap().to_string())
+        .collect();
+    for out in [&short, &wide] {
+        let tail = &out[out.rfind("\nSummary").expect("a closing summary")..];
+        for s in &suites {
+            assert!(tail.contains(&format!("\n  {s} ")), "{s}: {tail}");
+        }
+        assert!(tail.contains("pipe: "), "{tail}");
+    }
+    assert!(short.starts_with("Findings"), "{short}");
+    assert!(!short.contains("median (p50)"), "{short}");
+    assert!(wide.contains("median (p50)"), "{wide}");
+    let widest = |s: &str| s.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    assert!(widest(&short) <= 100, "{}", widest(&short));
+    assert!(widest(&wide) > 100, "{}", widest(&wide));
+    assert!(short.lines().count() * 3 < wide.lines().count());
+}
+
 #[test]
 fn report_writes_html_markdown_and_svgs_from_json_alone() {
     let d = tempfile::tempdir().unwrap();
