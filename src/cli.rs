@@ -45,7 +45,7 @@ pub enum Command {
         /// Where to write report.md, report.html and charts/ (default: beside the results file).
         #[arg(long)]
         out: Option<PathBuf>,
-        #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+        #[arg(long, value_enum, default_value_t = FormatArg::Summary)]
         format: FormatArg,
         /// Print one cell's latency distribution in HdrHistogram's percentile format (.hgrm,
         /// microseconds) instead: the cell as `report` and `compare` name it ("micro.pipe
@@ -180,7 +180,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub(crate) dry_run: bool,
     /// What to print on stdout when done.
-    #[arg(long, value_enum, default_value_t = FormatArg::Table)]
+    #[arg(long, value_enum, default_value_t = FormatArg::Summary)]
     pub(crate) format: FormatArg,
     /// No progress output.
     #[arg(long)]
@@ -429,6 +429,9 @@ impl From<ProfileArg> for Profile {
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum FormatArg {
+    /// The findings and a one-line-a-suite summary.
+    Summary,
+    /// The findings, every table (wide), and the summary.
     Table,
     Markdown,
     Csv,
@@ -438,6 +441,7 @@ pub enum FormatArg {
 impl From<FormatArg> for Format {
     fn from(f: FormatArg) -> Format {
         match f {
+            FormatArg::Summary => Format::Summary,
             FormatArg::Table => Format::Table,
             FormatArg::Markdown => Format::Markdown,
             FormatArg::Csv => Format::Csv,

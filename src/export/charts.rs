@@ -67,15 +67,24 @@ const MARKERS: [Marker; 7] = [
 /// Line dash patterns (dash, gap) in px; (0, 0) is solid.
 const DASHES: [(u32, u32); 3] = [(0, 0), (8, 4), (2, 3)];
 
-/// A series' identity: the same label gets the same style in every chart of a report.
+/// A series' identity: the same label gets the same marker and dash in every chart of a
+/// report, and the same colour in every chart of a workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Style {
     pub slot: usize,
+    /// Its colour in [`PALETTE`], given per workload so that no two of a workload's series
+    /// share one (highlighted series first); `None`: grey (a faded series past the palette).
+    pub colour: Option<usize>,
 }
+
+/// The colour of a series with no palette colour left.
+const GREY: (u8, u8, u8) = (150, 150, 150);
 
 impl Style {
     pub(crate) fn rgb(self) -> (u8, u8, u8) {
-        PALETTE[self.slot % PALETTE.len()]
+        self.colour
+            .and_then(|c| PALETTE.get(c).copied())
+            .unwrap_or(GREY)
     }
     pub(crate) fn marker(self) -> Marker {
         MARKERS[self.slot % MARKERS.len()]
@@ -114,7 +123,10 @@ impl Styles {
             Some(i) => i,
             None => MODELS.len() + self.extra.get(label).copied().unwrap_or(0),
         };
-        Style { slot }
+        Style {
+            slot,
+            colour: Some(slot % PALETTE.len()),
+        }
     }
 }
 
@@ -133,6 +145,9 @@ pub struct Pt {
     pub whisker: Option<(f64, f64)>,
     /// The figure's confidence interval (bars only, see [`Metric::band`]).
     pub band: Option<(f64, f64)>,
+    /// The cell fell behind the rate it was offered (`stats::equal_load::kept_up`): its
+    /// figures are not the server at that rate, and the point is marked.
+    pub behind: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -141,6 +156,9 @@ pub struct Series {
     pub label: String,
     pub style: Style,
     pub points: Vec<Pt>,
+    /// Decided behind the leader by the workload's finding (`findings::highlighted`): drawn
+    /// faded, so the leader and the models not decided against it stand out.
+    pub faded: bool,
 }
 
 /// A chart's data: everything the drawing needs, nothing about pixels.
@@ -370,17 +388,96 @@ pub(crate) fn sweep_param(spec: &ChartSpec, cases: &[&CaseResult]) -> Option<&'s
 }
 
 /// A log y axis only where the spec asks for one and the data spans at least 10x with every
-/// value positive; otherwise linear (and zeros stay on the chart).
+/// value positive; otherwise linear (and zeros stay on the chart). The drawing says which
+/// in the axis title.
 fn settle_y_scale(mut c: Chart) -> Chart {
     let ys = c.series.iter().flat_map(|s| s.points.iter().map(|p| p.y));
     let (lo, hi) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
         (a.min(y), b.max(y))
     });
     c.log_y = c.log_y && lo > 0.0 && hi / lo >= 10.0;
-    if c.log_y {
-        c.y_axis.push_str(" (log)");
-    }
     c
+}
+
+/// Whether a cell fell behind the rate it was offered.
+fn behind(c: &CaseResult) -> bool {
+    crate::stats::equal_load::kept_up(c) == Some(false)
+}
+
+/// Whether every cell was offered one rate the runner derived for all models (an equal-load
+/// point): its throughput is that rate by design, so it gets no throughput chart.
+fn equal_load(cells: &[&CaseResult]) -> bool {
+    !cells.is_empty() && cells.iter().all(|c| c.rate_per_sec.is_some())
+}
+
+/// A rate sweep's p99 against the rate each model achieved (wrk2's picture): each model's
+/// points in the order of the rates offered, so a model past its capacity bends back.
+#[allow(clippy::too_many_arguments)]
+fn against_achieved(
+    workload: &str,
+    g: &str,
+    suffix: &str,
+    param: &str,
+    by_label: &BTreeMap<usize, Vec<&CaseResult>>,
+    labels: &[String],
+    styles: &[Style],
+    faded: &[bool],
+    left_out: &Arc<[String]>,
+) -> Option<Chart> {
+    let m = Metric::LatencyP99;
+    let series: Vec<Series> = by_label
+        .iter()
+        .map(|(&l, cells)| {
+            let mut pts: Vec<(f64, Pt)> = cells
+                .iter()
+                .filter_map(|c| {
+                    let offered = c.params.0.get(param)?.as_f64()?;
+                    let x = crate::stats::equal_load::achieved_rate(c)?;
+                    let y = m.value(c.figures.as_ref()?)?;
+                    Some((
+                        offered,
+                        Pt {
+                            x,
+                            y,
+                            whisker: None,
+                            band: None,
+                            behind: behind(c),
+                        },
+                    ))
+                })
+                .collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series {
+                label: labels[l].clone(),
+                style: styles[l],
+                points: pts.into_iter().map(|p| p.1).collect(),
+                faded: faded[l],
+            }
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    if series.is_empty() {
+        return None;
+    }
+    let at = if g.is_empty() {
+        String::new()
+    } else {
+        format!(" {g}")
+    };
+    Some(Chart {
+        id: format!("{}-p99-achieved{suffix}", file_slug(workload)),
+        workload: workload.to_string(),
+        title: format!("{workload}{at}: p99 latency against the rate achieved"),
+        kind: Kind::Lines,
+        metric: m,
+        x_axis: format!("achieved {}", facts(workload).units.rate),
+        y_axis: m.axis().to_string(),
+        log_x: false,
+        log_y: facts(workload).chart.log_y,
+        categories: Vec::new(),
+        series,
+        left_out: left_out.clone(),
+    })
 }
 
 /// Every chart of a run, in workload order.
@@ -450,6 +547,18 @@ pub(crate) fn for_cases(workload: &str, cases: &[&CaseResult], styles: &Styles) 
         .iter()
         .map(|l| label_index[l.as_str()])
         .collect();
+    // Highlighted labels take the palette's colours first, in style order; then the faded.
+    let lead = super::findings::highlighted(workload, cases);
+    let faded: Vec<bool> = labels
+        .iter()
+        .map(|l| lead.as_ref().is_some_and(|h| !h.contains(l)))
+        .collect();
+    let mut by_colour: Vec<usize> = (0..labels.len()).collect();
+    by_colour.sort_by_key(|&i| faded[i]);
+    let mut label_styles: Vec<Style> = labels.iter().map(|l| styles.of(l)).collect();
+    for (k, &i) in by_colour.iter().enumerate() {
+        label_styles[i].colour = (k < PALETTE.len()).then_some(k);
+    }
     let mut charts = Vec::new();
     match (sweep_param(&spec, &measured), spec.sweep) {
         (Some(param), Some(sw)) => {
@@ -465,8 +574,20 @@ pub(crate) fn for_cases(workload: &str, cases: &[&CaseResult], styles: &Styles) 
                 members[g].entry(l).or_default().push(c);
             }
             let ngroups = groups.order.len();
+            let suffix_of = |gi: usize| {
+                if ngroups > 1 {
+                    format!("-{}", gi + 1)
+                } else {
+                    String::new()
+                }
+            };
             for (gi, (g, by_label)) in groups.order.iter().zip(&members).enumerate() {
+                let cells: Vec<&CaseResult> = by_label.values().flatten().copied().collect();
+                let flat = equal_load(&cells);
                 for &m in spec.metrics {
+                    if flat && m == Metric::OpsPerSec {
+                        continue;
+                    }
                     let series = by_label
                         .iter()
                         .map(|(&l, cells)| {
@@ -480,14 +601,16 @@ pub(crate) fn for_cases(workload: &str, cases: &[&CaseResult], styles: &Styles) 
                                         y,
                                         whisker: None,
                                         band: None,
+                                        behind: behind(c),
                                     })
                                 })
                                 .collect();
                             points.sort_by(|a, b| a.x.total_cmp(&b.x));
                             Series {
                                 label: labels[l].clone(),
-                                style: styles.of(&labels[l]),
+                                style: label_styles[l],
                                 points,
+                                faded: faded[l],
                             }
                         })
                         .filter(|s| !s.points.is_empty())
@@ -495,11 +618,7 @@ pub(crate) fn for_cases(workload: &str, cases: &[&CaseResult], styles: &Styles) 
                     if series.is_empty() {
                         continue;
                     }
-                    let suffix = if ngroups > 1 {
-                        format!("-{}", gi + 1)
-                    } else {
-                        String::new()
-                    };
+                    let suffix = suffix_of(gi);
                     charts.push(Chart {
                         id: format!("{}-{}{suffix}", file_slug(workload), m.slug()),
                         workload: workload.to_string(),
@@ -519,64 +638,107 @@ pub(crate) fn for_cases(workload: &str, cases: &[&CaseResult], styles: &Styles) 
                         left_out: left_out.clone(),
                     });
                 }
+                if facts(workload).rate_sweep {
+                    charts.extend(against_achieved(
+                        workload,
+                        g,
+                        &suffix_of(gi),
+                        param,
+                        by_label,
+                        &labels,
+                        &label_styles,
+                        &faded,
+                        &left_out,
+                    ));
+                }
             }
         }
         _ => {
-            // Categories in first-seen order; each label's cells with their category.
-            let mut categories = Ordered::default();
-            let mut by_label: Vec<Vec<(usize, &CaseResult)>> = vec![Vec::new(); labels.len()];
+            // A panel per value of the spec's panel parameter (page cache and O_DIRECT differ
+            // by 100x: one axis would flatten the slower), else one.
+            let panel = spec.panels.iter().copied().find(|p| {
+                let first = measured.first().and_then(|c| c.params.0.get(*p));
+                measured.iter().any(|c| c.params.0.get(*p) != first)
+            });
+            let mut panels = Ordered::default();
+            let mut in_panel: Vec<Vec<(&CaseResult, usize)>> = Vec::new();
             for (c, &l) in measured.iter().zip(&li) {
-                let x = categories.add(roles.point(c, None));
-                by_label[l].push((x, c));
-            }
-            let all_empty = categories.order.iter().all(|c| c.is_empty());
-            for &m in spec.metrics {
-                let series = labels
-                    .iter()
-                    .zip(&by_label)
-                    .map(|(l, cells)| Series {
-                        label: l.clone(),
-                        style: styles.of(l),
-                        points: cells
-                            .iter()
-                            .filter_map(|&(x, c)| {
-                                let f = c.figures.as_ref()?;
-                                let y = m.value(f)?;
-                                Some(Pt {
-                                    x: x as f64,
-                                    y,
-                                    whisker: m.whisker(f),
-                                    band: m.band(f),
-                                })
-                            })
-                            .collect(),
-                    })
-                    .filter(|s| !s.points.is_empty())
-                    .collect::<Vec<_>>();
-                if series.is_empty() {
-                    continue;
+                let v = panel
+                    .and_then(|p| c.params.0.get(p))
+                    .map(|v| format!("{}={v}", panel.unwrap_or_default()))
+                    .unwrap_or_default();
+                let k = panels.add(v);
+                if k == in_panel.len() {
+                    in_panel.push(Vec::new());
                 }
-                let band = series
-                    .iter()
-                    .any(|s| s.points.iter().any(|p| p.band.is_some()));
-                charts.push(Chart {
-                    id: format!("{}-{}", file_slug(workload), m.slug()),
-                    workload: workload.to_string(),
-                    title: format!("{workload}: {}", m.title(true, band)),
-                    kind: Kind::Bars,
-                    metric: m,
-                    x_axis: if all_empty {
-                        "model".into()
-                    } else {
-                        "parameters".into()
-                    },
-                    y_axis: m.axis().to_string(),
-                    log_x: false,
-                    log_y: spec.log_y,
-                    categories: categories.order.clone(),
-                    series,
-                    left_out: left_out.clone(),
-                });
+                in_panel[k].push((c, l));
+            }
+            let npanels = panels.order.len();
+            for (pi, (pv, cells)) in panels.order.iter().zip(&in_panel).enumerate() {
+                // Categories in first-seen order; each label's cells with their category.
+                let mut categories = Ordered::default();
+                let mut by_label: Vec<Vec<(usize, &CaseResult)>> = vec![Vec::new(); labels.len()];
+                for &(c, l) in cells {
+                    let x = categories.add(roles.point(c, panel));
+                    by_label[l].push((x, c));
+                }
+                let all_empty = categories.order.iter().all(|c| c.is_empty());
+                let (suffix, at) = if npanels > 1 {
+                    (format!("-{}", pi + 1), format!(" {pv}"))
+                } else {
+                    (String::new(), String::new())
+                };
+                for &m in spec.metrics {
+                    let series = labels
+                        .iter()
+                        .zip(&by_label)
+                        .enumerate()
+                        .map(|(i, (l, cells))| Series {
+                            label: l.clone(),
+                            style: label_styles[i],
+                            faded: faded[i],
+                            points: cells
+                                .iter()
+                                .filter_map(|&(x, c)| {
+                                    let f = c.figures.as_ref()?;
+                                    let y = m.value(f)?;
+                                    Some(Pt {
+                                        x: x as f64,
+                                        y,
+                                        whisker: m.whisker(f),
+                                        band: m.band(f),
+                                        behind: behind(c),
+                                    })
+                                })
+                                .collect(),
+                        })
+                        .filter(|s| !s.points.is_empty())
+                        .collect::<Vec<_>>();
+                    if series.is_empty() {
+                        continue;
+                    }
+                    let band = series
+                        .iter()
+                        .any(|s| s.points.iter().any(|p| p.band.is_some()));
+                    charts.push(Chart {
+                        id: format!("{}-{}{suffix}", file_slug(workload), m.slug()),
+                        workload: workload.to_string(),
+                        title: format!("{workload}{at}: {}", m.title(true, band)),
+                        kind: Kind::Bars,
+                        metric: m,
+                        x_axis: if all_empty {
+                            "model".into()
+                        } else {
+                            "parameters".into()
+                        },
+                        y_axis: m.axis().to_string(),
+                        log_x: false,
+                        log_y: spec.log_y,
+                        categories: categories.order.clone(),
+                        series,
+                        left_out: left_out.clone(),
+                    });
+                }
             }
         }
     }
@@ -637,7 +799,10 @@ mod tests {
     fn styles_are_distinct_for_the_first_slots() {
         let s: Vec<(_, _, _)> = (0..12)
             .map(|slot| {
-                let st = Style { slot };
+                let st = Style {
+                    slot,
+                    colour: Some(slot % PALETTE.len()),
+                };
                 (st.rgb(), st.marker(), st.dash())
             })
             .collect();

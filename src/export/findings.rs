@@ -472,6 +472,52 @@ pub(crate) fn rank_point(workload: &str, cells: &[&CaseResult]) -> Option<findin
         .and_then(|p| findings::rank(p, higher_is_better(b.metric)))
 }
 
+/// The models a workload's charts draw in full: each that led a ranked point or was never
+/// decided behind a point's leader (the findings' standings); the rest are drawn faded.
+/// `None` where nothing was ranked (then every model is drawn in full).
+pub(crate) fn highlighted(workload: &str, cases: &[&CaseResult]) -> Option<Vec<String>> {
+    let (b, cells) = basis(workload, cases).ok()?;
+    let pts = points(workload, &cells, b.metric);
+    let f = findings::of_points(&pts, higher_is_better(b.metric))?;
+    Some(
+        f.standings
+            .iter()
+            .filter(|s| s.led > 0 || s.behind == 0)
+            .map(|s| s.label.clone())
+            .collect(),
+    )
+}
+
+/// A workload's finding in a few words, for the run's closing summary: its leader with the
+/// points it led of those ranked ("blocking 4/5", "monoio" at one point), "no decided
+/// leader", "blocking alone", "not ranked".
+pub(crate) fn headline(workload: &str, cases: &[&CaseResult]) -> String {
+    let Ok((b, cells)) = basis(workload, cases) else {
+        return "not ranked".into();
+    };
+    let pts = points(workload, &cells, b.metric);
+    let Some(f) = findings::of_points(&pts, higher_is_better(b.metric)) else {
+        return match pts.first().and_then(|p| p.entries.first()) {
+            Some(e) => format!("{} alone", e.label),
+            None => "not ranked".into(),
+        };
+    };
+    // The most leads; the first of equals (standings put the never-behind first).
+    let top =
+        f.standings
+            .iter()
+            .filter(|s| s.led > 0)
+            .fold(None::<&findings::Standing>, |best, s| match best {
+                Some(b) if b.led >= s.led => Some(b),
+                _ => Some(s),
+            });
+    match top {
+        None => "no decided leader".into(),
+        Some(s) if f.points == 1 => s.label.clone(),
+        Some(s) => format!("{} {}/{}", s.label, s.led, f.points),
+    }
+}
+
 /// The finding of one workload's cells.
 pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Line {
     let (short, text, within_noise) = match basis(workload, cases) {

@@ -25,6 +25,9 @@ use crate::results::RunResults;
 /// Output formats. Adding one is a variant here and one arm in `exporter`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
+    /// The findings and a one-line-a-suite summary (the default on a terminal).
+    Summary,
+    /// The findings, every wide table, and the summary.
     Table,
     Markdown,
     Csv,
@@ -44,6 +47,7 @@ pub trait Exporter {
 impl Format {
     pub fn exporter(self) -> &'static dyn Exporter {
         match self {
+            Format::Summary => &term::Summary,
             Format::Table => &term::Term,
             Format::Markdown => &markdown::Markdown,
             Format::Csv => &csv::Csv,

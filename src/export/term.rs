@@ -6,6 +6,84 @@ use crate::results::RunResults;
 
 pub(crate) struct Term;
 
+/// The default terminal output: the findings, one line a workload, and a closing summary,
+/// one line a suite; the wide tables are `--format table`'s (and the report's).
+pub(crate) struct Summary;
+
+/// Terminal width the summary wraps to.
+const COLUMNS: usize = 100;
+
+/// `text` wrapped at [`COLUMNS`]: the first line after `first`, the rest after `indent`.
+fn wrap(first: &str, indent: &str, text: &str) -> String {
+    let mut out = String::from(first);
+    let mut col = first.chars().count();
+    let mut line_start = true;
+    for word in text.split(' ') {
+        let n = word.chars().count();
+        if !line_start && col + 1 + n > COLUMNS {
+            out.push('\n');
+            out.push_str(indent);
+            col = indent.chars().count();
+            line_start = true;
+        }
+        if !line_start {
+            out.push(' ');
+            col += 1;
+        }
+        out.push_str(word);
+        col += n;
+        line_start = false;
+    }
+    out.push('\n');
+    out
+}
+
+/// The closing summary, hyperfine's way: a line a suite (wrapped at [`COLUMNS`]), each
+/// workload's leader in a few words (`findings::headline`).
+pub(crate) fn summary_text(run: &RunResults) -> String {
+    let mut suites: Vec<(String, Vec<String>)> = Vec::new();
+    for (w, cases) in super::charts::by_workload(run) {
+        let (suite, name) = w.split_once('.').unwrap_or((w, w));
+        let part = format!("{name}: {}", super::findings::headline(w, &cases));
+        match suites.last_mut() {
+            Some((s, parts)) if s == suite => parts.push(part),
+            _ => suites.push((suite.to_string(), vec![part])),
+        }
+    }
+    let width = suites.iter().map(|(s, _)| s.len()).max().unwrap_or(0);
+    let mut out = String::from("Summary: each workload's leader (points it led of those ranked)\n");
+    for (s, parts) in &suites {
+        out += &wrap(
+            &format!("  {s:<width$}  "),
+            &" ".repeat(width + 4),
+            &parts.join(" · "),
+        );
+    }
+    out
+}
+
+impl Exporter for Summary {
+    fn render(&self, run: &RunResults) -> anyhow::Result<Vec<u8>> {
+        let mut out = String::from(
+            "Findings (wide tables: --format table; charts and evidence: report.html)\n",
+        );
+        for s in super::findings::for_run(run) {
+            out += &format!("  {} suite\n", s.suite);
+            for l in &s.lines {
+                out += &wrap(&format!("  - {}: ", l.workload), "      ", &l.short);
+            }
+        }
+        out += &wrap(
+            "  How far to trust this run: ",
+            "    ",
+            &super::findings::trust_text(run),
+        );
+        out.push('\n');
+        out += &summary_text(run);
+        Ok(out.into_bytes())
+    }
+}
+
 /// The findings block that opens the terminal summary.
 pub(crate) fn findings_text(run: &RunResults) -> String {
     let mut out = String::from("Findings (computed from the cells below)\n");
@@ -73,6 +151,7 @@ impl Exporter for Term {
         let tables = metric_tables(run);
         let mut body: Vec<String> = vec![findings_text(run)];
         body.extend(tables.iter().map(render_table));
+        body.push(summary_text(run));
         Ok(body.join("\n").into_bytes())
     }
 }

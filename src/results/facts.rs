@@ -54,14 +54,23 @@ impl Metric {
         }
     }
 
-    /// Y axis label with its unit.
+    /// A time in nanoseconds.
+    pub(crate) fn is_time(self) -> bool {
+        matches!(
+            self,
+            Metric::LatencyP50 | Metric::LatencyP99 | Metric::CpuPerOp
+        )
+    }
+
+    /// Y axis label; a time's unit is the drawing's, as its ticks show it
+    /// ([`Metric::is_time`]).
     pub(crate) fn axis(self) -> &'static str {
         match self {
-            Metric::LatencyP50 => "latency per op, ns (p50)",
-            Metric::LatencyP99 => "p99 latency per op, ns",
-            Metric::OpsPerSec => "ops/s",
+            Metric::LatencyP50 => "p50 latency per op",
+            Metric::LatencyP99 => "p99 latency per op",
+            Metric::OpsPerSec => "throughput, ops/s",
             Metric::SyscallsPer100 => "syscalls per 100 ops",
-            Metric::CpuPerOp => "CPU ns per op",
+            Metric::CpuPerOp => "CPU time per op",
         }
     }
 
@@ -121,6 +130,9 @@ pub struct ChartSpec {
     pub(crate) sweep: Option<Sweep>,
     pub(crate) metrics: &'static [Metric],
     pub(crate) log_y: bool,
+    /// Bars: parameters whose values get a chart each (the first that varies), where they
+    /// change a figure's scale (page cache against O_DIRECT).
+    pub(crate) panels: &'static [&'static str],
     /// The figure verdicts compare (lower is better for latency/CPU, higher for ops/s).
     pub(crate) verdict: Metric,
 }
@@ -177,6 +189,7 @@ pub(crate) const BARS: ChartSpec = ChartSpec {
     sweep: None,
     metrics: BAR_METRICS,
     log_y: false,
+    panels: &[],
     verdict: Metric::LatencyP50,
 };
 
@@ -196,6 +209,7 @@ pub(crate) const fn lines(
         }),
         metrics,
         log_y: true,
+        panels: &[],
         verdict,
     }
 }
@@ -240,6 +254,7 @@ impl Facts {
     pub(crate) const STORAGE: Facts = Facts {
         chart: ChartSpec {
             verdict: Metric::OpsPerSec,
+            panels: &["direct"],
             ..BARS
         },
         ..Facts::LOCAL

@@ -15,13 +15,17 @@ fn chart(xs: &[f64], log_x: bool) -> Chart {
         kind: Kind::Lines,
         metric: Metric::LatencyP99,
         x_axis: "offered rate, req/s".into(),
-        y_axis: "p99 latency per op, ns".into(),
+        y_axis: "p99 latency per op".into(),
         log_x,
         log_y: false,
         categories: Vec::new(),
         series: vec![Series {
             label: "epoll-lt".into(),
-            style: Style { slot: 0 },
+            style: Style {
+                slot: 0,
+                colour: Some(0),
+            },
+            faded: false,
             points: xs
                 .iter()
                 .map(|&x| Pt {
@@ -29,6 +33,7 @@ fn chart(xs: &[f64], log_x: bool) -> Chart {
                     y: 1000.0 + x / 100.0,
                     whisker: None,
                     band: None,
+                    behind: false,
                 })
                 .collect(),
         }],

@@ -102,8 +102,8 @@ fn html_is_self_contained_and_complete() {
     let cs = charts::build(&r);
     assert_eq!(
         h.matches("<svg").count(),
-        cs.len(),
-        "one inline SVG per chart"
+        2 * cs.len(),
+        "two inline SVGs per chart: a laptop's and a phone's"
     );
     // The kinds of chart the micro suite asks for.
     for id in [
@@ -146,11 +146,21 @@ fn html_is_self_contained_and_complete() {
         let why = c.reason.as_deref().unwrap();
         assert!(h.contains(why), "reason {why:?} missing from the HTML");
     }
-    // The same model has the same colour in every chart.
+    // The same model has the same marker and dash in every chart, and the same colour in
+    // every chart of a workload; no two series of a chart share a colour.
     let styles = charts::Styles::for_run(&r);
+    let mut colour: std::collections::HashMap<(&str, &str), Option<usize>> = Default::default();
     for c in &cs {
+        let mut seen = std::collections::HashSet::new();
         for s in &c.series {
-            assert_eq!(s.style, styles.of(&s.label));
+            assert_eq!(s.style.slot, styles.of(&s.label).slot);
+            let was = *colour
+                .entry((c.workload.as_str(), s.label.as_str()))
+                .or_insert(s.style.colour);
+            assert_eq!(was, s.style.colour, "{}: {}", c.id, s.label);
+            if let Some(k) = s.style.colour {
+                assert!(seen.insert(k), "{}: colour {k} twice", c.id);
+            }
         }
     }
     for needle in [
@@ -291,6 +301,44 @@ fn unfinished_runs_are_marked() {
     assert!(h.contains("class=\"status unfinished\""));
     let md = String::from_utf8(Format::Markdown.exporter().render(&r).unwrap()).unwrap();
     assert!(md.contains("**unfinished**"));
+}
+
+/// The terminal's default is short: the findings and a line a suite, nothing wider than 100
+/// columns, ending with the summary; `--format table` adds every wide table before it.
+#[test]
+fn the_terminal_default_is_short_and_ends_with_a_summary() {
+    let d = tempfile::tempdir().unwrap();
+    let report = |format: Option<&str>| {
+        let mut c = ringside();
+        c.args(["report", fixture().to_str().unwrap(), "--out"])
+            .arg(d.path().join("out"));
+        if let Some(f) = format {
+            c.args(["--format", f]);
+        }
+        let a = c.assert().success();
+        String::from_utf8_lossy(&a.get_output().stdout).to_string()
+    };
+    let short = report(None);
+    let wide = report(Some("table"));
+    let r = run();
+    let suites: Vec<String> = charts::workloads(&r)
+        .iter()
+        .map(|w| w.split('.').next().unwrap().to_string())
+        .collect();
+    for out in [&short, &wide] {
+        let tail = &out[out.rfind("\nSummary").expect("a closing summary")..];
+        for s in &suites {
+            assert!(tail.contains(&format!("\n  {s} ")), "{s}: {tail}");
+        }
+        assert!(tail.contains("pipe: "), "{tail}");
+    }
+    assert!(short.starts_with("Findings"), "{short}");
+    assert!(!short.contains("median (p50)"), "{short}");
+    assert!(wide.contains("median (p50)"), "{wide}");
+    let widest = |s: &str| s.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    assert!(widest(&short) <= 100, "{}", widest(&short));
+    assert!(widest(&wide) > 100, "{}", widest(&wide));
+    assert!(short.lines().count() * 3 < wide.lines().count());
 }
 
 #[test]

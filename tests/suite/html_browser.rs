@@ -110,8 +110,8 @@ fn report_renders_in_headless_chromium_without_console_errors() {
     assert!(!cs.is_empty());
     assert_eq!(
         dom.matches("<svg").count(),
-        cs.len(),
-        "one rendered <svg> per chart"
+        2 * cs.len(),
+        "two rendered <svg> per chart: a laptop's and a phone's"
     );
     for c in &cs {
         let start = dom
@@ -146,26 +146,340 @@ fn report_renders_in_headless_chromium_without_console_errors() {
             "no finding for {w}"
         );
     }
-    // A laptop and a phone. RINGSIDE_SCREENSHOTS=DIR keeps the screenshots for a look.
-    let keep = std::env::var_os("RINGSIDE_SCREENSHOTS").map(std::path::PathBuf::from);
-    for (name, size) in [("laptop", "1280,2000"), ("phone", "390,2400")] {
-        let shot = keep
-            .as_deref()
-            .unwrap_or(d.path())
-            .join(format!("report-{name}.png"));
-        chromium(&profile)
+    check_axes(&profile, &report, &run, "micro", false);
+
+    // Servers and files: many series, faded ones, cells that fell behind their offered rate,
+    // log and linear axes, page-cache and O_DIRECT panels.
+    let fixture = d.path().join("fixture");
+    Command::cargo_bin("ringside")
+        .unwrap()
+        .timeout(Duration::from_secs(60))
+        .args(["report", "tests/fixtures/charts.json", "--out"])
+        .arg(&fixture)
+        .assert()
+        .success();
+    let run = store::load(Path::new("tests/fixtures/charts.json")).unwrap();
+    let cs = charts::build(&run);
+    assert!(cs.iter().any(|c| c.series.iter().any(|s| s.faded)));
+    assert!(cs.iter().any(|c| c.id == "http.rate-p99-achieved"));
+    // Equal-load points have no throughput chart (flat by design); O_DIRECT has its panel.
+    assert!(cs.iter().any(|c| c.id == "storage.randread-ops-2"));
+    assert!(cs
+        .iter()
+        .any(|c| c.series.iter().any(|s| s.points.iter().any(|p| p.behind))));
+    check_axes(
+        &profile,
+        &fixture.join("report.html"),
+        &run,
+        "servers",
+        true,
+    );
+}
+
+/// Where screenshots go: RINGSIDE_SCREENSHOTS=DIR, else the test's output directory.
+fn screenshot_dir() -> std::path::PathBuf {
+    let dir = std::env::var_os("RINGSIDE_SCREENSHOTS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("html_browser"));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Appended to a copy of the report (the report itself has no script): opens every
+/// workload's `<details>`, then writes, for each chart drawing the browser shows, its axes' data and the
+/// box and rendered font size of each of its texts, as JSON in `<pre id="probe">`.
+const PROBE: &str = r#"<script>
+(function () {
+  document.querySelectorAll('details.detail').forEach(function (d) { d.open = true; });
+  var out = [];
+  document.querySelectorAll('figure.chart div.drawn').forEach(function (div) {
+    var r = div.getBoundingClientRect();
+    if (r.width < 1) return;
+    var svg = div.querySelector('svg');
+    var scale = r.width / svg.viewBox.baseVal.width;
+    var texts = [];
+    svg.querySelectorAll('text').forEach(function (t) {
+      var s = t.textContent.trim();
+      if (!s) return;
+      var b = t.getBoundingClientRect();
+      texts.push({s: s, l: b.left, t: b.top, r: b.right, b: b.bottom,
+                  px: parseFloat(t.getAttribute('font-size')) * scale});
+    });
+    var d = div.dataset;
+    out.push({chart: div.closest('figure').dataset.chart, layout: d.layout,
+              x_scale: d.xScale, y_scale: d.yScale, x_title: d.xTitle, y_title: d.yTitle,
+              x_ticks: d.xTicks, y_ticks: d.yTicks, texts: texts});
+  });
+  var pre = document.createElement('pre');
+  pre.id = 'probe';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>"#;
+
+/// The smallest rendered text a chart may have, CSS px.
+const MIN_TEXT_PX: f64 = 10.0;
+
+/// A time unit's nanoseconds.
+fn time_unit(u: &str) -> Option<f64> {
+    match u {
+        "ns" => Some(1.0),
+        "us" => Some(1e3),
+        "ms" => Some(1e6),
+        "s" => Some(1e9),
+        _ => None,
+    }
+}
+
+/// A tick label's value: "250", "2.5 ms" (time), "40k", "1.5M" (counts); `unit` is the
+/// title's time unit, if it names one. `None`: not a number with a unit its axis allows.
+fn tick_value(label: &str, time: bool, unit: Option<f64>) -> Option<f64> {
+    if time {
+        match (label.rsplit_once(' '), unit) {
+            (None, Some(u)) => Some(label.parse::<f64>().ok()? * u),
+            (Some((n, u)), None) => Some(n.parse::<f64>().ok()? * time_unit(u)?),
+            // "0" needs no unit.
+            (None, None) if label == "0" => Some(0.0),
+            _ => None,
+        }
+    } else {
+        let (n, mul) = match label.strip_suffix('k') {
+            Some(n) => (n, 1e3),
+            None => match label.strip_suffix('M') {
+                Some(n) => (n, 1e6),
+                None => (label, 1.0),
+            },
+        };
+        Some(n.parse::<f64>().ok()? * mul)
+    }
+}
+
+/// Every chart of `report` in headless Chromium at 1280 and 390 px, all clear (see
+/// [`problems`]); with `break_it`, the same report broken four ways, each caught. Screenshots of both
+/// widths (every workload's section open) are kept.
+fn check_axes(
+    profile: &Path,
+    report: &Path,
+    run: &ringside::results::RunResults,
+    name: &str,
+    break_it: bool,
+) {
+    let html = std::fs::read_to_string(report).unwrap();
+    let shots = screenshot_dir();
+    for width in [1280, 390] {
+        let found = problems(profile, report, &html, run, width);
+        assert!(found.is_empty(), "{name} at {width} px: {found:#?}");
+        // Screenshots of the opened page, for a look.
+        let probe = report.with_file_name("probe.html");
+        let shot = shots.join(format!("{name}-{width}.png"));
+        chromium(profile)
             .args([
                 &format!("--screenshot={}", shot.display()),
-                &format!("--window-size={size}"),
-                &url,
+                &format!("--window-size={width},6000"),
+                &format!("file://{}", probe.display()),
             ])
             .assert()
             .success();
         let png = std::fs::read(&shot).expect("screenshot written");
         assert!(
             png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000,
-            "{name}: {} bytes",
+            "{name} at {width}: {} bytes",
             png.len()
         );
+        eprintln!("screenshot: {}", shot.display());
     }
+    if !break_it {
+        return;
+    }
+    // The checks can fail: overlapping texts, a phone shown the laptop's drawing, a wrong
+    // unit, a log scale not said.
+    let style = |css: &str| html.replace("</head>", &format!("<style>{css}</style></head>"));
+    let broken = [
+        (
+            1280,
+            style("figure.chart svg text { font-size: 40px !important; }"),
+            "overlap",
+        ),
+        (
+            390,
+            style(
+                "figure.chart .narrow { display: none !important; } \
+                 figure.chart .wide { display: block !important; }",
+            ),
+            "renders at",
+        ),
+        (
+            1280,
+            html.replace(", us", ", ns"),
+            "outside the labelled ticks",
+        ),
+        (1280, html.replace(" (log)", ""), "title"),
+    ];
+    for (width, page, expect) in broken {
+        assert_ne!(page, html, "{expect}: the page is not broken");
+        let bad = report.with_file_name("broken.html");
+        std::fs::write(&bad, page).unwrap();
+        let found = problems(
+            profile,
+            &bad,
+            &std::fs::read_to_string(&bad).unwrap(),
+            run,
+            width,
+        );
+        assert!(
+            found.iter().any(|p| p.contains(expect)),
+            "{name} at {width} px: a broken page's {expect:?} not caught: {found:#?}"
+        );
+    }
+}
+
+/// What is wrong with the charts of `html` (written beside `report`) in headless Chromium at
+/// `width` px: each must show one drawing, the one for its width; an axis title says "(log)"
+/// exactly where the scale is log; a time axis names its unit in the title exactly where its
+/// ticks are bare numbers in that unit, else every tick carries its own; tick labels are
+/// distinct, drawn, and span the data (the lowest decade of a log axis labelled); no two
+/// texts overlap; no text renders under [`MIN_TEXT_PX`].
+fn problems(
+    profile: &Path,
+    report: &Path,
+    html: &str,
+    run: &ringside::results::RunResults,
+    width: u32,
+) -> Vec<String> {
+    let probe = report.with_file_name("probe.html");
+    std::fs::write(&probe, html.replace("</body>", &format!("{PROBE}</body>"))).unwrap();
+    let url = format!("file://{}", probe.display());
+    let cs = charts::build(run);
+    let layout = if width < 640 { "narrow" } else { "wide" };
+    let mut found = Vec::new();
+    let mut fail = |m: String| {
+        if found.len() < 40 {
+            found.push(m)
+        }
+    };
+    let size = format!("--window-size={width},3000");
+    let out = chromium(profile)
+        .args([size.as_str(), "--dump-dom", url.as_str()])
+        .output()
+        .expect("chromium runs");
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let start = dom.find("<pre id=\"probe\">").expect("the probe ran") + 16;
+    let json = dom[start..start + dom[start..].find("</pre>").unwrap()]
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    let drawn: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    if drawn.len() != cs.len() {
+        fail(format!(
+            "{} drawings shown for {} charts",
+            drawn.len(),
+            cs.len()
+        ));
+    }
+    for c in &cs {
+        let Some(e) = drawn.iter().find(|e| e["chart"] == c.id.as_str()) else {
+            fail(format!("{} not shown", c.id));
+            continue;
+        };
+        let at = c.id.as_str();
+        if e["layout"] != layout {
+            fail(format!("{at}: the {} drawing shown", e["layout"]));
+        }
+        let texts = e["texts"].as_array().unwrap();
+        let drawn_text = |t: &str| texts.iter().any(|x| x["s"] == t);
+        let field = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+        // Axis kinds: "(log)" exactly on log scales, and log only where the chart is.
+        let (ys, yt) = (field("y_scale"), field("y_title"));
+        if (ys == "log") != c.log_y {
+            fail(format!("{at}: y scale {ys}, chart log_y {}", c.log_y));
+        }
+        if yt.ends_with(" (log)") != (ys == "log") {
+            fail(format!("{at}: y title {yt:?} on a {ys} scale"));
+        }
+        if !drawn_text(&yt) {
+            fail(format!("{at}: y title {yt:?} not drawn"));
+        }
+        let (xs, xt) = (field("x_scale"), field("x_title"));
+        if xt.contains("(log)") != (xs == "log") {
+            fail(format!("{at}: x title {xt:?} on a {xs} scale"));
+        }
+        if c.kind == charts::Kind::Lines && !drawn_text(&xt) {
+            fail(format!("{at}: x title {xt:?} not drawn"));
+        }
+        if c.kind == charts::Kind::Bars && xs != "linear" {
+            fail(format!("{at}: bars on a {xs} x"));
+        }
+        // Units: a time axis names the unit its bare ticks are in, or its ticks do.
+        use charts::Metric::*;
+        let time = matches!(c.metric, LatencyP50 | LatencyP99 | CpuPerOp);
+        let bare = yt.trim_end_matches(" (log)");
+        let unit = bare.rsplit_once(", ").and_then(|(_, u)| time_unit(u));
+        if !time && unit.is_some() {
+            fail(format!("{at}: a time unit on {yt:?}"));
+        }
+        // Ticks: distinct, drawn, spanning the data.
+        for (axis, ticks) in [("x", field("x_ticks")), ("y", field("y_ticks"))] {
+            if axis == "x" && c.kind == charts::Kind::Bars {
+                continue;
+            }
+            let ticks: Vec<&str> = ticks.split('|').collect();
+            if ticks.len() < 2 {
+                fail(format!("{at}: {axis} ticks {ticks:?}"));
+            }
+            let mut seen = std::collections::HashSet::new();
+            for t in &ticks {
+                if !seen.insert(*t) {
+                    fail(format!("{at}: {axis} tick {t:?} twice"));
+                }
+                if !drawn_text(t) {
+                    fail(format!("{at}: {axis} tick {t:?} not drawn"));
+                }
+            }
+            let y = axis == "y";
+            let vals: Vec<f64> = ticks
+                .iter()
+                .filter_map(|t| {
+                    let v = tick_value(t, y && time, if y { unit } else { None });
+                    if v.is_none() {
+                        fail(format!("{at}: {axis} tick {t:?} under the title {yt:?}"));
+                    }
+                    v
+                })
+                .collect();
+            let lo = vals.iter().cloned().fold(f64::INFINITY, f64::min);
+            let hi = vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let data = c
+                .series
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| if y { p.y } else { p.x }))
+                .filter(|v| *v > 0.0 || (y && ys != "log"));
+            for v in data {
+                if !(lo <= v * (1.0 + 1e-9) && v <= hi * (1.0 + 1e-9)) {
+                    fail(format!(
+                        "{at}: {axis} value {v} outside the labelled ticks {ticks:?}"
+                    ));
+                    break;
+                }
+            }
+        }
+        // Texts: readable, and no two overlap (boxes less a pixel each side).
+        let bx = |t: &serde_json::Value| {
+            let f = |k: &str| t[k].as_f64().unwrap();
+            (f("l") + 1.0, f("t") + 1.0, f("r") - 1.0, f("b") - 1.0)
+        };
+        for (i, a) in texts.iter().enumerate() {
+            let px = a["px"].as_f64().unwrap();
+            if px < MIN_TEXT_PX {
+                fail(format!("{at}: {} renders at {px:.1} px", a["s"]));
+            }
+            let (al, top, ar, ab) = bx(a);
+            for b in &texts[..i] {
+                let (bl, bt, br, bb) = bx(b);
+                if !(ar <= bl || br <= al || ab <= bt || bb <= top) {
+                    fail(format!("{at}: texts {} and {} overlap", a["s"], b["s"]));
+                }
+            }
+        }
+    }
+    found
 }

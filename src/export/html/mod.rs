@@ -226,21 +226,49 @@ fn pairwise_html(w: &str, cases: &[&crate::results::CaseResult]) -> Markup {
     }
 }
 
-/// One chart as a figure; `data-series` is the number of series drawn.
+/// One chart as a figure; `data-series` is the number of series drawn. It is drawn twice,
+/// for a laptop's column and a phone's width (the style sheet shows one), each with its
+/// axes as data: scale, title and tick labels (`|`-separated), for whoever checks them.
 fn figure(c: &Chart) -> anyhow::Result<Markup> {
-    // Markup of our own: plotters' SVG backend escapes the text it writes.
-    let svg = PreEscaped(svg::draw(c, true)?);
     let labels = c
         .series
         .iter()
         .map(|s| s.label.as_str())
         .collect::<Vec<_>>()
         .join(", ");
+    let mut drawn = Vec::with_capacity(2);
+    for (layout, class) in [(svg::Layout::Wide, "wide"), (svg::Layout::Narrow, "narrow")] {
+        // Markup of our own: plotters' SVG backend escapes the text it writes.
+        let svg = PreEscaped(svg::draw_in(c, layout, true)?);
+        let ax = svg::axes(c, layout);
+        let scale = |log: bool| if log { "log" } else { "linear" };
+        drawn.push(html! {
+            div class={ "drawn " (class) } data-layout=(class)
+                data-x-scale=(scale(ax.x.log)) data-y-scale=(scale(ax.y.log))
+                data-x-title=(ax.x.title) data-y-title=(ax.y.title)
+                data-x-ticks=(ax.x.labels.join("|")) data-y-ticks=(ax.y.labels.join("|")) {
+                (svg)
+            }
+        });
+    }
+    let faded: Vec<&str> = c
+        .series
+        .iter()
+        .filter(|s| s.faded)
+        .map(|s| s.label.as_str())
+        .collect();
     Ok(html! {
         figure class="chart" id={ "c-" (c.id) } data-chart=(c.id) data-series=(c.series.len()) {
-            (svg)
+            p class="ctitle" { (c.title) }
+            @for d in &drawn { (d) }
             figcaption {
                 "series: " (labels)
+                @if !faded.is_empty() {
+                    "; faded: decided behind the leader (" (faded.join(", ")) ")"
+                }
+                @if c.series.iter().any(|s| s.points.iter().any(|p| p.behind)) {
+                    "; a ring marks a cell that fell behind the rate it was offered"
+                }
                 @if !c.left_out.is_empty() {
                     "; " (c.left_out.len())
                     " cell(s) of this workload not drawn (not measured; listed below)"
@@ -318,6 +346,7 @@ fn workload_html(
     let pairs = pairwise_html(w, cases);
     let explain = super::explain::html(w, cases)?;
     let missing = not_measured_in(cases);
+    let finding = super::findings::for_cases(w, cases);
     Ok(html! {
         section class="workload" id=(anchor(w)) {
             h3 { (w) }
@@ -327,6 +356,9 @@ fn workload_html(
             @if let Some(c) = cases.first() {
                 p class="note" { "one op = " (c.op) }
             }
+            p class="finding" { (finding.short) }
+            details class="detail" {
+            summary { "charts, verdicts and tables" }
             @if !figures.is_empty() {
                 div class="charts" { @for f in &figures { (f) } }
             }
@@ -351,6 +383,7 @@ fn workload_html(
             @if !missing.is_empty() {
                 h4 { "Cells not measured" }
                 ul class="unmeasured" { @for m in &missing { li { (m) } } }
+            }
             }
         }
     })

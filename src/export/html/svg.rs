@@ -3,70 +3,270 @@
 //! dash from its [`Style`].
 
 use crate::export::charts::{Chart, Kind, Marker, Series, Style};
-use crate::export::table::{fmt_ns, fmt_rate, fmt_ratio};
-use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-/// Chart size, px.
-pub(crate) const WIDTH: u32 = 900;
-pub(crate) const HEIGHT: u32 = 440;
-/// The legend strip at the right, px: legends never cover data.
-const LEGEND_WIDTH: u32 = 170;
+/// Where a chart is drawn: a laptop's grid column, or a phone's width. Text sizes are the
+/// plotters sizes (its SVG writes `size / 1.24` as the font size).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// 720 px wide, the legend in a strip at the right: a grid column of about 560 px.
+    Wide,
+    /// 420 px wide, the legend under the plot: a phone's width of about 360 px.
+    Narrow,
+}
 
-/// One legend entry per series, in series order, in the strip right of the plot.
-fn legend(area: &DrawingArea<SVGBackend<'_>, Shift>, chart: &Chart) -> anyhow::Result<()> {
+impl Layout {
+    pub(crate) fn width(self) -> u32 {
+        match self {
+            Layout::Wide => 720,
+            Layout::Narrow => 420,
+        }
+    }
+    /// The legend strip at the right, px (legends never cover data); 0: under the plot.
+    fn legend_width(self) -> u32 {
+        match self {
+            Layout::Wide => 170,
+            Layout::Narrow => 0,
+        }
+    }
+    /// The plot's height (axes included), px.
+    fn plot_height(self) -> u32 {
+        match self {
+            Layout::Wide => 420,
+            Layout::Narrow => 340,
+        }
+    }
+    /// Legend rows under the plot for `n` entries (two a row).
+    fn legend_rows(self, n: usize) -> u32 {
+        match self {
+            Layout::Wide => 0,
+            Layout::Narrow => n.div_ceil(2) as u32,
+        }
+    }
+}
+
+/// A coordinate whose ticks are ours (`axes`): plotters' own key points put several labels
+/// on one value or crowd a log axis's top decade.
+struct Keyed<R> {
+    inner: R,
+    ticks: Vec<f64>,
+}
+
+impl<R: Ranged<ValueType = f64>> Ranged for Keyed<R> {
+    type ValueType = f64;
+    type FormatOption = plotters::coord::ranged1d::DefaultFormatting;
+    fn range(&self) -> std::ops::Range<f64> {
+        self.inner.range()
+    }
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(v, limit)
+    }
+    fn key_points<H: plotters::coord::ranged1d::KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+    fn axis_pixel_range(&self, limit: (i32, i32)) -> std::ops::Range<i32> {
+        self.inner.axis_pixel_range(limit)
+    }
+}
+
+trait IntoKeyed: AsRangedCoord<Value = f64> + Sized {
+    fn into_keyed(self, ticks: Vec<f64>) -> Keyed<Self::CoordDescType> {
+        Keyed {
+            inner: self.into(),
+            ticks,
+        }
+    }
+}
+
+impl<T: AsRangedCoord<Value = f64>> IntoKeyed for T {}
+
+/// Plotters text sizes: tick and category labels, axis titles, legend, caption.
+const TICK: u32 = 17;
+const DESC: u32 = 18;
+const KEY: u32 = 17;
+const CAPTION: u32 = 20;
+/// A legend row, px.
+const KEY_ROW: i32 = 22;
+/// Margin around the plot, px.
+const MARGIN: u32 = 10;
+
+/// Rendered width of `text` at plotters size `size`, px: 0.6 em a character of the font
+/// size the SVG writes (`size / 1.24`), which over-estimates sans-serif digits and letters.
+pub(crate) fn text_px(text: &str, size: u32) -> f64 {
+    text.chars().count() as f64 * 0.6 * size as f64 / 1.24
+}
+
+/// The legend entries: the series, then the mark of points that fell behind, if any.
+fn legend(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    chart: &Chart,
+    layout: Layout,
+) -> anyhow::Result<()> {
     let behind = if chart.kind == Kind::Bars {
         Behind::Box
     } else {
         Behind::Line
     };
+    let at = |i: usize| -> (i32, i32) {
+        match layout {
+            Layout::Wide => (16, 30 + i as i32 * KEY_ROW),
+            Layout::Narrow => (
+                16 + (i % 2) as i32 * (layout.width() as i32 / 2),
+                12 + (i / 2) as i32 * KEY_ROW,
+            ),
+        }
+    };
+    let font = |faded: bool| {
+        ("sans-serif", KEY)
+            .into_font()
+            .color(if faded { &FADED_TEXT } else { &BLACK })
+            .pos(Pos::new(HPos::Left, VPos::Center))
+    };
     for (i, s) in chart.series.iter().enumerate() {
-        let y = 52 + i as i32 * 22;
+        let (x, y) = at(i);
         area.draw(&marker(
             s.style,
-            (16, y),
+            (x, y),
             4,
             chart.kind == Kind::Bars,
             behind,
+            s.faded,
         ))
         .map_err(err)?;
-        area.draw(&Text::new(
-            s.label.clone(),
-            (34, y),
-            ("sans-serif", 16)
-                .into_font()
-                .into_text_style(area)
-                .pos(Pos::new(HPos::Left, VPos::Center)),
-        ))
-        .map_err(err)?;
+        area.draw(&Text::new(s.label.clone(), (x + 18, y), font(s.faded)))
+            .map_err(err)?;
+    }
+    if any_behind(chart) {
+        let (x, y) = at(chart.series.len());
+        area.draw(&behind_mark((x, y))).map_err(err)?;
+        area.draw(&Text::new(BEHIND_KEY, (x + 18, y), font(false)))
+            .map_err(err)?;
     }
     Ok(())
 }
+
+/// The legend's words for the mark over a point whose cell fell behind its offered rate.
+pub(crate) const BEHIND_KEY: &str = "fell behind offer";
+
+fn any_behind(chart: &Chart) -> bool {
+    chart
+        .series
+        .iter()
+        .any(|s| s.points.iter().any(|p| p.behind))
+}
+
+/// The legend's entries: one per series and the "fell behind" mark's.
+fn legend_entries(chart: &Chart) -> usize {
+    chart.series.len() + usize::from(any_behind(chart))
+}
+
+/// A faded series' legend text.
+const FADED_TEXT: RGBColor = RGBColor(150, 150, 150);
+/// How much of its colour a faded series keeps.
+const FADE: f64 = 0.3;
 
 fn color(s: Style) -> RGBColor {
     let (r, g, b) = s.rgb();
     RGBColor(r, g, b)
 }
 
-/// The chart as an SVG document. `inline` drops the XML namespace (not needed inside HTML,
-/// and the report carries no URL of any kind).
+/// The chart as an SVG document in the wide layout. `inline` drops the XML namespace (not
+/// needed inside HTML, and the report carries no URL of any kind) and the title (the page
+/// writes it as text that wraps).
 pub fn draw(chart: &Chart, inline: bool) -> anyhow::Result<String> {
+    draw_in(chart, Layout::Wide, inline)
+}
+
+/// The caption's lines: the title wrapped to the chart's width.
+fn caption_lines(chart: &Chart, layout: Layout) -> Vec<String> {
+    let max = (layout.width() as f64 / text_px("x", CAPTION)) as usize;
+    let mut lines: Vec<String> = Vec::new();
+    for word in chart.title.split(' ') {
+        match lines.last_mut() {
+            Some(l) if l.chars().count() + 1 + word.chars().count() <= max => {
+                l.push(' ');
+                l.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
+/// The chart as an SVG document in `layout` (see [`draw`]).
+pub fn draw_in(chart: &Chart, layout: Layout, inline: bool) -> anyhow::Result<String> {
+    let caption = if inline {
+        Vec::new()
+    } else {
+        caption_lines(chart, layout)
+    };
+    let cap_h = caption.len() as u32 * (CAPTION + 4);
+    let legend_h = match layout.legend_rows(legend_entries(chart)) {
+        0 => 0,
+        rows => rows * KEY_ROW as u32 + 12,
+    };
+    let (w, h) = (layout.width(), cap_h + layout.plot_height() + legend_h);
+    let ax = axes(chart, layout);
     let mut buf = String::new();
     {
-        let full = SVGBackend::with_string(&mut buf, (WIDTH, HEIGHT)).into_drawing_area();
+        let full = SVGBackend::with_string(&mut buf, (w, h)).into_drawing_area();
         full.fill(&WHITE).map_err(err)?;
-        let (root, key) = full.split_horizontally(WIDTH - LEGEND_WIDTH);
-        legend(&key, chart)?;
-        let log_x = use_log_x(chart);
-        let (x0, x1) = x_range(chart, log_x);
-        let (y0, y1) = y_range(chart);
-        match (log_x, chart.log_y) {
-            (false, false) => plot(&root, chart, x0..x1, y0..y1, y0)?,
-            (true, false) => plot(&root, chart, (x0..x1).log_scale(), y0..y1, y0)?,
-            (false, true) => plot(&root, chart, x0..x1, (y0..y1).log_scale(), y0)?,
-            (true, true) => plot(&root, chart, (x0..x1).log_scale(), (y0..y1).log_scale(), y0)?,
+        let (top, body) = full.split_vertically(cap_h);
+        for (i, l) in caption.iter().enumerate() {
+            top.draw(&Text::new(
+                l.clone(),
+                (w as i32 / 2, 2 + i as i32 * (CAPTION as i32 + 4)),
+                ("sans-serif", CAPTION)
+                    .into_font()
+                    .into_text_style(&top)
+                    .pos(Pos::new(HPos::Center, VPos::Top)),
+            ))
+            .map_err(err)?;
+        }
+        let (root, key) = match layout {
+            Layout::Wide => body.split_horizontally(w - layout.legend_width()),
+            Layout::Narrow => body.split_vertically(layout.plot_height()),
+        };
+        legend(&key, chart, layout)?;
+        let (x0, x1) = (ax.x.lo, ax.x.hi);
+        let (y0, y1) = (ax.y.lo, ax.y.hi);
+        let (xk, yk) = (ax.x.ticks.clone(), ax.y.ticks.clone());
+        match (ax.x.log, ax.y.log) {
+            (false, false) => plot(
+                &root,
+                chart,
+                &ax,
+                (x0..x1).into_keyed(xk),
+                (y0..y1).into_keyed(yk),
+            )?,
+            (true, false) => plot(
+                &root,
+                chart,
+                &ax,
+                (x0..x1).log_scale().into_keyed(xk),
+                (y0..y1).into_keyed(yk),
+            )?,
+            (false, true) => plot(
+                &root,
+                chart,
+                &ax,
+                (x0..x1).into_keyed(xk),
+                (y0..y1).log_scale().into_keyed(yk),
+            )?,
+            (true, true) => plot(
+                &root,
+                chart,
+                &ax,
+                (x0..x1).log_scale().into_keyed(xk),
+                (y0..y1).log_scale().into_keyed(yk),
+            )?,
         }
         full.present().map_err(err)?;
     }
@@ -81,7 +281,8 @@ fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow::anyhow!("drawing a chart: {e:?}")
 }
 
-fn points(chart: &Chart) -> impl Iterator<Item = f64> + '_ {
+/// Every y value drawn: points, whiskers and bands.
+fn ys(chart: &Chart) -> impl Iterator<Item = f64> + '_ {
     chart.series.iter().flat_map(|s| {
         s.points.iter().flat_map(|p| {
             let (lo, hi) = p.whisker.unwrap_or((p.y, p.y));
@@ -91,112 +292,261 @@ fn points(chart: &Chart) -> impl Iterator<Item = f64> + '_ {
     })
 }
 
-/// The data's x span (lines only).
-fn x_span(chart: &Chart) -> (f64, f64) {
-    chart
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.x))
+fn span(vs: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    let (lo, hi) = vs
+        .filter(|v| v.is_finite())
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
             (a.min(x), b.max(x))
-        })
+        });
+    lo.is_finite().then_some((lo, hi))
 }
 
-/// A log x axis only where the chart asks for one and the data spans at least two decades:
-/// over a narrower span (a rate sweep from 50,000 to 100,000) a log axis has one labelled
-/// tick, or labels crowded together at its right end.
-fn use_log_x(chart: &Chart) -> bool {
-    let (lo, hi) = x_span(chart);
+/// One axis as drawn: its scale, range, ticks with their labels, and its title, which
+/// names the unit where every tick is in one unit and says "(log)" where the scale is.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Axis {
+    pub log: bool,
+    pub lo: f64,
+    pub hi: f64,
+    pub ticks: Vec<f64>,
+    pub labels: Vec<String>,
+    pub title: String,
+}
+
+/// A chart's two axes (a bar chart's x axis has no ticks: its categories are labelled).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Axes {
+    pub x: Axis,
+    pub y: Axis,
+}
+
+/// What an axis counts, for its tick labels.
+#[derive(Clone, Copy, PartialEq)]
+enum Quantity {
+    /// Nanoseconds: ticks in ns, us, ms or s.
+    Time,
+    /// A count or rate: ticks with k or M.
+    Count,
+}
+
+/// A tick's number in `unit` (a divisor), trimmed: "2.5", "100", "0.05".
+fn number(v: f64, div: f64) -> String {
+    let s = format!("{:.3}", v / div);
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.to_string()
+    }
+}
+
+/// The unit (divisor, suffix) a value is written in.
+fn unit_of(q: Quantity, v: f64) -> (f64, &'static str) {
+    let a = v.abs();
+    match q {
+        Quantity::Time if a >= 1e9 => (1e9, "s"),
+        Quantity::Time if a >= 1e6 => (1e6, "ms"),
+        Quantity::Time if a >= 1e3 => (1e3, "us"),
+        Quantity::Time => (1.0, "ns"),
+        Quantity::Count if a >= 1e6 => (1e6, "M"),
+        Quantity::Count if a >= 1e4 => (1e3, "k"),
+        Quantity::Count => (1.0, ""),
+    }
+}
+
+/// Tick labels and the unit for the title, if one unit serves every tick. A linear axis
+/// writes every tick in its largest tick's unit; a log axis each tick in its own, and where
+/// those differ, each label carries its unit and the title none.
+fn labels(q: Quantity, ticks: &[f64], log: bool) -> (Vec<String>, Option<&'static str>) {
+    let top = ticks.iter().fold(0f64, |a, t| a.max(t.abs()));
+    let units: Vec<(f64, &str)> = ticks
+        .iter()
+        .map(|&t| if log { unit_of(q, t) } else { unit_of(q, top) })
+        .collect();
+    let uniform = units.windows(2).all(|w| w[0].1 == w[1].1);
+    let labels = ticks
+        .iter()
+        .zip(&units)
+        .map(|(&t, &(div, u))| match q {
+            Quantity::Time if uniform => number(t, div),
+            Quantity::Time => format!("{} {u}", number(t, div)),
+            // k and M are multipliers: every label carries its own.
+            Quantity::Count if t == 0.0 => "0".into(),
+            Quantity::Count => format!("{}{u}", number(t, div)),
+        })
+        .collect();
+    let unit = match q {
+        Quantity::Time if uniform => units.first().map(|u| u.1),
+        _ => None,
+    };
+    (labels, unit)
+}
+
+/// A step of 1, 2, 2.5 or 5 times a power of ten, at least `raw`.
+fn nice_step(raw: f64) -> f64 {
+    let mag = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw * (1.0 - 1e-9))
+        .unwrap_or(10.0 * mag)
+}
+
+/// Linear ticks over `lo..hi` with at most `max` of them: multiples of a nice step, the
+/// range widened to the nearest ones.
+fn linear(lo: f64, hi: f64, max: usize) -> (f64, f64, Vec<f64>) {
+    let max = max.max(2);
+    let step = nice_step(((hi - lo) / (max - 1) as f64).max(f64::MIN_POSITIVE));
+    let (a, b) = ((lo / step).floor() as i64, (hi / step).ceil() as i64);
+    let ticks = (a..=b).map(|k| k as f64 * step).collect();
+    (a as f64 * step, b as f64 * step, ticks)
+}
+
+/// Log ticks: the range widened to whole decades (so the lowest decade is labelled), a tick
+/// at every decade (every few where they do not fit), with 2 and 5 between over a span of
+/// two decades or less.
+fn logarithmic(lo: f64, hi: f64, max: usize) -> (f64, f64, Vec<f64>) {
+    let d0 = lo.log10().floor() as i32;
+    let mut d1 = hi.log10().ceil() as i32;
+    if d1 <= d0 {
+        d1 = d0 + 1;
+    }
+    let decades = (d1 - d0) as usize;
+    let ticks = if decades <= 2 && 3 * decades < max {
+        (d0..d1)
+            .flat_map(|d| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(d)))
+            .chain([10f64.powi(d1)])
+            .collect()
+    } else {
+        let every = (decades + 1).div_ceil(max.max(2)).max(1);
+        (d0..=d1).step_by(every).map(|d| 10f64.powi(d)).collect()
+    };
+    (10f64.powi(d0), 10f64.powi(d1), ticks)
+}
+
+/// The x axis of a line chart is log only where the chart asks for one and the data spans
+/// at least two decades: over a narrower span (a rate sweep from 50,000 to 100,000) a log
+/// axis has one decade's labels.
+fn use_log_x(chart: &Chart, lo: f64, hi: f64) -> bool {
     chart.log_x && chart.kind == Kind::Lines && lo > 0.0 && hi / lo >= 100.0
 }
 
-/// Width of the plot area, px (the chart less the legend strip, margins and y labels).
-const PLOT_WIDTH: u32 = WIDTH - LEGEND_WIDTH - 2 * 12 - 78;
-
-/// An x tick label: compact, so labels stay short ("50k", "1.5M", "64").
-fn x_tick(v: f64) -> String {
-    let a = v.abs();
-    let trim = |s: String| {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s
-        }
-    };
-    if a >= 1e6 {
-        format!("{}M", trim(format!("{:.2}", v / 1e6)))
-    } else if a >= 1e4 {
-        format!("{}k", trim(format!("{:.1}", v / 1e3)))
-    } else if a >= 100.0 || v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        trim(format!("{v:.2}"))
-    }
+/// Room for the plot once the y labels and the legend are set aside, px.
+fn plot_size(layout: Layout, y_label_px: f64, x_area: u32) -> (f64, f64) {
+    let w = (layout.width() - layout.legend_width() - 2 * MARGIN) as f64 - y_label_px;
+    let h = (layout.plot_height() - 2 * MARGIN - x_area) as f64;
+    (w, h)
 }
 
-/// How many x labels fit side by side: the plot's width over the widest label's width (0.6 em
-/// a character at the 15 px label font, plus a gap of two characters).
-fn x_label_count(chart: &Chart) -> usize {
-    let (lo, hi) = x_span(chart);
-    let chars = [lo, hi, (lo + hi) / 2.0]
-        .iter()
-        .map(|v| x_tick(*v).chars().count() + 1)
-        .max()
-        .unwrap_or(4);
-    let per = (chars + 2) as f64 * 0.6 * 15.0;
-    ((PLOT_WIDTH as f64 / per) as usize).clamp(2, 10)
-}
-
-fn x_range(chart: &Chart, log_x: bool) -> (f64, f64) {
+/// Space under the plot for x labels and title, px.
+fn x_area(chart: &Chart) -> u32 {
     if chart.kind == Kind::Bars {
-        return (0.0, chart.categories.len().max(1) as f64);
-    }
-    let xs = chart
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.x));
-    let (lo, hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
-        (a.min(x), b.max(x))
-    });
-    if log_x {
-        (lo / 1.5, hi * 1.5)
+        (TICK + 6) * category_lines(chart) as u32 + 12
     } else {
-        let pad = ((hi - lo) * 0.05).max(0.5);
-        (lo - pad, hi + pad)
+        TICK + 6 + DESC + 10
     }
 }
 
-fn y_range(chart: &Chart) -> (f64, f64) {
-    let ys = points(chart).filter(|v| v.is_finite() && (!chart.log_y || *v > 0.0));
-    let (lo, hi) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
-        (a.min(y), b.max(y))
-    });
-    if !lo.is_finite() {
-        return (0.0, 1.0);
+/// A y label area wide enough for the widest tick label and the rotated title, px.
+fn y_area(y: &Axis) -> u32 {
+    let widest = y
+        .labels
+        .iter()
+        .map(|l| text_px(l, TICK))
+        .fold(0.0, f64::max);
+    (widest + DESC as f64 + 16.0).ceil() as u32
+}
+
+/// The axes of `chart` drawn in `layout`: scales, ticks that fit side by side, and titles.
+pub fn axes(chart: &Chart, layout: Layout) -> Axes {
+    let yq = if chart.metric.is_time() {
+        Quantity::Time
+    } else {
+        Quantity::Count
+    };
+    let (ylo, yhi) = span(ys(chart).filter(|v| !chart.log_y || *v > 0.0)).unwrap_or((0.0, 1.0));
+    // Vertically: a label and a gap of twice its height, px.
+    let (_, h) = plot_size(layout, 60.0, x_area(chart));
+    let ymax = ((h / (2.4 * TICK as f64 / 1.24)) as usize).clamp(2, 8);
+    let (lo, hi, ticks) = if chart.log_y {
+        logarithmic(ylo, yhi * 1.02, ymax)
+    } else {
+        let (lo, hi, t) = linear(0.0, if yhi > 0.0 { yhi * 1.05 } else { 1.0 }, ymax);
+        (lo, hi, t)
+    };
+    let (ylabels, yunit) = labels(yq, &ticks, chart.log_y);
+    let mut ytitle = chart.y_axis.clone();
+    if let (Some(u), true) = (yunit, yq == Quantity::Time) {
+        ytitle = format!("{ytitle}, {u}");
     }
     if chart.log_y {
-        // At least a decade and a half, so the axis always has labelled ticks.
-        let (lo, hi) = (lo / 2.0, hi * 2.0);
-        if hi / lo < 30.0 {
-            let mid = (lo * hi).sqrt();
-            (mid / 30f64.sqrt(), mid * 30f64.sqrt())
-        } else {
-            (lo, hi)
+        ytitle.push_str(" (log)");
+    }
+    let y = Axis {
+        log: chart.log_y,
+        lo,
+        hi,
+        ticks,
+        labels: ylabels,
+        title: ytitle,
+    };
+    let x = if chart.kind == Kind::Bars {
+        Axis {
+            log: false,
+            lo: 0.0,
+            hi: chart.categories.len().max(1) as f64,
+            ticks: Vec::new(),
+            labels: Vec::new(),
+            title: chart.x_axis.clone(),
         }
     } else {
-        (0.0, if hi > 0.0 { hi * 1.12 } else { 1.0 })
-    }
-}
-
-/// Tick labels in the metric's unit.
-fn tick(chart: &Chart, v: f64) -> String {
-    use crate::export::charts::Metric::*;
-    match chart.metric {
-        LatencyP50 | LatencyP99 | CpuPerOp => fmt_ns(v),
-        OpsPerSec => fmt_rate(v),
-        SyscallsPer100 if v.abs() >= 10.0 => format!("{v:.0}"),
-        SyscallsPer100 => fmt_ratio(v),
-    }
+        let (xlo, xhi) = span(
+            chart
+                .series
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| p.x)),
+        )
+        .unwrap_or((0.0, 1.0));
+        let log = use_log_x(chart, xlo, xhi);
+        let (w, _) = plot_size(layout, y_area(&y) as f64, x_area(chart));
+        // Labels side by side: fewer until the widest, with a gap of two characters, fits.
+        let mut max = 10;
+        let (lo, hi, ticks, labels) = loop {
+            let (lo, hi, ticks) = if log {
+                logarithmic(xlo, xhi, max)
+            } else {
+                let pad = ((xhi - xlo) * 0.05).max(0.5);
+                let lo = if xlo >= 0.0 {
+                    (xlo - pad).max(0.0)
+                } else {
+                    xlo - pad
+                };
+                linear(lo, xhi + pad, max)
+            };
+            let (labels, _) = labels(Quantity::Count, &ticks, log);
+            let widest = labels
+                .iter()
+                .map(|l| text_px(l, TICK) + text_px("00", TICK))
+                .fold(0.0, f64::max);
+            if max <= 2 || widest * (ticks.len() as f64) <= w {
+                break (lo, hi, ticks, labels);
+            }
+            max -= 1;
+        };
+        Axis {
+            log,
+            lo,
+            hi,
+            ticks,
+            labels,
+            title: if log {
+                format!("{} (log)", chart.x_axis)
+            } else {
+                chart.x_axis.clone()
+            },
+        }
+    };
+    Axes { x, y }
 }
 
 /// Lines the tallest bar category label takes (one per parameter).
@@ -212,12 +562,21 @@ fn category_lines(chart: &Chart) -> usize {
         .unwrap_or(1)
 }
 
+/// The label of `v` among an axis's ticks.
+fn tick_label(a: &Axis, v: f64) -> String {
+    a.ticks
+        .iter()
+        .position(|t| (t - v).abs() <= 1e-9 * t.abs().max(1e-300))
+        .map(|i| a.labels[i].clone())
+        .unwrap_or_default()
+}
+
 fn plot<X, Y>(
     root: &DrawingArea<SVGBackend<'_>, Shift>,
     chart: &Chart,
+    ax: &Axes,
     x: X,
     y: Y,
-    y_base: f64,
 ) -> anyhow::Result<()>
 where
     X: AsRangedCoord<Value = f64>,
@@ -225,34 +584,44 @@ where
     X::CoordDescType: ValueFormatter<f64>,
     Y::CoordDescType: ValueFormatter<f64>,
 {
+    let y_base = ax.y.lo;
     let mut ctx = ChartBuilder::on(root)
-        .caption(&chart.title, ("sans-serif", 21))
-        .margin(12)
-        .x_label_area_size(30 + 16 * category_lines(chart) as u32)
-        .y_label_area_size(78)
+        .margin(MARGIN)
+        .x_label_area_size(x_area(chart))
+        .y_label_area_size(y_area(&ax.y))
         .build_cartesian_2d(x, y)
         .map_err(err)?;
-    let ylab = |v: &f64| tick(chart, *v);
+    let ylab = |v: &f64| tick_label(&ax.y, *v);
     let bars = chart.kind == Kind::Bars;
-    let xlab = |v: &f64| x_tick(*v);
+    let xlab = |v: &f64| tick_label(&ax.x, *v);
     let mut mesh = ctx.configure_mesh();
-    mesh.x_desc(chart.x_axis.as_str())
-        .y_desc(chart.y_axis.as_str())
+    // Bar categories name their parameters themselves: no x title.
+    if !bars {
+        mesh.x_desc(ax.x.title.as_str());
+    }
+    mesh.y_desc(ax.y.title.as_str())
         .y_label_formatter(&ylab)
-        .axis_desc_style(("sans-serif", 17))
-        .label_style(("sans-serif", 15))
+        .axis_desc_style(("sans-serif", DESC))
+        .label_style(("sans-serif", TICK))
         .light_line_style(RGBColor(238, 238, 238))
-        .max_light_lines(2);
+        .bold_line_style(RGBColor(225, 225, 225));
     if bars {
         mesh.disable_x_mesh().x_labels(0);
     } else {
-        mesh.x_label_formatter(&xlab).x_labels(x_label_count(chart));
+        mesh.x_label_formatter(&xlab);
     }
     mesh.draw().map_err(err)?;
 
     let n = chart.series.len().max(1) as f64;
-    for (j, s) in chart.series.iter().enumerate() {
+    // Faded series first, so the highlighted ones are drawn over them.
+    let order: Vec<usize> = (0..chart.series.len())
+        .filter(|&j| chart.series[j].faded)
+        .chain((0..chart.series.len()).filter(|&j| !chart.series[j].faded))
+        .collect();
+    for j in order {
+        let s = &chart.series[j];
         let c = color(s.style);
+        let c = if s.faded { c.mix(FADE) } else { c.mix(1.0) };
         let style = s.style;
         if bars {
             let w = 0.8 / n;
@@ -289,10 +658,22 @@ where
                     .map(|v| PathElement::new(v, BLACK.stroke_width(1))),
             )
             .map_err(err)?;
+            ctx.draw_series(s.points.iter().map(|p| {
+                marker(
+                    style,
+                    (x0(p) + w * 0.46, p.y),
+                    4,
+                    true,
+                    Behind::Nothing,
+                    s.faded,
+                )
+            }))
+            .map_err(err)?;
             ctx.draw_series(
                 s.points
                     .iter()
-                    .map(|p| marker(style, (x0(p) + w * 0.46, p.y), 4, true, Behind::Nothing)),
+                    .filter(|p| p.behind)
+                    .map(|p| behind_mark((x0(p) + w * 0.46, p.y))),
             )
             .map_err(err)?;
         } else {
@@ -300,7 +681,14 @@ where
             draw_line(&mut ctx, s, &pts)?;
             ctx.draw_series(
                 pts.iter()
-                    .map(|&p| marker(style, p, 5, false, Behind::Nothing)),
+                    .map(|&p| marker(style, p, 5, false, Behind::Nothing, s.faded)),
+            )
+            .map_err(err)?;
+            ctx.draw_series(
+                s.points
+                    .iter()
+                    .filter(|p| p.behind)
+                    .map(|p| behind_mark((p.x, p.y))),
             )
             .map_err(err)?;
         }
@@ -309,6 +697,9 @@ where
     if bars {
         for (i, cat) in chart.categories.iter().enumerate() {
             let (px, py) = ctx.backend_coord(&(i as f64 + 0.5, y_base));
+            // Backend coordinates, and the root area may not start at the top (a caption).
+            let (bx, by) = root.get_base_pixel();
+            let (px, py) = (px - bx, py - by);
             let text = if cat.is_empty() { "all models" } else { cat };
             // One "k=v" per line, so neighbouring categories never overlap.
             let parts: Vec<&str> = if cat.is_empty() {
@@ -319,8 +710,8 @@ where
             for (k, part) in parts.into_iter().enumerate() {
                 root.draw(&Text::new(
                     part.to_string(),
-                    (px, py + 6 + 16 * k as i32),
-                    ("sans-serif", 15)
+                    (px, py + 6 + (TICK as i32 + 6) * k as i32),
+                    ("sans-serif", TICK)
                         .into_font()
                         .into_text_style(root)
                         .pos(Pos::new(HPos::Center, VPos::Top)),
@@ -330,6 +721,18 @@ where
         }
     }
     Ok(())
+}
+
+type Ring<'b, C> = plotters::element::ComposedElement<
+    C,
+    SVGBackend<'b>,
+    Circle<Px, i32>,
+    EmptyElement<Px, SVGBackend<'b>>,
+>;
+
+/// The mark over a point whose cell fell behind its offered rate: a black ring.
+fn behind_mark<'b, C: Clone>(at: C) -> Ring<'b, C> {
+    EmptyElement::at(at) + Circle::new((0, 0), 8, BLACK.stroke_width(2)) + EmptyElement::at((0, 0))
 }
 
 /// Dashed lines are drawn as one polyline with a sentinel opacity that `dash` turns into an
@@ -347,6 +750,7 @@ where
 {
     let c = color(s.style);
     let st = match DASHES_PX.iter().position(|d| *d == s.style.dash()) {
+        _ if s.faded => c.mix(FADE).stroke_width(2),
         None => c.stroke_width(2),
         Some(i) => c.mix(DASH_SENTINELS[i].0).stroke_width(2),
     };
@@ -431,14 +835,26 @@ type Glyph<'b, C> = plotters::element::ComposedElement<
 
 /// The series' marker at a point (`on_bar`: black or white with a black edge, to sit on a
 /// bar), over what `behind` asks for (legend glyphs).
-fn marker<'b, C: Clone>(s: Style, at: C, r: i32, on_bar: bool, behind: Behind) -> Glyph<'b, C> {
-    let c = color(s);
+fn marker<'b, C: Clone>(
+    s: Style,
+    at: C,
+    r: i32,
+    on_bar: bool,
+    behind: Behind,
+    faded: bool,
+) -> Glyph<'b, C> {
+    let c = color(s).mix(if faded { FADE } else { 1.0 });
+    let (black, white) = if faded {
+        (BLACK.mix(FADE), WHITE.mix(1.0))
+    } else {
+        (BLACK.mix(1.0), WHITE.mix(1.0))
+    };
     let hollow = matches!(s.marker(), Marker::HollowCircle | Marker::HollowSquare);
     let (fill, edge) = match (on_bar, hollow) {
-        (true, false) => (BLACK.filled(), BLACK.stroke_width(1)),
-        (true, true) => (WHITE.filled(), BLACK.stroke_width(2)),
+        (true, false) => (black.filled(), black.stroke_width(1)),
+        (true, true) => (white.filled(), black.stroke_width(2)),
         (false, false) => (c.filled(), c.stroke_width(1)),
-        (false, true) => (WHITE.filled(), c.stroke_width(2)),
+        (false, true) => (white.filled(), c.stroke_width(2)),
     };
     let back = match behind {
         Behind::Nothing => PathElement::new(Vec::<Px>::new(), c.stroke_width(1)),

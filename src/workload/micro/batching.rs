@@ -30,7 +30,7 @@ impl Workload for Batching {
         Facts {
             chart: lines(
                 &["batch"],
-                "messages per batch (log)",
+                "messages per batch",
                 &[Metric::LatencyP50, Metric::SyscallsPer100, Metric::CpuPerOp],
                 Metric::LatencyP50,
             ),

@@ -37,7 +37,7 @@ impl Workload for FdScaling {
         Facts {
             chart: lines(
                 &["fds"],
-                "watched fds (log)",
+                "watched fds",
                 &[Metric::LatencyP50, Metric::SyscallsPer100, Metric::CpuPerOp],
                 Metric::LatencyP50,
             ),

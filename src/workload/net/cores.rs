@@ -103,7 +103,7 @@ impl Workload for EchoCores {
     }
     fn facts(&self) -> crate::results::facts::Facts {
         use crate::results::facts::{net_lines, Facts, Units};
-        Facts::net(Units::MESSAGES, net_lines(&["conns"], "connections (log)"))
+        Facts::net(Units::MESSAGES, net_lines(&["conns"], "connections"))
     }
     /// A cores sweep runs every model at each thread count its plan gives (tokio-mt on one
     /// server CPU included: the sweep's first point), unlike the other network workloads.

@@ -220,7 +220,7 @@ impl Workload for EchoConns {
     }
     fn facts(&self) -> crate::results::facts::Facts {
         use crate::results::facts::{net_lines, Facts, Units};
-        Facts::net(Units::MESSAGES, net_lines(&["conns"], "connections (log)"))
+        Facts::net(Units::MESSAGES, net_lines(&["conns"], "connections"))
     }
     fn id(&self) -> &'static str {
         "echo.conns"
@@ -261,7 +261,7 @@ impl Workload for EchoPayload {
         use crate::results::facts::{net_lines, Facts, Units};
         Facts::net(
             Units::MESSAGES,
-            net_lines(&["msg_bytes"], "message size, bytes (log)"),
+            net_lines(&["msg_bytes"], "message size, bytes"),
         )
     }
     fn id(&self) -> &'static str {
@@ -328,7 +328,7 @@ impl Workload for EchoRate {
                 Units::MESSAGES,
                 lines(
                     &["rate_per_sec"],
-                    "offered messages/s (log)",
+                    "offered messages/s",
                     &[Metric::CpuPerOp, Metric::LatencyP99, Metric::OpsPerSec],
                     Metric::LatencyP99,
                 ),

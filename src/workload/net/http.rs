@@ -88,7 +88,7 @@ pub(crate) const OPTIONAL_PARAMS: &[&str] = &["body_bytes"];
 /// (or connections) of a point.
 pub(crate) const CLIENTS_FACTS: crate::results::facts::Facts = crate::results::facts::Facts::net(
     crate::results::facts::Units::REQUESTS,
-    crate::results::facts::net_lines(&["clients", "conns", "connections"], "clients (log)"),
+    crate::results::facts::net_lines(&["clients", "conns", "connections"], "clients"),
 );
 
 /// `http.clients`.
@@ -200,7 +200,7 @@ impl Workload for HttpRate {
                 Units::REQUESTS,
                 lines(
                     &["rate_per_sec"],
-                    "offered requests/s (log)",
+                    "offered requests/s",
                     &[Metric::LatencyP99, Metric::OpsPerSec, Metric::CpuPerOp],
                     Metric::LatencyP99,
                 ),

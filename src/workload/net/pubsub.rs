@@ -87,7 +87,7 @@ impl Workload for PubsubFanout {
             Units::DELIVERIES,
             lines(
                 &["fanout"],
-                "subscribers per topic (log)",
+                "subscribers per topic",
                 &[
                     Metric::OpsPerSec,
                     Metric::LatencyP99,

@@ -129,7 +129,7 @@ const STREAM_FACTS: crate::results::facts::Facts = crate::results::facts::Facts:
     crate::results::facts::Units::WRITES,
     crate::results::facts::lines(
         &["write_bytes"],
-        "write size, bytes (log)",
+        "write size, bytes",
         &[
             crate::results::facts::Metric::OpsPerSec,
             crate::results::facts::Metric::CpuPerOp,
