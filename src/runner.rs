@@ -514,6 +514,7 @@ mod tests {
                 timed_ns: 1_000_000_000,
                 cpu: CpuReading::default(),
                 syscalls: None,
+                uring: None,
                 latency: Hist::new(),
                 counters: Default::default(),
             })
@@ -682,6 +683,7 @@ mod tests {
                 timed_ns: 100 * ns,
                 cpu: CpuReading::default(),
                 syscalls: None,
+                uring: None,
                 latency,
                 counters: Default::default(),
             })
@@ -817,6 +819,7 @@ mod tests {
                     timed_ns: 1,
                     cpu: CpuReading::default(),
                     syscalls: None,
+                    uring: None,
                     latency: Hist::new(),
                     counters: Default::default(),
                 });

@@ -38,6 +38,30 @@ const METRICS: &[Metric] = &[
     }),
 ];
 
+/// Rows of the tables where a cell counted io_uring's tracepoints (models on io_uring), set
+/// beside syscalls/op: what io_uring did besides the syscalls (`UringPerOp`); "-" in the
+/// columns of other models.
+const URING_METRICS: &[Metric] = &[
+    ("io_uring punted to io-wq/op", |c| uring(c, |u| u.punted)),
+    ("io_uring completions/op", |c| uring(c, |u| u.completions)),
+    ("io_uring CQ overflows/op", |c| {
+        uring(c, |u| u.cqe_overflows)
+    }),
+    ("io_uring task-work runs/op", |c| {
+        uring(c, |u| u.task_work_runs)
+    }),
+];
+
+fn uring(c: &CaseResult, pick: fn(&crate::results::schema::UringPerOp) -> f64) -> String {
+    fig(c, |f| {
+        match (&f.uring_per_op, &f.uring_per_op_unavailable) {
+            (Some(u), _) => fmt_ratio(pick(u)),
+            (None, Some(_)) => "unavailable".into(),
+            (None, None) => "-".into(),
+        }
+    })
+}
+
 /// What a percentile cell carries when fewer than [`THIN_TAIL`] samples lie beyond it: the
 /// figure is then mostly one or two hiccups (HTML greys such a cell).
 pub(crate) const THIN: &str = " (thin tail: ";
@@ -295,8 +319,26 @@ fn table_of(
     } else {
         &[]
     };
-    let rows = METRICS
+    let uring: &[Metric] = if cases.iter().any(|c| {
+        c.figures
+            .as_ref()
+            .is_some_and(|f| f.uring_per_op.is_some() || f.uring_per_op_unavailable.is_some())
+    }) {
+        URING_METRICS
+    } else {
+        &[]
+    };
+    // The io_uring rows go right after syscalls/op.
+    let (head, tail) = METRICS.split_at(
+        METRICS
+            .iter()
+            .position(|(n, _)| n.starts_with("syscalls/op"))
+            .map_or(METRICS.len(), |i| i + 1),
+    );
+    let rows = head
         .iter()
+        .chain(uring)
+        .chain(tail)
         .chain(ci)
         .chain(net)
         .chain(open_loop)
@@ -330,8 +372,30 @@ fn table_of(
                 sys_reasons.push(line);
             }
         }
+        if let Some(unavailable) = &c.uring_per_op_unavailable {
+            let line = format!("io_uring tracepoints unavailable: {unavailable}");
+            if seen.insert(line.clone()) {
+                sys_reasons.push(line);
+            }
+        }
     }
     footnotes.extend(sys_reasons);
+    for c in cases.iter().filter(|c| c.status == Status::Measured) {
+        let punted = c
+            .figures
+            .as_ref()
+            .and_then(|f| f.uring_per_op.as_ref())
+            .map_or(0.0, |u| u.punted);
+        if punted > 0.0 {
+            footnotes.push(format!(
+                "{}: {} requests per op went to io-wq worker threads (punted by io_uring, \
+                 not completed by the submitting thread); their CPU is included in the \
+                 cell's CPU/op",
+                c.label(),
+                fmt_ratio(punted)
+            ));
+        }
+    }
     for c in cases.iter().filter(|c| c.status == Status::Measured) {
         if let Some(cpu) = c.sqpoll_cpu {
             footnotes.push(format!("{}: SQPOLL poller pinned to CPU {cpu}", c.label()));

@@ -118,6 +118,10 @@ pub struct CellCounters {
     pub open_loop: Option<OpenLoopCounters>,
     pub(crate) wrk: Option<WrkCounters>,
     pub(crate) napi: Option<ServerNapiCounters>,
+    /// What the io_uring tracepoints counted in an io_uring model's counting repetition
+    /// (`measure::uring_trace`; absent for other models, and where they could not be opened).
+    /// Never summed with the timed repetitions: the counting repetition's alone.
+    pub(crate) uring: Option<super::uring_trace::UringCounters>,
     /// CPU read above what the tasks' CPUs could give in the window (an accounting error,
     /// capped away from the figures; the cell is flagged `cpu_over_allowed`), ns.
     pub(crate) cpu_over_allowed_ns: u64,
@@ -157,6 +161,7 @@ impl CellCounters {
             w.wrk_latency_max_ns = max;
         }
         merge_opt(&mut self.napi, &o.napi);
+        merge_opt(&mut self.uring, &o.uring);
         self.cpu_over_allowed_ns += o.cpu_over_allowed_ns;
         self.other.merge(&o.other);
     }
@@ -179,6 +184,9 @@ impl CellCounters {
         }
         if let Some(n) = &self.napi {
             n.for_each(&mut put);
+        }
+        if let Some(u) = &self.uring {
+            u.for_each(&mut put);
         }
         if self.cpu_over_allowed_ns > 0 {
             put(CPU_OVER_ALLOWED_NS, self.cpu_over_allowed_ns);
@@ -205,6 +213,7 @@ impl CellCounters {
             open_loop: take(&mut m),
             wrk: take(&mut m),
             napi: take(&mut m),
+            uring: take(&mut m),
             cpu_over_allowed_ns: m.0.remove(CPU_OVER_ALLOWED_NS).unwrap_or(0),
             other: m,
         }

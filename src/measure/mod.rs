@@ -10,6 +10,7 @@ pub(crate) mod hist;
 pub mod pin;
 pub(crate) mod syscalls;
 pub(crate) mod topology;
+pub(crate) mod uring_trace;
 
 pub(crate) use hist::Hist;
 
@@ -181,6 +182,9 @@ pub struct Sample {
     /// did not count them (an enabled syscall tracepoint slows every syscall, so counting
     /// happens in a repetition of its own, never in a timed one).
     pub syscalls: Option<Measured<u64>>,
+    /// What the io_uring tracepoints counted over the window (`uring_trace`); `None` where
+    /// this repetition did not count them (every timed one, and every model not on io_uring).
+    pub(crate) uring: Option<Measured<uring_trace::UringCounters>>,
     /// Per-op latency, ns.
     pub latency: Hist,
     pub counters: CellCounters,
@@ -237,7 +241,19 @@ impl Meter {
     /// as the `cpu_over_allowed_ns` counter. Syscall counting stops before the CPU clocks are
     /// read, so their reads are not counted either.
     pub fn window(&self, count_syscalls: bool) -> Window<'_> {
+        self.window_with(count_syscalls, false)
+    }
+
+    /// [`Meter::window`], and with `count_uring` (an io_uring model's counting repetition)
+    /// the io_uring tracepoints counted (`uring_trace`) over every task of this process: the
+    /// SQPOLL thread and io-wq workers a ring made before the window are tasks of its own, and
+    /// nothing else in ringside uses io_uring while a micro or storage window is open. Opened
+    /// first and read outside the syscall counter's readings, so neither counts the other.
+    pub(crate) fn window_with(&self, count_syscalls: bool, count_uring: bool) -> Window<'_> {
         let hist = Hist::new(); // allocated before the counter starts counting
+        let uring = count_uring
+            .then(|| uring_trace::UringTrace::open(syscalls::Scope::Process(std::process::id())));
+        let uring0 = uring_trace::read(&uring);
         let counter =
             count_syscalls.then(|| syscalls::SyscallCounter::open(syscalls::Scope::ThisThread));
         let tid = cpu::gettid();
@@ -259,6 +275,8 @@ impl Meter {
         Window {
             meter: self,
             counter,
+            uring,
+            uring0,
             tasks,
             existing,
             allowed,
@@ -277,6 +295,10 @@ impl Meter {
 pub struct Window<'m> {
     meter: &'m Meter,
     counter: Option<Result<syscalls::SyscallCounter, String>>,
+    /// The io_uring tracepoints' counters (an io_uring model's counting repetition), and
+    /// their reading at the start.
+    uring: Option<Result<uring_trace::UringTrace, String>>,
+    uring0: uring_trace::UringCounters,
     /// io_uring tasks counted, with their CPU clocks at the start.
     tasks: Vec<u32>,
     clocks0: Vec<Option<u64>>,
@@ -327,6 +349,7 @@ impl Window<'_> {
     pub fn finish(self, ops: u64, bytes: u64, counters: Counters) -> Sample {
         let mut counters = CellCounters::from(counters);
         let sys1 = self.counter.as_ref().map(|c| c.as_ref().map(|c| c.read()));
+        let uring = uring_trace::window(&self.uring, &self.uring0);
         // The exact clocks first; then the tasks born during the window (io-wq workers a
         // blocking op started), all of whose CPU is the window's (read just after its end).
         let clocks1: Vec<Option<u64>> = self.tasks.iter().map(|&t| cpu::thread_ns(t)).collect();
@@ -376,6 +399,7 @@ impl Window<'_> {
             timed_ns: self.timed_ns,
             cpu: cpu::CpuReading { total_ns, ..split },
             syscalls,
+            uring,
             latency: self.hist,
             counters,
         }

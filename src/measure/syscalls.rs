@@ -2,6 +2,9 @@
 //! in counting mode (no sampling, no ring buffer), scoped to one thread or to every task of a
 //! process, with `inherit` so threads created later are counted too.
 //!
+//! The same counting serves other tracepoints ([`TraceCounter`]: io_uring's, in
+//! `measure::uring_trace`).
+//!
 //! The figure is measured, never derived from what the code believes it did. When the counter
 //! cannot be opened (tracefs missing, `perf_event_paranoid`, seccomp), the reason travels into
 //! the results as `unavailable: <reason>`.
@@ -39,7 +42,8 @@ struct PerfEventAttrV0 {
 }
 
 const TRACEFS_DIRS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
-const EVENT: &str = "events/raw_syscalls/sys_enter/id";
+/// The syscall counter's tracepoint.
+const SYS_ENTER: &str = "raw_syscalls/sys_enter";
 
 /// The tracepoint id of `raw_syscalls:sys_enter`, found once per process.
 ///
@@ -47,14 +51,17 @@ const EVENT: &str = "events/raw_syscalls/sys_enter/id";
 /// `/sys/kernel/tracing` (a read-only view of kernel events; nothing is traced by mounting).
 pub(crate) fn tracepoint_id() -> Result<u64, String> {
     static ID: OnceLock<Result<u64, String>> = OnceLock::new();
-    ID.get_or_init(find_tracepoint_id).clone()
+    ID.get_or_init(|| find_tracepoint_id(SYS_ENTER)).clone()
 }
 
-fn find_tracepoint_id() -> Result<u64, String> {
+/// The id of tracepoint `event` ("subsystem/name", as under tracefs' `events/`), read from
+/// tracefs (mounted first when missing, as for [`tracepoint_id`]).
+pub(crate) fn find_tracepoint_id(event: &str) -> Result<u64, String> {
+    let rel = format!("events/{event}/id");
     let read = || -> Result<u64, (String, io::Error)> {
         let mut last = None;
         for d in TRACEFS_DIRS {
-            let p = Path::new(d).join(EVENT);
+            let p = Path::new(d).join(&rel);
             match fs::read_to_string(&p) {
                 Ok(s) => match s.trim().parse::<u64>() {
                     Ok(id) => return Ok(id),
@@ -80,9 +87,15 @@ fn find_tracepoint_id() -> Result<u64, String> {
             return Ok(id);
         }
     }
+    let name = event.replacen('/', ":", 1);
+    let mounted = Path::new(TRACEFS_DIRS[0]).join("events").is_dir();
     Err(match first.1.kind() {
+        io::ErrorKind::NotFound if mounted => format!(
+            "tracepoint {name} not found under {}/events: this kernel does not have it",
+            TRACEFS_DIRS[0]
+        ),
         io::ErrorKind::NotFound => format!(
-            "tracepoint raw_syscalls:sys_enter not found: tracefs is not mounted at {} \
+            "tracepoint {name} not found: tracefs is not mounted at {} \
              (as root: mount -t tracefs nodev /sys/kernel/tracing)",
             TRACEFS_DIRS[0]
         ),
@@ -114,18 +127,15 @@ pub(crate) enum Scope {
     Process(u32),
 }
 
-/// A running syscall counter. Readings are totals since it was opened.
-pub(crate) struct SyscallCounter {
+/// Counters of one tracepoint over the tasks of a [`Scope`]: one perf event per task listed
+/// at opening, each with `inherit` (threads created later count into it), enabled at once.
+pub(crate) struct TraceCounter {
     fds: Vec<OwnedFd>,
-    /// Syscalls a start/stop pair counts by itself (the `read` of the second reading),
-    /// measured when the counter is opened and subtracted from every window.
-    window_overhead: u64,
 }
 
-impl SyscallCounter {
-    /// Opens and enables the counter, or says why it cannot.
-    pub(crate) fn open(scope: Scope) -> Result<SyscallCounter, String> {
-        let id = tracepoint_id()?;
+impl TraceCounter {
+    /// Opens and enables a counter of tracepoint `id` (`name` only words a refusal).
+    pub(crate) fn open(id: u64, name: &str, scope: Scope) -> Result<TraceCounter, String> {
         let tids: Vec<i32> = match scope {
             Scope::ThisThread => vec![0],
             Scope::Process(pid) => {
@@ -147,18 +157,58 @@ impl SyscallCounter {
                 Err(e)
                     if e.raw_os_error() == Some(libc::ESRCH)
                         && matches!(scope, Scope::Process(p) if p as i32 != tid) => {}
-                Err(e) => return Err(refusal(&e)),
+                Err(e) => return Err(refusal(&e, name)),
             }
         }
-        let mut c = SyscallCounter {
-            fds,
-            window_overhead: 0,
-        };
-        for fd in &c.fds {
+        for fd in &fds {
             // raw: rustix has no perf ioctls (and its generic `ioctl` is as unsafe).
             // SAFETY: fd is an open perf event fd; ENABLE takes no argument.
             unsafe { libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_ENABLE, 0) };
         }
+        Ok(TraceCounter { fds })
+    }
+
+    /// Events counted so far (all covered tasks).
+    pub(crate) fn read(&self) -> u64 {
+        self.fds
+            .iter()
+            .map(|fd| {
+                let mut v = [0u8; 8];
+                match rustix::io::read(fd, &mut v) {
+                    Ok(8) => u64::from_ne_bytes(v),
+                    _ => 0,
+                }
+            })
+            .sum()
+    }
+}
+
+impl Drop for TraceCounter {
+    fn drop(&mut self) {
+        for fd in &self.fds {
+            // raw: as at ENABLE.
+            // SAFETY: fd is an open perf event fd.
+            unsafe { libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_DISABLE, 0) };
+        }
+    }
+}
+
+/// A running syscall counter. Readings are totals since it was opened.
+pub(crate) struct SyscallCounter {
+    counter: TraceCounter,
+    /// Syscalls a start/stop pair counts by itself (the `read` of the second reading),
+    /// measured when the counter is opened and subtracted from every window.
+    window_overhead: u64,
+}
+
+impl SyscallCounter {
+    /// Opens and enables the counter, or says why it cannot.
+    pub(crate) fn open(scope: Scope) -> Result<SyscallCounter, String> {
+        let id = tracepoint_id()?;
+        let mut c = SyscallCounter {
+            counter: TraceCounter::open(id, "raw_syscalls:sys_enter", scope)?,
+            window_overhead: 0,
+        };
         if matches!(scope, Scope::ThisThread) {
             // Calibrate: an empty window, several times; keep the smallest.
             c.window_overhead = (0..5)
@@ -174,16 +224,7 @@ impl SyscallCounter {
 
     /// Total syscalls counted so far (all covered tasks).
     pub(crate) fn read(&self) -> u64 {
-        self.fds
-            .iter()
-            .map(|fd| {
-                let mut v = [0u8; 8];
-                match rustix::io::read(fd, &mut v) {
-                    Ok(8) => u64::from_ne_bytes(v),
-                    _ => 0,
-                }
-            })
-            .sum()
+        self.counter.read()
     }
 
     /// Syscalls between two readings, less the counter's own cost (measured at open).
@@ -195,16 +236,6 @@ impl SyscallCounter {
     /// The syscalls one start/stop pair adds by itself, as measured.
     pub(crate) fn window_overhead(&self) -> u64 {
         self.window_overhead
-    }
-}
-
-impl Drop for SyscallCounter {
-    fn drop(&mut self) {
-        for fd in &self.fds {
-            // raw: as at ENABLE.
-            // SAFETY: fd is an open perf event fd.
-            unsafe { libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_DISABLE, 0) };
-        }
     }
 }
 
@@ -235,7 +266,7 @@ fn open_one(id: u64, tid: i32) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
-fn refusal(e: &io::Error) -> String {
+fn refusal(e: &io::Error, name: &str) -> String {
     let paranoid = fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into());
@@ -248,7 +279,7 @@ fn refusal(e: &io::Error) -> String {
             format!("perf_event_open not supported ({e}): kernel without perf events, or seccomp")
         }
         Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) => {
-            format!("raw_syscalls:sys_enter tracepoint cannot be counted here ({e})")
+            format!("{name} tracepoint cannot be counted here ({e})")
         }
         Some(libc::ESRCH) => format!("the measured process has gone ({e})"),
         _ => format!("perf_event_open failed: {e}"),

@@ -40,6 +40,12 @@ pub enum Family {
 }
 
 impl ModelSpec {
+    /// Whether the model does its I/O through io_uring: the io_uring family and monoio (on
+    /// its io_uring driver), whose counting repetition also counts io_uring's tracepoints.
+    pub fn on_uring(&self) -> bool {
+        matches!(self.knobs, Knobs::Uring(_) | Knobs::Peer(PeerKind::Monoio))
+    }
+
     /// Blocking syscalls and plain epoll exist on every Linux: tests may never skip them. A row
     /// that needs more from the machine (epoll busy polling needs a NAPI id) may be unavailable.
     pub fn always_available(&self) -> bool {

@@ -458,6 +458,14 @@ pub struct CaseFigures {
     pub(crate) ctx_switches_per_op: f64,
     #[serde(flatten)]
     pub(crate) syscalls_per_op: SyscallsPerOp,
+    /// io_uring's hidden work per op, from the kernel's io_uring tracepoints in the counting
+    /// repetition (`measure::uring_trace`); only in cells of models on io_uring, and absent
+    /// where they could not be counted (`uring_per_op_unavailable` says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) uring_per_op: Option<UringPerOp>,
+    /// Why an io_uring model's cell could not count io_uring's tracepoints; absent elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) uring_per_op_unavailable: Option<String>,
     pub(crate) ops_total: u64,
     /// Bytes moved per second of measured window (network suites: what the client received,
     /// HTTP's transfer/s); 0 where a workload counts no bytes.
@@ -606,6 +614,22 @@ impl fmt::Display for SyscallsPerOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.measured().fmt(f)
     }
+}
+
+/// io_uring's work per op beside its syscalls, counted by the kernel's io_uring tracepoints
+/// over the counting repetition's ops (raw counts: the cell's `uring_*` counters).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct UringPerOp {
+    /// Requests punted to io-wq worker threads (`io_uring_queue_async_work`): work done off
+    /// the submitting thread, whose CPU the cell's CPU includes.
+    pub punted: f64,
+    /// Completions posted (`io_uring_complete`; a multishot request posts several).
+    pub completions: f64,
+    /// Completions that found the CQ ring full (`io_uring_cqe_overflow`).
+    pub cqe_overflows: f64,
+    /// Task-work runs (`io_uring_task_work_run`, and `io_uring_local_work_run` for
+    /// DEFER_TASKRUN rings).
+    pub task_work_runs: f64,
 }
 
 /// CPU per op, ns: `total` is exact (CPU-time clocks); `user`/`sys` split it by the kernel's

@@ -3,7 +3,9 @@
 
 use super::bootstrap::median_ci;
 use crate::measure::{Hist, Measured, Sample};
-use crate::results::schema::{CaseFigures, CpuPerOp, Intervals, LatencyIntervals, LatencyNs};
+use crate::results::schema::{
+    CaseFigures, CpuPerOp, Intervals, LatencyIntervals, LatencyNs, UringPerOp,
+};
 
 pub(crate) use crate::results::spread::{mad, median, Spread};
 
@@ -39,6 +41,24 @@ pub(crate) fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFig
         Some((n, m)) => m.map(|v| if n == 0 { 0.0 } else { v as f64 / n as f64 }),
         None => Measured::unavailable("no repetition counted syscalls"),
     };
+    // io_uring's tracepoints, counted beside the syscalls (io_uring models only): the raw
+    // counts join the counters, their ratios to the counting repetition's ops the figures.
+    let (uring_per_op, uring_per_op_unavailable) =
+        match counted.and_then(|c| c.uring.clone().map(|m| (c.ops, m))) {
+            Some((n, Measured::Value(u))) => {
+                counters.uring = Some(u);
+                let per = |v: u64| if n == 0 { 0.0 } else { v as f64 / n as f64 };
+                let figure = UringPerOp {
+                    punted: per(u.uring_punted),
+                    completions: per(u.uring_completions),
+                    cqe_overflows: per(u.uring_cqe_overflows),
+                    task_work_runs: per(u.uring_task_work_runs + u.uring_local_work_runs),
+                };
+                (Some(figure), None)
+            }
+            Some((_, Measured::Unavailable { unavailable })) => (None, Some(unavailable)),
+            None => (None, None),
+        };
     // Tick-sampled user/sys only as a ratio applied to the exact total.
     let split = |part: u64| -> Measured<f64> {
         if user + sys == 0 {
@@ -102,6 +122,8 @@ pub(crate) fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFig
         },
         ctx_switches_per_op: per_op(ctx),
         syscalls_per_op: syscalls_per_op.into(),
+        uring_per_op,
+        uring_per_op_unavailable,
         ops_total: ops,
         bytes_per_sec: if wall == 0 {
             0.0
@@ -159,6 +181,7 @@ mod tests {
                 ctx_switches: 2,
             },
             syscalls,
+            uring: None,
             latency: h,
             counters: Default::default(),
         }

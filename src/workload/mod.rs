@@ -262,6 +262,9 @@ pub struct Ctx<'a> {
     pub meter: &'a Meter,
     /// This repetition counts syscalls instead of timing: its latencies are discarded.
     pub count_syscalls: bool,
+    /// In the counting repetition of a model on io_uring: the io_uring tracepoints are
+    /// counted beside the syscalls (`measure::uring_trace`), over the same tasks.
+    pub count_uring: bool,
     /// The storage suite's work directory and cache policy (`None`: no storage workload).
     pub storage: Option<&'a storage::StorageCtx>,
     /// The run's external contenders (`--contender`): the commands of the `ext:` models.
@@ -293,7 +296,8 @@ pub(crate) type Sampling = Result<crate::crosscheck::perf::Recording, String>;
 impl Ctx<'_> {
     /// Opens the repetition's measured window.
     pub(crate) fn window(&self) -> crate::measure::Window<'_> {
-        self.meter.window(self.count_syscalls)
+        self.meter
+            .window_with(self.count_syscalls, self.count_uring)
     }
 
     /// In the explain repetition: starts sampling `cpus` (perf running on `run_on`, for at

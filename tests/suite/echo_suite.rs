@@ -85,6 +85,7 @@ fn ctx<'a>(plan: &'a CpuPlan, meter: &'a Meter, count_syscalls: bool) -> Ctx<'a>
         plan,
         meter,
         count_syscalls,
+        count_uring: false,
         storage: None,
         contenders: &ringside::model::contender::NO_CONTENDERS,
         remote: None,

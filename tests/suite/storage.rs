@@ -205,6 +205,45 @@ fn storage_suite_runs_every_model_verifies_and_leaves_no_files() {
             "{m} measured"
         );
     }
+    uring_work_is_counted(cases);
+}
+
+/// io_uring's hidden work (`measure::uring_trace`): every measured cell of a model on
+/// io_uring records it per op, or why not; others do not. Where the tracepoints opened, the
+/// page cycle's fsync (and, on 6.18's ext4, its buffered write) went to io-wq: punts > 0.
+fn uring_work_is_counted(cases: &[serde_json::Value]) {
+    let mut counted = 0;
+    for c in cases.iter().filter(|c| c["status"] == "measured") {
+        let id = format!("{} {} {}", c["workload"], c["model"], c["params"]);
+        let on_uring = MODELS.iter().any(|m| m.id == c["model"] && m.on_uring());
+        let u = &c["uring_per_op"];
+        let why = &c["uring_per_op_unavailable"];
+        if !on_uring {
+            assert!(
+                u.is_null() && why.is_null(),
+                "{id}: not on io_uring, yet {u} {why}"
+            );
+            continue;
+        }
+        if u.is_null() {
+            assert!(!why.as_str().unwrap().is_empty(), "{id}: a reason");
+            continue;
+        }
+        counted += 1;
+        assert!(u["completions"].as_f64().unwrap() > 0.0, "{id}: {u}");
+        assert!(u["cqe_overflows"].as_f64().is_some(), "{id}: {u}");
+        assert!(u["task_work_runs"].as_f64().is_some(), "{id}: {u}");
+        let punted = u["punted"].as_f64().unwrap();
+        assert_eq!(
+            punted > 0.0,
+            c["counters"]["uring_punted"].as_u64().unwrap_or(0) > 0,
+            "{id}: the figure and its count agree"
+        );
+        if c["workload"] == "storage.page_cycle" && c["model"] == "uring" {
+            assert!(punted > 0.0, "{id}: the fsyncs go to io-wq: {u}");
+        }
+    }
+    eprintln!("{counted} cells counted io_uring's tracepoints");
 }
 
 /// A chain whose open fails cancels the rest of the chain (-ECANCELED, as IOSQE_IO_LINK does)

@@ -16,6 +16,8 @@ use crate::load::{self, Config, Edge, Exchange, Report};
 use crate::measure::clock::now_ns;
 use crate::measure::pin;
 use crate::measure::syscalls::{Scope, SyscallCounter};
+use crate::measure::uring_trace::{UringCounters, UringTrace};
+use crate::measure::CounterSet;
 use crate::measure::{cpu, CellCounters, Measured, Sample};
 use crate::profile::{Budget, Profile};
 use crate::workload::Ctx;
@@ -134,12 +136,25 @@ fn measure_pinned(
             .map(|&p| SyscallCounter::open(Scope::Process(p)))
             .collect()
     });
+    // io_uring's tracepoints over the same tasks, in an io_uring model's counting repetition.
+    let uring: Tracing = ctx.count_uring.then(|| {
+        if server.is_remote() {
+            return Err(
+                "the server runs on another host (--server-host): its io_uring \
+                        tracepoints are not counted"
+                    .into(),
+            );
+        }
+        pids.iter()
+            .map(|&p| UringTrace::open(Scope::Process(p)))
+            .collect()
+    });
     let cfg = load_config(ctx, &server, load, load_cpus);
     let mut edges = Edges::default();
     if remote_load.is_none() && !shared {
         edges.load_cpus = load_cpus.to_vec();
     }
-    let mut on_edge = |e: Edge| edges.read(e, &mut server, &counters);
+    let mut on_edge = |e: Edge| edges.read(e, &mut server, &counters, &uring);
     let report = match (remote_load, &wire) {
         (Some(r), Some(wire)) => load::remote::run(r, &cfg, wire, &mut on_edge),
         _ => {
@@ -172,17 +187,34 @@ fn measure_pinned(
     // The server's readings at the window's edges: taken here, or on the server's host and
     // reported when it stops.
     let load_idle = edges.load_idle(report.window_ns);
-    let figures = if server.is_remote() {
+    let uring = uring.map(|u| u.map(|_| edges.uring[1].since(&edges.uring[0])));
+    let mut figures = if server.is_remote() {
         remote_figures(server, &report)?
     } else {
         edges.figures(server, counters, server_cpus)?
     };
+    figures.uring = uring;
     let sample = sample_of(load, &report, figures, extra, shared, load_idle);
     Ok((sample, report))
 }
 
 /// The syscall counters of the server's processes, in the counting repetition.
 type Counting = Option<Result<Vec<SyscallCounter>, String>>;
+
+/// The io_uring tracepoints' counters of the server's processes, in an io_uring model's
+/// counting repetition.
+type Tracing = Option<Result<Vec<UringTrace>, String>>;
+
+/// What the io_uring counters read now (zeros when not counting).
+fn read_uring(t: &Tracing) -> UringCounters {
+    let mut sum = UringCounters::default();
+    if let Some(Ok(ts)) = t {
+        for t in ts {
+            sum.merge(&t.read());
+        }
+    }
+    sum
+}
 
 /// What the counters read now (0 when not counting).
 fn read_syscalls(cs: &Counting) -> u64 {
@@ -236,6 +268,7 @@ fn load_config(ctx: &Ctx<'_>, server: &UnderTest, load: &Load<'_>, load_cpus: &[
 struct Edges {
     cpu: [Option<cpu::ProcessesReading>; 2],
     syscalls: [u64; 2],
+    uring: [UringCounters; 2],
     /// When each edge's readings were taken: a reading taken late (this thread woke late on
     /// a busy machine) covers a shorter or longer span than the client's window.
     at: [u64; 2],
@@ -253,13 +286,16 @@ struct ServerFigures {
     /// When the syscall counts were read at each edge.
     at: [u64; 2],
     syscalls: Option<Result<u64, String>>,
+    /// What the io_uring tracepoints counted over the window (an io_uring model's counting
+    /// repetition), or why they could not be.
+    uring: Option<Result<UringCounters, String>>,
     counters: crate::measure::Counters,
     /// The CPUs the server was given.
     cpus: usize,
 }
 
 impl Edges {
-    fn read(&mut self, e: Edge, server: &mut UnderTest, counters: &Counting) {
+    fn read(&mut self, e: Edge, server: &mut UnderTest, counters: &Counting, uring: &Tracing) {
         let i = usize::from(matches!(e, Edge::Close));
         self.seen[i] = now_ns();
         if !self.load_cpus.is_empty() {
@@ -276,6 +312,7 @@ impl Edges {
         let t0 = now_ns();
         self.syscalls[i] = read_syscalls(counters);
         self.at[i] = t0 / 2 + now_ns() / 2;
+        self.uring[i] = read_uring(uring);
     }
 
     /// The load CPUs' idle time over the edges, scaled to `window_ns`, and how many CPUs it
@@ -311,6 +348,7 @@ impl Edges {
             cpu: [c0, c1],
             at: self.at,
             syscalls,
+            uring: None,
             counters: server.stop(STOP_WITHIN)?,
             cpus,
         })
@@ -343,6 +381,7 @@ fn remote_figures(server: UnderTest, report: &Report) -> Result<ServerFigures, C
         cpu: [e0.processes(), e1.processes()],
         at: [e0.sys_at_ns, e1.sys_at_ns],
         syscalls,
+        uring: None,
         counters: f.counters,
         cpus: f.server_cpus.len(),
     })
@@ -367,6 +406,16 @@ fn sample_of(
     let cpu_scale = |v: u64| rescale(v, c1.at_ns.saturating_sub(c0.at_ns));
     let syscalls = f.syscalls.map(|r| match r {
         Ok(n) => Measured::Value(scale(n)),
+        Err(why) => Measured::unavailable(why),
+    });
+    let uring = f.uring.map(|r| match r {
+        Ok(u) => Measured::Value(UringCounters {
+            uring_punted: scale(u.uring_punted),
+            uring_completions: scale(u.uring_completions),
+            uring_cqe_overflows: scale(u.uring_cqe_overflows),
+            uring_task_work_runs: scale(u.uring_task_work_runs),
+            uring_local_work_runs: scale(u.uring_local_work_runs),
+        }),
         Err(why) => Measured::unavailable(why),
     });
     let mut c = extra;
@@ -405,6 +454,7 @@ fn sample_of(
         timed_ns: report.window_ns,
         cpu,
         syscalls,
+        uring,
         latency: report.latency.clone(),
         counters: c,
     }
