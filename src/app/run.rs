@@ -49,18 +49,19 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     // The knob flags: each value in its range, each knob taken by every selected workload.
     let overrides = plan::Overrides::parse(&a.knobs())?;
     overrides.check(&workloads, profile, &plan)?;
-    if a.dry_run {
-        let cases = keep_contenders_to_their_protocol(
-            overrides.apply(plan::expand(
-                &workloads,
-                &models,
-                a.models.is_some(),
-                profile,
-                &plan,
-            ))?,
-            &contenders,
+    // The cells, once: what --dry-run prints is what the run measures.
+    let mut cases = keep_contenders_to_their_protocol(
+        overrides.apply(plan::expand(
+            &workloads,
+            &models,
             a.models.is_some(),
-        );
+            profile,
+            &plan,
+        ))?,
+        &contenders,
+        a.models.is_some(),
+    );
+    if a.dry_run {
         super::stdout::print(&dry_run_text(profile, budget, &cases))?;
         return Ok(0);
     }
@@ -137,17 +138,6 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         dir: dir.display().to_string(),
         why: format!("{e:#}"),
     })?;
-    let mut cases = keep_contenders_to_their_protocol(
-        overrides.apply(plan::expand(
-            &workloads,
-            &models,
-            a.models.is_some(),
-            profile,
-            &plan,
-        ))?,
-        &contenders,
-        a.models.is_some(),
-    );
     // Each storage cell records the facts of the work directory it ran in (not params: no
     // sweep varies them).
     if let Some(st) = &storage {
