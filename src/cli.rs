@@ -52,6 +52,11 @@ pub enum Command {
         /// uring msg_bytes=64"). Writes no report.
         #[arg(long, value_name = "CELL")]
         hgrm: Option<String>,
+        /// Print one cell's repetitions over time as CSV instead: ops, ops/s, mean and longest
+        /// latency per 100 ms interval of each repetition's window (network suites). Writes
+        /// no report.
+        #[arg(long, value_name = "CELL", conflicts_with = "hgrm")]
+        timeline: Option<String>,
     },
     /// Compare two results files cell by cell; exits 1 on a significant regression.
     Compare {

@@ -516,6 +516,7 @@ mod tests {
                 syscalls: None,
                 uring: None,
                 latency: Hist::new(),
+                timeline: None,
                 counters: Default::default(),
             })
         }
@@ -685,6 +686,7 @@ mod tests {
                 syscalls: None,
                 uring: None,
                 latency,
+                timeline: None,
                 counters: Default::default(),
             })
         }
@@ -821,6 +823,7 @@ mod tests {
                     syscalls: None,
                     uring: None,
                     latency: Hist::new(),
+                    timeline: None,
                     counters: Default::default(),
                 });
             }

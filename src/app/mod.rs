@@ -24,12 +24,18 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             results,
             hgrm: Some(cell),
             ..
-        } => report::hgrm(&results, &cell),
+        } => report::cell_text(&results, &cell, "--hgrm", crate::export::hgrm::render),
+        Command::Report {
+            results,
+            timeline: Some(cell),
+            ..
+        } => report::cell_text(&results, &cell, "--timeline", crate::export::hgrm::timeline),
         Command::Report {
             results,
             out,
             format,
             hgrm: None,
+            timeline: None,
         } => report::run(&results, out.as_deref(), format.into()),
         Command::Compare {
             base,

@@ -91,9 +91,16 @@ pub fn run(results: &Path, out: Option<&Path>, format: Format) -> anyhow::Result
     Ok(0)
 }
 
-/// `report --hgrm CELL`: the cell's latency distribution in HdrHistogram's percentile format
-/// on stdout. A cell the file does not have is bad input (exit 2), named with the cells it has.
-pub fn hgrm(results: &Path, cell: &str) -> anyhow::Result<i32> {
+/// `report --hgrm CELL` and `report --timeline CELL`: one cell's text (`render`: its latency
+/// distribution in HdrHistogram's percentile format, or its repetitions over time as CSV) on
+/// stdout. A cell the file does not have is bad input (exit 2), named with the cells it has;
+/// so is a cell without what `render` needs.
+pub fn cell_text(
+    results: &Path,
+    cell: &str,
+    flag: &str,
+    render: fn(&crate::results::CaseResult) -> Result<String, String>,
+) -> anyhow::Result<i32> {
     let run = match store::load(results) {
         Ok(r) => r,
         Err(e) => {
@@ -109,19 +116,19 @@ pub fn hgrm(results: &Path, cell: &str) -> anyhow::Result<i32> {
             .map(|c| format!("  {}", c.key()))
             .collect();
         eprintln!(
-            "error: --hgrm '{cell}': '{}' has no such cell; its measured cells are:\n{}",
+            "error: {flag} '{cell}': '{}' has no such cell; its measured cells are:\n{}",
             results.display(),
             keys.join("\n")
         );
         return Ok(2);
     };
-    match crate::export::hgrm::render(c) {
+    match render(c) {
         Ok(text) => {
             super::stdout::write(text.as_bytes())?;
             Ok(0)
         }
         Err(e) => {
-            eprintln!("error: --hgrm '{cell}': {e}");
+            eprintln!("error: {flag} '{cell}': {e}");
             Ok(2)
         }
     }

@@ -3,6 +3,8 @@
 //! from the histogram results.json keeps for the cell: values in microseconds, five
 //! percentile ticks per half distance, the footer of mean, deviation, max, count and buckets.
 //! Nothing is computed but the histogram's own iteration.
+//!
+//! Beside it, [`timeline`]: the cell's repetitions over time (`runs_timeline`) as CSV.
 
 use crate::measure::Hist;
 use crate::results::schema::CaseResult;
@@ -12,6 +14,45 @@ use std::fmt::Write;
 const SCALE: f64 = 1000.0;
 /// Percentile ticks per half distance to 100%, as HdrHistogram's default.
 const TICKS: u32 = 5;
+
+/// `c`'s repetitions over time as CSV: a row per repetition and interval, with the interval's
+/// start and length, its ops, their rate, and their mean and longest latency (us; empty where
+/// no op completed). An error where the cell recorded none.
+pub(crate) fn timeline(c: &CaseResult) -> Result<String, String> {
+    let f = c
+        .figures
+        .as_ref()
+        .ok_or_else(|| format!("'{}' has no figures: it is {}", c.key(), c.status))?;
+    if f.runs_timeline.is_empty() {
+        return Err(format!(
+            "'{}' recorded no timeline (only the network suites' message load records one, \
+             and files written before it was recorded have none)",
+            c.key()
+        ));
+    }
+    let mut out = String::from(
+        "repetition,start_s,length_s,ops,ops_per_sec,mean_latency_us,max_latency_us\n",
+    );
+    for (r, t) in f.runs_timeline.iter().enumerate() {
+        let rates = t.ops_per_sec();
+        let means = t.mean_ns();
+        for (i, len) in t.lengths_ns().enumerate() {
+            let us = |v: Option<f64>| v.map(|v| format!("{:.3}", v / SCALE)).unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{},{:.3},{:.3},{},{:.1},{},{}",
+                r + 1,
+                i as f64 * t.step_ns as f64 / 1e9,
+                len as f64 / 1e9,
+                t.ops[i],
+                rates[i],
+                us(means[i]),
+                us((t.ops[i] > 0).then_some(t.latency_max_ns[i] as f64)),
+            );
+        }
+    }
+    Ok(out)
+}
 
 /// The `.hgrm` text of `c`'s latency histogram; an error where the cell has none.
 pub(crate) fn render(c: &CaseResult) -> Result<String, String> {

@@ -322,6 +322,10 @@ pub struct Report {
     /// (the whole window when none completed): a stall shorter than the message timeout shows
     /// here. Exact to within window/[`GAP_BUCKETS`].
     pub longest_gap_ns: u64,
+    /// Ops and latency per 100 ms of the window (`measure::timeline`), where the driver
+    /// records them (the message engine); hosts' series are added up.
+    #[serde(default)]
+    pub timeline: Option<crate::measure::timeline::Timeline>,
     /// The first error seen (connect, socket, or a response that did not verify, warm-up
     /// included), for the reader.
     pub first_error: Option<String>,
@@ -400,6 +404,7 @@ impl Report {
             warmup_invalid: 0,
             live_conns: 0,
             longest_gap_ns: 0,
+            timeline: None,
             first_error: None,
             cpu_ns: 0,
             cpus_available,
@@ -471,6 +476,11 @@ impl Report {
             self.first_error.clone_from(&other.first_error);
         }
         self.longest_gap_ns = self.longest_gap_ns.min(other.longest_gap_ns);
+        match (&mut self.timeline, &other.timeline) {
+            (Some(a), Some(b)) => a.merge(b),
+            (a @ None, Some(b)) => *a = Some(b.clone()),
+            _ => {}
+        }
         // Each host settles its own warm-up: the longest is the one the window waited for.
         self.warmup_ns = self.warmup_ns.max(other.warmup_ns);
         self.cpus_available += other.cpus_available;

@@ -9,6 +9,7 @@ pub(crate) mod disturb;
 pub(crate) mod hist;
 pub mod pin;
 pub(crate) mod syscalls;
+pub mod timeline;
 pub(crate) mod topology;
 pub(crate) mod uring_trace;
 
@@ -187,6 +188,9 @@ pub struct Sample {
     pub(crate) uring: Option<Measured<uring_trace::UringCounters>>,
     /// Per-op latency, ns.
     pub latency: Hist,
+    /// Ops and latency per interval of the window, where the workload records them
+    /// (`timeline`: the network suites' load generator).
+    pub(crate) timeline: Option<timeline::Timeline>,
     pub counters: CellCounters,
 }
 
@@ -401,6 +405,7 @@ impl Window<'_> {
             syscalls,
             uring,
             latency: self.hist,
+            timeline: None,
             counters,
         }
     }

@@ -50,6 +50,9 @@ impl Metric {
             }
             (Metric::OpsPerSec, false) => "throughput (median of runs)",
             (Metric::SyscallsPer100, _) => "syscalls per 100 ops (measured)",
+            (Metric::CpuPerOp, true) if band => {
+                "CPU time per op (all threads, dark band its 95% CI)"
+            }
             (Metric::CpuPerOp, _) => "CPU time per op (all threads)",
         }
     }
@@ -108,6 +111,7 @@ impl Metric {
         match self {
             Metric::LatencyP50 => ci.latency_ns.p50,
             Metric::LatencyP99 => ci.latency_ns.p99,
+            Metric::CpuPerOp => ci.cpu_ns_per_op,
             _ => None,
         }
     }

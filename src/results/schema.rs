@@ -501,6 +501,12 @@ pub struct CaseFigures {
     pub(crate) runs_p99_ns: Vec<f64>,
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub(crate) p99_tail_min: u64,
+    /// Each measured repetition's figures per 100 ms of its window, in run order
+    /// (`measure::timeline`): ops, the sum and the longest of their latencies, so a stall
+    /// shows where it happened. Empty where the workload does not record them (micro,
+    /// storage) and in older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) runs_timeline: Vec<crate::measure::timeline::Timeline>,
     /// The significance level this cell's claims are judged at: 0.05, or a look's share of
     /// it where the point's rounds were adaptive (`stats::claims::ALPHA_FIRST_LOOK`, and
     /// `ALPHA_SECOND_LOOK` after rounds were added).

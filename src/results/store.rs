@@ -418,6 +418,14 @@ pub(crate) fn check_cells(r: &RunResults) -> Result<(), String> {
                 "cell '{key}': {name} is {v}, not a finite number >= 0"
             ));
         }
+        if let Some(i) = f.runs_timeline.iter().position(|t| !t.well_formed()) {
+            return Err(format!(
+                "cell '{key}': the timeline of repetition {} is malformed (interval vectors of \
+                 different lengths, more than {} intervals, or intervals past the window)",
+                i + 1,
+                crate::measure::timeline::MAX_INTERVALS
+            ));
+        }
         if let Some(w) = order.windows(2).find(|w| w[0].1 > w[1].1) {
             return Err(format!(
                 "cell '{key}': latency {} ({}) is above {} ({}): percentiles out of order",

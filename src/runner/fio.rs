@@ -187,6 +187,7 @@ pub(crate) fn figures(f: &FioFigures) -> CaseFigures {
         runs_ops_per_sec: vec![f.iops],
         runs_cpu_ns_per_op: Vec::new(),
         runs_p99_ns: Vec::new(),
+        runs_timeline: Vec::new(),
         p99_tail_min: 0,
         claim_alpha: crate::stats::claims::ALPHA,
         ci95: None,

@@ -142,6 +142,12 @@ pub(crate) fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFig
         runs_cpu_ns_per_op: run_cpu,
         runs_p99_ns: run_p99,
         p99_tail_min,
+        // One per repetition or none, so that the k-th is repetition k's.
+        runs_timeline: samples
+            .iter()
+            .map(|s| s.timeline.clone())
+            .collect::<Option<Vec<_>>>()
+            .unwrap_or_default(),
         claim_alpha: super::claims::ALPHA,
         ci95: Some(ci95),
     }
@@ -183,6 +189,7 @@ mod tests {
             syscalls,
             uring: None,
             latency: h,
+            timeline: None,
             counters: Default::default(),
         }
     }

@@ -357,4 +357,15 @@ fn a_run_writes_a_file_the_schema_validates() {
         "{err}"
     );
     assert!(o.stdout.is_empty());
+    // `report --timeline CELL` of a cell that records none (micro) is bad input, said so.
+    let o = common::bin::ringside()
+        .arg("report")
+        .arg(&results)
+        .args(["--timeline", &key])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("recorded no timeline"), "{err}");
 }

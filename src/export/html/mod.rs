@@ -422,6 +422,11 @@ impl Exporter for Html {
                 _ => suites.push((s, vec![section])),
             }
         }
+        let mut summaries: std::collections::HashMap<String, Markup> =
+            std::collections::HashMap::new();
+        for (suite, c) in charts::suite_summaries(run, &styles) {
+            summaries.insert(suite, figure(&c)?);
+        }
         let missing = not_measured(run, None);
 
         let page = html! {
@@ -484,6 +489,14 @@ impl Exporter for Html {
                     @for (s, sections) in &suites {
                         section class="suite" id={ "s-" (s) } {
                             h2 { (s) " suite" }
+                            @if let Some(f) = summaries.get(*s) {
+                                p class="note" {
+                                    "The server's CPU per op at an equal offered load: one point \
+                                     of each open-loop workload, the highest rate every model \
+                                     kept up with (where none, the lowest, laggards ringed)."
+                                }
+                                div class="charts summary" { (f) }
+                            }
                             @for w in sections { (w) }
                         }
                     }

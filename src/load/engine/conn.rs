@@ -397,9 +397,10 @@ impl<S: Sockets> Loop<'_, S> {
                 self.c.n.msgs += 1;
                 self.c.n.bytes += c.out.len() as u64;
                 self.c.n.rx_bytes += d.len;
-                self.c.latency.record(now.saturating_sub(c.origin));
+                let latency = now.saturating_sub(c.origin);
+                self.c.latency.record(latency);
                 if let Some(g) = self.gaps.as_mut() {
-                    g.record(now);
+                    g.record(now, latency);
                 }
             }
             Verdict::Valid => {}

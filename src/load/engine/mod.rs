@@ -19,6 +19,7 @@ use super::window::{run_threads, stop_requested, Coordinated, Shared, WARM_TICK_
 use super::{
     Config, Edge, Exchange, Fault, Mismatch, Report, Response, Verdict, GAP_BUCKETS, READ_CHUNK,
 };
+use crate::measure::timeline::Timeline;
 use crate::measure::{clock::now_ns, cpu, pin};
 use serde::{Deserialize, Serialize};
 use sock::{so_error, source_for, Epoll};
@@ -83,7 +84,8 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
         }
     }
     r.add_tallies(tallies);
-    r.longest_gap_ns = gaps.map_or(window_ns, |g| g.longest(t_close));
+    r.longest_gap_ns = gaps.as_ref().map_or(window_ns, |g| g.longest(t_close));
+    r.timeline = gaps.map(|g| g.timeline.cut(window_ns));
     Ok(r)
 }
 
@@ -91,11 +93,13 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
 /// first and last completion time in each. Merged over threads, consecutive non-empty buckets
 /// give every gap with no completion on any thread that spans a bucket boundary, exactly; a
 /// gap inside one bucket is shorter than the bucket.
+/// Beside them, the ops and latencies per 100 ms of the window (`measure::timeline`).
 struct Gaps {
     t_open: u64,
     res: u64,
     first: Vec<u64>,
     last: Vec<u64>,
+    timeline: Timeline,
 }
 
 impl Gaps {
@@ -105,11 +109,14 @@ impl Gaps {
             res: window_ns.div_ceil(GAP_BUCKETS as u64).max(1),
             first: vec![u64::MAX; GAP_BUCKETS],
             last: vec![0; GAP_BUCKETS],
+            timeline: Timeline::new(t_open, window_ns),
         }
     }
 
+    /// An op completed at `now` after `latency_ns`.
     #[inline]
-    fn record(&mut self, now: u64) {
+    fn record(&mut self, now: u64, latency_ns: u64) {
+        self.timeline.record(now, latency_ns);
         let b = (((now - self.t_open) / self.res) as usize).min(GAP_BUCKETS - 1);
         self.first[b] = self.first[b].min(now);
         self.last[b] = self.last[b].max(now);
@@ -120,6 +127,7 @@ impl Gaps {
             self.first[b] = self.first[b].min(o.first[b]);
             self.last[b] = self.last[b].max(o.last[b]);
         }
+        self.timeline.merge(&o.timeline);
     }
 
     /// The longest span in [t_open, t_close) with no completion.

@@ -456,6 +456,7 @@ fn sample_of(
         syscalls,
         uring,
         latency: report.latency.clone(),
+        timeline: report.timeline.clone(),
         counters: c,
     }
 }
