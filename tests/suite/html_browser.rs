@@ -162,6 +162,9 @@ fn report_renders_in_headless_chromium_without_console_errors() {
     let cs = charts::build(&run);
     assert!(cs.iter().any(|c| c.series.iter().any(|s| s.faded)));
     assert!(cs.iter().any(|c| c.id == "http.rate-p99-achieved"));
+    // Each network suite's summary, and a troubled cell's repetitions over time.
+    assert!(cs.iter().any(|c| c.id == "summary-http"));
+    assert!(cs.iter().any(|c| c.id == "http.rate-timeline-ops-1"));
     // Equal-load points have no throughput chart (flat by design); O_DIRECT has its panel.
     assert!(cs.iter().any(|c| c.id == "storage.randread-ops-2"));
     assert!(cs
