@@ -38,11 +38,14 @@ pub enum Command {
     Serve(ServeArgs),
     /// Drive a server with the load generator and report what it measured.
     Load(LoadArgs),
-    /// Re-render report.md, report.html and the chart SVGs from a saved results file.
+    /// Re-render report.md, report.html and the chart SVGs from a saved results file; of
+    /// several files, draw them side by side (compare.html and compare.md, as `compare --out`).
     Report {
-        /// A results.json written by `ringside run`.
-        results: PathBuf,
-        /// Where to write report.md, report.html and charts/ (default: beside the results file).
+        /// A results.json written by `ringside run`; several: the first is the reference.
+        #[arg(required = true, num_args = 1.., value_name = "RESULTS")]
+        results: Vec<PathBuf>,
+        /// Where to write report.md, report.html and charts/, or of several files compare.html
+        /// and compare.md (default: beside the (first) results file).
         #[arg(long)]
         out: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = FormatArg::Summary)]
@@ -58,15 +61,20 @@ pub enum Command {
         #[arg(long, value_name = "CELL", conflicts_with = "hgrm")]
         timeline: Option<String>,
     },
-    /// Compare two results files cell by cell; exits 1 on a significant regression.
+    /// Compare results files cell by cell: the first (the baseline) with each later one;
+    /// exits 1 on a significant regression.
     Compare {
-        /// The baseline results.json.
-        base: PathBuf,
-        /// The results.json to judge against it.
-        new: PathBuf,
+        /// The baseline results.json, then the results.json(s) to judge against it (2 to 26
+        /// files; more than two print one matrix, corrected as one family).
+        #[arg(required = true, num_args = 2.., value_name = "RESULTS")]
+        files: Vec<PathBuf>,
         /// Percent change in median latency or ops/s that counts as a regression.
-        #[arg(long, default_value_t = 5.0)]
+        #[arg(long, default_value_t = crate::stats::compare::DEFAULT_THRESHOLD_PCT)]
         threshold: f64,
+        /// Also write the runs side by side as a page, compare.html and compare.md (with a
+        /// chart per workload and figure), into this directory; nothing is written without it.
+        #[arg(long)]
+        out: Option<PathBuf>,
         /// Do not fail on what cannot be tested: a change beyond the threshold with too few
         /// repetitions for the test to reach its significance level, and cells only one file
         /// has. A regression, a measured cell that failed and an unfinished NEW still fail.

@@ -6,13 +6,24 @@
 //! a measured cell that failed, an unfinished NEW, nothing compared; and unless
 //! `--allow-untested`, a change beyond the threshold too few repetitions to test and cells
 //! only one file has), 2 for a bad file or threshold.
+//!
+//! `ringside compare A B C ... [--out DIR]`: the first file against each later one, judged
+//! the same way but with every pair's tests one correction family
+//! (`stats::compare::compare_many`), printed as one matrix: a row per cell with each run's
+//! figures and their ratios to A's, each later run's verdict, the environment facts that
+//! differ, and the gate of every pair (exit 1 when any fails). A file that shares no cell with
+//! the first is bad input (exit 2). `--out DIR` (two files or more) writes the matrix there as
+//! compare.html (a chart per workload and figure) and compare.md, atomically; without it
+//! nothing is written.
 
 use crate::export::table::{fmt_ns, fmt_rate, Table};
-use crate::results::store;
+use crate::results::{store, RunResults};
 use crate::stats::claims::p_text;
-use crate::stats::compare::{compare, Change, Figure, FigureChange, Method, ALPHA};
+use crate::stats::compare::{
+    compare, compare_many, Change, Figure, FigureChange, Matrix, Method, ALPHA, MAX_RUNS,
+};
 use std::fmt::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The change with its 95% bootstrap interval where the repetitions give one.
 fn pct(c: &Change) -> String {
@@ -64,16 +75,141 @@ fn figure_text(f: &FigureChange) -> String {
     s + &format!(", p {}", p(f))
 }
 
-pub fn run(base: &Path, new: &Path, threshold: f64, allow_untested: bool) -> anyhow::Result<i32> {
+/// `ringside compare FILE FILE... [--out DIR]`: two files print the pair's detailed table
+/// and gate ([`two`]); more print the matrix ([`many`]). With `--out` the runs side by side
+/// are also written there as compare.html and compare.md.
+pub fn run(
+    files: &[PathBuf],
+    threshold: f64,
+    allow_untested: bool,
+    out: Option<&Path>,
+) -> anyhow::Result<i32> {
     if !threshold.is_finite() || threshold < 0.0 {
         eprintln!("error: --threshold {threshold} is not a percentage >= 0 (e.g. 5)");
         return Ok(2);
     }
-    let load = |p: &Path| store::load(p).map_err(|e| eprintln!("error: {e:#}"));
-    let (Ok(b), Ok(n)) = (load(base), load(new)) else {
+    let Some(runs) = load_all(files) else {
         return Ok(2);
     };
-    let cmp = compare(&b, &n, threshold);
+    if runs.len() == 2 && out.is_none() {
+        return two(
+            &files[0],
+            &files[1],
+            (&runs[0].1, &runs[1].1),
+            threshold,
+            allow_untested,
+        );
+    }
+    let m = match matrix(&runs, threshold) {
+        Ok(m) => m,
+        Err(code) => return Ok(code),
+    };
+    if let Some(dir) = out {
+        match write_page(&m, dir) {
+            Ok(written) => {
+                for p in written {
+                    eprintln!("wrote {}", p.display());
+                }
+            }
+            Err(code) => return Ok(code),
+        }
+    }
+    if runs.len() == 2 {
+        return two(
+            &files[0],
+            &files[1],
+            (&runs[0].1, &runs[1].1),
+            threshold,
+            allow_untested,
+        );
+    }
+    super::stdout::print(&crate::export::compare::term(&m, Some(allow_untested)))?;
+    Ok(if m.gate(allow_untested).is_empty() {
+        0
+    } else {
+        1
+    })
+}
+
+/// Every file loaded, each with the name it was given; `None` after printing why one cannot
+/// be (bad input, exit 2).
+pub(crate) fn load_all(files: &[PathBuf]) -> Option<Vec<(String, RunResults)>> {
+    if files.len() > MAX_RUNS {
+        eprintln!(
+            "error: {} results files given: at most {MAX_RUNS} are compared at once (named A              to Z)",
+            files.len()
+        );
+        return None;
+    }
+    let mut runs = Vec::with_capacity(files.len());
+    for f in files {
+        match store::load(f) {
+            Ok(r) => runs.push((f.display().to_string(), r)),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return None;
+            }
+        }
+    }
+    Some(runs)
+}
+
+/// The matrix of the loaded runs, or exit 2 after saying why there is none.
+pub(crate) fn matrix(runs: &[(String, RunResults)], threshold: f64) -> Result<Matrix, i32> {
+    let refs: Vec<(String, &RunResults)> = runs.iter().map(|(n, r)| (n.clone(), r)).collect();
+    compare_many(&refs, threshold).map_err(|why| {
+        eprintln!("error: {why}");
+        2
+    })
+}
+
+/// Writes compare.html and compare.md into `dir` (made if missing), each atomically; a
+/// directory that cannot be made is bad input (exit 2).
+pub(crate) fn write_page(m: &Matrix, dir: &Path) -> Result<Vec<PathBuf>, i32> {
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        eprintln!(
+            "error: {}",
+            crate::error::InputError::OutputDir {
+                dir: dir.display().to_string(),
+                why: e.to_string(),
+            }
+        );
+        return Err(2);
+    }
+    let html = match crate::export::html::compare::page(m) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: cannot draw the page: {e:#}");
+            return Err(1);
+        }
+    };
+    let mut written = Vec::new();
+    for (name, bytes) in [
+        ("compare.html", html),
+        (
+            "compare.md",
+            crate::export::compare::markdown(m).into_bytes(),
+        ),
+    ] {
+        let path = dir.join(name);
+        if let Err(e) = store::write_via_temp(&path, &bytes, false) {
+            eprintln!("error: cannot write '{}': {e:#}", path.display());
+            return Err(1);
+        }
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Two files: the pair's detailed table, its noise and probes, and its gate.
+fn two(
+    base: &Path,
+    new: &Path,
+    (b, n): (&RunResults, &RunResults),
+    threshold: f64,
+    allow_untested: bool,
+) -> anyhow::Result<i32> {
+    let cmp = compare(b, n, threshold);
     let figs = [
         Figure::P50,
         Figure::OpsPerSec,
@@ -97,28 +233,7 @@ pub fn run(base: &Path, new: &Path, threshold: f64, allow_untested: bool) -> any
                         .unwrap_or_default(),
                 );
             }
-            row.push(if c.regression {
-                "REGRESSION".into()
-            } else if c.improvement {
-                "improved".into()
-            } else if let Some(why) = &c.untested {
-                format!("UNTESTED: {why}")
-            } else if let Some(why) = &c.drift {
-                format!("the machine's drift: {why}")
-            } else if let Some(why) = &c.unstable {
-                format!("unstable here: {why}")
-            } else if c.figures.iter().any(|f| f.test.significant) {
-                format!("changed within {threshold}%")
-            } else if let Some((nb, nn)) = c.figures.iter().find_map(|f| f.change.too_few) {
-                let n = if nb == nn {
-                    format!("n={nb}")
-                } else {
-                    format!("n={nb} and {nn}")
-                };
-                format!("within {threshold}% ({n}: too few to test)")
-            } else {
-                "no significant change".into()
-            });
+            row.push(c.verdict(threshold));
             row
         })
         .collect();

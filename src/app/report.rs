@@ -1,5 +1,6 @@
 //! `ringside report`: re-render report.md, report.html and the chart SVGs from a saved
-//! results file alone (also an unfinished one), and print the chosen format on stdout.
+//! results file alone (also an unfinished one), and print the chosen format on stdout. Of
+//! several files: the runs side by side, the page `compare --out` writes.
 
 use crate::export::markdown::chart_file;
 use crate::export::{charts, html, waterfall, Format};
@@ -52,7 +53,61 @@ pub(crate) fn write_all(run: &RunResults, dir: &Path) -> anyhow::Result<Vec<Path
     Ok(written)
 }
 
-pub fn run(results: &Path, out: Option<&Path>, format: Format) -> anyhow::Result<i32> {
+/// `ringside report FILE... [--out DIR] [--format F]`: one file re-renders its report; several
+/// draw the runs side by side as `compare --out` does ([`many`]).
+pub fn run(results: &[PathBuf], out: Option<&Path>, format: Format) -> anyhow::Result<i32> {
+    match results {
+        [one] => run_one(one, out, format),
+        _ => many(results, out, format),
+    }
+}
+
+/// Several files: compare.html and compare.md (the first file against each later one, at
+/// `compare`'s default threshold) into `out`, by default the first file's directory (beside
+/// its report.html, which it never replaces); the matrix on stdout (markdown with
+/// `--format markdown`). csv and json are one run's formats: refused (exit 2).
+fn many(results: &[PathBuf], out: Option<&Path>, format: Format) -> anyhow::Result<i32> {
+    if matches!(format, Format::Csv | Format::Json | Format::Html) {
+        eprintln!(
+            "error: --format {}: several results files are drawn side by side, as summary,              table or markdown; csv and json take one results file",
+            format!("{format:?}").to_lowercase()
+        );
+        return Ok(2);
+    }
+    let Some(runs) = super::compare::load_all(results) else {
+        return Ok(2);
+    };
+    let m = match super::compare::matrix(&runs, crate::stats::compare::DEFAULT_THRESHOLD_PCT) {
+        Ok(m) => m,
+        Err(code) => return Ok(code),
+    };
+    let dir = out
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| beside(&results[0]));
+    let written = match super::compare::write_page(&m, &dir) {
+        Ok(w) => w,
+        Err(code) => return Ok(code),
+    };
+    let text = match format {
+        Format::Markdown => crate::export::compare::markdown(&m),
+        _ => crate::export::compare::term(&m, None),
+    };
+    super::stdout::write(text.as_bytes())?;
+    let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+    eprintln!("report: {}", names.join(" and "));
+    Ok(0)
+}
+
+/// The directory a results file is in ("." for a bare name).
+fn beside(results: &Path) -> PathBuf {
+    results
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf()
+}
+
+fn run_one(results: &Path, out: Option<&Path>, format: Format) -> anyhow::Result<i32> {
     let run = match store::load(results) {
         Ok(r) => r,
         Err(e) => {
@@ -60,13 +115,9 @@ pub fn run(results: &Path, out: Option<&Path>, format: Format) -> anyhow::Result
             return Ok(2);
         }
     };
-    let dir = out.map(Path::to_path_buf).unwrap_or_else(|| {
-        results
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."))
-            .to_path_buf()
-    });
+    let dir = out
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| beside(results));
     // As `run --out`: a directory that cannot be made (a file there) is bad input, exit 2.
     if let Err(e) = std::fs::create_dir_all(&dir) {
         eprintln!(
@@ -94,13 +145,20 @@ pub fn run(results: &Path, out: Option<&Path>, format: Format) -> anyhow::Result
 /// `report --hgrm CELL` and `report --timeline CELL`: one cell's text (`render`: its latency
 /// distribution in HdrHistogram's percentile format, or its repetitions over time as CSV) on
 /// stdout. A cell the file does not have is bad input (exit 2), named with the cells it has;
-/// so is a cell without what `render` needs.
+/// so is a cell without what `render` needs, and more than one results file.
 pub fn cell_text(
-    results: &Path,
+    results: &[PathBuf],
     cell: &str,
     flag: &str,
     render: fn(&crate::results::CaseResult) -> Result<String, String>,
 ) -> anyhow::Result<i32> {
+    let [results] = results else {
+        eprintln!(
+            "error: {flag} '{cell}': takes one results file ({} given)",
+            results.len()
+        );
+        return Ok(2);
+    };
     let run = match store::load(results) {
         Ok(r) => r,
         Err(e) => {

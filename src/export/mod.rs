@@ -2,6 +2,7 @@
 //! dialect; no exporter computes a figure.
 
 pub mod charts;
+pub(crate) mod compare;
 mod csv;
 pub(crate) mod explain;
 pub mod findings;

@@ -11,6 +11,7 @@ mod chart_labels;
 mod cli;
 mod cli_http;
 mod compare_gate;
+mod compare_many;
 mod conformance;
 mod cores;
 mod echo_suite;

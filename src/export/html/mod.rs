@@ -5,6 +5,7 @@
 //! The markup is maud's: every text is escaped where it is written, and only markup of our own
 //! (plotters' SVG, the style sheet) goes in as `PreEscaped`.
 
+pub(crate) mod compare;
 pub mod svg;
 pub(crate) mod waterfall;
 

@@ -2,21 +2,30 @@
 
 use super::*;
 
-/// One family, every decisive test of every cell: corrected (Benjamini-Hochberg), then each
-/// cell judged, with the runs' within-run jumps and the probes' drift.
+impl Comparison {
+    /// Every decisive test's p, in the order [`correct_and_judge`] takes their corrected
+    /// values back.
+    pub(super) fn decisive_ps(&self) -> Vec<f64> {
+        self.cells
+            .iter()
+            .flat_map(|c| c.figures.iter().filter_map(|f| f.test.p))
+            .collect()
+    }
+}
+
+/// Every decisive test of every cell takes its p corrected in one family (Benjamini-Hochberg:
+/// `adj`, in the order of [`Comparison::decisive_ps`]; the family has `family` tests, this
+/// comparison's alone or every pair's of `compare A B C`), then each cell is judged, with the
+/// runs' within-run jumps and the probes' drift.
 pub(super) fn correct_and_judge(
     cmp: &mut Comparison,
     base: &RunResults,
     new: &RunResults,
     threshold_pct: f64,
+    adj: &[f64],
+    family: usize,
 ) {
-    let ps: Vec<f64> = cmp
-        .cells
-        .iter()
-        .flat_map(|c| c.figures.iter().filter_map(|f| f.test.p))
-        .collect();
-    cmp.tests = ps.len();
-    let (_, adj) = crate::stats::claims::benjamini_hochberg(&ps, ALPHA);
+    cmp.tests = adj.len();
     let mut k = 0;
     let drift_pct = cmp.probes.as_ref().map_or(0.0, |p| p.drift_pct);
     let wake_pct = cmp.probes.as_ref().and_then(|p| p.wake_pct);
@@ -46,7 +55,7 @@ pub(super) fn correct_and_judge(
             .iter()
             .filter(|(_, u)| u.workload == c.workload && u.label == c.label)
             .max_by(|a, b| a.1.levels.gap().total_cmp(&b.1.levels.gap()));
-        judge(c, threshold_pct, (drift_pct, wake_pct), ps.len(), jump);
+        judge(c, threshold_pct, (drift_pct, wake_pct), family, jump);
     }
 }
 

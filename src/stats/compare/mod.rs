@@ -39,6 +39,9 @@ use std::collections::HashMap;
 
 /// Significance level of every test here, and the false discovery rate `compare` keeps.
 pub(crate) const ALPHA: f64 = 0.05;
+/// The change `compare` calls a regression unless `--threshold` says otherwise, percent
+/// (also `report A B C`'s).
+pub const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
 /// Equal-load cells are compared only when their offered rates are within 10%.
 pub(crate) const RATE_TOLERANCE: f64 = 0.10;
 /// A probe whose median moved by more than this (and significantly) means the machine
@@ -358,6 +361,7 @@ impl ProbeDrift {
 mod env;
 mod figures;
 mod judge;
+mod many;
 mod noise;
 #[cfg(test)]
 mod tests;
@@ -367,6 +371,7 @@ use env::env_diff;
 pub(crate) use env::{flatten, probe_drift};
 use figures::{figure_runs, point_key, relative_to, test_of, Peer};
 use judge::correct_and_judge;
+pub(crate) use many::{compare_many, Matrix, MatrixRow, MAX_RUNS};
 use noise::add_run_noise;
 pub(crate) use noise::{ModelNoise, RunNoise};
 
@@ -374,6 +379,17 @@ pub(crate) use noise::{ModelNoise, RunNoise};
 /// than `threshold_pct` percent, significantly after the correction over every test, and not
 /// as the machine did (see the module's doc).
 pub(crate) fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -> Comparison {
+    let mut cmp = prepare(base, new);
+    let ps = cmp.decisive_ps();
+    let (_, adj) = crate::stats::claims::benjamini_hochberg(&ps, ALPHA);
+    correct_and_judge(&mut cmp, base, new, threshold_pct, &adj, ps.len());
+    cmp
+}
+
+/// [`compare`] before the correction: every cell's changes and their decisive tests, the
+/// run-to-run noise, the cells one run lacks and the environment's differences; nothing
+/// judged yet (`ringside compare A B C` corrects every pair's tests as one family).
+pub(super) fn prepare(base: &RunResults, new: &RunResults) -> Comparison {
     let mut cmp = Comparison {
         base_finished: base.finished,
         new_finished: new.finished,
@@ -392,7 +408,6 @@ pub(crate) fn compare(base: &RunResults, new: &RunResults, threshold_pct: f64) -
         compare_cell(&mut cmp, b, &in_new, &peers);
     }
     add_run_noise(&mut cmp);
-    correct_and_judge(&mut cmp, base, new, threshold_pct);
     for n in &new.cases {
         let key = n.key();
         if !in_base.contains(&key) {

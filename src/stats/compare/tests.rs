@@ -324,3 +324,83 @@ fn a_poller_cell_that_moved_with_the_wake_up_probe_is_the_machines() {
     assert_eq!(m3(&judge(22_000.0, true)), (SIZES.len(), 0));
     assert_eq!(m3(&judge(40_000.0, false)), (SIZES.len(), 0));
 }
+
+/// The regressed cells of run `k` (1 or more) of a matrix.
+fn matrix_calls(m: &Matrix, k: usize) -> Vec<&str> {
+    m.rows
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.claims[k - 1],
+                super::many::Claim::Judged {
+                    regression: true,
+                    ..
+                }
+            )
+        })
+        .map(|r| r.cell.as_str())
+        .collect()
+}
+
+#[test]
+fn a_matrix_of_two_runs_judges_as_compare_does() {
+    let a = run(100, 0.03, |_, _, _| 1.0);
+    let b = run(101, 0.03, |m, _, _| if m == 3 { 1.4 } else { 1.0 });
+    let pair = compare(&a, &b, 5.0);
+    let m = compare_many(&[("a".into(), &a), ("b".into(), &b)], 5.0).unwrap();
+    assert_eq!(m.tests, pair.tests);
+    assert_eq!(m.pairs[0].cells, pair.cells);
+    let (reg, _) = calls(&pair);
+    assert!(!reg.is_empty(), "the 40% slowdown must be found");
+    assert_eq!(matrix_calls(&m, 1), reg);
+}
+
+#[test]
+fn every_pair_of_a_matrix_is_one_correction_family() {
+    let a = run(200, 0.0, |_, _, _| 1.0);
+    let b = run(201, 0.0, |_, _, _| 1.0);
+    let c = run(
+        202,
+        0.0,
+        |m, s, _| if m == 3 && s == 64 { 1.4 } else { 1.0 },
+    );
+    let m = compare_many(&[("a".into(), &a), ("b".into(), &b), ("c".into(), &c)], 5.0).unwrap();
+    assert_eq!(m.tests, m.pairs[0].tests + m.pairs[1].tests);
+    assert!(matrix_calls(&m, 1).is_empty(), "{:?}", matrix_calls(&m, 1));
+    assert_eq!(matrix_calls(&m, 2), ["micro.pipe m3 msg_bytes=64"]);
+    let row = m
+        .rows
+        .iter()
+        .find(|r| r.cell == "micro.pipe m3 msg_bytes=64")
+        .unwrap();
+    let ratio = row.ratio(2, Figure::P50).unwrap();
+    assert!((1.3..1.5).contains(&ratio), "{ratio}");
+    assert!(row.ratio(0, Figure::P50).is_none());
+    // Corrected over both pairs' tests, no p is smaller than over C's alone, and some are
+    // larger: the family is the matrix.
+    let alone = compare(&a, &c, 5.0);
+    let (mut larger, mut k) = (0, 0);
+    for (x, y) in m.pairs[1].cells.iter().zip(&alone.cells) {
+        for (fx, fy) in x.figures.iter().zip(&y.figures) {
+            if let (Some(px), Some(py)) = (fx.test.p_adj, fy.test.p_adj) {
+                assert!(px >= py - 1e-12, "{} {px} < {py}", x.cell);
+                larger += usize::from(px > py + 1e-12);
+                k += 1;
+            }
+        }
+    }
+    assert!(k > 0 && larger > 0, "{larger} of {k}");
+}
+
+#[test]
+fn a_matrix_needs_two_runs_sharing_a_cell() {
+    let a = run(300, 0.0, |_, _, _| 1.0);
+    assert!(compare_many(&[("a".into(), &a)], 5.0).is_err());
+    let mut other = run(301, 0.0, |_, _, _| 1.0);
+    for c in &mut other.cases {
+        c.workload = "micro.syscall".into();
+    }
+    let why = compare_many(&[("a".into(), &a), ("o".into(), &other)], 5.0).unwrap_err();
+    assert!(why.contains("'o' has no cell in common with 'a'"), "{why}");
+    assert!(why.contains("micro.syscall"), "{why}");
+}

@@ -2,6 +2,36 @@
 
 use super::*;
 
+impl CellChange {
+    /// The cell's verdict in words: "REGRESSION", "improved", "UNTESTED: <why>", the
+    /// machine's drift, unstable here, a change within the threshold, too few to test, or
+    /// "no significant change".
+    pub(crate) fn verdict(&self, threshold: f64) -> String {
+        if self.regression {
+            "REGRESSION".into()
+        } else if self.improvement {
+            "improved".into()
+        } else if let Some(why) = &self.untested {
+            format!("UNTESTED: {why}")
+        } else if let Some(why) = &self.drift {
+            format!("the machine's drift: {why}")
+        } else if let Some(why) = &self.unstable {
+            format!("unstable here: {why}")
+        } else if self.figures.iter().any(|f| f.test.significant) {
+            format!("changed within {threshold}%")
+        } else if let Some((nb, nn)) = self.figures.iter().find_map(|f| f.change.too_few) {
+            let n = if nb == nn {
+                format!("n={nb}")
+            } else {
+                format!("n={nb} and {nn}")
+            };
+            format!("within {threshold}% ({n}: too few to test)")
+        } else {
+            "no significant change".into()
+        }
+    }
+}
+
 impl Comparison {
     pub(crate) fn regressions(&self) -> impl Iterator<Item = &CellChange> {
         self.cells.iter().filter(|c| c.regression)
