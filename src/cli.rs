@@ -383,6 +383,8 @@ pub enum ProtocolArg {
     Sink,
     Source,
     Pubsub,
+    /// UDP echo (`udp.echo`): datagrams echoed to their source.
+    UdpEcho,
 }
 
 impl From<ProtocolArg> for crate::proto::ServeProtocol {
@@ -394,6 +396,7 @@ impl From<ProtocolArg> for crate::proto::ServeProtocol {
             ProtocolArg::Sink => P::Sink,
             ProtocolArg::Source => P::Source,
             ProtocolArg::Pubsub => P::Pubsub,
+            ProtocolArg::UdpEcho => P::UdpEcho,
         }
     }
 }

@@ -55,6 +55,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         (ServeProtocol::Sink, None) => Served::Stream(Stream::Sink),
         (ServeProtocol::Source, None) => Served::Stream(Stream::Source),
         (ServeProtocol::Pubsub, None) => Served::Pubsub,
+        (ServeProtocol::UdpEcho, None) => Served::Udp,
     };
     // Built-in servers, and the peers (tokio, monoio) that serve from src/peer/.
     let serves = |m: &crate::model::ModelSpec| io::serves_tcp(m) || peer_kind(m).is_some();
@@ -95,6 +96,32 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
                 io::pubsub_unavailable(model).map_or(String::new(), |w| format!("{w}; ")),
                 valid.join(", ")
             ),
+        }
+        .into());
+    }
+    // UDP echo: the blocking, epoll and io_uring families (`io::udp::udp_refusal`).
+    let udp = protocol == ServeProtocol::UdpEcho;
+    if let Some(why) = udp.then(|| io::udp::udp_refusal(model)).flatten() {
+        let valid: Vec<&str> = MODELS
+            .iter()
+            .filter(|m| io::udp::udp_refusal(m).is_none())
+            .map(|m| m.id)
+            .collect();
+        return Err(InputError::BadValue {
+            flag: "--model",
+            given: a.model.clone(),
+            valid: format!(
+                "{why}; --protocol udp-echo is served by: {}",
+                valid.join(", ")
+            ),
+        }
+        .into());
+    }
+    if udp && a.threads > 1 {
+        return Err(InputError::BadValue {
+            flag: "--threads",
+            given: a.threads.to_string(),
+            valid: "--protocol udp-echo is one socket and one loop: valid: 1".into(),
         }
         .into());
     }
@@ -166,7 +193,25 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             .name("signals".into())
             .spawn(move || wait_stop_signal(&stop))?;
     }
-    let served = if a.threads == 1 || one_runtime {
+    let served = if udp {
+        let plan = match &cpus {
+            Some(list) => CpuPlan::from_list(list),
+            None => CpuPlan::default_for(&online),
+        };
+        let plan = match a.sqpoll_cpu {
+            Some(c) => CpuPlan::pair(plan.measured, Some(c)),
+            None => plan,
+        };
+        if cpus.is_some() {
+            pin::pin_this_thread(plan.measured).context("pinning the server")?;
+        }
+        let sock = io::udp::bind(addr).with_context(|| format!("binding UDP {addr}"))?;
+        let listening = format!("listening on {}", sock.local_addr()?);
+        stop.on_ready(move || {
+            let _ = announce(&listening);
+        });
+        io::udp::serve_udp(model, sock, &plan, &stop)
+    } else if a.threads == 1 || one_runtime {
         let plan = match &cpus {
             Some(list) => CpuPlan::from_list(list),
             None => CpuPlan::default_for(&online),
@@ -215,6 +260,8 @@ enum Served {
     /// `--protocol pubsub`: the broker (`proto::pubsub`), subscriber queues of
     /// `proto::pubsub::DEFAULT_QUEUE_BYTES`.
     Pubsub,
+    /// `--protocol udp-echo`: served before any TCP listener exists (`io::udp`).
+    Udp,
 }
 
 /// What one server thread serves: the model, its protocol and the HTTP body.
@@ -271,6 +318,7 @@ impl How {
                         crate::peer::serve_proto(kind, listener, h.clone(), flag, setup)
                     }
                     Served::Echo => crate::peer::serve_echo(kind, listener, flag, setup),
+                    Served::Udp => return Err(not_tcp()),
                     Served::Pubsub => {
                         let q = crate::proto::pubsub::DEFAULT_QUEUE_BYTES;
                         let (accepts, hub) =
@@ -312,6 +360,7 @@ impl How {
                     plan,
                     stop,
                 ),
+                Served::Udp => Err(not_tcp()),
                 Served::Echo => {
                     let idle = self.idle.unwrap_or_else(|| Echo.idle_timeout());
                     let proto = WithIdle { inner: Echo, idle };
@@ -320,6 +369,11 @@ impl How {
             },
         }
     }
+}
+
+/// UDP echo never reaches a TCP listener (`run` serves it with `io::udp::serve_udp`).
+fn not_tcp() -> CaseError {
+    CaseError::not_applicable("--protocol udp-echo is served on a UDP socket, not a listener")
 }
 
 /// `--threads N` > 1: N server threads, shared nothing — each its own SO_REUSEPORT listener on

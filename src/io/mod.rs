@@ -11,6 +11,7 @@ pub(crate) mod napi;
 pub(crate) mod readiness;
 pub(crate) mod stop;
 pub(crate) mod sys;
+pub mod udp;
 pub mod uring;
 
 use crate::error::CaseError;

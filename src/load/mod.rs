@@ -33,6 +33,7 @@ pub mod pubsub;
 pub(crate) mod remote;
 pub mod stream;
 mod tally;
+pub mod udp;
 mod window;
 
 pub use engine::{run, Engine};
@@ -71,6 +72,10 @@ pub trait Exchange: Sync {
     }
     /// Publish/subscribe fan-out: [`run`] hands the run to its own driver.
     fn pubsub(&self) -> Option<&pubsub::Pubsub> {
+        None
+    }
+    /// UDP echo datagrams: [`run`] hands the run to its own driver.
+    fn udp(&self) -> Option<&udp::Udp> {
         None
     }
     /// How another host's load generator makes this exchange (`run --load-host`); `None`:
@@ -352,6 +357,26 @@ pub struct Report {
     pub(crate) hosts: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) bound_hosts: Vec<String>,
+    /// UDP echo ([`udp`]): datagrams sent in the window, lost (declared lost in the window;
+    /// in the warm-up apart), echoed after being declared lost, echoed twice, echoed after a
+    /// later one of their flow (ops all the same), and not sent because the client's kernel
+    /// refused them (open loop). 0 for every other exchange.
+    #[serde(default)]
+    pub dgram: DatagramCounts,
+}
+
+crate::counter_set! {
+    /// What happened to a UDP load's datagrams (see [`Report::dgram`]).
+    #[derive(Serialize, Deserialize)]
+    pub struct DatagramCounts {
+        dgram_sent,
+        dgram_lost,
+        dgram_warmup_lost,
+        dgram_late,
+        dgram_duplicates,
+        dgram_reordered,
+        dgram_send_failed,
+    }
 }
 
 /// The window is cut into this many buckets to find the longest gap with no completion over
@@ -415,6 +440,7 @@ impl Report {
             verified_bytes: 0,
             hosts: Vec::new(),
             bound_hosts: Vec::new(),
+            dgram: DatagramCounts::default(),
         }
     }
 
@@ -475,6 +501,7 @@ impl Report {
         if self.first_error.is_none() {
             self.first_error.clone_from(&other.first_error);
         }
+        crate::measure::CounterSet::merge(&mut self.dgram, &other.dgram);
         self.longest_gap_ns = self.longest_gap_ns.min(other.longest_gap_ns);
         match (&mut self.timeline, &other.timeline) {
             (Some(a), Some(b)) => a.merge(b),

@@ -30,6 +30,13 @@ crate::counter_set! {
         live,
         cpu_ns,
         verified,
+        dgram_sent,
+        dgram_lost,
+        dgram_warmup_lost,
+        dgram_late,
+        dgram_duplicates,
+        dgram_reordered,
+        dgram_send_failed,
     }
 }
 
@@ -116,6 +123,13 @@ impl Report {
         r.live_conns += n.live;
         r.cpu_ns += n.cpu_ns;
         r.verified_bytes += n.verified;
+        r.dgram.dgram_sent += n.dgram_sent;
+        r.dgram.dgram_lost += n.dgram_lost;
+        r.dgram.dgram_warmup_lost += n.dgram_warmup_lost;
+        r.dgram.dgram_late += n.dgram_late;
+        r.dgram.dgram_duplicates += n.dgram_duplicates;
+        r.dgram.dgram_reordered += n.dgram_reordered;
+        r.dgram.dgram_send_failed += n.dgram_send_failed;
         r.first_error = r.first_error.take().or(first_error.map(|e| e.1));
         r.first_mismatch = r.first_mismatch.or(first_mismatch.map(|m| m.1));
         r.settle_cpu(max_thread);

@@ -20,6 +20,7 @@ pub(crate) mod echo;
 pub mod http;
 pub mod pubsub;
 pub mod stream;
+pub mod udp;
 
 pub use echo::Echo;
 pub use http::Http;
@@ -36,6 +37,8 @@ pub enum ServeProtocol {
     Source,
     /// The broker (`proto::pubsub`).
     Pubsub,
+    /// UDP datagrams echoed to their source (`proto::udp`).
+    UdpEcho,
 }
 
 impl ServeProtocol {
@@ -47,6 +50,7 @@ impl ServeProtocol {
             ServeProtocol::Sink => "sink",
             ServeProtocol::Source => "source",
             ServeProtocol::Pubsub => "pubsub",
+            ServeProtocol::UdpEcho => "udp-echo",
         }
     }
 }

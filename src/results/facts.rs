@@ -236,6 +236,10 @@ impl Units {
         rate: "deliveries/s",
         op: "delivery",
     };
+    pub(crate) const DATAGRAMS: Units = Units {
+        rate: "datagrams/s",
+        op: "datagram",
+    };
     pub(crate) const WRITES: Units = Units {
         rate: "writes/s",
         op: "write",

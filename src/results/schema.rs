@@ -252,6 +252,9 @@ pub enum Warning {
     /// [`SYSCALL_FLOOR_NS`] each: the syscalls were counted in processes whose CPU was not
     /// read (a child that left the server's process group, or one reaped by nobody).
     CpuBelowSyscalls,
+    /// UDP datagrams were lost in the window (counter `dgram_lost`: not echoed within the
+    /// loss timeout; `dgram_send_failed`: refused by the client's own kernel): never ops.
+    DatagramsLost,
 }
 
 /// Less than any syscall costs on a CPU this runs on (the cheapest, `getppid`, takes 40 to 70
@@ -306,6 +309,13 @@ impl Warning {
                  timeout, so the window opened with some connections never served \
                  (load_unsettled_conns); the figures cover the connections it did serve: use \
                  fewer connections, or give the server more CPU"
+            }
+            Warning::DatagramsLost => {
+                "datagrams were lost in the window (dgram_lost: not echoed within the loss \
+                 timeout, e.g. dropped by a full socket buffer or a busy server, whose own \
+                 drops are server_send_errors and server_no_buffers; dgram_send_failed: refused \
+                 by the client's kernel): they are not ops, so the rate counts only what came \
+                 back; offer less, or give the server more CPU"
             }
             Warning::NoNapiId => {
                 "busy polling was registered, but sockets the server served carried NAPI id 0 \

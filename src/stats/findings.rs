@@ -476,7 +476,7 @@ pub(crate) struct Trust {
 }
 
 /// Every warning, in the order [`Trust`] lists them.
-const WARNINGS: [Warning; 12] = [
+const WARNINGS: [Warning; 13] = [
     Warning::Disturbed,
     Warning::Stalled,
     Warning::HighSpread,
@@ -489,6 +489,7 @@ const WARNINGS: [Warning; 12] = [
     Warning::CpuBelowSyscalls,
     Warning::WarmupUnsettled,
     Warning::NoNapiId,
+    Warning::DatagramsLost,
 ];
 
 pub(crate) fn trust(run: &RunResults) -> Trust {

@@ -46,4 +46,5 @@ mod storage;
 mod stream_conformance;
 mod threads;
 mod two_hosts;
+mod udp_conformance;
 mod uring_after_6_1;

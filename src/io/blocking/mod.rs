@@ -5,5 +5,6 @@ mod pipe;
 pub(crate) mod pool;
 pub(crate) mod pubsub;
 pub(crate) mod server;
+pub(crate) mod udp;
 
 pub(crate) use pipe::PipeLoop;

@@ -4,6 +4,7 @@ mod pipe;
 pub(crate) mod pubsub;
 pub(crate) mod ring_wait;
 pub(crate) mod server;
+pub(crate) mod udp;
 
 pub(crate) use pipe::PipeWait;
 

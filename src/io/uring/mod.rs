@@ -6,4 +6,5 @@ pub(crate) mod file;
 pub(crate) mod pipe;
 pub(crate) mod ring;
 pub mod server;
+pub(crate) mod udp;
 pub(crate) mod user_data;

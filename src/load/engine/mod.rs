@@ -45,6 +45,9 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
     if let Some(p) = ex.pubsub() {
         return p.run(cfg, edge);
     }
+    if let Some(u) = ex.udp() {
+        return u.run(cfg, edge);
+    }
     if cfg.conns == 0 || cfg.threads == 0 {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,

@@ -10,3 +10,4 @@ pub mod ladder;
 pub(crate) mod launch;
 pub(crate) mod pubsub;
 pub(crate) mod stream;
+pub(crate) mod udp;

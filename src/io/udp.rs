@@ -1,0 +1,255 @@
+//! The UDP echo servers' shared parts (`ringside serve --protocol udp-echo`): the socket, the
+//! raw receive and send of one datagram, and which models serve UDP. Each family's loop is in
+//! its own directory (`blocking/udp.rs`: recvfrom/sendto; `epoll/udp.rs`: recvmmsg/sendmmsg
+//! batches; `uring/udp.rs`: recvmsg and sendmsg on a ring, multishot into a provided buffer
+//! ring where the row says so); every one judges each datagram with `proto::udp::judge` and
+//! counts in `proto::udp::UdpCounters`. One socket, one thread: `--threads` above 1 is refused.
+
+use crate::error::CaseError;
+use crate::measure::pin::CpuPlan;
+use crate::measure::{CounterSet, Counters};
+use crate::model::uring::{Bufs, Drive, Files, Provided, Rx, Tx, UringKnobs, Wait};
+use crate::model::{Knobs, Loop, ModelSpec, Threading};
+use crate::proto::udp::UdpCounters;
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+
+use super::Stop;
+
+/// The receive buffer a server asks for (SO_RCVBUFFORCE where allowed, else SO_RCVBUF, which
+/// the kernel caps at net.core.rmem_max): room for bursts of 1,400-byte datagrams.
+pub(crate) const RCVBUF_BYTES: i32 = 4 << 20;
+
+/// Binds the server's socket on `addr` with a large receive buffer.
+pub(crate) fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
+    let s = UdpSocket::bind(addr)?;
+    let fd = rustix::fd::AsFd::as_fd(&s);
+    let owned = fd.try_clone_to_owned()?;
+    if super::sys::set_int_opt(&owned, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, RCVBUF_BYTES)
+        .is_err()
+    {
+        // Not privileged: the kernel caps it at rmem_max.
+        let _ = super::sys::set_int_opt(&owned, libc::SOL_SOCKET, libc::SO_RCVBUF, RCVBUF_BYTES);
+    }
+    Ok(s)
+}
+
+/// Why model `m` has no UDP echo server (`None`: it has one). The blocking, epoll and io_uring
+/// families serve it; the peers and the thread pool do not yet.
+pub fn udp_refusal(m: &ModelSpec) -> Option<String> {
+    match &m.knobs {
+        Knobs::Blocking(Threading::PerConnection) | Knobs::Epoll(_) => None,
+        Knobs::Blocking(Threading::Pool { .. }) => {
+            Some("a thread pool hands connections to workers; UDP has none".into())
+        }
+        Knobs::Uring(k) => uring_udp_refusal(k).err().map(|r| r.why().to_string()),
+        Knobs::Peer(_) => Some("the peers (tokio, monoio) have no UDP echo server yet".into()),
+    }
+}
+
+/// The io_uring knobs the UDP server honours: its drive (plain, DEFER_TASKRUN, SQPOLL, through
+/// `ring::build`) and its receive (one recvmsg per slot, or multishot recvmsg into a provided
+/// buffer ring). Every other knob is refused with its reason.
+pub(crate) fn uring_udp_refusal(k: &UringKnobs) -> Result<(), crate::model::uring::Refusal> {
+    use crate::model::uring::Refusal::{NotApplicable, Unavailable};
+    let UringKnobs {
+        drive,
+        files,
+        bufs,
+        rx,
+        tx,
+        wait: Wait {
+            min_wait_us,
+            napi_busy_poll_us,
+        },
+        looping,
+    } = *k;
+    if drive == Drive::Iopoll {
+        return Err(NotApplicable(
+            "IOPOLL polls block devices; sockets cannot be polled that way",
+        ));
+    }
+    if files != Files::Plain {
+        return Err(NotApplicable(
+            "the UDP server has one socket and no accepted descriptors: registered files \
+             have nothing to register",
+        ));
+    }
+    if bufs != Bufs::Plain {
+        return Err(NotApplicable(
+            "registered buffers are not used by the UDP server",
+        ));
+    }
+    match rx {
+        Rx::Single | Rx::Multishot(Provided::WHOLE) => {}
+        Rx::Multishot(_) => {
+            return Err(NotApplicable(
+                "a datagram is one completion in one buffer: bundles and incremental buffer \
+                 consumption are for byte streams",
+            ))
+        }
+        Rx::ZeroCopy => {
+            return Err(Unavailable(
+                "zero-copy receive needs a NIC queue with header/data split; the UDP server \
+                 runs over loopback",
+            ))
+        }
+    }
+    if tx != Tx::Copy {
+        return Err(NotApplicable(
+            "SEND_ZC pays only for large payloads; the UDP datagrams are at most 1,400 B",
+        ));
+    }
+    if min_wait_us.is_some() || napi_busy_poll_us.is_some() {
+        return Err(NotApplicable(
+            "the UDP server does not implement minimum waits or NAPI busy polling",
+        ));
+    }
+    if looping != Loop::Ring {
+        return Err(NotApplicable(
+            "the UDP server is the io_uring loop only (no epoll-wait or hybrid variant)",
+        ));
+    }
+    Ok(())
+}
+
+/// Runs model `m`'s UDP echo server on `sock` until `stop`; returns what it counted.
+pub(crate) fn serve_udp(
+    m: &ModelSpec,
+    sock: UdpSocket,
+    plan: &CpuPlan,
+    stop: &Stop,
+) -> Result<Counters, CaseError> {
+    if let Some(why) = udp_refusal(m) {
+        return Err(CaseError::not_applicable(format!(
+            "model '{}' has no UDP echo server: {why}",
+            m.id
+        )));
+    }
+    match &m.knobs {
+        Knobs::Blocking(_) => Ok(to_counters(&super::blocking::udp::serve(sock, stop)?)),
+        Knobs::Epoll(k) => Ok(to_counters(&super::epoll::udp::serve(sock, k, stop)?)),
+        Knobs::Uring(k) => {
+            let (c, setup) = super::uring::udp::serve(sock, k, plan, stop)?;
+            let mut out = to_counters(&c);
+            // How the ring was set up, as the TCP server records it (`setup_<flag>`).
+            for f in &setup.flags {
+                out.add(&format!("setup_{}", f.to_ascii_lowercase()), 1);
+            }
+            Ok(out)
+        }
+        Knobs::Peer(_) => Err(CaseError::not_applicable("peers serve from src/peer")),
+    }
+}
+
+/// The server's counts by name.
+pub(crate) fn to_counters(c: &UdpCounters) -> Counters {
+    let mut out = Counters::default();
+    c.for_each(&mut |n, v| out.add(n, v));
+    out
+}
+
+/// One datagram's source address, as the kernel wrote it.
+#[derive(Clone, Copy)]
+pub(crate) struct Peer {
+    pub(crate) addr: libc::sockaddr_storage,
+    pub(crate) len: libc::socklen_t,
+}
+
+impl Peer {
+    pub(crate) fn new() -> Peer {
+        // SAFETY: sockaddr_storage is plain data; all zeroes is a valid (AF_UNSPEC) value.
+        Peer {
+            addr: unsafe { std::mem::zeroed() },
+            len: std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t,
+        }
+    }
+
+    /// The length of the address its family holds (for an address the kernel wrote without
+    /// telling its length back).
+    pub(crate) fn family_len(&self) -> libc::socklen_t {
+        match i32::from(self.addr.ss_family) {
+            libc::AF_INET6 => std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+            _ => std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        }
+    }
+}
+
+/// One recvfrom(2) with MSG_TRUNC: the datagram's full length (more than `buf` when it was
+/// truncated) and its source.
+///
+/// raw: rustix's recvfrom returns its own address type; the echo sends to the same
+/// sockaddr_storage, untouched.
+pub(crate) fn recv_from(
+    sock: &UdpSocket,
+    buf: &mut [u8],
+    peer: &mut Peer,
+    flags: libc::c_int,
+) -> io::Result<usize> {
+    peer.len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: valid fd, buffer and address storage of the stated sizes.
+    let n = unsafe {
+        libc::recvfrom(
+            sock.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            flags | libc::MSG_TRUNC,
+            (&mut peer.addr as *mut libc::sockaddr_storage).cast(),
+            &mut peer.len,
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n as usize)
+}
+
+/// One sendto(2) of `buf` to `peer`.
+pub(crate) fn send_to(sock: &UdpSocket, buf: &[u8], peer: &Peer) -> io::Result<()> {
+    // SAFETY: valid fd, buffer and address of the stated sizes.
+    let n = unsafe {
+        libc::sendto(
+            sock.as_raw_fd(),
+            buf.as_ptr().cast(),
+            buf.len(),
+            0,
+            (&peer.addr as *const libc::sockaddr_storage).cast(),
+            peer.len,
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_families_serve_udp_and_the_others_say_why_not() {
+        for id in [
+            "blocking",
+            "epoll-lt",
+            "epoll-et",
+            "uring",
+            "uring-multishot",
+        ] {
+            let m = crate::registry::model(id).unwrap();
+            assert_eq!(udp_refusal(m), None, "{id}");
+        }
+        for id in [
+            "threadpool",
+            "tokio",
+            "uring-fixed",
+            "uring-bundle",
+            "uring-zc",
+            "uring-iopoll",
+        ] {
+            let m = crate::registry::model(id).unwrap();
+            assert!(udp_refusal(m).is_some_and(|w| !w.is_empty()), "{id}");
+        }
+    }
+}

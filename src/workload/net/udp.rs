@@ -1,0 +1,169 @@
+//! `udp.echo` (suite `udp`, run when named): each model's UDP echo server (`ringside serve
+//! --protocol udp-echo`, `io::udp`) driven by the UDP load (`load::udp`): [`FLOWS`] flows,
+//! each a connected UDP socket, datagrams of 64 and 1,400 bytes. Each size has a closed-loop
+//! capacity point ([`WINDOW`] datagrams outstanding per flow) and then an equal-load point:
+//! every model offered, open loop, half the slowest model's capacity at that size (measured
+//! earlier in the run, `Point::equal_load`), where the target is no loss at all.
+//!
+//! One op is one datagram echoed whole, verified (flow, sequence and every byte) and
+//! arriving in the window; a datagram not echoed within `load::udp::LOSS_TIMEOUT` is lost,
+//! never an op. The cell records `dgram_sent`, `dgram_lost`, `dgram_late`, `dgram_duplicates`,
+//! `dgram_reordered` and `dgram_send_failed` (the client's own kernel refused the send) among
+//! its counters, the server's drops and send errors as `server_*`; a cell that lost any is
+//! warned `datagrams_lost`. Server CPU per op is CPU per echoed datagram. Models without a UDP
+//! server are not applicable with the reason (`io::udp::udp_refusal`).
+
+use super::cell;
+use super::echo::{launch, offered_rate, open_loop_counters, with_equal_load};
+use crate::error::CaseError;
+use crate::load::udp::{Udp, LOSS_TIMEOUT};
+use crate::measure::{CounterSet, Sample};
+use crate::model::ModelSpec;
+use crate::profile::Profile;
+use crate::proto::ServeProtocol;
+use crate::workload::{Ctx, Point, Workload};
+use std::time::Duration;
+
+/// Flows (connected client sockets).
+pub(crate) const FLOWS: u64 = 16;
+/// Datagrams outstanding per flow in the closed loop: 64 in flight at most, well inside the
+/// server's receive buffer, so a closed loop measures capacity, not overflow.
+pub(crate) const WINDOW: u64 = 4;
+/// Datagram sizes: the smallest useful one and one that fills a 1,500-byte MTU's payload.
+pub(crate) const SIZES: &[u64] = &[64, 1400];
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Args {
+    /// Flows; `conns` so that `run --conns` sets it.
+    conns: u64,
+    /// Datagram bytes; `msg_bytes` so that `run --msg-bytes` sets it.
+    msg_bytes: u64,
+    window: u64,
+    duration_ms: u64,
+    warmup_ms: u64,
+}
+
+pub(crate) struct UdpEcho;
+
+fn accepts(m: &ModelSpec) -> Result<(), String> {
+    match crate::io::udp::udp_refusal(m) {
+        None => Ok(()),
+        Some(why) => Err(format!("no UDP echo server: {why}")),
+    }
+}
+
+impl Workload for UdpEcho {
+    fn kind(&self) -> crate::workload::Kind {
+        crate::workload::Kind::Net
+    }
+    fn facts(&self) -> crate::results::facts::Facts {
+        use crate::results::facts::{net_lines, Facts, Units};
+        Facts::net(
+            Units::DATAGRAMS,
+            net_lines(&["msg_bytes"], "datagram size, bytes"),
+        )
+    }
+    fn id(&self) -> &'static str {
+        "udp.echo"
+    }
+    fn about(&self) -> &'static str {
+        "UDP echo server per model: 16 flows, 64 B and 1,400 B datagrams, closed loop \
+         (capacity) then open loop at half the slowest model's capacity; every datagram \
+         verified, loss counted (runs when named)"
+    }
+    fn op(&self) -> &'static str {
+        "one datagram echoed to its flow's socket, verified whole (flow, sequence, every \
+         byte) and arriving in the window; a datagram not echoed within the loss timeout is \
+         lost, never an op; CPU and syscalls are the server's, measured from outside"
+    }
+    fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
+        accepts(m)
+    }
+    fn accepts_on(&self, m: &ModelSpec, plan: &crate::measure::pin::CpuPlan) -> Result<(), String> {
+        accepts(m)?;
+        if plan.server_cpus().len() > 1 {
+            return Err(
+                "the UDP echo server is one socket and one loop: it runs with one \
+                        server CPU"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+    fn by_default(&self) -> bool {
+        false
+    }
+    fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
+        let (warmup_ms, duration_ms) = cell::timing(profile);
+        let sizes: &[u64] = match profile {
+            Profile::Smoke => &[64],
+            _ => SIZES,
+        };
+        let points = sizes
+            .iter()
+            .map(|&msg_bytes| {
+                Point::of(Args {
+                    conns: FLOWS,
+                    msg_bytes,
+                    window: WINDOW,
+                    duration_ms,
+                    warmup_ms,
+                })
+            })
+            .collect();
+        with_equal_load(points, |_| true)
+    }
+    fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
+        let a = p.args::<Args>()?;
+        let rate = match p.equal_load {
+            Some(_) => Some(offered_rate(ctx, p)?),
+            None => None,
+        };
+        let bad = |why: String| CaseError::Failed(anyhow::anyhow!("{why}"));
+        let ex = Udp {
+            datagram_bytes: usize::try_from(a.msg_bytes).map_err(|e| bad(e.to_string()))?,
+            window: u32::try_from(a.window).map_err(|e| bad(e.to_string()))?,
+            loss_timeout: LOSS_TIMEOUT,
+        };
+        let load = cell::Load {
+            conns: a.conns as usize,
+            warmup: Duration::from_millis(a.warmup_ms),
+            duration: Duration::from_millis(a.duration_ms),
+            rate,
+            exchange: &ex,
+            bytes_received: false,
+            after: None,
+        };
+        let (mut s, report) = cell::measure(ctx, launch(ctx, m, ServeProtocol::UdpEcho)?, &load)?;
+        report
+            .dgram
+            .for_each(&mut |name, v| s.counters.other.add(name, v));
+        if let Some(r) = rate {
+            open_loop_counters(&mut s, r, &report);
+        }
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_size_has_a_capacity_point_then_an_equal_load_point() {
+        let m = crate::registry::model("epoll-lt").unwrap();
+        let q = UdpEcho.points(Profile::Quick, m);
+        assert_eq!(q.len(), 4);
+        assert!(q[0].equal_load.is_none() && q[1].equal_load.is_some());
+        assert_eq!(
+            q[1].equal_load.as_ref().unwrap().capacity_of,
+            q[0].params,
+            "the open-loop point is driven at a share of its own size's capacity"
+        );
+        assert_eq!(UdpEcho.points(Profile::Smoke, m).len(), 2);
+        assert!(!UdpEcho.by_default());
+        assert!(UdpEcho.accepts(m).is_ok());
+        let t = crate::registry::model("tokio").unwrap();
+        assert!(UdpEcho.accepts(t).unwrap_err().contains("UDP"));
+    }
+}

@@ -1,0 +1,290 @@
+//! The UDP echo (`ringside serve --protocol udp-echo`, `udp.echo`) on every server in the
+//! registry that serves it (`io::udp::udp_refusal`): a burst of every size is echoed whole to
+//! each flow; datagrams of the wrong length and a flood from an unknown source port are
+//! dropped or echoed without breaking the server, which then still echoes; a model without a
+//! UDP server is refused with exit 2. And the UDP load (`load::udp`) against stand-in servers
+//! that drop, duplicate or corrupt datagrams: a lost datagram is counted as lost and never an
+//! op, a duplicate is named, a corrupted echo fails the run.
+
+use crate::common;
+
+use common::child::Server;
+use common::servers::servers;
+use ringside::load::udp::Udp;
+use ringside::proto::udp::{encode, verify, HEADER};
+use std::collections::HashSet;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Every registry model with a UDP server that can run here (blocking, epoll and io_uring
+/// rows); `UDP_ONLY=<id>` runs one of them.
+fn ids() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = servers()
+        .into_iter()
+        .filter(|m| ringside::io::udp::udp_refusal(m).is_none())
+        .map(|m| m.id)
+        .collect();
+    for want in ["blocking", "epoll-lt", "epoll-et"] {
+        assert!(v.contains(&want), "{want} must serve UDP: {v:?}");
+    }
+    if let Ok(only) = std::env::var("UDP_ONLY") {
+        v.retain(|id| *id == only);
+    }
+    v
+}
+
+fn flow_socket(server: SocketAddr) -> UdpSocket {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.connect(server).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s
+}
+
+/// Sends `n` datagrams of `len` bytes on each flow, then reads every echo back and verifies
+/// it: every sequence once, every byte right.
+fn burst(server: SocketAddr, flows: u32, n: u64, len: usize, id: &str) {
+    let socks: Vec<UdpSocket> = (0..flows).map(|_| flow_socket(server)).collect();
+    let mut d = vec![0u8; len];
+    for (f, s) in socks.iter().enumerate() {
+        for seq in 0..n {
+            encode(f as u32, seq, len, &mut d);
+            s.send(&d).unwrap();
+        }
+    }
+    let mut buf = vec![0u8; 4096];
+    for (f, s) in socks.iter().enumerate() {
+        let mut seen = HashSet::new();
+        while (seen.len() as u64) < n {
+            let got = s.recv(&mut buf).unwrap_or_else(|e| {
+                panic!("{id}: flow {f} at {} of {n} ({len} B): {e}", seen.len())
+            });
+            let seq = verify(f as u32, len, &buf[..got])
+                .unwrap_or_else(|e| panic!("{id}: flow {f}: {e:?}"));
+            assert!(seen.insert(seq), "{id}: flow {f}: sequence {seq} twice");
+        }
+    }
+}
+
+#[test]
+fn every_udp_server_echoes_each_flows_burst_whole() {
+    for id in ids() {
+        let s = Server::start(id, "udp-echo", &[], None);
+        for len in [HEADER, 64, 1400] {
+            burst(s.addr, 4, 32, len, id);
+        }
+        let (st, c) = s.stop();
+        assert!(st.success(), "{id}: {st}");
+        assert_eq!(c["datagrams_out"], 3 * 4 * 32, "{id}: {c}");
+        assert_eq!(c["send_errors"], 0, "{id}: {c}");
+    }
+}
+
+#[test]
+fn hostile_datagrams_and_a_flood_from_an_unknown_port_do_not_break_the_server() {
+    for id in ids() {
+        let s = Server::start(id, "udp-echo", &[], None);
+        let hostile = UdpSocket::bind("127.0.0.1:0").unwrap();
+        // Wrong lengths: shorter than the header, longer than any buffer (truncated), and a
+        // length field that disagrees with the size; then bytes that are not ours at all.
+        let mut d = vec![0u8; 3000];
+        encode(9, 0, 64, &mut d);
+        let mut wrong_field = d[..64].to_vec();
+        wrong_field[4] = 100;
+        encode(9, 1, 2048, &mut d);
+        let mut too_long = d[..2048].to_vec();
+        too_long.resize(3000, 7);
+        for _ in 0..50 {
+            hostile.send_to(&[1, 2, 3], s.addr).unwrap();
+            hostile.send_to(&too_long, s.addr).unwrap();
+            hostile.send_to(&wrong_field, s.addr).unwrap();
+            hostile.send_to(&[0xAB; 64], s.addr).unwrap();
+        }
+        // A flood of sound datagrams from a port that never reads its echoes.
+        let mut sound = vec![0u8; 64];
+        for seq in 0..5_000 {
+            encode(77, seq, 64, &mut sound);
+            let _ = hostile.send_to(&sound, s.addr);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        // Still echoing, verified.
+        burst(s.addr, 2, 16, 64, id);
+        let (st, c) = s.stop();
+        assert!(st.success(), "{id}: {st}");
+        assert!(c["dropped_length"].as_u64().unwrap() >= 50, "{id}: {c}");
+        assert!(c["dropped_header"].as_u64().unwrap() >= 50, "{id}: {c}");
+        let dropped = c["dropped_length"].as_u64().unwrap() + c["dropped_header"].as_u64().unwrap();
+        assert!(
+            dropped <= 200,
+            "{id}: only the hostile datagrams are dropped: {c}"
+        );
+    }
+}
+
+#[test]
+fn a_model_without_a_udp_server_is_refused_naming_those_with_one() {
+    let out = assert_cmd::Command::cargo_bin("ringside")
+        .unwrap()
+        .args(["serve", "--protocol", "udp-echo", "--model", "threadpool"])
+        .args(["--addr", "127.0.0.1:0"])
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8_lossy(&out);
+    assert!(
+        err.contains("threadpool") && err.contains("epoll-et"),
+        "{err}"
+    );
+}
+
+/// What a stand-in server does with every n-th datagram it receives.
+#[derive(Clone, Copy)]
+enum Fault {
+    /// Drops every n-th.
+    Drop(u64),
+    /// Echoes every n-th twice.
+    Twice(u64),
+    /// Flips a pattern byte of every n-th.
+    Corrupt(u64),
+}
+
+/// A stand-in UDP echo server with a fault, until the flag is set.
+fn standin(fault: Fault) -> (SocketAddr, Arc<AtomicBool>, std::thread::JoinHandle<()>) {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+    let addr = s.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let h = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        let mut n = 0u64;
+        while !stop2.load(Ordering::Relaxed) {
+            let Ok((len, from)) = s.recv_from(&mut buf) else {
+                continue;
+            };
+            n += 1;
+            let d = &mut buf[..len];
+            match fault {
+                Fault::Drop(k) if n % k == 0 => continue,
+                Fault::Twice(k) if n % k == 0 => {
+                    let _ = s.send_to(d, from);
+                }
+                Fault::Corrupt(k) if n % k == 0 => d[len - 1] ^= 1,
+                _ => {}
+            }
+            let _ = s.send_to(d, from);
+        }
+    });
+    (addr, stop, h)
+}
+
+fn load(addr: SocketAddr, rate: Option<f64>) -> ringside::load::Report {
+    let mut cfg = ringside::load::Config::new(addr, 4, Duration::from_millis(400));
+    cfg.warmup = Duration::from_millis(100);
+    cfg.rate = rate;
+    let u = Udp {
+        datagram_bytes: 64,
+        window: 2,
+        loss_timeout: Duration::from_millis(20),
+    };
+    ringside::load::run(&cfg, &u, &mut |_| {}).unwrap()
+}
+
+#[test]
+fn a_dropped_datagram_is_counted_lost_and_never_an_op() {
+    for rate in [None, Some(2_000.0)] {
+        let (addr, stop, h) = standin(Fault::Drop(10));
+        let r = load(addr, rate);
+        stop.store(true, Ordering::Relaxed);
+        h.join().unwrap();
+        let d = &r.dgram;
+        assert!(d.dgram_lost > 0, "{rate:?}: {d:?}");
+        assert!(r.msgs > 0, "{rate:?}");
+        // Every datagram sent in the window is an op, lost, or still in flight at its end
+        // (at most the flows' windows, or the timeout's worth of the open loop).
+        assert!(
+            r.msgs + d.dgram_lost <= d.dgram_sent + 8 + 50,
+            "{rate:?}: {} {d:?}",
+            r.msgs
+        );
+        assert!(
+            r.msgs < d.dgram_sent,
+            "{rate:?}: the lost ones are not ops: {} {d:?}",
+            r.msgs
+        );
+        // About one in ten is lost; the echoes of the others are all ops.
+        let share = d.dgram_lost as f64 / d.dgram_sent as f64;
+        assert!((0.05..0.2).contains(&share), "{rate:?}: {share} {d:?}");
+        assert_eq!(r.unverified(), None, "{rate:?}");
+        assert_eq!(r.latency.len(), r.msgs);
+    }
+}
+
+#[test]
+fn a_duplicated_echo_is_named_and_a_corrupted_one_fails_the_run() {
+    let (addr, stop, h) = standin(Fault::Twice(5));
+    let r = load(addr, None);
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap();
+    assert!(r.dgram.dgram_duplicates > 0, "{:?}", r.dgram);
+    assert_eq!(r.dgram.dgram_lost, 0, "{:?}", r.dgram);
+    assert_eq!(r.unverified(), None);
+
+    let (addr, stop, h) = standin(Fault::Corrupt(7));
+    let r = load(addr, None);
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap();
+    assert!(r.mismatches > 0);
+    let why = r.unverified().expect("a corrupted echo fails the run");
+    assert!(why.contains("mismatched"), "{why}");
+}
+
+/// `ringside run udp.echo` at smoke: every UDP server measured at both points, the open-loop
+/// point at the offered rate with its loss counted; the models without one not applicable.
+#[test]
+fn the_udp_suite_measures_every_udp_server_and_counts_its_datagrams() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = common::run::run_json(
+        &[
+            "udp.echo",
+            "--profile",
+            "smoke",
+            "--models",
+            "blocking,epoll-et,threadpool",
+        ],
+        dir.path(),
+    );
+    let cases = v["cases"].as_array().unwrap();
+    // Two points for each UDP server; one not-applicable cell for the thread pool.
+    let labels: Vec<String> = cases
+        .iter()
+        .map(|c| format!("{} {}", c["model"], c["status"]))
+        .collect();
+    assert_eq!(cases.len(), 5, "{labels:?}");
+    for c in cases {
+        if c["model"] == "threadpool" {
+            assert_eq!(c["status"], "not_applicable", "{c}");
+            assert!(c["reason"].as_str().unwrap().contains("UDP"), "{c}");
+            continue;
+        }
+        assert_eq!(c["status"], "measured", "{c}");
+        let k = &c["counters"];
+        assert!(k["dgram_sent"].as_u64().unwrap() > 0, "{k}");
+        assert!(k["dgram_lost"].is_u64(), "{k}");
+        assert!(k["server_datagrams_out"].as_u64().unwrap() > 0, "{k}");
+        let lost = k["dgram_lost"].as_u64().unwrap() + k["dgram_send_failed"].as_u64().unwrap();
+        let warned = c["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w == "datagrams_lost");
+        assert_eq!(warned, lost > 0, "a cell with loss says so: {c}");
+        if c["params"]["offered"].is_string() {
+            assert!(k["offered_per_sec"].as_u64().unwrap() > 0, "{k}");
+        }
+    }
+}
