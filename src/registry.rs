@@ -354,6 +354,7 @@ pub static WORKLOADS: &[&dyn Workload] = &[
     &net::stream::StreamSend,
     &net::stream::StreamDuplex,
     &net::pubsub::PubsubFanout,
+    &net::idle::ConnIdle,
 ];
 
 /// Suites are the first component of workload ids, in registry order.
@@ -404,7 +405,7 @@ mod tests {
         }
         assert_eq!(
             suites(),
-            vec!["micro", "storage", "echo", "http", "stream", "pubsub"]
+            vec!["micro", "storage", "echo", "http", "stream", "pubsub", "conn"]
         );
     }
 }

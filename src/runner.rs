@@ -515,6 +515,7 @@ mod tests {
                 cpu: CpuReading::default(),
                 syscalls: None,
                 uring: None,
+                memory: None,
                 latency: Hist::new(),
                 counters: Default::default(),
             })
@@ -684,6 +685,7 @@ mod tests {
                 cpu: CpuReading::default(),
                 syscalls: None,
                 uring: None,
+                memory: None,
                 latency,
                 counters: Default::default(),
             })
@@ -820,6 +822,7 @@ mod tests {
                     cpu: CpuReading::default(),
                     syscalls: None,
                     uring: None,
+                    memory: None,
                     latency: Hist::new(),
                     counters: Default::default(),
                 });
