@@ -195,6 +195,7 @@ impl MemCgroup {
                 parent.display()
             ));
         }
+        sweep_stale(&parent);
         let dir = parent.join(format!(
             "ringside-{}-{}",
             std::process::id(),
@@ -242,12 +243,35 @@ impl MemCgroup {
 
 impl Drop for MemCgroup {
     fn drop(&mut self) {
-        // Its tasks have exited by now; a late reap may take a moment.
-        for _ in 0..50 {
+        // Its tasks have exited by now; a server with thousands of threads may take a
+        // moment to be reaped. One left behind is swept by the next `create`.
+        for _ in 0..500 {
             if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
                 return;
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
+/// Removes the empty cgroups under `parent` that a ringside process no longer running left
+/// (`ringside-PID-N`; a cgroup with tasks cannot be removed, so nothing live is touched).
+fn sweep_stale(parent: &std::path::Path) {
+    let Ok(dir) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("ringside-"))
+            .and_then(|n| n.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir(e.path());
         }
     }
 }

@@ -146,8 +146,13 @@ fn measure_pinned(
     if let Some(a) = load.around {
         if let Err(why) = a.before(server.addr(), &pids) {
             a.after();
+            // With the server's stderr tail, and whether it still ran.
+            let e = match server.exited() {
+                Some(how) => server.fail(&format!("{why}; the server exited ({how})")),
+                None => server.fail(&why),
+            };
             let _ = server.stop(STOP_WITHIN);
-            return Err(CaseError::Failed(anyhow::anyhow!("{why}")));
+            return Err(e);
         }
     }
     // A remote server's syscalls are counted on its host (`remote-serve --count-syscalls`).
