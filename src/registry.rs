@@ -355,6 +355,7 @@ pub static WORKLOADS: &[&dyn Workload] = &[
     &net::stream::StreamDuplex,
     &net::pubsub::PubsubFanout,
     &net::udp::UdpEcho,
+    &net::idle::ConnIdle,
 ];
 
 /// Suites are the first component of workload ids, in registry order.
@@ -405,7 +406,7 @@ mod tests {
         }
         assert_eq!(
             suites(),
-            vec!["micro", "storage", "echo", "http", "stream", "pubsub", "udp"]
+            vec!["micro", "storage", "echo", "http", "stream", "pubsub", "udp", "conn"]
         );
     }
 }

@@ -29,6 +29,7 @@ pub mod echo;
 pub(crate) const MAX_CONNS: u64 = 100_000;
 mod engine;
 pub mod http;
+pub(crate) mod idle;
 pub mod pubsub;
 pub(crate) mod remote;
 pub mod stream;

@@ -7,6 +7,7 @@ pub(crate) mod clock;
 pub mod cpu;
 pub(crate) mod disturb;
 pub(crate) mod hist;
+pub(crate) mod memory;
 pub mod pin;
 pub(crate) mod syscalls;
 pub mod timeline;
@@ -186,6 +187,9 @@ pub struct Sample {
     /// What the io_uring tracepoints counted over the window (`uring_trace`); `None` where
     /// this repetition did not count them (every timed one, and every model not on io_uring).
     pub(crate) uring: Option<Measured<uring_trace::UringCounters>>,
+    /// What the connections a workload held beside its load cost in memory (`conn.idle`);
+    /// `None` elsewhere.
+    pub(crate) memory: Option<memory::ConnMemory>,
     /// Per-op latency, ns.
     pub latency: Hist,
     /// Ops and latency per interval of the window, where the workload records them
@@ -404,6 +408,7 @@ impl Window<'_> {
             cpu: cpu::CpuReading { total_ns, ..split },
             syscalls,
             uring,
+            memory: None,
             latency: self.hist,
             timeline: None,
             counters,

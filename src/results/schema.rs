@@ -476,6 +476,10 @@ pub struct CaseFigures {
     /// Why an io_uring model's cell could not count io_uring's tracepoints; absent elsewhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) uring_per_op_unavailable: Option<String>,
+    /// `conn.idle`: what each idle connection the server held cost in memory; absent in
+    /// other cells and at its points without idle connections.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) idle_memory: Option<IdleMemory>,
     pub(crate) ops_total: u64,
     /// Bytes moved per second of measured window (network suites: what the client received,
     /// HTTP's transfer/s); 0 where a workload counts no bytes.
@@ -646,6 +650,36 @@ pub struct UringPerOp {
     /// Task-work runs (`io_uring_task_work_run`, and `io_uring_local_work_run` for
     /// DEFER_TASKRUN rings).
     pub task_work_runs: f64,
+}
+
+/// What each idle connection cost in memory (`conn.idle`): each reading's change from before
+/// the idle connections were opened to when all were held and had each answered one verified
+/// echo (before the busy connections start), summed over the timed repetitions and divided
+/// by the connections they held, bytes per connection. A reading that could not be taken in
+/// some repetition is unavailable with the reason (`measure::memory`). Loopback puts both ends
+/// of a connection on this machine: the `server_*` figures are the server's own, the
+/// `machine_*` ones cover both ends and every other process at the time.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct IdleMemory {
+    /// Idle connections held in each repetition.
+    pub(crate) idle_conns: u64,
+    /// The fewest of them still open and silent at the measured window's close, over the
+    /// repetitions (the server held every one through the window when equal to
+    /// `idle_conns`).
+    pub(crate) live_at_close_min: u64,
+    /// The server's resident memory (VmRSS of /proc/PID/status, summed over its processes).
+    pub(crate) server_rss_bytes: Measured<f64>,
+    /// Kernel memory charged to a memory cgroup holding the server alone
+    /// (cgroup v1 `memory.kmem.usage_in_bytes`): slab objects of its sockets, files,
+    /// dentries, epoll items, io_uring and page tables.
+    pub(crate) server_kernel_bytes: Measured<f64>,
+    /// Socket buffers charged to that cgroup (`memory.kmem.tcp.usage_in_bytes`).
+    pub(crate) server_sock_buffer_bytes: Measured<f64>,
+    /// Machine-wide: the TCP socket slab caches (`TCP`, `sock_inode_cache` of
+    /// /proc/slabinfo), both ends of each connection.
+    pub(crate) machine_sock_slab_bytes: Measured<f64>,
+    /// Machine-wide: TCP socket buffer pages (/proc/net/sockstat `TCP: mem`), both ends.
+    pub(crate) machine_tcp_buffer_bytes: Measured<f64>,
 }
 
 /// CPU per op, ns: `total` is exact (CPU-time clocks); `user`/`sys` split it by the kernel's

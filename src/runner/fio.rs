@@ -199,6 +199,7 @@ pub(crate) fn figures(f: &FioFigures) -> CaseFigures {
         ctx_switches_per_op: f.ctx_per_op,
         syscalls_per_op: Measured::unavailable("fio does not count syscalls").into(),
         uring_per_op: None,
+        idle_memory: None,
         uring_per_op_unavailable: None,
         ops_total: f.total_ios,
         bytes_per_sec: 0.0,

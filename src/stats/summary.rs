@@ -2,15 +2,52 @@
 //! spread of per-repetition figures (median, min, max, MAD).
 
 use super::bootstrap::median_ci;
+use crate::measure::memory::ConnMemory;
 use crate::measure::{Hist, Measured, Sample};
 use crate::results::schema::{
-    CaseFigures, CpuPerOp, Intervals, LatencyIntervals, LatencyNs, UringPerOp,
+    CaseFigures, CpuPerOp, IdleMemory, Intervals, LatencyIntervals, LatencyNs, UringPerOp,
 };
 
 pub(crate) use crate::results::spread::{mad, median, Spread};
 
 /// Repetitions whose per-run medians disagree by more than this (relative MAD) get a warning.
 pub(crate) const HIGH_SPREAD: f64 = 0.10;
+
+/// What each idle connection cost over the repetitions that held some (`conn.idle`): each
+/// reading's changes summed and divided by the connections held; unavailable with the first
+/// reason where any repetition could not take it. `None` where none held idle connections.
+fn idle_memory(samples: &[Sample]) -> Option<IdleMemory> {
+    let held: Vec<&ConnMemory> = samples
+        .iter()
+        .filter_map(|s| s.memory.as_ref())
+        .filter(|m| m.conns > 0)
+        .collect();
+    let conns: u64 = held.iter().map(|m| m.conns).sum();
+    if conns == 0 {
+        return None;
+    }
+    let per_conn = |get: fn(&ConnMemory) -> &Measured<i64>| -> Measured<f64> {
+        let mut sum = 0i64;
+        for m in &held {
+            match get(m) {
+                Measured::Value(v) => sum += v,
+                Measured::Unavailable { unavailable } => {
+                    return Measured::unavailable(unavailable.clone())
+                }
+            }
+        }
+        Measured::Value(sum as f64 / conns as f64)
+    };
+    Some(IdleMemory {
+        idle_conns: held.iter().map(|m| m.conns).max().unwrap_or(0),
+        live_at_close_min: held.iter().map(|m| m.live_at_close).min().unwrap_or(0),
+        server_rss_bytes: per_conn(|m| &m.rss),
+        server_kernel_bytes: per_conn(|m| &m.kmem),
+        server_sock_buffer_bytes: per_conn(|m| &m.sock_buf),
+        machine_sock_slab_bytes: per_conn(|m| &m.slab),
+        machine_tcp_buffer_bytes: per_conn(|m| &m.sockstat),
+    })
+}
 
 /// Folds the timed repetitions of one case, and the repetition that counted its syscalls,
 /// into its figures.
@@ -124,6 +161,7 @@ pub(crate) fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFig
         syscalls_per_op: syscalls_per_op.into(),
         uring_per_op,
         uring_per_op_unavailable,
+        idle_memory: idle_memory(samples),
         ops_total: ops,
         bytes_per_sec: if wall == 0 {
             0.0
@@ -188,6 +226,7 @@ mod tests {
             },
             syscalls,
             uring: None,
+            memory: None,
             latency: h,
             timeline: None,
             counters: Default::default(),

@@ -73,6 +73,19 @@ pub(crate) struct Load<'a> {
     pub(crate) bytes_received: bool,
     /// See [`After`]; a failure is counted (`after_failures`), not fatal.
     pub(crate) after: Option<&'a After>,
+    /// See [`Around`].
+    pub(crate) around: Option<&'a dyn Around>,
+}
+
+/// Work against the live server around the load generator's run (`conn.idle`: connections
+/// held idle through it), on this host. It keeps what it learns itself (the workload reads
+/// it once the repetition is over).
+pub(crate) trait Around {
+    /// Once the server listens (`pids`: its processes on this host), before the load
+    /// generator starts; an error fails the repetition, saying why.
+    fn before(&self, addr: std::net::SocketAddr, pids: &[u32]) -> Result<(), String>;
+    /// Once the load generator is done, before the server is judged and stopped.
+    fn after(&self);
 }
 
 /// One repetition: the Sample, and the load report it came from.
@@ -130,6 +143,18 @@ fn measure_pinned(
     };
     let mut server: UnderTest = launch.start()?;
     let pids = server.pids();
+    if let Some(a) = load.around {
+        if let Err(why) = a.before(server.addr(), &pids) {
+            a.after();
+            // With the server's stderr tail, and whether it still ran.
+            let e = match server.exited() {
+                Some(how) => server.fail(&format!("{why}; the server exited ({how})")),
+                None => server.fail(&why),
+            };
+            let _ = server.stop(STOP_WITHIN);
+            return Err(e);
+        }
+    }
     // A remote server's syscalls are counted on its host (`remote-serve --count-syscalls`).
     let counters: Counting = (ctx.count_syscalls && !server.is_remote()).then(|| {
         pids.iter()
@@ -162,6 +187,9 @@ fn measure_pinned(
         }
     };
     ctx.explain_finish(sampling, edges.seen[0], edges.seen[1], &pids);
+    if let Some(a) = load.around {
+        a.after();
+    }
     let report = report.map_err(|e| match server.exited() {
         // With load hosts, a server that died is the cell's story; else a load host's error.
         Some(how) if remote_load.is_some() => {
@@ -455,6 +483,7 @@ fn sample_of(
         cpu,
         syscalls,
         uring,
+        memory: None,
         latency: report.latency.clone(),
         timeline: report.timeline.clone(),
         counters: c,

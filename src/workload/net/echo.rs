@@ -615,6 +615,7 @@ fn measure_launch(
         exchange: &ex,
         bytes_received: false,
         after: None,
+        around: None,
     };
     cell::measure(ctx, launch, &load)
 }

@@ -6,6 +6,7 @@ pub mod cell;
 pub(crate) mod cores;
 pub mod echo;
 pub mod http;
+pub(crate) mod idle;
 pub mod ladder;
 pub(crate) mod launch;
 pub(crate) mod pubsub;

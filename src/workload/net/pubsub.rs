@@ -165,6 +165,7 @@ impl Workload for PubsubFanout {
             exchange: &ex,
             bytes_received: false,
             after: None,
+            around: None,
         };
         let (mut s, report) = cell::measure(
             ctx,

@@ -133,6 +133,7 @@ impl Workload for UdpEcho {
             exchange: &ex,
             bytes_received: false,
             after: None,
+            around: None,
         };
         let (mut s, report) = cell::measure(ctx, launch(ctx, m, ServeProtocol::UdpEcho)?, &load)?;
         report
