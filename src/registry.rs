@@ -354,6 +354,8 @@ pub static WORKLOADS: &[&dyn Workload] = &[
     &net::stream::StreamSend,
     &net::stream::StreamDuplex,
     &net::pubsub::PubsubFanout,
+    &net::churn::ConnChurn,
+    &net::churn::ConnChurnRate,
 ];
 
 /// Suites are the first component of workload ids, in registry order.
@@ -404,7 +406,7 @@ mod tests {
         }
         assert_eq!(
             suites(),
-            vec!["micro", "storage", "echo", "http", "stream", "pubsub"]
+            vec!["micro", "storage", "echo", "http", "stream", "pubsub", "conn"]
         );
     }
 }

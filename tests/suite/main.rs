@@ -12,6 +12,7 @@ mod cli;
 mod cli_http;
 mod compare_gate;
 mod conformance;
+mod conn_churn;
 mod cores;
 mod echo_suite;
 mod env_seccomp;

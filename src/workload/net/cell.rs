@@ -73,6 +73,8 @@ pub(crate) struct Load<'a> {
     pub(crate) bytes_received: bool,
     /// See [`After`]; a failure is counted (`after_failures`), not fatal.
     pub(crate) after: Option<&'a After>,
+    /// A connection per message ([`load::Config::churn`]): `conns` are concurrent clients.
+    pub(crate) churn: bool,
 }
 
 /// One repetition: the Sample, and the load report it came from.
@@ -236,6 +238,11 @@ fn remote_wire(
     if let Some(why) = &r.load_error {
         return Err(CaseError::Failed(anyhow::anyhow!("{why}")));
     }
+    if load.churn {
+        return Err(CaseError::Unavailable(
+            "a connection per message is driven from this host only, not from --load-host".into(),
+        ));
+    }
     load.exchange.wire().map(Some).ok_or_else(|| {
         CaseError::Failed(anyhow::anyhow!(
             "this workload's load generator runs on this host only, not on --load-host"
@@ -259,6 +266,7 @@ fn load_config(ctx: &Ctx<'_>, server: &UnderTest, load: &Load<'_>, load_cpus: &[
     cfg.threads = load_cpus.len();
     cfg.cpus = load_cpus.to_vec();
     cfg.engine = ctx.load_engine;
+    cfg.churn = load.churn;
     cfg
 }
 

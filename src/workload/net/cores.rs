@@ -222,6 +222,7 @@ impl Workload for HttpCores {
                 exchange: &ex,
                 bytes_received: true,
                 after: None,
+                churn: false,
             };
             cell::measure(ctx, launch_http(ctx, m, a.body_bytes)?, &load).map(|(s, _)| s)
         })

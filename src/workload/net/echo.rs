@@ -615,6 +615,7 @@ fn measure_launch(
         exchange: &ex,
         bytes_received: false,
         after: None,
+        churn: false,
     };
     cell::measure(ctx, launch, &load)
 }

@@ -166,6 +166,7 @@ impl Workload for HttpClients {
             exchange: &ex,
             bytes_received: true,
             after: with_wrk.then_some(&after as &cell::After),
+            churn: false,
         };
         cell::measure(ctx, launch_http(ctx, m, a.body_bytes)?, &load).map(|(s, _)| s)
     }
@@ -255,6 +256,7 @@ fn run_open(ctx: &Ctx<'_>, m: &ModelSpec, a: &Args, rate: f64) -> Result<Sample,
         exchange: &ex,
         bytes_received: true,
         after: None,
+        churn: false,
     };
     let (mut s, report) = cell::measure(ctx, launch_http(ctx, m, a.body_bytes)?, &load)?;
     open_loop_counters(&mut s, rate, &report);

@@ -165,6 +165,7 @@ impl Workload for PubsubFanout {
             exchange: &ex,
             bytes_received: false,
             after: None,
+            churn: false,
         };
         let (mut s, report) = cell::measure(
             ctx,

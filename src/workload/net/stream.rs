@@ -112,6 +112,7 @@ fn run(ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
         exchange: &ex,
         bytes_received: false,
         after: None,
+        churn: false,
     };
     let (mut s, report) = cell::measure(ctx, launch(ctx, m, a.direction.protocol())?, &load)?;
     if report.verified_bytes == 0 {
