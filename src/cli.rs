@@ -342,6 +342,11 @@ pub struct LoadArgs {
     /// Event-loop threads (default: one per CPU it is given).
     #[arg(long)]
     pub(crate) threads: Option<u64>,
+    /// A connection per message (neper's tcp_crr, `run conn.churn`): after each verified
+    /// response the connection is closed with SO_LINGER 0 and a new one opened; --conns are
+    /// then concurrent clients, and latency runs from each connect's start.
+    #[arg(long)]
+    pub(crate) churn: bool,
     /// CPUs for the load generator's threads, e.g. "0" or "0-1" (default: not pinned).
     #[arg(long)]
     pub(crate) cpus: Option<String>,

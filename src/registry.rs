@@ -356,6 +356,8 @@ pub static WORKLOADS: &[&dyn Workload] = &[
     &net::pubsub::PubsubFanout,
     &net::udp::UdpEcho,
     &net::idle::ConnIdle,
+    &net::churn::ConnChurn,
+    &net::churn::ConnChurnRate,
 ];
 
 /// Suites are the first component of workload ids, in registry order.

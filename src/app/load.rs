@@ -108,6 +108,7 @@ pub(crate) fn config(a: &LoadArgs) -> Result<(Config, usize), InputError> {
     cfg.threads = threads;
     cfg.cpus = cpus;
     cfg.engine = a.engine.into();
+    cfg.churn = a.churn;
     if a.explain && cfg.cpus.is_empty() {
         return Err(bad(
             "--explain",

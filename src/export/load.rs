@@ -249,6 +249,12 @@ pub(crate) fn summary(cfg: &Config, msg: usize, r: &Report) -> String {
         r.live_conns,
         cfg.conns
     );
+    if cfg.churn {
+        s += &format!(
+            "  a connection per message: {} connects (warm-up included), {} closed with SO_LINGER 0 in the window (no TIME_WAIT)\n",
+            r.connects, r.abortive_closes
+        );
+    }
     s + &tail(cfg, r)
 }
 

@@ -224,6 +224,13 @@ pub struct Config {
     /// What drives a message exchange's connections (bulk streams and pubsub have their own
     /// epoll drivers).
     pub engine: Engine,
+    /// A connection per request (neper's tcp_crr): after each verified response the client
+    /// closes its connection abortively (SO_LINGER 0: a RST, no TIME_WAIT, its port free at
+    /// once) and opens a new one for its next message, timed from the connect's start (closed
+    /// loop) or from the message's intended start (open loop: the connect starts when it is
+    /// due). `conns` are then concurrent clients, each holding at most one socket, so the
+    /// ports in use never exceed them. See [`Report::abortive_closes`].
+    pub churn: bool,
 }
 
 impl Config {
@@ -242,6 +249,7 @@ impl Config {
             conns_per_source: CONNS_PER_SOURCE,
             stop: None,
             engine: Engine::Epoll,
+            churn: false,
         }
     }
 }
@@ -311,6 +319,14 @@ pub struct Report {
     /// Connections closed by a valid `Connection: close` response and opened again (wrk's
     /// behaviour); not errors.
     pub reconnects: u64,
+    /// [`Config::churn`]: connections the client closed with SO_LINGER 0 (a RST instead of a
+    /// FIN, so no TIME_WAIT is left on either side) after their response, in the window.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub abortive_closes: u64,
+    /// [`Config::churn`]: connects started over the whole run, warm-up included (the span
+    /// the server's own `accepts` counter covers).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub connects: u64,
     /// The warm-up the run took, ns: `Config::warmup`, or longer when connections were still
     /// awaiting their first answer then.
     pub warmup_ns: u64,
@@ -424,6 +440,8 @@ impl Report {
             unsolicited: 0,
             timeouts: 0,
             reconnects: 0,
+            abortive_closes: 0,
+            connects: 0,
             warmup_ns: cfg.warmup.as_nanos() as u64,
             unsettled_conns: 0,
             warmup_errors: 0,
@@ -487,6 +505,8 @@ impl Report {
             (&mut self.unsolicited, other.unsolicited),
             (&mut self.timeouts, other.timeouts),
             (&mut self.reconnects, other.reconnects),
+            (&mut self.abortive_closes, other.abortive_closes),
+            (&mut self.connects, other.connects),
             (&mut self.warmup_errors, other.warmup_errors),
             (&mut self.warmup_invalid, other.warmup_invalid),
             (&mut self.unsettled_conns, other.unsettled_conns),
@@ -684,6 +704,10 @@ impl Report {
         }
         Some(s)
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn epoll_engine() -> Engine {

@@ -25,6 +25,8 @@ crate::counter_set! {
         unsolicited,
         timeouts,
         reconnects,
+        abortive_closes,
+        connects,
         warmup_errors,
         warmup_invalid,
         live,
@@ -118,6 +120,8 @@ impl Report {
         r.unsolicited += n.unsolicited;
         r.timeouts += n.timeouts;
         r.reconnects += n.reconnects;
+        r.abortive_closes += n.abortive_closes;
+        r.connects += n.connects;
         r.warmup_errors += n.warmup_errors;
         r.warmup_invalid += n.warmup_invalid;
         r.live_conns += n.live;

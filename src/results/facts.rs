@@ -232,6 +232,10 @@ impl Units {
         rate: "req/s",
         op: "request",
     };
+    pub(crate) const CONNECTIONS: Units = Units {
+        rate: "conns/s",
+        op: "connection",
+    };
     pub(crate) const DELIVERIES: Units = Units {
         rate: "deliveries/s",
         op: "delivery",

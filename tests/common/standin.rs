@@ -26,6 +26,8 @@ pub enum Mode {
     /// Echo, accepting one connection every `every` (the others wait in the backlog, as
     /// with a thread-per-connection server on a busy CPU).
     SlowAccept { every: Duration },
+    /// Echo with byte `at` of each read's bytes flipped (when the read is that long).
+    Corrupt { at: usize },
 }
 
 /// Starts the server on 127.0.0.1:0 in background threads; returns its address. The threads
@@ -57,6 +59,9 @@ fn accept_loop(l: TcpListener, mode: Mode) {
             Mode::SlowAccept { every } => {
                 std::thread::spawn(move || echo(s, usize::MAX, None));
                 std::thread::sleep(every);
+            }
+            Mode::Corrupt { at } => {
+                std::thread::spawn(move || corrupt(s, at));
             }
             Mode::Silent => {
                 std::thread::spawn(move || {
@@ -108,6 +113,23 @@ pub fn echo(mut s: TcpStream, limit: usize, stall: Option<(Instant, Duration, Ar
         done += n;
         if done >= limit {
             reset(s);
+            return;
+        }
+    }
+}
+
+/// [`Mode::Corrupt`]'s connection.
+fn corrupt(mut s: TcpStream, at: usize) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match s.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if at < n {
+            buf[at] ^= 0x5a;
+        }
+        if s.write_all(&buf[..n]).is_err() {
             return;
         }
     }

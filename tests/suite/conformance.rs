@@ -381,3 +381,108 @@ fn a_half_closed_client_that_does_not_read_costs_no_cpu() {
         }
     }
 }
+
+/// Issue 32: a client that floods connects (thousands started without waiting for any, most
+/// closed by a RST while still in the backlog or just accepted, some sending half a message
+/// first) must not break the server: it still echoes exactly afterwards, and exits cleanly.
+#[test]
+fn a_flood_of_connects_cannot_break_the_server() {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    /// A non-blocking connect to `addr`, under way (loopback: usually done at once).
+    fn start_connect(addr: std::net::SocketAddr) -> Option<OwnedFd> {
+        let std::net::SocketAddr::V4(a) = addr else {
+            return None;
+        };
+        // SAFETY: plain socket calls on a descriptor this function owns.
+        unsafe {
+            let fd = libc::socket(
+                libc::AF_INET,
+                libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                0,
+            );
+            if fd < 0 {
+                return None;
+            }
+            let fd = OwnedFd::from_raw_fd(fd);
+            let sa = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from(*a.ip()).to_be(),
+                },
+                sin_zero: [0; 8],
+            };
+            libc::connect(
+                fd.as_raw_fd(),
+                (&sa as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            );
+            Some(fd)
+        }
+    }
+    /// Closes with SO_LINGER 0 (a RST once connected).
+    fn abort(fd: OwnedFd) {
+        let lg = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        // SAFETY: valid fd and a linger struct of the stated size.
+        unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&lg as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+    }
+    for m in servers() {
+        let id = m.id;
+        let srv = Server::echo(id);
+        assert_serves(&srv, "before the flood");
+        let addr = srv.connect().peer_addr().unwrap();
+        let mut started = 0usize;
+        for burst in 0..10 {
+            let fds: Vec<OwnedFd> = (0..300).filter_map(|_| start_connect(addr)).collect();
+            started += fds.len();
+            for (i, fd) in fds.into_iter().enumerate() {
+                if i % 3 == 0 {
+                    // Half a message, then gone (a write on a connect still under way fails:
+                    // that one just goes).
+                    // SAFETY: valid fd, a buffer of the stated length.
+                    unsafe {
+                        libc::send(
+                            fd.as_raw_fd(),
+                            b"half".as_ptr().cast(),
+                            4,
+                            libc::MSG_NOSIGNAL,
+                        )
+                    };
+                }
+                if (i + burst) % 2 == 0 {
+                    abort(fd);
+                } else {
+                    drop(fd); // a FIN
+                }
+            }
+        }
+        assert!(started >= 2_000, "{id}: only {started} connects started");
+        // The backlog drains; the server serves as before, several clients at once.
+        std::thread::sleep(Duration::from_millis(100));
+        for i in 0..5 {
+            let mut s = srv.connect();
+            roundtrip(
+                &mut s,
+                &pattern(600 + i, 1000),
+                &format!("{id}: after the flood"),
+            );
+        }
+        let (status, counters) = srv.stop();
+        assert!(
+            status.success(),
+            "{id}: exit status {status} after the flood"
+        );
+        println!("{id}: {started} flooded connects survived, counters {counters}");
+    }
+}

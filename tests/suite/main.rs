@@ -13,6 +13,7 @@ mod cli_http;
 mod compare_gate;
 mod compare_many;
 mod conformance;
+mod conn_churn;
 mod conn_idle;
 mod cores;
 mod echo_suite;

@@ -75,6 +75,8 @@ impl<S: Sockets> Loop<'_, S> {
                 c.st = St::Idle;
                 let now = now_ns();
                 match self.interval {
+                    // A connection per message: timed from its connect's start.
+                    None if self.churn && c.seq > 0 => self.start(c, c.origin),
                     None => self.start(c, now),
                     Some(_) if c.due <= now => self.start(c, c.due),
                     Some(_) => self.due.push(Reverse((c.due, c.idx))),
@@ -99,7 +101,45 @@ impl<S: Sockets> Loop<'_, S> {
             Ok(()) => {
                 c.st = St::Connecting;
                 c.reconnecting = true;
-                c.origin = now; // for the connect timeout
+                c.opened = now; // for the connect timeout
+            }
+            Err(e) => self.fail_connect(c, e),
+        }
+    }
+
+    /// [`Config::churn`]: the response just counted ends its connection. The socket (with
+    /// SO_LINGER 0) is closed, which resets it, and the next message gets a new connection:
+    /// at once in closed loop, timed from the connect's start; in open loop when it falls
+    /// due, timed from then.
+    pub(super) fn churn_next(&mut self, c: &mut Conn) {
+        self.io.close(c);
+        c.checked = false;
+        c.inb.clear();
+        c.pending = None;
+        c.discard = 0;
+        let now = now_ns();
+        self.window();
+        if now >= self.t_open && now < self.t_close {
+            self.c.n.abortive_closes += 1;
+        }
+        match self.interval {
+            None => self.open_for(c, now),
+            Some(_) if c.due <= now => self.open_for(c, c.due),
+            // Waits unconnected until it is due (`start_due`).
+            Some(_) => self.due.push(Reverse((c.due, c.idx))),
+        }
+    }
+
+    /// [`Config::churn`]: opens a new connection for the next message, timed from `origin`.
+    pub(super) fn open_for(&mut self, c: &mut Conn, origin: u64) {
+        let now = now_ns();
+        match self.io.open(c, self.target) {
+            Ok(()) => {
+                self.c.n.connects += 1;
+                c.st = St::Connecting;
+                c.reconnecting = true;
+                c.opened = now;
+                c.origin = origin;
             }
             Err(e) => self.fail_connect(c, e),
         }
@@ -440,6 +480,9 @@ impl<S: Sockets> Loop<'_, S> {
         }
         if d.close {
             return self.reconnect(c);
+        }
+        if self.churn {
+            return self.churn_next(c);
         }
         match self.interval {
             None => self.start(c, now),

@@ -233,6 +233,10 @@ struct Conn {
     unanswered: bool,
     /// Looked for bytes that came before its first request on this socket.
     checked: bool,
+    /// Closed with SO_LINGER 0 ([`Config::churn`]): set on its socket when it connects.
+    abortive: bool,
+    /// When its current connect started (for the connect timeout).
+    opened: u64,
 }
 
 /// How a loop's sockets do their I/O: by readiness and syscalls ([`Epoll`]) or by
@@ -328,6 +332,8 @@ struct Loop<'a, S: Sockets> {
     target: SocketAddr,
     /// Where discarded response bytes land: READ_CHUNK bytes of capacity, never read.
     scratch: Vec<u8>,
+    /// [`Config::churn`]: a connection per message.
+    churn: bool,
 }
 
 fn worker(
@@ -463,6 +469,8 @@ impl Conn {
             reconnecting: false,
             unanswered: false,
             checked: false,
+            abortive: false,
+            opened: 0,
         }
     }
 }
@@ -487,6 +495,7 @@ impl<'a, S: Sockets> Loop<'a, S> {
             io,
             target: cfg.target,
             scratch: Vec::with_capacity(READ_CHUNK),
+            churn: cfg.churn,
         }
     }
 
@@ -496,8 +505,13 @@ impl<'a, S: Sockets> Loop<'a, S> {
         let mut conns: Vec<Conn> = Vec::with_capacity(ids.len());
         for (k, id) in ids.enumerate() {
             let mut c = Conn::new(k, id, source_for(cfg, id));
+            c.abortive = cfg.churn;
+            c.opened = now_ns();
             match self.io.open(&mut c, cfg.target) {
-                Ok(()) => c.st = St::Connecting,
+                Ok(()) => {
+                    c.st = St::Connecting;
+                    self.c.n.connects += u64::from(cfg.churn);
+                }
                 Err(e) => self.fail_connect(&mut c, e),
             }
             conns.push(c);
@@ -635,8 +649,13 @@ impl<S: Sockets> Loop<'_, S> {
                 break;
             }
             self.due.pop();
-            if conns[k].st == St::Idle {
-                self.start(&mut conns[k], due);
+            match conns[k].st {
+                // A connection per message: its connect starts when it is due.
+                St::Idle if conns[k].fd.is_none() && self.churn => {
+                    self.open_for(&mut conns[k], due)
+                }
+                St::Idle => self.start(&mut conns[k], due),
+                _ => {}
             }
         }
     }
@@ -653,7 +672,7 @@ impl<S: Sockets> Loop<'_, S> {
                 self.count(Kind::Timeout, now);
             } else if c.st == St::Connecting
                 && c.reconnecting
-                && now.saturating_sub(c.origin) > connect
+                && now.saturating_sub(c.opened) > connect
             {
                 let e = io::Error::new(io::ErrorKind::TimedOut, "reconnect timed out");
                 self.fail_connect(c, e);

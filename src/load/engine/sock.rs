@@ -22,7 +22,7 @@ impl Epoll {
 
 impl Sockets for Epoll {
     fn open(&mut self, c: &mut Conn, target: SocketAddr) -> io::Result<()> {
-        let fd = connect(target, c.source)?;
+        let fd = connect(target, c.source, c.abortive)?;
         register(self.ep.as_fd(), &fd, c.idx)?;
         c.fd = Some(fd);
         Ok(())
@@ -80,10 +80,18 @@ pub(super) fn source_for(cfg: &Config, id: usize) -> Option<Ipv4Addr> {
     }
 }
 
-/// A non-blocking socket with TCP_NODELAY whose connect is under way.
-pub(super) fn connect(target: SocketAddr, source: Option<Ipv4Addr>) -> io::Result<OwnedFd> {
+/// A non-blocking socket with TCP_NODELAY whose connect is under way; `abortive`: with
+/// SO_LINGER 0, so that its close sends a RST and leaves no TIME_WAIT ([`Config::churn`]).
+pub(super) fn connect(
+    target: SocketAddr,
+    source: Option<Ipv4Addr>,
+    abortive: bool,
+) -> io::Result<OwnedFd> {
     let fd = crate::io::sys::tcp_socket(&target, rustix::net::SocketFlags::NONBLOCK)?;
     rustix::net::sockopt::set_tcp_nodelay(&fd, true)?;
+    if abortive {
+        rustix::net::sockopt::set_socket_linger(&fd, Some(std::time::Duration::ZERO))?;
+    }
     if let Some(src) = source {
         // The port is picked at connect time from the whole 4-tuple, not at bind time.
         crate::io::sys::set_int_opt(&fd, libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1)?;

@@ -380,7 +380,7 @@ impl Sockets for Uring {
     }
 
     fn open(&mut self, c: &mut Conn, target: SocketAddr) -> io::Result<()> {
-        let fd = sock::connect(target, c.source)?;
+        let fd = sock::connect(target, c.source, c.abortive)?;
         self.install(c, fd)?;
         // One poll for writability: the connect resolved (either way).
         let e = opcode::PollAdd::new(types::Fixed(c.idx as u32), libc::POLLOUT as u32)
@@ -453,8 +453,16 @@ impl Sockets for Uring {
         let Some(fd) = c.fd.take() else {
             return;
         };
-        // Its multishot receive (and a send waiting for room) ends.
-        let _ = rustix::net::shutdown(&fd, rustix::net::Shutdown::Both);
+        // Its multishot receive (and a send waiting for room) ends. A connection closed
+        // abortively ([`Config::churn`]) shuts reading only, which sends nothing: a FIN here
+        // would let the server's FIN put the socket in TIME_WAIT before the last reference
+        // (the receive's) closes it with its RST.
+        let how = if c.abortive {
+            rustix::net::Shutdown::Read
+        } else {
+            rustix::net::Shutdown::Both
+        };
+        let _ = rustix::net::shutdown(&fd, how);
         let _ = self
             .ring
             .submitter()

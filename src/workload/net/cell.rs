@@ -75,6 +75,8 @@ pub(crate) struct Load<'a> {
     pub(crate) after: Option<&'a After>,
     /// See [`Around`].
     pub(crate) around: Option<&'a dyn Around>,
+    /// A connection per message ([`load::Config::churn`]): `conns` are concurrent clients.
+    pub(crate) churn: bool,
 }
 
 /// Work against the live server around the load generator's run (`conn.idle`: connections
@@ -264,6 +266,11 @@ fn remote_wire(
     if let Some(why) = &r.load_error {
         return Err(CaseError::Failed(anyhow::anyhow!("{why}")));
     }
+    if load.churn {
+        return Err(CaseError::Unavailable(
+            "a connection per message is driven from this host only, not from --load-host".into(),
+        ));
+    }
     load.exchange.wire().map(Some).ok_or_else(|| {
         CaseError::Failed(anyhow::anyhow!(
             "this workload's load generator runs on this host only, not on --load-host"
@@ -287,6 +294,7 @@ fn load_config(ctx: &Ctx<'_>, server: &UnderTest, load: &Load<'_>, load_cpus: &[
     cfg.threads = load_cpus.len();
     cfg.cpus = load_cpus.to_vec();
     cfg.engine = ctx.load_engine;
+    cfg.churn = load.churn;
     cfg
 }
 

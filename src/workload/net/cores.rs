@@ -223,6 +223,7 @@ impl Workload for HttpCores {
                 bytes_received: true,
                 after: None,
                 around: None,
+                churn: false,
             };
             cell::measure(ctx, launch_http(ctx, m, a.body_bytes)?, &load).map(|(s, _)| s)
         })

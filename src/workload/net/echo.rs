@@ -616,6 +616,7 @@ fn measure_launch(
         bytes_received: false,
         after: None,
         around: None,
+        churn: false,
     };
     cell::measure(ctx, launch, &load)
 }

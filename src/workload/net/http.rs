@@ -167,6 +167,7 @@ impl Workload for HttpClients {
             bytes_received: true,
             after: with_wrk.then_some(&after as &cell::After),
             around: None,
+            churn: false,
         };
         cell::measure(ctx, launch_http(ctx, m, a.body_bytes)?, &load).map(|(s, _)| s)
     }
@@ -257,6 +258,7 @@ fn run_open(ctx: &Ctx<'_>, m: &ModelSpec, a: &Args, rate: f64) -> Result<Sample,
         bytes_received: true,
         after: None,
         around: None,
+        churn: false,
     };
     let (mut s, report) = cell::measure(ctx, launch_http(ctx, m, a.body_bytes)?, &load)?;
     open_loop_counters(&mut s, rate, &report);

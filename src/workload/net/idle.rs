@@ -234,6 +234,7 @@ impl Workload for ConnIdle {
             bytes_received: false,
             after: None,
             around: Some(&holder),
+            churn: false,
         };
         let (mut s, report) = cell::measure(ctx, launch, &load)?;
         echo::open_loop_counters(&mut s, rate, &report);

@@ -3,6 +3,7 @@
 //! helper CPU.
 
 pub mod cell;
+pub(crate) mod churn;
 pub(crate) mod cores;
 pub mod echo;
 pub mod http;

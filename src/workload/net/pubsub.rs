@@ -166,6 +166,7 @@ impl Workload for PubsubFanout {
             bytes_received: false,
             after: None,
             around: None,
+            churn: false,
         };
         let (mut s, report) = cell::measure(
             ctx,

@@ -113,6 +113,7 @@ fn run(ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
         bytes_received: false,
         after: None,
         around: None,
+        churn: false,
     };
     let (mut s, report) = cell::measure(ctx, launch(ctx, m, a.direction.protocol())?, &load)?;
     if report.verified_bytes == 0 {

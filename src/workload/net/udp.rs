@@ -134,6 +134,7 @@ impl Workload for UdpEcho {
             bytes_received: false,
             after: None,
             around: None,
+            churn: false,
         };
         let (mut s, report) = cell::measure(ctx, launch(ctx, m, ServeProtocol::UdpEcho)?, &load)?;
         report
