@@ -75,11 +75,18 @@ fn every_op_is_a_connection_of_its_own_closed_without_time_wait() {
         assert_eq!(r.latency.len(), r.msgs);
         // Each op had its own connection: the server accepted one per op at least (plus the
         // warm-up's), and the client counted as many connects as the server saw accepts.
+        // The stand-in's accept thread may lag the client's last connects on a busy machine:
+        // give it a moment; each client's last connect may have been reset before it was
+        // accepted at all (one per client at most).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while accepts.load(Ordering::SeqCst) < r.connects && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         let seen = accepts.load(Ordering::SeqCst);
         assert!(seen >= r.msgs + 4, "{seen} accepts for {} ops", r.msgs);
         assert!(r.connects >= r.msgs, "{r:?}");
         assert!(
-            r.connects <= seen,
+            r.connects <= seen + 4,
             "{} connects, {seen} accepts",
             r.connects
         );
@@ -119,14 +126,15 @@ fn open_loop_churn_keeps_to_the_schedule_a_connection_per_message() {
     });
 }
 
-/// `ringside run conn` at smoke against a real server: every cell measured, every op a
+/// `ringside run conn.churn conn.churn_rate` at smoke against a real server: every cell measured, every op a
 /// connection of its own, no connect error, no port exhausted.
 #[test]
 fn smoke_run_of_the_conn_suite() {
     let dir = tempfile::tempdir().unwrap();
     let v = common::run::run_json(
         &[
-            "conn",
+            "conn.churn",
+            "conn.churn_rate",
             "--profile",
             "smoke",
             "--runs",
