@@ -8,8 +8,7 @@
 use crate::error::CaseError;
 use crate::measure::pin::CpuPlan;
 use crate::measure::{CounterSet, Counters};
-use crate::model::uring::{Bufs, Drive, Files, Provided, Rx, Tx, UringKnobs, Wait};
-use crate::model::{Knobs, Loop, ModelSpec, Threading};
+use crate::model::{Knobs, ModelSpec, Threading};
 use crate::proto::udp::UdpCounters;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -43,75 +42,12 @@ pub fn udp_refusal(m: &ModelSpec) -> Option<String> {
         Knobs::Blocking(Threading::Pool { .. }) => {
             Some("a thread pool hands connections to workers; UDP has none".into())
         }
-        Knobs::Uring(k) => uring_udp_refusal(k).err().map(|r| r.why().to_string()),
+        Knobs::Uring(k) => k
+            .supports(crate::model::Shape::Datagram)
+            .err()
+            .map(|r| r.why().to_string()),
         Knobs::Peer(_) => Some("the peers (tokio, monoio) have no UDP echo server yet".into()),
     }
-}
-
-/// The io_uring knobs the UDP server honours: its drive (plain, DEFER_TASKRUN, SQPOLL, through
-/// `ring::build`) and its receive (one recvmsg per slot, or multishot recvmsg into a provided
-/// buffer ring). Every other knob is refused with its reason.
-pub(crate) fn uring_udp_refusal(k: &UringKnobs) -> Result<(), crate::model::uring::Refusal> {
-    use crate::model::uring::Refusal::{NotApplicable, Unavailable};
-    let UringKnobs {
-        drive,
-        files,
-        bufs,
-        rx,
-        tx,
-        wait: Wait {
-            min_wait_us,
-            napi_busy_poll_us,
-        },
-        looping,
-    } = *k;
-    if drive == Drive::Iopoll {
-        return Err(NotApplicable(
-            "IOPOLL polls block devices; sockets cannot be polled that way",
-        ));
-    }
-    if files != Files::Plain {
-        return Err(NotApplicable(
-            "the UDP server has one socket and no accepted descriptors: registered files \
-             have nothing to register",
-        ));
-    }
-    if bufs != Bufs::Plain {
-        return Err(NotApplicable(
-            "registered buffers are not used by the UDP server",
-        ));
-    }
-    match rx {
-        Rx::Single | Rx::Multishot(Provided::WHOLE) => {}
-        Rx::Multishot(_) => {
-            return Err(NotApplicable(
-                "a datagram is one completion in one buffer: bundles and incremental buffer \
-                 consumption are for byte streams",
-            ))
-        }
-        Rx::ZeroCopy => {
-            return Err(Unavailable(
-                "zero-copy receive needs a NIC queue with header/data split; the UDP server \
-                 runs over loopback",
-            ))
-        }
-    }
-    if tx != Tx::Copy {
-        return Err(NotApplicable(
-            "SEND_ZC pays only for large payloads; the UDP datagrams are at most 1,400 B",
-        ));
-    }
-    if min_wait_us.is_some() || napi_busy_poll_us.is_some() {
-        return Err(NotApplicable(
-            "the UDP server does not implement minimum waits or NAPI busy polling",
-        ));
-    }
-    if looping != Loop::Ring {
-        return Err(NotApplicable(
-            "the UDP server is the io_uring loop only (no epoll-wait or hybrid variant)",
-        ));
-    }
-    Ok(())
 }
 
 /// Runs model `m`'s UDP echo server on `sock` until `stop`; returns what it counted.

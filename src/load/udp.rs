@@ -102,6 +102,25 @@ pub(crate) enum Outcome {
 }
 
 impl Flow {
+    /// Flow `id` on its connected socket, nothing sent yet, every slot empty.
+    fn new(sock: UdpSocket, id: u32) -> Flow {
+        Flow {
+            sock,
+            id,
+            next_seq: 0,
+            outstanding: 0,
+            highest: None,
+            slots: Box::new(
+                [Slot {
+                    seq: 0,
+                    at: 0,
+                    state: State::Empty,
+                }; SLOTS],
+            ),
+            waiting: true,
+        }
+    }
+
     /// Judges the echo of `seq` (verified) against the flow's slots.
     fn on_echo(&mut self, seq: u64) -> Outcome {
         if seq >= self.next_seq {
@@ -223,21 +242,7 @@ impl Udp {
                 .and_then(|s| s.connect(cfg.target).map(|()| s))
                 .and_then(|s| s.set_nonblocking(true).map(|()| s));
             match sock {
-                Ok(sock) => flows.push(Flow {
-                    sock,
-                    id: i as u32,
-                    next_seq: 0,
-                    outstanding: 0,
-                    highest: None,
-                    slots: Box::new(
-                        [Slot {
-                            seq: 0,
-                            at: 0,
-                            state: State::Empty,
-                        }; SLOTS],
-                    ),
-                    waiting: true,
-                }),
+                Ok(sock) => flows.push(Flow::new(sock, i as u32)),
                 Err(e) => {
                     part.n.connect_errors += 1;
                     part.error(|| format!("flow {i}: {e}"));
@@ -502,21 +507,7 @@ mod tests {
     use super::*;
 
     fn flow() -> Flow {
-        Flow {
-            sock: UdpSocket::bind("127.0.0.1:0").unwrap(),
-            id: 1,
-            next_seq: 0,
-            outstanding: 0,
-            highest: None,
-            slots: Box::new(
-                [Slot {
-                    seq: 0,
-                    at: 0,
-                    state: State::Empty,
-                }; SLOTS],
-            ),
-            waiting: true,
-        }
+        Flow::new(UdpSocket::bind("127.0.0.1:0").unwrap(), 1)
     }
 
     #[test]

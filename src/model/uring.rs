@@ -137,6 +137,9 @@ pub enum Shape {
     Storage,
     /// A TCP server or broker.
     Server,
+    /// The UDP echo server (`io::udp`): one socket, its datagrams received by one recvmsg per
+    /// slot or a multishot recvmsg into a provided buffer ring.
+    Datagram,
 }
 
 /// Why a shape does not run a row: it has no meaning there (`NotApplicable`), or it has but
@@ -263,6 +266,55 @@ impl UringKnobs {
                             ));
                         }
                     }
+                }
+                Ok(())
+            }
+            Shape::Datagram => {
+                if drive == Drive::Iopoll {
+                    return Err(Refusal::NotApplicable(
+                        "IOPOLL polls block devices; sockets cannot be polled that way",
+                    ));
+                }
+                if files != Files::Plain {
+                    return Err(Refusal::NotApplicable(
+                    "the UDP server has one socket and no accepted descriptors: registered files \
+                     have nothing to register",
+                ));
+                }
+                if bufs != Bufs::Plain {
+                    return Err(Refusal::NotApplicable(
+                        "registered buffers are not used by the UDP server",
+                    ));
+                }
+                match rx {
+                Rx::Single | Rx::Multishot(Provided::WHOLE) => {}
+                Rx::Multishot(_) => {
+                    return Err(Refusal::NotApplicable(
+                        "a datagram is one completion in one buffer: bundles and incremental buffer \
+                         consumption are for byte streams",
+                    ))
+                }
+                Rx::ZeroCopy => {
+                    return Err(Refusal::Unavailable(
+                        "zero-copy receive needs a NIC queue with header/data split; the UDP server \
+                         runs over loopback",
+                    ))
+                }
+            }
+                if tx != Tx::Copy {
+                    return Err(Refusal::NotApplicable(
+                    "SEND_ZC pays only for large payloads; the UDP datagrams are at most 1,400 B",
+                ));
+                }
+                if min_wait_us.is_some() || napi_busy_poll_us.is_some() {
+                    return Err(Refusal::NotApplicable(
+                        "the UDP server does not implement minimum waits or NAPI busy polling",
+                    ));
+                }
+                if looping != Loop::Ring {
+                    return Err(Refusal::NotApplicable(
+                    "the UDP server is the io_uring loop only (no epoll-wait or hybrid variant)",
+                ));
                 }
                 Ok(())
             }

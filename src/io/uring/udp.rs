@@ -5,7 +5,7 @@
 //! (`Rx::Multishot`, 6.0), each datagram copied out of its provided buffer into a free send slot
 //! (the buffer goes back to the ring at once) and echoed by a sendmsg. A datagram that finds
 //! every send slot busy is dropped and counted (`send_errors`), never queued without bound.
-//! Knobs the server cannot honour are refused by `io::udp::uring_udp_refusal`.
+//! Knobs the server cannot honour are refused by `UringKnobs::supports` (`Shape::Datagram`).
 //!
 //! Stop: a poll on the stop eventfd ends the loop; every request in flight is then cancelled
 //! and its completion awaited (at most [`TEARDOWN`]); buffers a request still holds after that
@@ -14,7 +14,7 @@
 use super::bufring::BufRing;
 use super::ring::{self, Setup};
 use crate::error::CaseError;
-use crate::io::udp::{uring_udp_refusal, Peer};
+use crate::io::udp::Peer;
 use crate::io::Stop;
 use crate::measure::pin::CpuPlan;
 use crate::model::{Rx, UringKnobs};
@@ -75,7 +75,7 @@ pub(crate) fn serve(
     plan: &CpuPlan,
     stop: &Stop,
 ) -> Result<(UdpCounters, Setup), CaseError> {
-    uring_udp_refusal(k)?;
+    k.supports(crate::model::Shape::Datagram)?;
     sock.set_nonblocking(false)?;
     let (ring, setup) = ring::build(k, SQ_ENTRIES, plan)?;
     let multishot = matches!(k.rx, Rx::Multishot(_));
