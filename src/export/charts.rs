@@ -762,7 +762,7 @@ pub(crate) fn for_cases(workload: &str, cases: &[&CaseResult], styles: &Styles) 
                                 label: labels[l].clone(),
                                 style: label_styles[l],
                                 points,
-                                faded: faded[l],
+                                faded: faded[l] && !m.is_memory(),
                             }
                         })
                         .filter(|s| !s.points.is_empty())
@@ -848,7 +848,7 @@ pub(crate) fn for_cases(workload: &str, cases: &[&CaseResult], styles: &Styles) 
                         .map(|(i, (l, cells))| Series {
                             label: l.clone(),
                             style: label_styles[i],
-                            faded: faded[i],
+                            faded: faded[i] && !m.is_memory(),
                             points: cells
                                 .iter()
                                 .filter_map(|&(x, c)| {

@@ -55,7 +55,10 @@ fn reps(m: Metric, f: &CaseFigures) -> Vec<f64> {
         Metric::LatencyP99 if f.p99_tail_min >= crate::stats::claims::TAIL_MIN => {
             f.runs_p99_ns.clone()
         }
-        Metric::LatencyP99 | Metric::SyscallsPer100 => Vec::new(),
+        Metric::LatencyP99
+        | Metric::SyscallsPer100
+        | Metric::IdleRssBytes
+        | Metric::IdleKernelBytes => Vec::new(),
     }
 }
 
@@ -66,6 +69,8 @@ fn noun(m: Metric, op: &str) -> String {
         Metric::OpsPerSec => format!("throughput ({}/s)", plural(op)),
         Metric::SyscallsPer100 => "syscalls per op".into(),
         Metric::CpuPerOp => format!("server CPU per {op}"),
+        Metric::IdleRssBytes => "server resident memory per idle connection".into(),
+        Metric::IdleKernelBytes => "kernel memory per idle connection".into(),
     }
 }
 
@@ -81,6 +86,7 @@ fn value_text(m: Metric, v: f64) -> String {
     match m {
         Metric::OpsPerSec => format!("{}/s", fmt_rate(v)),
         Metric::SyscallsPer100 => format!("{:.2} syscalls/op", v / 100.0),
+        Metric::IdleRssBytes | Metric::IdleKernelBytes => format!("{v:.0} bytes"),
         _ => fmt_ns(v),
     }
 }

@@ -61,7 +61,10 @@ fn reps(m: Metric, f: &CaseFigures) -> Vec<f64> {
         Metric::OpsPerSec => f.runs_ops_per_sec.clone(),
         Metric::CpuPerOp => f.runs_cpu_ns_per_op.clone(),
         Metric::LatencyP99 if f.p99_tail_min >= TAIL_MIN => f.runs_p99_ns.clone(),
-        Metric::LatencyP99 | Metric::SyscallsPer100 => Vec::new(),
+        Metric::LatencyP99
+        | Metric::SyscallsPer100
+        | Metric::IdleRssBytes
+        | Metric::IdleKernelBytes => Vec::new(),
     }
 }
 
@@ -111,6 +114,8 @@ fn rank_by(m: Metric) -> &'static str {
         Metric::CpuPerOp => "CPU per op (lower is better)",
         Metric::SyscallsPer100 => "syscalls per op (fewer is better)",
         Metric::LatencyP50 => "median latency per op (lower is better)",
+        Metric::IdleRssBytes => "resident memory per idle connection (less is better)",
+        Metric::IdleKernelBytes => "kernel memory per idle connection (less is better)",
     }
 }
 

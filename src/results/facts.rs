@@ -20,6 +20,12 @@ pub enum Metric {
     SyscallsPer100,
     /// CPU time per op over all threads, ns.
     CpuPerOp,
+    /// The server's resident memory per idle connection it held, bytes (`conn.idle`'s
+    /// `idle_memory`).
+    IdleRssBytes,
+    /// Kernel memory charged to the server's own memory cgroup per idle connection, bytes
+    /// (`conn.idle`'s `idle_memory`).
+    IdleKernelBytes,
 }
 
 impl Metric {
@@ -31,6 +37,8 @@ impl Metric {
             Metric::OpsPerSec => "ops",
             Metric::SyscallsPer100 => "syscalls",
             Metric::CpuPerOp => "cpu",
+            Metric::IdleRssBytes => "idle-rss",
+            Metric::IdleKernelBytes => "idle-kernel",
         }
     }
 
@@ -54,6 +62,10 @@ impl Metric {
                 "CPU time per op (all threads, dark band its 95% CI)"
             }
             (Metric::CpuPerOp, _) => "CPU time per op (all threads)",
+            (Metric::IdleRssBytes, _) => "server resident memory per idle connection",
+            (Metric::IdleKernelBytes, _) => {
+                "kernel memory per idle connection (the server's memory cgroup)"
+            }
         }
     }
 
@@ -65,6 +77,12 @@ impl Metric {
         )
     }
 
+    /// A memory figure per idle connection: no claim ranks by it, so no chart fades a
+    /// model by the workload's finding on it.
+    pub(crate) fn is_memory(self) -> bool {
+        matches!(self, Metric::IdleRssBytes | Metric::IdleKernelBytes)
+    }
+
     /// Y axis label; a time's unit is the drawing's, as its ticks show it
     /// ([`Metric::is_time`]).
     pub(crate) fn axis(self) -> &'static str {
@@ -74,6 +92,8 @@ impl Metric {
             Metric::OpsPerSec => "throughput, ops/s",
             Metric::SyscallsPer100 => "syscalls per 100 ops",
             Metric::CpuPerOp => "CPU time per op",
+            Metric::IdleRssBytes => "RSS bytes per idle connection",
+            Metric::IdleKernelBytes => "kernel bytes per idle connection",
         }
     }
 
@@ -85,6 +105,8 @@ impl Metric {
             Metric::OpsPerSec => f.ops_per_sec.median,
             Metric::SyscallsPer100 => *f.syscalls_per_op.value()? * 100.0,
             Metric::CpuPerOp => f.cpu_ns_per_op.total,
+            Metric::IdleRssBytes => *f.idle_memory.as_ref()?.server_rss_bytes.value()?,
+            Metric::IdleKernelBytes => *f.idle_memory.as_ref()?.server_kernel_bytes.value()?,
         };
         v.is_finite().then_some(v)
     }

@@ -1,7 +1,8 @@
 //! `conn.idle` through the binary against real servers at smoke (200 idle connections beside
 //! 50 busy ones): the server accepted and held every idle connection through the window, each
 //! memory figure per idle connection is a number or unavailable with its reason, and the point
-//! without idle connections is driven at the same offered rate.
+//! without idle connections is driven at the same offered rate; the report draws the memory
+//! per idle connection.
 
 use crate::common;
 
@@ -68,6 +69,18 @@ fn idle_connections_are_held_and_their_memory_is_reported_or_said_unavailable() 
                 assert!(x.is_number() || said, "{f}: {x}");
             }
             assert!(c["facts"]["memory_from"].is_string(), "{c}");
+        }
+    }
+    // The report draws the memory per idle connection: a line per model that held some.
+    let rss = std::fs::read_to_string(dir.path().join("charts/conn.idle-idle-rss.svg"))
+        .expect("the chart of resident memory per idle connection");
+    for c in cases {
+        if c["idle_memory"]["server_rss_bytes"].is_number() {
+            let m = c["model"].as_str().unwrap();
+            assert!(
+                rss.contains(&format!("\n{m}\n")),
+                "{m} missing from the chart"
+            );
         }
     }
 }

@@ -117,7 +117,12 @@ impl Workload for ConnIdle {
                         // Its first point is 0.
                         log_x: false,
                     }),
-                    metrics: &[Metric::CpuPerOp, Metric::LatencyP99],
+                    metrics: &[
+                        Metric::CpuPerOp,
+                        Metric::LatencyP99,
+                        Metric::IdleRssBytes,
+                        Metric::IdleKernelBytes,
+                    ],
                     log_y: true,
                     panels: &[],
                     verdict: Metric::LatencyP99,
