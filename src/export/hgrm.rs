@@ -25,8 +25,8 @@ pub(crate) fn timeline(c: &CaseResult) -> Result<String, String> {
         .ok_or_else(|| format!("'{}' has no figures: it is {}", c.key(), c.status))?;
     if f.runs_timeline.is_empty() {
         return Err(format!(
-            "'{}' recorded no timeline (only the network suites' message load records one, \
-             and files written before it was recorded have none)",
+            "'{}' recorded no timeline (only the network suites' loads record one, and \
+             files written before they did have none)",
             c.key()
         ));
     }

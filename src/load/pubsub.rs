@@ -28,6 +28,7 @@ use super::window::{run_threads, Coordinated, Shared, WARM_TICK_NS};
 use super::{Config, Edge, Exchange, Mismatch, Report, Response};
 use crate::io::epoll::{Ctl, Epoll};
 use crate::measure::clock::now_ns;
+use crate::measure::timeline::Timeline;
 use crate::measure::{cpu, pin};
 use crate::proto::pubsub::{encode_pub, encode_sub, fill_payload, Decoder, Frame, Publish};
 use crate::proto::pubsub::{SeqCheck, MAX_FRAME, PUB, PUB_HEADER};
@@ -210,10 +211,11 @@ impl Pubsub {
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
         let mut cpu0 = None;
         loop {
-            let (open, close) = shared.edges();
+            let (open, planned, close) = shared.edges_planned();
             let mut now = now_ns();
             if cpu0.is_none() && now >= open {
                 cpu0 = Some(cpu::this_thread_ns());
+                Timeline::of_window(&mut part.timeline, open, planned);
                 now = now_ns();
             }
             if now >= close {
@@ -278,7 +280,7 @@ impl Pubsub {
             };
             let n = if r < 0 { 0 } else { r as usize };
             // The edges again: the coordinator may have set them during the wait.
-            let (open, close) = shared.edges();
+            let (open, planned, close) = shared.edges_planned();
             for ev in &events[..n] {
                 let s = &mut subs[ev.u64 as usize];
                 if s.done {
@@ -315,8 +317,12 @@ impl Pubsub {
                 let (check, len, id) = (&mut s.check, self.payload_bytes, s.id);
                 let mut bad = None;
                 let mut delivered = false;
-                let (ops, bytes, latency) =
-                    (&mut part.n.msgs, &mut part.n.bytes, &mut part.latency);
+                let (ops, bytes, latency, timeline) = (
+                    &mut part.n.msgs,
+                    &mut part.n.bytes,
+                    &mut part.latency,
+                    &mut part.timeline,
+                );
                 let mut first_mismatch = None;
                 let fed = s.dec.feed(&buf[..n], |f| {
                     let Frame::Msg { msg, .. } = f else {
@@ -339,7 +345,9 @@ impl Pubsub {
                         if in_window {
                             *ops += 1;
                             *bytes += len as u64;
-                            latency.record(t.saturating_sub(msg.ts_ns));
+                            let ns = t.saturating_sub(msg.ts_ns);
+                            latency.record(ns);
+                            Timeline::of_window(timeline, open, planned).record(t, ns);
                         }
                     }
                 });

@@ -28,6 +28,7 @@ use super::tally::Tally;
 use super::window::{run_threads, Coordinated, Shared, WARM_TICK_NS};
 use super::{Config, Edge, Exchange, Mismatch, Report, Response};
 use crate::measure::clock::now_ns;
+use crate::measure::timeline::Timeline;
 use crate::measure::{cpu, pin};
 use crate::proto::stream::{first_mismatch, read_trailer, PATTERN_PERIOD, TRAILER_BYTES};
 use rustix::event::epoll;
@@ -111,16 +112,21 @@ struct Conn {
     waiting: bool,
 }
 
-/// The window's edges as a loop last read them ([`Shared::edges`]).
+/// The window's edges as a loop last read them ([`Shared::edges_planned`]).
 struct Times {
     open: u64,
+    planned: u64,
     close: u64,
 }
 
 impl Times {
     fn now(shared: &Shared) -> Times {
-        let (open, close) = shared.edges();
-        Times { open, close }
+        let (open, planned, close) = shared.edges_planned();
+        Times {
+            open,
+            planned,
+            close,
+        }
     }
 }
 
@@ -224,6 +230,7 @@ impl Streaming {
             let now = now_ns();
             if cpu0.is_none() && now >= t.open {
                 cpu0 = Some(cpu::this_thread_ns());
+                Timeline::of_window(&mut out.timeline, t.open, t.planned);
             }
             if now >= t.close {
                 break;
@@ -326,8 +333,8 @@ impl Streaming {
         c.done = true;
     }
 
-    /// Chunks completed when a connection's count went from `before` to `after` bytes: ops
-    /// and latencies when inside the window.
+    /// Chunks completed when a connection's count went from `before` to `after` bytes: ops,
+    /// latencies and the timeline when inside the window.
     fn chunks(&self, c: &mut Conn, before: u64, after: u64, t: &Shared, out: &mut Tally) {
         // The edges as they are now: a loop may stay in one read or write call across the
         // opening.
@@ -339,8 +346,9 @@ impl Streaming {
             out.n.bytes += after - before;
             if k > 0 {
                 out.n.msgs += k;
-                out.latency
-                    .record_n(now.saturating_sub(c.last_chunk) / k, k);
+                let each = now.saturating_sub(c.last_chunk) / k;
+                out.latency.record_n(each, k);
+                Timeline::of_window(&mut out.timeline, t.open, t.planned).record_n(now, each, k);
             }
         }
         if k > 0 {

@@ -5,6 +5,7 @@
 //! kept the earliest first error over threads).
 
 use super::{Mismatch, Report};
+use crate::measure::timeline::Timeline;
 use crate::measure::{clock, CounterSet, Hist};
 
 crate::counter_set! {
@@ -42,12 +43,17 @@ crate::counter_set! {
     }
 }
 
-/// One load thread's figures: its counts, its latencies, and the first error and mismatch it
-/// saw, each with when (ns, `clock::now_ns`) so that the run keeps the earliest over threads.
+/// One load thread's figures: its counts, its latencies, its ops over time, and the first
+/// error and mismatch it saw, each with when (ns, `clock::now_ns`) so that the run keeps the
+/// earliest over threads.
 #[derive(Default)]
 pub(crate) struct Tally {
     pub(crate) n: Counts,
     pub(crate) latency: Hist,
+    /// The window's ops and latencies per interval (`measure::timeline`), recorded where the
+    /// ops are counted; started when the thread sees the window open
+    /// ([`Timeline::of_window`]). The message engine keeps its own (beside its gaps).
+    pub(crate) timeline: Option<Timeline>,
     first_error: Option<(u64, String)>,
     first_mismatch: Option<(u64, Mismatch)>,
 }
@@ -83,10 +89,12 @@ impl Tally {
 }
 
 impl Report {
-    /// Adds the threads' tallies: counts summed, latencies added, the earliest first error
-    /// and first mismatch kept; then settles the CPU fractions from the busiest thread.
+    /// Adds the threads' tallies: counts summed, latencies and timelines added (the
+    /// timeline cut at the window's end, `window_ns`), the earliest first error and first
+    /// mismatch kept; then settles the CPU fractions from the busiest thread.
     pub(crate) fn add_tallies(&mut self, parts: impl IntoIterator<Item = Tally>) {
         let mut n = Counts::default();
+        let mut timeline: Option<Timeline> = None;
         let mut max_thread = 0u64;
         let mut first_error: Option<(u64, String)> = None;
         let mut first_mismatch: Option<(u64, Mismatch)> = None;
@@ -94,6 +102,11 @@ impl Report {
             n.merge(&p.n);
             max_thread = max_thread.max(p.n.cpu_ns);
             self.latency.merge(&p.latency);
+            match (&mut timeline, p.timeline) {
+                (Some(a), Some(b)) => a.merge(&b),
+                (a @ None, b) => *a = b,
+                _ => {}
+            }
             if let Some(e) = p.first_error {
                 if first_error.as_ref().is_none_or(|f| e.0 < f.0) {
                     first_error = Some(e);
@@ -134,6 +147,12 @@ impl Report {
         r.dgram.dgram_duplicates += n.dgram_duplicates;
         r.dgram.dgram_reordered += n.dgram_reordered;
         r.dgram.dgram_send_failed += n.dgram_send_failed;
+        if let Some(t) = timeline.map(|t| t.cut(r.window_ns)) {
+            match &mut r.timeline {
+                Some(a) => a.merge(&t),
+                None => r.timeline = Some(t),
+            }
+        }
         r.first_error = r.first_error.take().or(first_error.map(|e| e.1));
         r.first_mismatch = r.first_mismatch.or(first_mismatch.map(|m| m.1));
         r.settle_cpu(max_thread);
@@ -179,5 +198,31 @@ mod tests {
         assert_eq!(r.first_error.as_deref(), Some("early"));
         assert_eq!(r.first_mismatch, Some(mm(2)));
         assert!((r.max_thread_fraction - 0.3).abs() < 1e-9);
+    }
+
+    /// The threads' timelines add up interval by interval, cut at the window's end (a run
+    /// stopped early); a thread that saw the window open and completed nothing adds zeros.
+    #[test]
+    fn the_threads_timelines_add_up_and_end_with_the_window() {
+        let (open, planned) = (1_000, 1_000 + 500_000_000);
+        let mut a = Tally::default();
+        let t = Timeline::of_window(&mut a.timeline, open, planned);
+        t.record(open + 10, 5);
+        t.record_n(open + 250_000_000, 8, 2);
+        let mut b = Tally::default();
+        Timeline::of_window(&mut b.timeline, open, planned).record(open + 120_000_000, 30);
+        let mut idle = Tally::default();
+        Timeline::of_window(&mut idle.timeline, open, planned);
+        let cfg = super::super::Config::new("127.0.0.1:9".parse().unwrap(), 2, Default::default());
+        // Stopped after 300 ms of the planned 500.
+        let mut r = Report::empty(&cfg, 3, None, 300_000_000, false);
+        r.add_tallies([a, b, idle, Tally::default()]);
+        let t = r.timeline.expect("a timeline");
+        assert_eq!((t.ops.clone(), t.window_ns), (vec![1, 1, 2], 300_000_000));
+        assert_eq!(t.latency_sum_ns, vec![5, 30, 16]);
+        assert_eq!(t.latency_max_ns, vec![5, 30, 8]);
+        let mut none = Report::empty(&cfg, 1, None, 300_000_000, false);
+        none.add_tallies([Tally::default()]);
+        assert_eq!(none.timeline, None, "no thread saw the window: none");
     }
 }

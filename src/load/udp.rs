@@ -27,6 +27,7 @@ use super::window::{run_threads, Coordinated, Shared, WARM_TICK_NS};
 use super::{Config, Edge, Exchange, Mismatch, Report, Response};
 use crate::io::epoll::{Ctl, Epoll};
 use crate::measure::clock::now_ns;
+use crate::measure::timeline::Timeline;
 use crate::measure::{cpu, pin};
 use crate::proto::udp::{self, Bad, HEADER, MAX_DATAGRAM};
 use std::io;
@@ -272,10 +273,11 @@ impl Udp {
         let mut cpu0 = None;
         let mut next_scan = 0u64;
         loop {
-            let (open, close) = shared.edges();
+            let (open, planned, close) = shared.edges_planned();
             let mut now = now_ns();
             if cpu0.is_none() && now >= open {
                 cpu0 = Some(cpu::this_thread_ns());
+                Timeline::of_window(&mut part.timeline, open, planned);
                 now = now_ns();
             }
             if now >= close {
@@ -360,7 +362,7 @@ impl Udp {
                 )
             };
             let got = if r < 0 { 0 } else { r as usize };
-            let (open, close) = shared.edges();
+            let (open, planned, close) = shared.edges_planned();
             for ev in &events[..got] {
                 let f = &mut flows[ev.u64 as usize];
                 // Drain the flow's socket: a level-triggered wait reports it again otherwise.
@@ -421,7 +423,10 @@ impl Udp {
                                 part.n.bytes += len as u64;
                                 part.n.rx_bytes += len as u64;
                                 part.n.dgram_reordered += u64::from(reordered);
-                                part.latency.record(t.saturating_sub(latency_from));
+                                let ns = t.saturating_sub(latency_from);
+                                part.latency.record(ns);
+                                Timeline::of_window(&mut part.timeline, open, planned)
+                                    .record(t, ns);
                             }
                         }
                         Outcome::Late => part.n.dgram_late += u64::from(win),

@@ -52,13 +52,31 @@ impl Timeline {
         }
     }
 
+    /// The series in `slot`: the one there, or a new one for the window opening at `open`
+    /// and planned to close at `planned` (a load thread starts its own when it sees the
+    /// window open, so a repetition in which none completes still has its empty series).
+    pub fn of_window(slot: &mut Option<Timeline>, open: u64, planned: u64) -> &mut Timeline {
+        slot.get_or_insert_with(|| Timeline::new(open, planned.saturating_sub(open)))
+    }
+
     /// An op that completed at `now` (same clock as `t_open`) after `latency_ns`; one
     /// before the opening counts in the first interval, one past the end in the last.
     #[inline]
     pub fn record(&mut self, now: u64, latency_ns: u64) {
+        self.record_n(now, latency_ns, 1);
+    }
+
+    /// `n` ops seen completed at one `now`, after `latency_ns` each (as a histogram's
+    /// `record_n`: a stream's chunks that one read or write completed).
+    #[inline]
+    pub fn record_n(&mut self, now: u64, latency_ns: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
         let i = ((now.saturating_sub(self.t_open) / self.step_ns) as usize).min(self.ops.len() - 1);
-        self.ops[i] += 1;
-        self.latency_sum_ns[i] = self.latency_sum_ns[i].saturating_add(latency_ns);
+        self.ops[i] += n;
+        self.latency_sum_ns[i] =
+            self.latency_sum_ns[i].saturating_add(latency_ns.saturating_mul(n));
         self.latency_max_ns[i] = self.latency_max_ns[i].max(latency_ns);
     }
 
@@ -159,6 +177,24 @@ mod tests {
         let other = Timeline::new(0, 100 * STEP_NS * MAX_INTERVALS as u64);
         a.merge(&other);
         assert_eq!(a.ops, vec![3, 1, 1, 2], "another shape is ignored");
+    }
+
+    #[test]
+    fn a_batch_counts_each_op_and_a_thread_starts_its_series_once() {
+        let mut slot = None;
+        let t = Timeline::of_window(&mut slot, 1_000, 1_000 + 250_000_000);
+        assert_eq!((t.window_ns, t.ops.len()), (250_000_000, 3));
+        t.record_n(1_000 + 150_000_000, 40, 3);
+        t.record_n(1_000 + 150_000_000, 7, 0);
+        // Already started: the window given again is not the series' any more.
+        let again = Timeline::of_window(&mut slot, 0, 10);
+        assert_eq!(again.window_ns, 250_000_000);
+        again.record(1_000 + 160_000_000, 100);
+        let t = slot.unwrap();
+        assert_eq!(t.ops, vec![0, 4, 0]);
+        assert_eq!(t.latency_sum_ns, vec![0, 220, 0]);
+        assert_eq!(t.latency_max_ns, vec![0, 100, 0]);
+        assert_eq!(t.mean_ns()[1], Some(55.0));
     }
 
     #[test]

@@ -38,6 +38,77 @@ pub fn run_json(args: &[&str], out: &Path) -> serde_json::Value {
     v
 }
 
+/// Checks measured cell `c` of the run whose results are in `dir`: a timeline per timed
+/// repetition, 100 ms intervals over its window, whose ops add up to the cell's `ops_total`;
+/// `report --timeline` prints them, adding up the same. Returns the cell's key.
+#[allow(dead_code)]
+pub fn timeline_adds_up(dir: &Path, c: &serde_json::Value) -> String {
+    let id = format!("{} {} {}", c["workload"], c["model"], c["params"]);
+    let runs = c["runs_timeline"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{id}: no runs_timeline"));
+    assert_eq!(
+        runs.len() as u64,
+        c["repetitions"].as_u64().unwrap(),
+        "{id}: one per repetition"
+    );
+    let mut ops = 0;
+    for t in runs {
+        assert_eq!(t["step_ns"], 100_000_000u64, "{id}: {t}");
+        let n = t["ops"].as_array().unwrap().len() as u64;
+        let window = t["window_ns"].as_u64().unwrap();
+        assert_eq!(n, window.div_ceil(100_000_000), "{id}: {t}");
+        assert_eq!(t["latency_max_ns"].as_array().unwrap().len() as u64, n);
+        assert_eq!(t["latency_sum_ns"].as_array().unwrap().len() as u64, n);
+        ops += t["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .sum::<u64>();
+    }
+    assert_eq!(
+        ops,
+        c["ops_total"].as_u64().unwrap(),
+        "{id}: every op is in an interval"
+    );
+    let params: Vec<String> = c["params"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let label = match c["variant"].as_str() {
+        Some(v) => format!("{}/{v}", c["model"].as_str().unwrap()),
+        None => c["model"].as_str().unwrap().to_string(),
+    };
+    let key = format!(
+        "{} {label} {}",
+        c["workload"].as_str().unwrap(),
+        params.join(" ")
+    );
+    let out = super::bin::ringside()
+        .arg("report")
+        .arg(dir.join("results.json"))
+        .args(["--timeline", &key])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let csv = String::from_utf8(out).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("repetition,start_s,length_s,ops,ops_per_sec,mean_latency_us,max_latency_us")
+    );
+    let csv_ops: u64 = lines
+        .map(|l| l.split(',').nth(3).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(csv_ops, ops, "{id}: {csv}");
+    key
+}
+
 /// Reads `err` to its end on a thread; join it for the text.
 pub fn collect(mut err: ChildStderr) -> JoinHandle<String> {
     std::thread::spawn(move || {

@@ -504,58 +504,11 @@ fn echo_rate_is_measured_open_loop_against_a_real_server() {
     timeline_of_a_measured_cell(dir.path(), c);
 }
 
-/// Each repetition's timeline: 100 ms intervals over its window, whose ops add up to the
-/// cell's; `report --timeline` prints them; a troubled cell's are drawn, the suite's summary
-/// always.
+/// Each repetition's timeline adds up to the cell's (`common::run::timeline_adds_up`); a
+/// troubled cell's are drawn, the suite's summary always.
 fn timeline_of_a_measured_cell(dir: &std::path::Path, c: &serde_json::Value) {
-    let runs = c["runs_timeline"].as_array().expect("runs_timeline");
-    assert_eq!(runs.len(), 2, "one per repetition");
-    let mut ops = 0;
-    for t in runs {
-        assert_eq!(t["step_ns"], 100_000_000u64, "{t}");
-        let n = t["ops"].as_array().unwrap().len() as u64;
-        let window = t["window_ns"].as_u64().unwrap();
-        assert_eq!(n, window.div_ceil(100_000_000), "{t}");
-        assert_eq!(t["latency_max_ns"].as_array().unwrap().len() as u64, n);
-        ops += t["ops"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap())
-            .sum::<u64>();
-    }
-    assert_eq!(
-        ops,
-        c["ops_total"].as_u64().unwrap(),
-        "every op is in an interval"
-    );
-    let params: Vec<String> = c["params"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    let key = format!("echo.rate epoll-lt {}", params.join(" "));
+    common::run::timeline_adds_up(dir, c);
     let results = dir.join("results.json");
-    let out = common::bin::ringside()
-        .arg("report")
-        .arg(&results)
-        .args(["--timeline", &key])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let csv = String::from_utf8(out).unwrap();
-    let mut lines = csv.lines();
-    assert_eq!(
-        lines.next(),
-        Some("repetition,start_s,length_s,ops,ops_per_sec,mean_latency_us,max_latency_us")
-    );
-    let csv_ops: u64 = lines
-        .map(|l| l.split(',').nth(3).unwrap().parse::<u64>().unwrap())
-        .sum();
-    assert_eq!(csv_ops, ops, "{csv}");
     // Drawn where the cell was troubled: mark it so, and render again.
     let charts = |v: &serde_json::Value| {
         let out = tempfile::tempdir().unwrap();

@@ -351,6 +351,19 @@ fn the_load_generator_spreads_subscribers_over_threads_and_verifies_every_delive
     );
     assert_eq!(r.bytes, r.msgs * 512);
     assert_eq!(r.verified_bytes, r.bytes);
+    // Each delivery in the timeline too, over every thread: 100 ms intervals over the window.
+    let t = r.timeline.as_ref().expect("a timeline");
+    assert_eq!(t.step_ns, 100_000_000);
+    assert_eq!(t.window_ns, r.window_ns);
+    assert_eq!(t.ops.len() as u64, r.window_ns.div_ceil(t.step_ns));
+    assert_eq!(t.ops.iter().sum::<u64>(), r.msgs, "{t:?}");
+    let most = t.latency_max_ns.iter().max().copied().unwrap();
+    let h = r.latency.inner();
+    assert!(
+        h.equivalent(most, h.max()),
+        "the longest delivery is in an interval: {most} against {}",
+        h.max()
+    );
     // No more deliveries than fan-out x the messages published by the window's end.
     let published = 2000.0 * (r.warmup_ns + r.window_ns) as f64 / 1e9 + 2.0;
     assert!(

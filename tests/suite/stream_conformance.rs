@@ -196,6 +196,8 @@ fn the_stream_suite_measures_and_verifies_every_direction() {
             "{id}"
         );
         dirs.insert(c["params"]["direction"].as_str().unwrap().to_string());
+        // A chunk is an op in the timeline as in the count (`load::stream`).
+        common::run::timeline_adds_up(out.path(), c);
     }
     assert_eq!(
         dirs.into_iter().collect::<Vec<_>>(),

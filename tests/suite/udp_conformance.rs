@@ -286,5 +286,7 @@ fn the_udp_suite_measures_every_udp_server_and_counts_its_datagrams() {
         if c["params"]["offered"].is_string() {
             assert!(k["offered_per_sec"].as_u64().unwrap() > 0, "{k}");
         }
+        // An echoed datagram is an op in the timeline as in the count (`load::udp`).
+        common::run::timeline_adds_up(dir.path(), c);
     }
 }
