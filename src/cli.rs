@@ -390,6 +390,8 @@ pub enum ProtocolArg {
     Pubsub,
     /// UDP echo (`udp.echo`): datagrams echoed to their source.
     UdpEcho,
+    /// UDP echo with UDP_GRO on the socket (`udp.echo_gso`): runs echoed with UDP_SEGMENT.
+    UdpEchoGro,
 }
 
 impl From<ProtocolArg> for crate::proto::ServeProtocol {
@@ -402,6 +404,7 @@ impl From<ProtocolArg> for crate::proto::ServeProtocol {
             ProtocolArg::Source => P::Source,
             ProtocolArg::Pubsub => P::Pubsub,
             ProtocolArg::UdpEcho => P::UdpEcho,
+            ProtocolArg::UdpEchoGro => P::UdpEchoGro,
         }
     }
 }

@@ -355,6 +355,7 @@ pub static WORKLOADS: &[&dyn Workload] = &[
     &net::stream::StreamDuplex,
     &net::pubsub::PubsubFanout,
     &net::udp::UdpEcho,
+    &net::udp_gso::UdpEchoGso,
     &net::idle::ConnIdle,
     &net::churn::ConnChurn,
     &net::churn::ConnChurnRate,

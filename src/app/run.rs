@@ -46,6 +46,19 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             given: crate::load::Engine::from(a.load_engine).name().to_string(),
             valid: format!("epoll here ({e})"),
         })?;
+    // A driver on one engine only (the UDP driver: epoll) refuses the other: never ignored.
+    if let Some(w) = workloads
+        .iter()
+        .find(|w| !w.load_engines().contains(&load_engine))
+    {
+        let valid: Vec<&str> = w.load_engines().iter().map(|e| e.name()).collect();
+        return Err(InputError::BadValue {
+            flag: "--load-engine",
+            given: load_engine.name().to_string(),
+            valid: format!("{}'s load runs on: {}", w.id(), valid.join(", ")),
+        }
+        .into());
+    }
     // The knob flags: each value in its range, each knob taken by every selected workload.
     let overrides = plan::Overrides::parse(&a.knobs())?;
     overrides.check(&workloads, profile, &plan)?;

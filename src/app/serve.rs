@@ -55,7 +55,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         (ServeProtocol::Sink, None) => Served::Stream(Stream::Sink),
         (ServeProtocol::Source, None) => Served::Stream(Stream::Source),
         (ServeProtocol::Pubsub, None) => Served::Pubsub,
-        (ServeProtocol::UdpEcho, None) => Served::Udp,
+        (ServeProtocol::UdpEcho | ServeProtocol::UdpEchoGro, None) => Served::Udp,
     };
     // Built-in servers, and the peers (tokio, monoio) that serve from src/peer/.
     let serves = |m: &crate::model::ModelSpec| io::serves_tcp(m) || peer_kind(m).is_some();
@@ -100,7 +100,16 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         .into());
     }
     // UDP echo: the blocking, epoll and io_uring families (`io::udp::udp_refusal`).
-    let udp = protocol == ServeProtocol::UdpEcho;
+    let udp = matches!(protocol, ServeProtocol::UdpEcho | ServeProtocol::UdpEchoGro);
+    let gro = protocol == ServeProtocol::UdpEchoGro;
+    if let Some(why) = gro.then(|| io::udp_gso::udp_gro_refusal(model)).flatten() {
+        return Err(InputError::BadValue {
+            flag: "--model",
+            given: a.model.clone(),
+            valid: format!("{why}; --protocol udp-echo-gro has the same servers as udp-echo"),
+        }
+        .into());
+    }
     if let Some(why) = udp.then(|| io::udp::udp_refusal(model)).flatten() {
         let valid: Vec<&str> = MODELS
             .iter()
@@ -210,7 +219,10 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         stop.on_ready(move || {
             let _ = announce(&listening);
         });
-        io::udp::serve_udp(model, sock, &plan, &stop)
+        match gro {
+            true => io::udp_gso::serve_udp_gro(model, sock, &plan, &stop),
+            false => io::udp::serve_udp(model, sock, &plan, &stop),
+        }
     } else if a.threads == 1 || one_runtime {
         let plan = match &cpus {
             Some(list) => CpuPlan::from_list(list),

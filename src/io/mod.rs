@@ -12,6 +12,7 @@ pub(crate) mod readiness;
 pub(crate) mod stop;
 pub(crate) mod sys;
 pub mod udp;
+pub mod udp_gso;
 pub mod uring;
 
 use crate::error::CaseError;

@@ -4,7 +4,10 @@
 //! epoll loop over its flows woken by `epoll_pwait2` at its next due time.
 //!
 //! - Closed loop: each flow keeps [`Udp::window`] datagrams outstanding; an echo frees its slot
-//!   and the next datagram goes out. Latency runs from the send.
+//!   and the next datagram goes out. Latency runs from the send. With [`Udp::segments`] above
+//!   1 (`udp.echo_gso`) a flow sends a burst of that many datagrams in one sendmsg with
+//!   UDP_SEGMENT whenever the window has room for all of them; each is still its own
+//!   sequence, verified and lost apart.
 //! - Open loop (`Config::rate`): datagram k of flow f of F is due at `start + (k F + f) / rate`
 //!   and sent then whatever is outstanding; latency runs from its due time.
 //!
@@ -43,11 +46,21 @@ const LOSS_SCAN_NS: u64 = 2_000_000;
 /// The default loss timeout.
 pub(crate) const LOSS_TIMEOUT: Duration = Duration::from_millis(50);
 
+/// The most datagrams one burst carries ([`Udp::segments`]): the kernel's UDP_MAX_SEGMENTS
+/// before 6.11.
+pub const MAX_SEGMENTS: u32 = 64;
+/// The most bytes one burst carries: a UDP payload's limit, with room for the headers.
+pub const MAX_BURST_BYTES: usize = 65_000;
+
 /// The UDP echo load of one run.
 pub struct Udp {
     pub datagram_bytes: usize,
     /// Closed loop: datagrams outstanding per flow (1..=SLOTS/2).
     pub window: u32,
+    /// Closed loop: datagrams a flow sends at once, in one sendmsg with UDP_SEGMENT when above
+    /// 1 (`udp.echo_gso`: a run of same-size datagrams to one destination); the flow sends
+    /// when `window - outstanding` has room for a whole burst. 1: one send(2) per datagram.
+    pub segments: u32,
     /// A datagram not echoed within this is lost.
     pub loss_timeout: Duration,
 }
@@ -203,6 +216,26 @@ impl Udp {
                 self.window
             )));
         }
+        let burst = self.segments as usize * self.datagram_bytes;
+        if !(1..=MAX_SEGMENTS).contains(&self.segments)
+            || self.segments > self.window
+            || burst > MAX_BURST_BYTES
+            || (self.segments > 1 && cfg.rate.is_some())
+        {
+            return Err(bad_input(format!(
+                "a burst must be 1..={MAX_SEGMENTS} datagrams, at most the window ({}) and \
+                 {MAX_BURST_BYTES} bytes, and above 1 in the closed loop only (given {} of {} \
+                 bytes{})",
+                self.window,
+                self.segments,
+                self.datagram_bytes,
+                if cfg.rate.is_some() {
+                    ", open loop"
+                } else {
+                    ""
+                }
+            )));
+        }
         if let Some(r) = cfg.rate.filter(|r| !(r.is_finite() && *r > 0.0)) {
             return Err(bad_input(format!("the rate must be above 0 (given {r})")));
         }
@@ -267,7 +300,8 @@ impl Udp {
             |step: f64, id: u32, k: u64| start + ((k as f64 * total + id as f64) * step) as u64;
         let timeout_ns = self.loss_timeout.as_nanos() as u64;
         let len = self.datagram_bytes;
-        let mut out = vec![0u8; MAX_DATAGRAM];
+        let burst = self.segments.max(1);
+        let mut out = vec![0u8; MAX_DATAGRAM * burst as usize];
         let mut buf = vec![0u8; MAX_DATAGRAM + 1];
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
         let mut cpu0 = None;
@@ -302,14 +336,23 @@ impl Udp {
             for f in flows.iter_mut() {
                 match step_ns {
                     None => {
-                        while f.outstanding < self.window {
+                        while f.outstanding + burst <= self.window {
                             let at = now_ns();
-                            udp::encode(f.id, f.next_seq, len, &mut out);
-                            match f.sock.send(&out[..len]) {
-                                Ok(_) => {
-                                    let evicted = f.take_slot(at);
-                                    count_lost(&mut part, u64::from(evicted), in_window(at));
-                                    count_sent(&mut part, in_window(at));
+                            for k in 0..burst as usize {
+                                let seq = f.next_seq + k as u64;
+                                udp::encode(f.id, seq, len, &mut out[k * len..(k + 1) * len]);
+                            }
+                            let sent = match burst {
+                                1 => f.sock.send(&out[..len]).map(|_| ()),
+                                _ => send_burst(&f.sock, &out[..len * burst as usize], len),
+                            };
+                            match sent {
+                                Ok(()) => {
+                                    for _ in 0..burst {
+                                        let evicted = f.take_slot(at);
+                                        count_lost(&mut part, u64::from(evicted), in_window(at));
+                                        count_sent(&mut part, in_window(at));
+                                    }
                                 }
                                 Err(e) => {
                                     // Not sent: tried again shortly.
@@ -451,6 +494,29 @@ impl Udp {
         part.n.live = flows.len() as u64;
         Ok(part)
     }
+}
+
+/// One sendmsg(2) of a burst on a connected flow socket, cut into datagrams of `seg` bytes
+/// by the kernel (UDP_SEGMENT).
+fn send_burst(sock: &UdpSocket, burst: &[u8], seg: usize) -> io::Result<()> {
+    let mut ctrl = crate::io::udp_gso::Ctrl::ZERO;
+    let mut iov = libc::iovec {
+        iov_base: burst.as_ptr() as *mut libc::c_void,
+        iov_len: burst.len(),
+    };
+    // SAFETY: plain data; zeroes are a valid msghdr (no name: the socket is connected).
+    let mut h: libc::msghdr = unsafe { std::mem::zeroed() };
+    h.msg_iov = &mut iov;
+    h.msg_iovlen = 1;
+    h.msg_controllen = crate::io::udp_gso::put_segment(&mut ctrl, seg as u16) as _;
+    h.msg_control = ctrl.0.as_mut_ptr().cast();
+    // raw: sendmsg(2) with a control message.
+    // SAFETY: the header points at live buffers of the stated sizes.
+    let r = unsafe { libc::sendmsg(sock.as_raw_fd(), &h, libc::MSG_DONTWAIT) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 fn count_lost(part: &mut Tally, n: u64, in_window: bool) {

@@ -39,6 +39,9 @@ pub enum ServeProtocol {
     Pubsub,
     /// UDP datagrams echoed to their source (`proto::udp`).
     UdpEcho,
+    /// The same, the socket's UDP_GRO set: coalesced runs echoed with UDP_SEGMENT
+    /// (`io::udp_gso`, `udp.echo_gso`).
+    UdpEchoGro,
 }
 
 impl ServeProtocol {
@@ -51,6 +54,7 @@ impl ServeProtocol {
             ServeProtocol::Source => "source",
             ServeProtocol::Pubsub => "pubsub",
             ServeProtocol::UdpEcho => "udp-echo",
+            ServeProtocol::UdpEchoGro => "udp-echo-gro",
         }
     }
 }

@@ -125,6 +125,9 @@ crate::counter_set! {
         /// Multishot receives re-armed after the kernel ended one (io_uring), and receives
         /// that found no provided buffer (ENOBUFS).
         rearms, no_buffers,
+        /// UDP GRO (`io::udp_gso`): buffers received with a UDP_GRO control message, the
+        /// segments they held, and sends carrying UDP_SEGMENT.
+        gro_buffers, gro_segments, gso_sends,
     }
 }
 

@@ -61,6 +61,11 @@ pub trait Workload: Sync {
     fn by_default(&self) -> bool {
         true
     }
+    /// The load engines (`run --load-engine`) its driver runs on (default: both); `run`
+    /// refuses another for it.
+    fn load_engines(&self) -> &'static [crate::load::Engine] {
+        &[crate::load::Engine::Epoll, crate::load::Engine::Uring]
+    }
     /// The repetitions this workload wants out of the profile's budget (default: as given).
     /// Storage repetitions rewrite whole files, so the storage suite takes fewer.
     fn budget(&self, b: crate::profile::Budget) -> crate::profile::Budget {

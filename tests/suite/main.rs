@@ -49,4 +49,5 @@ mod stream_conformance;
 mod threads;
 mod two_hosts;
 mod udp_conformance;
+mod udp_gso;
 mod uring_after_6_1;

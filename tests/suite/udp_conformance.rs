@@ -189,6 +189,7 @@ fn load(addr: SocketAddr, rate: Option<f64>) -> ringside::load::Report {
     let u = Udp {
         datagram_bytes: 64,
         window: 2,
+        segments: 1,
         loss_timeout: Duration::from_millis(20),
     };
     ringside::load::run(&cfg, &u, &mut |_| {}).unwrap()

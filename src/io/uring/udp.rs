@@ -7,6 +7,13 @@
 //! every send slot busy is dropped and counted (`send_errors`), never queued without bound.
 //! Knobs the server cannot honour are refused by `UringKnobs::supports` (`Shape::Datagram`).
 //!
+//! With GRO (`serve_gro`, `io::udp_gso`: the socket's UDP_GRO set) every buffer is 64 KiB
+//! and carries control bytes: a receive may hold a coalesced run (its segment size in its
+//! UDP_GRO cmsg, read from the slot's control buffer or the multishot buffer's
+//! `io_uring_recvmsg_out`), judged segment by segment and echoed from its slot by sendmsg with
+//! UDP_SEGMENT, one chunk after another ([`MAX_ECHO_SEGMENTS`](crate::io::udp_gso::MAX_ECHO_SEGMENTS)
+//! segments each); the multishot ring then has [`GRO_PROVIDED`] buffers.
+//!
 //! Stop: a poll on the stop eventfd ends the loop; every request in flight is then cancelled
 //! and its completion awaited (at most [`TEARDOWN`]); buffers a request still holds after that
 //! are leaked, never freed under the kernel.
@@ -15,6 +22,9 @@ use super::bufring::BufRing;
 use super::ring::{self, Setup};
 use crate::error::CaseError;
 use crate::io::udp::Peer;
+use crate::io::udp_gso::{
+    chunks, gro_size, judge_run, put_segment, segments, Ctrl, Run, CTRL_BYTES, GRO_BUF,
+};
 use crate::io::Stop;
 use crate::measure::pin::CpuPlan;
 use crate::model::{Rx, UringKnobs};
@@ -31,6 +41,8 @@ pub(crate) const SLOTS: usize = 64;
 const SEND_SLOTS: usize = PROVIDED as usize;
 /// Provided buffers of the multishot receive.
 const PROVIDED: u16 = 256;
+/// Provided buffers (and send slots) of the multishot receive with GRO: 64 KiB each.
+const GRO_PROVIDED: u16 = 64;
 /// Its buffer group id.
 const BGID: u16 = 0x0DD0;
 const SQ_ENTRIES: u32 = 256;
@@ -48,6 +60,13 @@ struct Slot {
     peer: Peer,
     iov: libc::iovec,
     hdr: libc::msghdr,
+    /// GRO: the receive's control bytes, then the send's UDP_SEGMENT.
+    ctrl: Ctrl,
+    /// GRO: the run being echoed and the offset of its next chunk.
+    run: Run,
+    next: usize,
+    /// Datagrams in the send in flight.
+    chunk_n: u64,
 }
 
 struct Server {
@@ -66,6 +85,8 @@ struct Server {
     stopping: bool,
     /// Completions reaped and not yet handled, in order.
     pending: std::collections::VecDeque<(u64, i32, u32)>,
+    /// UDP_GRO is set on the socket: buffers of `GRO_BUF` with control bytes.
+    gro: bool,
 }
 
 /// Serves `sock` until `stop`; returns the counts and how the ring was set up.
@@ -75,37 +96,75 @@ pub(crate) fn serve(
     plan: &CpuPlan,
     stop: &Stop,
 ) -> Result<(UdpCounters, Setup), CaseError> {
+    serve_with(sock, k, plan, stop, false)
+}
+
+/// As [`serve`], on a socket with UDP_GRO set (`io::udp_gso`).
+pub(crate) fn serve_gro(
+    sock: UdpSocket,
+    k: &UringKnobs,
+    plan: &CpuPlan,
+    stop: &Stop,
+) -> Result<(UdpCounters, Setup), CaseError> {
+    serve_with(sock, k, plan, stop, true)
+}
+
+fn serve_with(
+    sock: UdpSocket,
+    k: &UringKnobs,
+    plan: &CpuPlan,
+    stop: &Stop,
+    gro: bool,
+) -> Result<(UdpCounters, Setup), CaseError> {
     k.supports(crate::model::Shape::Datagram)?;
     sock.set_nonblocking(false)?;
     let (ring, setup) = ring::build(k, SQ_ENTRIES, plan)?;
     let multishot = matches!(k.rx, Rx::Multishot(_));
+    let (buf_len, ctrl_len, provided_n) = match gro {
+        true => (GRO_BUF, CTRL_BYTES, GRO_PROVIDED),
+        false => (MAX_DATAGRAM, 0, PROVIDED),
+    };
     let provided = if multishot {
         let len = std::mem::size_of::<types::RecvMsgOut>()
             + std::mem::size_of::<libc::sockaddr_storage>()
-            + MAX_DATAGRAM;
+            + ctrl_len
+            + buf_len;
         Some(
-            BufRing::with_flags(&ring.submitter(), BGID, PROVIDED, len, 0).map_err(|e| {
+            BufRing::with_flags(&ring.submitter(), BGID, provided_n, len, 0).map_err(|e| {
                 CaseError::unavailable(format!("a provided buffer ring was refused: {e}"))
             })?,
         )
     } else {
         None
     };
-    let n_slots = if multishot { SEND_SLOTS } else { SLOTS };
+    let n_slots = match (multishot, gro) {
+        (true, true) => usize::from(GRO_PROVIDED),
+        (true, false) => SEND_SLOTS,
+        (false, _) => SLOTS,
+    };
     let slots = (0..n_slots)
         .map(|_| {
             Slot {
-                buf: vec![0u8; MAX_DATAGRAM],
+                buf: vec![0u8; buf_len],
                 peer: Peer::new(),
                 // SAFETY: plain data; pointed at the buffer before each use.
                 iov: unsafe { std::mem::zeroed() },
                 hdr: unsafe { std::mem::zeroed() },
+                ctrl: Ctrl::ZERO,
+                run: Run {
+                    bytes: 0,
+                    seg: 0,
+                    count: 0,
+                },
+                next: 0,
+                chunk_n: 1,
             }
         })
         .collect();
     // SAFETY: plain data; only the lengths are set.
     let mut tmpl: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
     tmpl.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    tmpl.msg_controllen = ctrl_len as _;
     let mut s = Server {
         fd: types::Fd(sock.as_raw_fd()),
         ring,
@@ -121,6 +180,7 @@ pub(crate) fn serve(
         c: UdpCounters::default(),
         stopping: false,
         pending: std::collections::VecDeque::with_capacity(1024),
+        gro,
     };
     let r = s.run(stop);
     s.teardown();
@@ -170,13 +230,7 @@ impl Server {
             UD_MULTI => self.on_multi(res, flags),
             ud if ud & UD_SEND != 0 => {
                 let i = self.on_sent(ud, res);
-                match self.provided {
-                    Some(_) => {
-                        self.free.push(i);
-                        Ok(())
-                    }
-                    None => self.arm_recv(i),
-                }
+                self.echo_next(i)
             }
             ud => {
                 self.inflight -= 1;
@@ -188,11 +242,53 @@ impl Server {
     /// A sendmsg completed: counted; returns its slot.
     fn on_sent(&mut self, ud: u64, res: i32) -> usize {
         self.inflight -= 1;
+        let i = (ud & !UD_SEND) as usize;
+        let n = self.slots[i].chunk_n;
         match res {
-            r if r >= 0 => self.c.datagrams_out += 1,
-            _ => self.c.send_errors += 1,
+            r if r >= 0 => self.c.datagrams_out += n,
+            _ => self.c.send_errors += n,
         }
-        (ud & !UD_SEND) as usize
+        i
+    }
+
+    /// Slot `i`'s send completed (or its run was judged): sends its run's next chunk, or,
+    /// the run done, frees the slot (multishot) or receives into it again.
+    fn echo_next(&mut self, i: usize) -> io::Result<()> {
+        let s = &mut self.slots[i];
+        if let Some((at, len)) = chunks(s.run).find(|&(at, _)| at >= s.next) {
+            s.next = at + len;
+            let n = segments(len, s.run.seg);
+            s.chunk_n = n;
+            s.iov = libc::iovec {
+                // SAFETY: inside the slot's buffer (`at + len <= run.bytes <= buf.len()`).
+                iov_base: unsafe { s.buf.as_mut_ptr().add(at) }.cast(),
+                iov_len: len,
+            };
+            if n > 1 {
+                s.hdr.msg_controllen = put_segment(&mut s.ctrl, s.run.seg as u16) as _;
+                s.hdr.msg_control = s.ctrl.0.as_mut_ptr().cast();
+                self.c.gso_sends += 1;
+            } else {
+                s.hdr.msg_control = std::ptr::null_mut();
+                s.hdr.msg_controllen = 0;
+            }
+            s.hdr.msg_namelen = s.peer.family_len();
+            return self.push_send(i);
+        }
+        s.run = Run {
+            bytes: 0,
+            seg: 0,
+            count: 0,
+        };
+        s.next = 0;
+        s.chunk_n = 1;
+        match self.provided {
+            Some(_) => {
+                self.free.push(i);
+                Ok(())
+            }
+            None => self.arm_recv(i),
+        }
     }
 
     /// Multishot, every send slot busy: submits the queued sends (a datagram socket's send
@@ -208,7 +304,14 @@ impl Server {
             .map(|c| (c.user_data(), c.result(), c.flags()))
             .collect();
         for (ud, res, flags) in done {
-            if ud != UD_STOP && ud != UD_CANCEL && ud != UD_MULTI && ud & UD_SEND != 0 {
+            // A GRO run with chunks still to send keeps its slot: handled in turn.
+            let more = |i: usize| self.slots.get(i).is_some_and(|s| s.next < s.run.bytes);
+            if ud != UD_STOP
+                && ud != UD_CANCEL
+                && ud != UD_MULTI
+                && ud & UD_SEND != 0
+                && !more((ud & !UD_SEND) as usize)
+            {
                 let i = self.on_sent(ud, res);
                 self.free.push(i);
             } else {
@@ -227,6 +330,14 @@ impl Server {
         }
         let n = res as usize;
         let s = &mut self.slots[i];
+        if self.gro {
+            let truncated = n > s.buf.len() || s.hdr.msg_flags & libc::MSG_TRUNC != 0;
+            let cl = s.hdr.msg_controllen.min(CTRL_BYTES);
+            let seg = gro_size(&s.ctrl.0[..cl]);
+            s.run = judge_run(&mut self.c, &mut s.buf, n, seg, truncated);
+            s.next = 0;
+            return self.echo_next(i);
+        }
         let truncated = n > MAX_DATAGRAM || s.hdr.msg_flags & libc::MSG_TRUNC != 0;
         if !self.c.judge(&s.buf[..n.min(MAX_DATAGRAM)], truncated) {
             return self.arm_recv(i);
@@ -270,6 +381,40 @@ impl Server {
         // SAFETY: the kernel handed `bid` to this completion and it is not yet pushed back.
         let buf = unsafe { p.buf(bid, len) };
         let mut echo = None;
+        let gro = match self.gro {
+            true => types::RecvMsgOut::parse(buf, &self.tmpl).ok(),
+            false => None,
+        };
+        if let Some(out) = gro {
+            let seg = gro_size(out.control_data());
+            let d = out.payload_data();
+            let truncated = out.is_payload_truncated();
+            match self.free.pop() {
+                Some(i) => {
+                    let s = &mut self.slots[i];
+                    let n = d.len().min(s.buf.len());
+                    s.buf[..n].copy_from_slice(&d[..n]);
+                    copy_name(&mut s.peer, out.name_data());
+                    s.run = judge_run(&mut self.c, &mut s.buf, n, seg, truncated);
+                    s.next = 0;
+                    echo = Some(i);
+                }
+                // Every send slot busy: each segment lost at the server, counted.
+                None => {
+                    let n = d.len().div_ceil(seg.unwrap_or(d.len()).max(1)) as u64;
+                    self.c.datagrams_in += n;
+                    self.c.send_errors += n;
+                }
+            }
+            p.push(bid);
+            if let Some(i) = echo {
+                if self.echo_next(i).is_err() {
+                    self.c.send_errors += 1;
+                    self.free.push(i);
+                }
+            }
+            return;
+        }
         if let Ok(out) = types::RecvMsgOut::parse(buf, &self.tmpl) {
             let d = out.payload_data();
             let truncated = out.is_payload_truncated();
@@ -278,18 +423,7 @@ impl Server {
                     Some(i) => {
                         let s = &mut self.slots[i];
                         s.buf[..d.len()].copy_from_slice(d);
-                        let name = out.name_data();
-                        let nl = name
-                            .len()
-                            .min(std::mem::size_of::<libc::sockaddr_storage>());
-                        // SAFETY: copying at most sizeof(sockaddr_storage) bytes into it.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                name.as_ptr(),
-                                (&mut s.peer.addr as *mut libc::sockaddr_storage).cast::<u8>(),
-                                nl,
-                            );
-                        }
+                        copy_name(&mut s.peer, out.name_data());
                         s.iov.iov_len = d.len();
                         echo = Some(i);
                     }
@@ -334,6 +468,14 @@ impl Server {
         s.hdr.msg_iov = &mut s.iov;
         s.hdr.msg_iovlen = 1;
         s.hdr.msg_flags = 0;
+        s.iov.iov_len = s.buf.len();
+        if self.gro {
+            s.hdr.msg_control = s.ctrl.0.as_mut_ptr().cast();
+            s.hdr.msg_controllen = CTRL_BYTES as _;
+        } else {
+            s.hdr.msg_control = std::ptr::null_mut();
+            s.hdr.msg_controllen = 0;
+        }
         let e = opcode::RecvMsg::new(self.fd, &mut s.hdr)
             .flags(libc::MSG_TRUNC as u32)
             .build()
@@ -347,6 +489,15 @@ impl Server {
     fn send(&mut self, i: usize) -> io::Result<()> {
         let s = &mut self.slots[i];
         s.iov.iov_base = s.buf.as_mut_ptr().cast();
+        s.hdr.msg_control = std::ptr::null_mut();
+        s.hdr.msg_controllen = 0;
+        s.chunk_n = 1;
+        self.push_send(i)
+    }
+
+    /// Pushes slot `i`'s sendmsg (its iov, control and name length set).
+    fn push_send(&mut self, i: usize) -> io::Result<()> {
+        let s = &mut self.slots[i];
         s.hdr.msg_name = (&mut s.peer.addr as *mut libc::sockaddr_storage).cast();
         s.hdr.msg_iov = &mut s.iov;
         s.hdr.msg_iovlen = 1;
@@ -430,5 +581,20 @@ impl Server {
                 std::mem::forget(p);
             }
         }
+    }
+}
+
+/// Copies a source address the kernel wrote into a multishot buffer into `peer`.
+fn copy_name(peer: &mut Peer, name: &[u8]) {
+    let nl = name
+        .len()
+        .min(std::mem::size_of::<libc::sockaddr_storage>());
+    // SAFETY: copying at most sizeof(sockaddr_storage) bytes into it.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            name.as_ptr(),
+            (&mut peer.addr as *mut libc::sockaddr_storage).cast::<u8>(),
+            nl,
+        );
     }
 }

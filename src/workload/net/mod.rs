@@ -13,3 +13,4 @@ pub(crate) mod launch;
 pub(crate) mod pubsub;
 pub(crate) mod stream;
 pub(crate) mod udp;
+pub(crate) mod udp_gso;

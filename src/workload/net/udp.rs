@@ -93,6 +93,10 @@ impl Workload for UdpEcho {
     fn by_default(&self) -> bool {
         false
     }
+    /// The UDP driver (`load::udp`) is one epoll loop per thread.
+    fn load_engines(&self) -> &'static [crate::load::Engine] {
+        &[crate::load::Engine::Epoll]
+    }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         let (warmup_ms, duration_ms) = cell::timing(profile);
         let sizes: &[u64] = match profile {
@@ -123,6 +127,7 @@ impl Workload for UdpEcho {
         let ex = Udp {
             datagram_bytes: usize::try_from(a.msg_bytes).map_err(|e| bad(e.to_string()))?,
             window: u32::try_from(a.window).map_err(|e| bad(e.to_string()))?,
+            segments: 1,
             loss_timeout: LOSS_TIMEOUT,
         };
         let load = cell::Load {
