@@ -112,10 +112,14 @@ pub(crate) const BROKER_RING_BYTES: usize = 1 << 20;
 /// 1000 clients connecting at once waited up to 1.2 s (the whole run) to be accepted.
 pub(crate) const ACCEPT_DEPTH: u32 = 64;
 const BGID: u16 = 0;
-/// Multishot only: a connection whose queued output passes this is closed. A multishot recv
-/// cannot be stopped at once: its cancel lands only when the socket runs dry, and a client
-/// that floods while never reading keeps it busy, taking buffers from the shared ring (seen:
-/// 8 MiB past a 256 KiB bound). Closing caps what one client can take from the others.
+/// Multishot only: a connection whose queued output passes this on input that arrived when it
+/// was already over `OUT_BOUND_BYTES` (after its recv was cancelled) is closed. A multishot
+/// recv cannot be stopped at once: its cancel lands only when the socket runs dry, and a
+/// client that floods while never reading keeps it busy, taking buffers from the shared ring
+/// (seen: 8 MiB past a 256 KiB bound). Closing caps what one client can take from the others.
+/// Input that found the connection under the bound is answered whatever its answer weighs
+/// (a `source` request asks for up to 1 MiB, `proto::stream::MAX_BATCH_BYTES` per batch): so
+/// a connection holds at most this plus one batch's answers.
 pub(crate) const HARD_OUT_BOUND: usize = 4 * OUT_BOUND_BYTES;
 
 crate::counter_set! {

@@ -126,6 +126,11 @@ impl<P: Protocol> Server<P> {
                 self.deliver()?;
                 return self.progress(u.idx);
             }
+            // Input that arrived while the output was already over the bound came from a
+            // multishot recv that outran its cancel; input that found it under the bound
+            // was taken in good faith, whatever its answer weighs (a `source` request of
+            // 1 MiB behind an answer still queued).
+            let outran = conn.out.queued > OUT_BOUND_BYTES;
             self.scratch.clear();
             let step = self
                 .proto
@@ -156,7 +161,7 @@ impl<P: Protocol> Server<P> {
                 conn.phase = Phase::Draining;
             }
             self.c.bytes_in += n as u64;
-            if ms && conn.out.queued > HARD_OUT_BOUND {
+            if ms && outran && conn.out.queued > HARD_OUT_BOUND {
                 // The multishot recv outran its cancel: drop the connection (see
                 // HARD_OUT_BOUND). Reset, never a clean FIN: the client must not take a
                 // truncated echo for a whole one.
