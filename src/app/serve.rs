@@ -57,8 +57,13 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         (ServeProtocol::Pubsub, None) => Served::Pubsub,
         (ServeProtocol::UdpEcho, None) => Served::Udp,
     };
-    // Built-in servers, and the peers (tokio, monoio) that serve from src/peer/.
-    let serves = |m: &crate::model::ModelSpec| io::serves_tcp(m) || peer_kind(m).is_some();
+    // Built-in servers, and the peers (tokio, monoio) that serve from src/peer/; for UDP echo
+    // those with a UDP server (`io::udp::udp_refusal`, which says why for the others below).
+    let udp = protocol == ServeProtocol::UdpEcho;
+    let serves = |m: &crate::model::ModelSpec| match udp {
+        true => io::udp::udp_refusal(m).is_none(),
+        false => io::serves_tcp(m) || peer_kind(m).is_some(),
+    };
     let servers = || {
         MODELS
             .iter()
@@ -74,7 +79,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         .into());
     };
-    if !serves(model) {
+    if !udp && !serves(model) {
         return Err(InputError::NotAServer {
             given: a.model,
             valid: servers(),
@@ -99,8 +104,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         .into());
     }
-    // UDP echo: the blocking, epoll and io_uring families (`io::udp::udp_refusal`).
-    let udp = protocol == ServeProtocol::UdpEcho;
+    // UDP echo: every family and the peers, less what `io::udp::udp_refusal` refuses.
     if let Some(why) = udp.then(|| io::udp::udp_refusal(model)).flatten() {
         let valid: Vec<&str> = MODELS
             .iter()
@@ -117,11 +121,15 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         .into());
     }
-    if udp && a.threads > 1 {
+    // One socket: one loop, or one runtime's workers (tokio-mt) sharing it. The thread pool's
+    // size is its row's knob, not `--threads`.
+    if udp && a.threads > 1 && peer_kind(model) != Some(PeerKind::TokioMt) {
         return Err(InputError::BadValue {
             flag: "--threads",
             given: a.threads.to_string(),
-            valid: "--protocol udp-echo is one socket and one loop: valid: 1".into(),
+            valid: "--protocol udp-echo is one socket and one loop (tokio-mt: one runtime of \
+                    --threads workers on it): valid: 1"
+                .into(),
         }
         .into());
     }
@@ -210,7 +218,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         stop.on_ready(move || {
             let _ = announce(&listening);
         });
-        io::udp::serve_udp(model, sock, &plan, &stop)
+        how.serve_udp(sock, &plan, &stop)
     } else if a.threads == 1 || one_runtime {
         let plan = match &cpus {
             Some(list) => CpuPlan::from_list(list),
@@ -277,6 +285,33 @@ struct How {
 }
 
 impl How {
+    /// Serves UDP echo on `sock` in this thread until `stop`: a built-in server
+    /// (`io::udp::serve_udp`) or a peer's (`peer::serve_udp`, with the same counters).
+    fn serve_udp(
+        &self,
+        sock: std::net::UdpSocket,
+        plan: &CpuPlan,
+        stop: &Arc<Stop>,
+    ) -> Result<crate::measure::Counters, CaseError> {
+        let Some(kind) = peer_kind(self.model) else {
+            return io::udp::serve_udp(self.model, sock, plan, stop);
+        };
+        let flag = peer_flag(stop)?;
+        let ready = || stop.ready();
+        let setup = crate::peer::Setup {
+            workers: self.workers,
+            cpus: &self.worker_cpus,
+            ready: &ready,
+        };
+        let c = crate::peer::serve_udp(kind, sock, flag, setup).map_err(CaseError::Failed)?;
+        let mut out = io::udp::to_counters(&c);
+        out.add("peer_runs", 1);
+        if kind == PeerKind::TokioMt {
+            out.add("server_threads", self.workers as u64);
+        }
+        Ok(out)
+    }
+
     /// Serves `listener` in this thread until `stop`: a built-in server (which calls
     /// `stop.ready()` once its setup succeeded) or a peer (tokio, monoio: one current-thread
     /// runtime in this thread).
@@ -289,18 +324,7 @@ impl How {
         let failed = |e: anyhow::Error| CaseError::Failed(e);
         match peer_kind(self.model) {
             Some(kind) => {
-                // Peers stop on a flag they poll; mirror the Stop into one.
-                let flag = Arc::new(AtomicBool::new(false));
-                {
-                    let (flag, stop) = (flag.clone(), stop.clone());
-                    std::thread::Builder::new()
-                        .name("peer-stop".into())
-                        .spawn(move || {
-                            stop.wait();
-                            flag.store(true, Ordering::SeqCst);
-                        })
-                        .map_err(|e| failed(e.into()))?;
-                }
+                let flag = peer_flag(stop)?;
                 let ready = || stop.ready();
                 let setup = crate::peer::Setup {
                     workers: self.workers,
@@ -369,6 +393,20 @@ impl How {
             },
         }
     }
+}
+
+/// Peers stop on a flag they poll: one set when `stop` is requested (by a thread of its own).
+fn peer_flag(stop: &Arc<Stop>) -> Result<Arc<AtomicBool>, CaseError> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let (f, stop) = (flag.clone(), stop.clone());
+    std::thread::Builder::new()
+        .name("peer-stop".into())
+        .spawn(move || {
+            stop.wait();
+            f.store(true, Ordering::SeqCst);
+        })
+        .map_err(|e| CaseError::Failed(e.into()))?;
+    Ok(flag)
 }
 
 /// UDP echo never reaches a TCP listener (`run` serves it with `io::udp::serve_udp`).
