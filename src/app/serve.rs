@@ -57,8 +57,17 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         (ServeProtocol::Pubsub, None) => Served::Pubsub,
         (ServeProtocol::UdpEcho | ServeProtocol::UdpEchoGro, None) => Served::Udp,
     };
-    // Built-in servers, and the peers (tokio, monoio) that serve from src/peer/.
-    let serves = |m: &crate::model::ModelSpec| io::serves_tcp(m) || peer_kind(m).is_some();
+    // Built-in servers, and the peers (tokio, monoio) that serve from src/peer/; for UDP echo
+    // those with a UDP server (`io::udp::udp_refusal`, which says why for the others below),
+    // for its GRO variant those with a GRO server too (`io::udp_gso::udp_gro_refusal`).
+    let udp = matches!(protocol, ServeProtocol::UdpEcho | ServeProtocol::UdpEchoGro);
+    let gro = protocol == ServeProtocol::UdpEchoGro;
+    let serves = |m: &crate::model::ModelSpec| match udp {
+        true => {
+            io::udp::udp_refusal(m).is_none() && (!gro || io::udp_gso::udp_gro_refusal(m).is_none())
+        }
+        false => io::serves_tcp(m) || peer_kind(m).is_some(),
+    };
     let servers = || {
         MODELS
             .iter()
@@ -74,7 +83,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         .into());
     };
-    if !serves(model) {
+    if !udp && !serves(model) {
         return Err(InputError::NotAServer {
             given: a.model,
             valid: servers(),
@@ -99,14 +108,16 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         .into());
     }
-    // UDP echo: the blocking, epoll and io_uring families (`io::udp::udp_refusal`).
-    let udp = matches!(protocol, ServeProtocol::UdpEcho | ServeProtocol::UdpEchoGro);
-    let gro = protocol == ServeProtocol::UdpEchoGro;
+    // UDP echo: every family and the peers, less what `io::udp::udp_refusal` refuses; its GRO
+    // variant only the native families (`io::udp_gso::udp_gro_refusal`).
     if let Some(why) = gro.then(|| io::udp_gso::udp_gro_refusal(model)).flatten() {
         return Err(InputError::BadValue {
             flag: "--model",
             given: a.model.clone(),
-            valid: format!("{why}; --protocol udp-echo-gro has the same servers as udp-echo"),
+            valid: format!(
+                "{why}; --protocol udp-echo-gro is served by the blocking, epoll and \
+                 io_uring families"
+            ),
         }
         .into());
     }
@@ -126,11 +137,15 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         .into());
     }
-    if udp && a.threads > 1 {
+    // One socket: one loop, or one runtime's workers (tokio-mt) sharing it. The thread pool's
+    // size is its row's knob, not `--threads`.
+    if udp && a.threads > 1 && peer_kind(model) != Some(PeerKind::TokioMt) {
         return Err(InputError::BadValue {
             flag: "--threads",
             given: a.threads.to_string(),
-            valid: "--protocol udp-echo is one socket and one loop: valid: 1".into(),
+            valid: "--protocol udp-echo is one socket and one loop (tokio-mt: one runtime of \
+                    --threads workers on it): valid: 1"
+                .into(),
         }
         .into());
     }
@@ -221,7 +236,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         });
         match gro {
             true => io::udp_gso::serve_udp_gro(model, sock, &plan, &stop),
-            false => io::udp::serve_udp(model, sock, &plan, &stop),
+            false => how.serve_udp(sock, &plan, &stop),
         }
     } else if a.threads == 1 || one_runtime {
         let plan = match &cpus {
@@ -289,6 +304,33 @@ struct How {
 }
 
 impl How {
+    /// Serves UDP echo on `sock` in this thread until `stop`: a built-in server
+    /// (`io::udp::serve_udp`) or a peer's (`peer::serve_udp`, with the same counters).
+    fn serve_udp(
+        &self,
+        sock: std::net::UdpSocket,
+        plan: &CpuPlan,
+        stop: &Arc<Stop>,
+    ) -> Result<crate::measure::Counters, CaseError> {
+        let Some(kind) = peer_kind(self.model) else {
+            return io::udp::serve_udp(self.model, sock, plan, stop);
+        };
+        let flag = peer_flag(stop)?;
+        let ready = || stop.ready();
+        let setup = crate::peer::Setup {
+            workers: self.workers,
+            cpus: &self.worker_cpus,
+            ready: &ready,
+        };
+        let c = crate::peer::serve_udp(kind, sock, flag, setup).map_err(CaseError::Failed)?;
+        let mut out = io::udp::to_counters(&c);
+        out.add("peer_runs", 1);
+        if kind == PeerKind::TokioMt {
+            out.add("server_threads", self.workers as u64);
+        }
+        Ok(out)
+    }
+
     /// Serves `listener` in this thread until `stop`: a built-in server (which calls
     /// `stop.ready()` once its setup succeeded) or a peer (tokio, monoio: one current-thread
     /// runtime in this thread).
@@ -301,18 +343,7 @@ impl How {
         let failed = |e: anyhow::Error| CaseError::Failed(e);
         match peer_kind(self.model) {
             Some(kind) => {
-                // Peers stop on a flag they poll; mirror the Stop into one.
-                let flag = Arc::new(AtomicBool::new(false));
-                {
-                    let (flag, stop) = (flag.clone(), stop.clone());
-                    std::thread::Builder::new()
-                        .name("peer-stop".into())
-                        .spawn(move || {
-                            stop.wait();
-                            flag.store(true, Ordering::SeqCst);
-                        })
-                        .map_err(|e| failed(e.into()))?;
-                }
+                let flag = peer_flag(stop)?;
                 let ready = || stop.ready();
                 let setup = crate::peer::Setup {
                     workers: self.workers,
@@ -381,6 +412,20 @@ impl How {
             },
         }
     }
+}
+
+/// Peers stop on a flag they poll: one set when `stop` is requested (by a thread of its own).
+fn peer_flag(stop: &Arc<Stop>) -> Result<Arc<AtomicBool>, CaseError> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let (f, stop) = (flag.clone(), stop.clone());
+    std::thread::Builder::new()
+        .name("peer-stop".into())
+        .spawn(move || {
+            stop.wait();
+            f.store(true, Ordering::SeqCst);
+        })
+        .map_err(|e| CaseError::Failed(e.into()))?;
+    Ok(flag)
 }
 
 /// UDP echo never reaches a TCP listener (`run` serves it with `io::udp::serve_udp`).

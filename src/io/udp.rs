@@ -4,11 +4,14 @@
 //! batches; `uring/udp.rs`: recvmsg and sendmsg on a ring, multishot into a provided buffer
 //! ring where the row says so); every one judges each datagram with `proto::udp::judge` and
 //! counts in `proto::udp::UdpCounters`. One socket, one thread: `--threads` above 1 is refused.
+//! The thread pool's server (`blocking/udp_pool.rs`) is N threads on the one socket, its size
+//! the row's knob; the peers' (tokio, tokio-mt, monoio) are in `peer` (`peer::serve_udp`), with
+//! the same judging and counters, started by `ringside serve` as the TCP peers are.
 
 use crate::error::CaseError;
 use crate::measure::pin::CpuPlan;
 use crate::measure::{CounterSet, Counters};
-use crate::model::{Knobs, ModelSpec, Threading};
+use crate::model::{Knobs, ModelSpec, PeerKind, Threading};
 use crate::proto::udp::UdpCounters;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -34,19 +37,23 @@ pub(crate) fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
     Ok(s)
 }
 
-/// Why model `m` has no UDP echo server (`None`: it has one). The blocking, epoll and io_uring
-/// families serve it; the peers and the thread pool do not yet.
+/// Why model `m` has no UDP echo server (`None`: it has one). The blocking family (one thread,
+/// or the thread pool: `blocking/udp_pool.rs`), epoll, the io_uring rows whose knobs a
+/// datagram server can run, and the built-in peers (tokio, tokio-mt, monoio: `peer::serve_udp`)
+/// serve it; an external contender runs its own command, which ringside cannot ask for UDP.
 pub fn udp_refusal(m: &ModelSpec) -> Option<String> {
     match &m.knobs {
-        Knobs::Blocking(Threading::PerConnection) | Knobs::Epoll(_) => None,
-        Knobs::Blocking(Threading::Pool { .. }) => {
-            Some("a thread pool hands connections to workers; UDP has none".into())
-        }
+        Knobs::Blocking(_) | Knobs::Epoll(_) => None,
         Knobs::Uring(k) => k
             .supports(crate::model::Shape::Datagram)
             .err()
             .map(|r| r.why().to_string()),
-        Knobs::Peer(_) => Some("the peers (tokio, monoio) have no UDP echo server yet".into()),
+        Knobs::Peer(PeerKind::Tokio | PeerKind::TokioMt | PeerKind::Monoio) => None,
+        Knobs::Peer(PeerKind::External) => Some(
+            "an external contender serves what its command serves; ringside cannot ask it \
+             for UDP echo"
+                .into(),
+        ),
     }
 }
 
@@ -64,7 +71,15 @@ pub(crate) fn serve_udp(
         )));
     }
     match &m.knobs {
-        Knobs::Blocking(_) => Ok(to_counters(&super::blocking::udp::serve(sock, stop)?)),
+        Knobs::Blocking(Threading::PerConnection) => {
+            Ok(to_counters(&super::blocking::udp::serve(sock, stop)?))
+        }
+        Knobs::Blocking(Threading::Pool { threads }) => {
+            let n = super::blocking::udp_pool::threads(*threads);
+            let mut out = to_counters(&super::blocking::udp_pool::serve(sock, n, stop)?);
+            out.add("server_threads", n as u64);
+            Ok(out)
+        }
         Knobs::Epoll(k) => Ok(to_counters(&super::epoll::udp::serve(sock, k, stop)?)),
         Knobs::Uring(k) => {
             let (c, setup) = super::uring::udp::serve(sock, k, plan, stop)?;
@@ -75,7 +90,10 @@ pub(crate) fn serve_udp(
             }
             Ok(out)
         }
-        Knobs::Peer(_) => Err(CaseError::not_applicable("peers serve from src/peer")),
+        // `ringside serve` runs them with `peer::serve_udp` (the peers are a layer above io).
+        Knobs::Peer(_) => Err(CaseError::not_applicable(
+            "the peers' UDP servers run from peer::serve_udp",
+        )),
     }
 }
 
@@ -165,27 +183,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_families_serve_udp_and_the_others_say_why_not() {
+    fn every_server_but_an_external_one_and_some_uring_rows_serves_udp() {
         for id in [
             "blocking",
+            "threadpool",
             "epoll-lt",
             "epoll-et",
             "uring",
             "uring-multishot",
+            "tokio",
+            "tokio-mt",
+            "monoio",
         ] {
             let m = crate::registry::model(id).unwrap();
             assert_eq!(udp_refusal(m), None, "{id}");
         }
-        for id in [
-            "threadpool",
-            "tokio",
-            "uring-fixed",
-            "uring-bundle",
-            "uring-zc",
-            "uring-iopoll",
-        ] {
+        for id in ["uring-fixed", "uring-bundle", "uring-zc", "uring-iopoll"] {
             let m = crate::registry::model(id).unwrap();
             assert!(udp_refusal(m).is_some_and(|w| !w.is_empty()), "{id}");
         }
+        let ext = ModelSpec {
+            id: "ext:x",
+            summary: "an external contender",
+            family: crate::model::Family::Peer,
+            default_run: false,
+            knobs: Knobs::Peer(PeerKind::External),
+        };
+        assert!(udp_refusal(&ext).is_some_and(|w| w.contains("external")));
     }
 }

@@ -15,7 +15,8 @@
 //!
 //! Beyond echo, each built-in contender serves any sans-I/O [`Protocol`] with the same plain
 //! loop ([`serve_proto`]: read, `on_bytes`, `write_all` the reply), and tokio also serves
-//! HTTP/1.1 with hyper ([`serve_http`]), the way hyper's own examples do.
+//! HTTP/1.1 with hyper ([`serve_http`]), the way hyper's own examples do. And each serves UDP
+//! echo ([`serve_udp`]): a `recv_from` then `send_to` loop on the runtime's own UDP socket.
 //!
 //! Stopping: [`serve_echo`] (and every other `serve_*`) returns within [`STOP_POLL`] (plus the
 //! time to drop the runtime; plus [`crate::io::accept::ACCEPT_PAUSE`] while accepting is paused)
@@ -251,6 +252,39 @@ pub(crate) fn serve_pubsub(
         #[allow(unreachable_patterns)]
         _ => {
             drop((listener, stop, setup.workers, queue_bytes));
+            unreachable!("built() refused a contender that was not compiled in")
+        }
+    }
+}
+
+/// Serves UDP echo (`udp.echo`) on `sock` (bound by `io::udp::bind`, its large receive buffer
+/// set) with contender `kind`'s runtime until `stop`: each datagram judged by
+/// `proto::udp::judge` and echoed to its sender, counted in the same `UdpCounters` as
+/// ringside's own UDP servers (tokio: [`tokio::serve_udp`], a task per worker on `tokio-mt`;
+/// monoio: [`monoio::serve_udp`]). Fails as [`serve_echo`] does.
+pub(crate) fn serve_udp(
+    kind: PeerKind,
+    sock: std::net::UdpSocket,
+    stop: Arc<AtomicBool>,
+    setup: Setup<'_>,
+) -> anyhow::Result<crate::proto::udp::UdpCounters> {
+    if let Availability::Unavailable(why) = built(kind) {
+        anyhow::bail!("{} is unavailable: {why}", kind_id(kind));
+    }
+    match kind {
+        #[cfg(feature = "peer-tokio")]
+        PeerKind::Tokio => tokio::serve_udp(sock, stop, tokio::Flavor::CurrentThread, setup.ready),
+        #[cfg(feature = "peer-tokio")]
+        PeerKind::TokioMt => tokio::serve_udp(sock, stop, setup.flavor(), setup.ready),
+        #[cfg(feature = "peer-monoio")]
+        PeerKind::Monoio => monoio::serve_udp(sock, stop, setup.ready),
+        PeerKind::External => anyhow::bail!(
+            "an external contender runs its own command (peer::external::External::start), \
+             it is not served in-process"
+        ),
+        #[allow(unreachable_patterns)]
+        _ => {
+            drop((sock, stop, setup.workers));
             unreachable!("built() refused a contender that was not compiled in")
         }
     }

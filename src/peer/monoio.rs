@@ -2,7 +2,8 @@
 //! thread and one task per connection with an owned buffer:
 //! - echo: `read` then `write_all`, as monoio's own echo example does;
 //! - any [`Protocol`] (`serve_proto`, and `serve_http` with ringside's HTTP protocol): the same
-//!   plain loop, the reply written by the protocol.
+//!   plain loop, the reply written by the protocol;
+//! - UDP echo (`serve_udp`): one task, `recv_from` then `send_to` on monoio's UDP socket.
 //!
 //! Only the io_uring driver is compiled in (monoio without its `legacy` feature), so the model
 //! can never silently measure epoll: when io_uring cannot start, the model is unavailable with
@@ -11,6 +12,7 @@
 use super::{or_tick, BUF_BYTES, STOP_POLL};
 use crate::avail::Availability;
 use crate::io::accept::{accept_error_action, AcceptAction, ACCEPT_PAUSE};
+use crate::proto::udp::{UdpCounters, MAX_DATAGRAM};
 use crate::proto::{Next, Protocol, Reply};
 use ::monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use ::monoio::net::{TcpListener, TcpStream};
@@ -311,4 +313,57 @@ async fn pubsub_writer<W: ::monoio::io::AsyncWriteRent>(
             Take::Gone => return,
         }
     }
+}
+
+/// UDP echo (`udp.echo`) on monoio's `net::udp::UdpSocket`, as its documentation writes a
+/// datagram loop: `recv_from` into an owned buffer, then `send_to` of that buffer to the
+/// sender, one datagram at a time in one task (a RECVMSG then a SENDMSG on the ring). The
+/// buffer holds [`MAX_DATAGRAM`] + 1 bytes, so a longer datagram (monoio's recvmsg sets no
+/// MSG_TRUNC) shows as too long and is dropped by `judge`. Returns what it counted, within
+/// [`STOP_POLL`] of `stop`. The receive in flight is kept across ticks of the stop timer
+/// (dropping it would cancel it on the ring) and dropped at the stop: a datagram it took then
+/// is lost with the server.
+pub(crate) fn serve_udp(
+    sock: std::net::UdpSocket,
+    stop: Arc<AtomicBool>,
+    ready: &dyn Fn(),
+) -> anyhow::Result<UdpCounters> {
+    let mut rt = runtime().context(
+        "monoio: its io_uring driver could not start (the legacy epoll driver is not used instead)",
+    )?;
+    ready();
+    rt.block_on(async move {
+        let sock = ::monoio::net::udp::UdpSocket::from_std(sock)
+            .context("monoio: adopting the UDP socket")?;
+        let mut c = UdpCounters::default();
+        let mut recv = pin!(sock.recv_from(Vec::with_capacity(MAX_DATAGRAM + 1)));
+        let mut tick = pin!(::monoio::time::sleep(STOP_POLL));
+        while !stop.load(Ordering::Relaxed) {
+            let Some((got, buf)) = or_tick(&mut recv, tick.as_mut()).await else {
+                tick.as_mut()
+                    .reset(::monoio::time::Instant::now() + STOP_POLL);
+                continue;
+            };
+            c.recv_calls += 1;
+            let mut buf = match got {
+                Err(_) => {
+                    c.recv_errors += 1;
+                    buf
+                }
+                Ok((n, from)) if c.judge(&buf[..n.min(MAX_DATAGRAM)], n > MAX_DATAGRAM) => {
+                    c.send_calls += 1;
+                    let (sent, buf) = sock.send_to(buf, from).await;
+                    match sent {
+                        Ok(_) => c.datagrams_out += 1,
+                        Err(_) => c.send_errors += 1,
+                    }
+                    buf
+                }
+                Ok(_) => buf,
+            };
+            buf.clear();
+            recv.set(sock.recv_from(buf));
+        }
+        Ok(c)
+    })
 }

@@ -3,6 +3,8 @@
 //! task among them, see [`Flavor`]), with one task per connection:
 //! - echo: `read` then `write_all`, as tokio's own echo example does;
 //! - any [`Protocol`] (`serve_proto`): the same plain loop, the reply written by the protocol;
+//! - UDP echo (`serve_udp`): `recv_from` then `send_to` on tokio's UDP socket, a task per
+//!   worker sharing it;
 //! - HTTP/1.1 with hyper (`serve_http`): hyper's `server::conn::http1` as hyper's own "hello"
 //!   server example writes it, keep-alive on, pipelined requests answered in order, a fixed
 //!   body. hyper's `pipeline_flush` stays off (its default): with it on, hyper 1.12 lifts its
@@ -12,6 +14,8 @@
 
 use super::{or_tick, BUF_BYTES, HEADER_READ_TIMEOUT, STOP_POLL};
 use crate::io::accept::{accept_error_action, AcceptAction, ACCEPT_PAUSE};
+use crate::measure::CounterSet;
+use crate::proto::udp::{UdpCounters, MAX_DATAGRAM};
 use crate::proto::{Next, Protocol, Reply};
 use ::tokio::io::{AsyncReadExt, AsyncWriteExt};
 use ::tokio::net::{TcpListener, TcpStream};
@@ -150,16 +154,27 @@ where
     listener
         .set_nonblocking(true)
         .context("tokio: setting the listener non-blocking")?;
+    let rt = runtime(flavor)?;
+    ready();
     match flavor {
-        Flavor::CurrentThread => {
-            let rt = ::tokio::runtime::Builder::new_current_thread()
-                .enable_io()
-                .enable_time()
-                .build()
-                .context("tokio: building the current_thread runtime")?;
-            ready();
-            rt.block_on(accept_loop(listener, stop, conn))
-        }
+        Flavor::CurrentThread => rt.block_on(accept_loop(listener, stop, conn)),
+        Flavor::MultiThread { .. } => rt.block_on(async move {
+            ::tokio::spawn(accept_loop(listener, stop, conn))
+                .await
+                .context("tokio: the accept task")?
+        }),
+    }
+}
+
+/// Builds a `flavor` runtime: IO and timers enabled; a multi-thread one's workers pinned as
+/// it says.
+fn runtime(flavor: Flavor<'_>) -> anyhow::Result<::tokio::runtime::Runtime> {
+    match flavor {
+        Flavor::CurrentThread => ::tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .context("tokio: building the current_thread runtime"),
         Flavor::MultiThread { workers, cpus } => {
             let mut b = ::tokio::runtime::Builder::new_multi_thread();
             b.worker_threads(workers.max(1)).enable_io().enable_time();
@@ -176,17 +191,89 @@ where
                     }
                 });
             }
-            let rt = b
-                .build()
-                .context("tokio: building the multi-thread runtime")?;
-            ready();
-            rt.block_on(async move {
-                ::tokio::spawn(accept_loop(listener, stop, conn))
-                    .await
-                    .context("tokio: the accept task")?
-            })
+            b.build()
+                .context("tokio: building the multi-thread runtime")
         }
     }
+}
+
+/// UDP echo (`udp.echo`) on tokio's `net::UdpSocket`, as its documentation writes an echo
+/// server: `recv_from` then `send_to` back to the sender, awaited one datagram at a time. On
+/// the current_thread runtime that is one task; on the multi-thread one, one task per worker
+/// sharing the socket through an `Arc` (tokio's documented way to use one UDP socket from
+/// several tasks: every waiting task is woken when it is readable, one of them gets each
+/// datagram). The buffer holds [`MAX_DATAGRAM`] + 1 bytes, so a longer datagram (tokio's
+/// recv_from reports no truncation) shows as too long and is dropped by `judge`. Returns the
+/// tasks' counts summed, within [`STOP_POLL`] of `stop` (plus dropping the runtime).
+pub(crate) fn serve_udp(
+    sock: std::net::UdpSocket,
+    stop: Arc<AtomicBool>,
+    flavor: Flavor<'_>,
+    ready: &dyn Fn(),
+) -> anyhow::Result<UdpCounters> {
+    sock.set_nonblocking(true)
+        .context("tokio: setting the UDP socket non-blocking")?;
+    let rt = runtime(flavor)?;
+    let tasks = match flavor {
+        Flavor::CurrentThread => None,
+        Flavor::MultiThread { workers, .. } => Some(workers.max(1)),
+    };
+    ready();
+    rt.block_on(async move {
+        let sock = Arc::new(
+            ::tokio::net::UdpSocket::from_std(sock).context("tokio: registering the UDP socket")?,
+        );
+        let Some(n) = tasks else {
+            return Ok(udp_echo(sock, stop).await);
+        };
+        let handles: Vec<_> = (0..n)
+            .map(|_| ::tokio::spawn(udp_echo(sock.clone(), stop.clone())))
+            .collect();
+        let mut total = UdpCounters::default();
+        for h in handles {
+            total.merge(&h.await.context("tokio: a UDP echo task")?);
+        }
+        Ok(total)
+    })
+}
+
+/// One UDP echo task: `recv_from`, judge, `send_to`, until `stop`. The stop timer is one
+/// `Sleep` raced against each receive and re-armed only when it fires (a `select!` on a
+/// shutdown future, without the macro), so a datagram that is already there costs no timer.
+async fn udp_echo(sock: Arc<::tokio::net::UdpSocket>, stop: Arc<AtomicBool>) -> UdpCounters {
+    let mut c = UdpCounters::default();
+    let mut buf = vec![0u8; MAX_DATAGRAM + 1];
+    let mut tick = pin!(::tokio::time::sleep(STOP_POLL));
+    while !stop.load(Ordering::Relaxed) {
+        let got = {
+            let mut recv = pin!(sock.recv_from(&mut buf));
+            or_tick(&mut recv, tick.as_mut()).await
+        };
+        let (n, from) = match got {
+            None => {
+                tick.as_mut()
+                    .reset(::tokio::time::Instant::now() + STOP_POLL);
+                continue;
+            }
+            Some(Err(_)) => {
+                c.recv_calls += 1;
+                c.recv_errors += 1;
+                continue;
+            }
+            Some(Ok(got)) => got,
+        };
+        c.recv_calls += 1;
+        let d = &buf[..n.min(MAX_DATAGRAM)];
+        if !c.judge(d, n > MAX_DATAGRAM) {
+            continue;
+        }
+        c.send_calls += 1;
+        match sock.send_to(d, from).await {
+            Ok(_) => c.datagrams_out += 1,
+            Err(_) => c.send_errors += 1,
+        }
+    }
+    c
 }
 
 async fn accept_loop<F, Fut>(

@@ -27,6 +27,31 @@ pub fn servers() -> Vec<&'static ModelSpec> {
     v
 }
 
+/// Every registry model with a UDP echo server (`io::udp::udp_refusal`: the families, the
+/// thread pool and the built-in peers) that this machine can run; one it cannot is printed as
+/// skipped with its reason. blocking, the thread pool and epoll can never skip.
+pub fn udp_servers() -> Vec<&'static ModelSpec> {
+    let env = ringside::env::probe();
+    let mut v = Vec::new();
+    for m in MODELS
+        .iter()
+        .filter(|m| ringside::io::udp::udp_refusal(m).is_none())
+    {
+        match m.availability(&env) {
+            Availability::Ready => v.push(m),
+            Availability::Unavailable(why) => {
+                assert!(
+                    !m.always_available(),
+                    "{} must always be available, got: {why}",
+                    m.id
+                );
+                println!("skipped {}: {why}", m.id);
+            }
+        }
+    }
+    v
+}
+
 /// The built-in contenders in the registry (tokio, monoio), whether or not they can run here
 /// (see [`peer_ready`]).
 pub fn peers() -> Vec<PeerKind> {

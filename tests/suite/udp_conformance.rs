@@ -1,5 +1,6 @@
 //! The UDP echo (`ringside serve --protocol udp-echo`, `udp.echo`) on every server in the
-//! registry that serves it (`io::udp::udp_refusal`): a burst of every size is echoed whole to
+//! registry that serves it (`io::udp::udp_refusal`: the families, the thread pool, tokio,
+//! tokio-mt and monoio): a burst of every size is echoed whole to
 //! each flow; datagrams of the wrong length and a flood from an unknown source port are
 //! dropped or echoed without breaking the server, which then still echoes; a model without a
 //! UDP server is refused with exit 2. And the UDP load (`load::udp`) against stand-in servers
@@ -9,7 +10,7 @@
 use crate::common;
 
 use common::child::Server;
-use common::servers::servers;
+use common::servers::udp_servers;
 use ringside::load::udp::Udp;
 use ringside::proto::udp::{encode, verify, HEADER};
 use std::collections::HashSet;
@@ -18,21 +19,30 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Every registry model with a UDP server that can run here (blocking, epoll and io_uring
-/// rows); `UDP_ONLY=<id>` runs one of them.
+/// Every registry model with a UDP server that can run here (blocking, the thread pool, epoll,
+/// io_uring rows and the peers); `UDP_ONLY=<id>` runs one of them.
 fn ids() -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = servers()
-        .into_iter()
-        .filter(|m| ringside::io::udp::udp_refusal(m).is_none())
-        .map(|m| m.id)
-        .collect();
-    for want in ["blocking", "epoll-lt", "epoll-et"] {
+    let mut v: Vec<&'static str> = udp_servers().into_iter().map(|m| m.id).collect();
+    let mut want = vec!["blocking", "threadpool", "epoll-lt", "epoll-et"];
+    if cfg!(feature = "peer-tokio") {
+        want.extend(["tokio", "tokio-mt"]);
+    }
+    for want in want {
         assert!(v.contains(&want), "{want} must serve UDP: {v:?}");
     }
     if let Ok(only) = std::env::var("UDP_ONLY") {
         v.retain(|id| *id == only);
     }
     v
+}
+
+/// How each server is started: tokio-mt with two workers, so that two tasks share the socket.
+fn start(id: &'static str) -> Server {
+    let args: &[&str] = match id {
+        "tokio-mt" => &["--threads", "2"],
+        _ => &[],
+    };
+    Server::start(id, "udp-echo", args, None)
 }
 
 fn flow_socket(server: SocketAddr) -> UdpSocket {
@@ -70,7 +80,7 @@ fn burst(server: SocketAddr, flows: u32, n: u64, len: usize, id: &str) {
 #[test]
 fn every_udp_server_echoes_each_flows_burst_whole() {
     for id in ids() {
-        let s = Server::start(id, "udp-echo", &[], None);
+        let s = start(id);
         for len in [HEADER, 64, 1400] {
             burst(s.addr, 4, 32, len, id);
         }
@@ -78,13 +88,19 @@ fn every_udp_server_echoes_each_flows_burst_whole() {
         assert!(st.success(), "{id}: {st}");
         assert_eq!(c["datagrams_out"], 3 * 4 * 32, "{id}: {c}");
         assert_eq!(c["send_errors"], 0, "{id}: {c}");
+        // The servers of several threads on the one socket say how many served.
+        match id {
+            "threadpool" => assert!(c["server_threads"].as_u64().unwrap() > 1, "{c}"),
+            "tokio-mt" => assert_eq!(c["server_threads"], 2, "{c}"),
+            _ => {}
+        }
     }
 }
 
 #[test]
 fn hostile_datagrams_and_a_flood_from_an_unknown_port_do_not_break_the_server() {
     for id in ids() {
-        let s = Server::start(id, "udp-echo", &[], None);
+        let s = start(id);
         let hostile = UdpSocket::bind("127.0.0.1:0").unwrap();
         // Wrong lengths: shorter than the header, longer than any buffer (truncated), and a
         // length field that disagrees with the size; then bytes that are not ours at all.
@@ -126,7 +142,7 @@ fn hostile_datagrams_and_a_flood_from_an_unknown_port_do_not_break_the_server() 
 fn a_model_without_a_udp_server_is_refused_naming_those_with_one() {
     let out = assert_cmd::Command::cargo_bin("ringside")
         .unwrap()
-        .args(["serve", "--protocol", "udp-echo", "--model", "threadpool"])
+        .args(["serve", "--protocol", "udp-echo", "--model", "uring-fixed"])
         .args(["--addr", "127.0.0.1:0"])
         .timeout(Duration::from_secs(20))
         .assert()
@@ -136,7 +152,7 @@ fn a_model_without_a_udp_server_is_refused_naming_those_with_one() {
         .clone();
     let err = String::from_utf8_lossy(&out);
     assert!(
-        err.contains("threadpool") && err.contains("epoll-et"),
+        err.contains("uring-fixed") && err.contains("epoll-et") && err.contains("threadpool"),
         "{err}"
     );
 }
@@ -245,29 +261,29 @@ fn a_duplicated_echo_is_named_and_a_corrupted_one_fails_the_run() {
 }
 
 /// `ringside run udp.echo` at smoke: every UDP server measured at both points, the open-loop
-/// point at the offered rate with its loss counted; the models without one not applicable.
+/// point at the offered rate with its loss counted (the thread pool and tokio among them);
+/// a model without one not applicable.
 #[test]
 fn the_udp_suite_measures_every_udp_server_and_counts_its_datagrams() {
     let dir = tempfile::tempdir().unwrap();
+    let models = match cfg!(feature = "peer-tokio") {
+        true => "blocking,epoll-et,threadpool,tokio,uring-fixed",
+        false => "blocking,epoll-et,threadpool,uring-fixed",
+    };
     let v = common::run::run_json(
-        &[
-            "udp.echo",
-            "--profile",
-            "smoke",
-            "--models",
-            "blocking,epoll-et,threadpool",
-        ],
+        &["udp.echo", "--profile", "smoke", "--models", models],
         dir.path(),
     );
     let cases = v["cases"].as_array().unwrap();
-    // Two points for each UDP server; one not-applicable cell for the thread pool.
+    // Two points for each UDP server; one not-applicable cell for uring-fixed.
     let labels: Vec<String> = cases
         .iter()
         .map(|c| format!("{} {}", c["model"], c["status"]))
         .collect();
-    assert_eq!(cases.len(), 5, "{labels:?}");
+    let servers = models.split(',').count() - 1;
+    assert_eq!(cases.len(), 2 * servers + 1, "{labels:?}");
     for c in cases {
-        if c["model"] == "threadpool" {
+        if c["model"] == "uring-fixed" {
             assert_eq!(c["status"], "not_applicable", "{c}");
             assert!(c["reason"].as_str().unwrap().contains("UDP"), "{c}");
             continue;
@@ -277,6 +293,10 @@ fn the_udp_suite_measures_every_udp_server_and_counts_its_datagrams() {
         assert!(k["dgram_sent"].as_u64().unwrap() > 0, "{k}");
         assert!(k["dgram_lost"].is_u64(), "{k}");
         assert!(k["server_datagrams_out"].as_u64().unwrap() > 0, "{k}");
+        if c["model"] == "threadpool" {
+            let n = k["server_server_threads"].as_u64().unwrap();
+            assert!(n > 1, "the pool is several threads: {k}");
+        }
         let lost = k["dgram_lost"].as_u64().unwrap() + k["dgram_send_failed"].as_u64().unwrap();
         let warned = c["warnings"]
             .as_array()

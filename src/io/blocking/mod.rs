@@ -6,5 +6,6 @@ pub(crate) mod pool;
 pub(crate) mod pubsub;
 pub(crate) mod server;
 pub(crate) mod udp;
+pub(crate) mod udp_pool;
 
 pub(crate) use pipe::PipeLoop;

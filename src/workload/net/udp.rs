@@ -11,14 +11,16 @@
 //! `dgram_reordered` and `dgram_send_failed` (the client's own kernel refused the send) among
 //! its counters, the server's drops and send errors as `server_*`; a cell that lost any is
 //! warned `datagrams_lost`. Server CPU per op is CPU per echoed datagram. Models without a UDP
-//! server are not applicable with the reason (`io::udp::udp_refusal`).
+//! server are not applicable with the reason (`io::udp::udp_refusal`); every other model serves
+//! it, the thread pool and the peers included, on one server CPU (tokio-mt: on several, a task
+//! per worker).
 
 use super::cell;
 use super::echo::{launch, offered_rate, open_loop_counters, with_equal_load};
 use crate::error::CaseError;
 use crate::load::udp::{Udp, LOSS_TIMEOUT};
 use crate::measure::{CounterSet, Sample};
-use crate::model::ModelSpec;
+use crate::model::{Knobs, ModelSpec, PeerKind};
 use crate::profile::Profile;
 use crate::proto::ServeProtocol;
 use crate::workload::{Ctx, Point, Workload};
@@ -81,10 +83,15 @@ impl Workload for UdpEcho {
     }
     fn accepts_on(&self, m: &ModelSpec, plan: &crate::measure::pin::CpuPlan) -> Result<(), String> {
         accepts(m)?;
+        // tokio-mt is one runtime of a worker per server CPU sharing the socket: several CPUs
+        // or none (as in every network workload).
+        if matches!(m.knobs, Knobs::Peer(PeerKind::TokioMt)) {
+            return super::echo::accepts_on_plan(m, plan);
+        }
         if plan.server_cpus().len() > 1 {
             return Err(
                 "the UDP echo server is one socket and one loop: it runs with one \
-                        server CPU"
+                        server CPU (tokio-mt: with several)"
                     .into(),
             );
         }
@@ -170,7 +177,20 @@ mod tests {
         assert_eq!(UdpEcho.points(Profile::Smoke, m).len(), 2);
         assert!(!UdpEcho.by_default());
         assert!(UdpEcho.accepts(m).is_ok());
-        let t = crate::registry::model("tokio").unwrap();
-        assert!(UdpEcho.accepts(t).unwrap_err().contains("UDP"));
+        for id in ["threadpool", "tokio", "monoio"] {
+            let m = crate::registry::model(id).unwrap();
+            assert!(UdpEcho.accepts(m).is_ok(), "{id}");
+        }
+        let f = crate::registry::model("uring-fixed").unwrap();
+        assert!(UdpEcho.accepts(f).unwrap_err().contains("UDP"));
+        // One server CPU: every server but tokio-mt; several: tokio-mt alone.
+        let one = crate::measure::pin::CpuPlan::pair(0, None);
+        let mut two = crate::measure::pin::CpuPlan::pair(0, Some(2));
+        two.server = vec![0, 1];
+        let mt = crate::registry::model("tokio-mt").unwrap();
+        assert!(UdpEcho.accepts_on(m, &one).is_ok());
+        assert!(UdpEcho.accepts_on(mt, &one).is_err());
+        assert!(UdpEcho.accepts_on(mt, &two).is_ok());
+        assert!(UdpEcho.accepts_on(m, &two).is_err());
     }
 }
