@@ -41,6 +41,26 @@ pub(crate) fn fmt_rate(x: f64) -> String {
     }
 }
 
+/// Bytes, binary units, signed (a change can be negative): "-312 B", "5.21 KiB", "1.50 MiB".
+pub(crate) fn fmt_bytes(b: f64) -> String {
+    if !b.is_finite() {
+        return "-".into();
+    }
+    let units = ["B", "KiB", "MiB", "GiB"];
+    let mut v = b.abs();
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < units.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    let sign = if b < 0.0 && v >= 0.5 { "-" } else { "" };
+    if i == 0 {
+        format!("{sign}{v:.0} {}", units[i])
+    } else {
+        format!("{sign}{v:.2} {}", units[i])
+    }
+}
+
 /// Small ratios such as syscalls per op: enough decimals to show 1/64.
 pub(crate) fn fmt_ratio(x: f64) -> String {
     if x == 0.0 {

@@ -4,7 +4,9 @@
 
 use crate::results::{CaseResult, RunResults, Status};
 
-pub(crate) use super::format::{fmt_ns, fmt_rate, fmt_ratio, Table};
+pub(crate) use super::format::{fmt_bytes, fmt_ns, fmt_rate, fmt_ratio, Table};
+use crate::measure::Measured;
+use crate::results::schema::IdleMemory;
 
 /// Metric rows of the per-point tables: (label, cell for a measured case).
 type Metric = (&'static str, fn(&CaseResult) -> String);
@@ -60,6 +62,56 @@ fn uring(c: &CaseResult, pick: fn(&crate::results::schema::UringPerOp) -> f64) -
             (None, None) => "-".into(),
         }
     })
+}
+
+/// Rows of the tables where a cell held idle connections (`conn.idle`'s `idle_memory`): the
+/// connections held and still open at the window's close, then each memory reading per idle
+/// connection as recorded (bytes; "unavailable" with the reason in a footnote); "-" in cells
+/// that held none.
+const IDLE_MEMORY_METRICS: &[Metric] = &[
+    ("idle conns held (open at close)", |c| {
+        idle(c, |m| format!("{} ({})", m.idle_conns, m.live_at_close_min))
+    }),
+    ("server RSS/idle conn", |c| {
+        idle(c, |m| bytes(&m.server_rss_bytes))
+    }),
+    ("server kernel mem/idle conn", |c| {
+        idle(c, |m| bytes(&m.server_kernel_bytes))
+    }),
+    ("server socket buffers/idle conn", |c| {
+        idle(c, |m| bytes(&m.server_sock_buffer_bytes))
+    }),
+    ("machine socket slab/idle conn (both ends)", |c| {
+        idle(c, |m| bytes(&m.machine_sock_slab_bytes))
+    }),
+    ("machine TCP buffers/idle conn (both ends)", |c| {
+        idle(c, |m| bytes(&m.machine_tcp_buffer_bytes))
+    }),
+];
+
+/// One of `idle_memory`'s readings.
+type Reading = fn(&IdleMemory) -> &Measured<f64>;
+
+/// `idle_memory`'s readings with their row names, for the footnotes of unavailable ones.
+const IDLE_MEMORY_READINGS: &[(&str, Reading)] = &[
+    ("server RSS", |m| &m.server_rss_bytes),
+    ("server kernel mem", |m| &m.server_kernel_bytes),
+    ("server socket buffers", |m| &m.server_sock_buffer_bytes),
+    ("machine socket slab", |m| &m.machine_sock_slab_bytes),
+    ("machine TCP buffers", |m| &m.machine_tcp_buffer_bytes),
+];
+
+fn idle(c: &CaseResult, show: fn(&IdleMemory) -> String) -> String {
+    fig(c, |f| {
+        f.idle_memory.as_ref().map_or_else(|| "-".into(), show)
+    })
+}
+
+fn bytes(m: &Measured<f64>) -> String {
+    match m {
+        Measured::Value(v) => fmt_bytes(*v),
+        Measured::Unavailable { .. } => "unavailable".into(),
+    }
 }
 
 /// What a percentile cell carries when fewer than [`THIN_TAIL`] samples lie beyond it: the
@@ -328,6 +380,14 @@ fn table_of(
     } else {
         &[]
     };
+    let idle_memory: &[Metric] = if cases
+        .iter()
+        .any(|c| c.figures.as_ref().is_some_and(|f| f.idle_memory.is_some()))
+    {
+        IDLE_MEMORY_METRICS
+    } else {
+        &[]
+    };
     // The io_uring rows go right after syscalls/op.
     let (head, tail) = METRICS.split_at(
         METRICS
@@ -344,6 +404,7 @@ fn table_of(
         .chain(open_loop)
         .chain(scaling)
         .chain(wrk)
+        .chain(idle_memory)
         .map(|(name, cell)| {
             let mut r = vec![name.to_string()];
             r.extend(cases.iter().map(|c| cell(c)));
@@ -376,6 +437,14 @@ fn table_of(
             let line = format!("io_uring tracepoints unavailable: {unavailable}");
             if seen.insert(line.clone()) {
                 sys_reasons.push(line);
+            }
+        }
+        for (name, get) in IDLE_MEMORY_READINGS {
+            if let Some(Measured::Unavailable { unavailable }) = c.idle_memory.as_ref().map(get) {
+                let line = format!("{name}/idle conn unavailable: {unavailable}");
+                if seen.insert(line.clone()) {
+                    sys_reasons.push(line);
+                }
             }
         }
     }
@@ -454,8 +523,10 @@ fn serde_name<T: serde::Serialize>(v: &T) -> String {
 /// a column of its own (`param_NAME`, empty where a cell lacks it), as is each of the cells'
 /// `facts` (`fact_NAME`: the storage suite's filesystem...), then the figures, their
 /// 95% intervals (`_ci95_lo`, `_ci95_hi`: empty where none was recorded), the CPU busy of the
-/// measured side (the server, for a network cell) in percent of one CPU, and an open-loop
-/// cell's offered and achieved rates.
+/// measured side (the server, for a network cell) in percent of one CPU, an open-loop
+/// cell's offered and achieved rates, and `conn.idle`'s `idle_memory` (`idle_*`: the idle
+/// connections held, the fewest open at the window's close, each reading in bytes per idle
+/// connection or `unavailable: <reason>`; empty in cells that held none).
 pub(crate) fn case_rows(run: &RunResults) -> Table {
     let params: std::collections::BTreeSet<&String> =
         run.cases.iter().flat_map(|c| c.params.0.keys()).collect();
@@ -507,6 +578,13 @@ pub(crate) fn case_rows(run: &RunResults) -> Table {
         "cpu_busy_pct",
         "offered_per_sec",
         "achieved_per_sec",
+        "idle_conns",
+        "idle_live_at_close_min",
+        "idle_server_rss_bytes_per_conn",
+        "idle_server_kernel_bytes_per_conn",
+        "idle_server_sock_buffer_bytes_per_conn",
+        "idle_machine_sock_slab_bytes_per_conn",
+        "idle_machine_tcp_buffer_bytes_per_conn",
     ];
     // The columns a cell without figures leaves empty: all between `reason` and `warnings`,
     // less `repetitions`.
@@ -589,6 +667,22 @@ pub(crate) fn case_rows(run: &RunResults) -> Table {
                     ] {
                         r.push(rate.map(|v| format!("{v:.0}")).unwrap_or_default());
                     }
+                    match &f.idle_memory {
+                        Some(m) => {
+                            r.push(m.idle_conns.to_string());
+                            r.push(m.live_at_close_min.to_string());
+                            for (_, get) in IDLE_MEMORY_READINGS {
+                                r.push(match get(m) {
+                                    Measured::Value(v) => format!("{v:.1}"),
+                                    u => u.to_string(),
+                                });
+                            }
+                        }
+                        None => r.extend(std::iter::repeat_n(
+                            String::new(),
+                            2 + IDLE_MEMORY_READINGS.len(),
+                        )),
+                    }
                 }
                 None => r.extend(std::iter::repeat_n(String::new(), blank)),
             }
@@ -641,5 +735,88 @@ mod tests {
         assert_eq!(fmt_ratio(2.0), "2.00");
         assert_eq!(fmt_ratio(1.0 / 64.0), "0.0156");
         assert_eq!(fmt_ratio(0.0), "0");
+        assert_eq!(fmt_bytes(5_335.0), "5.21 KiB");
+        assert_eq!(fmt_bytes(-312.4), "-312 B");
+        assert_eq!(fmt_bytes(0.2), "0 B");
+        assert_eq!(fmt_bytes(-0.2), "0 B");
+        assert_eq!(fmt_bytes(1_572_864.0), "1.50 MiB");
+    }
+
+    /// A measured cell of the frozen fixture made a `conn.idle` cell: with idle connections
+    /// (one reading unavailable) and, at another point, without.
+    fn idle_run() -> RunResults {
+        let mut run =
+            crate::results::store::parse(include_str!("../../tests/fixtures/results.json"))
+                .unwrap();
+        let c = run
+            .cases
+            .iter()
+            .find(|c| c.status == Status::Measured)
+            .unwrap()
+            .clone();
+        let mut cases = Vec::new();
+        for (n, mem) in [(0u64, None), (10_000, Some(()))] {
+            let mut c = c.clone();
+            c.workload = "conn.idle".into();
+            c.params = crate::results::Params::default().with("idle_conns", n);
+            c.facts = crate::results::Params::default();
+            let f = c.figures.as_mut().unwrap();
+            f.idle_memory = mem.map(|()| IdleMemory {
+                idle_conns: n,
+                live_at_close_min: n - 1,
+                server_rss_bytes: Measured::Value(70_000.0),
+                server_kernel_bytes: Measured::unavailable("no memory cgroup v1 here"),
+                server_sock_buffer_bytes: Measured::Value(0.0),
+                machine_sock_slab_bytes: Measured::Value(2_560.0),
+                machine_tcp_buffer_bytes: Measured::Value(-8.4),
+            });
+            cases.push(c);
+        }
+        run.cases = cases;
+        run
+    }
+
+    #[test]
+    fn idle_memory_is_shown_per_idle_connection_with_unavailable_reasons() {
+        let run = idle_run();
+        let tables = metric_tables(&run);
+        assert_eq!(tables.len(), 2);
+        let row =
+            |t: &Table, name: &str| t.rows.iter().find(|r| r[0] == name).map(|r| r[1].clone());
+        // Without idle connections: no memory rows.
+        assert_eq!(row(&tables[0], "server RSS/idle conn"), None);
+        let t = &tables[1];
+        for (name, want) in [
+            ("idle conns held (open at close)", "10000 (9999)"),
+            ("server RSS/idle conn", "68.36 KiB"),
+            ("server kernel mem/idle conn", "unavailable"),
+            ("server socket buffers/idle conn", "0 B"),
+            ("machine socket slab/idle conn (both ends)", "2.50 KiB"),
+            ("machine TCP buffers/idle conn (both ends)", "-8 B"),
+        ] {
+            assert_eq!(row(t, name).as_deref(), Some(want), "{name}: {t:?}");
+        }
+        assert!(
+            t.footnotes
+                .iter()
+                .any(|f| f == "server kernel mem/idle conn unavailable: no memory cgroup v1 here"),
+            "{:?}",
+            t.footnotes
+        );
+        // The CSV's columns: the figures as recorded, empty where none were held.
+        let csv = case_rows(&run);
+        let col = |name: &str| csv.header.iter().position(|h| h == name).unwrap();
+        let (held, without) = (&csv.rows[1], &csv.rows[0]);
+        assert_eq!(held[col("idle_conns")], "10000");
+        assert_eq!(held[col("idle_live_at_close_min")], "9999");
+        assert_eq!(held[col("idle_server_rss_bytes_per_conn")], "70000.0");
+        assert_eq!(
+            held[col("idle_server_kernel_bytes_per_conn")],
+            "unavailable: no memory cgroup v1 here"
+        );
+        assert_eq!(held[col("idle_machine_tcp_buffer_bytes_per_conn")], "-8.4");
+        assert_eq!(without[col("idle_conns")], "");
+        assert_eq!(without[col("idle_machine_tcp_buffer_bytes_per_conn")], "");
+        assert!(csv.rows.iter().all(|r| r.len() == csv.header.len()));
     }
 }

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod blocking_fds;
 mod chart_labels;
 mod cli;
 mod cli_http;

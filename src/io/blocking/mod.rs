@@ -1,6 +1,7 @@
 //! Blocking syscalls: the call returns when the work is done. Micro shapes run in one thread.
 
 pub(crate) mod file;
+mod live;
 mod pipe;
 pub(crate) mod pool;
 pub(crate) mod pubsub;

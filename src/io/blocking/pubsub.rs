@@ -18,7 +18,11 @@
 //!   and writer wake (EOF, a failed send, or the condition variable) and end. A connection
 //!   that ends (FIN, reset, bytes that are not frames) leaves the hub and shuts its socket so
 //!   its writer ends too.
+//! - One fd per connection: a subscriber's id is its connection's id in the accept loop's
+//!   `live::LiveSockets`, through which another connection's thread shuts it down; its writer
+//!   borrows the reader's socket (a scoped thread), no clone.
 
+use super::live::LiveConn;
 use super::server::{send_all, serve_conns, BlockingCounters, STACK_BYTES};
 use crate::io::stop::Stop;
 use crate::measure::CounterSet;
@@ -26,15 +30,14 @@ use crate::proto::pubsub::{Decoder, Fanout, Hub, HubCounters, SubId};
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 const RECV_BUF: usize = 64 * 1024;
 
-/// A subscriber's writer: its wake-up and a handle on its socket (to shut it down).
+/// A subscriber's writer: its wake-up (its socket is shut down through the accept loop's
+/// registry, by the subscriber's id).
 struct Writer {
     wake: Arc<Condvar>,
-    sock: TcpStream,
 }
 
 /// What the lock guards: the hub and the writers of its subscribers.
@@ -56,11 +59,8 @@ pub(crate) fn serve(
         hub: Hub::new(queue_bytes),
         writers: HashMap::new(),
     }));
-    let next = Arc::new(AtomicUsize::new(0));
     let sh = shared.clone();
-    let c = serve_conns(listener, stop, move |s| {
-        conn(&sh, next.fetch_add(1, Ordering::Relaxed), s)
-    })?;
+    let c = serve_conns(listener, stop, move |s| conn(&sh, s))?;
     let hub = shared
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -75,8 +75,11 @@ fn lock(sh: &Locked) -> std::sync::MutexGuard<'_, Shared> {
 }
 
 /// One connection: read, feed the hub, wake or shut down the subscribers it names; its
-/// writer (if it subscribes) runs beside it in the same scope.
-fn conn(sh: &Locked, id: SubId, mut s: TcpStream) -> BlockingCounters {
+/// writer (if it subscribes) runs beside it in the same scope, sending on the same socket.
+fn conn(sh: &Locked, s: LiveConn) -> BlockingCounters {
+    let id = s.id() as SubId;
+    let sock: &TcpStream = &s;
+    let mut rd = sock;
     let mut c = BlockingCounters::default();
     let mut dec = Decoder::default();
     let mut fan = Fanout::default();
@@ -84,7 +87,7 @@ fn conn(sh: &Locked, id: SubId, mut s: TcpStream) -> BlockingCounters {
     let wc = std::thread::scope(|sc| {
         let mut writer = None;
         loop {
-            let n = match s.read(&mut buf) {
+            let n = match rd.read(&mut buf) {
                 Ok(0) => {
                     c.peer_fins += 1;
                     break;
@@ -101,8 +104,11 @@ fn conn(sh: &Locked, id: SubId, mut s: TcpStream) -> BlockingCounters {
             let mut g = lock(sh);
             let ok = g.hub.on_bytes(id, &mut dec, &buf[..n], &mut fan).is_ok();
             for &d in &fan.disconnect {
+                // Its reader wakes on the shut socket (EOF), its writer on the condition
+                // variable or a failed send. (Under the hub lock: the registry's own lock
+                // is only ever taken after it.)
+                s.registry().shutdown(d as u64);
                 if let Some(w) = g.writers.remove(&d) {
-                    let _ = w.sock.shutdown(Shutdown::Both);
                     w.wake.notify_one();
                 }
             }
@@ -118,18 +124,8 @@ fn conn(sh: &Locked, id: SubId, mut s: TcpStream) -> BlockingCounters {
             let mut wake = None;
             if writer.is_none() && g.hub.has_queue(id) && !g.writers.contains_key(&id) {
                 let w = Arc::new(Condvar::new());
-                match s.try_clone() {
-                    Ok(sock) => {
-                        let wk = w.clone();
-                        g.writers.insert(id, Writer { wake: wk, sock });
-                        wake = Some(w);
-                    }
-                    Err(_) => {
-                        drop(g);
-                        c.resets += 1;
-                        break;
-                    }
-                }
+                g.writers.insert(id, Writer { wake: w.clone() });
+                wake = Some(w);
             }
             drop(g);
             if !ok {
@@ -137,14 +133,10 @@ fn conn(sh: &Locked, id: SubId, mut s: TcpStream) -> BlockingCounters {
                 break;
             }
             if let Some(wake) = wake {
-                let Ok(out) = s.try_clone() else {
-                    c.resets += 1;
-                    break;
-                };
                 let spawned = std::thread::Builder::new()
                     .name("conn-writer".into())
                     .stack_size(STACK_BYTES)
-                    .spawn_scoped(sc, move || write_loop(sh, id, &wake, out));
+                    .spawn_scoped(sc, move || write_loop(sh, id, &wake, sock));
                 match spawned {
                     Ok(h) => writer = Some(h),
                     Err(_) => {
@@ -174,7 +166,7 @@ fn conn(sh: &Locked, id: SubId, mut s: TcpStream) -> BlockingCounters {
 
 /// Subscriber `id`'s writer: wait for queued bytes, take them, send them, until the
 /// subscriber leaves the hub or a send fails.
-fn write_loop(sh: &Locked, id: SubId, wake: &Condvar, s: TcpStream) -> BlockingCounters {
+fn write_loop(sh: &Locked, id: SubId, wake: &Condvar, s: &TcpStream) -> BlockingCounters {
     let mut c = BlockingCounters::default();
     let mut out = Vec::new();
     loop {
@@ -190,7 +182,7 @@ fn write_loop(sh: &Locked, id: SubId, wake: &Condvar, s: TcpStream) -> BlockingC
                 g = wake.wait(g).unwrap_or_else(|e| e.into_inner());
             }
         }
-        if send_all(&s, &out, &mut c, None).is_err() {
+        if send_all(s, &out, &mut c, None).is_err() {
             // (Counted by the reader, which sees the same reset.) The reader wakes on the shut socket and removes the subscriber.
             let _ = s.shutdown(Shutdown::Both);
             return c;

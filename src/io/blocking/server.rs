@@ -4,24 +4,25 @@
 //! reads costs one socket buffer and one parked thread. Threads are bounded by the fd limit
 //! (one socket each) and by `MAX_THREADS`; each has a small stack (`STACK_BYTES`). Past
 //! `MAX_THREADS` live connections, accepting pauses until one ends, the same as EMFILE (accept
-//! errors follow the one policy of `io::accept`; a fatal one ends the server). The acceptor waits on the listener and the stop eventfd with poll(2); on stop, every live
-//! socket is shut down, which wakes its thread, and the threads are joined.
+//! errors follow the one policy of `io::accept`; a fatal one ends the server). The acceptor
+//! waits on the listener and the stop eventfd with poll(2); on stop, every live socket is shut
+//! down, which wakes its thread, and the threads are joined. A connection costs one fd: the
+//! live sockets are shut down through their raw fds (`live::LiveSockets`), not clones.
 //!
 //! Idle limit (`Protocol::idle_timeout`, slowloris defence): each connection's socket gets
 //! SO_RCVTIMEO and SO_SNDTIMEO of one sweep tick, so a thread blocked in read or send wakes
 //! to check how long ago its protocol last replied, and closes past the limit
 //! (`idle_closes`). Without a limit nothing is set and the clock is never read.
 
+use super::live::{LiveConn, LiveSockets};
 use crate::io::accept::{accept_error_action, AcceptAction, ACCEPT_PAUSE};
 use crate::io::idle::{coarse_now_ns, Idle};
 use crate::io::stop::Stop;
 use crate::measure::CounterSet;
 use crate::proto::{Next, Protocol, Reply};
-use std::collections::HashMap;
 use std::io::{self, Read};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
-use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 /// Live connections (threads) at most.
@@ -46,8 +47,6 @@ crate::counter_set! {
     }
 }
 
-type Live = Arc<Mutex<HashMap<u64, TcpStream>>>;
-
 /// Serves `proto` on `listener` until `stop` is requested.
 pub(crate) fn serve<P: Protocol>(
     listener: TcpListener,
@@ -59,18 +58,20 @@ pub(crate) fn serve<P: Protocol>(
 
 /// The accept loop of every blocking server (echo/HTTP/stream and the pubsub broker): accepts
 /// on `listener` until `stop`, running `conn(stream)` on a thread of its own per connection
-/// (at most `MAX_THREADS`, `STACK_BYTES` of stack each), and merges what each counted. On
-/// stop every live socket is shut down (which wakes its thread) and the threads are joined.
+/// (at most `MAX_THREADS`, `STACK_BYTES` of stack each), and merges what each counted. Each
+/// socket is registered in one `LiveSockets` and handed to its thread as a `LiveConn` (its
+/// id, the registry, the socket); on stop every live socket is shut down (which wakes its
+/// thread) and the threads are joined.
 pub(crate) fn serve_conns<F>(
     listener: TcpListener,
     stop: &Stop,
     conn: F,
 ) -> io::Result<BlockingCounters>
 where
-    F: Fn(TcpStream) -> BlockingCounters + Clone + Send + 'static,
+    F: Fn(LiveConn) -> BlockingCounters + Clone + Send + 'static,
 {
     listener.set_nonblocking(true)?;
-    let live: Live = Arc::new(Mutex::new(HashMap::new()));
+    let live = LiveSockets::default();
     let mut threads: Vec<JoinHandle<BlockingCounters>> = Vec::new();
     let mut c = BlockingCounters::default();
     let mut next_id = 0u64;
@@ -133,24 +134,18 @@ where
                     if s.set_nonblocking(false).is_err() {
                         continue;
                     }
-                    let id = next_id;
+                    let s = live.register(next_id, s);
                     next_id += 1;
-                    if let Ok(clone) = s.try_clone() {
-                        live.lock().unwrap().insert(id, clone);
-                    }
-                    let (run, l) = (conn.clone(), live.clone());
+                    let run = conn.clone();
+                    // The connection's `LiveConn` unregisters it as it drops: when `run`
+                    // returns or unwinds, or here, with the closure, if no thread starts.
                     let spawned = std::thread::Builder::new()
                         .name("conn".into())
                         .stack_size(STACK_BYTES)
-                        .spawn(move || {
-                            let c = run(s);
-                            l.lock().unwrap().remove(&id);
-                            c
-                        });
+                        .spawn(move || run(s));
                     match spawned {
                         Ok(t) => threads.push(t),
                         Err(_) => {
-                            live.lock().unwrap().remove(&id);
                             c.spawn_failures += 1;
                             pause = true;
                             break;
@@ -173,10 +168,7 @@ where
             }
         }
     }
-    c.live_at_stop += live.lock().unwrap().len() as u64;
-    for s in live.lock().unwrap().values() {
-        let _ = s.shutdown(Shutdown::Both);
-    }
+    c.live_at_stop += live.shutdown_all() as u64;
     for t in threads {
         if let Ok(tc) = t.join() {
             c.merge(&tc);
@@ -188,7 +180,9 @@ where
     }
 }
 
-fn conn_loop<P: Protocol>(proto: &P, mut s: TcpStream) -> BlockingCounters {
+fn conn_loop<P: Protocol>(proto: &P, conn: LiveConn) -> BlockingCounters {
+    let s: &TcpStream = &conn;
+    let mut rd = s;
     let mut c = BlockingCounters::default();
     let mut st = P::Conn::default();
     let mut buf = vec![0u8; RECV_BUF];
@@ -205,11 +199,11 @@ fn conn_loop<P: Protocol>(proto: &P, mut s: TcpStream) -> BlockingCounters {
         last = coarse_now_ns();
     }
     loop {
-        let n = match s.read(&mut buf) {
+        let n = match rd.read(&mut buf) {
             Ok(0) => {
                 c.peer_fins += 1;
                 if proto.on_eof(&mut st, &mut out) == Reply::Out {
-                    let _ = send_all(&s, &out, &mut c, idle.as_ref().map(|i| (i, last)));
+                    let _ = send_all(s, &out, &mut c, idle.as_ref().map(|i| (i, last)));
                 }
                 break;
             }
@@ -242,11 +236,11 @@ fn conn_loop<P: Protocol>(proto: &P, mut s: TcpStream) -> BlockingCounters {
         let deadline = idle.as_ref().map(|i| (i, last));
         let r = match step.reply {
             Reply::Nothing => Ok(()),
-            Reply::Input => send_all(&s, &buf[..n], &mut c, deadline),
+            Reply::Input => send_all(s, &buf[..n], &mut c, deadline),
             Reply::Out => {
-                let r = send_all(&s, &out, &mut c, deadline);
+                let sent = send_all(s, &out, &mut c, deadline);
                 out.clear();
-                r
+                sent
             }
         };
         if let Err(e) = r {

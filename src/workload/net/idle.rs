@@ -16,8 +16,8 @@
 //!
 //! Thread per connection: the blocking server gives each connection a thread of
 //! `io::blocking::server::STACK_BYTES` of stack, at most `MAX_THREADS`; a point with more
-//! connections than that is not applicable to it. It keeps two fds per connection, so its
-//! points need twice the fds (unavailable, saying so, where the hard limit cannot be raised).
+//! connections than that is not applicable to it. Like every other server it keeps one fd per
+//! connection.
 
 use super::echo;
 use super::{cell, launch::Launch};
@@ -193,22 +193,11 @@ impl Workload for ConnIdle {
                 a.idle_conns, a.conns
             )));
         }
-        // Before the server starts, so that it inherits the limit. The blocking server keeps
-        // a second fd per connection (a clone it shuts down to stop the connection's thread).
-        let per_conn = if matches!(m.knobs, Knobs::Blocking(_)) {
-            2
-        } else {
-            1
-        };
-        crate::io::sys::raise_nofile(per_conn * total + FD_MARGIN).map_err(|e| {
-            let why = if per_conn > 1 {
-                " (the blocking server keeps two fds per connection: its socket, and a clone \
-                 it shuts down to stop the connection's thread)"
-            } else {
-                ""
-            };
+        // Before the server starts, so that it inherits the limit: one fd per connection in
+        // every server (the blocking one included: `io::blocking::live`).
+        crate::io::sys::raise_nofile(total + FD_MARGIN).map_err(|e| {
             CaseError::Unavailable(format!(
-                "{} idle and {} busy connections: {e}{why}",
+                "{} idle and {} busy connections: {e}",
                 a.idle_conns, a.conns
             ))
         })?;
