@@ -110,28 +110,21 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
     }
     // UDP echo: every family and the peers, less what `io::udp::udp_refusal` refuses; its GRO
     // variant only the native families (`io::udp_gso::udp_gro_refusal`).
-    if let Some(why) = gro.then(|| io::udp_gso::udp_gro_refusal(model)).flatten() {
-        return Err(InputError::BadValue {
-            flag: "--model",
-            given: a.model.clone(),
-            valid: format!(
-                "{why}; --protocol udp-echo-gro is served by the blocking, epoll and \
-                 io_uring families"
-            ),
-        }
-        .into());
-    }
-    if let Some(why) = udp.then(|| io::udp::udp_refusal(model)).flatten() {
+    let udp_why = |m: &crate::model::ModelSpec| {
+        io::udp::udp_refusal(m).or_else(|| gro.then(|| io::udp_gso::udp_gro_refusal(m))?)
+    };
+    if let Some(why) = udp.then(|| udp_why(model)).flatten() {
         let valid: Vec<&str> = MODELS
             .iter()
-            .filter(|m| io::udp::udp_refusal(m).is_none())
+            .filter(|m| udp_why(m).is_none())
             .map(|m| m.id)
             .collect();
         return Err(InputError::BadValue {
             flag: "--model",
             given: a.model.clone(),
             valid: format!(
-                "{why}; --protocol udp-echo is served by: {}",
+                "{why}; --protocol {} is served by: {}",
+                if gro { "udp-echo-gro" } else { "udp-echo" },
                 valid.join(", ")
             ),
         }

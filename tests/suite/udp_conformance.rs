@@ -155,6 +155,23 @@ fn a_model_without_a_udp_server_is_refused_naming_those_with_one() {
         err.contains("uring-fixed") && err.contains("epoll-et") && err.contains("threadpool"),
         "{err}"
     );
+    // The GRO server: the native families only, and the list says which.
+    let out = assert_cmd::Command::cargo_bin("ringside")
+        .unwrap()
+        .args(["serve", "--protocol", "udp-echo-gro", "--model", "tokio"])
+        .args(["--addr", "127.0.0.1:0"])
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8_lossy(&out);
+    let (_, valid) = err.split_once("served by:").expect("the servers named");
+    assert!(
+        err.contains("tokio") && valid.contains("epoll-et") && !valid.contains("tokio"),
+        "{err}"
+    );
 }
 
 /// What a stand-in server does with every n-th datagram it receives.
