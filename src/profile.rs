@@ -3,6 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The most rounds a point may run when its rounds are added while its claims are undecided
+/// (the sequential design's exact null tables go this far: `stats::sequential::MAX_LOOK`).
+pub(crate) const MAX_ROUNDS: u32 = 40;
+
 /// How much to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -51,14 +55,26 @@ impl Budget {
         }
     }
 
-    /// The rounds a network or storage point may add while its claims are undecided: two
-    /// thirds of [`Budget::rounds`] (4 at quick, 6 at full), none at smoke or with `--runs`.
+    /// The rounds a network or storage point may add while its claims are undecided
+    /// (sequential rounds, `stats::sequential`): up to four times [`Budget::rounds`] in all
+    /// (24 at quick, 40 at full), none at smoke or with `--runs`.
     pub(crate) fn extra_rounds(self) -> u32 {
         let r = self.rounds();
         if self.runs_given || r < 6 {
             0
         } else {
-            r * 2 / 3
+            (4 * r).min(MAX_ROUNDS) - r
+        }
+    }
+
+    /// The same for a micro loop, whose repetitions are milliseconds: up to twice its
+    /// repetitions in all (24 at quick, 40 at full).
+    pub(crate) fn extra_micro_rounds(self) -> u32 {
+        let r = self.repetitions;
+        if self.runs_given || r < 6 {
+            0
+        } else {
+            (2 * r).min(MAX_ROUNDS).saturating_sub(r)
         }
     }
 }

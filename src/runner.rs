@@ -24,6 +24,7 @@ use crate::results::schema::{
 };
 use crate::results::store::Store;
 use crate::shutdown::{aborting, stop_requested};
+use crate::stats::sequential::Looks;
 use crate::stats::wrk::{agreement, Agreement};
 use crate::stats::{self, summary::HIGH_SPREAD};
 use crate::ui::Observer;
@@ -299,40 +300,46 @@ fn measure_group(
     let mut rng = fastrand::Rng::with_seed(crate::measure::clock::unix_ns());
     let mut reruns = Reruns::default();
     let mut rounds = Vec::new();
-    // Adaptive rounds: after its rounds a point looks at its claims; while some are undecided
-    // and the run's extension time allows, it adds rounds and looks again (the two looks split
-    // alpha: stats::claims::ALPHA_FIRST_LOOK and ALPHA_SECOND_LOOK).
+    // Sequential rounds (`stats::sequential`): from the first round a claim may be made at, the
+    // point looks at its claims after every round; it stops once every comparison with its
+    // leader is decided (behind, ahead or equivalent), or none left undecided could be within
+    // its rounds, and it adds rounds beyond `reps` only while the run's extension time allows.
     let extra = run
         .iter()
         .filter(|c| c.live)
         .map(|c| c.budget.extra_rounds)
         .max()
         .unwrap_or(0);
-    let mut alpha = if extra > 0 {
-        stats::claims::ALPHA_FIRST_LOOK
-    } else {
-        stats::claims::ALPHA
-    };
+    let looks = (extra > 0).then(|| {
+        Looks::new(
+            stats::claims::rounds_needed(stats::claims::ALPHA) as u32,
+            reps + extra,
+        )
+    });
     let group_started = std::time::Instant::now();
-    let mut added: Option<(u32, std::time::Instant)> = None;
     let mut round = 0;
     loop {
-        if round == reps && extra > 0 && added.is_none() {
-            let per_round = group_started.elapsed() / reps.max(1);
-            let allowance = set.extension.allowance(first.workload.id());
-            if allowance >= per_round * extra && undecided(&run, first) {
-                added = Some((extra, std::time::Instant::now()));
-                alpha = stats::claims::ALPHA_SECOND_LOOK;
-            }
-        }
-        let more = added.map_or(0, |a| a.0);
-        if round >= reps + more {
+        if round >= reps + extra {
             break;
         }
+        if let Some(l) = looks.filter(|l| round >= l.first) {
+            match settled(&run, first, l) {
+                Settled::Decided => break,
+                Settled::Open { decidable: false } if round >= reps => break,
+                Settled::Open { .. } => {}
+            }
+            if round >= reps {
+                let per_round = group_started.elapsed() / round.max(1);
+                if set.extension.allowance(first.workload.id()) < per_round {
+                    break;
+                }
+            }
+        }
+        let round_started = std::time::Instant::now();
         let mut order: Vec<usize> = (0..run.len())
             .filter(|&i| {
                 let c = &run[i];
-                c.live && round < c.budget.repetitions + more.min(c.budget.extra_rounds)
+                c.live && round < c.budget.repetitions + c.budget.extra_rounds
             })
             .collect();
         if order.is_empty() {
@@ -372,10 +379,10 @@ fn measure_group(
             order: labels,
             probe,
         });
+        if round >= reps {
+            set.extension.spend(round_started.elapsed());
+        }
         round += 1;
-    }
-    if let Some((_, t)) = added {
-        set.extension.spend(t.elapsed());
     }
     for c in run.iter_mut().filter(|c| c.live) {
         if let Some(s) = c.once(set, offered_rate, Some(COUNTING), obs)? {
@@ -397,7 +404,7 @@ fn measure_group(
     }
     let mut out: Vec<CaseResult> = run.into_iter().map(Running::finish).collect();
     for f in out.iter_mut().filter_map(|r| r.figures.as_mut()) {
-        f.claim_alpha = alpha;
+        f.looks = looks;
     }
     // A point of a cores sweep: its efficiency against the one-thread point, measured before.
     if let Some(sc) = first.point.as_ref().and_then(|p| p.scaling.as_ref()) {
@@ -408,29 +415,40 @@ fn measure_group(
     Some((out, rounds))
 }
 
-/// Whether more rounds would likely decide the point's claims that matter: the ranking the
-/// report will make (`export::findings::rank_point`, on the cells as they stand) has a model
-/// neither decided behind the leader nor equivalent to it whose rounds nearly all point one
-/// way (its uncorrected p at most twice the smallest its rounds can give: what keeps it
-/// undecided is the correction over the point's models, which more rounds overcome). A
-/// claim whose rounds point both ways would stay undecided after four more: not worth them.
-fn undecided(run: &[Running<'_>], first: &Case) -> bool {
+/// Where a point's claims stand after a look.
+#[derive(Debug, PartialEq, Eq)]
+enum Settled {
+    /// Every comparison with the leader is decided (behind, ahead or equivalent), or the
+    /// point ranks nothing (one model, no basis): more rounds would add nothing.
+    Decided,
+    /// Some are undecided; `decidable` when one of them would likely be decided within the
+    /// design's rounds at the noise its rounds showed (`Claim::rounds_to_decide`).
+    Open { decidable: bool },
+}
+
+/// The point's claims as the ranking the report will make has them (`rank_point` on the
+/// cells as they stand, judged under the point's design `looks`).
+fn settled(run: &[Running<'_>], first: &Case, looks: Looks) -> Settled {
     let interim: Vec<CaseResult> = run
         .iter()
         .filter(|c| c.live && !c.samples.is_empty())
-        .map(Running::interim)
+        .map(|c| c.interim(looks))
         .collect();
     let refs: Vec<&CaseResult> = interim.iter().collect();
     let Some(r) = crate::export::findings::rank_point(first.workload.id(), &refs) else {
-        return false;
+        return Settled::Decided;
     };
-    let promising = r
-        .undecided()
-        .filter_map(|o| o.confidence.claim.as_ref())
-        .any(|c| {
-            c.p.is_some_and(|p| p <= 2.0 * stats::claims::min_p(c.rounds) * (1.0 + 1e-9))
-        });
-    promising
+    let open: Vec<_> = r.undecided().map(|o| o.confidence.claim.as_ref()).collect();
+    if open.is_empty() {
+        return Settled::Decided;
+    }
+    let decidable = open.iter().any(|c| match c {
+        Some(c) => c
+            .rounds_to_decide()
+            .is_none_or(|n| n <= looks.last as usize),
+        None => true,
+    });
+    Settled::Open { decidable }
 }
 
 #[cfg(test)]
@@ -733,31 +751,29 @@ mod tests {
     }
 
     #[test]
-    fn an_undecided_point_adds_rounds_and_judges_at_the_second_look() {
+    fn a_point_stops_once_decided_and_adds_rounds_only_where_they_can_decide() {
         let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        // epoll-lt is behind in every round, but one real difference among three comparisons
-        // needs p <= 0.035/3, which six rounds cannot give (0.031): four more rounds decide it.
-        let four = ["blocking", "epoll-lt", "epoll-et", "uring"];
         let minute = std::time::Duration::from_secs(60);
-        let (done, rounds) = run_noisy(&four, minute);
-        assert_eq!(rounds, 10, "6 rounds, then 4 more while undecided");
-        for c in &done {
-            assert_eq!(c.repetitions, 10, "{c:?}");
-            let f = c.figures.as_ref().unwrap();
-            assert_eq!(f.claim_alpha, crate::stats::claims::ALPHA_SECOND_LOOK);
-        }
-        // Without extension time left, the point stops at its six rounds, judged at the first
-        // look's alpha.
-        let (done, rounds) = run_noisy(&four, std::time::Duration::ZERO);
-        assert_eq!(rounds, 6);
-        assert!(done.iter().all(|c| c.repetitions == 6
-            && c.figures.as_ref().unwrap().claim_alpha == crate::stats::claims::ALPHA_FIRST_LOOK));
-        // A decided point adds nothing: uring-defer 3x behind blocking in every round.
+        // uring-defer 3x behind blocking in every round: decided at the first look whose
+        // smallest p reaches the design's per-look level (looks 6 to 10: round 7), before the
+        // point's last round.
         let (done, rounds) = run_noisy(&["blocking", "uring-defer"], minute);
-        assert_eq!(rounds, 6, "{done:?}");
-        // Nor does one whose rounds point both ways: four more would not decide it.
+        assert_eq!(rounds, 7, "{done:?}");
+        for c in &done {
+            let f = c.figures.as_ref().unwrap();
+            assert_eq!(f.looks, Some(Looks::new(6, 10)), "{c:?}");
+        }
+        // Two models the same in every round: equivalent, as early.
+        let (done, rounds) = run_noisy(&["blocking", "threadpool"], minute);
+        assert_eq!(rounds, 7, "{done:?}");
+        // Rounds that swing 40% both ways could not be decided within ten: no round is added
+        // beyond the six the point runs anyway.
         let (done, rounds) = run_noisy(&["blocking", "epoll-et"], minute);
         assert_eq!(rounds, 6, "{done:?}");
+        // Without extension time, nothing is added: the decided pair stays undecided at six.
+        let (done, rounds) = run_noisy(&["blocking", "uring-defer"], std::time::Duration::ZERO);
+        assert_eq!(rounds, 6, "{done:?}");
+        assert!(done.iter().all(|c| c.repetitions == 6));
     }
 
     #[test]

@@ -121,11 +121,11 @@ fn points(workload: &str, cells: &[(&CaseResult, &CaseFigures)], m: Metric) -> V
                 Point {
                     at: keys.order[k].clone(),
                     entries: Vec::new(),
-                    alpha: crate::stats::claims::ALPHA,
+                    level: crate::stats::claims::ALPHA.into(),
                 },
             ));
         }
-        pts[k].2.alpha = pts[k].2.alpha.min(f.claim_alpha);
+        pts[k].2.level = pts[k].2.level.with(f);
         pts[k].2.entries.push(findings::Entry {
             label: c.label(),
             value: v,

@@ -24,7 +24,7 @@
 use super::charts::{facts, sweep_param, Metric, Ordered, ParamRoles};
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status};
-use crate::stats::claims::alpha_of;
+use crate::stats::claims::level_of;
 use crate::stats::equal_load;
 use crate::stats::findings;
 use crate::workload::net::echo::EQUAL_LOAD_PARAM;
@@ -126,7 +126,7 @@ fn rank_by(m: Metric) -> &'static str {
 fn ranked(m: Metric, here: &[&Cell], at: &str) -> Option<Verdict> {
     let point = findings::Point {
         at: String::new(),
-        alpha: alpha_of(here.iter().map(|c| c.c)),
+        level: level_of(here.iter().map(|c| c.c)),
         entries: here
             .iter()
             .map(|c| findings::Entry {
@@ -442,7 +442,7 @@ fn at_equal_load(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
         let cpu = |f: &CaseFigures| f.cpu_ns_per_op.total;
         let point = findings::Point {
             at: String::new(),
-            alpha: alpha_of(kept.iter().map(|x| x.0)),
+            level: level_of(kept.iter().map(|x| x.0)),
             entries: kept
                 .iter()
                 .filter(|x| cpu(x.1) > 0.0)
@@ -561,7 +561,7 @@ fn sweep_verdicts_by(workload: &str, cases: &[&CaseResult], m: Metric) -> Vec<Ve
                             &w.1.reps,
                             &b.1.reps,
                             higher_is_better(m),
-                            alpha_of([w.1.c, b.1.c]),
+                            level_of([w.1.c, b.1.c]).alpha,
                         );
                         let noise = !claim.as_ref().is_some_and(|c| c.decided());
                         all_noise &= noise;
@@ -630,7 +630,7 @@ fn sweep_verdicts_by(workload: &str, cases: &[&CaseResult], m: Metric) -> Vec<Ve
                 let (found, noisy) = crate::stats::claims::crossovers(
                     &per_x,
                     higher_is_better(m),
-                    alpha_of(in_group.iter().map(|c| c.c)),
+                    level_of(in_group.iter().map(|c| c.c)),
                 );
                 for c in found {
                     out.push(Verdict {

@@ -526,6 +526,11 @@ pub struct CaseFigures {
     /// `ALPHA_SECOND_LOOK` after rounds were added).
     #[serde(default = "default_alpha", skip_serializing_if = "is_default_alpha")]
     pub(crate) claim_alpha: f64,
+    /// The sequential design its point's claims were looked at with: after every round from
+    /// `first` to `last` (`stats::sequential`); absent where the rounds were fixed (and in
+    /// older files), whose claims are judged once at `claim_alpha`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) looks: Option<crate::stats::sequential::Looks>,
     /// 95% bootstrap confidence intervals over the repetitions and the samples behind the
     /// percentiles (absent in files written before they were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -325,9 +325,10 @@ impl Running<'_> {
 
     /// The cell as its repetitions so far make it, for a look at its claims: its figures
     /// and the headroom warnings a ranking's basis reads.
-    pub(super) fn interim(&self) -> CaseResult {
+    pub(super) fn interim(&self, looks: Looks) -> CaseResult {
         let mut r = self.r.clone();
-        let f = stats::summarize(&self.samples, None);
+        let mut f = stats::summarize(&self.samples, None);
+        f.looks = Some(looks);
         load_warnings(&f, &mut r.warnings);
         r.repetitions = self.samples.len() as u32;
         r.figures = Some(f);

@@ -190,6 +190,7 @@ pub(crate) fn figures(f: &FioFigures) -> CaseFigures {
         runs_timeline: Vec::new(),
         p99_tail_min: 0,
         claim_alpha: crate::stats::claims::ALPHA,
+        looks: None,
         ci95: None,
         cpu_ns_per_op: CpuPerOp {
             total: f.cpu_total_per_op,

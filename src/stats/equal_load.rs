@@ -115,7 +115,12 @@ pub(crate) fn cpu_per_op_evidence(a: &CaseFigures, b: &CaseFigures) -> Evidence 
     if x.len() < 2 || y.len() < 2 {
         return Evidence::OneRun;
     }
-    match claims::pair(x, y, false, a.claim_alpha.min(b.claim_alpha)) {
+    match claims::pair(
+        x,
+        y,
+        false,
+        claims::Level::from(claims::ALPHA).with(a).with(b),
+    ) {
         Some(c) => Evidence::Claimed(c),
         None => Evidence::None,
     }

@@ -25,13 +25,14 @@ pub(crate) struct Entry {
     pub(crate) reps: Vec<f64>,
 }
 
-/// One parameter point: where it is ("msg_bytes=64"), its entries, and the significance level
-/// its claims are judged at (the smallest of its cells' `claim_alpha`).
+/// One parameter point: where it is ("msg_bytes=64"), its entries, and the level its claims
+/// are judged at (the smallest of its cells' `claim_alpha`, under their sequential design:
+/// `claims::level_of`).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Point {
     pub(crate) at: String,
     pub(crate) entries: Vec<Entry>,
-    pub(crate) alpha: f64,
+    pub(crate) level: claims::Level,
 }
 
 /// How two entries' rounds tell them apart: the paired claim, when they have rounds.
@@ -45,9 +46,14 @@ pub struct Confidence {
 impl Confidence {
     /// `b` against `a`, on a figure where `higher_is_better` (uncorrected: a point's family
     /// is corrected by [`rank`] and [`pairs`]).
-    pub(crate) fn of(a: &[f64], b: &[f64], higher_is_better: bool, alpha: f64) -> Confidence {
+    pub(crate) fn of(
+        a: &[f64],
+        b: &[f64],
+        higher_is_better: bool,
+        level: impl Into<claims::Level>,
+    ) -> Confidence {
         Confidence {
-            claim: claims::pair(a, b, higher_is_better, alpha),
+            claim: claims::pair(a, b, higher_is_better, level),
             n: (a.len(), b.len()),
         }
     }
@@ -94,27 +100,40 @@ pub(crate) fn claim_text(c: &Claim) -> String {
             ratio(c.ci.1)
         );
     }
-    if c.rounds < need {
-        return format!(
-            "undecided: {} paired round{}, and a claim needs {need} (the smallest p {} rounds \
-             can give is {:.3})",
-            c.rounds,
-            if c.rounds == 1 { "" } else { "s" },
-            c.rounds,
-            claims::min_p(c.rounds)
-        );
+    if !c.level().enough(c.rounds) {
+        return match c.looks {
+            Some(l) if c.rounds < l.first as usize || c.rounds < need => format!(
+                "undecided: {} paired round{}, and a claim needs at least {}",
+                c.rounds,
+                if c.rounds == 1 { "" } else { "s" },
+                (l.first as usize).max(need)
+            ),
+            _ => format!(
+                "undecided: {} paired round{}, and a claim needs {} (the smallest p {} rounds \
+                 can give is {:.3})",
+                c.rounds,
+                if c.rounds == 1 { "" } else { "s" },
+                claims::rounds_needed(c.alpha),
+                c.rounds,
+                claims::min_p(c.rounds)
+            ),
+        };
     }
-    let look = if c.alpha == ALPHA {
-        String::new()
-    } else if c.alpha == claims::ALPHA_FIRST_LOOK {
-        format!(" (alpha {}: the first of two looks)", c.alpha)
-    } else if c.alpha == claims::ALPHA_SECOND_LOOK {
-        format!(" (alpha {}: rounds were added, the second look)", c.alpha)
+    let look = match c.looks {
+        Some(l) => format!(
+            ", looked at after every round from {} to {} (sequential: repeated p and interval)",
+            l.first, l.last
+        ),
+        None if c.alpha == ALPHA => String::new(),
+        None => format!(" (alpha {})", c.alpha),
+    };
+    let what = if c.outcome == Outcome::Equivalent {
+        "equivalence within 5% (two one-sided tests)"
     } else {
-        format!(" (alpha {})", c.alpha)
+        "signed-rank"
     };
     format!(
-        "signed-rank over {} paired rounds, {p} after FDR{look}; {} to {} at {}%",
+        "{what} over {} paired rounds{look}, {p} after FDR; {} to {} at {}%",
         c.rounds,
         ratio(c.ci.0),
         ratio(c.ci.1),
@@ -235,7 +254,7 @@ pub(crate) fn rank(p: &Point, higher_is_better: bool) -> Option<Ranking> {
     let mut others: Vec<Other> = order[1..]
         .iter()
         .map(|e| {
-            let confidence = Confidence::of(&lead.reps, &e.reps, higher_is_better, p.alpha);
+            let confidence = Confidence::of(&lead.reps, &e.reps, higher_is_better, p.level);
             Other {
                 label: e.label.clone(),
                 // The paired estimate where there is one (so the factor and its interval
@@ -254,7 +273,7 @@ pub(crate) fn rank(p: &Point, higher_is_better: bool) -> Option<Ranking> {
             .iter_mut()
             .map(|o| &mut o.confidence)
             .collect::<Vec<_>>(),
-        p.alpha,
+        p.level.alpha,
     );
     let (near, behind): (Vec<Other>, Vec<Other>) = others
         .into_iter()
@@ -300,7 +319,7 @@ pub(crate) fn pairs(p: &Point, higher_is_better: bool, max: usize) -> (Vec<Pair>
                 better: a.label.clone(),
                 worse: b.label.clone(),
                 times: times(a, b, higher_is_better),
-                confidence: Confidence::of(&a.reps, &b.reps, higher_is_better, p.alpha),
+                confidence: Confidence::of(&a.reps, &b.reps, higher_is_better, p.level),
             });
         }
     }
@@ -309,7 +328,7 @@ pub(crate) fn pairs(p: &Point, higher_is_better: bool, max: usize) -> (Vec<Pair>
         .iter_mut()
         .filter_map(|o| o.confidence.claim.as_mut())
         .collect();
-    claims::correct_among(&mut fam, p.alpha, unbuilt);
+    claims::correct_among(&mut fam, p.level.alpha, unbuilt);
     (out, total)
 }
 
@@ -552,7 +571,7 @@ mod tests {
 
     fn pt(at: &str, entries: Vec<Entry>) -> Point {
         Point {
-            alpha: ALPHA,
+            level: ALPHA.into(),
             at: at.into(),
             entries,
         }

@@ -67,7 +67,7 @@ pub(crate) fn steps<'a>(cases: &[&'a CaseResult]) -> Vec<Step<'a>> {
         .iter_mut()
         .filter_map(|s| s.evidence.as_mut().and_then(Evidence::claim_mut))
         .collect();
-    let alpha = crate::stats::claims::alpha_of(cases.iter().copied());
+    let alpha = crate::stats::claims::level_of(cases.iter().copied()).alpha;
     crate::stats::claims::correct(&mut fam, alpha);
     steps
 }

@@ -10,6 +10,7 @@ pub(crate) mod findings;
 pub(crate) mod ladder;
 pub(crate) mod rank;
 pub(crate) mod scaling;
+pub(crate) mod sequential;
 pub(crate) mod stability;
 pub(crate) mod summary;
 pub(crate) mod wrk;

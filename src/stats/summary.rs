@@ -187,6 +187,7 @@ pub(crate) fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFig
             .collect::<Option<Vec<_>>>()
             .unwrap_or_default(),
         claim_alpha: super::claims::ALPHA,
+        looks: None,
         ci95: Some(ci95),
     }
 }

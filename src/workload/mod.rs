@@ -70,7 +70,10 @@ pub trait Workload: Sync {
     /// Storage repetitions rewrite whole files, so the storage suite takes fewer.
     fn budget(&self, b: crate::profile::Budget) -> crate::profile::Budget {
         match self.kind() {
-            Kind::Micro => b,
+            Kind::Micro => crate::profile::Budget {
+                extra_rounds: b.extra_micro_rounds(),
+                ..b
+            },
             Kind::Net => net::cell::budget(b),
             Kind::Storage => storage::storage_budget(b),
         }
