@@ -149,7 +149,8 @@ pub struct RunArgs {
     pub(crate) items: Vec<String>,
     #[arg(long, value_enum, default_value_t = ProfileArg::Quick)]
     pub(crate) profile: ProfileArg,
-    /// Comma-separated model ids (default: every model).
+    /// Comma-separated model ids, or `all` for every model (default: each family's leaders,
+    /// the rows `ringside list` marks; an ablation ladder runs its rungs).
     #[arg(long, value_delimiter = ',')]
     pub(crate) models: Option<Vec<String>>,
     /// Output directory (default: ringside-results/<UTC timestamp>). One that holds the

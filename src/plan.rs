@@ -79,17 +79,32 @@ pub fn select_models(list: Option<&[String]>) -> Result<Vec<&'static ModelSpec>,
     Ok(out)
 }
 
-/// The models of a run: `select_models`, less the rows that join only named runs
-/// (`ModelSpec::default_run` false) when the user named neither a suite nor a model.
-pub fn select_models_for(
-    list: Option<&[String]>,
-    items: &[String],
-) -> Result<Vec<&'static ModelSpec>, InputError> {
-    let mut v = select_models(list)?;
-    if list.is_none() && items.is_empty() {
-        v.retain(|m| m.default_run);
+/// The word `--models` takes for every row.
+pub const ALL_MODELS: &str = "all";
+
+/// The models of a run: `--models` as given (`all`: every row); without it, the families'
+/// leaders (`ModelSpec::default_run`), and for a workload that picks its own models (the
+/// ablation ladders: `Workload::own_models`) every row it takes ([`expand`]).
+pub fn select_models_for(list: Option<&[String]>) -> Result<Vec<&'static ModelSpec>, InputError> {
+    match list {
+        Some([one]) if one == ALL_MODELS => select_models(None),
+        Some(_) => select_models(list),
+        None => {
+            let mut v = select_models(None)?;
+            v.retain(|m| m.default_run);
+            Ok(v)
+        }
     }
-    Ok(v)
+}
+
+/// Whether the user named the models (`--models` other than `all`): a named model a workload
+/// does not take is then a not-applicable row.
+pub fn models_named(list: Option<&[String]>) -> bool {
+    match list {
+        None => false,
+        Some([one]) => one != ALL_MODELS,
+        Some(_) => true,
+    }
 }
 
 /// Every case of the selection. A model that does not take part in a workload yields one
@@ -102,7 +117,13 @@ pub fn expand(
     cpus: &CpuPlan,
 ) -> Vec<Case> {
     let mut cases = Vec::new();
+    let every: Vec<&'static ModelSpec> = MODELS.iter().collect();
     for &w in workloads {
+        let models = if !models_named && w.own_models() {
+            &every[..]
+        } else {
+            models
+        };
         for &m in models {
             match w.accepts_on(m, cpus) {
                 Ok(()) => {
@@ -162,14 +183,39 @@ mod tests {
     }
 
     #[test]
-    fn rows_outside_the_default_run_join_when_a_suite_or_model_is_named() {
-        let bare = select_models_for(None, &[]).unwrap();
+    fn the_leaders_run_unless_models_are_named_and_all_is_one_word() {
+        let bare = select_models_for(None).unwrap();
         assert!(bare.iter().all(|m| m.default_run));
         assert!(MODELS.iter().any(|m| !m.default_run));
-        let echo = select_models_for(None, &["echo".into()]).unwrap();
-        assert_eq!(echo.len(), MODELS.len());
-        let named = select_models_for(Some(&["uring-bundle".into()]), &[]).unwrap();
+        let ids: Vec<&str> = bare.iter().map(|m| m.id).collect();
+        for leader in [
+            "blocking",
+            "epoll-lt",
+            "uring-defer",
+            "uring-tuned",
+            "tokio",
+            "monoio",
+        ] {
+            assert!(ids.contains(&leader), "{ids:?}");
+        }
+        let all = select_models_for(Some(&["all".into()])).unwrap();
+        assert_eq!(all.len(), MODELS.len());
+        assert!(!models_named(Some(&["all".into()])) && !models_named(None));
+        let named = select_models_for(Some(&["uring-bundle".into()])).unwrap();
         assert_eq!(named[0].id, "uring-bundle");
+        assert!(models_named(Some(&["uring-bundle".into()])));
+        // A ladder picks its rungs itself: every rung runs without --models.
+        let ladder = registry::workload("echo.ladder").unwrap();
+        let cases = expand(
+            &[ladder],
+            &bare,
+            false,
+            Profile::Smoke,
+            &CpuPlan::pair(1, Some(0)),
+        );
+        let mut rungs: Vec<&str> = cases.iter().map(|c| c.model.id).collect();
+        rungs.dedup();
+        assert!(rungs.len() > bare.iter().filter(|m| ladder.accepts(m).is_ok()).count());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The most rounds a point may run when its rounds are added while its claims are undecided
-/// (the sequential design's exact null tables go this far: `stats::sequential::MAX_LOOK`).
+/// (the sequential design's looks go this far: `results::schema::Looks`).
 pub(crate) const MAX_ROUNDS: u32 = 40;
 
 /// How much to measure.
@@ -36,8 +36,9 @@ pub struct Budget {
     /// rounds: network and storage points at quick and full; 0 elsewhere).
     #[serde(default)]
     pub(crate) extra_rounds: u32,
-    /// Seconds a whole run may spend on added rounds (the profile's; a run that used them up
-    /// adds no more): quick 75 s, so that the default run stays within its 15 minutes.
+    /// Seconds a whole run may spend on rounds added beyond a point's first six (the
+    /// profile's; a run that used them up adds no more): quick 240 s, so that the default run
+    /// stays within its 10 minutes on a 2-vCPU VM.
     #[serde(default)]
     pub(crate) extension_s: u64,
 }
@@ -106,7 +107,7 @@ impl Profile {
                 warm_ops: 200,
                 runs_given: false,
                 extra_rounds: 0,
-                extension_s: 75,
+                extension_s: 240,
             },
             Profile::Full => Budget {
                 warmups: 2,

@@ -53,14 +53,14 @@ pub static MODELS: &[ModelSpec] = &[
         id: "epoll-et",
         summary: "epoll, edge-triggered: drain until EAGAIN or a short read",
         family: Family::Epoll,
-        default_run: true,
+        default_run: false,
         knobs: Knobs::Epoll(EpollKnobs::EDGE),
     },
     ModelSpec {
         id: "uring",
         summary: "io_uring, plain: one io_uring_enter submits and waits",
         family: Family::Uring,
-        default_run: true,
+        default_run: false,
         knobs: Knobs::Uring(UringKnobs::PLAIN),
     },
     ModelSpec {
@@ -77,7 +77,7 @@ pub static MODELS: &[ModelSpec] = &[
         id: "uring-fixed",
         summary: "io_uring with registered files (IOSQE_FIXED_FILE)",
         family: Family::Uring,
-        default_run: true,
+        default_run: false,
         knobs: Knobs::Uring(UringKnobs {
             files: Files::Registered,
             ..UringKnobs::PLAIN
@@ -87,7 +87,7 @@ pub static MODELS: &[ModelSpec] = &[
         id: "uring-fixed-bufs",
         summary: "io_uring with registered files and registered buffers (READ_FIXED/WRITE_FIXED)",
         family: Family::Uring,
-        default_run: true,
+        default_run: false,
         knobs: Knobs::Uring(UringKnobs {
             files: Files::Registered,
             bufs: Bufs::Registered,
@@ -98,7 +98,7 @@ pub static MODELS: &[ModelSpec] = &[
         id: "uring-iopoll",
         summary: "io_uring with IOPOLL: completions polled from the device (O_DIRECT, poll queues)",
         family: Family::Uring,
-        default_run: true,
+        default_run: false,
         knobs: Knobs::Uring(UringKnobs {
             drive: Drive::Iopoll,
             ..UringKnobs::PLAIN
@@ -108,7 +108,7 @@ pub static MODELS: &[ModelSpec] = &[
         id: "uring-sqpoll",
         summary: "io_uring with SQPOLL: a kernel thread on another CPU submits, no enter per op",
         family: Family::Uring,
-        default_run: true,
+        default_run: false,
         knobs: Knobs::Uring(UringKnobs {
             drive: Drive::Sqpoll {
                 idle_ms: SQPOLL_IDLE_MS,
@@ -120,7 +120,7 @@ pub static MODELS: &[ModelSpec] = &[
         id: "uring-multishot",
         summary: "io_uring, multishot accept and recv into a provided buffer ring",
         family: Family::Uring,
-        default_run: true,
+        default_run: false,
         knobs: Knobs::Uring(UringKnobs {
             rx: Rx::Multishot(Provided::WHOLE),
             ..UringKnobs::PLAIN
@@ -154,7 +154,7 @@ pub static MODELS: &[ModelSpec] = &[
         summary: "io_uring with SEND_ZC zero-copy sends from registered buffers (for large \
                   payloads)",
         family: Family::Uring,
-        default_run: true,
+        default_run: false,
         knobs: Knobs::Uring(UringKnobs {
             tx: Tx::ZeroCopy { registered: true },
             ..UringKnobs::PLAIN
@@ -321,7 +321,7 @@ pub static MODELS: &[ModelSpec] = &[
         summary: "contender: tokio multi-thread runtime (epoll, work stealing), one worker per \
                   server CPU, a read/write_all task per connection",
         family: Family::Peer,
-        default_run: true,
+        default_run: false,
         knobs: Knobs::Peer(crate::model::PeerKind::TokioMt),
     },
     ModelSpec {

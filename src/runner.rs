@@ -6,6 +6,7 @@
 
 mod case;
 mod fio;
+mod slices;
 
 use case::{explains, start_case, Running};
 
@@ -316,14 +317,39 @@ fn measure_group(
             reps + extra,
         )
     });
+    // The rounds a point runs before it may stop for want of time: at least the fewest whose
+    // smallest p can reach the design's per-look level (8 for looks 6 to 24), so that every
+    // point can decide something.
+    let reps = match looks {
+        Some(l) => {
+            reps.max(stats::claims::Level::sequential(stats::claims::ALPHA, l).first_claim())
+        }
+        None => reps,
+    };
+    // An open-loop network point on this host: each round made of interleaved slices.
+    let sliced = first
+        .point
+        .as_ref()
+        .and_then(|p| first.workload.slices(p))
+        .filter(|_| set.remote.is_none());
+    // A network point in closed loop measures capacity: its first round is a probe of the
+    // load generator's headroom. Where fewer than two models had any (the load generator,
+    // not the server, set the pace: `client_bound`, `both_saturated`), nothing at the point
+    // can be ranked, so it stops there: the probe gives the equal-load rate and the load
+    // generator's limit (the cells say `capacity_probe`). With headroom it runs its rounds.
+    let capacity = first.workload.kind() == crate::workload::Kind::Net
+        && !first.workload.facts().open_loop
+        && offered_rate.is_none()
+        && sliced.is_none();
+    let mut capacity_probe = false;
     let group_started = std::time::Instant::now();
     let mut round = 0;
     loop {
-        if round >= reps + extra {
+        if looks.is_some_and(|l| round >= l.last) || (looks.is_none() && round >= reps) {
             break;
         }
         if let Some(l) = looks.filter(|l| round >= l.first) {
-            match settled(&run, first, l) {
+            match settled(&run, first, l, offered_rate.is_some() || sliced.is_some()) {
                 Settled::Decided => break,
                 Settled::Open { decidable: false } if round >= reps => break,
                 Settled::Open { .. } => {}
@@ -348,7 +374,16 @@ fn measure_group(
         rng.shuffle(&mut order);
         let probe = calib::probe(other);
         let mut labels = Vec::new();
-        for (pos, &i) in order.iter().enumerate() {
+        if let Some(slicing) = sliced {
+            labels = order.iter().map(|&i| run[i].r.label()).collect();
+            let at = slices::At {
+                round,
+                slicing,
+                offered_rate,
+            };
+            slices::round(&mut run, &order, set, at, &cpus, &mut rng, obs)?;
+        }
+        for (pos, &i) in order.iter().enumerate().filter(|_| sliced.is_none()) {
             let c = &mut run[i];
             if round == 0 {
                 for _ in 0..c.budget.warmups {
@@ -383,13 +418,17 @@ fn measure_group(
             set.extension.spend(round_started.elapsed());
         }
         round += 1;
+        if round == 1 && capacity && reps > 1 && !headroom(&run) {
+            capacity_probe = true;
+            break;
+        }
     }
-    for c in run.iter_mut().filter(|c| c.live) {
+    for c in run.iter_mut().filter(|c| c.live && !capacity_probe) {
         if let Some(s) = c.once(set, offered_rate, Some(COUNTING), obs)? {
             c.counted = Some(s);
         }
     }
-    if set.explain {
+    if set.explain && !capacity_probe {
         // Interrupted here, the point's timed cells are finished: kept, each breakdown not
         // taken saying why (the next point sees the stop).
         let mut stopped = false;
@@ -403,8 +442,11 @@ fn measure_group(
         }
     }
     let mut out: Vec<CaseResult> = run.into_iter().map(Running::finish).collect();
-    for f in out.iter_mut().filter_map(|r| r.figures.as_mut()) {
-        f.looks = looks;
+    for r in &mut out {
+        if let Some(f) = r.figures.as_mut() {
+            f.looks = looks.filter(|_| !capacity_probe);
+        }
+        r.capacity_probe = capacity_probe && r.status == Status::Measured;
     }
     // A point of a cores sweep: its efficiency against the one-thread point, measured before.
     if let Some(sc) = first.point.as_ref().and_then(|p| p.scaling.as_ref()) {
@@ -413,6 +455,22 @@ fn measure_group(
         }
     }
     Some((out, rounds))
+}
+
+/// Whether at least two live cases' repetitions so far had load-generator headroom (none
+/// flagged `client_bound` or `both_saturated`): a capacity point where they did can rank.
+fn headroom(run: &[Running<'_>]) -> bool {
+    run.iter()
+        .filter(|c| c.live && !c.samples.is_empty())
+        .filter(|c| {
+            c.samples.iter().all(|s| {
+                s.counters
+                    .load
+                    .is_some_and(|l| l.client_bound == 0 && l.both_saturated == 0)
+            })
+        })
+        .count()
+        >= 2
 }
 
 /// Where a point's claims stand after a look.
@@ -427,8 +485,10 @@ enum Settled {
 }
 
 /// The point's claims as the ranking the report will make has them (`rank_point` on the
-/// cells as they stand, judged under the point's design `looks`).
-fn settled(run: &[Running<'_>], first: &Case, looks: Looks) -> Settled {
+/// cells as they stand, judged under the point's design `looks`); with `fine` (an equal-load
+/// point) every pair decided is not enough while its smallest visible difference is over the
+/// equivalence margin and more rounds could bring it under.
+fn settled(run: &[Running<'_>], first: &Case, looks: Looks, fine: bool) -> Settled {
     let interim: Vec<CaseResult> = run
         .iter()
         .filter(|c| c.live && !c.samples.is_empty())
@@ -440,7 +500,17 @@ fn settled(run: &[Running<'_>], first: &Case, looks: Looks) -> Settled {
     };
     let open: Vec<_> = r.undecided().map(|o| o.confidence.claim.as_ref()).collect();
     if open.is_empty() {
-        return Settled::Decided;
+        // At equal load, decided and fine enough: the smallest difference the point can see
+        // (the median half-width of its intervals, which narrows as 1/sqrt(rounds)) within the
+        // equivalence margin, where its last round can bring it there.
+        let margin = stats::claims::MARGIN * 100.0;
+        let rounds = r.reps.max(1) as f64;
+        return match r.invisible_pct() {
+            Some(v) if fine && v > margin && rounds * (v / margin).powi(2) <= looks.last as f64 => {
+                Settled::Open { decidable: true }
+            }
+            _ => Settled::Decided,
+        };
     }
     let decidable = open.iter().any(|c| match c {
         Some(c) => c
@@ -767,13 +837,14 @@ mod tests {
         let (done, rounds) = run_noisy(&["blocking", "threadpool"], minute);
         assert_eq!(rounds, 7, "{done:?}");
         // Rounds that swing 40% both ways could not be decided within ten: no round is added
-        // beyond the six the point runs anyway.
+        // beyond the seven the point runs anyway (its six, raised to the fewest that can
+        // reach the design's per-look level).
         let (done, rounds) = run_noisy(&["blocking", "epoll-et"], minute);
-        assert_eq!(rounds, 6, "{done:?}");
-        // Without extension time, nothing is added: the decided pair stays undecided at six.
-        let (done, rounds) = run_noisy(&["blocking", "uring-defer"], std::time::Duration::ZERO);
-        assert_eq!(rounds, 6, "{done:?}");
-        assert!(done.iter().all(|c| c.repetitions == 6));
+        assert_eq!(rounds, 7, "{done:?}");
+        // Without extension time, nothing is added beyond those seven.
+        let (done, rounds) = run_noisy(&["blocking", "epoll-lt"], std::time::Duration::ZERO);
+        assert_eq!(rounds, 7, "{done:?}");
+        assert!(done.iter().all(|c| c.repetitions == 7));
     }
 
     #[test]

@@ -6,8 +6,8 @@ use std::fmt::Write;
 pub fn run() -> anyhow::Result<()> {
     let env = crate::env::probe();
     let mut out = String::from(
-        "models (* joins the default run, `ringside run` naming no suite and no --models; \
-         the others run when a suite, workload or model is named):\n",
+        "models (* a family's leader: what a run measures without --models; the others run \
+         when named, `--models ID,...`, or with `--models all`):\n",
     );
     let mark = |default: bool| if default { '*' } else { ' ' };
     let w = MODELS.iter().map(|m| m.id.len()).max().unwrap_or(0);

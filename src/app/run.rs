@@ -21,7 +21,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     // Everything the user typed is checked before anything is measured.
     let profile: Profile = a.profile.into();
     let workloads = plan::select_workloads(&a.items)?;
-    let mut models = plan::select_models_for(a.models.as_deref(), &a.items)?;
+    let mut models = plan::select_models_for(a.models.as_deref())?;
+    let models_named = plan::models_named(a.models.as_deref());
     // External contenders join the models they were given for (they are skipped by the suites
     // that cannot measure them).
     let contenders = Catalog::from_specs(&a.contenders)?;
@@ -67,12 +68,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         overrides.apply(plan::expand(
             &workloads,
             &models,
-            a.models.is_some(),
+            models_named,
             profile,
             &plan,
         ))?,
         &contenders,
-        a.models.is_some(),
+        models_named,
     );
     if a.dry_run {
         super::stdout::print(&dry_run_text(profile, budget, &cases))?;
@@ -190,6 +191,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             .iter()
             .map(|o| (o.knob.param().to_string(), o.values.clone()))
             .collect(),
+        answer: None,
     };
     if let Some(b) = &results.before_run {
         if let Some(line) = noise_line(b) {
@@ -224,6 +226,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         }
     }
     drop(storage); // removes the storage work directory
+    if outcome == runner::Outcome::Finished {
+        // What the run answered at its equal-load points, kept with its figures.
+        results.answer = Some(crate::export::findings::answer(&results));
+        store.save(&results)?;
+    }
 
     {
         let _one_writer = lock(&REPORTING);

@@ -11,6 +11,7 @@ use super::charts::{facts, sweep_param, Metric, Ordered, ParamRoles};
 use super::table::{fmt_ns, fmt_rate, fmt_times};
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status};
+use crate::stats::claims::Outcome;
 use crate::stats::equal_load;
 use crate::stats::findings::{self, Confidence, Finding, Point};
 
@@ -478,6 +479,67 @@ pub(crate) fn rank_point(workload: &str, cells: &[&CaseResult]) -> Option<findin
         .and_then(|p| findings::rank(p, higher_is_better(b.metric)))
 }
 
+/// The rankings of a network workload's equal-load points (server CPU per op, the models
+/// that kept up with the same offered rate), in the findings' order; none where it has none.
+pub(crate) fn equal_load_rankings(workload: &str, cases: &[&CaseResult]) -> Vec<findings::Ranking> {
+    let Ok((b, cells)) = basis(workload, cases) else {
+        return Vec::new();
+    };
+    if b.metric != Metric::CpuPerOp {
+        return Vec::new();
+    }
+    points(workload, &cells, b.metric)
+        .iter()
+        .filter_map(|p| findings::rank(p, false))
+        .collect()
+}
+
+/// The answer rate in words, ending "; " ("" without an equal-load point): "at equal load, 17
+/// of 20 comparisons with a point's leader decided (85%: 12 behind or ahead, 5 equivalent
+/// within 5%); the smallest difference the worst point could see: 4.1%; ".
+fn answer_text(a: &crate::results::Answer) -> String {
+    let Some(rate) = a.rate() else {
+        return String::new();
+    };
+    let see = match a.worst_invisible_pct {
+        Some(v) => format!("the smallest difference the worst point could see: {v:.1}%"),
+        None => "a point had too few rounds to see any difference".into(),
+    };
+    format!(
+        "at equal load, {} of {} comparisons with a point's leader decided ({:.0}%: {} behind \
+         or ahead, {} equivalent within {:.0}%); {see}; ",
+        a.decided + a.equivalent,
+        a.pairs,
+        rate * 100.0,
+        a.decided,
+        a.equivalent,
+        crate::stats::claims::MARGIN * 100.0
+    )
+}
+
+/// How much the run answered at its equal-load points ([`crate::results::Answer`]).
+pub fn answer(run: &RunResults) -> crate::results::Answer {
+    let mut a = crate::results::Answer::default();
+    let mut worst: Option<f64> = None;
+    for (w, cases) in super::charts::by_workload(run) {
+        for r in equal_load_rankings(w, &cases) {
+            a.points += 1;
+            for o in r.near.iter().chain(&r.behind) {
+                a.pairs += 1;
+                match o.confidence.outcome() {
+                    Some(Outcome::Behind | Outcome::Ahead) => a.decided += 1,
+                    Some(Outcome::Equivalent) => a.equivalent += 1,
+                    _ => {}
+                }
+            }
+            let v = r.invisible_pct().unwrap_or(f64::INFINITY);
+            worst = Some(worst.map_or(v, |w| w.max(v)));
+        }
+    }
+    a.worst_invisible_pct = worst.filter(|v| v.is_finite());
+    a
+}
+
 /// The models a workload's charts draw in full: each that led a ranked point or was never
 /// decided behind a point's leader (the findings' standings); the rest are drawn faded.
 /// `None` where nothing was ranked (then every model is drawn in full).
@@ -551,12 +613,130 @@ pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Line {
             }
         }
     };
+    let extra = [probe_words(workload, cases), family_words(workload, cases)].concat();
     Line {
         workload: workload.to_string(),
-        short,
-        text,
+        short: short + &extra,
+        text: text + &extra,
         within_noise,
     }
+}
+
+/// "; capacity probed once per model, not ranked: ..." where the workload's capacity points
+/// were probes (the load generator had no headroom over the servers: `runner`); "" otherwise.
+fn probe_words(workload: &str, cases: &[&CaseResult]) -> String {
+    // The most any model achieved at each probed point: the load generator's limit there.
+    let mut tops: Vec<(String, f64)> = Vec::new();
+    for c in cases.iter().filter(|c| c.capacity_probe) {
+        let Some((_, f)) = measured(c) else { continue };
+        let r = f.ops_per_sec.median;
+        if !(r.is_finite() && r > 0.0) {
+            continue;
+        }
+        match tops.iter_mut().find(|t| t.0 == key_of_point(c)) {
+            Some(t) => t.1 = t.1.max(r),
+            None => tops.push((key_of_point(c), r)),
+        }
+    }
+    let lo = tops.iter().map(|t| t.1).reduce(f64::min);
+    let hi = tops.iter().map(|t| t.1).reduce(f64::max);
+    let (Some(lo), Some(hi)) = (lo, hi) else {
+        return String::new();
+    };
+    let unit = plural(facts(workload).units.op);
+    let limit = if fmt_rate(lo) == fmt_rate(hi) {
+        fmt_rate(hi)
+    } else {
+        format!("{} to {}", fmt_rate(lo), fmt_rate(hi))
+    };
+    format!(
+        "; capacity was probed once per model and is not ranked: the load generator had no \
+         headroom over the servers, so what capacity measured is its limit (the most a server \
+         reached: about {limit} {unit}/s); more load CPUs, --load-cpus, or --load-host would \
+         rank it"
+    )
+}
+
+/// A cell's point: its workload and params (every model's cell at the point shares it).
+fn key_of_point(c: &CaseResult) -> String {
+    format!("{} {:?}", c.workload, c.params)
+}
+
+/// Each family's best row at each equal-load point (lowest server CPU per op there), io_uring's
+/// against epoll's: "; io_uring's best against epoll's: at conns=50, uring-tuned used 1.03x
+/// epoll-lt's server CPU per message (0.99x to 1.07x: undecided, ...)". "" where the workload
+/// has no equal-load point with both families.
+fn family_words(workload: &str, cases: &[&CaseResult]) -> String {
+    let Ok((b, cells)) = basis(workload, cases) else {
+        return String::new();
+    };
+    if b.metric != Metric::CpuPerOp {
+        return String::new();
+    }
+    let family = |label: &str| crate::registry::model(label).map(|m| m.family);
+    let best = |p: &Point, f: crate::model::Family| {
+        p.entries
+            .iter()
+            .filter(|e| family(&e.label) == Some(f))
+            .min_by(|x, y| x.value.total_cmp(&y.value))
+            .map(|e| e.label.clone())
+    };
+    let op = op_word(workload);
+    let mut parts = Vec::new();
+    for p in points(workload, &cells, b.metric) {
+        let (Some(u), Some(e)) = (
+            best(&p, crate::model::Family::Uring),
+            best(&p, crate::model::Family::Epoll),
+        ) else {
+            continue;
+        };
+        let Some(c) = findings::pair_at(&p, &e, &u, false) else {
+            continue;
+        };
+        let at = if p.at.is_empty() {
+            String::new()
+        } else {
+            format!("at {}, ", p.at)
+        };
+        parts.push(format!(
+            "{at}{u} used {e}'s server CPU per {op} times {}",
+            pair_verdict(&c)
+        ));
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; io_uring's best row against epoll's (each family's lowest server CPU per {op} at \
+         the point): {}",
+        parts.join("; ")
+    )
+}
+
+/// A pair's ratio and its verdict in words: "1.03 (0.99 to 1.07; undecided after 14 rounds,
+/// about 30 would decide it at the noise measured)".
+fn pair_verdict(c: &Confidence) -> String {
+    let Some(cl) = c.claim.as_ref() else {
+        return format!("? ({})", c.text());
+    };
+    let verdict = match cl.outcome {
+        Outcome::Equivalent => format!(
+            "equivalent within {:.0}%",
+            crate::stats::claims::MARGIN * 100.0
+        ),
+        Outcome::Behind | Outcome::Ahead => format!("decided over {} rounds", cl.rounds),
+        Outcome::Undecided => match cl.rounds_to_decide() {
+            Some(n) => format!(
+                "undecided after {} rounds, about {n} would decide it at the noise measured",
+                cl.rounds
+            ),
+            None => format!("undecided after {} rounds", cl.rounds),
+        },
+    };
+    format!(
+        "{:.2} ({:.2} to {:.2}; {verdict})",
+        cl.times, cl.ci.0, cl.ci.1
+    )
 }
 
 /// The first `max` pairs of models at each point of a workload, on the figure its finding
@@ -624,7 +804,8 @@ pub fn for_run(run: &RunResults) -> Vec<Suite> {
 /// "How far to trust this run", in one sentence.
 pub fn trust_text(run: &RunResults) -> String {
     let t = findings::trust(run);
-    let mut s = format!("{} of {} cells measured", t.measured, t.cells);
+    let mut s = answer_text(&answer(run));
+    s += &format!("{} of {} cells measured", t.measured, t.cells);
     if t.failed > 0 {
         s += &format!(" ({} failed)", t.failed);
     }

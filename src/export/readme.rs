@@ -112,14 +112,15 @@ pub(crate) fn workloads_md() -> String {
     s
 }
 
-/// The models, one line each: id, whether the bare `ringside run` has it, what it is.
+/// The models, one line each: id, whether it is a family's leader (what a run measures without
+/// `--models`), what it is.
 pub(crate) fn models_md() -> String {
     let mut s = String::new();
     for m in MODELS {
         s.push_str(&format!(
             "- `{}`{}: {}\n",
             m.id,
-            if m.default_run { "" } else { " (when named)" },
+            if m.default_run { " (leader)" } else { "" },
             m.summary
         ));
     }
@@ -202,7 +203,7 @@ mod tests {
         for spec in MODELS {
             assert!(m.contains(&format!("- `{}`", spec.id)), "{}", spec.id);
         }
-        assert!(m.contains("(when named)") && m.lines().any(|l| !l.contains("(when named)")));
+        assert!(m.contains("(leader)") && m.lines().any(|l| !l.contains("(leader)")));
     }
 
     #[test]

@@ -93,6 +93,24 @@ impl Timeline {
         }
     }
 
+    /// The series of this window and `o`'s end to end, as one window as long as both (a
+    /// repetition made of slices, each with its own window): each interval's ops go where
+    /// its start falls in the joined window.
+    pub fn append(&mut self, o: &Timeline) {
+        let mut joined = Timeline::new(self.t_open, self.window_ns + o.window_ns);
+        for (t, offset) in [(&*self, 0), (o, self.window_ns)] {
+            for i in 0..t.ops.len() {
+                let at = offset + i as u64 * t.step_ns;
+                let k = ((at / joined.step_ns) as usize).min(joined.ops.len() - 1);
+                joined.ops[k] += t.ops[i];
+                joined.latency_sum_ns[k] =
+                    joined.latency_sum_ns[k].saturating_add(t.latency_sum_ns[i]);
+                joined.latency_max_ns[k] = joined.latency_max_ns[k].max(t.latency_max_ns[i]);
+            }
+        }
+        *self = joined;
+    }
+
     /// The series of a window that closed after `window_ns` (earlier than planned when the
     /// run was stopped): the intervals past it dropped.
     pub fn cut(mut self, window_ns: u64) -> Timeline {

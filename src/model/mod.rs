@@ -22,9 +22,11 @@ pub struct ModelSpec {
     pub(crate) summary: &'static str,
     pub family: Family,
     pub knobs: Knobs,
-    /// Whether the row joins the bare `ringside run` (no suite named). Rows that only answer a
-    /// narrower question (the io_uring features after 6.1) run when their suite or workload is
-    /// named, so that the default run keeps its time budget (read in `plan::select_models_for`).
+    /// Whether the row is one of its family's leaders, the models a run takes when `--models`
+    /// is not given: blocking and the thread pool, epoll-lt, uring-defer and uring-tuned (io_uring
+    /// plain-but-modern and with every server knob that pays), tokio and monoio. Every other
+    /// variant runs when named (`--models ID,...` or `--models all`), so that time goes to the
+    /// comparisons users ask about (read in `plan::select_models_for`).
     #[serde(skip)]
     pub default_run: bool,
 }

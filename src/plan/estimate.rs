@@ -61,16 +61,29 @@ pub fn estimate(cases: &[Case], budget: Budget) -> Estimate {
         let w = c.workload;
         let b = w.budget(budget);
         extends |= b.extra_rounds > 0;
-        let reps = b.warmups + b.repetitions + 1;
+        let how = Plan::of(c, p, b);
+        let rounds = how.rounds(b);
+        let reps = b.warmups + rounds + u32::from(!matches!(how, Plan::Probe));
         let seconds = match w.kind() {
             Kind::Net => {
                 let ms = |k| p.params.0.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
                 let (warmup, window) = (ms("warmup_ms"), ms("duration_ms"));
-                // The counting repetition's window is at most `COUNTING_WINDOW`.
+                // The counting repetition's window is at most `COUNTING_WINDOW`; a sliced
+                // repetition pays each slice's warm-up instead of one.
                 let counting = window.min(COUNTING_WINDOW.as_millis() as u64);
-                let timed = (b.warmups + b.repetitions) as f64;
-                (timed * (warmup + window) as f64 + (warmup + counting) as f64) / 1000.0
-                    + reps as f64 * NET_SETUP_S
+                let per_rep = match how {
+                    Plan::Sliced(s) => {
+                        s.per_round as u64 * (s.warmup + s.window).as_millis() as u64
+                    }
+                    _ => warmup + window,
+                };
+                let timed = (b.warmups + rounds) as f64;
+                let counted = if matches!(how, Plan::Probe) {
+                    0.0
+                } else {
+                    (warmup + counting) as f64
+                };
+                (timed * per_rep as f64 + counted) / 1000.0 + reps as f64 * NET_SETUP_S
             }
             Kind::Micro => reps as f64 * MICRO_REP_S,
             Kind::Storage => reps as f64 * STORAGE_REP_S,
@@ -85,7 +98,8 @@ pub fn estimate(cases: &[Case], budget: Budget) -> Estimate {
             })
             .chain(p.variant.map(|v| format!("variant={v}")))
             .collect::<Vec<_>>()
-            .join(" ");
+            .join(" ")
+            + &how.text(b);
         let i = match out.iter().position(|e| e.workload == w.id()) {
             Some(i) => i,
             None => {
@@ -113,6 +127,78 @@ pub fn estimate(cases: &[Case], budget: Budget) -> Estimate {
         not_applicable,
         extension_s: if extends { budget.extension_s } else { 0 },
     }
+}
+
+/// How the runner measures a point (`runner::measure_group`): a capacity probe, rounds of
+/// interleaved slices, or rounds of whole repetitions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Plan {
+    /// A network point in closed loop: its first round probes the load generator's headroom,
+    /// and it runs its rounds only where two models had some (the estimate counts the probe).
+    Probe,
+    Sliced(crate::workload::net::cell::Slicing),
+    Whole,
+}
+
+impl Plan {
+    fn of(c: &Case, p: &crate::workload::Point, b: Budget) -> Plan {
+        let w = c.workload;
+        if let Some(s) = w.slices(p) {
+            return Plan::Sliced(s);
+        }
+        let closed = w.kind() == Kind::Net && !w.facts().open_loop && p.equal_load.is_none();
+        if closed && b.repetitions > 1 {
+            Plan::Probe
+        } else {
+            Plan::Whole
+        }
+    }
+
+    /// The rounds the estimate counts: the probe's one, else the point's first rounds (at least
+    /// the fewest that can decide a claim, where rounds are added until decided).
+    fn rounds(self, b: Budget) -> u32 {
+        match self {
+            Plan::Probe => 1,
+            _ => match first_claim(b) {
+                Some(n) => b.repetitions.max(n),
+                None => b.repetitions,
+            },
+        }
+    }
+
+    /// What `--dry-run` says of the point after its params.
+    fn text(self, b: Budget) -> String {
+        let until = first_claim(b).map(|n| {
+            format!(
+                "; {} to {} rounds, until its claims are decided",
+                b.repetitions.max(n),
+                b.repetitions + b.extra_rounds
+            )
+        });
+        match self {
+            Plan::Probe => " (capacity: one round probes the load generator's headroom; more \
+                            only where two models had some)"
+                .into(),
+            Plan::Sliced(s) => format!(
+                " (each round {} slices of {} ms per model, interleaved{})",
+                s.per_round,
+                s.window.as_millis(),
+                until.unwrap_or_default()
+            ),
+            Plan::Whole => until.map(|u| format!(" ({})", &u[2..])).unwrap_or_default(),
+        }
+    }
+}
+
+/// The fewest rounds that can decide a claim under the sequential design a budget with added
+/// rounds gives (`runner`); `None` with fixed rounds.
+fn first_claim(b: Budget) -> Option<u32> {
+    use crate::stats::claims::{rounds_needed, Level, ALPHA};
+    use crate::stats::sequential::Looks;
+    (b.extra_rounds > 0).then(|| {
+        let looks = Looks::new(rounds_needed(ALPHA) as u32, b.repetitions + b.extra_rounds);
+        Level::sequential(ALPHA, looks).first_claim()
+    })
 }
 
 #[cfg(test)]
@@ -144,6 +230,9 @@ mod tests {
         assert_eq!(e.extension_s, 0);
         // quick adds rounds within its extension.
         let q = expand(&[w], &ms, false, Profile::Quick, &plan);
-        assert_eq!(estimate(&q, Profile::Quick.budget()).extension_s, 75);
+        assert_eq!(
+            estimate(&q, Profile::Quick.budget()).extension_s,
+            Profile::Quick.budget().extension_s
+        );
     }
 }

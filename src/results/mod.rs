@@ -9,5 +9,7 @@ pub(crate) mod spread;
 pub mod store;
 
 pub use params::Params;
-pub use schema::{json_schema, CaseResult, RunResults, Status, Warning, SCHEMA_ID, SCHEMA_VERSION};
+pub use schema::{
+    json_schema, Answer, CaseResult, RunResults, Status, Warning, SCHEMA_ID, SCHEMA_VERSION,
+};
 pub(crate) use spread::Spread;

@@ -75,6 +75,76 @@ pub struct RunResults {
     /// `params` hold what each ran with. Absent without knob flags (and in older files).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub overrides: std::collections::BTreeMap<String, Vec<u64>>,
+    /// How much the run answered at its equal-load points, computed when it finished from the
+    /// cells (`export::findings::answer`; absent in interrupted runs and older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Answer>,
+}
+
+/// The looks of a sequential design (`stats::sequential`): a point's claims were looked at after
+/// every round from `first` to `last` (inclusive). A point measured with a fixed number of rounds
+/// has none (its claims are judged once).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+pub struct Looks {
+    /// The first round after which the claims were looked at.
+    pub first: u32,
+    /// The last round the point could have run.
+    pub last: u32,
+}
+
+impl Looks {
+    /// The looks of a point that may run up to `last` rounds, the first at `first` (at least
+    /// one look; `first` at most `last`).
+    pub(crate) fn new(first: u32, last: u32) -> Looks {
+        let last = last.clamp(1, crate::profile::MAX_ROUNDS);
+        Looks {
+            first: first.clamp(1, last),
+            last,
+        }
+    }
+
+    /// The design covering both (the earliest first look, the latest last): judging a point's
+    /// claims by it is valid for either, as more looks only make each claim harder.
+    pub(crate) fn union(self, o: Looks) -> Looks {
+        Looks::new(self.first.min(o.first), self.last.max(o.last))
+    }
+}
+
+/// How much a run answered: of the comparisons of each model with its point's leader at the
+/// equal-load points (server CPU per op, every model offered the same rate), how many were
+/// decided (behind or ahead, or equivalent within 5%), and the largest, over those points, of
+/// the smallest difference each could see (the median half-width of its claims' intervals).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct Answer {
+    /// Equal-load points ranked.
+    pub points: u32,
+    /// Model-vs-leader comparisons at those points.
+    pub pairs: u32,
+    /// Of them decided behind or ahead.
+    pub decided: u32,
+    /// Of them decided equivalent (within 5%).
+    pub equivalent: u32,
+    /// The worst point's smallest visible difference, percent (`None`: a point's claims had
+    /// too few rounds to see any difference, or there was no point).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst_invisible_pct: Option<f64>,
+}
+
+impl Answer {
+    /// Decided (either way, or equivalent) of compared, 0 to 1; `None` with nothing compared.
+    pub fn rate(&self) -> Option<f64> {
+        (self.pairs > 0).then(|| (self.decided + self.equivalent) as f64 / self.pairs as f64)
+    }
 }
 
 impl RunResults {
@@ -384,6 +454,11 @@ pub struct CaseResult {
     /// model's throughput with one thread), medians of repetitions (1.0: linear scaling).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) scaling_efficiency: Option<f64>,
+    /// A capacity point measured once per model as a probe: its load generator had no
+    /// headroom over the servers (fewer than two models had any), so its figure is the load
+    /// generator's limit, which sets the equal-load rate and is not ranked (`runner`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub(crate) capacity_probe: bool,
     /// When each timed repetition started, ns since the Unix epoch. The repetitions of the
     /// models at one point run interleaved (A B C A B C ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -445,6 +520,10 @@ fn default_alpha() -> f64 {
 
 fn is_default_alpha(v: &f64) -> bool {
     *v == DEFAULT_CLAIM_ALPHA
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
 }
 
 fn is_zero_u64(v: &u64) -> bool {
@@ -530,7 +609,7 @@ pub struct CaseFigures {
     /// `first` to `last` (`stats::sequential`); absent where the rounds were fixed (and in
     /// older files), whose claims are judged once at `claim_alpha`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) looks: Option<crate::stats::sequential::Looks>,
+    pub(crate) looks: Option<Looks>,
     /// 95% bootstrap confidence intervals over the repetitions and the samples behind the
     /// percentiles (absent in files written before they were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -77,6 +77,7 @@ pub(super) fn start_case<'c>(index: usize, case: &'c Case, set: &Setting<'_>) ->
         repetitions: 0,
         rate_per_sec: None,
         scaling_efficiency: None,
+        capacity_probe: false,
         explain: None,
         runs_started_unix_ns: Vec::new(),
         runs_order: Vec::new(),
@@ -141,21 +142,7 @@ impl Running<'_> {
             return None;
         }
         obs.case_started(self.index, self.case);
-        let ctx = Ctx {
-            ops: self.budget.ops,
-            warm_ops: self.budget.warm_ops,
-            plan: set.plan,
-            meter: set.meter,
-            count_syscalls: counting,
-            count_uring: counting && self.case.model.on_uring(),
-            storage: set.storage,
-            contenders: set.contenders,
-            remote: set.remote,
-            offered_rate,
-            repetition: rep.filter(|_| !counting),
-            explain: None,
-            load_engine: set.env.load_engine.unwrap_or(crate::load::Engine::Epoll),
-        };
+        let ctx = self.ctx(set, offered_rate, rep);
         let point = self.case.point.as_ref()?;
         let mut res = self.case.workload.run_once(&ctx, self.case.model, point);
         if let (Err(CaseError::Stalled(e)), false) = (&res, self.nothing_retried) {
@@ -176,22 +163,60 @@ impl Running<'_> {
         match res {
             Ok(s) => Some(Some(s)),
             Err(e) => {
-                let (status, reason) = match e {
-                    CaseError::Unavailable(why) => (Status::Unavailable, why),
-                    CaseError::NotApplicable(why) => (Status::NotApplicable, why),
-                    CaseError::Failed(e) => (Status::Failed, format!("{e:#}")),
-                    CaseError::Stalled(e) => {
-                        self.stall_failed = true;
-                        (
-                            Status::Failed,
-                            format!("{e:#} (and again when the repetition was run once more)"),
-                        )
-                    }
-                };
-                self.end(status, reason);
+                self.end_with(e, "(and again when the repetition was run once more)");
                 Some(None)
             }
         }
+    }
+
+    /// The context of repetition `rep` (`Some(COUNTING)`: the counting one; `None`: a
+    /// warm-up).
+    pub(super) fn ctx<'s>(
+        &self,
+        set: &Setting<'s>,
+        offered_rate: Option<f64>,
+        rep: Option<u32>,
+    ) -> Ctx<'s> {
+        let counting = rep == Some(COUNTING);
+        Ctx {
+            ops: self.budget.ops,
+            warm_ops: self.budget.warm_ops,
+            plan: set.plan,
+            meter: set.meter,
+            count_syscalls: counting,
+            count_uring: counting && self.case.model.on_uring(),
+            storage: set.storage,
+            contenders: set.contenders,
+            remote: set.remote,
+            offered_rate,
+            repetition: rep.filter(|_| !counting),
+            explain: None,
+            load_engine: set.env.load_engine.unwrap_or(crate::load::Engine::Epoll),
+        }
+    }
+
+    /// Ends the case with `e`'s status and reason (a stall, `stalled` appended to it).
+    pub(super) fn end_with(&mut self, e: CaseError, stalled: &str) {
+        let (status, reason) = match e {
+            CaseError::Unavailable(why) => (Status::Unavailable, why),
+            CaseError::NotApplicable(why) => (Status::NotApplicable, why),
+            CaseError::Failed(e) => (Status::Failed, format!("{e:#}")),
+            CaseError::Stalled(e) => {
+                self.stall_failed = true;
+                (Status::Failed, format!("{e:#} {stalled}"))
+            }
+        };
+        self.end(status, reason);
+    }
+
+    /// Keeps a timed repetition made elsewhere (a round of slices): started at `started`, at
+    /// place `pos` of its round's order, with the disturbance `d` read around it.
+    pub(super) fn keep(&mut self, s: Sample, started: u64, pos: u32, d: &Disturbance) {
+        self.disturbed += d.disturbed() as u32;
+        self.noise.add(d);
+        self.r.runs_started_unix_ns.push(started);
+        self.r.runs_order.push(pos);
+        self.samples.push(s);
     }
 
     /// Timed repetition `round` at place `pos` of its round's order, with the disturbance

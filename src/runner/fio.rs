@@ -82,6 +82,7 @@ fn row(
         repetitions: 1,
         rate_per_sec: None,
         scaling_efficiency: None,
+        capacity_probe: false,
         explain: None,
         runs_started_unix_ns: Vec::new(),
         runs_order: Vec::new(),

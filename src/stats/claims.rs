@@ -74,7 +74,6 @@ impl From<f64> for Level {
 }
 
 impl Level {
-    #[cfg(test)]
     pub(crate) fn sequential(alpha: f64, looks: Looks) -> Level {
         Level {
             alpha,
@@ -105,6 +104,13 @@ impl Level {
             None => p,
             Some(l) => sequential::design(l).repeated_p1(p),
         }
+    }
+
+    /// The fewest paired rounds that can support a claim at this level.
+    pub(crate) fn first_claim(&self) -> u32 {
+        (1..=crate::profile::MAX_ROUNDS)
+            .find(|&n| self.enough(n as usize))
+            .unwrap_or(crate::profile::MAX_ROUNDS)
     }
 
     /// Whether `rounds` paired rounds can support a claim: at least the design's first look,
@@ -442,7 +448,8 @@ pub(crate) fn pair(
 /// A claim from per-round log "worse" factors (> 0: B worse): the Hodges-Lehmann estimate
 /// and its interval at the level each look is judged at (under a sequential design, the
 /// repeated confidence interval), the p of "no difference" and the p of "not equivalent"
-/// (the larger of the two one-sided tests of the log ratio shifted by the margin).
+/// (the larger of the two one-sided tests of the log ratio shifted by the margin, each at half
+/// the level: equivalent where the interval shown lies within the margin).
 pub(crate) fn from_log_diffs(d: &[f64], level: impl Into<Level>) -> Option<Claim> {
     let level = level.into();
     let (est, (lo, hi)) = hodges_lehmann(d, level.nominal())?;
@@ -451,7 +458,9 @@ pub(crate) fn from_log_diffs(d: &[f64], level: impl Into<Level>) -> Option<Claim
     let below: Vec<f64> = d.iter().map(|x| m - x).collect();
     let above: Vec<f64> = d.iter().map(|x| x + m).collect();
     let p_eq = match (signed_rank_p_greater(&below), signed_rank_p_greater(&above)) {
-        (Some(a), Some(b)) => Some(level.repeated1(a.max(b))),
+        // Each one-sided test at half the level, so that "equivalent" agrees with the
+        // two-sided interval shown: it lies within the margin.
+        (Some(a), Some(b)) => Some((2.0 * level.repeated1(a.max(b))).min(1.0)),
         _ => None,
     };
     let mut c = Claim {

@@ -87,10 +87,19 @@ impl Confidence {
 /// A claim's evidence in words.
 pub(crate) fn claim_text(c: &Claim) -> String {
     let need = claims::rounds_needed(ALPHA);
+    // The pair's p is that of the claim it supports: "not equivalent" where that one is the
+    // smaller.
+    let of_eq = c.p_eq.is_some_and(|e| c.p.is_none_or(|p| e <= p));
     let p = c
         .p_adj
         .or(c.p)
-        .map(|p| format!("p={}", claims::p_text(p)))
+        .map(|p| {
+            format!(
+                "p={}{}",
+                claims::p_text(p),
+                if of_eq { " (of equivalence)" } else { "" }
+            )
+        })
         .unwrap_or_else(|| "every round tied".into());
     if !c.paired {
         return format!(
@@ -102,11 +111,12 @@ pub(crate) fn claim_text(c: &Claim) -> String {
     }
     if !c.level().enough(c.rounds) {
         return match c.looks {
-            Some(l) if c.rounds < l.first as usize || c.rounds < need => format!(
-                "undecided: {} paired round{}, and a claim needs at least {}",
+            Some(_) => format!(
+                "undecided: {} paired round{}, and a claim needs at least {} (rounds looked at \
+                 after each one need more)",
                 c.rounds,
                 if c.rounds == 1 { "" } else { "s" },
-                (l.first as usize).max(need)
+                c.level().first_claim().max(need as u32)
             ),
             _ => format!(
                 "undecided: {} paired round{}, and a claim needs {} (the smallest p {} rounds \
@@ -289,6 +299,31 @@ pub(crate) fn rank(p: &Point, higher_is_better: bool) -> Option<Ranking> {
         near,
         behind,
     })
+}
+
+/// `b` against `a` at point `p` (labels of its entries), judged in one family with the
+/// point's comparisons of each model against its leader ([`rank`]'s): the pair is one of them
+/// when either is the leader, else one test more in the family. `None` when either is
+/// missing.
+pub(crate) fn pair_at(p: &Point, a: &str, b: &str, higher_is_better: bool) -> Option<Confidence> {
+    let find = |l: &str| p.entries.iter().find(|e| e.label == l);
+    let (ea, eb) = (find(a)?, find(b)?);
+    let order = ordered(p, higher_is_better);
+    let lead = order[0];
+    let mut fam: Vec<Confidence> = order[1..]
+        .iter()
+        .filter(|e| !(lead.label == a && e.label == b || lead.label == b && e.label == a))
+        .map(|e| Confidence::of(&lead.reps, &e.reps, higher_is_better, p.level))
+        .collect();
+    fam.push(Confidence::of(
+        &ea.reps,
+        &eb.reps,
+        higher_is_better,
+        p.level,
+    ));
+    let mut refs: Vec<&mut Confidence> = fam.iter_mut().collect();
+    correct(&mut refs, p.level.alpha);
+    fam.pop()
 }
 
 /// Two entries of one point: `better` ahead of `worse` by `times`.

@@ -44,46 +44,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// The looks of a sequential design: after every round from `first` to `last` (inclusive).
-/// A point measured with a fixed number of rounds has none (its claims are judged once).
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
-    schemars::JsonSchema,
-)]
-pub struct Looks {
-    /// The first round after which the claims were looked at.
-    pub first: u32,
-    /// The last round the point could have run.
-    pub last: u32,
-}
-
-impl Looks {
-    /// The looks of a point that may run up to `last` rounds, the first at `first` (at least
-    /// one look; `first` at most `last`).
-    pub(crate) fn new(first: u32, last: u32) -> Looks {
-        let last = last.clamp(1, MAX_LOOK);
-        Looks {
-            first: first.clamp(1, last),
-            last,
-        }
-    }
-
-    /// The design covering both (the earliest first look, the latest last): judging a point's
-    /// claims by it is valid for either, as more looks only make each claim harder.
-    pub(crate) fn union(self, o: Looks) -> Looks {
-        Looks::new(self.first.min(o.first), self.last.max(o.last))
-    }
-}
-
-/// The latest look a design may have (the exact null tables go this far).
-pub(crate) const MAX_LOOK: u32 = crate::profile::MAX_ROUNDS;
+pub(crate) use crate::results::schema::Looks;
 
 /// Simulated null paths per design: the Monte Carlo error of a repeated p of 0.05 is about
 /// 0.0007, of 0.005 about 0.0002.

@@ -61,6 +61,11 @@ pub trait Workload: Sync {
     fn by_default(&self) -> bool {
         true
     }
+    /// Whether it picks its own models (the ablation ladders: their rungs): without
+    /// `--models` it runs every row it takes, not the families' leaders (`plan::expand`).
+    fn own_models(&self) -> bool {
+        false
+    }
     /// The load engines (`run --load-engine`) its driver runs on (default: both); `run`
     /// refuses another for it.
     fn load_engines(&self) -> &'static [crate::load::Engine] {
@@ -95,6 +100,36 @@ pub trait Workload: Sync {
     }
     /// One repetition: set up, measure `ctx.ops` ops in one window, tear down.
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError>;
+    /// How point `p`'s timed repetitions are made of interleaved slices (`runner`: a round
+    /// starts one server per model, drives each in turn for one slice at a time until each
+    /// has had its slices, then stops them): open-loop network points, whose offered rate is
+    /// the same in every slice. `None` (the default): each repetition runs whole.
+    fn slices(&self, _p: &Point) -> Option<net::cell::Slicing> {
+        None
+    }
+    /// Starts model `m`'s server for a round of slices of point `p` (where [`Workload::slices`]).
+    fn start_live(
+        &self,
+        _ctx: &Ctx<'_>,
+        _m: &ModelSpec,
+        _p: &Point,
+    ) -> Result<net::cell::Live, CaseError> {
+        Err(CaseError::Failed(anyhow::anyhow!(
+            "this workload's repetitions are not sliced"
+        )))
+    }
+    /// One slice of point `p` against `live`, shaped as [`Workload::slices`] says.
+    fn slice(
+        &self,
+        _ctx: &Ctx<'_>,
+        _live: &mut net::cell::Live,
+        _p: &Point,
+        _slicing: net::cell::Slicing,
+    ) -> Result<Sample, CaseError> {
+        Err(CaseError::Failed(anyhow::anyhow!(
+            "this workload's repetitions are not sliced"
+        )))
+    }
 }
 
 /// One parameter point of a case. `variant` names a sub-series of the same model (e.g. the

@@ -152,7 +152,7 @@ fn list_marks_what_joins_the_default_run() {
             m.id
         );
     }
-    assert!(text.contains("* joins the default run"), "{text}");
+    assert!(text.contains("* a family's leader"), "{text}");
     assert!(text.contains("* runs in the default run"), "{text}");
 }
 

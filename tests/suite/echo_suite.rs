@@ -442,7 +442,7 @@ fn equal_load_points_follow_their_capacity_points() {
                 "listed right after its capacity point"
             );
             assert_eq!(eq.capacity_of, cap.params);
-            assert_eq!(eq.fraction, 0.5);
+            assert_eq!(eq.fraction, 0.3);
             let mut without = p.params.clone();
             assert!(without.0.remove(EQUAL_LOAD_PARAM).is_some());
             assert_eq!(

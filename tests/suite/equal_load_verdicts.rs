@@ -242,7 +242,7 @@ fn overlapping_repetitions_are_within_noise_and_http_counts_requests() {
         v[0].starts_with(
             "at equal load (20000 req/s offered): ranked by server CPU per request (less is \
              better): a leads (113 ns); undecided against it: b 1.00x (signed-rank over 6 \
-             paired rounds, p=0.438 after FDR; 0.99x to 1.3x at 95%)"
+             paired rounds, p=0.438 (of equivalence) after FDR; 0.99x to 1.3x at 95%)"
         ) && v[0].ends_with("(nothing decided)"),
         "{}",
         v[0]

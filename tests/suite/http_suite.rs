@@ -136,7 +136,7 @@ fn http_equal_load_points_follow_their_capacity_points() {
     let m = ringside::registry::model("epoll-lt").unwrap();
     for (profile, want) in [
         (Profile::Smoke, vec![50]),
-        (Profile::Quick, vec![50, 500]),
+        (Profile::Quick, vec![100]),
         (Profile::Full, vec![5, 50, 100, 500, 1000]),
     ] {
         let pts = HttpClients.points(profile, m);

@@ -61,15 +61,18 @@ fn ctrl_c_keeps_finished_cases() {
 #[test]
 fn a_second_ctrl_c_says_what_was_kept_and_writes_the_report() {
     let d = tempfile::tempdir().unwrap();
-    // Echo repetitions last over a second each: both signals land inside one.
+    // Closed-loop echo repetitions of two seconds, one window each (an open-loop point's
+    // slices stop within 50 ms of the first signal): both signals land inside one.
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("ringside"))
         .args([
             "run",
-            "echo.conns",
+            "echo.payload",
             "--profile",
             "quick",
             "--models",
             "epoll-lt",
+            "--duration",
+            "2",
         ])
         .args(["--quiet", "--out"])
         .arg(d.path())

@@ -39,7 +39,8 @@ fn cell<'a>(cases: &'a [Value], workload: &str, model: &str, key: &str, val: u64
 #[test]
 fn micro_smoke_run_is_complete_and_counts_syscalls() {
     let d = tempfile::tempdir().unwrap();
-    let r = run_smoke(d.path(), &[]);
+    // Every model (without --models only the families' leaders run).
+    let r = run_smoke(d.path(), &["--models", "all"]);
     assert_eq!(r["schema_version"], ringside::results::SCHEMA_VERSION);
     assert_eq!(r["finished"], true);
     assert_eq!(r["profile"], "smoke");

@@ -37,6 +37,9 @@ impl Workload for Batching {
             ..Facts::LOCAL
         }
     }
+    fn by_default(&self) -> bool {
+        false
+    }
     fn id(&self) -> &'static str {
         "micro.batching"
     }

@@ -44,6 +44,9 @@ impl Workload for FdScaling {
             ..Facts::LOCAL
         }
     }
+    fn by_default(&self) -> bool {
+        false
+    }
     fn id(&self) -> &'static str {
         "micro.fd_scaling"
     }

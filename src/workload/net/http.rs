@@ -60,7 +60,7 @@ pub(super) fn accepts(m: &ModelSpec) -> Result<(), String> {
 /// The client counts of `http.clients` that get an equal-load point: at `full` every one; at
 /// `quick` 50 and 500 (each costs as much as its capacity point); at `smoke` 50.
 pub(crate) const EQUAL_LOAD_CLIENTS: &[(Profile, &[u64])] =
-    &[(Profile::Smoke, &[50]), (Profile::Quick, &[50, 500])];
+    &[(Profile::Smoke, &[50]), (Profile::Quick, &[100])];
 
 /// Timed repetitions of an `http.clients` capacity cell that wrk runs beside (wrk's runs last
 /// whole seconds, at least one: beside every repetition they would double the suite's time).
@@ -122,7 +122,7 @@ impl Workload for HttpClients {
         let (warmup_ms, duration_ms) = cell::timing(profile);
         // quick leaves out 5 and 100 clients (the default run's time budget).
         let clients: &[u64] = match profile {
-            Profile::Quick => &[50, 500, 1000],
+            Profile::Quick => &[100],
             _ => &[5, 50, 100, 500, 1000],
         };
         let points = clients
@@ -171,6 +171,24 @@ impl Workload for HttpClients {
         };
         cell::measure(ctx, launch_http(ctx, m, a.body_bytes)?, &load).map(|(s, _)| s)
     }
+    fn slices(&self, p: &Point) -> Option<cell::Slicing> {
+        let a = p.args::<Args>().ok()?;
+        p.equal_load
+            .as_ref()
+            .map(|_| cell::slicing(a.clients, Duration::from_millis(a.duration_ms)))
+    }
+    fn start_live(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<cell::Live, CaseError> {
+        cell::start_live(ctx, launch_http(ctx, m, p.args::<Args>()?.body_bytes)?)
+    }
+    fn slice(
+        &self,
+        ctx: &Ctx<'_>,
+        live: &mut cell::Live,
+        p: &Point,
+        slicing: cell::Slicing,
+    ) -> Result<Sample, CaseError> {
+        http_slice(ctx, live, p.args::<Args>()?, offered_rate(ctx, p)?, slicing)
+    }
 }
 
 /// Offered rates of the open-loop sweep, requests/s over all connections.
@@ -209,6 +227,9 @@ impl Workload for HttpRate {
             )
         }
     }
+    fn by_default(&self) -> bool {
+        false
+    }
     fn id(&self) -> &'static str {
         "http.rate"
     }
@@ -243,6 +264,55 @@ impl Workload for HttpRate {
         })?;
         run_open(ctx, m, a, rate as f64)
     }
+    fn slices(&self, p: &Point) -> Option<cell::Slicing> {
+        let a = p.args::<Args>().ok()?;
+        Some(cell::slicing(
+            a.clients,
+            Duration::from_millis(a.duration_ms),
+        ))
+    }
+    fn start_live(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<cell::Live, CaseError> {
+        cell::start_live(ctx, launch_http(ctx, m, p.args::<Args>()?.body_bytes)?)
+    }
+    fn slice(
+        &self,
+        ctx: &Ctx<'_>,
+        live: &mut cell::Live,
+        p: &Point,
+        slicing: cell::Slicing,
+    ) -> Result<Sample, CaseError> {
+        let a = p.args::<Args>()?;
+        let rate = a.rate_per_sec.ok_or_else(|| {
+            CaseError::Failed(anyhow::anyhow!("an http.rate point without its rate"))
+        })?;
+        http_slice(ctx, live, a, rate as f64, slicing)
+    }
+}
+
+/// One slice of an open-loop HTTP point at `rate` against a live server, with the open-loop
+/// counters.
+fn http_slice(
+    ctx: &Ctx<'_>,
+    live: &mut cell::Live,
+    a: &Args,
+    rate: f64,
+    slicing: cell::Slicing,
+) -> Result<Sample, CaseError> {
+    let ex = get(a.body_bytes.map(|n| n as usize));
+    let load = Load {
+        conns: a.clients as usize,
+        warmup: slicing.warmup,
+        duration: slicing.window,
+        rate: Some(rate),
+        exchange: &ex,
+        bytes_received: true,
+        after: None,
+        around: None,
+        churn: false,
+    };
+    let (mut s, report) = live.slice(ctx, &load)?;
+    open_loop_counters(&mut s, rate, &report);
+    Ok(s)
 }
 
 /// One open-loop repetition at `rate` requests/s over the point's clients, with the open-loop

@@ -41,20 +41,20 @@ fn accepts_rung(m: &ModelSpec) -> Result<(), String> {
     }
 }
 
-/// The ladder's points: `inner`'s capacity points at [`LADDER_CONNS`] (param `key`), each
-/// followed by its equal-load point.
+/// The ladder's points: `inner`'s capacity point (its first, with the profile's timing) at
+/// each of [`LADDER_CONNS`] (param `key`), each followed by its equal-load point; whatever
+/// connection counts `inner`'s own profile runs.
 fn ladder_points(inner: &dyn Workload, key: &str, profile: Profile, m: &ModelSpec) -> Vec<Point> {
-    let capacity: Vec<Point> = inner
+    let Some(base) = inner
         .points(profile, m)
         .into_iter()
-        .filter(|p| p.equal_load.is_none())
-        .filter(|p| {
-            p.params
-                .0
-                .get(key)
-                .and_then(|v| v.as_u64())
-                .is_some_and(|n| LADDER_CONNS.contains(&n))
-        })
+        .find(|p| p.equal_load.is_none())
+    else {
+        return Vec::new();
+    };
+    let capacity: Vec<Point> = LADDER_CONNS
+        .iter()
+        .filter_map(|&n| base.set(key, n).ok())
         .collect();
     echo::with_equal_load(capacity, |_| true)
 }
@@ -99,6 +99,9 @@ impl Workload for EchoLadder {
     fn by_default(&self) -> bool {
         false
     }
+    fn own_models(&self) -> bool {
+        true
+    }
     fn points(&self, profile: Profile, m: &ModelSpec) -> Vec<Point> {
         ladder_points(&echo::EchoConns, "conns", profile, m)
     }
@@ -138,6 +141,9 @@ impl Workload for HttpLadder {
     }
     fn by_default(&self) -> bool {
         false
+    }
+    fn own_models(&self) -> bool {
+        true
     }
     fn points(&self, profile: Profile, m: &ModelSpec) -> Vec<Point> {
         ladder_points(&http::HttpClients, "clients", profile, m)

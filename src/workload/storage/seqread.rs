@@ -19,6 +19,9 @@ impl Workload for SeqRead {
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Storage
     }
+    fn by_default(&self) -> bool {
+        false
+    }
     fn id(&self) -> &'static str {
         "storage.seqread"
     }

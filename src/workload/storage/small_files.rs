@@ -37,6 +37,9 @@ impl Workload for SmallFiles {
     fn kind(&self) -> crate::workload::Kind {
         crate::workload::Kind::Storage
     }
+    fn by_default(&self) -> bool {
+        false
+    }
     fn id(&self) -> &'static str {
         "storage.small_files"
     }
