@@ -175,12 +175,22 @@ impl Matrix {
                 "{} ({}) against {} ({})",
                 run.letter, run.name, first.letter, first.name
             );
+            // The lines under a pair's headline name it by its letters alone.
+            let short = format!("{} vs {}", run.letter, first.letter);
             out.push(format!("{who}: {}", g.headline()));
             out.extend(g.failures.iter().map(|f| format!("FAIL: {who}: {f}")));
-            out.extend(g.untested.iter().map(|u| format!("{who}: not tested: {u}")));
-            out.extend(g.noisy.iter().map(|n| format!("{who}: {n}")));
+            out.extend(
+                g.untested
+                    .iter()
+                    .map(|u| format!("{short}: not tested: {u}")),
+            );
+            out.extend(g.noisy.iter().map(|n| format!("{short}: {n}")));
             if g.outcome == Outcome::Inconclusive {
-                out.extend(g.remedies.iter().map(|r| format!("{who}: to see it: {r}")));
+                out.extend(
+                    g.remedies
+                        .iter()
+                        .map(|r| format!("{short}: to see it: {r}")),
+                );
             }
         }
         out
