@@ -62,22 +62,26 @@ pub enum Command {
         timeline: Option<String>,
     },
     /// Compare results files cell by cell: the first (the baseline) with each later one;
-    /// exits 1 on a significant regression.
+    /// exits 0 PASS (every compared cell tested with power to see the threshold, none
+    /// regressed), 1 REGRESSION, 3 INCONCLUSIVE (no regression found, but cells it could not
+    /// test).
     Compare {
         /// The baseline results.json, then the results.json(s) to judge against it (2 to 26
         /// files; more than two print one matrix, corrected as one family).
         #[arg(required = true, num_args = 2.., value_name = "RESULTS")]
         files: Vec<PathBuf>,
-        /// Percent change in median latency or ops/s that counts as a regression.
+        /// Percent change in median latency or ops/s that counts as a regression, and that
+        /// every compared cell's test must be able to see for a PASS.
         #[arg(long, default_value_t = crate::stats::compare::DEFAULT_THRESHOLD_PCT)]
         threshold: f64,
         /// Also write the runs side by side as a page, compare.html and compare.md (with a
         /// chart per workload and figure), into this directory; nothing is written without it.
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Do not fail on what cannot be tested: a change beyond the threshold with too few
-        /// repetitions for the test to reach its significance level, and cells only one file
-        /// has. A regression, a measured cell that failed and an unfinished NEW still fail.
+        /// PASS (exit 0) where nothing regressed, whatever could not be tested (too few
+        /// repetitions, noise too high for the threshold, disturbed cells, cells only one
+        /// file has), listing it. A regression and a measured cell that failed still exit 1,
+        /// an unfinished NEW and a comparison of nothing still 3.
         #[arg(long)]
         allow_untested: bool,
     },

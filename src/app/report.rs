@@ -90,7 +90,7 @@ fn many(results: &[PathBuf], out: Option<&Path>, format: Format) -> anyhow::Resu
     };
     let text = match format {
         Format::Markdown => crate::export::compare::markdown(&m),
-        _ => crate::export::compare::term(&m, None),
+        _ => crate::export::compare::term(&m),
     };
     super::stdout::write(text.as_bytes())?;
     let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();

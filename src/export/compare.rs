@@ -1,10 +1,15 @@
-//! Many runs side by side: a [`Matrix`] (built and judged in `stats::compare::many`) as
-//! tables, charts, terminal text and markdown; `html::compare` draws the page. Nothing here
-//! computes a figure, a ratio or a claim: each cell is the matrix's, formatted.
+//! `ringside compare`'s words. Two runs: a [`Comparison`] and its [`Gate`] as terminal text
+//! ([`pair_term`]). Many runs side by side: a [`Matrix`] (built and judged in
+//! `stats::compare::many`) as tables, charts, terminal text and markdown; `html::compare`
+//! draws the page. Nothing here computes a figure, a ratio, a claim or a verdict: each is
+//! the comparison's or the matrix's, formatted; every rendering opens with the verdict.
 
 use super::charts::{Chart, Kind, Metric, Pt, Series, Style, PALETTE};
 use super::format::{fmt_ns, fmt_rate, Table};
-use crate::stats::compare::{Figure, Matrix, MatrixRow};
+use crate::stats::claims::p_text;
+use crate::stats::compare::{
+    pct_words, Change, Comparison, Figure, FigureChange, Gate, Matrix, MatrixRow, Method, ALPHA,
+};
 use std::sync::Arc;
 
 /// The chart metric that draws a figure.
@@ -217,9 +222,8 @@ pub(crate) fn charts(m: &Matrix) -> Vec<Chart> {
 }
 
 /// The judge's lines under the tables: regressions, each pair's calibration probes where
-/// they moved, and with `gate` (`Some(allow_untested)`: `compare`'s output) the gate's
-/// reasons to fail.
-pub(crate) fn summary_lines(m: &Matrix, gate: Option<bool>) -> Vec<String> {
+/// they moved, then each pair's gate (what it could not test, what would let it).
+pub(crate) fn summary_lines(m: &Matrix) -> Vec<String> {
     let mut out = Vec::new();
     let regs = m.regressions();
     out.push(if regs.is_empty() {
@@ -235,20 +239,15 @@ pub(crate) fn summary_lines(m: &Matrix, gate: Option<bool>) -> Vec<String> {
             out.push(format!("{} against {}: {t}", run.letter, m.runs[0].letter));
         }
     }
-    if let Some(allow_untested) = gate {
-        out.extend(
-            m.gate(allow_untested)
-                .into_iter()
-                .map(|f| format!("FAIL: {f}")),
-        );
-    }
+    out.extend(m.gate_lines());
     out
 }
 
-/// The matrix as terminal text: the runs, every cell, the environment's differences and the
-/// judge's lines (with `gate`, as [`summary_lines`], the gate's).
-pub(crate) fn term(m: &Matrix, gate: Option<bool>) -> String {
-    let mut out = String::new();
+/// The matrix as terminal text: the verdict, the runs, every cell, the environment's
+/// differences, the judge's lines ([`summary_lines`]) and the verdict again.
+pub(crate) fn term(m: &Matrix) -> String {
+    let headline = m.headline();
+    let mut out = format!("{headline}\n\n");
     for t in [runs_table(m), matrix_table(m, None)] {
         out += &super::term::render_table(&t);
         out.push('\n');
@@ -259,16 +258,22 @@ pub(crate) fn term(m: &Matrix, gate: Option<bool>) -> String {
         out += &super::term::render_table(&env_table(m));
     }
     out.push('\n');
-    for l in summary_lines(m, gate) {
+    for l in summary_lines(m) {
         out += &l;
         out.push('\n');
     }
+    out += &headline;
+    out.push('\n');
     out
 }
 
-/// The matrix as markdown: the same tables, a table per workload.
+/// The matrix as markdown: the verdict, then the same tables, a table per workload.
 pub(crate) fn markdown(m: &Matrix) -> String {
-    let mut out = format!("# ringside: {} runs side by side\n\n", m.runs.len());
+    let mut out = format!(
+        "# ringside: {} runs side by side\n\n**{}**\n\n",
+        m.runs.len(),
+        m.headline().replace('|', "\\|")
+    );
     out += &super::markdown::render_table(&runs_table(m));
     out.push('\n');
     if m.env.is_empty() {
@@ -281,8 +286,244 @@ pub(crate) fn markdown(m: &Matrix) -> String {
         out += &super::markdown::render_table(&matrix_table(m, Some(w)));
         out.push('\n');
     }
-    for l in summary_lines(m, None) {
+    for l in summary_lines(m) {
         out += &format!("- {}\n", l.replace('|', "\\|"));
     }
+    out
+}
+
+// Two runs: `ringside compare BASE NEW`'s detailed table, its noise and probes, and its gate.
+
+/// The change with its 95% bootstrap interval where the repetitions give one.
+fn pct(c: &Change) -> String {
+    match c.ci_pct {
+        Some((lo, hi)) => format!("{:+.1}% [{lo:+.1}, {hi:+.1}]", c.pct),
+        None => format!("{:+.1}%", c.pct),
+    }
+}
+
+/// The decisive test's p after the correction (and before it, when they differ); for files
+/// without per-run values, whether the ranges are apart.
+fn p(f: &FigureChange) -> String {
+    match (f.test.p_adj, f.test.p) {
+        (Some(a), Some(r)) if (a - r).abs() > 1e-12 => {
+            format!("{} (raw {})", p_text(a), p_text(r))
+        }
+        (Some(a), _) => p_text(a),
+        _ if f.change.method == Method::Spread && f.change.significant => "spreads apart".into(),
+        _ if f.change.method == Method::Spread => "spreads overlap".into(),
+        _ => "untested".into(),
+    }
+}
+
+/// One figure's cell of the table: "681 ns -> 700 ns, +2.8% [..]; vs the point's 7 other
+/// models +3.1%, p 0.031".
+fn figure_text(f: &FigureChange) -> String {
+    let mut s = format!(
+        "{} -> {}, {}",
+        value_text(f.figure, f.change.base),
+        value_text(f.figure, f.change.new),
+        pct(&f.change)
+    );
+    if let Some((r, rel)) = &f.relative {
+        s += &format!("; vs {r} {:+.1}%", rel.pct);
+    }
+    s + &format!(", p {}", p(f))
+}
+
+/// The pair's table: a row per compared cell, each figure's change and test, the verdict.
+fn pair_table(cmp: &Comparison, (base, new): (&str, &str), threshold: f64) -> Table {
+    let figs = [
+        Figure::P50,
+        Figure::OpsPerSec,
+        Figure::CpuPerOp,
+        Figure::P99,
+    ];
+    let mut header = vec!["cell".to_string()];
+    header.extend(figs.iter().map(|f| f.name().to_string()));
+    header.push("verdict".into());
+    let rows = cmp
+        .cells
+        .iter()
+        .map(|c| {
+            let mut row = vec![c.cell.clone()];
+            for f in figs {
+                row.push(
+                    c.figures
+                        .iter()
+                        .find(|x| x.figure == f)
+                        .map(figure_text)
+                        .unwrap_or_default(),
+                );
+            }
+            row.push(c.verdict(threshold));
+            row
+        })
+        .collect();
+    let mut footnotes = Vec::new();
+    for k in &cmp.only_base {
+        footnotes.push(format!("only in {base}: {k}"));
+    }
+    for k in &cmp.only_new {
+        footnotes.push(format!("only in {new}: {k}"));
+    }
+    for k in &cmp.not_compared {
+        footnotes.push(format!("not compared: {k}"));
+    }
+    for (file, finished) in [(base, cmp.base_finished), (new, cmp.new_finished)] {
+        if !finished {
+            footnotes.push(format!(
+                "{file} is an unfinished run (interrupted): only the cells it kept are compared"
+            ));
+        }
+    }
+    Table {
+        title: format!("{base} -> {new}"),
+        note: format!(
+            "medians of per-run figures (ops/s of closed-loop cells only, p99 where every \
+             repetition had {} samples beyond it); p: of the change relative to the point's \
+             other models in the same rounds (the figure itself for a model alone at its \
+             point), the larger of Mann-Whitney U over the rounds and a normal test with the \
+             run-to-run noise below, adjusted for a false discovery rate of {ALPHA} over all \
+             {} tests; regression: significant, worse by more than {threshold}% both as \
+             measured and relative to the point's others (a model alone: beyond the \
+             calibration probes' drift too), and not within a jump the model showed within \
+             a run; UNTESTED at {threshold}%: no change called, but its test could not have \
+             called one of {threshold}% (its minimum detectable effect: the smallest change \
+             it would call, alone among the tests, at the noise measured)",
+            crate::stats::claims::TAIL_MIN,
+            cmp.tests
+        ),
+        header,
+        rows,
+        footnotes,
+    }
+}
+
+/// The probes, the run-to-run noise, scattered and jumping models, the tests' count and the
+/// environment's differences, one line each.
+fn pair_context(cmp: &Comparison) -> String {
+    let mut out = String::new();
+    match cmp.probes.as_ref() {
+        None => out += "calibration probes: not in both files (runs before they were kept)\n",
+        Some(pd) => {
+            let list: Vec<String> = pd
+                .probes
+                .iter()
+                .map(|(n, b, x, pct, _)| format!("{n} {b:.0} -> {x:.0} ns ({pct:+.1}%)"))
+                .collect();
+            out += &format!("calibration probes: {}\n", list.join(", "));
+            if let Some(t) = pd.text() {
+                out += &format!("  {t}\n");
+            }
+        }
+    }
+    if !cmp.noise.is_empty() {
+        out += "run-to-run noise (per run, estimated from every cell's change; the rounds of \
+                one run cannot show it) and the smallest change a lone cell could show:\n";
+        for n in &cmp.noise {
+            out += &format!(
+                "  {} {}{}: {} ({} tests{}){}\n",
+                n.workload,
+                n.figure.name(),
+                if n.relative { " relative" } else { "" },
+                n.pct()
+                    .map(|(e, u)| format!("±{e:.1}% (judged at its 95% upper bound, ±{u:.1}%)"))
+                    .unwrap_or_else(|| "not estimated".into()),
+                n.tests,
+                if n.pooled {
+                    ", too few: over every workload"
+                } else {
+                    ""
+                },
+                n.invisible_pct()
+                    .map(|p| format!("; changes under {} are invisible", pct_words(p)))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    // Models whose own scatter is well beyond their workload's noise, one line per model
+    // and workload.
+    let mut scatter: Vec<((String, String), Vec<String>, usize)> = Vec::new();
+    for m in cmp.scattered() {
+        let k = (m.label.clone(), m.workload.clone());
+        let fig = format!("{} ±{:.0}%", m.figure.name(), (m.tau.exp() - 1.0) * 100.0);
+        match scatter.iter_mut().find(|s| s.0 == k) {
+            Some(s) => s.1.push(fig),
+            None => scatter.push((k, vec![fig], m.points)),
+        }
+    }
+    for ((label, workload), figs, points) in &scatter {
+        out += &format!(
+            "{label} in {workload} scattered over its {points} points between the runs, beyond \
+             its workload's noise: {} per run (its changes there are judged against that)\n",
+            figs.join(", ")
+        );
+    }
+    for (which, u) in &cmp.unstable {
+        out += &format!("jumped between two levels within {which}: {}\n", u.text());
+    }
+    out += &format!(
+        "{} tests over {} cells, false discovery rate kept at {ALPHA}; {} cell(s) not \
+         compared because a run was disturbed there\n",
+        cmp.tests,
+        cmp.cells.len(),
+        cmp.disturbed.len()
+    );
+    if cmp.env_diff.is_empty() {
+        out += "environment: no difference\n";
+    } else {
+        out += "environment differences (base -> new):\n";
+        for (k, vb, vn) in &cmp.env_diff {
+            out += &format!("  {k}: {vb} -> {vn}\n");
+        }
+    }
+    out
+}
+
+/// The gate in lines: what failed, what could not be tested and why, and what would make a
+/// change of the threshold visible.
+pub(crate) fn gate_lines(g: &Gate) -> Vec<String> {
+    let mut out: Vec<String> = g.failures.iter().map(|f| format!("FAIL: {f}")).collect();
+    out.extend(g.blocked.iter().map(|b| format!("cannot pass: {b}")));
+    if !g.untested.is_empty() {
+        out.push(format!(
+            "not tested with power to see a {}% change ({} cell(s){}):",
+            g.threshold_pct,
+            g.untested.len(),
+            if g.accepted {
+                ", accepted with --allow-untested"
+            } else {
+                ""
+            }
+        ));
+        out.extend(g.untested.iter().map(|u| format!("  {u}")));
+    }
+    out.extend(g.noisy.iter().cloned());
+    if !g.remedies.is_empty() {
+        out.push(format!(
+            "what would make a {}% change visible:",
+            g.threshold_pct
+        ));
+        out.extend(g.remedies.iter().map(|r| format!("  - {r}")));
+    }
+    out
+}
+
+/// `ringside compare BASE NEW` as terminal text: the verdict, the table, the context, the
+/// gate's lines and the verdict again (the last line a log shows).
+pub(crate) fn pair_term(cmp: &Comparison, gate: &Gate, names: (&str, &str)) -> String {
+    let headline = gate.headline();
+    let mut out = format!("{headline}\n\n");
+    out += &super::term_table(&pair_table(cmp, names, gate.threshold_pct));
+    out.push('\n');
+    out += &pair_context(cmp);
+    out.push('\n');
+    for l in gate_lines(gate) {
+        out += &l;
+        out.push('\n');
+    }
+    out += &headline;
+    out.push('\n');
     out
 }

@@ -2,6 +2,7 @@
 //! against the first in one matrix (one correction family), lists the environment facts that
 //! differ, and with `--out` writes a page with a chart per workload and figure;
 //! `ringside report A B C` writes the same page. Two-file `compare` prints and exits as before.
+//! Every rendering opens with the matrix's verdict (the worst pair's).
 
 use crate::common;
 
@@ -137,6 +138,11 @@ fn three_runs_side_by_side_name_the_one_that_regressed() {
         assert_eq!(l.contains("REGRESSION"), l == row, "{l}");
     }
     assert!(out.contains(&format!("FAIL: C ({})", c.display())), "{out}");
+    // The verdict first and last: C regressed; B's noise between runs cannot be estimated
+    // from micro.pipe's seven cells, so B could not be tested with power.
+    let verdict = "REGRESSION: B against A INCONCLUSIVE; C against A REGRESSION";
+    assert!(out.starts_with(verdict), "{out}");
+    assert_eq!(out.lines().last(), Some(verdict), "{out}");
     assert!(!out.contains("FAIL: B"), "{out}");
     assert_eq!(
         env_facts(&out),

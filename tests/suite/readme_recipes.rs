@@ -113,13 +113,15 @@ fn the_readme_recipes_run_as_written() {
             }
             let o = sh(dir.path(), cmd);
             // Smoke's one repetition per cell is too few to test a change: compare says so
-            // (exit 1) or passes (0); bad input or a crash is neither.
-            assert!(
-                matches!(o.status.code(), Some(0 | 1)),
-                "compare: {}",
-                text(&o)
-            );
+            // (INCONCLUSIVE, exit 3), never PASS; a cell that failed in one of the two runs
+            // is a REGRESSION (1). Bad input or a crash is neither.
             let stdout = String::from_utf8_lossy(&o.stdout);
+            let word = match o.status.code() {
+                Some(3) => "INCONCLUSIVE: ",
+                Some(1) => "REGRESSION: ",
+                _ => panic!("compare: {}", text(&o)),
+            };
+            assert!(stdout.starts_with(word), "compare: {}", text(&o));
             assert!(
                 stdout.contains("echo.rate"),
                 "compare names no cell: {}",

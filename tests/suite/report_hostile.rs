@@ -89,7 +89,9 @@ fn list_env_report_compare_stop_quietly_on_a_closed_stdout() {
     assert_quiet(&["report", fx, "--out", out.to_str().unwrap()], 0);
     // The files are written all the same.
     assert!(out.join("report.html").is_file() && out.join("report.md").is_file());
-    assert_quiet(&["compare", fx, fx], 0);
+    // The fixture against itself: six repetitions a side cannot confirm a change alone
+    // among its tests, so the gate is inconclusive (3), read or not.
+    assert_quiet(&["compare", fx, fx], 3);
     // The gate's verdict does not depend on anyone reading its table.
     let mut v: serde_json::Value =
         serde_json::from_slice(&std::fs::read(fixture()).unwrap()).unwrap();

@@ -1,11 +1,13 @@
-//! The page of many runs side by side (`compare A B C --out DIR`, `report A B C`): the runs,
-//! the environment facts that differ, then per workload one chart per figure across the runs
-//! and the table of its cells with each later run's claim. The same style sheet and figures as
-//! the run report; everything shown is the [`Matrix`]'s.
+//! The page of many runs side by side (`compare A B C --out DIR`, `report A B C`): the
+//! verdict (PASS, REGRESSION or INCONCLUSIVE), the runs, the environment facts that differ,
+//! then per workload one chart per figure across the runs and the table of its cells with
+//! each later run's claim. The same style sheet and figures as the run report; everything
+//! shown is the [`Matrix`]'s.
 
 use super::{anchor, figure, table_html, CSS};
 use crate::export::compare::{charts, env_table, matrix_table, runs_table, summary_lines};
 use crate::stats::compare::Matrix;
+use crate::stats::compare::Outcome;
 use maud::{html, PreEscaped, DOCTYPE};
 
 /// The page, self-contained (inline CSS and SVG, no script, no URL).
@@ -33,6 +35,11 @@ pub(crate) fn page(m: &Matrix) -> anyhow::Result<Vec<u8>> {
     let runs = runs_table(m);
     let env = env_table(m);
     let title = format!("ringside: {} runs side by side", m.runs.len());
+    let verdict_class = match m.outcome() {
+        Outcome::Pass => "verdict pass",
+        Outcome::Inconclusive => "verdict inconclusive",
+        Outcome::Regression => "verdict regression",
+    };
     let page = html! {
         (DOCTYPE)
         html lang="en" {
@@ -46,6 +53,7 @@ pub(crate) fn page(m: &Matrix) -> anyhow::Result<Vec<u8>> {
             body {
                 header {
                     h1 { (title) }
+                    p class=(verdict_class) { strong { (m.headline()) } }
                     p class="meta" {
                         (m.rows.len()) " cells; each run compared with "
                         (m.runs[0].letter) ", " (m.tests) " tests in one family"
@@ -65,7 +73,7 @@ pub(crate) fn page(m: &Matrix) -> anyhow::Result<Vec<u8>> {
                     p class="note" { (runs.note) }
                     (table_html(&runs))
                     ul class="findings" {
-                        @for l in summary_lines(m, None) { li { (l) } }
+                        @for l in summary_lines(m) { li { (l) } }
                     }
                 }
                 section id="environment" {

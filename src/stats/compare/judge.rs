@@ -26,6 +26,7 @@ pub(super) fn correct_and_judge(
     family: usize,
 ) {
     cmp.tests = adj.len();
+    cmp.family = family;
     let mut k = 0;
     let drift_pct = cmp.probes.as_ref().map_or(0.0, |p| p.drift_pct);
     let wake_pct = cmp.probes.as_ref().and_then(|p| p.wake_pct);
@@ -56,6 +57,7 @@ pub(super) fn correct_and_judge(
             .filter(|(_, u)| u.workload == c.workload && u.label == c.label)
             .max_by(|a, b| a.1.levels.gap().total_cmp(&b.1.levels.gap()));
         judge(c, threshold_pct, (drift_pct, wake_pct), family, jump);
+        super::power::assess(c, threshold_pct, family, (drift_pct, wake_pct), jump);
     }
 }
 

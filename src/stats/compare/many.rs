@@ -101,6 +101,8 @@ pub(crate) struct Matrix {
     /// The tests of every pair, corrected as one family.
     pub(crate) tests: usize,
     pub(crate) threshold_pct: f64,
+    /// Whether the gate accepts what could not be tested (`compare --allow-untested`).
+    pub(crate) allow_untested: bool,
 }
 
 impl Matrix {
@@ -121,24 +123,77 @@ impl Matrix {
         .collect()
     }
 
-    /// Why the matrix fails as a gate (exit 1), one sentence each, naming the run: every
-    /// later run's [`Comparison::gate`] against the first.
-    pub(crate) fn gate(&self, allow_untested: bool) -> Vec<String> {
-        let first = &self.runs[0];
+    /// Each later run's gate against the first (index k - 1 for run k), at the matrix's
+    /// threshold and `allow_untested`.
+    pub(crate) fn gates(&self) -> Vec<Gate> {
         self.pairs
             .iter()
-            .zip(&self.runs[1..])
-            .flat_map(|(cmp, run)| {
-                cmp.gate(self.threshold_pct, allow_untested)
-                    .into_iter()
-                    .map(move |why| {
-                        format!(
-                            "{} ({}) against {} ({}): {why}",
-                            run.letter, run.name, first.letter, first.name
-                        )
-                    })
-            })
+            .map(|cmp| cmp.gate(self.threshold_pct, self.allow_untested))
             .collect()
+    }
+
+    /// The matrix's verdict: the worst of its pairs' (a regression in any pair is a
+    /// regression, else any pair inconclusive is inconclusive).
+    pub(crate) fn outcome(&self) -> Outcome {
+        self.gates()
+            .iter()
+            .map(|g| g.outcome)
+            .max()
+            .unwrap_or(Outcome::Inconclusive)
+    }
+
+    /// The verdict in one line, each later run's beside it: "INCONCLUSIVE: B against A
+    /// PASS; C against A INCONCLUSIVE".
+    pub(crate) fn headline(&self) -> String {
+        let first = &self.runs[0].letter;
+        let each: Vec<String> = self
+            .gates()
+            .iter()
+            .zip(&self.runs[1..])
+            .map(|(g, run)| format!("{} against {first} {}", run.letter, g.outcome.word()))
+            .collect();
+        format!(
+            "{}{}: {}",
+            self.outcome().word(),
+            if self.allow_untested {
+                " (--allow-untested)"
+            } else {
+                ""
+            },
+            each.join("; ")
+        )
+    }
+
+    /// Each later run's gate in sentences, naming the run: its headline, what failed
+    /// ("FAIL: C (c.json) against A (a.json): ..."), what it could not test and what would
+    /// let it.
+    pub(crate) fn gate_lines(&self) -> Vec<String> {
+        let first = &self.runs[0];
+        let mut out = Vec::new();
+        for (g, run) in self.gates().iter().zip(&self.runs[1..]) {
+            let who = format!(
+                "{} ({}) against {} ({})",
+                run.letter, run.name, first.letter, first.name
+            );
+            // The lines under a pair's headline name it by its letters alone.
+            let short = format!("{} vs {}", run.letter, first.letter);
+            out.push(format!("{who}: {}", g.headline()));
+            out.extend(g.failures.iter().map(|f| format!("FAIL: {who}: {f}")));
+            out.extend(
+                g.untested
+                    .iter()
+                    .map(|u| format!("{short}: not tested: {u}")),
+            );
+            out.extend(g.noisy.iter().map(|n| format!("{short}: {n}")));
+            if g.outcome == Outcome::Inconclusive {
+                out.extend(
+                    g.remedies
+                        .iter()
+                        .map(|r| format!("{short}: to see it: {r}")),
+                );
+            }
+        }
+        out
     }
 
     /// The regressions of every later run, "C: micro.pipe uring msg_bytes=64".
@@ -239,6 +294,7 @@ pub(crate) fn compare_many(
         env: env_table(runs),
         tests: all.len(),
         threshold_pct,
+        allow_untested: false,
     })
 }
 

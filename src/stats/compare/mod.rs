@@ -27,8 +27,13 @@
 //! A test can only find what its sample sizes allow: the smallest two-sided p Mann-Whitney
 //! can give for n1 and n2 values is 2 / C(n1 + n2, n1) (0.1 for 3 against 3), so below 4
 //! repetitions a side no change is ever significant at alpha 0.05. Such a change beyond the
-//! threshold is reported as untested, never as "no significant change"; [`Comparison::gate`]
-//! says what makes `ringside compare` exit 1.
+//! threshold is reported as untested, never as "no significant change".
+//!
+//! **A gate that passes only what it could see** (`power`, `gate`): each figure's test has a
+//! minimum detectable effect, the smallest change it would call alone among the family's
+//! tests at the noise measured; a cell whose tests could not see the threshold (or that was
+//! not compared) is untested, and [`Comparison::gate`] says PASS only where none is:
+//! REGRESSION (exit 1), INCONCLUSIVE (exit 3) or PASS (0).
 
 use super::rank::normal_sf;
 pub(crate) use super::rank::{mann_whitney, min_p, reps_needed, testable};
@@ -188,6 +193,8 @@ pub(crate) struct FigureChange {
     pub(crate) relative: Option<(String, Change)>,
     /// The test that decides (see [`Test`]).
     pub(crate) test: Test,
+    /// What the test could see (its minimum detectable effect); `None` until judged.
+    pub(crate) power: Option<FigurePower>,
 }
 
 /// The test that decides whether a figure changed: on the values relative to the point's
@@ -256,6 +263,9 @@ pub(crate) struct CellChange {
     /// some of its point's other models' stay on one: the relative test does not cancel the
     /// machine's cross-CPU state for it (see [`ProbeDrift::wake_pct`]).
     pub(crate) poller: bool,
+    /// Why it could not see a change of the threshold (empty: it could, see
+    /// [`CellChange::tested`]); set when judged.
+    pub(crate) blind: Vec<Blind>,
 }
 
 /// "too few repetitions to test (n=3; need >= 4)" for `(base, new)` repetitions; a side
@@ -305,6 +315,12 @@ pub(crate) struct Comparison {
     pub(crate) tests: usize,
     /// Cells not compared because a run was disturbed there (part of `not_compared`).
     pub(crate) disturbed: Vec<String>,
+    /// Equal-load cells not compared because their offered rates differ by more than
+    /// [`RATE_TOLERANCE`] (part of `not_compared`).
+    pub(crate) rates_differ: Vec<String>,
+    /// The tests of the correction family the comparison was judged in: its own, or every
+    /// pair's of `compare A B C` (a lone change among them needs `ALPHA / family`).
+    pub(crate) family: usize,
     /// The calibration probes of both runs and what they say.
     pub(crate) probes: Option<ProbeDrift>,
     /// The run-to-run noise of each workload's figures, estimated from the cells.
@@ -360,9 +376,11 @@ impl ProbeDrift {
 
 mod env;
 mod figures;
+mod gate;
 mod judge;
 mod many;
 mod noise;
+mod power;
 #[cfg(test)]
 mod tests;
 mod text;
@@ -370,10 +388,12 @@ mod text;
 use env::env_diff;
 pub(crate) use env::{flatten, probe_drift};
 use figures::{figure_runs, point_key, relative_to, test_of, Peer};
+pub(crate) use gate::{pct_words, Gate, Outcome};
 use judge::correct_and_judge;
 pub(crate) use many::{compare_many, Matrix, MatrixRow, MAX_RUNS};
 use noise::add_run_noise;
 pub(crate) use noise::{ModelNoise, RunNoise};
+pub(crate) use power::{Blind, FigurePower, Power};
 
 /// Compares `new` against `base`; a cell regresses when one of its figures gets worse by more
 /// than `threshold_pct` percent, significantly after the correction over every test, and not
@@ -501,11 +521,13 @@ fn compare_cell(
     );
     if let (Some(rb), Some(rn)) = rates {
         if rb > 0.0 && ((rn - rb) / rb).abs() > RATE_TOLERANCE {
-            cmp.not_compared.push(format!(
+            let line = format!(
                 "{key}: offered {rb:.0} ops/s in BASE and {rn:.0} in NEW (each run derives \
                  an equal-load rate from its own capacity point): figures at different \
                  loads are not compared"
-            ));
+            );
+            cmp.rates_differ.push(line.clone());
+            cmp.not_compared.push(line);
             return;
         }
     }
@@ -553,6 +575,7 @@ fn compare_cell(
         drift: None,
         unstable: None,
         poller,
+        blind: Vec::new(),
     });
 }
 
@@ -586,6 +609,7 @@ fn figure_changes(
             change,
             relative,
             test,
+            power: None,
         });
     }
     figures

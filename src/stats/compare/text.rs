@@ -17,18 +17,123 @@ impl CellChange {
             format!("the machine's drift: {why}")
         } else if let Some(why) = &self.unstable {
             format!("unstable here: {why}")
+        } else if !self.blind.is_empty() {
+            // No change called, but none of the threshold's size could have been.
+            format!(
+                "UNTESTED at {threshold}%: {}",
+                blind_text(&self.blind, threshold)
+            )
         } else if self.figures.iter().any(|f| f.test.significant) {
             format!("changed within {threshold}%")
-        } else if let Some((nb, nn)) = self.figures.iter().find_map(|f| f.change.too_few) {
-            let n = if nb == nn {
-                format!("n={nb}")
-            } else {
-                format!("n={nb} and {nn}")
-            };
-            format!("within {threshold}% ({n}: too few to test)")
         } else {
             "no significant change".into()
         }
+    }
+}
+
+impl Blind {
+    /// Why a cell could not see a change of `threshold` percent, in words, as (the figure it
+    /// is of, why): (CPU/op, "could see only changes beyond 14% (6 repetitions a side, noise
+    /// between runs ±4.1% a run; 40 a side would see 5% at this noise)"); see [`blind_text`].
+    pub(crate) fn reason(&self, threshold: f64) -> (Option<&'static str>, String) {
+        let t = threshold;
+        match self {
+            Blind::Figure(fig, p) => {
+                let need = match p.power {
+                    Power::TooFew { need, .. } => Some(need),
+                    _ => None,
+                };
+                let more = match (p.rounds_needed, p.floor_pct) {
+                    (Some(n), _) if Some(n) == need => String::new(),
+                    (Some(n), _) => format!("; {n} a side would see {t}% at this noise"),
+                    (None, Some(f)) if f > t => format!(
+                        "; no number of repetitions would: the noise between runs alone hides \
+                         changes under {}",
+                        super::gate::pct_words(f)
+                    ),
+                    _ => String::new(),
+                };
+                let why = match &p.power {
+                    Power::Sees(m) => format!(
+                        "could see only changes beyond {} ({}{}{more})",
+                        super::gate::pct_words(*m),
+                        sizes_text(p.sizes),
+                        p.noise_pct
+                            .map(|n| format!(", noise between runs ±{n:.1}% a run"))
+                            .unwrap_or_default()
+                    ),
+                    Power::TooFew { sizes, need } => format!(
+                        "too few repetitions to test ({}; a change alone among {} tests needs \
+                         >= {need} a side{more})",
+                        sizes_text(*sizes),
+                        p.tests
+                    ),
+                    Power::NoValues(sizes) => too_few_text(*sizes),
+                    Power::NoiseUnknown => format!(
+                        "the noise between runs is not estimated (under {} tests of it), so \
+                         what its test could see is unknown",
+                        crate::stats::stability::NOISE_MIN_CELLS
+                    ),
+                };
+                (Some(fig.name()), why)
+            }
+            Blind::MachineMoved(d) => (
+                None,
+                format!(
+                    "a model alone at its point while the calibration probes moved {d:.0}% \
+                     between the runs: its changes within {:.0}% are taken as the machine's",
+                    t + d
+                ),
+            ),
+            Blind::Poller(w) => (
+                None,
+                format!(
+                    "its ops cross to a SQPOLL poller and the machine's cross-CPU wake-up got \
+                     {w:.0}% slower between the runs: a change for the worse is taken as the \
+                     machine's"
+                ),
+            ),
+            Blind::Jump(which, gap) => (
+                None,
+                format!(
+                    "its model jumped between two levels {gap:.0}% apart within {which} in \
+                     this workload: its changes within that are not called"
+                ),
+            ),
+        }
+    }
+}
+
+/// Why a cell could not see a change of `threshold` percent: its reasons in order, the
+/// figures that share one named together ("p50, ops/s: too few repetitions ...").
+pub(crate) fn blind_text(blind: &[Blind], threshold: f64) -> String {
+    let mut merged: Vec<(Vec<&'static str>, String)> = Vec::new();
+    for b in blind {
+        let (fig, why) = b.reason(threshold);
+        match merged.iter_mut().find(|m| m.1 == why) {
+            Some(m) => m.0.extend(fig),
+            None => merged.push((fig.into_iter().collect(), why)),
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(figs, why)| {
+            if figs.is_empty() {
+                why
+            } else {
+                format!("{}: {why}", figs.join(", "))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// "6 repetitions a side", "3 and 6 repetitions".
+fn sizes_text((nb, nn): (usize, usize)) -> String {
+    if nb == nn {
+        format!("{nb} repetitions a side")
+    } else {
+        format!("{nb} and {nn} repetitions")
     }
 }
 
@@ -67,105 +172,4 @@ impl Comparison {
             m.tau > 2.0 * group && m.tau > 0.02
         })
     }
-
-    /// Changes beyond the threshold the repetitions cannot test.
-    pub(crate) fn untested(&self) -> impl Iterator<Item = &CellChange> {
-        self.cells.iter().filter(|c| c.untested.is_some())
-    }
-
-    /// Why `ringside compare` fails (exit 1), one sentence each; empty: it passes. Always: a
-    /// significant regression, a measured cell that failed, an unfinished NEW run, and a
-    /// comparison of nothing. Unless `allow_untested`: a change beyond the threshold that is
-    /// too few repetitions to test, cells only one file has, and cells NEW no longer measured.
-    pub(crate) fn gate(&self, threshold_pct: f64, allow_untested: bool) -> Vec<String> {
-        let mut why = Vec::new();
-        let names = |v: Vec<&str>| v.join("; ");
-        let regs: Vec<&str> = self.regressions().map(|c| c.cell.as_str()).collect();
-        if !regs.is_empty() {
-            why.push(format!(
-                "{} regression(s) beyond {threshold_pct}%: {}",
-                regs.len(),
-                names(regs)
-            ));
-        }
-        if !self.became_failed.is_empty() {
-            why.push(format!(
-                "{} cell(s) measured in BASE failed in NEW: {}",
-                self.became_failed.len(),
-                self.became_failed.join("; ")
-            ));
-        }
-        if !self.new_finished {
-            why.push(
-                "NEW is an unfinished run (\"finished\": false): cells it never reached are \
-                 not compared"
-                    .into(),
-            );
-        }
-        if self.cells.is_empty() {
-            why.push("no cell was compared: the two files have no measured cell in common".into());
-        }
-        if allow_untested {
-            return why;
-        }
-        let noisy: Vec<String> = self
-            .noisy(threshold_pct)
-            .map(|n| {
-                format!(
-                    "{} {}{} (±{:.1}% per run, from {} tests)",
-                    n.workload,
-                    n.figure.name(),
-                    if n.relative {
-                        " relative to its point"
-                    } else {
-                        ""
-                    },
-                    n.pct().map_or(0.0, |p| p.0),
-                    n.tests
-                )
-            })
-            .collect();
-        if !noisy.is_empty() {
-            why.push(format!(
-                "the two runs differ by more than the {threshold_pct}% threshold in a typical \
-                 cell of {}: either the machine was not the same or most cells changed, and \
-                 no change there can be told from that (more runs per side, both builds as \
-                 contenders in one run, or --allow-untested)",
-                noisy.join("; ")
-            ));
-        }
-        let untested: Vec<&str> = self.untested().map(|c| c.cell.as_str()).collect();
-        if !untested.is_empty() {
-            why.push(format!(
-                "{} change(s) beyond {threshold_pct}% cannot be tested, {}: {} (more \
-                 repetitions, or --allow-untested)",
-                untested.len(),
-                reps_hint(self),
-                names(untested)
-            ));
-        }
-        let one_sided = self.only_base.len() + self.only_new.len();
-        if one_sided > 0 {
-            why.push(format!(
-                "{one_sided} cell(s) are in one file only (--allow-untested to accept)"
-            ));
-        }
-        if !self.no_longer_measured.is_empty() {
-            why.push(format!(
-                "{} cell(s) measured in BASE are not measured in NEW: {} (--allow-untested to \
-                 accept)",
-                self.no_longer_measured.len(),
-                self.no_longer_measured.join("; ")
-            ));
-        }
-        why
-    }
-}
-
-/// "too few repetitions to test" with the sizes of the first untested cell.
-pub(super) fn reps_hint(cmp: &Comparison) -> String {
-    cmp.untested()
-        .find_map(|c| c.p50.too_few.or(c.ops.too_few))
-        .map(too_few_text)
-        .unwrap_or_else(|| "too few repetitions to test".into())
 }
