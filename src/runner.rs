@@ -654,6 +654,108 @@ mod tests {
         rounds
     }
 
+    /// A closed-loop network point whose load generator had headroom or not (`BOUND`).
+    struct Capacity;
+    static BOUND: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+    impl Workload for Capacity {
+        fn kind(&self) -> crate::workload::Kind {
+            crate::workload::Kind::Net
+        }
+        fn id(&self) -> &'static str {
+            "fake.capacity"
+        }
+        fn about(&self) -> &'static str {
+            "fake"
+        }
+        fn op(&self) -> &'static str {
+            "nothing"
+        }
+        fn accepts(&self, _: &ModelSpec) -> Result<(), String> {
+            Ok(())
+        }
+        fn points(&self, _: Profile, _: &ModelSpec) -> Vec<Point> {
+            vec![Point::of(Args { n: 1 })]
+        }
+        fn run_once(&self, _: &Ctx<'_>, m: &ModelSpec, _: &Point) -> Result<Sample, CaseError> {
+            let bound = BOUND.load(std::sync::atomic::Ordering::Relaxed);
+            let counters = crate::measure::CellCounters {
+                load: Some(crate::measure::cell::LoadCounters {
+                    client_bound: u64::from(bound),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            let mut latency = Hist::new();
+            latency.record_n(1000, 100);
+            Ok(Sample {
+                ops: 1000 * rank(m),
+                bytes: 0,
+                wall_ns: 1_000_000_000,
+                timed_ns: 1_000_000_000,
+                cpu: CpuReading::default(),
+                syscalls: None,
+                uring: None,
+                memory: None,
+                latency,
+                timeline: None,
+                counters,
+            })
+        }
+    }
+
+    #[test]
+    fn a_client_bound_capacity_point_is_probed_once_and_says_so() {
+        let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let run = |bound: bool| {
+            BOUND.store(bound, std::sync::atomic::Ordering::Relaxed);
+            let models: Vec<&'static ModelSpec> = ["blocking", "epoll-lt", "uring"]
+                .iter()
+                .map(|id| crate::registry::model(id).unwrap())
+                .collect();
+            let plan = pin::CpuPlan::pair(0, None);
+            let w: &'static dyn Workload = &Capacity;
+            let cases = crate::plan::expand(&[w], &models, false, Profile::Quick, &plan);
+            let env = crate::env::probe();
+            let meter = Meter::new();
+            let extension = Extension::fixed(std::time::Duration::ZERO);
+            let mut budget = Profile::Quick.budget();
+            (budget.repetitions, budget.runs_given) = (4, true);
+            let set = Setting {
+                budget,
+                env: &env,
+                plan: &plan,
+                meter: &meter,
+                storage: None,
+                contenders: &crate::model::contender::NO_CONTENDERS,
+                remote: None,
+                explain: false,
+                watch: false,
+                extension: &extension,
+            };
+            let mut done = Vec::new();
+            for g in groups(&cases) {
+                let (rs, _) = measure_group(&cases, &g, &set, &[], &crate::ui::Silent).unwrap();
+                done.extend(rs);
+            }
+            done
+        };
+        // No headroom: one round, the cells say they were a probe.
+        let done = run(true);
+        assert_eq!(done.len(), 3);
+        for c in &done {
+            assert!(c.capacity_probe, "{c:?}");
+            assert_eq!(c.repetitions, 1, "{c:?}");
+            assert!(c.warnings.contains(&Warning::ClientBound), "{c:?}");
+        }
+        // Headroom: its rounds, ranked as before.
+        let done = run(false);
+        for c in &done {
+            assert!(!c.capacity_probe, "{c:?}");
+            assert_eq!(c.repetitions, 4, "{c:?}");
+        }
+    }
+
     #[test]
     fn repetitions_run_in_shuffled_rounds_and_a_failing_model_drops_out() {
         let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -7,9 +7,10 @@
 //! `ringside run echo.conns` one) and each table varies one parameter:
 //! - `echo.conns`: connections 1, 2, 50, 100, 1000 (and 10,000 at `full`) at 64-byte messages,
 //!   closed loop (capacity); after some of them (every one at `full`, see [`EQUAL_LOAD_CONNS`])
-//!   an equal-load point: every model driven open loop at the same offered rate, half the
-//!   slowest model's capacity measured at the point before it (the runner measures it and
-//!   passes the rate in `Ctx::offered_rate`);
+//!   an equal-load point: every model driven open loop at the same offered rate, 30% of the
+//!   slowest model's capacity measured at the point before it (the runner measures it, in a
+//!   one-round probe where the load generator had no headroom, and passes the rate in
+//!   `Ctx::offered_rate`), its rounds made of interleaved slices (`Workload::slices`);
 //! - `echo.payload`: messages of 64, 512, 4096 and 16384 bytes at 50 connections;
 //! - `echo.rate`: open loop at fixed offered rates every model sustains, 50 connections,
 //!   64-byte messages: server CPU per message and latency (from each message's intended send

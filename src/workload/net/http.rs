@@ -11,7 +11,7 @@
 //!   `wrk_*` counters and a disagreement beyond 5% in requests/s is flagged
 //!   (`loadgen_disagrees`). After some of the client counts (every one at `full`, see
 //!   [`EQUAL_LOAD_CLIENTS`]), an equal-load point: every model driven open loop at the same
-//!   offered rate, half the slowest model's capacity at the point before it (the runner's,
+//!   offered rate, 30% of the slowest model's capacity at the point before it (the runner's,
 //!   in `Ctx::offered_rate`); wrk runs beside the capacity points only.
 //! - `http.rate`: open loop (wrk2's model) at 100 connections, offered rates rising past the
 //!   point where a server keeps up; latency runs from each request's intended send time, so

@@ -1,6 +1,6 @@
 //! The ablation ladders (`echo.ladder`, `http.ladder`): the io_uring rows in ladder order, one
 //! knob per rung, at 50 and 1000 connections (capacity, closed loop) and at equal offered load
-//! after each (half the slowest rung's capacity there: server CPU per op). A ladder is the
+//! after each (30% of the slowest rung's capacity there: server CPU per op). A ladder is the
 //! sweep of `echo.conns` or `http.clients` restricted to those points and to the rung rows; its
 //! rungs are data ([`RUNGS`]), each the registry row that adds its knob to the row it is
 //! measured against (`over`). The change per rung and its significance are computed in

@@ -2,7 +2,7 @@
 //! --protocol udp-echo`, `io::udp`) driven by the UDP load (`load::udp`): [`FLOWS`] flows,
 //! each a connected UDP socket, datagrams of 64 and 1,400 bytes. Each size has a closed-loop
 //! capacity point ([`WINDOW`] datagrams outstanding per flow) and then an equal-load point:
-//! every model offered, open loop, half the slowest model's capacity at that size (measured
+//! every model offered, open loop, 30% of the slowest model's capacity at that size (measured
 //! earlier in the run, `Point::equal_load`), where the target is no loss at all.
 //!
 //! One op is one datagram echoed whole, verified (flow, sequence and every byte) and
@@ -70,7 +70,7 @@ impl Workload for UdpEcho {
     }
     fn about(&self) -> &'static str {
         "UDP echo server per model: 16 flows, 64 B and 1,400 B datagrams, closed loop \
-         (capacity) then open loop at half the slowest model's capacity; every datagram \
+         (capacity) then open loop at 30% of the slowest model's capacity; every datagram \
          verified, loss counted (runs when named)"
     }
     fn op(&self) -> &'static str {
