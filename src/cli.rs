@@ -344,6 +344,10 @@ pub struct LoadArgs {
     /// intended send time. Default: closed loop.
     #[arg(long)]
     pub(crate) rate: Option<f64>,
+    /// Seconds a message may wait for its answer before it counts as a timeout (and the
+    /// longest a warm-up waits for a connection's first answer).
+    #[arg(long, default_value_t = crate::load::DEFAULT_MSG_TIMEOUT.as_secs_f64())]
+    pub(crate) timeout: f64,
     /// Event-loop threads (default: one per CPU it is given).
     #[arg(long)]
     pub(crate) threads: Option<u64>,

@@ -83,6 +83,7 @@ pub(crate) fn config(a: &LoadArgs) -> Result<(Config, usize), InputError> {
     )? as usize;
     let duration = check_secs("--duration", a.duration, 0.1, 86_400.0)?;
     let warmup = check_secs("--warmup", a.warmup, 0.0, 3_600.0)?;
+    let timeout = check_secs("--timeout", a.timeout, 0.1, 3_600.0)?;
     let rate = match a.rate {
         Some(r) if !(r.is_finite() && r > 0.0 && r <= 1e8) => {
             return Err(bad(
@@ -104,6 +105,7 @@ pub(crate) fn config(a: &LoadArgs) -> Result<(Config, usize), InputError> {
     };
     let mut cfg = Config::new(target, conns, duration);
     cfg.warmup = warmup;
+    cfg.msg_timeout = timeout;
     cfg.rate = rate;
     cfg.threads = threads;
     cfg.cpus = cpus;

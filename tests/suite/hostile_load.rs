@@ -526,8 +526,11 @@ fn an_unwritable_json_path_is_refused_before_measuring() {
 #[test]
 fn no_completed_message_is_na_and_exit_1() {
     common::engines::each_engine(|| {
+        // A 1 s message timeout (5 s by default): the warm-up gives up after it and the
+        // window then lasts two of them, the longest it is stretched for a silent server.
         let addr = common::serve(common::Mode::Silent);
-        let r = load("echo", addr, &[&["--conns", "2"][..], &SHORT].concat());
+        let quick = ["--conns", "2", "--timeout", "1"];
+        let r = load("echo", addr, &[&quick[..], &SHORT].concat());
         assert_eq!(r.code, Some(1), "{r:?}");
         assert!(
             r.stdout.contains("latency n/a") || r.stdout.contains("p50 n/a"),
@@ -542,7 +545,7 @@ fn no_completed_message_is_na_and_exit_1() {
             "the whole window: {r:?}"
         );
         // HTTP too.
-        let r = load("http", addr, &[&["--conns", "2"][..], &SHORT].concat());
+        let r = load("http", addr, &[&quick[..], &SHORT].concat());
         assert_eq!(r.code, Some(1), "{r:?}");
         assert!(r.stdout.contains("n/a"), "{r:?}");
         assert!(

@@ -381,6 +381,10 @@ fn bad_values_exit_2_naming_the_value_and_range() {
         (vec!["--rate", "0"], "--rate 0: must be messages/s above 0"),
         (vec!["--duration", "0"], "--duration 0"),
         (vec!["--threads", "0"], "--threads 0"),
+        (
+            vec!["--timeout", "0"],
+            "--timeout 0: must be seconds between 0.1 and 3600",
+        ),
     ] {
         let mut cmd = Command::cargo_bin("ringside").unwrap();
         cmd.timeout(Duration::from_secs(30))
