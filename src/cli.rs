@@ -216,7 +216,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub(crate) load_cpus: Option<String>,
     /// What the load generator drives echo and HTTP connections with (see `ringside load
-    /// --engine`); recorded in results.json (`env.load_engine`).
+    /// --engine`); recorded in results.json (`load_engine`).
     #[arg(long, value_enum, default_value = "epoll")]
     pub(crate) load_engine: EngineArg,
     /// Let --server-cpus and --load-cpus overlap (cells are marked shared_cpus).

@@ -80,6 +80,7 @@ pub(crate) fn run_with(
             explain,
             watch: true,
             extension: &extension,
+            load_engine: run.load_engine.unwrap_or(crate::load::Engine::Epoll),
         };
         let Some((results, rounds)) = measure_group(cases, &group, &ctx, &run.cases, obs) else {
             break; // interrupted mid-group: its cases are dropped
@@ -132,6 +133,8 @@ struct Setting<'a> {
     watch: bool,
     /// The run's time for added rounds.
     extension: &'a Extension,
+    /// What the load generator drives echo and HTTP with (`run --load-engine`).
+    load_engine: crate::load::Engine,
 }
 
 /// The run's time for added rounds (`Budget::extension_s`), shared fairly: each workload
@@ -644,6 +647,7 @@ mod tests {
             explain: false,
             watch: false,
             extension: &extension,
+            load_engine: crate::load::Engine::Epoll,
         };
         let mut rounds = Vec::new();
         for g in groups(&cases) {
@@ -732,6 +736,7 @@ mod tests {
                 explain: false,
                 watch: false,
                 extension: &extension,
+                load_engine: crate::load::Engine::Epoll,
             };
             let mut done = Vec::new();
             for g in groups(&cases) {
@@ -911,6 +916,7 @@ mod tests {
             explain: false,
             watch: false,
             extension: &extension,
+            load_engine: crate::load::Engine::Epoll,
         };
         let mut done = Vec::new();
         let mut rounds = 0;
@@ -1081,6 +1087,7 @@ mod tests {
             explain: false,
             watch: true,
             extension: &extension,
+            load_engine: crate::load::Engine::Epoll,
         };
         let mut done = Vec::new();
         for g in groups(&cases) {

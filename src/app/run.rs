@@ -165,7 +165,6 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
 
     let mut env = crate::env::probe();
     env.cpu_plan = Some(plan.clone());
-    env.load_engine = Some(load_engine);
     let plan_for_check = plan.clone();
     let mut results = RunResults {
         schema: SCHEMA_ID.to_string(),
@@ -192,6 +191,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             .map(|o| (o.knob.param().to_string(), o.values.clone()))
             .collect(),
         answer: None,
+        load_engine: Some(load_engine),
     };
     if let Some(b) = &results.before_run {
         if let Some(line) = noise_line(b) {

@@ -313,11 +313,6 @@ pub struct EnvReport {
     /// `ringside run`; absent from `ringside env`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) cpu_plan: Option<crate::measure::pin::CpuPlan>,
-    /// The engine the run's load generator drives echo and HTTP with (`run --load-engine`;
-    /// set by `ringside run`). Absent: epoll (files written before engines, and `ringside
-    /// env`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) load_engine: Option<crate::load::Engine>,
 }
 
 impl EnvReport {
@@ -423,7 +418,6 @@ pub fn probe() -> EnvReport {
         perf_syscalls: crate::measure::syscalls::availability(),
         topology: Some(crate::measure::topology::Topology::read()),
         cpu_plan: None,
-        load_engine: None,
     }
 }
 

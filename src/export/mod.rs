@@ -75,7 +75,7 @@ pub(crate) fn cpu_plan_text(run: &RunResults) -> Option<String> {
         if threads == 1 { "" } else { "s" },
         list_string(&p.load),
         threads,
-        match run.env.load_engine {
+        match run.load_engine {
             Some(crate::load::Engine::Uring) => "io_uring",
             _ => "epoll",
         },

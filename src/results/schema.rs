@@ -79,6 +79,11 @@ pub struct RunResults {
     /// cells (`export::findings::answer`; absent in interrupted runs and older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<Answer>,
+    /// The engine the run's load generator drove echo and HTTP with (`run --load-engine`).
+    /// Absent: epoll (files written before engines). Files that kept it in `env` (before
+    /// 2026-11-28) are read with it moved here (`results::store`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_engine: Option<crate::load::Engine>,
 }
 
 /// The looks of a sequential design (`stats::sequential`): a point's claims were looked at after

@@ -265,6 +265,7 @@ pub fn load(path: &Path) -> anyhow::Result<RunResults> {
             path.display()
         ),
     }
+    move_load_engine(&mut v);
     let r: RunResults = serde_json::from_value(v)
         .with_context(|| format!("'{}' does not match the results schema", path.display()))?;
     check_cells(&r).map_err(|e| anyhow::anyhow!("'{}': {e}", path.display()))?;
@@ -278,7 +279,22 @@ pub fn parse(json: &str) -> anyhow::Result<RunResults> {
     if v.get("schema_version").and_then(|s| s.as_u64()) == Some(1) {
         upgrade_v1(&mut v);
     }
+    move_load_engine(&mut v);
     Ok(serde_json::from_value(v)?)
+}
+
+/// The run's load engine, which files written before 2026-11-28 kept in `env.load_engine`
+/// (the environment is what the machine is; the engine is what the run chose), moved to the
+/// top-level `load_engine` where that is absent.
+fn move_load_engine(v: &mut serde_json::Value) {
+    let Some(top) = v.as_object_mut() else { return };
+    let old = top
+        .get_mut("env")
+        .and_then(serde_json::Value::as_object_mut)
+        .and_then(|env| env.remove("load_engine"));
+    if let Some(e) = old {
+        top.entry("load_engine").or_insert(e);
+    }
 }
 
 /// A file of schema_version 1 in today's form (2): `ci95`'s percentiles named as
@@ -511,6 +527,35 @@ mod tests {
         let json = serde_json::to_value(c).unwrap();
         assert!(json["syscalls_per_op"].is_null(), "{json}");
         assert_eq!(json["syscalls_per_op_unavailable"], "perf refused");
+    }
+
+    /// A file that kept the load engine in `env` (before 2026-11-28) reads with it at the top,
+    /// and one that names it at the top keeps that.
+    #[test]
+    fn a_load_engine_kept_in_env_is_read_as_the_runs() {
+        let mut v: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/fixtures/results.json")).unwrap();
+        v["env"]["load_engine"] = "uring".into();
+        let r = parse(&v.to_string()).unwrap();
+        assert_eq!(r.load_engine, Some(crate::load::Engine::Uring));
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.json");
+        fs::write(&p, v.to_string()).unwrap();
+        assert_eq!(
+            load(&p).unwrap().load_engine,
+            Some(crate::load::Engine::Uring)
+        );
+        let back = serde_json::to_value(&r).unwrap();
+        assert!(back["env"].get("load_engine").is_none(), "{}", back["env"]);
+        assert_eq!(back["load_engine"], "uring");
+        v["load_engine"] = "epoll".into();
+        assert_eq!(
+            parse(&v.to_string()).unwrap().load_engine,
+            Some(crate::load::Engine::Epoll)
+        );
+        v.as_object_mut().unwrap().remove("load_engine");
+        v["env"].as_object_mut().unwrap().remove("load_engine");
+        assert_eq!(parse(&v.to_string()).unwrap().load_engine, None);
     }
 
     #[test]

@@ -191,7 +191,7 @@ impl Running<'_> {
             offered_rate,
             repetition: rep.filter(|_| !counting),
             explain: None,
-            load_engine: set.env.load_engine.unwrap_or(crate::load::Engine::Epoll),
+            load_engine: set.load_engine,
         }
     }
 
@@ -335,7 +335,7 @@ impl Running<'_> {
             offered_rate,
             repetition: None,
             explain: Some(&slot),
-            load_engine: set.env.load_engine.unwrap_or(crate::load::Engine::Epoll),
+            load_engine: set.load_engine,
         };
         let point = self.case.point.as_ref()?;
         let res = self.case.workload.run_once(&ctx, self.case.model, point);
