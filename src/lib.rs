@@ -6,6 +6,7 @@
 //! the workloads that drive them in `workload`, and the two registries in `registry`.
 //! The top-level modules form layers without circles (checked by `tests/suite/module_graph.rs`).
 
+pub mod analysis;
 pub mod app;
 pub(crate) mod avail;
 pub mod child;

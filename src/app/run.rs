@@ -228,7 +228,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     drop(storage); // removes the storage work directory
     if outcome == runner::Outcome::Finished {
         // What the run answered at its equal-load points, kept with its figures.
-        results.answer = Some(crate::export::findings::answer(&results));
+        results.answer = Some(crate::analysis::answer(&results));
         store.save(&results)?;
     }
 

@@ -1,10 +1,10 @@
 //! `run --explain` in the reports: per parameter point, one stacked bar per model (where its
 //! server's sampled CPU went, by group) and one sentence naming the group whose share of own
 //! work differs most between the point's leader and its runner-up. Who leads comes from the
-//! findings' ranking (`export::findings::rank_point`), the difference from `stats::explain`;
+//! findings' ranking (`analysis::rank_point`), the difference from `stats::explain`;
 //! this module only arranges and draws.
 
-use super::findings::rank_point;
+use crate::analysis::rank_point;
 use crate::measure::Measured;
 use crate::results::explain::{label, Explain, GROUPS};
 use crate::results::{CaseResult, Status};

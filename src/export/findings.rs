@@ -7,13 +7,30 @@
 //! offered the same rate, only the models that kept up), else by throughput between cells
 //! whose load generator had headroom, as the verdicts do.
 
-use super::charts::{facts, sweep_param, Metric, Ordered, ParamRoles};
+use super::charts::{facts, Metric};
 use super::table::{fmt_ns, fmt_rate, fmt_times};
-use crate::results::schema::CaseFigures;
-use crate::results::{CaseResult, RunResults, Status};
+use crate::analysis::basis::measured;
+use crate::analysis::{basis, higher_is_better, points, Basis, NotRanked, On};
+use crate::results::{CaseResult, RunResults};
 use crate::stats::claims::Outcome;
-use crate::stats::equal_load;
 use crate::stats::findings::{self, Confidence, Finding, Point};
+
+/// The words before a ranking on `b` ("at equal load, ").
+fn prefix(b: &Basis) -> &'static str {
+    match b.on {
+        On::Figure => "",
+        On::EqualLoad => "at equal load, ",
+        On::PastCapacity => super::verdict::PAST_CAPACITY_PREFIX,
+        On::Headroom => super::verdict::CAPACITY_PREFIX,
+    }
+}
+
+/// Why a workload is not ranked, in words.
+fn not_ranked(_: NotRanked) -> String {
+    "not ranked: no point where two models kept up with the same offered rate, and fewer \
+     than two cells whose load generator had headroom at capacity or past it"
+        .into()
+}
 
 /// One workload's finding, worded (without the workload's name, which renderers link).
 #[derive(Clone, Debug, PartialEq)]
@@ -33,34 +50,6 @@ pub struct Line {
 pub struct Suite {
     pub(crate) suite: String,
     pub lines: Vec<Line>,
-}
-
-/// What a ranking is over: the figure, which way is better, and how it is named.
-struct Basis {
-    metric: Metric,
-    /// Words before the ranking ("at equal load, ").
-    prefix: &'static str,
-}
-
-fn higher_is_better(m: Metric) -> bool {
-    m == Metric::OpsPerSec
-}
-
-/// The figure's per-repetition values, where the results keep them.
-fn reps(m: Metric, f: &CaseFigures) -> Vec<f64> {
-    match m {
-        Metric::LatencyP50 => f.runs_p50_ns.clone(),
-        Metric::OpsPerSec => f.runs_ops_per_sec.clone(),
-        Metric::CpuPerOp => f.runs_cpu_ns_per_op.clone(),
-        // A p99 is claimed only where every repetition had enough samples beyond it.
-        Metric::LatencyP99 if f.p99_tail_min >= crate::stats::claims::TAIL_MIN => {
-            f.runs_p99_ns.clone()
-        }
-        Metric::LatencyP99
-        | Metric::SyscallsPer100
-        | Metric::IdleRssBytes
-        | Metric::IdleKernelBytes => Vec::new(),
-    }
 }
 
 fn noun(m: Metric, op: &str) -> String {
@@ -96,125 +85,6 @@ fn confidence_text(c: &Confidence) -> String {
     c.text()
 }
 
-/// The workload's cells as points to rank, in order: run order, or along the sweep parameter
-/// (grouped by the other parameters).
-fn points(workload: &str, cells: &[(&CaseResult, &CaseFigures)], m: Metric) -> Vec<Point> {
-    let all: Vec<&CaseResult> = cells.iter().map(|x| x.0).collect();
-    let roles = ParamRoles::of_cases(&all);
-    let sweep = sweep_param(&facts(workload).chart, &all);
-    let mut keys = Ordered::default();
-    let mut pts: Vec<(usize, f64, Point)> = Vec::new();
-    let mut groups = Ordered::default();
-    for (c, f) in cells {
-        let Some(v) = m.value(f).filter(|v| *v > 0.0) else {
-            continue;
-        };
-        let k = keys.add(roles.point(c, None));
-        if k == pts.len() {
-            let g = groups.add(roles.point(c, sweep));
-            let x = sweep
-                .and_then(|p| c.params.0.get(p))
-                .and_then(|v| v.as_f64())
-                .unwrap_or(0.0);
-            pts.push((
-                g,
-                x,
-                Point {
-                    at: keys.order[k].clone(),
-                    entries: Vec::new(),
-                    level: crate::stats::claims::ALPHA.into(),
-                },
-            ));
-        }
-        pts[k].2.level = pts[k].2.level.with(f);
-        pts[k].2.entries.push(findings::Entry {
-            label: c.label(),
-            value: v,
-            reps: reps(m, f),
-        });
-    }
-    // Stable: run order within a group and x.
-    pts.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
-    pts.into_iter().map(|p| p.2).collect()
-}
-
-/// A measured cell and its figures.
-type MeasuredCell<'a> = (&'a CaseResult, &'a CaseFigures);
-
-fn measured(c: &CaseResult) -> Option<(&CaseResult, &CaseFigures)> {
-    c.figures
-        .as_ref()
-        .filter(|_| c.status == Status::Measured)
-        .map(|f| (c, f))
-}
-
-/// The basis and cells a workload is ranked on, or why it is not.
-fn basis<'a>(
-    workload: &str,
-    cases: &[&'a CaseResult],
-) -> Result<(Basis, Vec<MeasuredCell<'a>>), String> {
-    let cells: Vec<(&CaseResult, &CaseFigures)> =
-        cases.iter().filter_map(|c| measured(c)).collect();
-    if !facts(workload).net {
-        return Ok((
-            Basis {
-                metric: facts(workload).chart.verdict,
-                prefix: "",
-            },
-            cells,
-        ));
-    }
-    let kept: Vec<_> = cells
-        .iter()
-        .copied()
-        .filter(|(c, _)| equal_load::kept_up(c) == Some(true))
-        .collect();
-    if kept.len() >= 2 {
-        return Ok((
-            Basis {
-                metric: Metric::CpuPerOp,
-                prefix: "at equal load, ",
-            },
-            kept,
-        ));
-    }
-    // Open-loop points where models fell behind: what they achieved, with headroom.
-    let refs: Vec<&CaseResult> = cells.iter().map(|x| x.0).collect();
-    let past = super::verdict::past_capacity_cells(workload, &refs);
-    if past.len() >= 2 {
-        return Ok((
-            Basis {
-                metric: Metric::OpsPerSec,
-                prefix: super::verdict::PAST_CAPACITY_PREFIX,
-            },
-            cells
-                .iter()
-                .copied()
-                .filter(|(c, _)| past.iter().any(|p| std::ptr::eq(*p, *c)))
-                .collect(),
-        ));
-    }
-    let headroom: Vec<_> = cells
-        .iter()
-        .copied()
-        .filter(|(c, _)| equal_load::offered_rate(c).is_none() && equal_load::load_had_headroom(c))
-        .collect();
-    if !facts(workload).open_loop && headroom.len() >= 2 {
-        return Ok((
-            Basis {
-                metric: Metric::OpsPerSec,
-                prefix: "capacity, load generator with headroom: ",
-            },
-            headroom,
-        ));
-    }
-    Err(
-        "not ranked: no point where two models kept up with the same offered rate, and fewer \
-         than two cells whose load generator had headroom at capacity or past it"
-            .into(),
-    )
-}
-
 /// One finding in words.
 fn words(f: &Finding, b: &Basis, op: &str) -> (String, bool) {
     let h = &f.headline;
@@ -244,7 +114,7 @@ fn words(f: &Finding, b: &Basis, op: &str) -> (String, bool) {
     let mut s = if h.behind.is_empty() {
         format!(
             "{}no decided leader by {}{at}: {} ({}{ci}) is not decided ahead of the others",
-            b.prefix,
+            prefix(b),
             noun(m, op),
             h.leader,
             value_text(m, h.value),
@@ -253,7 +123,7 @@ fn words(f: &Finding, b: &Basis, op: &str) -> (String, bool) {
         let first = &h.behind[0];
         format!(
             "{}{} leads by {}{at} ({}{ci}), {} ahead of {} ({})",
-            b.prefix,
+            prefix(b),
             h.leader,
             noun(m, op),
             value_text(m, h.value),
@@ -421,7 +291,7 @@ fn short_words(f: &Finding, b: &Basis, op: &str, p99: Option<&Finding>) -> Strin
     };
     let mut s = format!(
         "{}by {} over {points}: {}",
-        b.prefix,
+        prefix(b),
         noun(b.metric, op),
         standings_words(f)
     );
@@ -447,7 +317,7 @@ fn alone(pts: &[Point], b: &Basis) -> String {
                 .unwrap_or_default();
             format!(
                 "{}only {} measured{}: {} {}{ci}; nothing to rank it against",
-                b.prefix,
+                prefix(b),
                 e.label,
                 if p.at.is_empty() {
                     String::new()
@@ -468,30 +338,6 @@ fn op_word(workload: &str) -> &'static str {
     } else {
         "op"
     }
-}
-
-/// One point's cells (same workload and params) ranked as the findings rank them: same basis
-/// and figure. `None` when they cannot be ranked (fewer than two cells on the basis).
-pub(crate) fn rank_point(workload: &str, cells: &[&CaseResult]) -> Option<findings::Ranking> {
-    let (b, cells) = basis(workload, cells).ok()?;
-    let pts = points(workload, &cells, b.metric);
-    pts.first()
-        .and_then(|p| findings::rank(p, higher_is_better(b.metric)))
-}
-
-/// The rankings of a network workload's equal-load points (server CPU per op, the models
-/// that kept up with the same offered rate), in the findings' order; none where it has none.
-pub(crate) fn equal_load_rankings(workload: &str, cases: &[&CaseResult]) -> Vec<findings::Ranking> {
-    let Ok((b, cells)) = basis(workload, cases) else {
-        return Vec::new();
-    };
-    if b.metric != Metric::CpuPerOp {
-        return Vec::new();
-    }
-    points(workload, &cells, b.metric)
-        .iter()
-        .filter_map(|p| findings::rank(p, false))
-        .collect()
 }
 
 /// The answer rate in words, ending "; " ("" without an equal-load point): "at equal load, 17
@@ -515,29 +361,6 @@ fn answer_text(a: &crate::results::Answer) -> String {
         a.equivalent,
         crate::stats::claims::MARGIN * 100.0
     )
-}
-
-/// How much the run answered at its equal-load points ([`crate::results::Answer`]).
-pub fn answer(run: &RunResults) -> crate::results::Answer {
-    let mut a = crate::results::Answer::default();
-    let mut worst: Option<f64> = None;
-    for (w, cases) in super::charts::by_workload(run) {
-        for r in equal_load_rankings(w, &cases) {
-            a.points += 1;
-            for o in r.near.iter().chain(&r.behind) {
-                a.pairs += 1;
-                match o.confidence.outcome() {
-                    Some(Outcome::Behind | Outcome::Ahead) => a.decided += 1,
-                    Some(Outcome::Equivalent) => a.equivalent += 1,
-                    _ => {}
-                }
-            }
-            let v = r.invisible_pct().unwrap_or(f64::INFINITY);
-            worst = Some(worst.map_or(v, |w| w.max(v)));
-        }
-    }
-    a.worst_invisible_pct = worst.filter(|v| v.is_finite());
-    a
 }
 
 /// The models a workload's charts draw in full: each that led a ranked point or was never
@@ -589,7 +412,10 @@ pub(crate) fn headline(workload: &str, cases: &[&CaseResult]) -> String {
 /// The finding of one workload's cells.
 pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Line {
     let (short, text, within_noise) = match basis(workload, cases) {
-        Err(why) => (why.clone(), why, false),
+        Err(n) => {
+            let why = not_ranked(n);
+            (why.clone(), why, false)
+        }
         Ok((b, cells)) => {
             let pts = points(workload, &cells, b.metric);
             match findings::of_points(&pts, higher_is_better(b.metric)) {
@@ -760,7 +586,7 @@ pub fn pairwise(
         .filter(|(_, v, _)| !v.is_empty())
         .collect();
     (
-        format!("{}{}", b.prefix, noun(b.metric, op_word(workload))),
+        format!("{}{}", prefix(&b), noun(b.metric, op_word(workload))),
         pts,
     )
 }
@@ -804,7 +630,7 @@ pub fn for_run(run: &RunResults) -> Vec<Suite> {
 /// "How far to trust this run", in one sentence.
 pub fn trust_text(run: &RunResults) -> String {
     let t = findings::trust(run);
-    let mut s = answer_text(&answer(run));
+    let mut s = answer_text(&crate::analysis::answer(run));
     s += &format!("{} of {} cells measured", t.measured, t.cells);
     if t.failed > 0 {
         s += &format!(" ({} failed)", t.failed);

@@ -22,6 +22,7 @@
 //!   headroom (no `client_bound` / `both_saturated`); the others are named, not ranked.
 
 use super::charts::{facts, sweep_param, Metric, Ordered, ParamRoles};
+use crate::analysis::past_capacity_cells;
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status};
 use crate::stats::claims::level_of;
@@ -223,9 +224,7 @@ pub fn for_workload(run: &RunResults, workload: &str) -> Vec<Verdict> {
 }
 
 /// A cell of an equal-load point (its params carry the marker the workload adds).
-fn is_equal_load_point(c: &CaseResult) -> bool {
-    c.params.0.contains_key(EQUAL_LOAD_PARAM)
-}
+use crate::analysis::basis::is_equal_load_point;
 
 /// The prefix of every capacity verdict of a network workload.
 pub const CAPACITY_PREFIX: &str = "capacity, load generator with headroom: ";
@@ -294,34 +293,6 @@ pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
 /// The prefix of the throughput ranking of an open-loop point where models fell behind.
 pub const PAST_CAPACITY_PREFIX: &str =
     "where models fell behind the offered rate, by the rate achieved (load generator with headroom): ";
-
-/// The cells of the open-loop points where a model fell behind the offered rate, those whose
-/// load generator had headroom (what they achieved is the server's, not the client's). Not
-/// the equal-load points (their capacity point ranks capacity) nor the rate sweeps (their
-/// knees say where each model's capacity lies).
-pub fn past_capacity_cells<'a>(workload: &str, cases: &[&'a CaseResult]) -> Vec<&'a CaseResult> {
-    if facts(workload).rate_sweep {
-        return Vec::new();
-    }
-    let cases: Vec<&CaseResult> = cases
-        .iter()
-        .copied()
-        .filter(|c| !is_equal_load_point(c))
-        .collect();
-    let roles = ParamRoles::of_cases(&cases);
-    let behind: Vec<String> = cases
-        .iter()
-        .filter(|c| c.status == Status::Measured && equal_load::kept_up(c) == Some(false))
-        .map(|c| roles.point(c, None))
-        .collect();
-    cases
-        .iter()
-        .copied()
-        .filter(|c| c.status == Status::Measured && equal_load::offered_rate(c).is_some())
-        .filter(|c| equal_load::load_had_headroom(c))
-        .filter(|c| behind.contains(&roles.point(c, None)))
-        .collect()
-}
 
 /// The prefix of the sweep verdicts of an open-loop workload (`echo.rate`, `http.rate`).
 pub(crate) const OPEN_LOOP_PREFIX: &str = "open loop, latency from the intended send time: ";

@@ -4,10 +4,9 @@
 //! named; each verdict saying which ranking it uses. Tables show the offered rate beside
 //! equal-load cells.
 
+use ringside::analysis::past_capacity_cells;
 use ringside::export::table::metric_tables;
-use ringside::export::verdict::{
-    for_cases, past_capacity_cells, CAPACITY_PREFIX, PAST_CAPACITY_PREFIX,
-};
+use ringside::export::verdict::{for_cases, CAPACITY_PREFIX, PAST_CAPACITY_PREFIX};
 use ringside::results::{CaseResult, RunResults};
 use serde_json::{json, Value};
 

@@ -288,6 +288,28 @@ fn top_level_modules_form_layers() {
     );
 }
 
+/// Edges that would not close a circle but break the split of deciding from wording: the
+/// runner asks the analysis what is undecided, never an exporter; the analysis decides without
+/// reading how anything is worded or measured further up.
+const FORBIDDEN: &[(&str, &str)] = &[
+    ("runner", "export"),
+    ("analysis", "export"),
+    ("analysis", "runner"),
+];
+
+#[test]
+fn deciding_never_reads_the_wording() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let g = graph(&src);
+    assert!(g.contains_key("analysis"), "{g:?}");
+    let found: Vec<String> = FORBIDDEN
+        .iter()
+        .filter(|(a, b)| g.get(*a).is_some_and(|d| d.contains(*b)))
+        .map(|(a, b)| format!("{a} -> {b}"))
+        .collect();
+    assert!(found.is_empty(), "forbidden edges: {found:?}");
+}
+
 #[test]
 fn the_check_finds_a_circle() {
     let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
