@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Fuzzes the HTTP request parser and response reader for SECONDS each (libFuzzer through
 # cargo-fuzz). Exit 0: no crash. Non-zero: a crash (the input is saved under
-# fuzz/artifacts/<target>/) or a build failure. Prints "skipped: <why>" and exits 0 only when
-# cargo-fuzz or libFuzzer truly cannot be installed or built on this machine.
+# fuzz/artifacts/<target>/) or a build failure. Where cargo-fuzz cannot be installed or there is
+# no C++ compiler for libFuzzer, prints "skipped: <why>" and exits 0 for a developer; with
+# RINGSIDE_REQUIRE_TOOLS set (.ci/run sets it) that is an error and exits 1 instead, so CI
+# never passes a fuzz run that did not happen.
 #
 # Works with only a stable toolchain: cargo-fuzz needs nightly flags (-Z, sancov passes), so
 # without a nightly toolchain the build runs on stable with RUSTC_BOOTSTRAP=1 and without a
@@ -19,16 +21,24 @@ fi
 cd "$(dirname "$0")" || exit 1
 targets=(http_request http_response)
 
+# Cannot fuzz here: "skipped" and exit 0, or an error under RINGSIDE_REQUIRE_TOOLS.
+skip() {
+    if [ -n "${RINGSIDE_REQUIRE_TOOLS:-}" ]; then
+        echo "error: $1 (RINGSIDE_REQUIRE_TOOLS is set)" >&2
+        exit 1
+    fi
+    echo "skipped: $1"
+    exit 0
+}
+
 if ! cargo fuzz --version >/dev/null 2>&1; then
     echo "installing cargo-fuzz..."
     if ! cargo install cargo-fuzz --locked; then
-        echo "skipped: cargo-fuzz could not be installed (cargo install cargo-fuzz failed)"
-        exit 0
+        skip "cargo-fuzz could not be installed (cargo install cargo-fuzz failed)"
     fi
 fi
 if ! command -v c++ >/dev/null 2>&1 && ! command -v clang++ >/dev/null 2>&1; then
-    echo "skipped: no C++ compiler to build libFuzzer (install g++ or clang)"
-    exit 0
+    skip "no C++ compiler to build libFuzzer (install g++ or clang)"
 fi
 
 toolchain=()

@@ -4,6 +4,8 @@
 //! clocks were read around /proc walks that the wall time did not cover, and a poller of a
 //! ring already closed was counted in the next cell).
 
+mod common;
+
 use ringside::measure::{pin, Counters, Meter, Sample};
 use std::time::{Duration, Instant};
 
@@ -77,7 +79,7 @@ fn sqpoll_ring(helper: u32) -> Result<io_uring::IoUring, String> {
 fn sqpoll_windows_hold_at_most_two_cpus_and_a_closed_rings_poller_is_not_counted() {
     let cpus = pin::allowed_cpus();
     if cpus.len() < 2 {
-        eprintln!("skipped: needs two CPUs, have {cpus:?}");
+        common::tools::cannot(&format!("needs two CPUs, have {cpus:?}"));
         return;
     }
     let (measured, helper) = (cpus[0], cpus[1]);

@@ -245,7 +245,9 @@ fn the_next_start_sweeps_stale_children_and_work_dirs_and_names_them() {
     if unsafe { libc::geteuid() } == 0 {
         spared.push(("another user's", spare(stale_token.clone(), Some(65534))));
     } else {
-        eprintln!("not root: another user's process cannot be started to check it is spared");
+        common::tools::cannot(
+            "not root: another user's process cannot be started to check it is spared",
+        );
     }
     let stale_dir = cwd.path().join(format!("ringside-storage-{dead}-7"));
     std::fs::create_dir(&stale_dir).unwrap();

@@ -12,7 +12,8 @@
 //! - [`run`]: a `ringside run` child watched from outside (cases saved, stderr collected);
 //! - [`standin`]: a stand-in echo server with broken modes for the load generator's tests
 //!   (re-exported: `common::serve`, `common::serve_on`, `common::Mode`, `common::echo`);
-//! - [`tools`]: a tool CI installs that is missing: skipped here, a failure in CI.
+//! - [`tools`]: a tool CI installs, or a capability CI's machine has (root, network namespaces,
+//!   sshd in one, perf sampling, two CPUs), that is missing: skipped here, a failure in CI.
 #![allow(dead_code, unused_imports)]
 
 pub mod bin;

@@ -5,7 +5,8 @@
 //! generator is not, so its window surely holds kernel work. (At echo.rate's smoke load of
 //! 2,000 messages/s a fast machine's server works for a few milliseconds of the 400 ms window,
 //! and perf's 4 kHz may catch none of it.)
-//! Skips, saying why, where this machine cannot sample CPUs with perf.
+//! Skips, saying why, where this machine cannot sample CPUs with perf (a failure under
+//! `RINGSIDE_REQUIRE_TOOLS`, as in CI).
 
 use assert_cmd::Command as Cmd;
 use ringside::results::explain::GROUPS;
@@ -59,7 +60,7 @@ fn a_smoke_run_with_explain_stores_a_breakdown_per_cell_that_sums_to_the_samples
         let e = &c["explain"];
         if let Some(why) = e["unavailable"].as_str() {
             if cannot_sample(why) {
-                eprintln!("skipped: perf cannot sample here: {why}");
+                crate::common::tools::cannot(&format!("perf cannot sample here: {why}"));
                 return;
             }
             panic!("{}: breakdown unavailable: {why}", c["model"]);
@@ -193,7 +194,7 @@ fn load_explain_breaks_down_the_load_generator_cpus() {
     let e = &v["explain"];
     if let Some(why) = e["unavailable"].as_str() {
         if cannot_sample(why) {
-            crate::common::tools::missing("perf", &format!("perf cannot sample here: {why}"));
+            crate::common::tools::cannot(&format!("perf cannot sample here: {why}"));
             return;
         }
         panic!("breakdown unavailable: {why}");

@@ -219,7 +219,10 @@ fn ctrl_c_during_explain_keeps_the_points_finished_cells() {
     let on_path = std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("perf").is_file()));
     if !on_path {
-        eprintln!("skipped: perf is not installed, so no explain repetition runs here");
+        common::tools::missing(
+            "perf",
+            "perf is not installed, so no explain repetition runs here",
+        );
         return;
     }
     let d = tempfile::tempdir().unwrap();

@@ -7,7 +7,8 @@
 //! both hosts' environments and network paths (veth both ways) recorded; a host whose key is
 //! refused fails its cells with the SSH error and the run goes on; a run killed mid-way
 //! leaves nothing running on either side. Skipped, with the reason, without root, `ip`, or
-//! OpenSSH (sshd, ssh, ssh-keygen).
+//! OpenSSH (sshd, ssh, ssh-keygen), or where the namespaces or sshd cannot be started; under
+//! `RINGSIDE_REQUIRE_TOOLS` (CI) each of these fails the test instead.
 
 use crate::common;
 
@@ -232,7 +233,7 @@ fn procs_with(needle: &str) -> Vec<String> {
 fn setup(tag: &str) -> Option<(Hosts, Sshd)> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: network namespaces and sshd need root");
+        common::tools::cannot("network namespaces and sshd need root");
         return None;
     }
     for tool in ["ip", "ssh", "ssh-keygen"] {
@@ -248,14 +249,14 @@ fn setup(tag: &str) -> Option<(Hosts, Sshd)> {
     let hosts = match Hosts::make(tag) {
         Ok(h) => h,
         Err(why) => {
-            eprintln!("skipped: cannot make network namespaces: {why}");
+            common::tools::cannot(&format!("cannot make network namespaces: {why}"));
             return None;
         }
     };
     match Sshd::start(&hosts) {
         Ok(s) => Some((hosts, s)),
         Err(why) => {
-            eprintln!("skipped: cannot run sshd in a namespace: {why}");
+            common::tools::cannot(&format!("cannot run sshd in a namespace: {why}"));
             None
         }
     }

@@ -33,7 +33,7 @@ fn two_threads(id: &str) -> Option<Vec<String>> {
     let c = ringside::measure::pin::allowed_cpus();
     let (&first, &last) = (c.first()?, c.last()?);
     if first == last {
-        println!("skipped {id}: SQPOLL needs a second CPU for its pollers");
+        common::tools::cannot(&format!("{id}: SQPOLL needs a second CPU for its pollers"));
         return None;
     }
     a.extend([last.to_string(), "--sqpoll-cpu".into(), first.to_string()]);
