@@ -57,9 +57,11 @@ fn recv_seqs(s: &UdpSocket, flow: u32, len: usize, n: usize, id: &str) -> HashSe
     let mut buf = vec![0u8; 4096];
     let mut seen = HashSet::new();
     while seen.len() < n {
-        let got = s
-            .recv(&mut buf)
-            .unwrap_or_else(|e| panic!("{id}: at {} of {n}: {e}", seen.len()));
+        // A socket with a read timeout is not restarted after a signal (EINTR): read again.
+        let got = match s.recv(&mut buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => r.unwrap_or_else(|e| panic!("{id}: at {} of {n}: {e}", seen.len())),
+        };
         let seq = verify(flow, len, &buf[..got]).unwrap_or_else(|e| panic!("{id}: {e:?}"));
         assert!(seen.insert(seq), "{id}: sequence {seq} twice");
     }
