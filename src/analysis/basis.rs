@@ -42,8 +42,9 @@ pub(crate) fn higher_is_better(m: Metric) -> bool {
     m == Metric::OpsPerSec
 }
 
-/// The figure's per-repetition values, where the results keep them.
-fn reps(m: Metric, f: &CaseFigures) -> Vec<f64> {
+/// The figure's per-repetition (= per-round) values, where the results keep them and a claim
+/// can be made on them.
+pub(crate) fn reps(m: Metric, f: &CaseFigures) -> Vec<f64> {
     match m {
         Metric::LatencyP50 => f.runs_p50_ns.clone(),
         Metric::OpsPerSec => f.runs_ops_per_sec.clone(),

@@ -49,25 +49,8 @@ impl Verdict {
     }
 }
 
-fn higher_is_better(m: Metric) -> bool {
-    m == Metric::OpsPerSec
-}
-
-pub(crate) use crate::stats::claims::TAIL_MIN;
-
-/// The metric's per-repetition (= per-round) values, where a claim can be made on them.
-fn reps(m: Metric, f: &CaseFigures) -> Vec<f64> {
-    match m {
-        Metric::LatencyP50 => f.runs_p50_ns.clone(),
-        Metric::OpsPerSec => f.runs_ops_per_sec.clone(),
-        Metric::CpuPerOp => f.runs_cpu_ns_per_op.clone(),
-        Metric::LatencyP99 if f.p99_tail_min >= TAIL_MIN => f.runs_p99_ns.clone(),
-        Metric::LatencyP99
-        | Metric::SyscallsPer100
-        | Metric::IdleRssBytes
-        | Metric::IdleKernelBytes => Vec::new(),
-    }
-}
+use crate::analysis::basis::reps;
+use crate::analysis::higher_is_better;
 
 /// One group of a sweep: its cells in run order, and each label's cells.
 type Members<'c, 'a> = (Vec<&'c Cell<'a>>, BTreeMap<usize, Vec<&'c Cell<'a>>>);
