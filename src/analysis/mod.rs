@@ -10,5 +10,5 @@ pub mod basis;
 pub(crate) mod cells;
 
 pub use basis::past_capacity_cells;
-pub(crate) use basis::{answer, basis, higher_is_better, points, rank_point};
+pub(crate) use basis::{answer, basis, higher_is_better, highlighted, points, rank_point};
 pub(crate) use basis::{Basis, NotRanked, On};

@@ -152,7 +152,7 @@ pub struct Series {
     pub label: String,
     pub style: Style,
     pub points: Vec<Pt>,
-    /// Decided behind the leader by the workload's finding (`findings::highlighted`): drawn
+    /// Decided behind the leader by the workload's finding (`analysis::highlighted`): drawn
     /// faded, so the leader and the models not decided against it stand out.
     pub faded: bool,
 }
@@ -564,7 +564,7 @@ pub(crate) fn for_cases(workload: &str, cases: &[&CaseResult], styles: &Styles) 
         .map(|l| label_index[l.as_str()])
         .collect();
     // Highlighted labels take the palette's colours first, in style order; then the faded.
-    let lead = super::findings::highlighted(workload, cases);
+    let lead = crate::analysis::highlighted(workload, cases);
     let faded: Vec<bool> = labels
         .iter()
         .map(|l| lead.as_ref().is_some_and(|h| !h.contains(l)))

@@ -363,22 +363,6 @@ fn answer_text(a: &crate::results::Answer) -> String {
     )
 }
 
-/// The models a workload's charts draw in full: each that led a ranked point or was never
-/// decided behind a point's leader (the findings' standings); the rest are drawn faded.
-/// `None` where nothing was ranked (then every model is drawn in full).
-pub(crate) fn highlighted(workload: &str, cases: &[&CaseResult]) -> Option<Vec<String>> {
-    let (b, cells) = basis(workload, cases).ok()?;
-    let pts = points(workload, &cells, b.metric);
-    let f = findings::of_points(&pts, higher_is_better(b.metric))?;
-    Some(
-        f.standings
-            .iter()
-            .filter(|s| s.led > 0 || s.behind == 0)
-            .map(|s| s.label.clone())
-            .collect(),
-    )
-}
-
 /// A workload's finding in a few words, for the run's closing summary: its leader with the
 /// points it led of those ranked ("blocking 4/5", "monoio" at one point), "no decided
 /// leader", "blocking alone", "not ranked".
