@@ -48,8 +48,8 @@ pub enum Command {
         /// and compare.md (default: beside the (first) results file).
         #[arg(long)]
         out: Option<PathBuf>,
-        #[arg(long, value_enum, default_value_t = FormatArg::Summary)]
-        format: FormatArg,
+        #[arg(long, value_enum, default_value_t = Format::Summary)]
+        format: Format,
         /// Print one cell's latency distribution in HdrHistogram's percentile format (.hgrm,
         /// microseconds) instead: the cell as `report` and `compare` name it ("micro.pipe
         /// uring msg_bytes=64"). Writes no report.
@@ -198,8 +198,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub(crate) dry_run: bool,
     /// What to print on stdout when done.
-    #[arg(long, value_enum, default_value_t = FormatArg::Summary)]
-    pub(crate) format: FormatArg,
+    #[arg(long, value_enum, default_value_t = Format::Summary)]
+    pub(crate) format: Format,
     /// No progress output.
     #[arg(long)]
     pub(crate) quiet: bool,
@@ -456,29 +456,6 @@ impl From<ProfileArg> for Profile {
             ProfileArg::Smoke => Profile::Smoke,
             ProfileArg::Quick => Profile::Quick,
             ProfileArg::Full => Profile::Full,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum FormatArg {
-    /// The findings and a one-line-a-suite summary.
-    Summary,
-    /// The findings, every table (wide), and the summary.
-    Table,
-    Markdown,
-    Csv,
-    Json,
-}
-
-impl From<FormatArg> for Format {
-    fn from(f: FormatArg) -> Format {
-        match f {
-            FormatArg::Summary => Format::Summary,
-            FormatArg::Table => Format::Table,
-            FormatArg::Markdown => Format::Markdown,
-            FormatArg::Csv => Format::Csv,
-            FormatArg::Json => Format::Json,
         }
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! One test in this binary, counted on its own thread only.
 
-use ringside::export::{charts, html::svg, verdict, Format};
+use ringside::analysis::Analysis;
+use ringside::export::{charts, html::svg, words, Format};
 use ringside::results::{store, CaseResult, RunResults, Status};
 use ringside::workload::Params;
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -102,14 +103,16 @@ fn run_with(n: usize) -> RunResults {
 /// Everything `ringside report` renders: every chart drawn, verdicts, tables in every format.
 fn render(run: &RunResults) -> usize {
     let mut bytes = 0;
-    for c in charts::build(run) {
+    // Analysed once, as `ringside report` does.
+    let a = Analysis::of(run);
+    for c in charts::build(run, &a) {
         bytes += svg::draw(&c, false).unwrap().len();
     }
     for w in charts::workloads(run) {
-        bytes += verdict::for_workload(run, &w).len();
+        bytes += words::verdicts_in(run, &w).len();
     }
     for f in [Format::Html, Format::Markdown, Format::Table, Format::Csv] {
-        bytes += f.exporter().render(run).unwrap().len();
+        bytes += f.exporter().render(run, &a).unwrap().len();
     }
     bytes
 }

@@ -260,19 +260,3 @@ pub fn answer(run: &RunResults) -> crate::results::Answer {
     a.worst_invisible_pct = worst.filter(|v| v.is_finite());
     a
 }
-
-/// The models a workload's charts draw in full: each that led a ranked point or was never
-/// decided behind a point's leader (the findings' standings); the rest are drawn faded.
-/// `None` where nothing was ranked (then every model is drawn in full).
-pub(crate) fn highlighted(workload: &str, cases: &[&CaseResult]) -> Option<Vec<String>> {
-    let (b, cells) = basis(workload, cases).ok()?;
-    let pts = points(workload, &cells, b.metric);
-    let f = findings::of_points(&pts, higher_is_better(b.metric))?;
-    Some(
-        f.standings
-            .iter()
-            .filter(|s| s.led > 0 || s.behind == 0)
-            .map(|s| s.label.clone())
-            .collect(),
-    )
-}

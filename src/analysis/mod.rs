@@ -1,15 +1,92 @@
 //! What the run's cells support, decided once and typed: which cells form a point, what a
-//! workload is ranked by (its basis), each point's ranking and the run's answer rate. The
-//! runner reads it while measuring (a point's undecided claims decide whether it adds a round)
-//! and the exporters word what it decides; what it holds is decided nowhere else. Still to
-//! move here (issue 44): the verdicts' own grouping of sweep points (`export::verdict`).
+//! workload is ranked by (its basis), each point's ranking, each workload's verdicts and
+//! finding, and how far to trust the run. [`Analysis::of`] computes it once per run; the
+//! runner reads the rankings while measuring (a point's undecided claims decide whether it
+//! adds a round) and the exporters word what it decides (`export::words`); what it holds is
+//! decided nowhere else.
 //!
 //! It sits between the numbers (`stats`: summaries, rank tests, claims) and their readers
 //! (`runner`, `export`), and uses neither of those (`tests/suite/module_graph.rs`).
 
 pub mod basis;
 pub(crate) mod cells;
+pub(crate) mod finding;
+pub mod verdict;
 
 pub use basis::past_capacity_cells;
-pub(crate) use basis::{answer, basis, higher_is_better, highlighted, points, rank_point};
+pub(crate) use basis::{answer, rank_point};
 pub(crate) use basis::{Basis, NotRanked, On};
+
+use crate::results::{Answer, RunResults};
+use crate::stats::findings::Trust;
+use finding::{Pairs, Ranks, WorkloadFinding};
+use verdict::Verdict;
+
+/// Pairs of models kept per point for the reports' pair tables (the first, nearest ones).
+pub(crate) const PAIR_ROWS: usize = 200;
+
+/// One run's analysis: every workload's verdicts and finding, in run order, and the run's
+/// trust and answer rate.
+#[derive(Clone, Debug)]
+pub struct Analysis {
+    pub(crate) workloads: Vec<Workload>,
+    pub(crate) trust: Trust,
+    pub(crate) answer: Answer,
+}
+
+/// One workload's analysis.
+#[derive(Clone, Debug)]
+pub(crate) struct Workload {
+    pub(crate) id: String,
+    /// Its suite (`micro`, `echo`, ...): the id's first part.
+    pub(crate) suite: String,
+    pub(crate) verdicts: Vec<Verdict>,
+    pub(crate) finding: WorkloadFinding,
+    /// The first [`PAIR_ROWS`] pairs of models at each point (`None`: not ranked).
+    pub(crate) pairs: Option<Pairs>,
+}
+
+impl Workload {
+    /// The models its charts draw in full: each that led a ranked point or was never decided
+    /// behind a point's leader (the finding's standings); the rest are drawn faded. `None`
+    /// where nothing was ranked (then every model is drawn in full).
+    pub(crate) fn highlighted(&self) -> Option<Vec<String>> {
+        let Ranks::Ranked { finding, .. } = &self.finding.ranks else {
+            return None;
+        };
+        Some(
+            finding
+                .standings
+                .iter()
+                .filter(|s| s.led > 0 || s.behind == 0)
+                .map(|s| s.label.clone())
+                .collect(),
+        )
+    }
+}
+
+impl Analysis {
+    /// Analyses a run: every workload in run order.
+    pub fn of(run: &RunResults) -> Analysis {
+        let workloads = cells::by_workload(run)
+            .into_iter()
+            .map(|(w, cases)| Workload {
+                id: w.to_string(),
+                suite: w.split('.').next().unwrap_or(w).to_string(),
+                verdicts: verdict::for_cases(w, &cases),
+                finding: WorkloadFinding::of(w, &cases),
+                pairs: finding::pairs(w, &cases, PAIR_ROWS),
+            })
+            .collect();
+        Analysis {
+            workloads,
+            trust: crate::stats::findings::trust(run),
+            answer: answer(run),
+        }
+    }
+
+    /// The analysis of workload `id`, if the run has it.
+    pub(crate) fn workload(&self, id: &str) -> Option<&Workload> {
+        self.workloads.iter().find(|w| w.id == id)
+    }
+}

@@ -36,7 +36,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             format,
             hgrm: None,
             timeline: None,
-        } => report::run(&results, out.as_deref(), format.into()),
+        } => report::run(&results, out.as_deref(), format),
         Command::Compare {
             files,
             threshold,

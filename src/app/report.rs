@@ -2,6 +2,7 @@
 //! results file alone (also an unfinished one), and print the chosen format on stdout. Of
 //! several files: the runs side by side, the page `compare --out` writes.
 
+use crate::analysis::Analysis;
 use crate::export::markdown::chart_file;
 use crate::export::{charts, html, waterfall, Format};
 use crate::results::store;
@@ -18,10 +19,14 @@ fn write_derived(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 }
 
 /// Writes report.md, report.html and charts/*.svg into `dir`; returns the paths written.
-pub(crate) fn write_all(run: &RunResults, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn write_all(
+    run: &RunResults,
+    a: &Analysis,
+    dir: &Path,
+) -> anyhow::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     let charts_dir = dir.join("charts");
-    let charts = charts::build(run);
+    let charts = charts::build(run, a);
     let waterfalls: Vec<_> = charts::by_workload(run)
         .into_iter()
         .flat_map(|(w, cases)| waterfall::for_cases(w, &cases))
@@ -46,7 +51,7 @@ pub(crate) fn write_all(run: &RunResults, dir: &Path) -> anyhow::Result<Vec<Path
         ("report.html", Format::Html),
     ] {
         let path = dir.join(name);
-        let bytes = format.exporter().render(run)?;
+        let bytes = format.exporter().render(run, a)?;
         write_derived(&path, &bytes)?;
         written.push(path);
     }
@@ -129,8 +134,9 @@ fn run_one(results: &Path, out: Option<&Path>, format: Format) -> anyhow::Result
         );
         return Ok(2);
     }
-    write_all(&run, &dir)?;
-    super::stdout::write(&format.exporter().render(&run)?)?;
+    let a = Analysis::of(&run);
+    write_all(&run, &a, &dir)?;
+    super::stdout::write(&format.exporter().render(&run, &a)?)?;
     if !run.finished {
         eprintln!("note: this run is unfinished (interrupted); the report shows the cells it kept");
     }

@@ -3,7 +3,6 @@
 
 use crate::cli::RunArgs;
 use crate::error::InputError;
-use crate::export::Format;
 use crate::measure::{clock, pin, topology};
 use crate::model::contender::CONTENDER_PROTOCOLS;
 use crate::model::Catalog;
@@ -226,9 +225,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         }
     }
     drop(storage); // removes the storage work directory
+                   // Computed once: what the run answered (kept with its figures) and what the report says.
+    let analysis = crate::analysis::Analysis::of(&results);
     if outcome == runner::Outcome::Finished {
         // What the run answered at its equal-load points, kept with its figures.
-        results.answer = Some(crate::analysis::answer(&results));
+        results.answer = Some(analysis.answer.clone());
         store.save(&results)?;
     }
 
@@ -236,19 +237,22 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         let _one_writer = lock(&REPORTING);
         // A full disk here loses no measurement: results.json is saved; say so, and how to
         // render it once there is room.
-        anyhow::Context::with_context(super::report::write_all(&results, &store.dir), || {
-            format!(
-                "results.json was saved ({} cells, {}), but the report could not be written; \
+        anyhow::Context::with_context(
+            super::report::write_all(&results, &analysis, &store.dir),
+            || {
+                format!(
+                    "results.json was saved ({} cells, {}), but the report could not be written; \
                  render it when there is room with `ringside report {}`",
-                results.cases.len(),
-                store.results_path().display(),
-                store.results_path().display()
-            )
-        })?;
+                    results.cases.len(),
+                    store.results_path().display(),
+                    store.results_path().display()
+                )
+            },
+        )?;
     }
-    let format: Format = a.format.into();
+    let format = a.format;
     // A closed stdout ends printing quietly; the verdict below still stands.
-    super::stdout::write(&format.exporter().render(&results)?)?;
+    super::stdout::write(&format.exporter().render(&results, &analysis)?)?;
     eprintln!("results: {}", store.results_path().display());
     eprintln!("report: {}", store.dir.join("report.html").display());
     let failed: Vec<&CaseResult> = results
@@ -546,7 +550,7 @@ fn on_abort(dir: PathBuf) -> crate::shutdown::OnAbort {
             results.display()
         );
         let _one_writer = lock(&REPORTING);
-        match super::report::write_all(&kept, &dir) {
+        match super::report::write_all(&kept, &crate::analysis::Analysis::of(&kept), &dir) {
             Ok(_) => eprintln!(
                 "report: {} (render it again with `ringside report {}`)",
                 dir.join("report.html").display(),

@@ -12,6 +12,7 @@
 //! (by workload, parameter point, group and label), never found by scanning the cells again
 //! for each point (a 4,000-point workload took 31 s that way).
 
+use crate::analysis::Analysis;
 use crate::registry::MODELS;
 use crate::results::{CaseResult, RunResults, Status};
 use std::collections::{BTreeMap, HashMap};
@@ -345,7 +346,7 @@ fn against_achieved(
 }
 
 /// Every chart of a run: each suite's summary before its workloads' charts, in run order.
-pub fn build(run: &RunResults) -> Vec<Chart> {
+pub fn build(run: &RunResults, a: &Analysis) -> Vec<Chart> {
     let styles = Styles::for_run(run);
     let mut summaries: HashMap<String, Chart> = suite_summaries(run, &styles).into_iter().collect();
     let mut out = Vec::new();
@@ -353,7 +354,7 @@ pub fn build(run: &RunResults) -> Vec<Chart> {
         if let Some(c) = summaries.remove(suite_of(w)) {
             out.push(c);
         }
-        out.extend(for_cases(w, &cases, &styles));
+        out.extend(for_cases(w, &cases, &styles, a));
     }
     out
 }
@@ -507,22 +508,32 @@ fn summary_point<'a>(cases: &[&'a CaseResult]) -> Option<(String, f64, Vec<&'a C
 }
 
 /// The charts of one workload, styled for the whole run.
-pub fn build_for(run: &RunResults, workload: &str) -> Vec<Chart> {
-    for_workload(run, workload, &Styles::for_run(run))
+pub fn build_for(run: &RunResults, a: &Analysis, workload: &str) -> Vec<Chart> {
+    for_workload(run, workload, &Styles::for_run(run), a)
 }
 
 /// The charts of one workload.
-pub(crate) fn for_workload(run: &RunResults, workload: &str, styles: &Styles) -> Vec<Chart> {
+pub(crate) fn for_workload(
+    run: &RunResults,
+    workload: &str,
+    styles: &Styles,
+    a: &Analysis,
+) -> Vec<Chart> {
     let cases: Vec<&CaseResult> = run
         .cases
         .iter()
         .filter(|c| c.workload == workload)
         .collect();
-    for_cases(workload, &cases, styles)
+    for_cases(workload, &cases, styles, a)
 }
 
 /// The charts of one workload from its cells (in run order).
-pub(crate) fn for_cases(workload: &str, cases: &[&CaseResult], styles: &Styles) -> Vec<Chart> {
+pub(crate) fn for_cases(
+    workload: &str,
+    cases: &[&CaseResult],
+    styles: &Styles,
+    a: &Analysis,
+) -> Vec<Chart> {
     let spec = facts(workload).chart;
     let left_out: Arc<[String]> = cases
         .iter()
@@ -564,7 +575,7 @@ pub(crate) fn for_cases(workload: &str, cases: &[&CaseResult], styles: &Styles) 
         .map(|l| label_index[l.as_str()])
         .collect();
     // Highlighted labels take the palette's colours first, in style order; then the faded.
-    let lead = crate::analysis::highlighted(workload, cases);
+    let lead = a.workload(workload).and_then(|w| w.highlighted());
     let faded: Vec<bool> = labels
         .iter()
         .map(|l| lead.as_ref().is_some_and(|h| !h.contains(l)))

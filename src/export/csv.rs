@@ -2,6 +2,7 @@
 
 use super::table::case_rows;
 use super::Exporter;
+use crate::analysis::Analysis;
 use crate::results::RunResults;
 
 pub(crate) struct Csv;
@@ -15,7 +16,7 @@ fn field(s: &str) -> String {
 }
 
 impl Exporter for Csv {
-    fn render(&self, run: &RunResults) -> anyhow::Result<Vec<u8>> {
+    fn render(&self, run: &RunResults, _: &Analysis) -> anyhow::Result<Vec<u8>> {
         let t = case_rows(run);
         let mut out = String::new();
         for r in std::iter::once(&t.header).chain(&t.rows) {

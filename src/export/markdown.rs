@@ -1,8 +1,11 @@
 //! Markdown: the same tables as the terminal, as GitHub tables, with the run's context.
 
 use super::table::{metric_tables_by_workload, Table};
+use super::words::finding::{suites, trust_text};
+use super::words::verdict::split_shown;
 use super::Exporter;
-use super::{charts, verdict};
+use super::{charts, words};
+use crate::analysis::Analysis;
 use crate::results::RunResults;
 
 pub(crate) struct Markdown;
@@ -60,7 +63,7 @@ pub(crate) fn render_table(t: &Table) -> String {
 }
 
 impl Exporter for Markdown {
-    fn render(&self, run: &RunResults) -> anyhow::Result<Vec<u8>> {
+    fn render(&self, run: &RunResults, a: &Analysis) -> anyhow::Result<Vec<u8>> {
         let mut out = String::from("# ringside results\n\n");
         out += &format!(
             "- ringside {} ({}), profile `{}`, {}\n- command: `{}`\n{}- kernel {}, {} CPUs; measured thread on CPU {}, helper CPU {}\n{}- timer overhead {} ns per interval (subtracted from every per-op latency), clocksource {}\n\n",
@@ -89,7 +92,7 @@ impl Exporter for Markdown {
             out.push('\n');
         }
         out += "## Findings\n\n";
-        for s in super::findings::for_run(run) {
+        for s in suites(a) {
             out += &format!("**{} suite**\n\n", s.suite);
             for l in &s.lines {
                 out += &format!(
@@ -106,23 +109,23 @@ impl Exporter for Markdown {
         }
         out += &format!(
             "How far to trust this run: {}\n\n",
-            cell(&super::findings::trust_text(run))
+            cell(&trust_text(run, a))
         );
         let mut tables: std::collections::HashMap<String, Vec<Table>> =
             metric_tables_by_workload(run).into_iter().collect();
         let styles = charts::Styles::for_run(run);
         for (w, cases) in charts::by_workload(run) {
             out += &format!("## {w}\n\n");
-            for c in charts::for_cases(w, &cases, &styles) {
+            for c in charts::for_cases(w, &cases, &styles, a) {
                 out += &format!("![{}]({})\n\n", c.title, chart_file(&c.id));
             }
             for wf in super::waterfall::for_cases(w, &cases) {
                 out += &format!("![{}]({})\n\n", wf.title, chart_file(&wf.id));
             }
-            let verdicts = verdict::for_cases(w, &cases);
+            let verdicts = a.workload(w).map(words::verdicts_of).unwrap_or_default();
             if !verdicts.is_empty() {
                 out += "Verdicts:\n\n";
-                let (shown, rest) = verdict::split_shown(&verdicts);
+                let (shown, rest) = split_shown(&verdicts);
                 for v in shown {
                     out += &format!("- {}\n", cell(&v.line()));
                 }

@@ -1,11 +1,11 @@
-//! Exporters: results in, bytes out. Tables are built once (`table.rs`) and rendered by each
-//! dialect; no exporter computes a figure.
+//! Exporters: results and their analysis in, bytes out. Tables are built once (`table.rs`)
+//! and rendered by each dialect; the analysis (`crate::analysis`) is computed once per run
+//! and worded in `words/`; no exporter computes a figure or a claim.
 
 pub mod charts;
 pub(crate) mod compare;
 mod csv;
 pub(crate) mod explain;
-pub mod findings;
 mod format;
 pub(crate) mod hgrm;
 pub(crate) mod hosts;
@@ -18,21 +18,25 @@ pub(crate) mod markdown;
 mod readme;
 pub mod table;
 mod term;
-pub mod verdict;
 pub(crate) mod waterfall;
+pub mod words;
 
+use crate::analysis::Analysis;
 use crate::results::RunResults;
 
-/// Output formats. Adding one is a variant here and one arm in `exporter`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Output formats (`--format`). Adding one is a file, a variant here and one arm in
+/// `exporter`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// The findings and a one-line-a-suite summary (the default on a terminal).
+    /// The findings and a one-line-a-suite summary.
     Summary,
-    /// The findings, every wide table, and the summary.
+    /// The findings, every table (wide), and the summary.
     Table,
     Markdown,
     Csv,
     Json,
+    /// report.html, written beside results.json (not printed).
+    #[value(skip)]
     Html,
 }
 
@@ -41,11 +45,18 @@ pub(crate) fn term_table(t: &table::Table) -> String {
     term::render_table(t)
 }
 
+/// One format: words and draws a run and its analysis (computed once, by the caller).
 pub trait Exporter {
-    fn render(&self, run: &RunResults) -> anyhow::Result<Vec<u8>>;
+    fn render(&self, run: &RunResults, a: &Analysis) -> anyhow::Result<Vec<u8>>;
 }
 
 impl Format {
+    /// Analyses `run` and renders it: for one format of one run (tests, tools); who renders
+    /// several formats analyses once and calls [`Format::exporter`].
+    pub fn render(self, run: &RunResults) -> anyhow::Result<Vec<u8>> {
+        self.exporter().render(run, &Analysis::of(run))
+    }
+
     pub fn exporter(self) -> &'static dyn Exporter {
         match self {
             Format::Summary => &term::Summary,

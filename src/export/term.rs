@@ -1,7 +1,9 @@
 //! Terminal tables: aligned columns, footnotes under each table.
 
 use super::table::{metric_tables, Table};
+use super::words::finding::{headline, suites, trust_text};
 use super::Exporter;
+use crate::analysis::Analysis;
 use crate::results::RunResults;
 
 pub(crate) struct Term;
@@ -39,12 +41,12 @@ fn wrap(first: &str, indent: &str, text: &str) -> String {
 }
 
 /// The closing summary, hyperfine's way: a line a suite (wrapped at [`COLUMNS`]), each
-/// workload's leader in a few words (`findings::headline`).
-pub(crate) fn summary_text(run: &RunResults) -> String {
+/// workload's leader in a few words (`words::finding::headline`).
+pub(crate) fn summary_text(a: &Analysis) -> String {
     let mut suites: Vec<(String, Vec<String>)> = Vec::new();
-    for (w, cases) in super::charts::by_workload(run) {
-        let (suite, name) = w.split_once('.').unwrap_or((w, w));
-        let part = format!("{name}: {}", super::findings::headline(w, &cases));
+    for w in &a.workloads {
+        let (suite, name) = w.id.split_once('.').unwrap_or((&w.id, &w.id));
+        let part = format!("{name}: {}", headline(&w.finding));
         match suites.last_mut() {
             Some((s, parts)) if s == suite => parts.push(part),
             _ => suites.push((suite.to_string(), vec![part])),
@@ -63,31 +65,27 @@ pub(crate) fn summary_text(run: &RunResults) -> String {
 }
 
 impl Exporter for Summary {
-    fn render(&self, run: &RunResults) -> anyhow::Result<Vec<u8>> {
+    fn render(&self, run: &RunResults, a: &Analysis) -> anyhow::Result<Vec<u8>> {
         let mut out = String::from(
             "Findings (wide tables: --format table; charts and evidence: report.html)\n",
         );
-        for s in super::findings::for_run(run) {
+        for s in suites(a) {
             out += &format!("  {} suite\n", s.suite);
             for l in &s.lines {
                 out += &wrap(&format!("  - {}: ", l.workload), "      ", &l.short);
             }
         }
-        out += &wrap(
-            "  How far to trust this run: ",
-            "    ",
-            &super::findings::trust_text(run),
-        );
+        out += &wrap("  How far to trust this run: ", "    ", &trust_text(run, a));
         out.push('\n');
-        out += &summary_text(run);
+        out += &summary_text(a);
         Ok(out.into_bytes())
     }
 }
 
 /// The findings block that opens the terminal summary.
-pub(crate) fn findings_text(run: &RunResults) -> String {
+pub(crate) fn findings_text(run: &RunResults, a: &Analysis) -> String {
     let mut out = String::from("Findings (computed from the cells below)\n");
-    for s in super::findings::for_run(run) {
+    for s in suites(a) {
         out += &format!("  {} suite\n", s.suite);
         for l in &s.lines {
             out += &format!("  - {}: {}\n", l.workload, l.short);
@@ -96,10 +94,7 @@ pub(crate) fn findings_text(run: &RunResults) -> String {
             }
         }
     }
-    out += &format!(
-        "  How far to trust this run: {}\n",
-        super::findings::trust_text(run)
-    );
+    out += &format!("  How far to trust this run: {}\n", trust_text(run, a));
     out
 }
 
@@ -147,11 +142,11 @@ pub(crate) fn render_table(t: &Table) -> String {
 }
 
 impl Exporter for Term {
-    fn render(&self, run: &RunResults) -> anyhow::Result<Vec<u8>> {
+    fn render(&self, run: &RunResults, a: &Analysis) -> anyhow::Result<Vec<u8>> {
         let tables = metric_tables(run);
-        let mut body: Vec<String> = vec![findings_text(run)];
+        let mut body: Vec<String> = vec![findings_text(run, a)];
         body.extend(tables.iter().map(render_table));
-        body.push(summary_text(run));
+        body.push(summary_text(a));
         Ok(body.join("\n").into_bytes())
     }
 }

@@ -681,7 +681,7 @@ pub(crate) struct Entry {
 /// A decided crossover along a sweep: `winner` is decided worse than `loser` at `before` and
 /// decided better at `after` (each a paired claim, corrected over the pairs at its point).
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Crossover {
+pub struct Crossover {
     pub(crate) winner: String,
     pub(crate) loser: String,
     pub(crate) before: f64,

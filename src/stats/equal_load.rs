@@ -152,7 +152,7 @@ pub(crate) enum Knee {
 
 /// One model's capacity along an open-loop rate sweep (`echo.rate`, `http.rate`).
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Capacity {
+pub struct Capacity {
     pub(crate) label: String,
     pub(crate) knee: Knee,
     /// Offered rates where a repetition of its cell stalled (and stayed stalled on its

@@ -172,7 +172,7 @@ pub(crate) struct Other {
 /// One point ranked: the leader, the entries not decided against it (equivalent or
 /// undecided), the rest (decided behind) in order.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Ranking {
+pub struct Ranking {
     pub(crate) at: String,
     pub(crate) leader: String,
     pub(crate) value: f64,

@@ -6,7 +6,7 @@
 
 use ringside::analysis::past_capacity_cells;
 use ringside::export::table::metric_tables;
-use ringside::export::verdict::{for_cases, CAPACITY_PREFIX, PAST_CAPACITY_PREFIX};
+use ringside::export::words::{verdicts as for_cases, CAPACITY_PREFIX, PAST_CAPACITY_PREFIX};
 use ringside::results::{CaseResult, RunResults};
 use serde_json::{json, Value};
 

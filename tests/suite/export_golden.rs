@@ -68,17 +68,14 @@ fn fixture_has_every_kind_of_cell() {
 #[test]
 fn markdown_csv_json_match_golden_files() {
     let r = run();
-    golden(
-        "report.md",
-        &Format::Markdown.exporter().render(&r).unwrap(),
-    );
-    golden("results.csv", &Format::Csv.exporter().render(&r).unwrap());
-    golden("results.json", &Format::Json.exporter().render(&r).unwrap());
-    golden("table.txt", &Format::Table.exporter().render(&r).unwrap());
+    golden("report.md", &Format::Markdown.render(&r).unwrap());
+    golden("results.csv", &Format::Csv.render(&r).unwrap());
+    golden("results.json", &Format::Json.render(&r).unwrap());
+    golden("table.txt", &Format::Table.render(&r).unwrap());
 }
 
 fn html(r: &RunResults) -> String {
-    String::from_utf8(Format::Html.exporter().render(r).unwrap()).unwrap()
+    String::from_utf8(Format::Html.render(r).unwrap()).unwrap()
 }
 
 /// The `<figure ...>...</figure>` of a chart.
@@ -99,7 +96,7 @@ fn html_is_self_contained_and_complete() {
     ] {
         assert!(!h.contains(bad), "the HTML contains {bad:?}");
     }
-    let cs = charts::build(&r);
+    let cs = charts::build(&r, &ringside::analysis::Analysis::of(&r));
     assert_eq!(
         h.matches("<svg").count(),
         2 * cs.len(),
@@ -209,7 +206,7 @@ fn html_shows_hostile_text_from_the_results_file_as_text() {
 #[test]
 fn verdicts_are_computed_with_noise_and_crossovers() {
     let r = run();
-    let pipe = ringside::export::verdict::for_workload(&r, "micro.pipe");
+    let pipe = ringside::export::words::verdicts_in(&r, "micro.pipe");
     assert!(!pipe.is_empty());
     // One ranked line per point (micro.pipe is bars: no sweep lines).
     assert!(
@@ -234,7 +231,7 @@ fn verdicts_are_computed_with_noise_and_crossovers() {
     assert!(!pipe
         .iter()
         .any(|v| v.text.contains("uring-sqpoll") && v.text.contains("4096")));
-    let batching = ringside::export::verdict::for_workload(&r, "micro.batching");
+    let batching = ringside::export::words::verdicts_in(&r, "micro.batching");
     assert!(
         batching
             .iter()
@@ -260,7 +257,7 @@ fn verdicts_are_computed_with_noise_and_crossovers() {
             .map(|k| k * v)
             .collect();
     }
-    let v = ringside::export::verdict::for_workload(&m, "micro.fd_scaling");
+    let v = ringside::export::words::verdicts_in(&m, "micro.fd_scaling");
     let cross: Vec<_> = v
         .iter()
         .filter(|v| v.text.starts_with("crossover"))
@@ -277,7 +274,7 @@ fn verdicts_are_computed_with_noise_and_crossovers() {
         let v = f.latency_ns.p50;
         f.runs_p50_ns = vec![1.0, 1e9, v, 1e3, 1e6, v * 1.5];
     }
-    let v = ringside::export::verdict::for_workload(&m, "micro.fd_scaling");
+    let v = ringside::export::words::verdicts_in(&m, "micro.fd_scaling");
     assert!(
         v.iter()
             .all(|v| v.within_noise && v.line().ends_with("(nothing decided)")),
@@ -299,7 +296,7 @@ fn unfinished_runs_are_marked() {
     r.finished = false;
     let h = html(&r);
     assert!(h.contains("class=\"status unfinished\""));
-    let md = String::from_utf8(Format::Markdown.exporter().render(&r).unwrap()).unwrap();
+    let md = String::from_utf8(Format::Markdown.render(&r).unwrap()).unwrap();
     assert!(md.contains("**unfinished**"));
 }
 
@@ -366,7 +363,7 @@ fn report_writes_html_markdown_and_svgs_from_json_alone() {
     assert!(h.contains("unfinished"));
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     let r = run();
-    for c in charts::build(&r) {
+    for c in charts::build(&r, &ringside::analysis::Analysis::of(&r)) {
         let svg = out.join("charts").join(format!("{}.svg", c.id));
         let s = std::fs::read_to_string(&svg).unwrap_or_else(|e| panic!("{}: {e}", svg.display()));
         assert!(s.starts_with("<svg"), "{}", svg.display());
@@ -647,7 +644,7 @@ fn per_model_and_common_params_do_not_split_points() {
         "{:?}",
         tables[0].header
     );
-    let bars = charts::build(&r)
+    let bars = charts::build(&r, &ringside::analysis::Analysis::of(&r))
         .into_iter()
         .find(|c| c.id == "micro.pipe-latency")
         .unwrap();

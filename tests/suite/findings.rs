@@ -7,7 +7,9 @@
 //! After an intended change of wording, re-bless with
 //! `RINGSIDE_BLESS=1 cargo test --release --test findings` and read the diff.
 
-use ringside::export::findings::{for_cases, for_run, trust_text, Line};
+use ringside::export::words::{
+    finding as for_cases, findings as for_run, trust as trust_text, Line,
+};
 use ringside::export::Format;
 use ringside::results::{store, CaseResult, RunResults};
 use serde_json::{json, Value};
@@ -33,7 +35,7 @@ fn golden(name: &str, got: &str) {
 
 /// The findings block of the terminal summary (everything before the first blank line).
 fn term_findings(run: &RunResults) -> String {
-    let out = String::from_utf8(Format::Table.exporter().render(run).unwrap()).unwrap();
+    let out = String::from_utf8(Format::Table.render(run).unwrap()).unwrap();
     let end = out.find("\n\n").expect("a blank line after the findings");
     out[..end + 1].to_string()
 }
@@ -270,7 +272,7 @@ fn network_findings_rank_at_equal_load_and_skip_what_fell_behind() {
 #[test]
 fn reports_open_with_findings_linked_to_sections() {
     let run = fixture();
-    let html = String::from_utf8(Format::Html.exporter().render(&run).unwrap()).unwrap();
+    let html = String::from_utf8(Format::Html.render(&run).unwrap()).unwrap();
     let f = html
         .find("<section id=\"findings\">")
         .expect("findings section");
@@ -288,7 +290,7 @@ fn reports_open_with_findings_linked_to_sections() {
             assert!(html.contains(&format!("id=\"{id}\"")), "{id}");
         }
     }
-    let md = String::from_utf8(Format::Markdown.exporter().render(&run).unwrap()).unwrap();
+    let md = String::from_utf8(Format::Markdown.render(&run).unwrap()).unwrap();
     let f = md.find("## Findings").expect("markdown findings");
     assert!(f < md.find("## micro.syscall").unwrap());
     assert!(md.contains(
@@ -332,23 +334,27 @@ fn intervals_show_as_rows_and_thin_tails_are_greyed() {
         "stored as ci95"
     );
 
-    let md = String::from_utf8(Format::Markdown.exporter().render(&run).unwrap()).unwrap();
+    let md = String::from_utf8(Format::Markdown.render(&run).unwrap()).unwrap();
     assert!(md.contains("| p50 95% CI | 671 ns..691 ns |"), "{md}");
     assert!(md.contains("| latency samples (beyond p99 / p99.9) | 1500 (15 / 1) |"));
     assert!(md.contains("| p99.9 | 881 ns (thin tail: 1 samples beyond) |"));
     assert!(md.contains("| p99 | 682 ns |"), "15 beyond p99 is not thin");
-    let html = String::from_utf8(Format::Html.exporter().render(&run).unwrap()).unwrap();
+    let html = String::from_utf8(Format::Html.render(&run).unwrap()).unwrap();
     assert!(html.contains("<td class=\"thin\" title=\"fewer than 10 samples beyond"));
     // The latency bars draw the p50's interval as a band; without intervals, none.
     let band = |run: &RunResults| {
-        ringside::export::charts::build_for(run, "micro.pipe")
-            .into_iter()
-            .filter(|c| c.id.ends_with("-latency"))
-            .flat_map(|c| c.series)
-            .filter(|s| s.label == "blocking")
-            .flat_map(|s| s.points)
-            .map(|p| p.band)
-            .collect::<Vec<_>>()
+        ringside::export::charts::build_for(
+            run,
+            &ringside::analysis::Analysis::of(run),
+            "micro.pipe",
+        )
+        .into_iter()
+        .filter(|c| c.id.ends_with("-latency"))
+        .flat_map(|c| c.series)
+        .filter(|s| s.label == "blocking")
+        .flat_map(|s| s.points)
+        .map(|p| p.band)
+        .collect::<Vec<_>>()
     };
     assert!(
         band(&run).contains(&Some((671.0, 691.0))),
@@ -358,11 +364,15 @@ fn intervals_show_as_rows_and_thin_tails_are_greyed() {
     assert!(band(&fixture()).iter().all(Option::is_none));
     // The title names the band only where one is drawn.
     let title = |run: &RunResults| {
-        ringside::export::charts::build_for(run, "micro.pipe")
-            .into_iter()
-            .find(|c| c.id.ends_with("-latency"))
-            .unwrap()
-            .title
+        ringside::export::charts::build_for(
+            run,
+            &ringside::analysis::Analysis::of(run),
+            "micro.pipe",
+        )
+        .into_iter()
+        .find(|c| c.id.ends_with("-latency"))
+        .unwrap()
+        .title
     };
     assert!(
         title(&run).contains("dark band its 95% CI"),
@@ -371,7 +381,7 @@ fn intervals_show_as_rows_and_thin_tails_are_greyed() {
     );
     assert!(!title(&fixture()).contains("band"), "{}", title(&fixture()));
     // Without intervals (the fixture as written by older versions): no CI rows at all.
-    let plain = String::from_utf8(Format::Markdown.exporter().render(&fixture()).unwrap()).unwrap();
+    let plain = String::from_utf8(Format::Markdown.render(&fixture()).unwrap()).unwrap();
     assert!(!plain.contains("95% CI |"));
     assert!(!plain.contains("thin tail"));
 }
@@ -381,7 +391,7 @@ fn intervals_show_as_rows_and_thin_tails_are_greyed() {
 #[test]
 fn pairwise_table_is_collapsed_and_complete() {
     let run = fixture();
-    let html = String::from_utf8(Format::Html.exporter().render(&run).unwrap()).unwrap();
+    let html = String::from_utf8(Format::Html.render(&run).unwrap()).unwrap();
     let start = html
         .find("<section class=\"workload\" id=\"w-micro-pipe\">")
         .unwrap();
@@ -399,7 +409,7 @@ fn pairwise_table_is_collapsed_and_complete() {
         sec.contains("<td>undecided, p=") || sec.contains("<td>equivalent, p="),
         "blocking vs epoll-lt at 4096: {sec}"
     );
-    let (what, pts) = ringside::export::findings::pairwise(
+    let (what, pts) = ringside::export::words::pairwise(
         "micro.pipe",
         &run.cases
             .iter()
@@ -431,7 +441,7 @@ fn a_point_of_many_models_builds_only_the_pairs_it_lists() {
         })
         .collect();
     let cells: Vec<&ringside::results::CaseResult> = run.cases.iter().collect();
-    let (_, pts) = ringside::export::findings::pairwise("micro.pipe", &cells, 200);
+    let (_, pts) = ringside::export::words::pairwise("micro.pipe", &cells, 200);
     assert_eq!(pts.len(), 1);
     assert_eq!(pts[0].1.len(), 200, "only the listed pairs are built");
     assert_eq!(pts[0].2, 2000 * 1999 / 2, "the rest are counted");

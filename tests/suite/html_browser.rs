@@ -106,7 +106,7 @@ fn report_renders_in_headless_chromium_without_console_errors() {
     let (dom, errs) = dump_dom(&profile, &url);
     assert!(errs.is_empty(), "console output from the report: {errs:#?}");
     let run = store::load(&out.join("results.json")).unwrap();
-    let cs = charts::build(&run);
+    let cs = charts::build(&run, &ringside::analysis::Analysis::of(&run));
     assert!(!cs.is_empty());
     assert_eq!(
         dom.matches("<svg").count(),
@@ -159,7 +159,7 @@ fn report_renders_in_headless_chromium_without_console_errors() {
         .assert()
         .success();
     let run = store::load(Path::new("tests/fixtures/charts.json")).unwrap();
-    let cs = charts::build(&run);
+    let cs = charts::build(&run, &ringside::analysis::Analysis::of(&run));
     assert!(cs.iter().any(|c| c.series.iter().any(|s| s.faded)));
     assert!(cs.iter().any(|c| c.id == "http.rate-p99-achieved"));
     // Each network suite's summary, and a troubled cell's repetitions over time.
@@ -352,7 +352,7 @@ fn problems(
     let probe = report.with_file_name("probe.html");
     std::fs::write(&probe, html.replace("</body>", &format!("{PROBE}</body>"))).unwrap();
     let url = format!("file://{}", probe.display());
-    let cs = charts::build(run);
+    let cs = charts::build(run, &ringside::analysis::Analysis::of(run));
     let layout = if width < 640 { "narrow" } else { "wide" };
     let mut found = Vec::new();
     let mut fail = |m: String| {

@@ -12,7 +12,7 @@ use std::path::Path;
 
 fn fixture_html() -> String {
     let run = store::load(Path::new("tests/fixtures/ladder.json")).expect("fixture loads");
-    String::from_utf8(Format::Html.exporter().render(&run).unwrap()).unwrap()
+    String::from_utf8(Format::Html.render(&run).unwrap()).unwrap()
 }
 
 /// The `<figure>` elements that are waterfalls, in document order.

@@ -11,8 +11,10 @@ pub(crate) mod waterfall;
 
 use super::charts::{self, Chart};
 use super::table::{metric_tables_by_workload, Table};
-use super::verdict;
+use super::words::finding::{line, pair_evidence, pairs_basis, suites, trust_text};
+use super::words::verdict::{split_shown, Said};
 use super::Exporter;
+use crate::analysis::{Analysis, PAIR_ROWS};
 use crate::registry;
 use crate::results::{RunResults, Status};
 use crate::stats::compare::flatten;
@@ -153,14 +155,14 @@ pub(crate) fn command_line(run: &RunResults) -> String {
 
 /// The findings section: per suite, one line per workload linking to its section, and how
 /// far to trust the run.
-fn findings_html(run: &RunResults) -> Markup {
+fn findings_html(run: &RunResults, a: &Analysis) -> Markup {
     html! {
         section id="findings" {
             h2 { "Findings" }
             p class="note" {
                 "Computed from the cells of this run on this machine; each links to its section."
             }
-            @for s in super::findings::for_run(run) {
+            @for s in suites(a) {
                 h4 { (s.suite) " suite" }
                 ul class="findings" {
                     @for l in &s.lines {
@@ -175,18 +177,19 @@ fn findings_html(run: &RunResults) -> Markup {
                 }
             }
             p class="trust" {
-                b { "How far to trust this run:" } " " (super::findings::trust_text(run))
+                b { "How far to trust this run:" } " " (trust_text(run, a))
             }
         }
     }
 }
 
-/// Rows of the collapsed pairwise table at most, per workload (a page stays small).
-const PAIR_ROWS: usize = 200;
-
-/// Every pair of models per point, collapsed under the verdicts.
-fn pairwise_html(w: &str, cases: &[&crate::results::CaseResult]) -> Markup {
-    let (what, pts) = super::findings::pairwise(w, cases, PAIR_ROWS);
+/// Every pair of models per point, collapsed under the verdicts: at most
+/// [`PAIR_ROWS`] rows per workload (a page stays small).
+fn pairwise_html(w: &crate::analysis::Workload) -> Markup {
+    let Some(p) = &w.pairs else {
+        return Markup::default();
+    };
+    let (what, pts) = (pairs_basis(&w.id, &p.basis), &p.points);
     let total: usize = pts.iter().map(|(_, _, all)| all).sum();
     if total == 0 {
         return Markup::default();
@@ -214,7 +217,7 @@ fn pairwise_html(w: &str, cases: &[&crate::results::CaseResult]) -> Markup {
                                 td { (p.better) }
                                 td { (p.worse) }
                                 td { (super::table::fmt_times(p.times)) }
-                                td { (super::findings::pair_evidence(&p.confidence)) }
+                                td { (pair_evidence(&p.confidence)) }
                             }
                         }
                     }
@@ -320,7 +323,7 @@ fn waterfalls_html(w: &str, cases: &[&crate::results::CaseResult]) -> anyhow::Re
 }
 
 /// A workload's verdict lines.
-fn verdict_items(vs: &[&verdict::Verdict]) -> Markup {
+fn verdict_items(vs: &[&Said]) -> Markup {
     html! {
         @for v in vs {
             li class=[v.within_noise.then_some("noise")] { (v.line()) }
@@ -335,19 +338,23 @@ fn workload_html(
     cases: &[&crate::results::CaseResult],
     styles: &charts::Styles,
     tables: &[Table],
+    a: &Analysis,
 ) -> anyhow::Result<Markup> {
-    let cs = charts::for_cases(w, cases, styles);
+    let cs = charts::for_cases(w, cases, styles, a);
     let mut figures = Vec::with_capacity(cs.len());
     for c in &cs {
         figures.push(figure(c)?);
     }
     let waterfalls = waterfalls_html(w, cases)?;
-    let vs = verdict::for_cases(w, cases);
-    let (shown, rest) = verdict::split_shown(&vs);
-    let pairs = pairwise_html(w, cases);
+    let wa = a
+        .workload(w)
+        .ok_or_else(|| anyhow::anyhow!("workload {w} was not analysed"))?;
+    let vs = super::words::verdicts_of(wa);
+    let (shown, rest) = split_shown(&vs);
+    let pairs = pairwise_html(wa);
     let explain = super::explain::html(w, cases)?;
     let missing = not_measured_in(cases);
-    let finding = super::findings::for_cases(w, cases);
+    let finding = line(w, &wa.finding);
     Ok(html! {
         section class="workload" id=(anchor(w)) {
             h3 { (w) }
@@ -394,7 +401,7 @@ fn workload_html(
 const CSS: &str = include_str!("report.css");
 
 impl Exporter for Html {
-    fn render(&self, run: &RunResults) -> anyhow::Result<Vec<u8>> {
+    fn render(&self, run: &RunResults, a: &Analysis) -> anyhow::Result<Vec<u8>> {
         let title = format!(
             "ringside {} run, {}{}",
             run.profile,
@@ -417,7 +424,8 @@ impl Exporter for Html {
         let mut suites: Vec<(&str, Vec<Markup>)> = Vec::new();
         for (w, cases) in charts::by_workload(run) {
             let s = w.split('.').next().unwrap_or(w);
-            let section = workload_html(w, &cases, &styles, &tables.remove(w).unwrap_or_default())?;
+            let section =
+                workload_html(w, &cases, &styles, &tables.remove(w).unwrap_or_default(), a)?;
             match suites.last_mut() {
                 Some((last, sections)) if *last == s => sections.push(section),
                 _ => suites.push((s, vec![section])),
@@ -467,7 +475,7 @@ impl Exporter for Html {
                             li { a href="#not-measured" { "cells not measured" } }
                         }
                     }
-                    (findings_html(run))
+                    (findings_html(run, a))
                     section id="environment" {
                         h2 { "Environment" }
                         div class="panel" {

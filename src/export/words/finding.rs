@@ -7,21 +7,23 @@
 //! offered the same rate, only the models that kept up), else by throughput between cells
 //! whose load generator had headroom, as the verdicts do.
 
-use super::charts::{facts, Metric};
-use super::table::{fmt_ns, fmt_rate, fmt_times};
-use crate::analysis::basis::measured;
-use crate::analysis::{basis, higher_is_better, points, Basis, NotRanked, On};
-use crate::results::{CaseResult, RunResults};
-use crate::stats::claims::Outcome;
-use crate::stats::findings::{self, Confidence, Finding, Point};
+use super::super::table::{fmt_ns, fmt_rate, fmt_times, invisible_text};
+use super::verdict::{CAPACITY_PREFIX, PAST_CAPACITY_PREFIX};
+use crate::analysis::cells::facts;
+use crate::analysis::finding::{FamilyPair, Leader, Only, Ranks, WorkloadFinding};
+use crate::analysis::{Analysis, Basis, NotRanked, On};
+use crate::results::facts::Metric;
+use crate::results::{Answer, RunResults};
+use crate::stats::claims::{Outcome, MARGIN};
+use crate::stats::findings::{self, Confidence, Finding, Trust};
 
 /// The words before a ranking on `b` ("at equal load, ").
 fn prefix(b: &Basis) -> &'static str {
     match b.on {
         On::Figure => "",
         On::EqualLoad => "at equal load, ",
-        On::PastCapacity => super::verdict::PAST_CAPACITY_PREFIX,
-        On::Headroom => super::verdict::CAPACITY_PREFIX,
+        On::PastCapacity => PAST_CAPACITY_PREFIX,
+        On::Headroom => CAPACITY_PREFIX,
     }
 }
 
@@ -77,7 +79,7 @@ fn value_text(m: Metric, v: f64) -> String {
         Metric::OpsPerSec => format!("{}/s", fmt_rate(v)),
         Metric::SyscallsPer100 => format!("{:.2} syscalls/op", v / 100.0),
         Metric::IdleRssBytes | Metric::IdleKernelBytes => format!("{v:.0} bytes"),
-        _ => fmt_ns(v),
+        Metric::LatencyP50 | Metric::LatencyP99 | Metric::CpuPerOp => fmt_ns(v),
     }
 }
 
@@ -135,13 +137,13 @@ fn words(f: &Finding, b: &Basis, op: &str) -> (String, bool) {
     if !equivalent.is_empty() {
         s += &format!(
             "; equivalent to it (within {:.0}%): {equivalent}",
-            crate::stats::claims::MARGIN * 100.0
+            MARGIN * 100.0
         );
     }
     if !undecided.is_empty() {
         s += &format!("; undecided against it: {undecided}");
     }
-    s += &super::table::invisible_text(h.invisible_pct());
+    s += &invisible_text(h.invisible_pct());
     if f.points > 1 && f.leads == f.points && !h.behind.is_empty() {
         s += &format!(
             "; the same at all {} points (leads, or is not decided behind the leader)",
@@ -224,7 +226,7 @@ fn standings_words(f: &Finding) -> String {
             } else {
                 "to the leader "
             },
-            crate::stats::claims::MARGIN * 100.0,
+            MARGIN * 100.0,
             and_list(&front)
         );
     }
@@ -302,12 +304,12 @@ fn short_words(f: &Finding, b: &Basis, op: &str, p99: Option<&Finding>) -> Strin
 }
 
 /// A workload with one model measured per point: its figure, nothing to rank.
-fn alone(pts: &[Point], b: &Basis) -> String {
-    match pts.first().and_then(|p| p.entries.first().map(|e| (p, e))) {
+fn alone(only: Option<&Only>, b: &Basis) -> String {
+    match only {
         None => "not ranked: nothing measured".into(),
-        Some((p, e)) => {
-            let ci = crate::stats::bootstrap::median_ci(&e.reps)
-                .map(|(lo, hi)| {
+        Some(o) => {
+            let ci =
+                o.ci.map(|(lo, hi)| {
                     format!(
                         ", 95% CI {} to {}",
                         value_text(b.metric, lo),
@@ -318,14 +320,14 @@ fn alone(pts: &[Point], b: &Basis) -> String {
             format!(
                 "{}only {} measured{}: {} {}{ci}; nothing to rank it against",
                 prefix(b),
-                e.label,
-                if p.at.is_empty() {
+                o.label,
+                if o.at.is_empty() {
                     String::new()
                 } else {
-                    format!(" at {}", p.at)
+                    format!(" at {}", o.at)
                 },
                 noun(b.metric, "op"),
-                value_text(b.metric, e.value)
+                value_text(b.metric, o.value)
             )
         }
     }
@@ -343,7 +345,7 @@ fn op_word(workload: &str) -> &'static str {
 /// The answer rate in words, ending "; " ("" without an equal-load point): "at equal load, 17
 /// of 20 comparisons with a point's leader decided (85%: 12 behind or ahead, 5 equivalent
 /// within 5%); the smallest difference the worst point could see: 4.1%; ".
-fn answer_text(a: &crate::results::Answer) -> String {
+fn answer_text(a: &Answer) -> String {
     let Some(rate) = a.rate() else {
         return String::new();
     };
@@ -359,71 +361,51 @@ fn answer_text(a: &crate::results::Answer) -> String {
         rate * 100.0,
         a.decided,
         a.equivalent,
-        crate::stats::claims::MARGIN * 100.0
+        MARGIN * 100.0
     )
 }
 
 /// A workload's finding in a few words, for the run's closing summary: its leader with the
 /// points it led of those ranked ("blocking 4/5", "monoio" at one point), "no decided
 /// leader", "blocking alone", "not ranked".
-pub(crate) fn headline(workload: &str, cases: &[&CaseResult]) -> String {
-    let Ok((b, cells)) = basis(workload, cases) else {
-        return "not ranked".into();
-    };
-    let pts = points(workload, &cells, b.metric);
-    let Some(f) = findings::of_points(&pts, higher_is_better(b.metric)) else {
-        return match pts.first().and_then(|p| p.entries.first()) {
-            Some(e) => format!("{} alone", e.label),
-            None => "not ranked".into(),
-        };
-    };
-    // The most leads; the first of equals (standings put the never-behind first).
-    let top =
-        f.standings
-            .iter()
-            .filter(|s| s.led > 0)
-            .fold(None::<&findings::Standing>, |best, s| match best {
-                Some(b) if b.led >= s.led => Some(b),
-                _ => Some(s),
-            });
-    match top {
-        None => "no decided leader".into(),
-        Some(s) if f.points == 1 => s.label.clone(),
-        Some(s) => format!("{} {}/{}", s.label, s.led, f.points),
+pub(crate) fn headline(f: &WorkloadFinding) -> String {
+    match f.leader() {
+        Leader::NotRanked => "not ranked".into(),
+        Leader::Alone(l) => format!("{l} alone"),
+        Leader::NoneDecided => "no decided leader".into(),
+        Leader::Led {
+            label, points: 1, ..
+        } => label,
+        Leader::Led { label, led, points } => format!("{label} {led}/{points}"),
     }
 }
 
-/// The finding of one workload's cells.
-pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Line {
-    let (short, text, within_noise) = match basis(workload, cases) {
-        Err(n) => {
-            let why = not_ranked(n);
+/// The finding of one workload, worded.
+pub(crate) fn line(workload: &str, f: &WorkloadFinding) -> Line {
+    let op = op_word(workload);
+    let (short, text, within_noise) = match &f.ranks {
+        Ranks::NotRanked(n) => {
+            let why = not_ranked(*n);
             (why.clone(), why, false)
         }
-        Ok((b, cells)) => {
-            let pts = points(workload, &cells, b.metric);
-            match findings::of_points(&pts, higher_is_better(b.metric)) {
-                Some(f) => {
-                    // The same cells' p99s, where the workload is a server's and the basis
-                    // is not the p99 already.
-                    let p99 = (facts(workload).net && b.metric != Metric::LatencyP99)
-                        .then(|| {
-                            let pp = points(workload, &cells, Metric::LatencyP99);
-                            findings::of_points(&pp, false)
-                        })
-                        .flatten();
-                    let op = op_word(workload);
-                    let (text, noise) = words(&f, &b, op);
-                    (short_words(&f, &b, op, p99.as_ref()), text, noise)
-                }
-                None => {
-                    let t = alone(&pts, &b);
-                    (t.clone(), t, false)
-                }
-            }
+        Ranks::Ranked {
+            basis: b,
+            finding,
+            p99,
+        } => {
+            let (text, noise) = words(finding, b, op);
+            (short_words(finding, b, op, p99.as_ref()), text, noise)
+        }
+        Ranks::Alone { basis, only } => {
+            let t = alone(only.as_ref(), basis);
+            (t.clone(), t, false)
         }
     };
-    let extra = [probe_words(workload, cases), family_words(workload, cases)].concat();
+    let extra = [
+        probe_words(workload, f.probed),
+        family_words(op, &f.families),
+    ]
+    .concat();
     Line {
         workload: workload.to_string(),
         short: short + &extra,
@@ -434,23 +416,8 @@ pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Line {
 
 /// "; capacity probed once per model, not ranked: ..." where the workload's capacity points
 /// were probes (the load generator had no headroom over the servers: `runner`); "" otherwise.
-fn probe_words(workload: &str, cases: &[&CaseResult]) -> String {
-    // The most any model achieved at each probed point: the load generator's limit there.
-    let mut tops: Vec<(String, f64)> = Vec::new();
-    for c in cases.iter().filter(|c| c.capacity_probe) {
-        let Some((_, f)) = measured(c) else { continue };
-        let r = f.ops_per_sec.median;
-        if !(r.is_finite() && r > 0.0) {
-            continue;
-        }
-        match tops.iter_mut().find(|t| t.0 == key_of_point(c)) {
-            Some(t) => t.1 = t.1.max(r),
-            None => tops.push((key_of_point(c), r)),
-        }
-    }
-    let lo = tops.iter().map(|t| t.1).reduce(f64::min);
-    let hi = tops.iter().map(|t| t.1).reduce(f64::max);
-    let (Some(lo), Some(hi)) = (lo, hi) else {
+fn probe_words(workload: &str, probed: Option<(f64, f64)>) -> String {
+    let Some((lo, hi)) = probed else {
         return String::new();
     };
     let unit = plural(facts(workload).units.op);
@@ -467,55 +434,30 @@ fn probe_words(workload: &str, cases: &[&CaseResult]) -> String {
     )
 }
 
-/// A cell's point: its workload and params (every model's cell at the point shares it).
-fn key_of_point(c: &CaseResult) -> String {
-    format!("{} {:?}", c.workload, c.params)
-}
-
-/// Each family's best row at each equal-load point (lowest server CPU per op there), io_uring's
-/// against epoll's: "; io_uring's best against epoll's: at conns=50, uring-tuned used 1.03x
-/// epoll-lt's server CPU per message (0.99x to 1.07x: undecided, ...)". "" where the workload
-/// has no equal-load point with both families.
-fn family_words(workload: &str, cases: &[&CaseResult]) -> String {
-    let Ok((b, cells)) = basis(workload, cases) else {
-        return String::new();
-    };
-    if b.metric != Metric::CpuPerOp {
+/// Each family's best row at each equal-load point, io_uring's against epoll's: "; io_uring's
+/// best against epoll's: at conns=50, uring-tuned used 1.03x epoll-lt's server CPU per message
+/// (0.99x to 1.07x: undecided, ...)". "" where the workload has no equal-load point with both
+/// families.
+fn family_words(op: &str, pairs: &[FamilyPair]) -> String {
+    if pairs.is_empty() {
         return String::new();
     }
-    let family = |label: &str| crate::registry::model(label).map(|m| m.family);
-    let best = |p: &Point, f: crate::model::Family| {
-        p.entries
-            .iter()
-            .filter(|e| family(&e.label) == Some(f))
-            .min_by(|x, y| x.value.total_cmp(&y.value))
-            .map(|e| e.label.clone())
-    };
-    let op = op_word(workload);
-    let mut parts = Vec::new();
-    for p in points(workload, &cells, b.metric) {
-        let (Some(u), Some(e)) = (
-            best(&p, crate::model::Family::Uring),
-            best(&p, crate::model::Family::Epoll),
-        ) else {
-            continue;
-        };
-        let Some(c) = findings::pair_at(&p, &e, &u, false) else {
-            continue;
-        };
-        let at = if p.at.is_empty() {
-            String::new()
-        } else {
-            format!("at {}, ", p.at)
-        };
-        parts.push(format!(
-            "{at}{u} used {e}'s server CPU per {op} times {}",
-            pair_verdict(&c)
-        ));
-    }
-    if parts.is_empty() {
-        return String::new();
-    }
+    let parts: Vec<String> = pairs
+        .iter()
+        .map(|p| {
+            let at = if p.at.is_empty() {
+                String::new()
+            } else {
+                format!("at {}, ", p.at)
+            };
+            format!(
+                "{at}{} used {}'s server CPU per {op} times {}",
+                p.uring,
+                p.epoll,
+                pair_verdict(&p.confidence)
+            )
+        })
+        .collect();
     format!(
         "; io_uring's best row against epoll's (each family's lowest server CPU per {op} at \
          the point): {}",
@@ -530,10 +472,7 @@ fn pair_verdict(c: &Confidence) -> String {
         return format!("? ({})", c.text());
     };
     let verdict = match cl.outcome {
-        Outcome::Equivalent => format!(
-            "equivalent within {:.0}%",
-            crate::stats::claims::MARGIN * 100.0
-        ),
+        Outcome::Equivalent => format!("equivalent within {:.0}%", MARGIN * 100.0),
         Outcome::Behind | Outcome::Ahead => format!("decided over {} rounds", cl.rounds),
         Outcome::Undecided => match cl.rounds_to_decide() {
             Some(n) => format!(
@@ -549,30 +488,9 @@ fn pair_verdict(c: &Confidence) -> String {
     )
 }
 
-/// The first `max` pairs of models at each point of a workload, on the figure its finding
-/// ranks by: (point, pairs, how many pairs the point has), and the figure's name. Empty where
-/// the workload is not ranked.
-pub fn pairwise(
-    workload: &str,
-    cases: &[&CaseResult],
-    max: usize,
-) -> (String, Vec<(String, Vec<findings::Pair>, usize)>) {
-    let Ok((b, cells)) = basis(workload, cases) else {
-        return (String::new(), Vec::new());
-    };
-    let hib = higher_is_better(b.metric);
-    let pts = points(workload, &cells, b.metric)
-        .iter()
-        .map(|p| {
-            let (v, total) = findings::pairs(p, hib, max);
-            (p.at.clone(), v, total)
-        })
-        .filter(|(_, v, _)| !v.is_empty())
-        .collect();
-    (
-        format!("{}{}", prefix(&b), noun(b.metric, op_word(workload))),
-        pts,
-    )
+/// What a workload's pairs compare, in words ("at equal load, server CPU per message").
+pub(crate) fn pairs_basis(workload: &str, b: &Basis) -> String {
+    format!("{}{}", prefix(b), noun(b.metric, op_word(workload)))
 }
 
 /// A pair's evidence in a few words ("behind, p=0.031", "equivalent", "undecided").
@@ -595,15 +513,14 @@ pub(crate) fn pair_evidence(c: &Confidence) -> String {
 }
 
 /// Every workload's finding, by suite, in run order.
-pub fn for_run(run: &RunResults) -> Vec<Suite> {
+pub(crate) fn suites(a: &Analysis) -> Vec<Suite> {
     let mut out: Vec<Suite> = Vec::new();
-    for (w, cases) in super::charts::by_workload(run) {
-        let suite = w.split('.').next().unwrap_or(w).to_string();
-        let line = for_cases(w, &cases);
+    for w in &a.workloads {
+        let line = line(&w.id, &w.finding);
         match out.last_mut() {
-            Some(s) if s.suite == suite => s.lines.push(line),
+            Some(s) if s.suite == w.suite => s.lines.push(line),
             _ => out.push(Suite {
-                suite,
+                suite: w.suite.clone(),
                 lines: vec![line],
             }),
         }
@@ -612,9 +529,9 @@ pub fn for_run(run: &RunResults) -> Vec<Suite> {
 }
 
 /// "How far to trust this run", in one sentence.
-pub fn trust_text(run: &RunResults) -> String {
-    let t = findings::trust(run);
-    let mut s = answer_text(&crate::analysis::answer(run));
+pub(crate) fn trust_text(run: &RunResults, a: &Analysis) -> String {
+    let t: &Trust = &a.trust;
+    let mut s = answer_text(&a.answer);
     s += &format!("{} of {} cells measured", t.measured, t.cells);
     if t.failed > 0 {
         s += &format!(" ({} failed)", t.failed);

@@ -1,0 +1,223 @@
+//! Each workload's finding, decided once and typed: what it is ranked by (its basis) and the
+//! ranking over its points, or why it is not ranked; where its capacity was only probed; each
+//! family's best row against the other's at its equal-load points; and the pairs of models at
+//! each point. `export::words` words them.
+
+use super::basis::{basis, higher_is_better, measured, points, Basis, NotRanked};
+use super::cells::facts;
+use crate::model::Family;
+use crate::results::facts::Metric;
+use crate::results::CaseResult;
+use crate::stats::findings::{self, Confidence, Finding, Pair, Point, Standing};
+
+/// What a workload's cells support. One per workload: its size is of no concern.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ranks {
+    /// No basis to rank it on.
+    NotRanked(NotRanked),
+    /// A basis, but no point with two models on it: the first point's first model alone
+    /// (`None`: nothing measured).
+    Alone { basis: Basis, only: Option<Only> },
+    /// Ranked over its points; with the same cells' p99s where the workload is a server's and
+    /// its basis is not the p99 already.
+    Ranked {
+        basis: Basis,
+        finding: Finding,
+        p99: Option<Finding>,
+    },
+}
+
+/// The one model measured at a workload's first point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Only {
+    pub label: String,
+    pub at: String,
+    pub value: f64,
+    /// The 95% bootstrap interval of its median over its repetitions.
+    pub ci: Option<(f64, f64)>,
+}
+
+/// One family's best row against another's at one equal-load point (each family's lowest
+/// server CPU per op there).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FamilyPair {
+    pub at: String,
+    pub uring: String,
+    pub epoll: String,
+    pub confidence: Confidence,
+}
+
+/// One workload's finding.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkloadFinding {
+    pub ranks: Ranks,
+    /// Where its capacity points were probes (the load generator had no headroom over the
+    /// servers): the most any model achieved at a probed point, lowest and highest over them.
+    pub probed: Option<(f64, f64)>,
+    /// io_uring's best row against epoll's at each equal-load point with both.
+    pub families: Vec<FamilyPair>,
+}
+
+/// A workload's leader in a few words' worth: who led the most points of those ranked.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Leader {
+    NotRanked,
+    Alone(String),
+    NoneDecided,
+    Led {
+        label: String,
+        led: usize,
+        points: usize,
+    },
+}
+
+impl WorkloadFinding {
+    /// The finding of one workload's cells.
+    pub(crate) fn of(workload: &str, cases: &[&CaseResult]) -> Self {
+        let ranks = match basis(workload, cases) {
+            Err(n) => Ranks::NotRanked(n),
+            Ok((b, cells)) => {
+                let pts = points(workload, &cells, b.metric);
+                match findings::of_points(&pts, higher_is_better(b.metric)) {
+                    Some(finding) => {
+                        let p99 = (facts(workload).net && b.metric != Metric::LatencyP99)
+                            .then(|| {
+                                let pp = points(workload, &cells, Metric::LatencyP99);
+                                findings::of_points(&pp, false)
+                            })
+                            .flatten();
+                        Ranks::Ranked {
+                            basis: b,
+                            finding,
+                            p99,
+                        }
+                    }
+                    None => Ranks::Alone {
+                        basis: b,
+                        only: only(&pts),
+                    },
+                }
+            }
+        };
+        WorkloadFinding {
+            ranks,
+            probed: probed(cases),
+            families: families(workload, cases),
+        }
+    }
+
+    /// The model that led the most of the ranked points (the first of equals: standings put
+    /// the never-behind first).
+    pub fn leader(&self) -> Leader {
+        let f = match &self.ranks {
+            Ranks::NotRanked(_) | Ranks::Alone { only: None, .. } => return Leader::NotRanked,
+            Ranks::Alone { only: Some(o), .. } => return Leader::Alone(o.label.clone()),
+            Ranks::Ranked { finding, .. } => finding,
+        };
+        let top = f
+            .standings
+            .iter()
+            .filter(|s| s.led > 0)
+            .fold(None::<&Standing>, |best, s| match best {
+                Some(b) if b.led >= s.led => Some(b),
+                _ => Some(s),
+            });
+        match top {
+            None => Leader::NoneDecided,
+            Some(s) => Leader::Led {
+                label: s.label.clone(),
+                led: s.led,
+                points: f.points,
+            },
+        }
+    }
+}
+
+fn only(pts: &[Point]) -> Option<Only> {
+    let p = pts.first()?;
+    let e = p.entries.first()?;
+    Some(Only {
+        label: e.label.clone(),
+        at: p.at.clone(),
+        value: e.value,
+        ci: crate::stats::bootstrap::median_ci(&e.reps),
+    })
+}
+
+/// The most any model achieved at each probed capacity point (the load generator's limit
+/// there), lowest and highest over the points; `None` where no point was a probe.
+fn probed(cases: &[&CaseResult]) -> Option<(f64, f64)> {
+    let key = |c: &CaseResult| format!("{} {:?}", c.workload, c.params);
+    let mut tops: Vec<(String, f64)> = Vec::new();
+    for c in cases.iter().filter(|c| c.capacity_probe) {
+        let Some((_, f)) = measured(c) else { continue };
+        let r = f.ops_per_sec.median;
+        if !(r.is_finite() && r > 0.0) {
+            continue;
+        }
+        match tops.iter_mut().find(|t| t.0 == key(c)) {
+            Some(t) => t.1 = t.1.max(r),
+            None => tops.push((key(c), r)),
+        }
+    }
+    let lo = tops.iter().map(|t| t.1).reduce(f64::min)?;
+    let hi = tops.iter().map(|t| t.1).reduce(f64::max)?;
+    Some((lo, hi))
+}
+
+/// Each family's best row at each equal-load point (lowest server CPU per op there),
+/// io_uring's against epoll's, where the workload is ranked by CPU per op.
+fn families(workload: &str, cases: &[&CaseResult]) -> Vec<FamilyPair> {
+    let Ok((b, cells)) = basis(workload, cases) else {
+        return Vec::new();
+    };
+    if b.metric != Metric::CpuPerOp {
+        return Vec::new();
+    }
+    let family = |label: &str| crate::registry::model(label).map(|m| m.family);
+    let best = |p: &Point, f: Family| {
+        p.entries
+            .iter()
+            .filter(|e| family(&e.label) == Some(f))
+            .min_by(|x, y| x.value.total_cmp(&y.value))
+            .map(|e| e.label.clone())
+    };
+    points(workload, &cells, b.metric)
+        .iter()
+        .filter_map(|p| {
+            let (u, e) = (best(p, Family::Uring)?, best(p, Family::Epoll)?);
+            let confidence = findings::pair_at(p, &e, &u, false)?;
+            Some(FamilyPair {
+                at: p.at.clone(),
+                uring: u,
+                epoll: e,
+                confidence,
+            })
+        })
+        .collect()
+}
+
+/// Pairs of models at each point of a workload, on the figure its finding ranks by.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pairs {
+    pub basis: Basis,
+    /// Per point: where, its first pairs, and how many pairs it has.
+    pub points: Vec<(String, Vec<Pair>, usize)>,
+}
+
+/// The first `max` pairs of models at each point of a workload (`None` where the workload is
+/// not ranked).
+pub(crate) fn pairs(workload: &str, cases: &[&CaseResult], max: usize) -> Option<Pairs> {
+    let (b, cells) = basis(workload, cases).ok()?;
+    let hib = higher_is_better(b.metric);
+    let points = points(workload, &cells, b.metric)
+        .iter()
+        .map(|p| {
+            let (v, total) = findings::pairs(p, hib, max);
+            (p.at.clone(), v, total)
+        })
+        .filter(|(_, v, _)| !v.is_empty())
+        .collect();
+    Some(Pairs { basis: b, points })
+}

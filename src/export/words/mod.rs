@@ -1,0 +1,106 @@
+//! Where the analysis becomes sentences, and nowhere else: each
+//! [`Verdict`](crate::analysis::verdict::Verdict) kind
+//! (`verdict.rs`) and each workload's finding and the run's trust (`finding.rs`). The matches
+//! over the analysis's kinds have no `_` arm, so a new kind does not compile until it is
+//! worded here:
+//!
+//! ```compile_fail,E0004
+//! // A sentence for verdicts that forgets a kind does not compile (E0004: non-exhaustive
+//! // patterns), as `verdict::said` would not with a new kind it has no arm for.
+//! use ringside::analysis::verdict::Verdict;
+//! fn word(v: &Verdict) -> &'static str {
+//!     match v {
+//!         Verdict::Ranked { .. } | Verdict::Along { .. } | Verdict::Crossover { .. } => "",
+//!         Verdict::Unclaimed { .. } | Verdict::AtEqualLoad { .. } => "",
+//!         Verdict::FellBehind { .. } | Verdict::NoHeadroom { .. } => "",
+//!     }
+//! }
+//! ```
+//!
+//! The same match with every kind compiles (the example above fails for no other reason):
+//!
+//! ```
+//! use ringside::analysis::verdict::Verdict;
+//! fn word(v: &Verdict) -> &'static str {
+//!     match v {
+//!         Verdict::Ranked { .. } | Verdict::Along { .. } | Verdict::Crossover { .. } => "",
+//!         Verdict::Unclaimed { .. } | Verdict::AtEqualLoad { .. } => "",
+//!         Verdict::FellBehind { .. } | Verdict::NoHeadroom { .. } | Verdict::Knee(_) => "",
+//!     }
+//! }
+//! ```
+//!
+//! The functions below that take cells or a run analyse them first: they are the library's
+//! entry points for one workload's words (tests, tools); the exporters word the run's one
+//! [`Analysis`].
+
+#![deny(clippy::wildcard_enum_match_arm)]
+
+pub(crate) mod finding;
+pub(crate) mod verdict;
+
+pub use finding::{Line, Suite};
+pub use verdict::{Said, CAPACITY_PREFIX, PAST_CAPACITY_PREFIX};
+
+use crate::analysis::Analysis;
+use crate::results::{CaseResult, RunResults};
+
+/// The verdicts of one workload of an analysed run, worded.
+pub(crate) fn verdicts_of(w: &crate::analysis::Workload) -> Vec<Said> {
+    let f = crate::analysis::cells::facts(&w.id);
+    w.verdicts.iter().map(|v| verdict::said(v, &f)).collect()
+}
+
+/// The verdicts of one workload's cells, worded.
+pub fn verdicts(workload: &str, cases: &[&CaseResult]) -> Vec<Said> {
+    let f = crate::analysis::cells::facts(workload);
+    crate::analysis::verdict::for_cases(workload, cases)
+        .iter()
+        .map(|v| verdict::said(v, &f))
+        .collect()
+}
+
+/// The verdicts of one workload of a run, worded.
+pub fn verdicts_in(run: &RunResults, workload: &str) -> Vec<Said> {
+    let cases: Vec<&CaseResult> = run
+        .cases
+        .iter()
+        .filter(|c| c.workload == workload)
+        .collect();
+    verdicts(workload, &cases)
+}
+
+/// The finding of one workload's cells, worded.
+pub fn finding(workload: &str, cases: &[&CaseResult]) -> Line {
+    finding::line(
+        workload,
+        &crate::analysis::finding::WorkloadFinding::of(workload, cases),
+    )
+}
+
+/// Every workload's finding of a run, by suite, worded.
+pub fn findings(run: &RunResults) -> Vec<Suite> {
+    finding::suites(&Analysis::of(run))
+}
+
+/// "How far to trust this run", in one sentence.
+pub fn trust(run: &RunResults) -> String {
+    finding::trust_text(run, &Analysis::of(run))
+}
+
+/// The first `max` pairs of models at each point of a workload, on the figure its finding
+/// ranks by: the figure's name, and per point (where, its pairs, how many pairs it has).
+/// Empty where the workload is not ranked.
+pub fn pairwise(
+    workload: &str,
+    cases: &[&CaseResult],
+    max: usize,
+) -> (
+    String,
+    Vec<(String, Vec<crate::stats::findings::Pair>, usize)>,
+) {
+    match crate::analysis::finding::pairs(workload, cases, max) {
+        Some(p) => (finding::pairs_basis(workload, &p.basis), p.points),
+        None => (String::new(), Vec::new()),
+    }
+}
