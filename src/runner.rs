@@ -498,7 +498,7 @@ fn settled(run: &[Running<'_>], first: &Case, looks: Looks, fine: bool) -> Settl
         .map(|c| c.interim(looks))
         .collect();
     let refs: Vec<&CaseResult> = interim.iter().collect();
-    let Some(r) = crate::analysis::rank_point(first.workload.id(), &refs) else {
+    let Some(r) = crate::analysis::rank_point(&first.workload.facts(), &refs) else {
         return Settled::Decided;
     };
     let open: Vec<_> = r.undecided().map(|o| o.confidence.claim.as_ref()).collect();

@@ -1,8 +1,8 @@
 //! A workload's basis (what it is ranked by, over which cells), its points, and their
 //! rankings: the one place these are chosen.
 
-use super::cells::{by_workload, facts, sweep_param, Ordered, ParamRoles};
-use crate::results::facts::Metric;
+use super::cells::{by_workload, facts, facts_in, sweep_param, Ordered, ParamRoles};
+use crate::results::facts::{Facts, Metric};
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status};
 use crate::stats::claims::Outcome;
@@ -62,14 +62,10 @@ pub(crate) fn reps(m: Metric, f: &CaseFigures) -> Vec<f64> {
 
 /// The workload's cells as points to rank, in order: run order, or along the sweep parameter
 /// (grouped by the other parameters).
-pub(crate) fn points(
-    workload: &str,
-    cells: &[(&CaseResult, &CaseFigures)],
-    m: Metric,
-) -> Vec<Point> {
+pub(crate) fn points(f: &Facts, cells: &[(&CaseResult, &CaseFigures)], m: Metric) -> Vec<Point> {
     let all: Vec<&CaseResult> = cells.iter().map(|x| x.0).collect();
     let roles = ParamRoles::of_cases(&all);
-    let sweep = sweep_param(&facts(workload).chart, &all);
+    let sweep = sweep_param(&f.chart, &all);
     let mut keys = Ordered::default();
     let mut pts: Vec<(usize, f64, Point)> = Vec::new();
     let mut groups = Ordered::default();
@@ -118,15 +114,15 @@ pub(crate) fn measured(c: &CaseResult) -> Option<(&CaseResult, &CaseFigures)> {
 
 /// The basis and cells a workload is ranked on, or why it is not.
 pub(crate) fn basis<'a>(
-    workload: &str,
+    f: &Facts,
     cases: &[&'a CaseResult],
 ) -> Result<(Basis, Vec<MeasuredCell<'a>>), NotRanked> {
     let cells: Vec<(&CaseResult, &CaseFigures)> =
         cases.iter().filter_map(|c| measured(c)).collect();
-    if !facts(workload).net {
+    if !f.net {
         return Ok((
             Basis {
-                metric: facts(workload).chart.verdict,
+                metric: f.chart.verdict,
                 on: On::Figure,
             },
             cells,
@@ -148,7 +144,7 @@ pub(crate) fn basis<'a>(
     }
     // Open-loop points where models fell behind: what they achieved, with headroom.
     let refs: Vec<&CaseResult> = cells.iter().map(|x| x.0).collect();
-    let past = past_capacity_cells(workload, &refs);
+    let past = past_capacity(f, &refs);
     if past.len() >= 2 {
         return Ok((
             Basis {
@@ -167,7 +163,7 @@ pub(crate) fn basis<'a>(
         .copied()
         .filter(|(c, _)| equal_load::offered_rate(c).is_none() && equal_load::load_had_headroom(c))
         .collect();
-    if !facts(workload).open_loop && headroom.len() >= 2 {
+    if !f.open_loop && headroom.len() >= 2 {
         return Ok((
             Basis {
                 metric: Metric::OpsPerSec,
@@ -191,7 +187,12 @@ pub(crate) fn is_equal_load_point(c: &CaseResult) -> bool {
 /// the equal-load points (their capacity point ranks capacity) nor the rate sweeps (their
 /// knees say where each model's capacity lies).
 pub fn past_capacity_cells<'a>(workload: &str, cases: &[&'a CaseResult]) -> Vec<&'a CaseResult> {
-    if facts(workload).rate_sweep {
+    past_capacity(&facts(workload), cases)
+}
+
+/// [`past_capacity_cells`] of a workload whose facts are `f`.
+pub(crate) fn past_capacity<'a>(f: &Facts, cases: &[&'a CaseResult]) -> Vec<&'a CaseResult> {
+    if f.rate_sweep {
         return Vec::new();
     }
     let cases: Vec<&CaseResult> = cases
@@ -216,23 +217,23 @@ pub fn past_capacity_cells<'a>(workload: &str, cases: &[&'a CaseResult]) -> Vec<
 
 /// One point's cells (same workload and params) ranked as the findings rank them: same basis
 /// and figure. `None` when they cannot be ranked (fewer than two cells on the basis).
-pub(crate) fn rank_point(workload: &str, cells: &[&CaseResult]) -> Option<findings::Ranking> {
-    let (b, cells) = basis(workload, cells).ok()?;
-    let pts = points(workload, &cells, b.metric);
+pub(crate) fn rank_point(f: &Facts, cells: &[&CaseResult]) -> Option<findings::Ranking> {
+    let (b, cells) = basis(f, cells).ok()?;
+    let pts = points(f, &cells, b.metric);
     pts.first()
         .and_then(|p| findings::rank(p, higher_is_better(b.metric)))
 }
 
 /// The rankings of a network workload's equal-load points (server CPU per op, the models
 /// that kept up with the same offered rate), in the findings' order; none where it has none.
-pub(crate) fn equal_load_rankings(workload: &str, cases: &[&CaseResult]) -> Vec<findings::Ranking> {
-    let Ok((b, cells)) = basis(workload, cases) else {
+pub(crate) fn equal_load_rankings(f: &Facts, cases: &[&CaseResult]) -> Vec<findings::Ranking> {
+    let Ok((b, cells)) = basis(f, cases) else {
         return Vec::new();
     };
     if b.metric != Metric::CpuPerOp {
         return Vec::new();
     }
-    points(workload, &cells, b.metric)
+    points(f, &cells, b.metric)
         .iter()
         .filter_map(|p| findings::rank(p, false))
         .collect()
@@ -243,7 +244,7 @@ pub fn answer(run: &RunResults) -> crate::results::Answer {
     let mut a = crate::results::Answer::default();
     let mut worst: Option<f64> = None;
     for (w, cases) in by_workload(run) {
-        for r in equal_load_rankings(w, &cases) {
+        for r in equal_load_rankings(&facts_in(run, w), &cases) {
             a.points += 1;
             for o in r.near.iter().chain(&r.behind) {
                 a.pairs += 1;

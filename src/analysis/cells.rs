@@ -12,6 +12,16 @@ pub(crate) fn facts(id: &str) -> Facts {
     crate::registry::workload(id).map_or(Facts::LOCAL, |w| w.facts())
 }
 
+/// What workload `id`'s figures mean in `run`: what the file recorded for it
+/// ([`Facts::with_record`]), over this build's row; this build's row alone (or bars for an
+/// id it does not know) where the file recorded nothing.
+pub(crate) fn facts_in(run: &RunResults, id: &str) -> Facts {
+    match run.workloads.get(id) {
+        Some(r) => facts(id).with_record(r),
+        None => facts(id),
+    }
+}
+
 /// How a workload's parameters split: `common` ones have one value in every cell (shown once),
 /// `per_model` ones are fixed per model but differ between models (a queue depth the model
 /// needs, a pool's thread count: shown beside the model, not as separate points), and the

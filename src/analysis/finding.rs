@@ -4,9 +4,8 @@
 //! each point. `export::words` words them.
 
 use super::basis::{basis, higher_is_better, measured, points, Basis, NotRanked};
-use super::cells::facts;
 use crate::model::Family;
-use crate::results::facts::Metric;
+use crate::results::facts::{Facts, Metric};
 use crate::results::CaseResult;
 use crate::stats::findings::{self, Confidence, Finding, Pair, Point, Standing};
 
@@ -74,16 +73,16 @@ pub enum Leader {
 
 impl WorkloadFinding {
     /// The finding of one workload's cells.
-    pub(crate) fn of(workload: &str, cases: &[&CaseResult]) -> Self {
-        let ranks = match basis(workload, cases) {
+    pub(crate) fn of(f: &Facts, cases: &[&CaseResult]) -> Self {
+        let ranks = match basis(f, cases) {
             Err(n) => Ranks::NotRanked(n),
             Ok((b, cells)) => {
-                let pts = points(workload, &cells, b.metric);
+                let pts = points(f, &cells, b.metric);
                 match findings::of_points(&pts, higher_is_better(b.metric)) {
                     Some(finding) => {
-                        let p99 = (facts(workload).net && b.metric != Metric::LatencyP99)
+                        let p99 = (f.net && b.metric != Metric::LatencyP99)
                             .then(|| {
-                                let pp = points(workload, &cells, Metric::LatencyP99);
+                                let pp = points(f, &cells, Metric::LatencyP99);
                                 findings::of_points(&pp, false)
                             })
                             .flatten();
@@ -103,7 +102,7 @@ impl WorkloadFinding {
         WorkloadFinding {
             ranks,
             probed: probed(cases),
-            families: families(workload, cases),
+            families: families(f, cases),
         }
     }
 
@@ -168,8 +167,8 @@ fn probed(cases: &[&CaseResult]) -> Option<(f64, f64)> {
 
 /// Each family's best row at each equal-load point (lowest server CPU per op there),
 /// io_uring's against epoll's, where the workload is ranked by CPU per op.
-fn families(workload: &str, cases: &[&CaseResult]) -> Vec<FamilyPair> {
-    let Ok((b, cells)) = basis(workload, cases) else {
+fn families(f: &Facts, cases: &[&CaseResult]) -> Vec<FamilyPair> {
+    let Ok((b, cells)) = basis(f, cases) else {
         return Vec::new();
     };
     if b.metric != Metric::CpuPerOp {
@@ -183,7 +182,7 @@ fn families(workload: &str, cases: &[&CaseResult]) -> Vec<FamilyPair> {
             .min_by(|x, y| x.value.total_cmp(&y.value))
             .map(|e| e.label.clone())
     };
-    points(workload, &cells, b.metric)
+    points(f, &cells, b.metric)
         .iter()
         .filter_map(|p| {
             let (u, e) = (best(p, Family::Uring)?, best(p, Family::Epoll)?);
@@ -208,10 +207,10 @@ pub struct Pairs {
 
 /// The first `max` pairs of models at each point of a workload (`None` where the workload is
 /// not ranked).
-pub(crate) fn pairs(workload: &str, cases: &[&CaseResult], max: usize) -> Option<Pairs> {
-    let (b, cells) = basis(workload, cases).ok()?;
+pub(crate) fn pairs(f: &Facts, cases: &[&CaseResult], max: usize) -> Option<Pairs> {
+    let (b, cells) = basis(f, cases).ok()?;
     let hib = higher_is_better(b.metric);
-    let points = points(workload, &cells, b.metric)
+    let points = points(f, &cells, b.metric)
         .iter()
         .map(|p| {
             let (v, total) = findings::pairs(p, hib, max);

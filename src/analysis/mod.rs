@@ -17,6 +17,7 @@ pub use basis::past_capacity_cells;
 pub(crate) use basis::{answer, rank_point};
 pub(crate) use basis::{Basis, NotRanked, On};
 
+use crate::results::facts::Facts;
 use crate::results::{Answer, RunResults};
 use crate::stats::findings::Trust;
 use finding::{Pairs, Ranks, WorkloadFinding};
@@ -38,6 +39,8 @@ pub struct Analysis {
 #[derive(Clone, Debug)]
 pub(crate) struct Workload {
     pub(crate) id: String,
+    /// What its figures mean: the file's record of them ([`cells::facts_in`]).
+    pub(crate) facts: Facts,
     /// Its suite (`micro`, `echo`, ...): the id's first part.
     pub(crate) suite: String,
     pub(crate) verdicts: Vec<Verdict>,
@@ -70,12 +73,16 @@ impl Analysis {
     pub fn of(run: &RunResults) -> Analysis {
         let workloads = cells::by_workload(run)
             .into_iter()
-            .map(|(w, cases)| Workload {
-                id: w.to_string(),
-                suite: w.split('.').next().unwrap_or(w).to_string(),
-                verdicts: verdict::for_cases(w, &cases),
-                finding: WorkloadFinding::of(w, &cases),
-                pairs: finding::pairs(w, &cases, PAIR_ROWS),
+            .map(|(w, cases)| {
+                let facts = cells::facts_in(run, w);
+                Workload {
+                    id: w.to_string(),
+                    suite: w.split('.').next().unwrap_or(w).to_string(),
+                    verdicts: verdict::for_cases(&facts, &cases),
+                    finding: WorkloadFinding::of(&facts, &cases),
+                    pairs: finding::pairs(&facts, &cases, PAIR_ROWS),
+                    facts,
+                }
             })
             .collect();
         Analysis {

@@ -22,9 +22,9 @@
 //! - **capacity**: closed-loop throughput, only between cells whose load generator had
 //!   headroom (no `client_bound` / `both_saturated`); the others are named, not ranked.
 
-use super::basis::{higher_is_better, is_equal_load_point, past_capacity_cells, reps};
-use super::cells::{facts, sweep_param, Ordered, ParamRoles};
-use crate::results::facts::Metric;
+use super::basis::{higher_is_better, is_equal_load_point, past_capacity, reps};
+use super::cells::{sweep_param, Ordered, ParamRoles};
+use crate::results::facts::{Facts, Metric};
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, Status};
 use crate::stats::claims::{self, level_of, Crossover, Outcome};
@@ -196,10 +196,9 @@ fn ranked(m: Metric, here: &[&Cell]) -> Option<Ranking> {
 /// cells whose load generator had headroom and one verdict naming the cells left out; for an
 /// open-loop sweep, its latency verdicts), then the open-loop sweeps' knees. Other
 /// workloads: the sweep's verdicts.
-pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
-    let f = facts(workload);
+pub fn for_cases(f: &Facts, cases: &[&CaseResult]) -> Vec<Verdict> {
     if !f.net {
-        return sweep(workload, cases, f.chart.verdict, Scope::Sweep);
+        return sweep(f, cases, f.chart.verdict, Scope::Sweep);
     }
     // Equal-load points are ranked at equal load only, apart from the capacity sweep.
     let closed: Vec<&CaseResult> = cases
@@ -215,25 +214,15 @@ pub fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Verdict> {
             .iter()
             .copied()
             .partition(|c| equal_load::load_had_headroom(c));
-        out.extend(sweep(
-            workload,
-            &headroom,
-            Metric::OpsPerSec,
-            Scope::Headroom,
-        ));
+        out.extend(sweep(f, &headroom, Metric::OpsPerSec, Scope::Headroom));
         out.extend(no_headroom(&without, cases));
     } else {
-        out.extend(sweep(workload, &closed, f.chart.verdict, Scope::OpenLoop));
+        out.extend(sweep(f, &closed, f.chart.verdict, Scope::OpenLoop));
         // A point offered one rate where some models fell behind it (`pubsub`: one rate per
         // point, no rate sweep of its own): what each achieved is its capacity where its load
         // generator had headroom, and those who kept up are ahead of them all.
-        let past = past_capacity_cells(workload, cases);
-        out.extend(sweep(
-            workload,
-            &past,
-            Metric::OpsPerSec,
-            Scope::PastCapacity,
-        ));
+        let past = past_capacity(f, cases);
+        out.extend(sweep(f, &past, Metric::OpsPerSec, Scope::PastCapacity));
     }
     if f.rate_sweep {
         out.extend(equal_load::capacities(cases).into_iter().map(Verdict::Knee));
@@ -344,8 +333,8 @@ fn at_equal_load(cases: &[&CaseResult]) -> Vec<Verdict> {
 /// sweep parameter, the far end's ranking and the crossovers). Cells are grouped once (by
 /// point, group and label), so the work is linear in the cells, times the number of series
 /// for the crossovers between every two of them.
-fn sweep(workload: &str, cases: &[&CaseResult], m: Metric, scope: Scope) -> Vec<Verdict> {
-    let spec = facts(workload).chart;
+fn sweep(f: &Facts, cases: &[&CaseResult], m: Metric, scope: Scope) -> Vec<Verdict> {
+    let spec = f.chart;
     let cells: Vec<Cell> = cases.iter().filter_map(|c| cell(m, c)).collect();
     let roles = ParamRoles::of_cases(cases);
     let Some(param) = sweep_param(&spec, cases) else {

@@ -280,6 +280,7 @@ fn equal_load(cells: &[&CaseResult]) -> bool {
 #[allow(clippy::too_many_arguments)]
 fn against_achieved(
     workload: &str,
+    f: &Facts,
     g: &str,
     suffix: &str,
     param: &str,
@@ -335,10 +336,10 @@ fn against_achieved(
         title: format!("{workload}{at}: p99 latency against the rate achieved"),
         kind: Kind::Lines,
         metric: m,
-        x_axis: format!("achieved {}", facts(workload).units.rate),
+        x_axis: format!("achieved {}", f.units.rate),
         y_axis: m.axis().to_string(),
         log_x: false,
-        log_y: facts(workload).chart.log_y,
+        log_y: f.chart.log_y,
         categories: Vec::new(),
         series,
         left_out: left_out.clone(),
@@ -375,14 +376,15 @@ pub fn suite_summaries(run: &RunResults, styles: &Styles) -> Vec<(String, Chart)
     type Categories<'a> = Vec<(String, Vec<&'a CaseResult>)>;
     let mut points: Vec<(String, Categories)> = Vec::new();
     for (w, cases) in by_workload(run) {
-        if !facts(w).net {
+        let f = crate::analysis::cells::facts_in(run, w);
+        if !f.net {
             continue;
         }
         let Some((at, rate, cells)) = summary_point(&cases) else {
             continue;
         };
         let suite = suite_of(w).to_string();
-        let offered = format!("{} {}", super::format::fmt_rate(rate), facts(w).units.rate);
+        let offered = format!("{} {}", super::format::fmt_rate(rate), f.units.rate);
         let category = if at.is_empty() {
             format!("{w} {offered}")
         } else {
@@ -534,7 +536,11 @@ pub(crate) fn for_cases(
     styles: &Styles,
     a: &Analysis,
 ) -> Vec<Chart> {
-    let spec = facts(workload).chart;
+    // What the figures mean: the file's record ([`crate::analysis::cells::facts_in`]).
+    let f = a
+        .workload(workload)
+        .map_or_else(|| facts(workload), |w| w.facts);
+    let spec = f.chart;
     let left_out: Arc<[String]> = cases
         .iter()
         .filter(|c| c.status != Status::Measured || c.figures.is_none())
@@ -665,9 +671,10 @@ pub(crate) fn for_cases(
                         left_out: left_out.clone(),
                     });
                 }
-                if facts(workload).rate_sweep {
+                if f.rate_sweep {
                     charts.extend(against_achieved(
                         workload,
+                        &f,
                         g,
                         &suffix_of(gi),
                         param,
@@ -769,7 +776,7 @@ pub(crate) fn for_cases(
             }
         }
     }
-    charts.extend(timelines(workload, &measured, &left_out));
+    charts.extend(timelines(workload, &f, &measured, &left_out));
     charts.into_iter().map(settle_y_scale).collect()
 }
 
@@ -789,7 +796,12 @@ fn troubled(c: &CaseResult) -> bool {
 /// Each troubled cell's repetitions over time ([`TIMELINE_CELLS`] at most, in run order):
 /// throughput and the longest latency per interval, a line per repetition, so a stall or a
 /// hiccup shows where in the window it happened.
-fn timelines(workload: &str, measured: &[&CaseResult], left_out: &Arc<[String]>) -> Vec<Chart> {
+fn timelines(
+    workload: &str,
+    f: &Facts,
+    measured: &[&CaseResult],
+    left_out: &Arc<[String]>,
+) -> Vec<Chart> {
     let mut out = Vec::new();
     let cells = measured
         .iter()
@@ -832,7 +844,7 @@ fn timelines(workload: &str, measured: &[&CaseResult], left_out: &Arc<[String]>)
                 .filter(|s| !s.points.is_empty())
                 .collect::<Vec<_>>()
         };
-        let units = facts(workload).units;
+        let units = f.units;
         for (slug, metric, what, y_axis, ys) in [
             (
                 "ops",

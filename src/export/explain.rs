@@ -29,7 +29,7 @@ fn pct(x: f64) -> String {
 
 /// The sentence of one point: the biggest difference between its leader and runner-up.
 fn sentence(workload: &str, cells: &[&CaseResult]) -> String {
-    let Some(r) = rank_point(workload, cells) else {
+    let Some(r) = rank_point(&crate::analysis::cells::facts(workload), cells) else {
         return "no leader to explain: fewer than two cells of this point could be ranked".into();
     };
     // The runner-up: the best after the leader, within noise of it or not.

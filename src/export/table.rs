@@ -285,6 +285,8 @@ pub(crate) fn metric_tables_by_workload(run: &RunResults) -> Vec<(String, Vec<Ta
     use super::charts::{by_workload, Ordered, ParamRoles};
     let mut out = Vec::new();
     for (workload, cases) in by_workload(run) {
+        // A server's tables add its figures (the file's record of what they mean).
+        let net = crate::analysis::cells::facts_in(run, workload).net;
         let roles = ParamRoles::of_cases(&cases);
         // Grouped by parameter point: parameters common to the workload or fixed per model
         // (see `charts::ParamRoles`) go to the note and the column headers instead. Cells of
@@ -311,8 +313,15 @@ pub(crate) fn metric_tables_by_workload(run: &RunResults) -> Vec<(String, Vec<Ta
             .zip(groups)
             .flat_map(|(params, cases)| {
                 let ladder = super::ladder::table(workload, params, &cases);
-                std::iter::once(table_of(workload, params, &cases, &roles, &not_applicable))
-                    .chain(ladder)
+                std::iter::once(table_of(
+                    workload,
+                    net,
+                    params,
+                    &cases,
+                    &roles,
+                    &not_applicable,
+                ))
+                .chain(ladder)
             })
             .collect();
         out.push((workload.to_string(), tables));
@@ -323,6 +332,7 @@ pub(crate) fn metric_tables_by_workload(run: &RunResults) -> Vec<(String, Vec<Ta
 /// The table of one parameter point of a workload.
 fn table_of(
     workload: &str,
+    net: bool,
     params: &str,
     cases: &[&CaseResult],
     roles: &super::charts::ParamRoles,
@@ -344,11 +354,7 @@ fn table_of(
             .as_ref()
             .is_some_and(|f| crate::stats::wrk::requests_per_sec(&f.counters).is_some())
     });
-    let net: &[Metric] = if super::charts::facts(&workload).net {
-        NET_METRICS
-    } else {
-        &[]
-    };
+    let net: &[Metric] = if net { NET_METRICS } else { &[] };
     let wrk: &[Metric] = if has_wrk { WRK_METRICS } else { &[] };
     let open_loop: &[Metric] = if cases
         .iter()

@@ -29,6 +29,21 @@ pub enum Metric {
 }
 
 impl Metric {
+    const ALL: [Metric; 7] = [
+        Metric::LatencyP50,
+        Metric::LatencyP99,
+        Metric::OpsPerSec,
+        Metric::SyscallsPer100,
+        Metric::CpuPerOp,
+        Metric::IdleRssBytes,
+        Metric::IdleKernelBytes,
+    ];
+
+    /// The metric whose [`Metric::slug`] is `s`.
+    pub(crate) fn from_slug(s: &str) -> Option<Metric> {
+        Metric::ALL.into_iter().find(|m| m.slug() == s)
+    }
+
     /// Short name used in titles and file names.
     pub(crate) fn slug(self) -> &'static str {
         match self {
@@ -316,9 +331,84 @@ impl Facts {
     }
 }
 
+/// One copy of each distinct text a results file's facts name (units, sweep parameters), kept
+/// for the process: [`Facts`] holds `&'static str`s, and a file holds as many distinct texts
+/// as it is long at most (`results::store` caps a file at 64 MiB).
+fn intern(s: &str) -> &'static str {
+    static POOL: std::sync::Mutex<std::collections::BTreeSet<&'static str>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&k) = pool.get(s) {
+        return k;
+    }
+    let k: &'static str = Box::leak(s.to_string().into_boxed_str());
+    pool.insert(k);
+    k
+}
+
+/// [`intern`] for a list of parameter names.
+fn intern_list(v: &[String]) -> &'static [&'static str] {
+    static POOL: std::sync::Mutex<Vec<&'static [&'static str]>> = std::sync::Mutex::new(Vec::new());
+    let v: Vec<&'static str> = v.iter().map(|s| intern(s)).collect();
+    let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&k) = pool.iter().find(|k| ***k == v[..]) {
+        return k;
+    }
+    let k: &'static [&'static str] = Box::leak(v.into_boxed_slice());
+    pool.push(k);
+    k
+}
+
+impl Facts {
+    /// These facts (this build's row's, or [`Facts::LOCAL`] for a workload it does not know)
+    /// with what results file recorded for the workload over them: what its figures mean
+    /// (server or not, its units, rate sweep, open loop, ladder, the figure it is ranked by,
+    /// its sweep parameter) is the file's; how its charts are laid out (axis titles, panels,
+    /// scales) stays the build's, or the defaults of its kind.
+    pub(crate) fn with_record(self, r: &FactsRecord) -> Facts {
+        let units = match (&r.rate_unit, &r.op_unit) {
+            (Some(rate), Some(op)) => Units {
+                rate: intern(rate),
+                op: intern(op),
+            },
+            _ => self.units,
+        };
+        let mut chart = self.chart;
+        chart.verdict = Metric::from_slug(&r.verdict).unwrap_or(chart.verdict);
+        if r.net && !self.net {
+            chart.metrics = NET_METRICS;
+        }
+        let same_sweep = chart.sweep.is_some_and(|s| {
+            s.params
+                .iter()
+                .copied()
+                .eq(r.sweep.iter().map(String::as_str))
+        });
+        if r.sweep.is_empty() {
+            chart.sweep = None;
+        } else if !same_sweep {
+            let params = intern_list(&r.sweep);
+            chart.sweep = Some(Sweep {
+                params,
+                axis: params[0],
+                log_x: true,
+            });
+            chart.log_y = true;
+        }
+        Facts {
+            net: r.net,
+            units,
+            rate_sweep: r.rate_sweep,
+            open_loop: r.open_loop,
+            ladder: r.ladder,
+            chart,
+        }
+    }
+}
+
 /// A workload's facts as results.json records them (`workloads`, by id), for whoever reads
-/// the file: what its figures mean without knowing its id. `report` and `compare` read the
-/// facts of this build's rows.
+/// the file: what its figures mean without knowing its id. `report` and `compare` read them
+/// ([`Facts::with_record`]); this build's rows only for files that lack them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FactsRecord {
     /// See [`Facts::net`].

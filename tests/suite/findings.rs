@@ -446,3 +446,51 @@ fn a_point_of_many_models_builds_only_the_pairs_it_lists() {
     assert_eq!(pts[0].1.len(), 200, "only the listed pairs are built");
     assert_eq!(pts[0].2, 2000 * 1999 / 2, "the rest are counted");
 }
+
+/// Issue 44 item 4: the file is the truth. A results file's workload this build does not know
+/// (`acme.rpc`, cells of http.rate renamed) renders with the units and the kind the file
+/// recorded for it: a server's finding at equal load, its knees in calls/s; without the
+/// record the same cells are bars with no units.
+#[test]
+fn an_unknown_workload_renders_with_the_files_facts() {
+    let mut run =
+        store::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/charts.json"))
+            .expect("fixture loads");
+    for c in &mut run.cases {
+        if c.workload == "http.rate" {
+            c.workload = "acme.rpc".into();
+        }
+    }
+    assert!(ringside::registry::workload("acme.rpc").is_none());
+    let bare = String::from_utf8(Format::Markdown.render(&run).unwrap()).unwrap();
+    assert!(
+        !bare.contains("calls/s"),
+        "no units without the file's record"
+    );
+    assert!(
+        !bare.contains("per call"),
+        "no units without the file's record"
+    );
+    run.workloads.insert(
+        "acme.rpc".into(),
+        serde_json::from_value(serde_json::json!({
+            "net": true, "rate_unit": "calls/s", "op_unit": "call", "rate_sweep": true,
+            "open_loop": true, "ladder": false, "sweep": ["rate_per_sec"], "verdict": "p99"
+        }))
+        .unwrap(),
+    );
+    let md = String::from_utf8(Format::Markdown.render(&run).unwrap()).unwrap();
+    let finding = md
+        .lines()
+        .find(|l| l.starts_with("- [acme.rpc]"))
+        .expect("a finding for acme.rpc");
+    assert!(
+        finding.contains("at equal load, by server CPU per call"),
+        "{finding}"
+    );
+    assert!(
+        md.contains("capacity ") && md.contains(" calls/s with p99 <= 10 ms"),
+        "{md}"
+    );
+    assert!(md.contains("open loop, latency from the intended send time: "));
+}

@@ -189,7 +189,7 @@ fn pairwise_html(w: &crate::analysis::Workload) -> Markup {
     let Some(p) = &w.pairs else {
         return Markup::default();
     };
-    let (what, pts) = (pairs_basis(&w.id, &p.basis), &p.points);
+    let (what, pts) = (pairs_basis(&w.facts, &p.basis), &p.points);
     let total: usize = pts.iter().map(|(_, _, all)| all).sum();
     if total == 0 {
         return Markup::default();
@@ -354,7 +354,7 @@ fn workload_html(
     let pairs = pairwise_html(wa);
     let explain = super::explain::html(w, cases)?;
     let missing = not_measured_in(cases);
-    let finding = line(w, &wa.finding);
+    let finding = line(w, &wa.facts, &wa.finding);
     Ok(html! {
         section class="workload" id=(anchor(w)) {
             h3 { (w) }

@@ -9,10 +9,9 @@
 
 use super::super::table::{fmt_ns, fmt_rate, fmt_times, invisible_text};
 use super::verdict::{CAPACITY_PREFIX, PAST_CAPACITY_PREFIX};
-use crate::analysis::cells::facts;
 use crate::analysis::finding::{FamilyPair, Leader, Only, Ranks, WorkloadFinding};
 use crate::analysis::{Analysis, Basis, NotRanked, On};
-use crate::results::facts::Metric;
+use crate::results::facts::{Facts, Metric};
 use crate::results::{Answer, RunResults};
 use crate::stats::claims::{Outcome, MARGIN};
 use crate::stats::findings::{self, Confidence, Finding, Trust};
@@ -334,9 +333,9 @@ fn alone(only: Option<&Only>, b: &Basis) -> String {
 }
 
 /// What one op of a workload is called in a finding.
-fn op_word(workload: &str) -> &'static str {
-    if facts(workload).net {
-        facts(workload).units.op
+fn op_word(f: &Facts) -> &'static str {
+    if f.net {
+        f.units.op
     } else {
         "op"
     }
@@ -381,8 +380,8 @@ pub(crate) fn headline(f: &WorkloadFinding) -> String {
 }
 
 /// The finding of one workload, worded.
-pub(crate) fn line(workload: &str, f: &WorkloadFinding) -> Line {
-    let op = op_word(workload);
+pub(crate) fn line(workload: &str, facts: &Facts, f: &WorkloadFinding) -> Line {
+    let op = op_word(facts);
     let (short, text, within_noise) = match &f.ranks {
         Ranks::NotRanked(n) => {
             let why = not_ranked(*n);
@@ -401,11 +400,7 @@ pub(crate) fn line(workload: &str, f: &WorkloadFinding) -> Line {
             (t.clone(), t, false)
         }
     };
-    let extra = [
-        probe_words(workload, f.probed),
-        family_words(op, &f.families),
-    ]
-    .concat();
+    let extra = [probe_words(facts, f.probed), family_words(op, &f.families)].concat();
     Line {
         workload: workload.to_string(),
         short: short + &extra,
@@ -416,11 +411,11 @@ pub(crate) fn line(workload: &str, f: &WorkloadFinding) -> Line {
 
 /// "; capacity probed once per model, not ranked: ..." where the workload's capacity points
 /// were probes (the load generator had no headroom over the servers: `runner`); "" otherwise.
-fn probe_words(workload: &str, probed: Option<(f64, f64)>) -> String {
+fn probe_words(facts: &Facts, probed: Option<(f64, f64)>) -> String {
     let Some((lo, hi)) = probed else {
         return String::new();
     };
-    let unit = plural(facts(workload).units.op);
+    let unit = plural(facts.units.op);
     let limit = if fmt_rate(lo) == fmt_rate(hi) {
         fmt_rate(hi)
     } else {
@@ -489,8 +484,8 @@ fn pair_verdict(c: &Confidence) -> String {
 }
 
 /// What a workload's pairs compare, in words ("at equal load, server CPU per message").
-pub(crate) fn pairs_basis(workload: &str, b: &Basis) -> String {
-    format!("{}{}", prefix(b), noun(b.metric, op_word(workload)))
+pub(crate) fn pairs_basis(f: &Facts, b: &Basis) -> String {
+    format!("{}{}", prefix(b), noun(b.metric, op_word(f)))
 }
 
 /// A pair's evidence in a few words ("behind, p=0.031", "equivalent", "undecided").
@@ -516,7 +511,7 @@ pub(crate) fn pair_evidence(c: &Confidence) -> String {
 pub(crate) fn suites(a: &Analysis) -> Vec<Suite> {
     let mut out: Vec<Suite> = Vec::new();
     for w in &a.workloads {
-        let line = line(&w.id, &w.finding);
+        let line = line(&w.id, &w.facts, &w.finding);
         match out.last_mut() {
             Some(s) if s.suite == w.suite => s.lines.push(line),
             _ => out.push(Suite {

@@ -47,14 +47,16 @@ use crate::results::{CaseResult, RunResults};
 
 /// The verdicts of one workload of an analysed run, worded.
 pub(crate) fn verdicts_of(w: &crate::analysis::Workload) -> Vec<Said> {
-    let f = crate::analysis::cells::facts(&w.id);
-    w.verdicts.iter().map(|v| verdict::said(v, &f)).collect()
+    w.verdicts
+        .iter()
+        .map(|v| verdict::said(v, &w.facts))
+        .collect()
 }
 
 /// The verdicts of one workload's cells, worded.
 pub fn verdicts(workload: &str, cases: &[&CaseResult]) -> Vec<Said> {
     let f = crate::analysis::cells::facts(workload);
-    crate::analysis::verdict::for_cases(workload, cases)
+    crate::analysis::verdict::for_cases(&f, cases)
         .iter()
         .map(|v| verdict::said(v, &f))
         .collect()
@@ -72,9 +74,11 @@ pub fn verdicts_in(run: &RunResults, workload: &str) -> Vec<Said> {
 
 /// The finding of one workload's cells, worded.
 pub fn finding(workload: &str, cases: &[&CaseResult]) -> Line {
+    let f = crate::analysis::cells::facts(workload);
     finding::line(
         workload,
-        &crate::analysis::finding::WorkloadFinding::of(workload, cases),
+        &f,
+        &crate::analysis::finding::WorkloadFinding::of(&f, cases),
     )
 }
 
@@ -99,8 +103,9 @@ pub fn pairwise(
     String,
     Vec<(String, Vec<crate::stats::findings::Pair>, usize)>,
 ) {
-    match crate::analysis::finding::pairs(workload, cases, max) {
-        Some(p) => (finding::pairs_basis(workload, &p.basis), p.points),
+    let f = crate::analysis::cells::facts(workload);
+    match crate::analysis::finding::pairs(&f, cases, max) {
+        Some(p) => (finding::pairs_basis(&f, &p.basis), p.points),
         None => (String::new(), Vec::new()),
     }
 }
