@@ -1,5 +1,5 @@
 //! Findings: per workload, the answer its cells support on this machine, computed from the
-//! figures, never written by hand. The caller (the exporters' `export::findings`) arranges a
+//! figures, never written by hand. The caller (`analysis::basis::points`) arranges a
 //! workload's measured cells into points (one parameter point each, sweep points in sweep
 //! order) with the figure to rank by; this module ranks every point, picks the headline (the
 //! first point), says by how much the leader leads and with what confidence, which models are
