@@ -1,6 +1,6 @@
 //! CSV: one row per case (RFC 4180 quoting).
 
-use super::table::case_rows;
+use super::rows::case_rows;
 use super::Exporter;
 use crate::analysis::Analysis;
 use crate::results::RunResults;

@@ -16,6 +16,7 @@ pub(crate) mod load;
 pub(crate) mod markdown;
 #[cfg(test)]
 mod readme;
+mod rows;
 pub mod table;
 mod term;
 pub(crate) mod waterfall;

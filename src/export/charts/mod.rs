@@ -18,9 +18,15 @@ use crate::results::{CaseResult, RunResults, Status};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+mod summary;
+mod timeline;
+
 pub use crate::analysis::cells::ParamRoles;
+pub use summary::suite_summaries;
+
 pub(crate) use crate::analysis::cells::{by_workload, facts, sweep_param, Ordered};
 pub use crate::results::facts::{ChartSpec, Facts, Metric, Sweep};
+use timeline::timelines;
 
 /// Okabe-Ito colours (without its yellow, faint on white), a mid grey, then Paul Tol's
 /// indigo, wine and olive: eleven colours that colour-blind readers tell apart, each series
@@ -365,150 +371,6 @@ pub(crate) fn suite_of(workload: &str) -> &str {
     workload.split('.').next().unwrap_or(workload)
 }
 
-/// Each network suite's summary picture: the server's CPU per op at an equal offered load,
-/// with its 95% interval, a bar per model at one point of each of the suite's open-loop
-/// workloads (the highest offered rate at which every model kept up; where none did, the
-/// lowest, its laggards marked). Suites with no open-loop point (micro, storage, closed-loop
-/// runs) have none. Suites in run order.
-pub fn suite_summaries(run: &RunResults, styles: &Styles) -> Vec<(String, Chart)> {
-    let mut out: Vec<(String, Chart)> = Vec::new();
-    // Per suite, its categories: (label, the point's cells).
-    type Categories<'a> = Vec<(String, Vec<&'a CaseResult>)>;
-    let mut points: Vec<(String, Categories)> = Vec::new();
-    for (w, cases) in by_workload(run) {
-        let f = crate::analysis::cells::facts_in(run, w);
-        if !f.net {
-            continue;
-        }
-        let Some((at, rate, cells)) = summary_point(&cases) else {
-            continue;
-        };
-        let suite = suite_of(w).to_string();
-        let offered = format!("{} {}", super::format::fmt_rate(rate), f.units.rate);
-        let category = if at.is_empty() {
-            format!("{w} {offered}")
-        } else {
-            format!("{w} {at} {offered}")
-        };
-        match points.last_mut() {
-            Some((s, v)) if *s == suite => v.push((category, cells)),
-            _ => points.push((suite, vec![(category, cells)])),
-        }
-    }
-    let m = Metric::CpuPerOp;
-    for (suite, cats) in points {
-        let mut labels: Vec<String> = cats
-            .iter()
-            .flat_map(|(_, cells)| cells.iter().map(|c| c.label()))
-            .collect();
-        labels.sort();
-        labels.dedup();
-        labels.sort_by_key(|l| styles.of(l).slot);
-        let series: Vec<Series> = labels
-            .iter()
-            .enumerate()
-            .map(|(i, l)| Series {
-                label: l.clone(),
-                style: Style {
-                    colour: (i < PALETTE.len()).then_some(i),
-                    ..styles.of(l)
-                },
-                faded: false,
-                points: cats
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(x, (_, cells))| {
-                        cells
-                            .iter()
-                            .filter(|c| c.label() == *l)
-                            .filter_map(move |c| {
-                                let f = c.figures.as_ref()?;
-                                Some(Pt {
-                                    x: x as f64,
-                                    y: m.value(f)?,
-                                    whisker: None,
-                                    band: m.band(f),
-                                    behind: behind(c),
-                                })
-                            })
-                    })
-                    .collect(),
-            })
-            .filter(|s| !s.points.is_empty())
-            .collect();
-        if series.is_empty() {
-            continue;
-        }
-        let chart = Chart {
-            id: format!("summary-{}", file_slug(&suite)),
-            workload: suite.clone(),
-            title: format!(
-                "{suite} suite: the server's CPU per op at equal offered load (dark band its 95% CI)"
-            ),
-            kind: Kind::Bars,
-            metric: m,
-            x_axis: "workload and offered load".into(),
-            y_axis: "server CPU time per op".into(),
-            log_x: false,
-            log_y: false,
-            categories: cats.into_iter().map(|(c, _)| c).collect(),
-            series,
-            left_out: Arc::from(Vec::new()),
-        };
-        out.push((suite, settle_y_scale(chart)));
-    }
-    out
-}
-
-/// A workload's point for its suite's summary: its open-loop points (every measured cell
-/// offered a rate), the highest offered rate every cell kept up with, else the lowest; with
-/// the point's text, its offered rate and its measured cells.
-fn summary_point<'a>(cases: &[&'a CaseResult]) -> Option<(String, f64, Vec<&'a CaseResult>)> {
-    let roles = ParamRoles::of_cases(cases);
-    let mut groups = Ordered::default();
-    let mut members: Vec<Vec<&CaseResult>> = Vec::new();
-    for c in cases
-        .iter()
-        .copied()
-        .filter(|c| c.status == Status::Measured && c.figures.is_some())
-    {
-        let g = groups.add(roles.point(c, None));
-        if g == members.len() {
-            members.push(Vec::new());
-        }
-        members[g].push(c);
-    }
-    let rate = |cells: &[&CaseResult]| -> Option<f64> {
-        let rates: Option<Vec<f64>> = cells
-            .iter()
-            .map(|c| crate::stats::equal_load::offered_rate(c))
-            .collect();
-        rates?.into_iter().reduce(f64::max)
-    };
-    let open: Vec<(usize, f64, bool)> = members
-        .iter()
-        .enumerate()
-        .filter_map(|(i, cells)| {
-            let r = rate(cells)?;
-            let all_kept = cells.iter().all(|c| !behind(c));
-            Some((i, r, all_kept))
-        })
-        .collect();
-    let pick = open
-        .iter()
-        .filter(|p| p.2)
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .or_else(|| open.iter().min_by(|a, b| a.1.total_cmp(&b.1)))?;
-    // The point's text without the equal-load point's description of its rate ("offered":
-    // the rate itself is shown).
-    let at = groups.order[pick.0]
-        .split(' ')
-        .filter(|kv| !kv.starts_with("offered=") && !kv.starts_with("rate_per_sec="))
-        .collect::<Vec<_>>()
-        .join(" ");
-    Some((at, pick.1, members[pick.0].clone()))
-}
-
 /// The charts of one workload, styled for the whole run.
 pub fn build_for(run: &RunResults, a: &Analysis, workload: &str) -> Vec<Chart> {
     for_workload(run, workload, &Styles::for_run(run), a)
@@ -778,115 +640,6 @@ pub(crate) fn for_cases(
     }
     charts.extend(timelines(workload, &f, &measured, &left_out));
     charts.into_iter().map(settle_y_scale).collect()
-}
-
-/// Cells of a workload whose repetitions are drawn over time, at most.
-pub(crate) const TIMELINE_CELLS: usize = 3;
-
-/// Whether a cell's repetitions are worth seeing over time: one was re-run, disturbed or
-/// stalled, or they disagree (`high_spread`).
-fn troubled(c: &CaseResult) -> bool {
-    use crate::results::Warning::{Disturbed, HighSpread, Stalled};
-    !c.reruns.is_empty()
-        || c.warnings
-            .iter()
-            .any(|w| matches!(w, Disturbed | Stalled | HighSpread))
-}
-
-/// Each troubled cell's repetitions over time ([`TIMELINE_CELLS`] at most, in run order):
-/// throughput and the longest latency per interval, a line per repetition, so a stall or a
-/// hiccup shows where in the window it happened.
-fn timelines(
-    workload: &str,
-    f: &Facts,
-    measured: &[&CaseResult],
-    left_out: &Arc<[String]>,
-) -> Vec<Chart> {
-    let mut out = Vec::new();
-    let cells = measured
-        .iter()
-        .filter(|c| troubled(c))
-        .filter_map(|c| Some((c, &c.figures.as_ref()?.runs_timeline)))
-        .filter(|(_, t)| !t.is_empty())
-        .take(TIMELINE_CELLS);
-    for (k, (c, runs)) in cells.enumerate() {
-        let step_ms = runs[0].step_ns / 1_000_000;
-        let at = params_text(c, None);
-        let name = if at.is_empty() {
-            format!("{workload} {}", c.label())
-        } else {
-            format!("{workload} {at} {}", c.label())
-        };
-        let series = |y: &dyn Fn(&crate::measure::timeline::Timeline) -> Vec<Option<f64>>| {
-            runs.iter()
-                .enumerate()
-                .map(|(i, t)| Series {
-                    label: format!("repetition {}", i + 1),
-                    style: Style {
-                        slot: i,
-                        colour: Some(i % PALETTE.len()),
-                    },
-                    points: y(t)
-                        .into_iter()
-                        .enumerate()
-                        .filter_map(|(j, v)| {
-                            Some(Pt {
-                                x: (j as f64 + 0.5) * t.step_ns as f64 / 1e9,
-                                y: v?,
-                                whisker: None,
-                                band: None,
-                                behind: false,
-                            })
-                        })
-                        .collect(),
-                    faded: false,
-                })
-                .filter(|s| !s.points.is_empty())
-                .collect::<Vec<_>>()
-        };
-        let units = f.units;
-        for (slug, metric, what, y_axis, ys) in [
-            (
-                "ops",
-                Metric::OpsPerSec,
-                format!("{} per {step_ms} ms interval", units.rate),
-                units.rate.to_string(),
-                series(&|t| t.ops_per_sec().into_iter().map(Some).collect()),
-            ),
-            (
-                "latency",
-                Metric::LatencyP99,
-                format!("longest latency per {step_ms} ms interval"),
-                format!("longest latency in {step_ms} ms"),
-                series(&|t| {
-                    t.ops
-                        .iter()
-                        .zip(&t.latency_max_ns)
-                        .map(|(&n, &m)| (n > 0).then_some(m as f64))
-                        .collect()
-                }),
-            ),
-        ] {
-            if ys.is_empty() {
-                continue;
-            }
-            out.push(Chart {
-                id: format!("{}-timeline-{slug}-{}", file_slug(workload), k + 1),
-                workload: workload.to_string(),
-                title: format!("{name}: {what}, each repetition"),
-                kind: Kind::Lines,
-                metric,
-                x_axis: "time in the measured window, s".into(),
-                y_axis,
-                log_x: false,
-                log_y: false,
-                categories: Vec::new(),
-                series: ys,
-                left_out: left_out.clone(),
-            });
-        }
-    }
-    out
 }
 
 #[cfg(test)]
