@@ -14,7 +14,7 @@ use crate::cli::ServeArgs;
 use crate::error::{CaseError, InputError};
 use crate::io::{self, Stop};
 use crate::measure::pin::{self, CpuPlan};
-use crate::model::{Availability, Knobs, ModelSpec, PeerKind};
+use crate::model::{Availability, Knobs, ModelSpec, PeerKind, Refusal, Shape};
 use crate::proto::http::{served_body, MAX_BODY_BYTES};
 use crate::proto::ServeProtocol;
 use crate::proto::{Echo, Http, Protocol, Stream, WithIdle};
@@ -57,21 +57,22 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         (ServeProtocol::Pubsub, None) => Served::Pubsub,
         (ServeProtocol::UdpEcho | ServeProtocol::UdpEchoGro, None) => Served::Udp,
     };
-    // Built-in servers, and the peers (tokio, monoio) that serve from src/peer/; for UDP echo
-    // those with a UDP server (`io::udp::udp_refusal`, which says why for the others below),
-    // for its GRO variant those with a GRO server too (`io::udp_gso::udp_gro_refusal`).
+    // What `--protocol` asks of the model (`ModelSpec::runs`): a built-in server, or a peer
+    // (tokio, monoio) that serves from src/peer/.
+    let shape = Shape::from(protocol);
     let udp = matches!(protocol, ServeProtocol::UdpEcho | ServeProtocol::UdpEchoGro);
     let gro = protocol == ServeProtocol::UdpEchoGro;
-    let serves = |m: &crate::model::ModelSpec| match udp {
-        true => {
-            io::udp::udp_refusal(m).is_none() && (!gro || io::udp_gso::udp_gro_refusal(m).is_none())
-        }
-        false => io::serves_tcp(m) || peer_kind(m).is_some(),
+    let pubsub = protocol == ServeProtocol::Pubsub;
+    // The servers named when the model is not one: for TCP and the broker every model with
+    // one (a row that cannot run here exits unavailable when started), for UDP those that run.
+    let listed = |m: &ModelSpec| match udp {
+        true => m.runs(shape).is_ok(),
+        false => m.applies(shape).is_ok(),
     };
     let servers = || {
         MODELS
             .iter()
-            .filter(|m| serves(m))
+            .filter(|m| listed(m))
             .map(|m| m.id)
             .collect::<Vec<_>>()
             .join(", ")
@@ -83,52 +84,36 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         .into());
     };
-    if !udp && !serves(model) {
-        return Err(InputError::NotAServer {
-            given: a.model,
-            valid: servers(),
+    match model.runs(shape) {
+        Ok(()) => {}
+        Err(Refusal::NotApplicable(_)) if !udp => {
+            return Err(InputError::NotAServer {
+                given: a.model,
+                valid: servers(),
+            }
+            .into())
         }
-        .into());
-    }
-    // The pubsub broker: every server but the external commands (`io::pubsub_refusal`) and
-    // the brokers that cannot run yet (`io::pubsub_unavailable`).
-    let pubsub = protocol == ServeProtocol::Pubsub;
-    let brokers =
-        |m: &ModelSpec| io::pubsub_refusal(m).is_none() && io::pubsub_unavailable(m).is_none();
-    if pubsub && !brokers(model) {
-        let valid: Vec<&str> = MODELS.iter().filter(|m| brokers(m)).map(|m| m.id).collect();
-        return Err(InputError::BadValue {
-            flag: "--model",
-            given: a.model.clone(),
-            valid: format!(
-                "{}--protocol pubsub is served by: {}",
-                io::pubsub_unavailable(model).map_or(String::new(), |w| format!("{w}; ")),
-                valid.join(", ")
-            ),
+        // A TCP server that cannot run yet says why when it starts (exit unavailable).
+        Err(Refusal::Unavailable(_)) if !udp && !pubsub => {}
+        // The broker that cannot run yet, and the models without a UDP echo server.
+        Err(r) => {
+            let valid: Vec<&str> = MODELS
+                .iter()
+                .filter(|m| m.runs(shape).is_ok())
+                .map(|m| m.id)
+                .collect();
+            return Err(InputError::BadValue {
+                flag: "--model",
+                given: a.model.clone(),
+                valid: format!(
+                    "{}; --protocol {} is served by: {}",
+                    r.why(),
+                    protocol.as_str(),
+                    valid.join(", ")
+                ),
+            }
+            .into());
         }
-        .into());
-    }
-    // UDP echo: every family and the peers, less what `io::udp::udp_refusal` refuses; its GRO
-    // variant only the native families (`io::udp_gso::udp_gro_refusal`).
-    let udp_why = |m: &crate::model::ModelSpec| {
-        io::udp::udp_refusal(m).or_else(|| gro.then(|| io::udp_gso::udp_gro_refusal(m))?)
-    };
-    if let Some(why) = udp.then(|| udp_why(model)).flatten() {
-        let valid: Vec<&str> = MODELS
-            .iter()
-            .filter(|m| udp_why(m).is_none())
-            .map(|m| m.id)
-            .collect();
-        return Err(InputError::BadValue {
-            flag: "--model",
-            given: a.model.clone(),
-            valid: format!(
-                "{why}; --protocol {} is served by: {}",
-                if gro { "udp-echo-gro" } else { "udp-echo" },
-                valid.join(", ")
-            ),
-        }
-        .into());
     }
     // One socket: one loop, or one runtime's workers (tokio-mt) sharing it. The thread pool's
     // size is its row's knob, not `--threads`.
