@@ -15,6 +15,7 @@ use crate::error::{CaseError, InputError};
 use crate::io::{self, Stop};
 use crate::measure::pin::{self, CpuPlan};
 use crate::model::{Availability, Knobs, ModelSpec, PeerKind, Refusal, Shape};
+use crate::peer::{Job, Outcome};
 use crate::proto::http::{served_body, MAX_BODY_BYTES};
 use crate::proto::ServeProtocol;
 use crate::proto::{Echo, Http, Protocol, Stream, WithIdle};
@@ -290,9 +291,20 @@ impl How {
         plan: &CpuPlan,
         stop: &Arc<Stop>,
     ) -> Result<crate::measure::Counters, CaseError> {
-        let Some(kind) = peer_kind(self.model) else {
-            return io::udp::serve_udp(self.model, sock, plan, stop);
-        };
+        match peer_kind(self.model) {
+            Some(kind) => self.serve_peer(kind, Job::<Echo>::Udp(sock), stop),
+            None => io::udp::serve_udp(self.model, sock, plan, stop),
+        }
+    }
+
+    /// Serves `job` with contender `kind` in this thread until `stop` (tokio, monoio: one
+    /// runtime; tokio-mt: its workers), its counts named as ringside's own servers' are.
+    fn serve_peer<P: Protocol>(
+        &self,
+        kind: PeerKind,
+        job: Job<P>,
+        stop: &Arc<Stop>,
+    ) -> Result<crate::measure::Counters, CaseError> {
         let flag = peer_flag(stop)?;
         let ready = || stop.ready();
         let setup = crate::peer::Setup {
@@ -300,13 +312,14 @@ impl How {
             cpus: &self.worker_cpus,
             ready: &ready,
         };
-        let c = crate::peer::serve_udp(kind, sock, flag, setup).map_err(CaseError::Failed)?;
-        let mut out = io::udp::to_counters(&c);
-        out.add("peer_runs", 1);
-        if kind == PeerKind::TokioMt {
-            out.add("server_threads", self.workers as u64);
+        let outcome = crate::peer::serve(kind, job, flag, setup).map_err(CaseError::Failed)?;
+        let mut c = outcome.counters();
+        c.add("peer_runs", 1);
+        // A broker is one hub, whatever runs it.
+        if kind == PeerKind::TokioMt && !matches!(outcome, Outcome::Broker(..)) {
+            c.add("server_threads", self.workers as u64);
         }
-        Ok(out)
+        Ok(c)
     }
 
     /// Serves `listener` in this thread until `stop`: a built-in server (which calls
@@ -318,48 +331,23 @@ impl How {
         plan: &CpuPlan,
         stop: &Arc<Stop>,
     ) -> Result<crate::measure::Counters, CaseError> {
-        let failed = |e: anyhow::Error| CaseError::Failed(e);
         match peer_kind(self.model) {
-            Some(kind) => {
-                let flag = peer_flag(stop)?;
-                let ready = || stop.ready();
-                let setup = crate::peer::Setup {
-                    workers: self.workers,
-                    cpus: &self.worker_cpus,
-                    ready: &ready,
-                };
-                let served = match &self.served {
-                    Served::Stream(s) => crate::peer::serve_proto(kind, listener, *s, flag, setup),
-                    // tokio's HTTP contender is hyper's server; monoio has none of its own, so
-                    // it runs ringside's sans-I/O HTTP protocol in a plain read/write loop.
-                    Served::Http(_) if matches!(kind, PeerKind::Tokio | PeerKind::TokioMt) => {
-                        crate::peer::serve_http(kind, listener, flag, self.body.clone(), setup)
-                    }
-                    Served::Http(h) => {
-                        crate::peer::serve_proto(kind, listener, h.clone(), flag, setup)
-                    }
-                    Served::Echo => crate::peer::serve_echo(kind, listener, flag, setup),
-                    Served::Udp => return Err(not_tcp()),
-                    Served::Pubsub => {
-                        let q = crate::proto::pubsub::DEFAULT_QUEUE_BYTES;
-                        let (accepts, hub) =
-                            crate::peer::serve_pubsub(kind, listener, q, flag, setup)
-                                .map_err(failed)?;
-                        let mut c = crate::measure::Counters::default();
-                        c.add("peer_runs", 1);
-                        c.add("accepts", accepts);
-                        return Ok(io::with_hub(c, &hub));
-                    }
-                };
-                let accepts = served.map_err(failed)?;
-                let mut c = crate::measure::Counters::default();
-                c.add("peer_runs", 1);
-                c.add("accepts", accepts);
-                if kind == PeerKind::TokioMt {
-                    c.add("server_threads", self.workers as u64);
+            Some(kind) => match &self.served {
+                Served::Stream(s) => self.serve_peer(kind, Job::Proto(listener, *s), stop),
+                // tokio's HTTP contender is hyper's server; monoio has none of its own, so it
+                // runs ringside's sans-I/O HTTP protocol in a plain read/write loop.
+                Served::Http(_) if matches!(kind, PeerKind::Tokio | PeerKind::TokioMt) => {
+                    let job = Job::<Echo>::Http(listener, self.body.clone());
+                    self.serve_peer(kind, job, stop)
                 }
-                Ok(c)
-            }
+                Served::Http(h) => self.serve_peer(kind, Job::Proto(listener, h.clone()), stop),
+                Served::Echo => self.serve_peer(kind, Job::<Echo>::Echo(listener), stop),
+                Served::Udp => Err(not_tcp()),
+                Served::Pubsub => {
+                    let q = crate::proto::pubsub::DEFAULT_QUEUE_BYTES;
+                    self.serve_peer(kind, Job::<Echo>::Pubsub(listener, q), stop)
+                }
+            },
             None => match &self.served {
                 Served::Stream(s) => {
                     let idle = self.idle.unwrap_or_else(|| s.idle_timeout());
