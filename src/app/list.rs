@@ -1,5 +1,7 @@
-//! `ringside list`: models and workloads from the registry, with availability here.
+//! `ringside list`: models and workloads from the registry, with availability here and the
+//! shapes each model runs (`ModelSpec::runs`).
 
+use crate::model::{ModelSpec, Refusal, Shape};
 use crate::registry::{MODELS, WORKLOADS};
 use std::fmt::Write;
 
@@ -20,6 +22,7 @@ pub fn run() -> anyhow::Result<()> {
             m.summary,
             m.availability(&env)
         );
+        let _ = writeln!(out, "  {:<w$}  runs: {}", "", shapes(m));
     }
     out.push_str(
         "\nworkloads (* runs in the default run, `ringside run` naming no suite; the others \
@@ -48,4 +51,17 @@ pub fn run() -> anyhow::Result<()> {
     }
     super::stdout::print(&out)?;
     Ok(())
+}
+
+/// The shapes `m` runs, by name; one its family has but that cannot run yet is marked so.
+fn shapes(m: &ModelSpec) -> String {
+    Shape::ALL
+        .iter()
+        .filter_map(|s| match m.runs(*s) {
+            Ok(()) => Some(s.name().to_string()),
+            Err(Refusal::Unavailable(_)) => Some(format!("{} (not yet)", s.name())),
+            Err(Refusal::NotApplicable(_)) => None,
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -14,7 +14,8 @@ use crate::cli::ServeArgs;
 use crate::error::{CaseError, InputError};
 use crate::io::{self, Stop};
 use crate::measure::pin::{self, CpuPlan};
-use crate::model::{Availability, Knobs, ModelSpec, PeerKind};
+use crate::model::{Availability, Knobs, ModelSpec, PeerKind, Refusal, Shape};
+use crate::peer::{Job, Outcome};
 use crate::proto::http::{served_body, MAX_BODY_BYTES};
 use crate::proto::ServeProtocol;
 use crate::proto::{Echo, Http, Protocol, Stream, WithIdle};
@@ -57,21 +58,22 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         (ServeProtocol::Pubsub, None) => Served::Pubsub,
         (ServeProtocol::UdpEcho | ServeProtocol::UdpEchoGro, None) => Served::Udp,
     };
-    // Built-in servers, and the peers (tokio, monoio) that serve from src/peer/; for UDP echo
-    // those with a UDP server (`io::udp::udp_refusal`, which says why for the others below),
-    // for its GRO variant those with a GRO server too (`io::udp_gso::udp_gro_refusal`).
+    // What `--protocol` asks of the model (`ModelSpec::runs`): a built-in server, or a peer
+    // (tokio, monoio) that serves from src/peer/.
+    let shape = Shape::from(protocol);
     let udp = matches!(protocol, ServeProtocol::UdpEcho | ServeProtocol::UdpEchoGro);
     let gro = protocol == ServeProtocol::UdpEchoGro;
-    let serves = |m: &crate::model::ModelSpec| match udp {
-        true => {
-            io::udp::udp_refusal(m).is_none() && (!gro || io::udp_gso::udp_gro_refusal(m).is_none())
-        }
-        false => io::serves_tcp(m) || peer_kind(m).is_some(),
+    let pubsub = protocol == ServeProtocol::Pubsub;
+    // The servers named when the model is not one: for TCP and the broker every model with
+    // one (a row that cannot run here exits unavailable when started), for UDP those that run.
+    let listed = |m: &ModelSpec| match udp {
+        true => m.runs(shape).is_ok(),
+        false => m.applies(shape).is_ok(),
     };
     let servers = || {
         MODELS
             .iter()
-            .filter(|m| serves(m))
+            .filter(|m| listed(m))
             .map(|m| m.id)
             .collect::<Vec<_>>()
             .join(", ")
@@ -83,52 +85,36 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
         }
         .into());
     };
-    if !udp && !serves(model) {
-        return Err(InputError::NotAServer {
-            given: a.model,
-            valid: servers(),
+    match model.runs(shape) {
+        Ok(()) => {}
+        Err(Refusal::NotApplicable(_)) if !udp => {
+            return Err(InputError::NotAServer {
+                given: a.model,
+                valid: servers(),
+            }
+            .into())
         }
-        .into());
-    }
-    // The pubsub broker: every server but the external commands (`io::pubsub_refusal`) and
-    // the brokers that cannot run yet (`io::pubsub_unavailable`).
-    let pubsub = protocol == ServeProtocol::Pubsub;
-    let brokers =
-        |m: &ModelSpec| io::pubsub_refusal(m).is_none() && io::pubsub_unavailable(m).is_none();
-    if pubsub && !brokers(model) {
-        let valid: Vec<&str> = MODELS.iter().filter(|m| brokers(m)).map(|m| m.id).collect();
-        return Err(InputError::BadValue {
-            flag: "--model",
-            given: a.model.clone(),
-            valid: format!(
-                "{}--protocol pubsub is served by: {}",
-                io::pubsub_unavailable(model).map_or(String::new(), |w| format!("{w}; ")),
-                valid.join(", ")
-            ),
+        // A TCP server that cannot run yet says why when it starts (exit unavailable).
+        Err(Refusal::Unavailable(_)) if !udp && !pubsub => {}
+        // The broker that cannot run yet, and the models without a UDP echo server.
+        Err(r) => {
+            let valid: Vec<&str> = MODELS
+                .iter()
+                .filter(|m| m.runs(shape).is_ok())
+                .map(|m| m.id)
+                .collect();
+            return Err(InputError::BadValue {
+                flag: "--model",
+                given: a.model.clone(),
+                valid: format!(
+                    "{}; --protocol {} is served by: {}",
+                    r.why(),
+                    protocol.as_str(),
+                    valid.join(", ")
+                ),
+            }
+            .into());
         }
-        .into());
-    }
-    // UDP echo: every family and the peers, less what `io::udp::udp_refusal` refuses; its GRO
-    // variant only the native families (`io::udp_gso::udp_gro_refusal`).
-    let udp_why = |m: &crate::model::ModelSpec| {
-        io::udp::udp_refusal(m).or_else(|| gro.then(|| io::udp_gso::udp_gro_refusal(m))?)
-    };
-    if let Some(why) = udp.then(|| udp_why(model)).flatten() {
-        let valid: Vec<&str> = MODELS
-            .iter()
-            .filter(|m| udp_why(m).is_none())
-            .map(|m| m.id)
-            .collect();
-        return Err(InputError::BadValue {
-            flag: "--model",
-            given: a.model.clone(),
-            valid: format!(
-                "{why}; --protocol {} is served by: {}",
-                if gro { "udp-echo-gro" } else { "udp-echo" },
-                valid.join(", ")
-            ),
-        }
-        .into());
     }
     // One socket: one loop, or one runtime's workers (tokio-mt) sharing it. The thread pool's
     // size is its row's knob, not `--threads`.
@@ -305,9 +291,20 @@ impl How {
         plan: &CpuPlan,
         stop: &Arc<Stop>,
     ) -> Result<crate::measure::Counters, CaseError> {
-        let Some(kind) = peer_kind(self.model) else {
-            return io::udp::serve_udp(self.model, sock, plan, stop);
-        };
+        match peer_kind(self.model) {
+            Some(kind) => self.serve_peer(kind, Job::<Echo>::Udp(sock), stop),
+            None => io::udp::serve_udp(self.model, sock, plan, stop),
+        }
+    }
+
+    /// Serves `job` with contender `kind` in this thread until `stop` (tokio, monoio: one
+    /// runtime; tokio-mt: its workers), its counts named as ringside's own servers' are.
+    fn serve_peer<P: Protocol>(
+        &self,
+        kind: PeerKind,
+        job: Job<P>,
+        stop: &Arc<Stop>,
+    ) -> Result<crate::measure::Counters, CaseError> {
         let flag = peer_flag(stop)?;
         let ready = || stop.ready();
         let setup = crate::peer::Setup {
@@ -315,13 +312,14 @@ impl How {
             cpus: &self.worker_cpus,
             ready: &ready,
         };
-        let c = crate::peer::serve_udp(kind, sock, flag, setup).map_err(CaseError::Failed)?;
-        let mut out = io::udp::to_counters(&c);
-        out.add("peer_runs", 1);
-        if kind == PeerKind::TokioMt {
-            out.add("server_threads", self.workers as u64);
+        let outcome = crate::peer::serve(kind, job, flag, setup).map_err(CaseError::Failed)?;
+        let mut c = outcome.counters();
+        c.add("peer_runs", 1);
+        // A broker is one hub, whatever runs it.
+        if kind == PeerKind::TokioMt && !matches!(outcome, Outcome::Broker(..)) {
+            c.add("server_threads", self.workers as u64);
         }
-        Ok(out)
+        Ok(c)
     }
 
     /// Serves `listener` in this thread until `stop`: a built-in server (which calls
@@ -333,48 +331,23 @@ impl How {
         plan: &CpuPlan,
         stop: &Arc<Stop>,
     ) -> Result<crate::measure::Counters, CaseError> {
-        let failed = |e: anyhow::Error| CaseError::Failed(e);
         match peer_kind(self.model) {
-            Some(kind) => {
-                let flag = peer_flag(stop)?;
-                let ready = || stop.ready();
-                let setup = crate::peer::Setup {
-                    workers: self.workers,
-                    cpus: &self.worker_cpus,
-                    ready: &ready,
-                };
-                let served = match &self.served {
-                    Served::Stream(s) => crate::peer::serve_proto(kind, listener, *s, flag, setup),
-                    // tokio's HTTP contender is hyper's server; monoio has none of its own, so
-                    // it runs ringside's sans-I/O HTTP protocol in a plain read/write loop.
-                    Served::Http(_) if matches!(kind, PeerKind::Tokio | PeerKind::TokioMt) => {
-                        crate::peer::serve_http(kind, listener, flag, self.body.clone(), setup)
-                    }
-                    Served::Http(h) => {
-                        crate::peer::serve_proto(kind, listener, h.clone(), flag, setup)
-                    }
-                    Served::Echo => crate::peer::serve_echo(kind, listener, flag, setup),
-                    Served::Udp => return Err(not_tcp()),
-                    Served::Pubsub => {
-                        let q = crate::proto::pubsub::DEFAULT_QUEUE_BYTES;
-                        let (accepts, hub) =
-                            crate::peer::serve_pubsub(kind, listener, q, flag, setup)
-                                .map_err(failed)?;
-                        let mut c = crate::measure::Counters::default();
-                        c.add("peer_runs", 1);
-                        c.add("accepts", accepts);
-                        return Ok(io::with_hub(c, &hub));
-                    }
-                };
-                let accepts = served.map_err(failed)?;
-                let mut c = crate::measure::Counters::default();
-                c.add("peer_runs", 1);
-                c.add("accepts", accepts);
-                if kind == PeerKind::TokioMt {
-                    c.add("server_threads", self.workers as u64);
+            Some(kind) => match &self.served {
+                Served::Stream(s) => self.serve_peer(kind, Job::Proto(listener, *s), stop),
+                // tokio's HTTP contender is hyper's server; monoio has none of its own, so it
+                // runs ringside's sans-I/O HTTP protocol in a plain read/write loop.
+                Served::Http(_) if matches!(kind, PeerKind::Tokio | PeerKind::TokioMt) => {
+                    let job = Job::<Echo>::Http(listener, self.body.clone());
+                    self.serve_peer(kind, job, stop)
                 }
-                Ok(c)
-            }
+                Served::Http(h) => self.serve_peer(kind, Job::Proto(listener, h.clone()), stop),
+                Served::Echo => self.serve_peer(kind, Job::<Echo>::Echo(listener), stop),
+                Served::Udp => Err(not_tcp()),
+                Served::Pubsub => {
+                    let q = crate::proto::pubsub::DEFAULT_QUEUE_BYTES;
+                    self.serve_peer(kind, Job::<Echo>::Pubsub(listener, q), stop)
+                }
+            },
             None => match &self.served {
                 Served::Stream(s) => {
                     let idle = self.idle.unwrap_or_else(|| s.idle_timeout());

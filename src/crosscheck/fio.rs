@@ -33,7 +33,7 @@
 //! the results are made by the runner (`runner::fio`), like every other row.
 
 use crate::measure::pin::CpuPlan;
-use crate::model::{Bufs, Drive, Files, Shape, UringKnobs};
+use crate::model::{Bufs, Drive, FileIo, Files, Shape, UringKnobs};
 use crate::profile::Profile;
 use serde_json::Value;
 use std::process::Command;
@@ -64,7 +64,7 @@ impl FioJob {
     /// (DEFER_TASKRUN) or the knobs are for sockets.
     fn uring(k: &UringKnobs) -> Option<FioJob> {
         // The knobs for sockets: the storage shape refuses them, and fio has none.
-        k.supports(Shape::Storage).ok()?;
+        k.runs(Shape::Storage(FileIo::Direct)).ok()?;
         // Every group named, so a new one decides here whether fio has its option.
         let UringKnobs {
             drive,

@@ -141,7 +141,7 @@ mod tests {
                 Knobs::Peer(k) if k.in_process() => Some(k),
                 _ => None,
             };
-            if !crate::io::serves_tcp(m) && peer.is_none() {
+            if m.applies(crate::io::BUILT_IN_TCP).is_err() {
                 continue;
             }
             if let Availability::Unavailable(why) = m.availability(&env) {

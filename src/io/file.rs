@@ -81,6 +81,18 @@ pub struct FileConfig {
     pub depth: usize,
 }
 
+impl FileConfig {
+    /// What these files ask of a polled ring: O_DIRECT reads and writes, or I/O through the
+    /// page cache (the workloads that fsync or open files as ops ask `ModelSpec::runs` for
+    /// theirs when they accept a model).
+    pub(crate) fn file_io(&self) -> crate::model::FileIo {
+        match self.open_flags & libc::O_DIRECT {
+            0 => crate::model::FileIo::Buffered,
+            _ => crate::model::FileIo::Direct,
+        }
+    }
+}
+
 /// Page-aligned buffers owned by an engine. Ops in flight name them by index; the caller
 /// touches a buffer only while no op that uses it is in flight.
 pub struct Buffers {

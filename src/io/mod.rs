@@ -17,7 +17,7 @@ pub mod uring;
 
 use crate::error::CaseError;
 use crate::measure::{pin::CpuPlan, CounterSet, Counters};
-use crate::model::{Knobs, ModelSpec, Threading};
+use crate::model::{Knobs, ModelSpec, Refusal, Shape};
 use crate::proto::Protocol;
 use std::net::TcpListener;
 
@@ -49,12 +49,13 @@ pub(crate) fn pipe_batch(
     msg_bytes: usize,
     plan: &CpuPlan,
 ) -> Result<Box<dyn PipeBatch>, CaseError> {
+    m.runs(Shape::Pipe)?;
     let set = sys::PipeSet::new(pipes, msg_bytes)?;
     match &m.knobs {
         Knobs::Blocking(_) => Ok(Box::new(blocking::PipeLoop::new(set))),
         Knobs::Epoll(k) => Ok(Box::new(epoll::PipeWait::new(set, k.trigger)?)),
         Knobs::Uring(k) => Ok(Box::new(uring::pipe::LinkedPairs::new(set, k, plan)?)),
-        Knobs::Peer(_) => Err(CaseError::not_applicable("peers only serve TCP")),
+        Knobs::Peer(_) => Err(not_built_in(m)),
     }
 }
 
@@ -88,6 +89,7 @@ pub(crate) fn file_engine(
     plan: &CpuPlan,
     dev_polls: Result<(), String>,
 ) -> Result<Box<dyn FileEngine>, CaseError> {
+    m.runs(Shape::Storage(cfg.file_io()))?;
     match &m.knobs {
         Knobs::Blocking(crate::model::Threading::PerConnection) => {
             Ok(Box::new(blocking::file::SyncFiles::new(cfg)?))
@@ -99,28 +101,24 @@ pub(crate) fn file_engine(
         Knobs::Uring(k) => Ok(Box::new(uring::file::RingFiles::new(
             cfg, k, plan, dev_polls,
         )?)),
-        Knobs::Epoll(_) => Err(CaseError::not_applicable(
-            "regular files are always 'ready': epoll_ctl refuses them (EPERM)",
-        )),
-        Knobs::Peer(_) => Err(CaseError::not_applicable("peers only serve TCP")),
+        // `ModelSpec::runs` refused epoll above; the peers' file APIs are `peer::files`.
+        Knobs::Epoll(_) | Knobs::Peer(_) => Err(not_built_in(m)),
     }
 }
 
-/// Whether the model has a built-in TCP server (`serve` runs it). Peers serve TCP too, but from
-/// `src/peer/`, not through this factory.
-pub fn serves_tcp(m: &ModelSpec) -> bool {
-    match &m.knobs {
-        Knobs::Blocking(Threading::PerConnection) | Knobs::Epoll(_) => true,
-        Knobs::Blocking(Threading::Pool { .. }) => false,
-        // What the servers cannot run at all (IOPOLL, registered buffers); a row they could
-        // run but not here (zero-copy receive) serves and says why when it starts.
-        Knobs::Uring(k) => !matches!(
-            k.supports(crate::model::Shape::Server),
-            Err(crate::model::uring::Refusal::NotApplicable(_))
-        ),
-        Knobs::Peer(_) => false,
-    }
+/// What a model the built-in factories do not build (the peers, served from `src/peer/`) gets
+/// from one.
+fn not_built_in(m: &ModelSpec) -> CaseError {
+    CaseError::not_applicable(format!(
+        "model '{}' runs from src/peer, not the built-in factories",
+        m.id
+    ))
 }
+
+/// The shape of a built-in TCP server. Every built-in family serves each sans-I/O protocol
+/// alike (`ModelSpec::runs` says so for `Shape::Tcp` of any `Proto`), so the protocol asked
+/// about does not change the answer.
+pub(crate) const BUILT_IN_TCP: Shape = Shape::Tcp(crate::model::Proto::Echo);
 
 /// Runs the model's server for `proto` on `listener` until `stop` is requested; returns what
 /// the server counted (accepts, bytes, io_uring_enter calls, ENOBUFS, re-arms, sq_full...).
@@ -137,7 +135,7 @@ pub fn serve<P: Protocol>(
     plan: &CpuPlan,
     stop: &Stop,
 ) -> Result<Counters, CaseError> {
-    if !serves_tcp(m) {
+    if let Err(Refusal::NotApplicable(_)) = m.runs(BUILT_IN_TCP) {
         return Err(CaseError::not_applicable(format!(
             "model '{}' has no built-in TCP server",
             m.id
@@ -152,40 +150,7 @@ pub fn serve<P: Protocol>(
             Ok(epoll::server::serve_on(listener, proto, ep, stop)?.to_counters())
         }
         Knobs::Uring(k) => Ok(uring::server::serve(listener, proto, k, plan, stop)?.to_counters()),
-        Knobs::Peer(_) => Err(CaseError::not_applicable(
-            "peers are served from src/peer, not the built-in servers",
-        )),
-    }
-}
-
-/// Why model `m` does not serve the pubsub broker (`--protocol pubsub`); `None`: it does, or
-/// its family has a broker that cannot run yet (`pubsub_unavailable`). Every built-in server
-/// family has a broker loop driving the one `proto::pubsub::Hub`; the peers (tokio, monoio)
-/// serve it from `src/peer/` (`peer::serve_pubsub`).
-pub fn pubsub_refusal(m: &ModelSpec) -> Option<&'static str> {
-    match &m.knobs {
-        Knobs::Blocking(Threading::PerConnection) | Knobs::Epoll(_) => None,
-        // The rows that cannot set up (zero-copy receive here) say why when they start.
-        Knobs::Uring(_) if serves_tcp(m) => None,
-        Knobs::Peer(p) if p.in_process() => None,
-        Knobs::Peer(_) => Some("an external command serves its own protocol"),
-        _ => Some("it has no built-in TCP server"),
-    }
-}
-
-/// Why model `m`'s broker cannot run yet although its family has one: `ringside serve` refuses
-/// it and a pubsub cell says `unavailable: <why>` (the model is planned, so the report shows it).
-pub fn pubsub_unavailable(m: &ModelSpec) -> Option<&'static str> {
-    match &m.knobs {
-        // A SEND_ZC notification comes over loopback only once the subscriber read the bytes;
-        // holding up to 8 sends' buffers (`zc_held`) made it pass most runs, but a healthy
-        // subscriber was still disconnected at 399 of 4,096 16 KiB messages in one run of the
-        // slow-subscriber conformance on a fresh clone.
-        Knobs::Uring(k) if k.zero_copy_send() => Some(
-            "its SEND_ZC broker does not pass conformance reliably yet (a healthy subscriber \
-             overflowed while its zero-copy sends awaited their notifications)",
-        ),
-        _ => None,
+        Knobs::Peer(_) => Err(not_built_in(m)),
     }
 }
 
@@ -208,14 +173,17 @@ pub(crate) fn serve_pubsub(
     plan: &CpuPlan,
     stop: &Stop,
 ) -> Result<Counters, CaseError> {
-    if let Some(why) = pubsub_refusal(m) {
-        return Err(CaseError::not_applicable(format!(
-            "model '{}' does not serve pubsub: {why}",
-            m.id
-        )));
-    }
-    if let Some(why) = pubsub_unavailable(m) {
-        return Err(CaseError::Unavailable(format!("pubsub broker: {why}")));
+    match m.runs(Shape::Broker) {
+        Ok(()) => {}
+        Err(Refusal::NotApplicable(why)) => {
+            return Err(CaseError::not_applicable(format!(
+                "model '{}' does not serve pubsub: {why}",
+                m.id
+            )))
+        }
+        Err(Refusal::Unavailable(why)) => {
+            return Err(CaseError::Unavailable(format!("pubsub broker: {why}")))
+        }
     }
     match &m.knobs {
         Knobs::Blocking(_) => {
@@ -232,9 +200,7 @@ pub(crate) fn serve_pubsub(
             let (c, h) = uring::server::serve_broker(listener, queue_bytes, k, plan, stop)?;
             Ok(with_hub(c.to_counters(), &h))
         }
-        Knobs::Peer(_) => Err(CaseError::not_applicable(
-            "peers are served from src/peer (peer::serve_pubsub), not the built-in servers",
-        )),
+        Knobs::Peer(_) => Err(not_built_in(m)),
     }
 }
 
@@ -285,20 +251,6 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{id}: {e}"));
             assert_eq!(counters.get("accepts"), 1, "{id}: {counters:?}");
             assert_eq!(counters.get("bytes_out"), 5, "{id}: {counters:?}");
-        }
-    }
-
-    #[test]
-    fn peers_and_pools_are_not_built_in_servers() {
-        for m in crate::registry::MODELS {
-            if matches!(m.knobs, Knobs::Blocking(_) | Knobs::Epoll(_)) {
-                assert!(
-                    serves_tcp(m) || matches!(m.knobs, Knobs::Blocking(Threading::Pool { .. }))
-                );
-            }
-            if matches!(m.knobs, Knobs::Peer(_)) {
-                assert!(!serves_tcp(m), "{}", m.id);
-            }
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The UDP echo servers' shared parts (`ringside serve --protocol udp-echo`): the socket, the
-//! raw receive and send of one datagram, and which models serve UDP. Each family's loop is in
+//! raw receive and send of one datagram (which models serve UDP: `ModelSpec::runs` with
+//! `Shape::Datagram`). Each family's loop is in
 //! its own directory (`blocking/udp.rs`: recvfrom/sendto; `epoll/udp.rs`: recvmmsg/sendmmsg
 //! batches; `uring/udp.rs`: recvmsg and sendmsg on a ring, multishot into a provided buffer
 //! ring where the row says so); every one judges each datagram with `proto::udp::judge` and
@@ -11,7 +12,7 @@
 use crate::error::CaseError;
 use crate::measure::pin::CpuPlan;
 use crate::measure::{CounterSet, Counters};
-use crate::model::{Knobs, ModelSpec, PeerKind, Threading};
+use crate::model::{Knobs, ModelSpec, Shape, Threading};
 use crate::proto::udp::UdpCounters;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -37,26 +38,6 @@ pub(crate) fn bind(addr: SocketAddr) -> io::Result<UdpSocket> {
     Ok(s)
 }
 
-/// Why model `m` has no UDP echo server (`None`: it has one). The blocking family (one thread,
-/// or the thread pool: `blocking/udp_pool.rs`), epoll, the io_uring rows whose knobs a
-/// datagram server can run, and the built-in peers (tokio, tokio-mt, monoio: `peer::serve_udp`)
-/// serve it; an external contender runs its own command, which ringside cannot ask for UDP.
-pub fn udp_refusal(m: &ModelSpec) -> Option<String> {
-    match &m.knobs {
-        Knobs::Blocking(_) | Knobs::Epoll(_) => None,
-        Knobs::Uring(k) => k
-            .supports(crate::model::Shape::Datagram)
-            .err()
-            .map(|r| r.why().to_string()),
-        Knobs::Peer(PeerKind::Tokio | PeerKind::TokioMt | PeerKind::Monoio) => None,
-        Knobs::Peer(PeerKind::External) => Some(
-            "an external contender serves what its command serves; ringside cannot ask it \
-             for UDP echo"
-                .into(),
-        ),
-    }
-}
-
 /// Runs model `m`'s UDP echo server on `sock` until `stop`; returns what it counted.
 pub(crate) fn serve_udp(
     m: &ModelSpec,
@@ -64,10 +45,11 @@ pub(crate) fn serve_udp(
     plan: &CpuPlan,
     stop: &Stop,
 ) -> Result<Counters, CaseError> {
-    if let Some(why) = udp_refusal(m) {
+    if let Err(r) = m.runs(Shape::Datagram { gro: false }) {
         return Err(CaseError::not_applicable(format!(
-            "model '{}' has no UDP echo server: {why}",
-            m.id
+            "model '{}' has no UDP echo server: {}",
+            m.id,
+            r.why()
         )));
     }
     match &m.knobs {
@@ -176,39 +158,4 @@ pub(crate) fn send_to(sock: &UdpSocket, buf: &[u8], peer: &Peer) -> io::Result<(
         return Err(io::Error::last_os_error());
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_server_but_an_external_one_and_some_uring_rows_serves_udp() {
-        for id in [
-            "blocking",
-            "threadpool",
-            "epoll-lt",
-            "epoll-et",
-            "uring",
-            "uring-multishot",
-            "tokio",
-            "tokio-mt",
-            "monoio",
-        ] {
-            let m = crate::registry::model(id).unwrap();
-            assert_eq!(udp_refusal(m), None, "{id}");
-        }
-        for id in ["uring-fixed", "uring-bundle", "uring-zc", "uring-iopoll"] {
-            let m = crate::registry::model(id).unwrap();
-            assert!(udp_refusal(m).is_some_and(|w| !w.is_empty()), "{id}");
-        }
-        let ext = ModelSpec {
-            id: "ext:x",
-            summary: "an external contender",
-            family: crate::model::Family::Peer,
-            default_run: false,
-            knobs: Knobs::Peer(PeerKind::External),
-        };
-        assert!(udp_refusal(&ext).is_some_and(|w| w.contains("external")));
-    }
 }

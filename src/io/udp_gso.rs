@@ -13,13 +13,13 @@
 //! [`GRO_BUF`] bytes (a UDP payload is smaller), a segment size is what the kernel said or the
 //! buffer's length, and the segments of one buffer are judged in place.
 //!
-//! Which models serve it: `udp_gro_refusal` (the peers and the thread pool have no such
-//! server; io_uring rows as `UringKnobs::supports(Shape::Datagram)` says).
+//! Which models serve it: `ModelSpec::runs` with `Shape::Datagram { gro: true }` (the peers
+//! and the thread pool have no such server; io_uring rows as their plain UDP server).
 
 use crate::error::CaseError;
 use crate::measure::pin::CpuPlan;
 use crate::measure::Counters;
-use crate::model::{Knobs, ModelSpec};
+use crate::model::{Knobs, ModelSpec, Shape};
 use crate::proto::udp::UdpCounters;
 use std::io;
 use std::net::UdpSocket;
@@ -184,23 +184,6 @@ pub(crate) fn enable_gro(sock: &UdpSocket) -> io::Result<()> {
     super::sys::set_int_opt(&fd, libc::SOL_UDP, libc::UDP_GRO, 1)
 }
 
-/// Why model `m` has no UDP GRO echo server (`None`: it has one): the blocking (one thread),
-/// epoll and io_uring families do, as their plain UDP server (`io::udp::udp_refusal`).
-pub fn udp_gro_refusal(m: &ModelSpec) -> Option<String> {
-    match &m.knobs {
-        Knobs::Blocking(crate::model::Threading::PerConnection) | Knobs::Epoll(_) => None,
-        Knobs::Uring(k) => k
-            .supports(crate::model::Shape::Datagram)
-            .err()
-            .map(|r| r.why().to_string()),
-        Knobs::Blocking(_) | Knobs::Peer(_) => Some(
-            "only the blocking, epoll and io_uring families have a UDP GRO/GSO echo server \
-             (cmsgs on recvmsg/sendmsg)"
-                .into(),
-        ),
-    }
-}
-
 /// Runs model `m`'s UDP echo server with UDP_GRO on `sock` until `stop`.
 pub(crate) fn serve_udp_gro(
     m: &ModelSpec,
@@ -208,10 +191,11 @@ pub(crate) fn serve_udp_gro(
     plan: &CpuPlan,
     stop: &Stop,
 ) -> Result<Counters, CaseError> {
-    if let Some(why) = udp_gro_refusal(m) {
+    if let Err(r) = m.runs(Shape::Datagram { gro: true }) {
         return Err(CaseError::not_applicable(format!(
-            "model '{}' has no UDP GRO echo server: {why}",
-            m.id
+            "model '{}' has no UDP GRO echo server: {}",
+            m.id,
+            r.why()
         )));
     }
     probe().map_err(CaseError::unavailable)?;
@@ -379,15 +363,5 @@ mod tests {
             "at most {MAX_ECHO_SEGMENTS} segments a send"
         );
         assert_eq!(segments(36 * 20 + 7, 20), 37);
-    }
-
-    #[test]
-    fn the_peers_and_the_pool_are_refused_and_the_families_are_not() {
-        for id in ["blocking", "epoll-lt", "uring", "uring-multishot"] {
-            assert_eq!(udp_gro_refusal(crate::registry::model(id).unwrap()), None);
-        }
-        for id in ["threadpool", "tokio", "uring-fixed"] {
-            assert!(udp_gro_refusal(crate::registry::model(id).unwrap()).is_some());
-        }
     }
 }

@@ -1,15 +1,18 @@
 //! What a model is: an id, a one-line summary, a family (the code) and knobs (the data).
-//! The table of models lives in `registry.rs`; availability is decided in `probe.rs` from the
-//! environment probe alone; external contenders become rows of a run's `contender::Catalog`.
+//! The table of models lives in `registry.rs`; which shapes a model runs in `shape.rs`
+//! (`ModelSpec::runs`); availability is decided in `probe.rs` from the environment probe
+//! alone; external contenders become rows of a run's `contender::Catalog`.
 
 pub mod contender;
 pub mod ladder;
 pub mod probe;
+pub mod shape;
 pub(crate) mod uring;
 
 pub use crate::avail::Availability;
 pub use contender::Catalog;
-pub use uring::{Bufs, Drive, Files, Loop, Provided, Rx, Shape, Tx, UringKnobs, Wait};
+pub use shape::{FileIo, Proto, Refusal, Shape};
+pub use uring::{Bufs, Drive, Files, Loop, Provided, Rx, Tx, UringKnobs, Wait};
 
 use serde::Serialize;
 

@@ -1,7 +1,7 @@
 //! Contenders that are not ringside's own code: `tokio` (current_thread runtime, epoll through
 //! mio), `monoio` (its io_uring driver) and `ext:NAME`, any server command given on the command
 //! line. They are measured from outside by the same code as ringside's own servers: the echo
-//! suite starts `ringside serve --model tokio|monoio` (which calls [`serve_echo`]) or the
+//! suite starts `ringside serve --model tokio|monoio` (which calls [`serve`]) or the
 //! external command ([`external::External::start`]) as a child process pinned to its CPU, and
 //! reads that process's CPU time and syscalls.
 //!
@@ -14,11 +14,13 @@
 //! rather than buffering without bound.
 //!
 //! Beyond echo, each built-in contender serves any sans-I/O [`Protocol`] with the same plain
-//! loop ([`serve_proto`]: read, `on_bytes`, `write_all` the reply), and tokio also serves
-//! HTTP/1.1 with hyper ([`serve_http`]), the way hyper's own examples do. And each serves UDP
-//! echo ([`serve_udp`]): a `recv_from` then `send_to` loop on the runtime's own UDP socket.
+//! loop ([`Job::Proto`]: read, `on_bytes`, `write_all` the reply), and tokio also serves
+//! HTTP/1.1 with hyper ([`Job::Http`]), the way hyper's own examples do. And each serves UDP
+//! echo ([`Job::Udp`]): a `recv_from` then `send_to` loop on the runtime's own UDP socket.
+//! [`serve`] is the one dispatch on the contender; each runtime's module maps a [`Job`] to its
+//! loop (`serve_job`).
 //!
-//! Stopping: [`serve_echo`] (and every other `serve_*`) returns within [`STOP_POLL`] (plus the
+//! Stopping: [`serve`] returns within [`STOP_POLL`] (plus the
 //! time to drop the runtime; plus [`crate::io::accept::ACCEPT_PAUSE`] while accepting is paused)
 //! after `stop` becomes true. The accept future is raced against a timer and kept across
 //! ticks, never dropped and re-created: on io_uring an in-flight ACCEPT whose future is dropped
@@ -96,9 +98,72 @@ pub(crate) const BUF_BYTES: usize = 16 * 1024;
 )]
 pub(crate) const STOP_POLL: Duration = Duration::from_millis(50);
 
-/// Serves TCP echo on `listener` with the built-in contender `kind` on the calling thread (and
-/// for `tokio-mt`, on its `workers`) until `stop` becomes true (looked at every [`STOP_POLL`],
-/// without busy-waiting), then returns the connections it accepted.
+/// What a built-in contender is asked to serve: the one argument of [`serve`].
+#[cfg_attr(
+    not(any(feature = "peer-tokio", feature = "peer-monoio")),
+    allow(dead_code)
+)]
+pub(crate) enum Job<P> {
+    /// TCP echo, each contender's own plain loop (its documentation's echo server).
+    Echo(TcpListener),
+    /// Any sans-I/O protocol, one task per connection running a plain loop (read, `on_bytes`,
+    /// `write_all` the reply before reading again).
+    Proto(TcpListener, P),
+    /// HTTP/1.1 with the contender's own HTTP server: `200 OK`, the body with
+    /// `Content-Length`, `Content-Type: text/plain`, keep-alive, pipelined requests answered in
+    /// order. tokio: hyper ([`tokio::serve_http`]); monoio has none of its own (serve
+    /// ringside's HTTP protocol on it with `Job::Proto`): asking for it fails saying so.
+    Http(TcpListener, Arc<[u8]>),
+    /// The pubsub broker (`proto::pubsub`, subscriber queues of at most this many bytes): a
+    /// reader task per connection, a writer task per subscriber, the one hub ([`pubsub`]).
+    Pubsub(TcpListener, usize),
+    /// UDP echo on a socket bound by `io::udp::bind` (its large receive buffer set): each
+    /// datagram judged by `proto::udp::judge` and echoed to its sender, counted in the same
+    /// `UdpCounters` as ringside's own UDP servers (a task per worker on `tokio-mt`).
+    Udp(std::net::UdpSocket),
+}
+
+/// What a contender counted serving a [`Job`].
+#[cfg_attr(
+    not(any(feature = "peer-tokio", feature = "peer-monoio")),
+    allow(dead_code)
+)]
+pub(crate) enum Outcome {
+    /// The connections it accepted (echo, a protocol, HTTP).
+    Accepts(u64),
+    /// The broker's accepted connections and its hub's counters.
+    Broker(u64, crate::proto::pubsub::HubCounters),
+    /// The UDP echo server's counters.
+    Udp(crate::proto::udp::UdpCounters),
+}
+
+impl Outcome {
+    /// The connections accepted (a UDP server accepts none).
+    pub(crate) fn accepts(&self) -> u64 {
+        match self {
+            Outcome::Accepts(n) | Outcome::Broker(n, _) => *n,
+            Outcome::Udp(_) => 0,
+        }
+    }
+
+    /// Its counts by name, as ringside's own servers name theirs.
+    pub(crate) fn counters(&self) -> crate::measure::Counters {
+        let mut c = crate::measure::Counters::default();
+        match self {
+            Outcome::Accepts(n) => c.add("accepts", *n),
+            Outcome::Broker(n, hub) => {
+                c.add("accepts", *n);
+                c = crate::io::with_hub(c, hub);
+            }
+            Outcome::Udp(u) => c = crate::io::udp::to_counters(u),
+        }
+        c
+    }
+}
+
+/// Serves `job` with the built-in contender `kind` on the calling thread (and for `tokio-mt`,
+/// on its `workers`) until `stop` becomes true (looked at every [`STOP_POLL`], without
+/// busy-waiting), then returns what it counted. The one dispatch on the contender.
 ///
 /// Fails when the contender was not built in (feature `peer-tokio` / `peer-monoio`), when its
 /// runtime cannot start (monoio: io_uring unavailable; the legacy epoll driver is never used
@@ -106,38 +171,46 @@ pub(crate) const STOP_POLL: Duration = Duration::from_millis(50);
 /// the same as ringside's own servers (which also decides what is retried at once and what
 /// pauses accepting for [`crate::io::accept::ACCEPT_PAUSE`]).
 /// `PeerKind::External` is not served in-process: see [`external::External::start`].
-pub fn serve_echo(
+pub(crate) fn serve<P: Protocol>(
     kind: PeerKind,
-    listener: TcpListener,
+    job: Job<P>,
     stop: Arc<AtomicBool>,
     setup: Setup<'_>,
-) -> anyhow::Result<u64> {
+) -> anyhow::Result<Outcome> {
     if let Availability::Unavailable(why) = built(kind) {
         anyhow::bail!("{} is unavailable: {why}", kind_id(kind));
     }
     match kind {
         #[cfg(feature = "peer-tokio")]
-        PeerKind::Tokio => tokio::serve(listener, stop, tokio::Flavor::CurrentThread, setup.ready),
+        PeerKind::Tokio => tokio::serve_job(job, stop, tokio::Flavor::CurrentThread, setup.ready),
         #[cfg(feature = "peer-tokio")]
-        PeerKind::TokioMt => tokio::serve(listener, stop, setup.flavor(), setup.ready),
+        PeerKind::TokioMt => tokio::serve_job(job, stop, setup.flavor(), setup.ready),
         #[cfg(feature = "peer-monoio")]
-        PeerKind::Monoio => monoio::serve(listener, stop, setup.ready),
+        PeerKind::Monoio => monoio::serve_job(job, stop, setup.ready),
         PeerKind::External => anyhow::bail!(
             "an external contender runs its own command (peer::external::External::start), \
              it is not served in-process"
         ),
         #[allow(unreachable_patterns)]
         _ => {
-            drop((listener, stop, setup.workers));
+            drop((job, stop, setup.workers));
             unreachable!("built() refused a contender that was not compiled in")
         }
     }
 }
 
-/// Serves `proto` on `listener` with the built-in contender `kind`'s runtime, one task per
-/// connection running a plain loop (read, `on_bytes`, `write_all` the reply before reading
-/// again), on the calling thread until `stop` becomes true (looked at every [`STOP_POLL`]).
-/// Fails as [`serve_echo`] does.
+/// [`serve`] of [`Job::Echo`]: the connections accepted.
+pub fn serve_echo(
+    kind: PeerKind,
+    listener: TcpListener,
+    stop: Arc<AtomicBool>,
+    setup: Setup<'_>,
+) -> anyhow::Result<u64> {
+    let job = Job::<crate::proto::Echo>::Echo(listener);
+    Ok(serve(kind, job, stop, setup)?.accepts())
+}
+
+/// [`serve`] of [`Job::Proto`]: the connections accepted.
 pub fn serve_proto<P: Protocol>(
     kind: PeerKind,
     listener: TcpListener,
@@ -145,40 +218,10 @@ pub fn serve_proto<P: Protocol>(
     stop: Arc<AtomicBool>,
     setup: Setup<'_>,
 ) -> anyhow::Result<u64> {
-    if let Availability::Unavailable(why) = built(kind) {
-        anyhow::bail!("{} is unavailable: {why}", kind_id(kind));
-    }
-    match kind {
-        #[cfg(feature = "peer-tokio")]
-        PeerKind::Tokio => tokio::serve_proto(
-            listener,
-            proto,
-            stop,
-            tokio::Flavor::CurrentThread,
-            setup.ready,
-        ),
-        #[cfg(feature = "peer-tokio")]
-        PeerKind::TokioMt => tokio::serve_proto(listener, proto, stop, setup.flavor(), setup.ready),
-        #[cfg(feature = "peer-monoio")]
-        PeerKind::Monoio => monoio::serve_proto(listener, proto, stop, setup.ready),
-        PeerKind::External => anyhow::bail!(
-            "an external contender runs its own command (peer::external::External::start), \
-             it is not served in-process"
-        ),
-        #[allow(unreachable_patterns)]
-        _ => {
-            drop((listener, proto, stop, setup.workers));
-            unreachable!("built() refused a contender that was not compiled in")
-        }
-    }
+    Ok(serve(kind, Job::Proto(listener, proto), stop, setup)?.accepts())
 }
 
-/// Serves HTTP/1.1 on `listener` with contender `kind`'s own HTTP server until `stop`:
-/// `200 OK`, `body` with `Content-Length`, `Content-Type: text/plain`, keep-alive, pipelined
-/// requests answered in order.
-/// tokio: hyper ([`tokio::serve_http`]). monoio has no HTTP server of its own: serve it with
-/// ringside's HTTP protocol through [`serve_proto`] (or `monoio::serve_http`); asking this
-/// function for it fails saying so. Fails as [`serve_echo`] does otherwise.
+/// [`serve`] of [`Job::Http`]: the connections accepted.
 pub fn serve_http(
     kind: PeerKind,
     listener: TcpListener,
@@ -186,108 +229,8 @@ pub fn serve_http(
     body: Arc<[u8]>,
     setup: Setup<'_>,
 ) -> anyhow::Result<u64> {
-    if let Availability::Unavailable(why) = built(kind) {
-        anyhow::bail!("{} is unavailable: {why}", kind_id(kind));
-    }
-    match kind {
-        #[cfg(feature = "peer-tokio")]
-        PeerKind::Tokio => tokio::serve_http(
-            listener,
-            stop,
-            body,
-            tokio::Flavor::CurrentThread,
-            setup.ready,
-        ),
-        #[cfg(feature = "peer-tokio")]
-        PeerKind::TokioMt => tokio::serve_http(listener, stop, body, setup.flavor(), setup.ready),
-        PeerKind::Monoio => anyhow::bail!(
-            "monoio has no HTTP server of its own: serve ringside's HTTP protocol on it with \
-             peer::serve_proto(PeerKind::Monoio, ..)"
-        ),
-        PeerKind::External => anyhow::bail!(
-            "an external contender runs its own command (peer::external::External::start), \
-             it is not served in-process"
-        ),
-        #[allow(unreachable_patterns)]
-        _ => {
-            drop((listener, stop, body, setup.workers));
-            unreachable!("built() refused a contender that was not compiled in")
-        }
-    }
-}
-
-/// Serves the pubsub broker (`proto::pubsub`, subscriber queues of at most `queue_bytes`)
-/// with contender `kind`'s runtime ([`pubsub`]: a reader task per connection, a writer task
-/// per subscriber, the one hub) until `stop`. Returns the connections accepted and the hub's
-/// counters. Fails as [`serve_echo`] does.
-pub(crate) fn serve_pubsub(
-    kind: PeerKind,
-    listener: TcpListener,
-    queue_bytes: usize,
-    stop: Arc<AtomicBool>,
-    setup: Setup<'_>,
-) -> anyhow::Result<(u64, crate::proto::pubsub::HubCounters)> {
-    if let Availability::Unavailable(why) = built(kind) {
-        anyhow::bail!("{} is unavailable: {why}", kind_id(kind));
-    }
-    match kind {
-        #[cfg(feature = "peer-tokio")]
-        PeerKind::Tokio => tokio::serve_pubsub(
-            listener,
-            queue_bytes,
-            stop,
-            tokio::Flavor::CurrentThread,
-            setup.ready,
-        ),
-        #[cfg(feature = "peer-tokio")]
-        PeerKind::TokioMt => {
-            tokio::serve_pubsub(listener, queue_bytes, stop, setup.flavor(), setup.ready)
-        }
-        #[cfg(feature = "peer-monoio")]
-        PeerKind::Monoio => monoio::serve_pubsub(listener, queue_bytes, stop, setup.ready),
-        PeerKind::External => anyhow::bail!(
-            "an external contender runs its own command (peer::external::External::start), \
-             it is not served in-process"
-        ),
-        #[allow(unreachable_patterns)]
-        _ => {
-            drop((listener, stop, setup.workers, queue_bytes));
-            unreachable!("built() refused a contender that was not compiled in")
-        }
-    }
-}
-
-/// Serves UDP echo (`udp.echo`) on `sock` (bound by `io::udp::bind`, its large receive buffer
-/// set) with contender `kind`'s runtime until `stop`: each datagram judged by
-/// `proto::udp::judge` and echoed to its sender, counted in the same `UdpCounters` as
-/// ringside's own UDP servers (tokio: [`tokio::serve_udp`], a task per worker on `tokio-mt`;
-/// monoio: [`monoio::serve_udp`]). Fails as [`serve_echo`] does.
-pub(crate) fn serve_udp(
-    kind: PeerKind,
-    sock: std::net::UdpSocket,
-    stop: Arc<AtomicBool>,
-    setup: Setup<'_>,
-) -> anyhow::Result<crate::proto::udp::UdpCounters> {
-    if let Availability::Unavailable(why) = built(kind) {
-        anyhow::bail!("{} is unavailable: {why}", kind_id(kind));
-    }
-    match kind {
-        #[cfg(feature = "peer-tokio")]
-        PeerKind::Tokio => tokio::serve_udp(sock, stop, tokio::Flavor::CurrentThread, setup.ready),
-        #[cfg(feature = "peer-tokio")]
-        PeerKind::TokioMt => tokio::serve_udp(sock, stop, setup.flavor(), setup.ready),
-        #[cfg(feature = "peer-monoio")]
-        PeerKind::Monoio => monoio::serve_udp(sock, stop, setup.ready),
-        PeerKind::External => anyhow::bail!(
-            "an external contender runs its own command (peer::external::External::start), \
-             it is not served in-process"
-        ),
-        #[allow(unreachable_patterns)]
-        _ => {
-            drop((sock, stop, setup.workers));
-            unreachable!("built() refused a contender that was not compiled in")
-        }
-    }
+    let job = Job::<crate::proto::Echo>::Http(listener, body);
+    Ok(serve(kind, job, stop, setup)?.accepts())
 }
 
 /// How long a hyper connection may take to send a whole request head, counted from when hyper

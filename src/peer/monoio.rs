@@ -46,6 +46,28 @@ pub(super) fn availability() -> Availability {
         .clone()
 }
 
+/// Serves `job` on monoio's io_uring runtime (`peer::serve`'s monoio arm).
+pub(super) fn serve_job<P: Protocol>(
+    job: super::Job<P>,
+    stop: Arc<AtomicBool>,
+    ready: &dyn Fn(),
+) -> anyhow::Result<super::Outcome> {
+    use super::{Job, Outcome};
+    Ok(match job {
+        Job::Echo(l) => Outcome::Accepts(serve(l, stop, ready)?),
+        Job::Proto(l, p) => Outcome::Accepts(serve_proto(l, p, stop, ready)?),
+        Job::Http(..) => anyhow::bail!(
+            "monoio has no HTTP server of its own: serve ringside's HTTP protocol on it with \
+             peer::serve_proto(PeerKind::Monoio, ..)"
+        ),
+        Job::Pubsub(l, q) => {
+            let (accepts, hub) = serve_pubsub(l, q, stop, ready)?;
+            Outcome::Broker(accepts, hub)
+        }
+        Job::Udp(sock) => Outcome::Udp(serve_udp(sock, stop, ready)?),
+    })
+}
+
 pub(super) fn serve(
     listener: std::net::TcpListener,
     stop: Arc<AtomicBool>,

@@ -43,6 +43,26 @@ pub(crate) enum Flavor<'a> {
     MultiThread { workers: usize, cpus: &'a [u32] },
 }
 
+/// Serves `job` on this runtime flavour (`peer::serve`'s tokio arm).
+pub(super) fn serve_job<P: Protocol>(
+    job: super::Job<P>,
+    stop: Arc<AtomicBool>,
+    flavor: Flavor<'_>,
+    ready: &dyn Fn(),
+) -> anyhow::Result<super::Outcome> {
+    use super::{Job, Outcome};
+    Ok(match job {
+        Job::Echo(l) => Outcome::Accepts(serve(l, stop, flavor, ready)?),
+        Job::Proto(l, p) => Outcome::Accepts(serve_proto(l, p, stop, flavor, ready)?),
+        Job::Http(l, body) => Outcome::Accepts(serve_http(l, stop, body, flavor, ready)?),
+        Job::Pubsub(l, q) => {
+            let (accepts, hub) = serve_pubsub(l, q, stop, flavor, ready)?;
+            Outcome::Broker(accepts, hub)
+        }
+        Job::Udp(sock) => Outcome::Udp(serve_udp(sock, stop, flavor, ready)?),
+    })
+}
+
 pub(super) fn serve(
     listener: std::net::TcpListener,
     stop: Arc<AtomicBool>,

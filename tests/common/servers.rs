@@ -1,16 +1,19 @@
 //! The servers under test, driven from the registry: a model row added there is tested here
 //! without a line changed in the tests.
 
-use ringside::model::{Availability, Knobs, ModelSpec, PeerKind};
+use ringside::model::{Availability, Knobs, ModelSpec, PeerKind, Proto, Shape};
 use ringside::peer::availability;
 use ringside::registry::MODELS;
 
-/// Every built-in TCP server in the registry (`io::serves_tcp`) that this machine can run. One
-/// it cannot run is printed as skipped with its reason; blocking and epoll can never skip.
+/// Every built-in TCP server in the registry (not a peer; `ModelSpec::runs` gives the model a
+/// TCP server, or one it cannot run yet) that this machine can run. One it cannot run is
+/// printed as skipped with its reason; blocking and epoll can never skip.
 pub fn servers() -> Vec<&'static ModelSpec> {
     let env = ringside::env::probe();
     let mut v = Vec::new();
-    for m in MODELS.iter().filter(|m| ringside::io::serves_tcp(m)) {
+    let tcp = Shape::Tcp(Proto::Echo);
+    let built_in = |m: &&ModelSpec| !matches!(m.knobs, Knobs::Peer(_)) && m.applies(tcp).is_ok();
+    for m in MODELS.iter().filter(built_in) {
         match m.availability(&env) {
             Availability::Ready => v.push(m),
             Availability::Unavailable(why) => {
@@ -27,7 +30,7 @@ pub fn servers() -> Vec<&'static ModelSpec> {
     v
 }
 
-/// Every registry model with a UDP echo server (`io::udp::udp_refusal`: the families, the
+/// Every registry model with a UDP echo server (`ModelSpec::runs`: the families, the
 /// thread pool and the built-in peers) that this machine can run; one it cannot is printed as
 /// skipped with its reason. blocking, the thread pool and epoll can never skip.
 pub fn udp_servers() -> Vec<&'static ModelSpec> {
@@ -35,7 +38,7 @@ pub fn udp_servers() -> Vec<&'static ModelSpec> {
     let mut v = Vec::new();
     for m in MODELS
         .iter()
-        .filter(|m| ringside::io::udp::udp_refusal(m).is_none())
+        .filter(|m| m.runs(Shape::Datagram { gro: false }).is_ok())
     {
         match m.availability(&env) {
             Availability::Ready => v.push(m),

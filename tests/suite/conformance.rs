@@ -1,5 +1,5 @@
 //! Every built-in server passes the same conformance test, driven from the registry: each row
-//! of `registry::MODELS` that `io::serves_tcp` is started as `ringside serve --protocol echo`
+//! of `registry::MODELS` with a built-in TCP server (`ModelSpec::runs`) is started as `ringside serve --protocol echo`
 //! and checked for exact echo across sizes and split writes, 50 concurrent connections with
 //! distinct content, hostile clients (reset mid-message, half-close, idle, never reading),
 //! EMFILE without spinning, and a clean exit on SIGTERM. A model this machine cannot run is

@@ -1,5 +1,5 @@
 //! Every built-in server speaks the same HTTP, driven from the registry: each row of
-//! `registry::MODELS` that `io::serves_tcp` (and this machine can run) is started as
+//! `registry::MODELS` with a built-in TCP server (`ModelSpec::runs`, and this machine can run it) is started as
 //! `ringside serve --protocol http` and checked byte for byte: keep-alive, pipelined requests
 //! answered in order, a request dribbled byte by byte, `Connection: close` and HTTP/1.0
 //! honoured, 400/431/505/501 answered then closed; and against hostile clients: one that

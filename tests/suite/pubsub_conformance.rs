@@ -1,5 +1,6 @@
 //! The pubsub broker (`ringside serve --protocol pubsub`) on every server in the registry that
-//! serves it (`io::pubsub_refusal`: every built-in family and the tokio and monoio contenders),
+//! serves it (`ModelSpec::runs` with `Shape::Broker`: every built-in family and the tokio and
+//! monoio contenders),
 //! over real sockets: every subscriber of a topic gets every
 //! message of every publisher, verified byte for byte and in sequence, and nothing of other
 //! topics; a subscriber that never reads is disconnected once its bounded queue fills
@@ -12,6 +13,7 @@ use crate::common;
 use common::child::Server;
 use common::net::{connect, reset};
 use common::servers::{peer_ready, peers, servers};
+use ringside::model::Shape;
 use ringside::proto::pubsub::{
     encode_pub, encode_sub, fill_payload, Decoder, Frame, Publish, SeqCheck, PUB,
 };
@@ -27,16 +29,13 @@ const HANDSHAKE: u32 = 0xFFFF_0000;
 fn ids() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = servers()
         .into_iter()
-        .filter(|m| {
-            ringside::io::pubsub_refusal(m).is_none()
-                && ringside::io::pubsub_unavailable(m).is_none()
-        })
+        .filter(|m| m.runs(Shape::Broker).is_ok())
         .map(|m| m.id)
         .collect();
     for m in ringside::registry::MODELS {
         if let ringside::model::Knobs::Peer(k) = m.knobs {
             if peers().contains(&k) && peer_ready(k) {
-                assert!(ringside::io::pubsub_refusal(m).is_none(), "{}", m.id);
+                assert_eq!(m.runs(Shape::Broker), Ok(()), "{}", m.id);
                 v.push(m.id);
             }
         }

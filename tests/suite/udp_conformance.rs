@@ -1,5 +1,5 @@
 //! The UDP echo (`ringside serve --protocol udp-echo`, `udp.echo`) on every server in the
-//! registry that serves it (`io::udp::udp_refusal`: the families, the thread pool, tokio,
+//! registry that serves it (`ModelSpec::runs`: the families, the thread pool, tokio,
 //! tokio-mt and monoio): a burst of every size is echoed whole to
 //! each flow; datagrams of the wrong length and a flood from an unknown source port are
 //! dropped or echoed without breaking the server, which then still echoes; a model without a

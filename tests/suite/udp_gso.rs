@@ -19,7 +19,10 @@ fn ids() -> Vec<&'static str> {
     ringside::io::udp_gso::probe().expect("this kernel takes UDP_GRO and UDP_SEGMENT");
     let v: Vec<&'static str> = servers()
         .into_iter()
-        .filter(|m| ringside::io::udp_gso::udp_gro_refusal(m).is_none())
+        .filter(|m| {
+            m.runs(ringside::model::Shape::Datagram { gro: true })
+                .is_ok()
+        })
         .map(|m| m.id)
         .collect();
     for want in ["blocking", "epoll-lt", "uring"] {

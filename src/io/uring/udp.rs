@@ -5,7 +5,7 @@
 //! (`Rx::Multishot`, 6.0), each datagram copied out of its provided buffer into a free send slot
 //! (the buffer goes back to the ring at once) and echoed by a sendmsg. A datagram that finds
 //! every send slot busy is dropped and counted (`send_errors`), never queued without bound.
-//! Knobs the server cannot honour are refused by `UringKnobs::supports` (`Shape::Datagram`).
+//! Knobs the server cannot honour are refused by `UringKnobs::runs` (`Shape::Datagram`).
 //!
 //! With GRO (`serve_gro`, `io::udp_gso`: the socket's UDP_GRO set) every buffer is 64 KiB
 //! and carries control bytes: a receive may hold a coalesced run (its segment size in its
@@ -116,7 +116,7 @@ fn serve_with(
     stop: &Stop,
     gro: bool,
 ) -> Result<(UdpCounters, Setup), CaseError> {
-    k.supports(crate::model::Shape::Datagram)?;
+    k.runs(crate::model::Shape::Datagram { gro })?;
     sock.set_nonblocking(false)?;
     let (ring, setup) = ring::build(k, SQ_ENTRIES, plan)?;
     let multishot = matches!(k.rx, Rx::Multishot(_));

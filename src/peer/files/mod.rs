@@ -22,6 +22,7 @@ use crate::error::CaseError;
 use crate::io::file::{FileConfig, FileOp};
 use crate::io::FileEngine;
 use crate::measure::pin::CpuPlan;
+use crate::model::shape::{EXTERNAL_FILES, TOKIO_MT_FILES};
 use crate::model::PeerKind;
 
 /// tokio's blocking pool is capped at the `threadpool` model's worker count, so the two rows
@@ -54,22 +55,6 @@ pub(crate) fn engine(
                 "built without the contender's feature",
             ))
         }
-    }
-}
-
-/// Why `tokio-mt` has no file rows.
-pub(crate) const TOKIO_MT_FILES: &str =
-    "tokio's file I/O is its blocking thread pool whatever the \
-    runtime's flavour: the `tokio` row measures it";
-/// Why external contenders have no file rows.
-pub(crate) const EXTERNAL_FILES: &str = "an external contender is a TCP server command";
-
-/// Which file workloads a contender takes part in: `tokio` and `monoio` (when built in).
-pub(crate) fn accepts(kind: PeerKind) -> Result<(), String> {
-    match kind {
-        PeerKind::Tokio | PeerKind::Monoio => Ok(()),
-        PeerKind::TokioMt => Err(TOKIO_MT_FILES.into()),
-        PeerKind::External => Err(EXTERNAL_FILES.into()),
     }
 }
 

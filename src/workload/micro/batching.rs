@@ -50,7 +50,7 @@ impl Workload for Batching {
         "one 64-byte message of a batch of N (batch time / N)"
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
-        super::accepts_pipe_shape(m)
+        Ok(m.runs(crate::model::Shape::Pipe)?)
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         let ns: &[u64] = match profile {

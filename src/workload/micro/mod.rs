@@ -9,25 +9,7 @@ pub(crate) mod syscall;
 use crate::error::CaseError;
 use crate::io::PipeBatch;
 use crate::measure::Sample;
-use crate::model::{Knobs, ModelSpec, Threading};
 use crate::workload::Ctx;
-
-/// Which models run the pipe-batch shape (`micro.pipe`, `micro.batching`), and why not.
-pub(crate) fn accepts_pipe_shape(m: &ModelSpec) -> Result<(), String> {
-    match &m.knobs {
-        Knobs::Epoll(k) if k.server_only() => {
-            Err("busy polling polls a NIC's NAPI queue; a pipe has none".into())
-        }
-        Knobs::Blocking(Threading::PerConnection) | Knobs::Epoll(_) => Ok(()),
-        Knobs::Blocking(_) => {
-            Err("a thread pool hands each call to another thread; this loop is one thread".into())
-        }
-        Knobs::Uring(k) => k
-            .supports(crate::model::Shape::Pipe)
-            .map_err(|r| r.why().to_string()),
-        Knobs::Peer(_) => Err("peers only serve TCP".into()),
-    }
-}
 
 /// Runs `ctx.ops` messages through a pipe-batch shape of `n` pipes: `ctx.ops / n` timed
 /// batches, each followed by nothing and preceded by the untimed `prepare`. One op is one

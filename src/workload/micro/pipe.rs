@@ -33,7 +33,7 @@ impl Workload for Pipe {
         "one message written and read back (epoll: the wait + read are timed, the write is not; syscalls count all three)"
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
-        super::accepts_pipe_shape(m)
+        Ok(m.runs(crate::model::Shape::Pipe)?)
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         let sizes: &[u64] = match profile {

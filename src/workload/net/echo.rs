@@ -34,7 +34,7 @@ use crate::load::Report;
 use crate::measure::cell::OpenLoopCounters;
 use crate::measure::pin::CpuPlan;
 use crate::measure::Sample;
-use crate::model::{Knobs, ModelSpec, PeerKind};
+use crate::model::{Knobs, ModelSpec, PeerKind, Proto, Shape};
 use crate::profile::Profile;
 use crate::proto::ServeProtocol;
 use crate::stats::equal_load::fell_behind;
@@ -51,24 +51,13 @@ const OP: &str = "one message echoed over TCP (closed loop: sent, whole echo rec
                   and verified); latency per message at the client; CPU, context switches and \
                   syscalls are the server's, measured from outside";
 
-/// Models with a TCP echo server: ringside's own (`io::serves_tcp`), the built-in peers,
+/// Models with a TCP echo server (`ModelSpec::runs`): ringside's own, the built-in peers,
 /// which `ringside serve` runs from `src/peer/`, and external contenders (`--contender`) that
-/// speak echo.
-fn serves_tcp(m: &ModelSpec) -> bool {
-    crate::io::serves_tcp(m) || matches!(m.knobs, Knobs::Peer(k) if k.in_process())
-}
-
+/// speak echo (which protocol a contender speaks is its catalog entry's to say: the run keeps
+/// it to the suites of that protocol).
 fn accepts(m: &ModelSpec) -> Result<(), String> {
-    // Which protocol a contender speaks is its catalog entry's to say (the run keeps it to
-    // the suites of that protocol).
-    if let Knobs::Peer(PeerKind::External) = m.knobs {
-        return Ok(());
-    }
-    if serves_tcp(m) {
-        Ok(())
-    } else {
-        Err("this model has no TCP echo server".into())
-    }
+    m.applies(Shape::Tcp(Proto::Echo))
+        .map_err(|why| format!("no TCP echo server: {why}"))
 }
 
 /// Every echo server but SEND_ZC's, which pays only for large payloads (it runs in

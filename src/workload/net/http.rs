@@ -24,7 +24,7 @@ use crate::crosscheck::wrk;
 use crate::error::CaseError;
 use crate::load::http::HttpGet;
 use crate::measure::Sample;
-use crate::model::{Knobs, ModelSpec, PeerKind};
+use crate::model::{ModelSpec, Proto, Shape};
 use crate::profile::Profile;
 use crate::workload::{Ctx, Point, Workload};
 use std::time::Duration;
@@ -40,21 +40,15 @@ const OP_OPEN: &str = "one HTTP/1.1 GET answered at an offered rate over 100 kee
 /// The path requested (every server answers any path with the same body).
 pub(crate) const PATH: &str = "/";
 
-/// Models with an HTTP server: ringside's own (every `io::serves_tcp` model but SEND_ZC,
-/// which pays only for large payloads), the built-in peers (tokio with hyper, monoio), and
-/// external contenders that speak HTTP.
+/// Models with an HTTP server (`ModelSpec::runs`): ringside's own but SEND_ZC, which pays
+/// only for large payloads, the built-in peers (tokio with hyper, monoio), and external
+/// contenders that speak HTTP (their catalog entry says which).
 pub(super) fn accepts(m: &ModelSpec) -> Result<(), String> {
-    match m.knobs {
-        // Which protocol a contender speaks is its catalog entry's to say (the run keeps it to
-        // the suites of that protocol).
-        Knobs::Peer(PeerKind::External) => Ok(()),
-        Knobs::Peer(k) if k.in_process() => Ok(()),
-        _ if m.uring_knobs().is_some_and(|k| k.zero_copy_send()) => {
-            Err("SEND_ZC pays only for large payloads, not a 13-byte body".into())
-        }
-        _ if crate::io::serves_tcp(m) => Ok(()),
-        _ => Err("this model has no TCP server".into()),
+    if m.uring_knobs().is_some_and(|k| k.zero_copy_send()) {
+        return Err("SEND_ZC pays only for large payloads, not a 13-byte body".into());
     }
+    m.applies(Shape::Tcp(Proto::Http))
+        .map_err(|why| format!("no HTTP server: {why}"))
 }
 
 /// The client counts of `http.clients` that get an equal-load point: at `full` every one; at

@@ -11,15 +11,16 @@
 //! cell's `client_bound` flag, as in echo. The broker's subscriber queues are bounded
 //! (`proto::pubsub::DEFAULT_QUEUE_BYTES`); a subscriber it disconnects for a full queue fails
 //! the cell (`slow_disconnects` is among the server's counters). Models whose family has no
-//! broker loop are refused with the reason (`io::pubsub_refusal`); a broker that cannot run yet
-//! (`io::pubsub_unavailable`: uring-zc) is planned and its cells say `unavailable: <why>`.
+//! broker loop are refused with the reason (`ModelSpec::runs` with `Shape::Broker`); a broker
+//! that cannot run yet (a `Refusal::Unavailable`: uring-zc) is planned and its cells say
+//! `unavailable: <why>`.
 
 use super::cell;
 use super::echo::{launch, open_loop_counters};
 use crate::error::CaseError;
 use crate::load::pubsub::Pubsub;
 use crate::measure::Sample;
-use crate::model::ModelSpec;
+use crate::model::{ModelSpec, Refusal, Shape};
 use crate::profile::Profile;
 use crate::workload::{Ctx, Point, Workload};
 use std::time::Duration;
@@ -57,10 +58,8 @@ fn grid(profile: Profile) -> (&'static [u64], &'static [u64]) {
 }
 
 fn accepts(m: &ModelSpec) -> Result<(), String> {
-    match crate::io::pubsub_refusal(m) {
-        None => Ok(()),
-        Some(why) => Err(format!("no pubsub broker: {why}")),
-    }
+    m.applies(Shape::Broker)
+        .map_err(|why| format!("no pubsub broker: {why}"))
 }
 
 /// The publish rate offered at a point (not a parameter of its own: it follows from the
@@ -147,7 +146,7 @@ impl Workload for PubsubFanout {
         v
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
-        if let Some(why) = crate::io::pubsub_unavailable(m) {
+        if let Err(Refusal::Unavailable(why)) = m.runs(Shape::Broker) {
             return Err(CaseError::Unavailable(format!("pubsub broker: {why}")));
         }
         let a = p.args::<Args>()?;
@@ -219,7 +218,9 @@ mod tests {
         // Planned, so the report shows it, and unavailable with its reason when it runs.
         let zc = crate::registry::model("uring-zc").unwrap();
         assert!(PubsubFanout.accepts(zc).is_ok());
-        assert!(crate::io::pubsub_unavailable(zc).is_some());
-        assert!(crate::io::pubsub_unavailable(m).is_none());
+        assert!(matches!(
+            zc.runs(Shape::Broker),
+            Err(Refusal::Unavailable(_))
+        ));
     }
 }

@@ -19,7 +19,7 @@ use super::echo::launch;
 use crate::error::CaseError;
 use crate::load::stream::{Direction, Streaming};
 use crate::measure::Sample;
-use crate::model::{Knobs, ModelSpec, PeerKind};
+use crate::model::{ModelSpec, Proto, Shape};
 use crate::profile::Profile;
 use crate::workload::{Ctx, Point, Workload};
 use std::time::Duration;
@@ -41,16 +41,9 @@ const OP: &str = "one write's worth of bytes (write_bytes) moved over TCP and \
     2^30 / write_bytes)";
 
 /// Every model with a TCP server (ringside's own, tokio and monoio); external contenders speak
-/// echo or HTTP only.
+/// echo or HTTP only (`ModelSpec::runs`).
 fn accepts(m: &ModelSpec) -> Result<(), String> {
-    match m.knobs {
-        Knobs::Peer(PeerKind::External) => {
-            Err("an external contender speaks echo or HTTP, not the stream protocols".into())
-        }
-        Knobs::Peer(_) => Ok(()),
-        _ if crate::io::serves_tcp(m) => Ok(()),
-        _ => Err("this model has no TCP server".into()),
-    }
+    Ok(m.applies(Shape::Tcp(Proto::Stream))?)
 }
 
 /// (connections, write sizes) per profile.

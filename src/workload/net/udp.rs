@@ -11,16 +11,16 @@
 //! `dgram_reordered` and `dgram_send_failed` (the client's own kernel refused the send) among
 //! its counters, the server's drops and send errors as `server_*`; a cell that lost any is
 //! warned `datagrams_lost`. Server CPU per op is CPU per echoed datagram. Models without a UDP
-//! server are not applicable with the reason (`io::udp::udp_refusal`); every other model serves
-//! it, the thread pool and the peers included, on one server CPU (tokio-mt: on several, a task
-//! per worker).
+//! server are not applicable with the reason (`ModelSpec::runs`, `Shape::Datagram`); every
+//! other model serves it, the thread pool and the peers included, on one server CPU (tokio-mt:
+//! on several, a task per worker).
 
 use super::cell;
 use super::echo::{launch, offered_rate, open_loop_counters, with_equal_load};
 use crate::error::CaseError;
 use crate::load::udp::{Udp, LOSS_TIMEOUT};
 use crate::measure::{CounterSet, Sample};
-use crate::model::{Knobs, ModelSpec, PeerKind};
+use crate::model::{Knobs, ModelSpec, PeerKind, Shape};
 use crate::profile::Profile;
 use crate::proto::ServeProtocol;
 use crate::workload::{Ctx, Point, Workload};
@@ -48,10 +48,9 @@ struct Args {
 pub(crate) struct UdpEcho;
 
 fn accepts(m: &ModelSpec) -> Result<(), String> {
-    match crate::io::udp::udp_refusal(m) {
-        None => Ok(()),
-        Some(why) => Err(format!("no UDP echo server: {why}")),
-    }
+    // Not planned where the server cannot run yet either (zero-copy receive).
+    m.runs(Shape::Datagram { gro: false })
+        .map_err(|r| format!("no UDP echo server: {}", r.why()))
 }
 
 impl Workload for UdpEcho {

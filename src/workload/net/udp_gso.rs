@@ -23,7 +23,7 @@ use super::echo::launch;
 use crate::error::CaseError;
 use crate::load::udp::{Udp, LOSS_TIMEOUT};
 use crate::measure::{CounterSet, Sample};
-use crate::model::ModelSpec;
+use crate::model::{ModelSpec, Shape};
 use crate::profile::Profile;
 use crate::proto::ServeProtocol;
 use crate::workload::{Ctx, Point, Workload};
@@ -73,10 +73,8 @@ struct Args {
 pub(crate) struct UdpEchoGso;
 
 fn accepts(m: &ModelSpec) -> Result<(), String> {
-    match crate::io::udp::udp_refusal(m).or_else(|| crate::io::udp_gso::udp_gro_refusal(m)) {
-        None => Ok(()),
-        Some(why) => Err(format!("no UDP GRO echo server: {why}")),
-    }
+    m.runs(Shape::Datagram { gro: true })
+        .map_err(|r| format!("no UDP GRO echo server: {}", r.why()))
 }
 
 impl Workload for UdpEchoGso {

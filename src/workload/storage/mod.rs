@@ -26,7 +26,7 @@ use crate::error::{CaseError, InputError};
 use crate::io::file::{Buffers, Done, FileConfig, FileOp};
 use crate::io::FileEngine;
 use crate::measure::{syscalls, Counters, Hist, Measured, Sample};
-use crate::model::{Knobs, ModelSpec};
+use crate::model::{FileIo, Knobs, ModelSpec, Shape};
 use crate::profile::{Budget, Profile};
 use crate::workload::{Ctx, Params};
 use std::ffi::CString;
@@ -244,34 +244,6 @@ pub(crate) fn storage_budget(b: Budget) -> Budget {
         repetitions: b.rounds(),
         extra_rounds: b.extra_rounds(),
         ..b
-    }
-}
-
-/// Which models take part in the storage suite.
-pub(crate) fn accepts_storage(m: &ModelSpec) -> Result<(), String> {
-    match &m.knobs {
-        Knobs::Blocking(_) => Ok(()),
-        Knobs::Epoll(_) => Err(
-            "regular files are always 'ready': epoll_ctl refuses them (EPERM); epoll \
-             runtimes use a thread pool for files ('threadpool')"
-                .into(),
-        ),
-        Knobs::Uring(k) => k
-            .supports(crate::model::Shape::Storage)
-            .map_err(|r| r.why().to_string()),
-        Knobs::Peer(_) => Err("contenders take part in storage.page_cycle and \
-                               storage.small_files only (their own file APIs)"
-            .into()),
-    }
-}
-
-/// Which models take part in the storage workloads that also run the contenders' own file
-/// APIs (`storage.page_cycle`, `storage.small_files`): the storage models, `tokio`
-/// (`tokio::fs`) and `monoio` (its io_uring file API).
-pub(crate) fn accepts_storage_or_runtime(m: &ModelSpec) -> Result<(), String> {
-    match &m.knobs {
-        Knobs::Peer(k) => crate::peer::files::accepts(*k),
-        _ => accepts_storage(m),
     }
 }
 

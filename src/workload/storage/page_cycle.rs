@@ -60,12 +60,7 @@ impl Workload for PageCycle {
          file API (write_all_at, sync_all, read_at; not linked)"
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
-        if let Knobs::Uring(k) = &m.knobs {
-            if k.drive == crate::model::Drive::Iopoll {
-                return Err("IOPOLL rings cannot fsync (polled rings refuse or skip it)".into());
-            }
-        }
-        accepts_storage_or_runtime(m)
+        Ok(m.runs(Shape::Storage(FileIo::Fsync))?)
     }
     fn points(&self, profile: Profile, m: &ModelSpec) -> Vec<Point> {
         let pool = matches!(

@@ -66,7 +66,8 @@ impl Workload for RandRead {
          `depth` workers making blocking preads; regular files are not pollable)"
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
-        accepts_storage(m)
+        // Its buffered points refuse a polled ring cell by cell (`io::file_engine`).
+        Ok(m.runs(Shape::Storage(FileIo::Direct))?)
     }
     fn points(&self, profile: Profile, _: &ModelSpec) -> Vec<Point> {
         let mut v = Vec::new();

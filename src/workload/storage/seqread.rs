@@ -32,12 +32,7 @@ impl Workload for SeqRead {
         "one block read in file order (block_bytes; MB/s = ops/s x block_bytes), stamps checked"
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
-        if let Knobs::Uring(k) = &m.knobs {
-            if k.drive == crate::model::Drive::Iopoll {
-                return Err("buffered reads complete from the page cache: nothing to poll".into());
-            }
-        }
-        accepts_storage(m)
+        Ok(m.runs(Shape::Storage(FileIo::Buffered))?)
     }
     fn points(&self, profile: Profile, m: &ModelSpec) -> Vec<Point> {
         let sizes: &[u64] = match profile {

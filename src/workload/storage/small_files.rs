@@ -53,12 +53,7 @@ impl Workload for SmallFiles {
          read_at, close; not linked)"
     }
     fn accepts(&self, m: &ModelSpec) -> Result<(), String> {
-        if let Knobs::Uring(k) = &m.knobs {
-            if k.drive == crate::model::Drive::Iopoll {
-                return Err("openat and close cannot complete on a polled ring".into());
-            }
-        }
-        accepts_storage_or_runtime(m)
+        Ok(m.runs(Shape::Storage(FileIo::OpenClose))?)
     }
     fn points(&self, _: Profile, m: &ModelSpec) -> Vec<Point> {
         let threads = matches!(

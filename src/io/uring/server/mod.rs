@@ -245,7 +245,11 @@ fn serve_with<P: Protocol>(
     stop: &Stop,
     broker: Option<broker::Broker>,
 ) -> Result<(UringCounters, Option<broker::Broker>), CaseError> {
-    k.supports(Shape::Server)?;
+    // The broker is this loop with a hub: the two shapes differ only in what SEND_ZC may do.
+    k.runs(match broker {
+        Some(_) => Shape::Broker,
+        None => crate::io::BUILT_IN_TCP,
+    })?;
     let hybrid_accept = k.looping == Loop::Hybrid;
     let provided = k.provided();
     // Accepted by the ring, the listener stays blocking (fast poll); by epoll, non-blocking.
