@@ -1,9 +1,9 @@
 //! An io_uring row's knobs as typed groups: how the ring is driven, how SQEs name files and
 //! buffers, how a server receives and sends, how it waits, and whose loop it runs. Each group is
 //! an enum (or a small struct) whose invalid combinations cannot be built; the combinations a
-//! shape cannot run are refused in one place, [`UringKnobs::runs`] (the io_uring column of `ModelSpec::runs`), which destructures
-//! every group: a new knob does not compile until it decides there, in the availability probe
-//! (`probe.rs`) and in its one reader.
+//! shape cannot run are refused in one place, [`UringKnobs::runs`] (the io_uring column of
+//! `ModelSpec::runs`), which destructures every group: a new knob does not compile until it
+//! decides there, in the availability probe (`probe.rs`) and in its one reader.
 //!
 //! Results files keep the flat form they always had (`{"sqpoll_idle_ms": null,
 //! "defer_taskrun": true, ...}`): [`Flat`] is that form, written by `Serialize`.
