@@ -144,11 +144,10 @@ pub(crate) fn env() -> anyhow::Result<i32> {
     let peer = remote::ssh_connection()
         .map(|(client, _)| client)
         .unwrap_or_else(|| "127.0.0.1".into());
-    let mut env = crate::env::probe();
-    env.cpu_plan = topology::plan(&topology::Topology::read(), &topology::Request::default()).ok();
     let p = HostProbe {
         ringside: remote::version_line(),
-        env,
+        env: crate::env::probe(),
+        plan: topology::plan(&topology::Topology::read(), &topology::Request::default()).ok(),
         path: crate::env::netpath::toward(&peer),
     };
     super::stdout::write(format!("{}\n", serde_json::to_string(&p)?).as_bytes())?;
@@ -429,6 +428,7 @@ fn probe_host(
         Ok(p) => {
             rec.ringside = Some(p.ringside.clone());
             rec.env = Some(p.env.clone());
+            rec.plan = p.plan.clone();
             rec.path = Some(p.path.clone());
             Ok((rec, Some(p)))
         }

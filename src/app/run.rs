@@ -162,8 +162,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         }
     }
 
-    let mut env = crate::env::probe();
-    env.cpu_plan = Some(plan.clone());
+    let env = crate::env::probe();
     let plan_for_check = plan.clone();
     let mut results = RunResults {
         schema: SCHEMA_ID.to_string(),

@@ -309,10 +309,6 @@ pub struct EnvReport {
     /// The machine's CPU topology (cores with their SMT siblings, NUMA nodes, allowed mask).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) topology: Option<crate::measure::topology::Topology>,
-    /// The run's CPU plan over it: server, load, SQPOLL poller, CPUs left idle (set by
-    /// `ringside run`; absent from `ringside env`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) cpu_plan: Option<crate::measure::pin::CpuPlan>,
 }
 
 impl EnvReport {
@@ -417,7 +413,6 @@ pub fn probe() -> EnvReport {
         ),
         perf_syscalls: crate::measure::syscalls::availability(),
         topology: Some(crate::measure::topology::Topology::read()),
-        cpu_plan: None,
     }
 }
 

@@ -35,7 +35,9 @@ fn text(run: &RunResults, h: &HostRecord) -> String {
             e.cpus,
             e.virtualized
         ));
-        if let (Some(p), "load") = (&e.cpu_plan, h.role.as_str()) {
+        // Likewise its plan.
+        let plan = h.plan.as_ref().or((h.host == "here").then_some(&run.plan));
+        if let (Some(p), "load") = (plan, h.role.as_str()) {
             // A load host runs no server: its load generator takes every CPU of its plan.
             let mut all = p.load_cpus();
             all.extend(p.server_cpus());
@@ -43,7 +45,7 @@ fn text(run: &RunResults, h: &HostRecord) -> String {
                 "CPU plan: load {}",
                 crate::measure::topology::list_string(&all)
             ));
-        } else if let Some(p) = &e.cpu_plan {
+        } else if let Some(p) = plan {
             parts.push(format!(
                 "CPU plan: server {}, load {}",
                 crate::measure::topology::list_string(&p.server_cpus()),

@@ -76,7 +76,7 @@ impl Format {
 /// plan recorded its sets (their panels keep the measured/helper line).
 pub(crate) fn cpu_plan_text(run: &RunResults) -> Option<String> {
     use crate::measure::topology::list_string;
-    let p = run.env.cpu_plan.as_ref().unwrap_or(&run.plan);
+    let p = &run.plan;
     if p.server.is_empty() {
         return None;
     }

@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 use std::io;
 
 /// Which CPUs the measured thread (or server) and its helpers (load generator, SQPOLL poller)
-/// run on. Recorded in the results (`plan`, and `env.cpu_plan`); made over the machine's
-/// topology by [`super::topology::plan`].
+/// run on. Recorded in the results (`plan`; another host's in its `hosts` record); made over
+/// the machine's topology by [`super::topology::plan`].
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct CpuPlan {
     /// The measured thread, or the server under test (`server[0]`).

@@ -272,6 +272,10 @@ pub(crate) fn check_version(ssh: &Ssh, host: &Host) -> Result<(), HostError> {
 pub(crate) struct HostProbe {
     pub(crate) ringside: String,
     pub(crate) env: EnvReport,
+    /// The CPU plan it would make over its machine (the run's choice, not the machine: not
+    /// in `env`).
+    #[serde(default)]
+    pub(crate) plan: Option<crate::measure::pin::CpuPlan>,
     pub(crate) path: NetPath,
 }
 

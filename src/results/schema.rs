@@ -245,6 +245,10 @@ pub struct HostRecord {
     /// Its `ringside env` (this host's is the run's `env`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) env: Option<EnvReport>,
+    /// Its CPU plan (this host's is the run's `plan`; files written before 2026-11-28 kept it
+    /// in `env.cpu_plan`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) plan: Option<CpuPlan>,
     /// Its network path toward the other side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) path: Option<crate::env::netpath::NetPath>,

@@ -266,6 +266,7 @@ pub fn load(path: &Path) -> anyhow::Result<RunResults> {
         ),
     }
     move_load_engine(&mut v);
+    move_cpu_plans(&mut v);
     let r: RunResults = serde_json::from_value(v)
         .with_context(|| format!("'{}' does not match the results schema", path.display()))?;
     check_cells(&r).map_err(|e| anyhow::anyhow!("'{}': {e}", path.display()))?;
@@ -280,7 +281,36 @@ pub fn parse(json: &str) -> anyhow::Result<RunResults> {
         upgrade_v1(&mut v);
     }
     move_load_engine(&mut v);
+    move_cpu_plans(&mut v);
     Ok(serde_json::from_value(v)?)
+}
+
+/// The CPU plans, which files written before 2026-11-28 also kept in each environment
+/// (`env.cpu_plan`: the run's choice, not the machine): the run's replaces the top-level
+/// `plan` (the same plan, recorded with its sets), each other host's goes to its record's
+/// `plan`.
+fn move_cpu_plans(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    let Some(top) = v.as_object_mut() else { return };
+    let take = |env: Option<&mut Value>| {
+        env.and_then(Value::as_object_mut)
+            .and_then(|e| e.remove("cpu_plan"))
+            .filter(|p| !p.is_null())
+    };
+    if let Some(p) = take(top.get_mut("env")) {
+        top.insert("plan".into(), p);
+    }
+    for h in top
+        .get_mut("hosts")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        let Some(h) = h.as_object_mut() else { continue };
+        if let Some(p) = take(h.get_mut("env")) {
+            h.entry("plan").or_insert(p);
+        }
+    }
 }
 
 /// The run's load engine, which files written before 2026-11-28 kept in `env.load_engine`
@@ -556,6 +586,26 @@ mod tests {
         v.as_object_mut().unwrap().remove("load_engine");
         v["env"].as_object_mut().unwrap().remove("load_engine");
         assert_eq!(parse(&v.to_string()).unwrap().load_engine, None);
+    }
+
+    #[test]
+    fn cpu_plans_kept_in_envs_are_read_as_the_runs_and_the_hosts() {
+        let mut v: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/fixtures/charts.json")).unwrap();
+        let plan = v["env"]["cpu_plan"].clone();
+        assert!(plan.is_object(), "the fixture kept its plan in env");
+        // What the old file's top-level plan said is replaced by env's (the same plan).
+        v["plan"]["server"] = serde_json::json!([0]);
+        v["hosts"] = serde_json::json!([
+            {"role": "server", "host": "root@10.0.0.2", "env": v["env"].clone()}
+        ]);
+        let r = parse(&v.to_string()).unwrap();
+        assert_eq!(serde_json::to_value(&r.plan).unwrap(), plan);
+        assert_eq!(serde_json::to_value(&r.hosts[0].plan).unwrap(), plan);
+        let back = serde_json::to_value(&r).unwrap();
+        assert!(back["env"].get("cpu_plan").is_none());
+        assert!(back["hosts"][0]["env"].get("cpu_plan").is_none());
+        assert_eq!(back["hosts"][0]["plan"], plan);
     }
 
     #[test]

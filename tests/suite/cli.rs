@@ -340,7 +340,7 @@ fn bad_cpu_plans_are_refused_by_name() {
     assert!(!out.join("results.json").exists());
 }
 
-/// The plan a run used is in results.json (`env.cpu_plan`, with the topology) and the report.
+/// The plan a run used is in results.json (the top-level `plan`, the topology in `env`) and the report.
 #[test]
 fn the_cpu_plan_is_recorded_and_reported() {
     let dir = tempfile::tempdir().unwrap();
@@ -358,7 +358,11 @@ fn the_cpu_plan_is_recorded_and_reported() {
         .success();
     let v: serde_json::Value =
         crate::common::schema::results_json(&dir.path().join("results.json"));
-    let plan = &v["env"]["cpu_plan"];
+    let plan = &v["plan"];
+    assert!(
+        v["env"].get("cpu_plan").is_none(),
+        "the plan is the run's, not the machine's"
+    );
     assert!(
         plan["server"].as_array().is_some_and(|s| s.len() == 1),
         "{plan}"

@@ -755,7 +755,8 @@ fn echo_and_http_driven_from_there(h: &Hosts, s: &Sshd) {
     assert_eq!(there["role"], "load", "{there}");
     assert_eq!(there["host"], format!("root@{}", h.server_ip));
     assert!(there["env"]["cpus"].as_u64().unwrap() > 0, "{there}");
-    assert!(there["env"]["cpu_plan"].is_object(), "{there}");
+    assert!(there["plan"].is_object(), "{there}");
+    assert!(there["env"].get("cpu_plan").is_none(), "{there}");
     assert_eq!(there["ringside"], here["ringside"]);
     assert_eq!(here["path"]["kind"], "veth", "{here}");
     assert_eq!(there["path"]["peer"], h.client_ip.as_str());
