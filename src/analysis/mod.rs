@@ -13,6 +13,17 @@ pub(crate) mod cells;
 pub(crate) mod finding;
 pub mod verdict;
 
+/// The claims' vocabulary, as the readers of an analysis word it: the rankings, confidences,
+/// standings and knees the analysis holds, and the margins they were judged by. `export`
+/// reads claims through here, never from `stats` (`tests/suite/module_graph.rs`).
+pub(crate) mod vocabulary {
+    pub(crate) use crate::stats::claims::{p_text, Outcome, MARGIN};
+    pub(crate) use crate::stats::equal_load::{Capacity, Knee, CAPACITY_P99_NS, KEEP_UP};
+    pub(crate) use crate::stats::findings::{
+        Confidence, Finding, Other, Pair, Ranking, Standing, Trust,
+    };
+}
+
 pub use basis::past_capacity_cells;
 pub(crate) use basis::{answer, rank_point};
 pub(crate) use basis::{Basis, NotRanked, On};

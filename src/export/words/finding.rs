@@ -10,11 +10,12 @@
 use super::super::table::{fmt_ns, fmt_rate, fmt_times, invisible_text};
 use super::verdict::{CAPACITY_PREFIX, PAST_CAPACITY_PREFIX};
 use crate::analysis::finding::{FamilyPair, Leader, Only, Ranks, WorkloadFinding};
+use crate::analysis::vocabulary::{
+    p_text, Confidence, Finding, Other, Outcome, Standing, Trust, MARGIN,
+};
 use crate::analysis::{Analysis, Basis, NotRanked, On};
 use crate::results::facts::{Facts, Metric};
 use crate::results::{Answer, RunResults};
-use crate::stats::claims::{Outcome, MARGIN};
-use crate::stats::findings::{self, Confidence, Finding, Trust};
 
 /// The words before a ranking on `b` ("at equal load, ").
 fn prefix(b: &Basis) -> &'static str {
@@ -105,7 +106,7 @@ fn words(f: &Finding, b: &Basis, op: &str) -> (String, bool) {
         None if h.reps == 1 => ", one repetition: no interval".into(),
         None => String::new(),
     };
-    let list = |it: &mut dyn Iterator<Item = &findings::Other>| {
+    let list = |it: &mut dyn Iterator<Item = &Other>| {
         it.map(|o| format!("{} {}", o.label, fmt_times(o.times)))
             .collect::<Vec<_>>()
             .join(", ")
@@ -188,14 +189,14 @@ fn and_list(v: &[String]) -> String {
 /// band with the range its models showed over the points).
 fn standings_words(f: &Finding) -> String {
     let every = if f.points > 1 { " at every point" } else { "" };
-    let leaders: Vec<&findings::Standing> = f.standings.iter().filter(|s| s.led > 0).collect();
+    let leaders: Vec<&Standing> = f.standings.iter().filter(|s| s.led > 0).collect();
     let mut out = match leaders.as_slice() {
         [] if f.points > 1 => "no decided leader at any point".to_string(),
         [] => "no decided leader".to_string(),
         [one] if one.led == f.points => format!("{} leads{every}", one.label),
         _ if f.points == 1 => format!("{} leads", leaders[0].label),
         many => {
-            let mut by: Vec<&&findings::Standing> = many.iter().collect();
+            let mut by: Vec<&&Standing> = many.iter().collect();
             by.sort_by_key(|s| std::cmp::Reverse(s.led));
             let list: Vec<String> = by
                 .iter()
@@ -249,7 +250,7 @@ fn standings_words(f: &Finding) -> String {
     let mut bands: Vec<String> = Vec::new();
     let mut lower = 0.0;
     for (upper, name) in BANDS {
-        let here: Vec<&findings::Standing> = f
+        let here: Vec<&Standing> = f
             .standings
             .iter()
             .filter(|s| s.behind > 0)
@@ -490,13 +491,12 @@ pub(crate) fn pairs_basis(f: &Facts, b: &Basis) -> String {
 
 /// A pair's evidence in a few words ("behind, p=0.031", "equivalent", "undecided").
 pub(crate) fn pair_evidence(c: &Confidence) -> String {
-    use crate::stats::claims::Outcome;
     match &c.claim {
         None => c.text(),
         Some(cl) => {
             let p = cl
                 .p_adj
-                .map(|p| format!(", p={}", crate::stats::claims::p_text(p)))
+                .map(|p| format!(", p={}", p_text(p)))
                 .unwrap_or_default();
             match cl.outcome {
                 Outcome::Behind | Outcome::Ahead => format!("decided{p}, {} rounds", cl.rounds),

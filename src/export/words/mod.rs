@@ -101,7 +101,7 @@ pub fn pairwise(
     max: usize,
 ) -> (
     String,
-    Vec<(String, Vec<crate::stats::findings::Pair>, usize)>,
+    Vec<(String, Vec<crate::analysis::vocabulary::Pair>, usize)>,
 ) {
     let f = crate::analysis::cells::facts(workload);
     match crate::analysis::finding::pairs(&f, cases, max) {

@@ -3,10 +3,10 @@
 
 use super::super::table::{fmt_ns, fmt_times, invisible_text};
 use crate::analysis::verdict::{Change, Scope, Verdict, Where};
+use crate::analysis::vocabulary::{
+    Capacity, Knee, Other, Outcome, Ranking, CAPACITY_P99_NS, KEEP_UP, MARGIN,
+};
 use crate::results::facts::{Facts, Metric};
-use crate::stats::claims::{Outcome, MARGIN};
-use crate::stats::equal_load::{Knee, CAPACITY_P99_NS, KEEP_UP};
-use crate::stats::findings::{Other, Ranking};
 
 /// One verdict worded, with whether it decides nothing.
 #[derive(Clone, Debug, PartialEq)]
@@ -178,7 +178,7 @@ fn change_text(param: &str, m: Metric, c: &Change) -> String {
     )
 }
 
-fn knee_text(c: &crate::stats::equal_load::Capacity, unit: &str) -> String {
+fn knee_text(c: &Capacity, unit: &str) -> String {
     let ms = CAPACITY_P99_NS / 1e6;
     let l = &c.label;
     let mut text = match c.knee {
