@@ -6,6 +6,10 @@
 # RINGSIDE_REQUIRE_TOOLS set (.ci/run sets it) that is an error and exits 1 instead, so CI
 # never passes a fuzz run that did not happen.
 #
+# `fuzz/run.sh --build` only builds the targets (installing cargo-fuzz if need be), the same
+# way a run does, and exits: a later `fuzz/run.sh SECONDS` finds them built and only fuzzes
+# (.ci/run builds them in the background, on idle CPU, while the tests run).
+#
 # Works with only a stable toolchain: cargo-fuzz needs nightly flags (-Z, sancov passes), so
 # without a nightly toolchain the build runs on stable with RUSTC_BOOTSTRAP=1 and without a
 # sanitizer (--sanitizer none: libFuzzer still guides by coverage and catches panics, which
@@ -14,8 +18,11 @@
 set -uo pipefail
 
 secs=${1:-}
-if ! [[ "$secs" =~ ^[0-9]+$ ]] || [ "$secs" -lt 1 ]; then
-    echo "usage: fuzz/run.sh SECONDS (whole seconds per target, >= 1)" >&2
+build_only=0
+if [ "$secs" = --build ]; then
+    build_only=1
+elif ! [[ "$secs" =~ ^[0-9]+$ ]] || [ "$secs" -lt 1 ]; then
+    echo "usage: fuzz/run.sh SECONDS (whole seconds per target, >= 1) | fuzz/run.sh --build" >&2
     exit 2
 fi
 cd "$(dirname "$0")" || exit 1
@@ -49,7 +56,11 @@ if [ "${FUZZ_NIGHTLY:-1}" != 0 ] && rustup run nightly rustc --version >/dev/nul
 else
     export RUSTC_BOOTSTRAP=1
 fi
-echo "fuzzing with $(rustc "${toolchain[@]}" --version), sanitizer $sanitizer, ${secs} s per target"
+if [ "$build_only" = 1 ]; then
+    echo "building the fuzz targets with $(rustc "${toolchain[@]}" --version), sanitizer $sanitizer"
+else
+    echo "fuzzing with $(rustc "${toolchain[@]}" --version), sanitizer $sanitizer, ${secs} s per target"
+fi
 
 for t in "${targets[@]}"; do
     if ! cargo "${toolchain[@]}" fuzz build --release --sanitizer "$sanitizer" "$t"; then
@@ -57,6 +68,7 @@ for t in "${targets[@]}"; do
         exit 1
     fi
 done
+[ "$build_only" = 1 ] && exit 0
 status=0
 for t in "${targets[@]}"; do
     mkdir -p "corpus/$t"

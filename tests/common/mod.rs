@@ -8,6 +8,7 @@
 //! - [`inproc`]: servers run on a thread of the test process (built-in ones through
 //!   `io::serve`, contenders through `peer::serve_*`), stopped on request;
 //! - [`net`]: the client side: connecting with timeouts, exact reads, resets;
+//! - [`par`]: one check per server run a few at a time, so that their waits overlap;
 //! - [`netns`]: two network namespaces joined by a veth pair (two hosts on one machine);
 //! - [`run`]: a `ringside run` child watched from outside (cases saved, stderr collected);
 //! - [`standin`]: a stand-in echo server with broken modes for the load generator's tests
@@ -22,6 +23,7 @@ pub mod engines;
 pub mod inproc;
 pub mod net;
 pub mod netns;
+pub mod par;
 pub mod run;
 pub mod schema;
 pub mod servers;

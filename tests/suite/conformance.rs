@@ -233,7 +233,10 @@ fn is_reset(e: &std::io::Error) -> bool {
 
 #[test]
 fn emfile_keeps_serving_and_does_not_spin() {
-    for m in servers() {
+    // Two servers at a time: the check is mostly its 1.3 s wait. Two (not more) on a 2-CPU
+    // machine, so that even two spinning at once would each still get about a CPU of their
+    // own and show over half of one.
+    common::par::each_at_most(servers(), 2, |m| {
         let id = m.id;
         let srv = Server::start(id, "echo", &[], Some(64));
         let mut first: Vec<TcpStream> = (0..8).map(|_| srv.connect()).collect();
@@ -289,7 +292,7 @@ fn emfile_keeps_serving_and_does_not_spin() {
             "{id}: EMFILE cpu {:.1}%, counters {counters}",
             cpu_share * 100.0
         );
-    }
+    });
 }
 
 #[test]
@@ -319,7 +322,10 @@ fn bad_model_and_protocol_exit_2_naming_the_valid_ones() {
 
 #[test]
 fn a_half_closed_client_that_does_not_read_costs_no_cpu() {
-    for m in servers() {
+    // Two servers at a time: the check is mostly its 0.8 s wait. Two (not more) on a 2-CPU
+    // machine, so that even two spinning at once would each still get about a CPU of their
+    // own and show over half of one.
+    common::par::each_at_most(servers(), 2, |m| {
         let id = m.id;
         let srv = Server::echo(id);
         let mut s = srv.connect();
@@ -379,7 +385,7 @@ fn a_half_closed_client_that_does_not_read_costs_no_cpu() {
             );
             println!("{id}: reset the half-closed flooder ({counters})");
         }
-    }
+    });
 }
 
 /// Issue 32: a client that floods connects (thousands started without waiting for any, most

@@ -16,10 +16,6 @@ use std::time::Duration;
 /// `ringside run WORKLOAD --profile smoke --models epoll-lt,uring --explain` with `path` as
 /// PATH (`None`: inherited); the results and report.md.
 fn run(workload: &str, path: Option<&std::path::Path>) -> (Value, String) {
-    // One run at a time: two echo runs side by side put each other's loopback softirqs on
-    // the sampled server CPU, and the breakdown is then partly the other run's.
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let mut c = Cmd::cargo_bin("ringside").unwrap();
     c.timeout(Duration::from_secs(300))
@@ -46,7 +42,16 @@ fn cannot_sample(why: &str) -> bool {
     .any(|s| why.contains(s))
 }
 
+/// The two `run --explain` runs, one after the other in one test: two echo runs side by side
+/// put each other's loopback softirqs on the sampled server CPU, and the breakdown is then
+/// partly the other run's. (As two tests behind a lock, the second held a test thread idle
+/// for the first's 22 s.)
 #[test]
+fn run_explain_with_and_without_perf() {
+    a_smoke_run_with_explain_stores_a_breakdown_per_cell_that_sums_to_the_samples();
+    without_perf_the_run_goes_on_and_each_breakdown_says_why();
+}
+
 fn a_smoke_run_with_explain_stores_a_breakdown_per_cell_that_sums_to_the_samples() {
     let (v, md) = run("echo.payload", None);
     let cases: Vec<&Value> = v["cases"]
@@ -129,7 +134,6 @@ fn a_smoke_run_with_explain_stores_a_breakdown_per_cell_that_sums_to_the_samples
     );
 }
 
-#[test]
 fn without_perf_the_run_goes_on_and_each_breakdown_says_why() {
     let empty = tempfile::tempdir().unwrap();
     let (v, md) = run("echo.rate", Some(empty.path()));
