@@ -19,6 +19,8 @@ use ringside::proto::pubsub::{
 };
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Publisher ids at or above this are the subscribers' own handshakes (see [`Sub::new`]).
@@ -209,17 +211,61 @@ fn every_subscriber_gets_every_message_in_order() {
     }
 }
 
-/// The slow-subscriber test's publisher pauses 1 ms every `PACE` messages of 16 KiB: about
-/// 64 MB/s, so a healthy subscriber that stops reading for a while has 120 ms or more before
-/// its queue, the broker's send and the sockets between hold the bound. At 32 (512 MB/s,
-/// before) a pause of 20 ms had every family, io_uring or not, disconnect the healthy one
-/// (`slow_disconnects` 2; 10 ms did not), and one parallel test's load threads on two vCPUs
-/// pause the reader that long: that was "closed at 964 of 4096 from publisher 5" on
-/// uring-multishot. Measured with a probe that paused the reader once at message 500.
-const PACE: u64 = 4;
-/// How long the healthy subscriber stops reading once, mid-stream: past what the old pace
-/// allowed, well within what this one does.
+/// How far the slow-subscriber test's publisher may run ahead of what the healthy subscriber
+/// has read, in 16 KiB messages: 1 MiB, a quarter of the broker's queue bound, so the healthy
+/// one is never the broker's slow one however long a busy machine pauses its reader (a fixed
+/// pace was not enough: a reader starved on two loaded vCPUs was closed at 10 of 512), while
+/// the slow one, which never reads, passes the bound by far.
+const WINDOW: u64 = 64;
+/// How long the healthy subscriber stops reading once, mid-stream: the broker holds what the
+/// publisher sends meanwhile (up to [`WINDOW`]) and must lose none of it.
 const HEALTHY_PAUSE: Duration = Duration::from_millis(30);
+
+/// [`publish`] held to at most [`WINDOW`] messages ahead of `read` (what the healthy
+/// subscriber has verified); panics after a minute without progress.
+fn publish_gated(
+    at: SocketAddr,
+    topic: u32,
+    publisher: u32,
+    n: u64,
+    len: usize,
+    read: Arc<AtomicU64>,
+) -> TcpStream {
+    let mut s = connect(at);
+    let mut w = Vec::new();
+    for seq in 0..n {
+        let since = std::time::Instant::now();
+        while seq >= read.load(Ordering::Acquire) + WINDOW {
+            if !w.is_empty() {
+                s.write_all(&w).unwrap();
+                w.clear();
+            }
+            assert!(
+                since.elapsed() < Duration::from_secs(60),
+                "the healthy subscriber read nothing for a minute at {seq}"
+            );
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        pub_frame(&mut w, topic, publisher, seq, len);
+        if w.len() > 32 * 1024 || seq + 1 == n {
+            s.write_all(&w).unwrap();
+            w.clear();
+        }
+    }
+    s
+}
+
+/// Reads until `publisher` has `n` messages verified, telling `read` as it goes.
+fn until_telling(sub: &mut Sub, publisher: u32, n: u64, read: &AtomicU64) {
+    while sub.check.verified(publisher) < n {
+        assert!(
+            sub.read_some(),
+            "closed at {} of {n} from publisher {publisher}",
+            sub.check.verified(publisher)
+        );
+        read.store(sub.check.verified(publisher), Ordering::Release);
+    }
+}
 
 #[test]
 fn a_slow_subscriber_is_disconnected_and_counted_the_others_get_everything() {
@@ -232,12 +278,14 @@ fn a_slow_subscriber_is_disconnected_and_counted_the_others_get_everything() {
         let mut slow = Sub::new(&srv, 1, 0, len);
         let mut fast = Sub::new(&srv, 1, 1, len);
         let at = srv.addr;
-        let p = std::thread::spawn(move || publish(at, 1, 5, n, len, PACE));
+        let read = Arc::new(AtomicU64::new(0));
+        let gate = read.clone();
+        let p = std::thread::spawn(move || publish_gated(at, 1, 5, n, len, gate));
         // The healthy subscriber pauses as a busy machine pauses a thread, and must lose
-        // nothing: see PACE.
-        fast.until(5, n / 4);
+        // nothing: see WINDOW.
+        until_telling(&mut fast, 5, n / 4, &read);
         std::thread::sleep(HEALTHY_PAUSE);
-        fast.until(5, n);
+        until_telling(&mut fast, 5, n, &read);
         drop(p.join().unwrap());
         // The slow one got a verified prefix, then the broker closed it.
         while slow.read_some() {}
