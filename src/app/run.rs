@@ -224,7 +224,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         }
     }
     drop(storage); // removes the storage work directory
-                   // Computed once: what the run answered (kept with its figures) and what the report says.
+
+    // Analysed once: the answer saved with the figures is the one the reports word.
     let analysis = crate::analysis::Analysis::of(&results);
     if outcome == runner::Outcome::Finished {
         // What the run answered at its equal-load points, kept with its figures.
@@ -240,8 +241,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             super::report::write_all(&results, &analysis, &store.dir),
             || {
                 format!(
-                    "results.json was saved ({} cells, {}), but the report could not be written; \
-                 render it when there is room with `ringside report {}`",
+                    "results.json was saved ({} cells, {}), but the report could not be \
+                     written; render it when there is room with `ringside report {}`",
                     results.cases.len(),
                     store.results_path().display(),
                     store.results_path().display()

@@ -53,23 +53,27 @@ pub(crate) fn verdicts_of(w: &crate::analysis::Workload) -> Vec<Said> {
         .collect()
 }
 
-/// The verdicts of one workload's cells, worded.
+/// The verdicts of one workload's cells, worded (the facts of this build's row).
 pub fn verdicts(workload: &str, cases: &[&CaseResult]) -> Vec<Said> {
-    let f = crate::analysis::cells::facts(workload);
-    crate::analysis::verdict::for_cases(&f, cases)
-        .iter()
-        .map(|v| verdict::said(v, &f))
-        .collect()
+    said_all(&crate::analysis::cells::facts(workload), cases)
 }
 
-/// The verdicts of one workload of a run, worded.
+/// The verdicts of one workload of a run, worded (the facts the file recorded for it, as a
+/// report reads them).
 pub fn verdicts_in(run: &RunResults, workload: &str) -> Vec<Said> {
     let cases: Vec<&CaseResult> = run
         .cases
         .iter()
         .filter(|c| c.workload == workload)
         .collect();
-    verdicts(workload, &cases)
+    said_all(&crate::analysis::cells::facts_in(run, workload), &cases)
+}
+
+fn said_all(f: &crate::results::facts::Facts, cases: &[&CaseResult]) -> Vec<Said> {
+    crate::analysis::verdict::for_cases(f, cases)
+        .iter()
+        .map(|v| verdict::said(v, f))
+        .collect()
 }
 
 /// The finding of one workload's cells, worded.
