@@ -380,7 +380,15 @@ fn an_equal_load_point_drives_the_offered_rate_against_a_real_server() {
     // busy machine can read late (a longer window, a lower rate): never above the offer, and
     // far below what 50 connections do in closed loop.
     assert!((1_000..=2_200).contains(&achieved), "achieved {achieved}/s");
-    assert_eq!(rate.fell_behind, 0);
+    // Falling behind is the machine's to say; that it is flagged exactly then is the code's.
+    // (The flag is judged before rounding: a rate within 1/s of 95% could go either way.)
+    if achieved.abs_diff(1_900) > 1 {
+        assert_eq!(
+            rate.fell_behind,
+            u64::from(achieved < 1_900),
+            "achieved {achieved}/s of 2,000/s"
+        );
+    }
     assert!(
         (400..=1_000).contains(&s.ops),
         "{} ops at 2000/s for 0.4 s: open loop, not closed",
@@ -484,11 +492,28 @@ fn echo_rate_is_measured_open_loop_against_a_real_server() {
     // Per second: the mean over the two repetitions, not their sum.
     assert_eq!(k["offered_per_sec"].as_u64().unwrap(), offered, "{c}");
     let achieved = k["achieved_per_sec"].as_u64().unwrap();
+    // Never above the offer (give or take the window's edges). Whether the server kept up
+    // is the machine's to say (a busy CI runner can make it fall behind); what must hold is
+    // that `fell_behind` counts the repetitions that did: none where the mean kept up to
+    // within `KEEP_UP` (95%), at least one where it did not, and never more than ran.
     assert!(
-        achieved * 100 >= offered * 95 && achieved <= offered * 11 / 10,
+        achieved > 0 && achieved <= offered * 11 / 10,
         "{achieved} of {offered}"
     );
-    assert_eq!(k["fell_behind"], 0, "{c}");
+    let fell = k["fell_behind"].as_u64().unwrap();
+    assert!(fell <= 2, "{c}");
+    if achieved * 100 < offered * 95 {
+        assert!(
+            fell >= 1,
+            "a mean below 95% of the offer: some repetition fell behind {c}"
+        );
+    }
+    if fell == 0 {
+        assert!(
+            achieved * 100 + 100 >= offered * 95,
+            "{achieved} of {offered}: {c}"
+        );
+    }
     // 64 bytes a message.
     let ops = c["ops_total"].as_f64().unwrap();
     let bps = c["bytes_per_sec"].as_f64().unwrap();
