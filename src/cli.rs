@@ -72,7 +72,7 @@ pub enum Command {
         files: Vec<PathBuf>,
         /// Percent change in median latency or ops/s that counts as a regression, and that
         /// every compared cell's test must be able to see for a PASS.
-        #[arg(long, default_value_t = crate::stats::compare::DEFAULT_THRESHOLD_PCT)]
+        #[arg(long, default_value_t = crate::analysis::compare::DEFAULT_THRESHOLD_PCT)]
         threshold: f64,
         /// Also write the runs side by side as a page, compare.html and compare.md (with a
         /// chart per workload and figure), into this directory; nothing is written without it.

@@ -131,7 +131,7 @@ pub(crate) fn basis<'a>(
     let kept: Vec<_> = cells
         .iter()
         .copied()
-        .filter(|(c, _)| equal_load::kept_up(c) == Some(true))
+        .filter(|(c, _)| c.kept_up() == Some(true))
         .collect();
     if kept.len() >= 2 {
         return Ok((
@@ -161,7 +161,7 @@ pub(crate) fn basis<'a>(
     let headroom: Vec<_> = cells
         .iter()
         .copied()
-        .filter(|(c, _)| equal_load::offered_rate(c).is_none() && equal_load::load_had_headroom(c))
+        .filter(|(c, _)| c.offered_rate().is_none() && equal_load::load_had_headroom(c))
         .collect();
     if !f.open_loop && headroom.len() >= 2 {
         return Ok((
@@ -203,13 +203,13 @@ pub(crate) fn past_capacity<'a>(f: &Facts, cases: &[&'a CaseResult]) -> Vec<&'a 
     let roles = ParamRoles::of_cases(&cases);
     let behind: Vec<String> = cases
         .iter()
-        .filter(|c| c.status == Status::Measured && equal_load::kept_up(c) == Some(false))
+        .filter(|c| c.status == Status::Measured && c.kept_up() == Some(false))
         .map(|c| roles.point(c, None))
         .collect();
     cases
         .iter()
         .copied()
-        .filter(|c| c.status == Status::Measured && equal_load::offered_rate(c).is_some())
+        .filter(|c| c.status == Status::Measured && c.offered_rate().is_some())
         .filter(|c| equal_load::load_had_headroom(c))
         .filter(|c| behind.contains(&roles.point(c, None)))
         .collect()

@@ -3,22 +3,26 @@
 //! finding, and how far to trust the run. [`Analysis::of`] computes it once per run; the
 //! runner reads the rankings while measuring (a point's undecided claims decide whether it
 //! adds a round) and the exporters word what it decides (`export::words`); what it holds is
-//! decided nowhere else.
+//! decided nowhere else. Beside it: the ladder's steps (`ladder`), the breakdown difference
+//! `--explain` names (`explain`) and the comparison of runs (`compare`).
 //!
 //! It sits between the numbers (`stats`: summaries, rank tests, claims) and their readers
 //! (`runner`, `export`), and uses neither of those (`tests/suite/module_graph.rs`).
 
 pub mod basis;
 pub(crate) mod cells;
+pub(crate) mod compare;
+pub mod explain;
 pub(crate) mod finding;
+pub(crate) mod ladder;
 pub mod verdict;
 
 /// The claims' vocabulary, as the readers of an analysis word it: the rankings, confidences,
 /// standings and knees the analysis holds, and the margins they were judged by. `export`
 /// reads claims through here, never from `stats` (`tests/suite/module_graph.rs`).
 pub(crate) mod vocabulary {
-    pub(crate) use crate::stats::claims::{p_text, Outcome, MARGIN};
-    pub(crate) use crate::stats::equal_load::{Capacity, Knee, CAPACITY_P99_NS, KEEP_UP};
+    pub(crate) use crate::stats::claims::{p_text, Outcome, MARGIN, TAIL_MIN};
+    pub(crate) use crate::stats::equal_load::{Capacity, Evidence, Knee, CAPACITY_P99_NS, KEEP_UP};
     pub(crate) use crate::stats::findings::{
         Confidence, Finding, Other, Pair, Ranking, Standing, Trust,
     };

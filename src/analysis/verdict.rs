@@ -264,7 +264,7 @@ fn at_equal_load(cases: &[&CaseResult]) -> Vec<Verdict> {
     let mut points = Ordered::default();
     let mut members: Vec<Vec<(&CaseResult, &CaseFigures, f64)>> = Vec::new();
     for c in cases.iter().filter(|c| c.status == Status::Measured) {
-        let (Some(f), Some(rate)) = (c.figures.as_ref(), equal_load::offered_rate(c)) else {
+        let (Some(f), Some(rate)) = (c.figures.as_ref(), c.offered_rate()) else {
             continue;
         };
         let g = points.add(roles.point(c, None));
@@ -291,16 +291,15 @@ fn at_equal_load(cases: &[&CaseResult]) -> Vec<Verdict> {
             .filter(|(k, _)| !roles.per_model.contains(k))
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        let (kept, behind): (Vec<_>, Vec<_>) = cells
-            .iter()
-            .partition(|x| equal_load::kept_up(x.0) == Some(true));
+        let (kept, behind): (Vec<_>, Vec<_>) =
+            cells.iter().partition(|x| x.0.kept_up() == Some(true));
         if !behind.is_empty() {
             out.push(Verdict::FellBehind {
                 offered,
                 at: at.clone(),
                 who: behind
                     .iter()
-                    .map(|(c, _, _)| (c.label(), equal_load::achieved_rate(c).unwrap_or(0.0)))
+                    .map(|(c, _, _)| (c.label(), c.achieved_rate().unwrap_or(0.0)))
                     .collect(),
             });
         }

@@ -2,7 +2,7 @@
 //! cell, the change in p50, ops/s, CPU per op and p99 with its significance (corrected over
 //! every test), whether the machine explains it, what each test could see, the cells only
 //! one run has, and what differs between the two environments. It opens and ends with the
-//! verdict ([`crate::stats::compare::Comparison::gate`]) and exits by it: 0 PASS (nothing
+//! verdict ([`crate::analysis::compare::Comparison::gate`]) and exits by it: 0 PASS (nothing
 //! regressed and every compared cell was tested with power to see the threshold), 1
 //! REGRESSION (a significant regression beyond the threshold, or a measured cell that
 //! failed), 3 INCONCLUSIVE (no regression found, but cells it could not test: disturbed,
@@ -13,15 +13,15 @@
 //!
 //! `ringside compare A B C ... [--out DIR]`: the first file against each later one, judged
 //! the same way but with every pair's tests one correction family
-//! (`stats::compare::compare_many`), printed as one matrix: a row per cell with each run's
+//! (`analysis::compare::compare_many`), printed as one matrix: a row per cell with each run's
 //! figures and their ratios to A's, each later run's verdict, the environment facts that
 //! differ, and the gate of every pair; it exits by the worst pair's verdict (1, else 3, else
 //! 0). A file that shares no cell with the first is bad input (exit 2). `--out DIR` (two
 //! files or more) writes the matrix there as compare.html (a chart per workload and figure)
 //! and compare.md, atomically, each opening with the verdict; without it nothing is written.
 
+use crate::analysis::compare::{compare, compare_many, Matrix, MAX_RUNS};
 use crate::results::{store, RunResults};
-use crate::stats::compare::{compare, compare_many, Matrix, MAX_RUNS};
 use std::path::{Path, PathBuf};
 
 /// `ringside compare FILE FILE... [--out DIR]`: two files print the pair's detailed table

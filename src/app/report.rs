@@ -82,7 +82,7 @@ fn many(results: &[PathBuf], out: Option<&Path>, format: Format) -> anyhow::Resu
     let Some(runs) = super::compare::load_all(results) else {
         return Ok(2);
     };
-    let m = match super::compare::matrix(&runs, crate::stats::compare::DEFAULT_THRESHOLD_PCT) {
+    let m = match super::compare::matrix(&runs, crate::analysis::compare::DEFAULT_THRESHOLD_PCT) {
         Ok(m) => m,
         Err(code) => return Ok(code),
     };

@@ -1,15 +1,15 @@
 //! `ringside compare`'s words. Two runs: a [`Comparison`] and its [`Gate`] as terminal text
 //! ([`pair_term`]). Many runs side by side: a [`Matrix`] (built and judged in
-//! `stats::compare::many`) as tables, charts, terminal text and markdown; `html::compare`
+//! `analysis::compare::many`) as tables, charts, terminal text and markdown; `html::compare`
 //! draws the page. Nothing here computes a figure, a ratio, a claim or a verdict: each is
 //! the comparison's or the matrix's, formatted; every rendering opens with the verdict.
 
 use super::charts::{Chart, Kind, Metric, Pt, Series, Style, PALETTE};
 use super::format::{fmt_ns, fmt_rate, Table};
-use crate::stats::claims::p_text;
-use crate::stats::compare::{
+use crate::analysis::compare::{
     pct_words, Change, Comparison, Figure, FigureChange, Gate, Matrix, MatrixRow, Method, ALPHA,
 };
+use crate::analysis::vocabulary::p_text;
 use std::sync::Arc;
 
 /// The chart metric that draws a figure.
@@ -112,7 +112,7 @@ pub(crate) fn matrix_table(m: &Matrix, workload: Option<&str>) -> Table {
              every pair ({} in all) one family with a false discovery rate of {}; regression: \
              significant and worse by more than {}%",
             m.tests,
-            crate::stats::compare::ALPHA,
+            crate::analysis::compare::ALPHA,
             m.threshold_pct
         ),
         header,
@@ -391,7 +391,7 @@ fn pair_table(cmp: &Comparison, (base, new): (&str, &str), threshold: f64) -> Ta
              a run; UNTESTED at {threshold}%: no change called, but its test could not have \
              called one of {threshold}% (its minimum detectable effect: the smallest change \
              it would call, alone among the tests, at the noise measured)",
-            crate::stats::claims::TAIL_MIN,
+            crate::analysis::vocabulary::TAIL_MIN,
             cmp.tests
         ),
         header,

@@ -1,14 +1,14 @@
 //! `run --explain` in the reports: per parameter point, one stacked bar per model (where its
 //! server's sampled CPU went, by group) and one sentence naming the group whose share of own
 //! work differs most between the point's leader and its runner-up. Who leads comes from the
-//! findings' ranking (`analysis::rank_point`), the difference from `stats::explain`;
-//! this module only arranges and draws.
+//! findings' ranking, the difference from `analysis::explain` (its `Caption`); this module
+//! only arranges, words and draws.
 
-use crate::analysis::rank_point;
+use crate::analysis::explain::{caption, Caption, Missing, NoDifference, MIN_WORK_SAMPLES};
 use crate::measure::Measured;
 use crate::results::explain::{label, Explain, GROUPS};
+use crate::results::facts::Facts;
 use crate::results::{CaseResult, Status};
-use crate::stats::explain::{biggest_difference, work_samples};
 use maud::{html, Markup, PreEscaped};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -27,69 +27,69 @@ fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
 
-/// The sentence of one point: the biggest difference between its leader and runner-up.
-fn sentence(workload: &str, cells: &[&CaseResult]) -> String {
-    let Some(r) = rank_point(&crate::analysis::cells::facts(workload), cells) else {
-        return "no leader to explain: fewer than two cells of this point could be ranked".into();
-    };
-    // The runner-up: the best after the leader, within noise of it or not.
-    let Some(second) = r
-        .near
-        .iter()
-        .chain(&r.behind)
-        .min_by(|a, b| a.times.total_cmp(&b.times))
-    else {
-        return "no runner-up to compare the leader with".into();
-    };
-    let of = |l: &str| {
-        cells
-            .iter()
-            .find(|c| c.label() == l)
-            .and_then(|c| c.explain.as_ref())
-    };
-    let (a, b) = match (of(&r.leader), of(&second.label)) {
-        (Some(Measured::Value(a)), Some(Measured::Value(b))) => (a, b),
-        (x, y) => {
-            let why = |who: &str, m: Option<&Measured<Explain>>| match m {
-                Some(Measured::Unavailable { unavailable }) => {
-                    Some(format!("{who}'s breakdown is unavailable: {unavailable}"))
-                }
-                None => Some(format!("{who} was not sampled")),
-                Some(Measured::Value(_)) => None,
-            };
-            let mut s = vec![];
-            s.extend(why(&r.leader, x));
-            s.extend(why(&second.label, y));
-            return format!("no comparison: {}", s.join("; "));
+/// The sentence of one point ([`Caption`], decided by `analysis::explain`).
+fn sentence(c: &Caption) -> String {
+    match c {
+        Caption::NoLeader => {
+            "no leader to explain: fewer than two cells of this point could be ranked".into()
         }
-    };
-    // As the findings word it: a runner-up within noise leaves no clear leader.
-    let lead = if r.near.iter().any(|o| o.label == second.label) {
-        "ranked first, within noise of the runner-up"
-    } else {
-        "leader"
-    };
-    match biggest_difference(a, b) {
-        Ok(d) => format!(
-            "{} ({lead}) spends {} of its own work in {}; {} (runner-up) {} (own work: samples \
-             neither idle nor another program's; {:.0} and {:.0} samples)",
-            r.leader,
-            pct(d.leader),
-            label(d.group),
-            second.label,
-            pct(d.runner_up),
-            work_samples(a),
-            work_samples(b),
-        ),
-        Err(why) => format!(
-            "no comparison between {} (leader) and {}: {why}",
-            r.leader, second.label
-        ),
+        Caption::NoRunnerUp => "no runner-up to compare the leader with".into(),
+        Caption::Missing(missing) => {
+            let why: Vec<String> = missing
+                .iter()
+                .map(|(who, m)| match m {
+                    Missing::Unavailable(u) => format!("{who}'s breakdown is unavailable: {u}"),
+                    Missing::NotSampled => format!("{who} was not sampled"),
+                })
+                .collect();
+            format!("no comparison: {}", why.join("; "))
+        }
+        Caption::Compared {
+            leader,
+            runner_up,
+            near,
+            samples,
+            difference,
+        } => {
+            // As the findings word it: a runner-up within noise leaves no clear leader.
+            let lead = if *near {
+                "ranked first, within noise of the runner-up"
+            } else {
+                "leader"
+            };
+            match difference {
+                Ok(d) => format!(
+                    "{leader} ({lead}) spends {} of its own work in {}; {runner_up} (runner-up) \
+                     {} (own work: samples neither idle nor another program's; {:.0} and {:.0} \
+                     samples)",
+                    pct(d.leader),
+                    label(d.group),
+                    pct(d.runner_up),
+                    samples.0,
+                    samples.1,
+                ),
+                Err(why) => {
+                    let why = match why {
+                        NoDifference::TooFewSamples { runner_up, samples } => format!(
+                            "{} had {samples:.0} samples of its own work (fewer than \
+                             {MIN_WORK_SAMPLES:.0}): too few to compare",
+                            if *runner_up {
+                                "the runner-up"
+                            } else {
+                                "the leader"
+                            }
+                        ),
+                        NoDifference::NoOwnWork => "no sample of the cells' own work".into(),
+                    };
+                    format!("no comparison between {leader} (leader) and {runner_up}: {why}")
+                }
+            }
+        }
     }
 }
 
 /// A workload's points that have breakdowns, in run order.
-pub(crate) fn points<'a>(workload: &str, cases: &[&'a CaseResult]) -> Vec<PointExplain<'a>> {
+pub(crate) fn points<'a>(facts: &Facts, cases: &[&'a CaseResult]) -> Vec<PointExplain<'a>> {
     let mut out: Vec<(crate::results::Params, Vec<&'a CaseResult>)> = Vec::new();
     for c in cases.iter().filter(|c| c.explain.is_some()) {
         match out.iter_mut().find(|(p, _)| *p == c.params) {
@@ -107,7 +107,7 @@ pub(crate) fn points<'a>(workload: &str, cases: &[&'a CaseResult]) -> Vec<PointE
                 .collect();
             PointExplain {
                 at: super::charts::params_text(cells[0], None),
-                sentence: sentence(workload, &all),
+                sentence: sentence(&caption(facts, &all)),
                 bars: cells
                     .iter()
                     .filter_map(|c| c.explain.as_ref().map(|e| (*c, e)))
@@ -250,8 +250,8 @@ fn table_rows(p: &PointExplain<'_>) -> (Vec<String>, Vec<Vec<String>>) {
 }
 
 /// The workload's "where the CPU went" section in HTML (empty without breakdowns).
-pub(crate) fn html(workload: &str, cases: &[&CaseResult]) -> anyhow::Result<Markup> {
-    let pts = points(workload, cases);
+pub(crate) fn html(facts: &Facts, cases: &[&CaseResult]) -> anyhow::Result<Markup> {
+    let pts = points(facts, cases);
     if pts.is_empty() {
         return Ok(Markup::default());
     }
@@ -289,8 +289,8 @@ pub(crate) fn html(workload: &str, cases: &[&CaseResult]) -> anyhow::Result<Mark
 }
 
 /// The workload's "where the CPU went" section in Markdown (empty without breakdowns).
-pub(crate) fn markdown(workload: &str, cases: &[&CaseResult]) -> String {
-    let pts = points(workload, cases);
+pub(crate) fn markdown(facts: &Facts, cases: &[&CaseResult]) -> String {
+    let pts = points(facts, cases);
     let mut out = String::new();
     if pts.is_empty() {
         return out;
@@ -384,7 +384,7 @@ mod tests {
             ),
         ];
         let refs: Vec<&CaseResult> = cells.iter().collect();
-        let pts = points("storage.randread", &refs);
+        let pts = points(&crate::analysis::cells::facts("storage.randread"), &refs);
         assert_eq!(pts.len(), 1);
         assert_eq!(pts[0].bars.len(), 3);
         let s = &pts[0].sentence;
@@ -392,13 +392,13 @@ mod tests {
             s.starts_with("uring (leader) spends 30% of its own work in lock slow paths; blocking (runner-up) 0%"),
             "{s}"
         );
-        let md = markdown("storage.randread", &refs);
+        let md = markdown(&crate::analysis::cells::facts("storage.randread"), &refs);
         assert!(md.contains("| uring | 1000 |"), "{md}");
         assert!(
             md.contains("native_queued_spin_lock_slowpath 30.0%"),
             "{md}"
         );
-        let html = super::html("storage.randread", &refs)
+        let html = super::html(&crate::analysis::cells::facts("storage.randread"), &refs)
             .unwrap()
             .into_string();
         // The bars' segments (2 + 1 + 2) and the legend's swatches.
@@ -416,11 +416,14 @@ mod tests {
             cell("blocking", 2000.0, breakdown(1000, &[("syscall", 1.0)])),
         ];
         let refs: Vec<&CaseResult> = cells.iter().collect();
-        let s = &points("storage.randread", &refs)[0].sentence;
+        let s = &points(&crate::analysis::cells::facts("storage.randread"), &refs)[0].sentence;
         assert_eq!(
             s,
             "no comparison: uring's breakdown is unavailable: perf refused: paranoid"
         );
-        assert!(markdown("storage.randread", &refs).contains("unavailable: perf refused"));
+        assert!(
+            markdown(&crate::analysis::cells::facts("storage.randread"), &refs)
+                .contains("unavailable: perf refused")
+        );
     }
 }

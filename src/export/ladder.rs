@@ -1,10 +1,10 @@
 //! The ablation ladder's table (`echo.ladder`, `http.ladder`): one row per rung at a point,
 //! with what its knob bought in server CPU per op over the row it adds the knob to, as
-//! `stats::ladder` computed it. A rung that could not run is a row with its reason (a gap).
+//! `analysis::ladder` computed it. A rung that could not run is a row with its reason (a gap).
 
 use super::format::{fmt_ns, Table};
+use crate::analysis::ladder::steps;
 use crate::results::schema::{CaseResult, Status};
-use crate::stats::ladder::steps;
 
 /// The ladder table of one point of `workload` (`None` for workloads that are not ladders).
 pub(crate) fn table(workload: &str, params: &str, cases: &[&CaseResult]) -> Option<Table> {

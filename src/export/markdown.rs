@@ -141,7 +141,9 @@ impl Exporter for Markdown {
                 }
                 out.push('\n');
             }
-            out += &super::explain::markdown(w, &cases);
+            if let Some(wa) = a.workload(w) {
+                out += &super::explain::markdown(&wa.facts, &cases);
+            }
             for t in tables.remove(w).unwrap_or_default().iter() {
                 out += &render_table(t);
                 out.push('\n');

@@ -154,10 +154,7 @@ pub(crate) fn case_rows(run: &RunResults) -> Table {
                     } else {
                         String::new()
                     });
-                    for rate in [
-                        crate::stats::equal_load::offered_rate(c),
-                        crate::stats::equal_load::achieved_rate(c),
-                    ] {
+                    for rate in [c.offered_rate(), c.achieved_rate()] {
                         r.push(rate.map(|v| format!("{v:.0}")).unwrap_or_default());
                     }
                     match &f.idle_memory {

@@ -206,14 +206,12 @@ const NET_METRICS: &[Metric] = &[
 const OPEN_LOOP_METRICS: &[Metric] = &[
     ("offered rate/s (equal load)", |c| {
         fig(c, |_| {
-            crate::stats::equal_load::offered_rate(c)
-                .map(fmt_rate)
-                .unwrap_or_else(|| "-".into())
+            c.offered_rate().map(fmt_rate).unwrap_or_else(|| "-".into())
         })
     }),
     ("achieved rate/s", |c| {
         fig(c, |_| {
-            crate::stats::equal_load::achieved_rate(c)
+            c.achieved_rate()
                 .map(fmt_rate)
                 .unwrap_or_else(|| "-".into())
         })
@@ -233,14 +231,20 @@ const SCALING_METRICS: &[Metric] = &[("scaling efficiency (1.0 = linear)", |c| {
 const WRK_METRICS: &[Metric] = &[
     ("wrk req/s (same server)", |c| {
         fig(c, |f| {
-            crate::stats::wrk::requests_per_sec(&f.counters)
+            f.counters
+                .wrk
+                .as_ref()
+                .and_then(|w| w.requests_per_sec())
                 .map(fmt_rate)
                 .unwrap_or_else(|| "-".into())
         })
     }),
     ("wrk CPU % (its one thread)", |c| {
         fig(c, |f| {
-            crate::stats::wrk::cpu_busy(&f.counters)
+            f.counters
+                .wrk
+                .as_ref()
+                .and_then(|w| w.cpu_busy())
                 .map(|b| format!("{:.0}%", b * 100.0))
                 .unwrap_or_else(|| "-".into())
         })
@@ -350,16 +354,17 @@ fn table_of(
         }
     }));
     let has_wrk = cases.iter().any(|c| {
-        c.figures
-            .as_ref()
-            .is_some_and(|f| crate::stats::wrk::requests_per_sec(&f.counters).is_some())
+        c.figures.as_ref().is_some_and(|f| {
+            f.counters
+                .wrk
+                .as_ref()
+                .and_then(|w| w.requests_per_sec())
+                .is_some()
+        })
     });
     let net: &[Metric] = if net { NET_METRICS } else { &[] };
     let wrk: &[Metric] = if has_wrk { WRK_METRICS } else { &[] };
-    let open_loop: &[Metric] = if cases
-        .iter()
-        .any(|c| crate::stats::equal_load::offered_rate(c).is_some())
-    {
+    let open_loop: &[Metric] = if cases.iter().any(|c| c.offered_rate().is_some()) {
         OPEN_LOOP_METRICS
     } else {
         &[]
@@ -477,12 +482,12 @@ fn table_of(
         }
     }
     for c in cases {
-        if crate::stats::equal_load::kept_up(c) == Some(false) {
+        if c.kept_up() == Some(false) {
             footnotes.push(format!(
                 "{}: fell behind the offered rate (achieved less than {:.0}% of it in a \
                  repetition): not ranked at equal load",
                 c.label(),
-                crate::stats::equal_load::KEEP_UP * 100.0
+                crate::results::rates::KEEP_UP * 100.0
             ));
         }
     }

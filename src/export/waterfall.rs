@@ -2,12 +2,12 @@
 //! per rung from the server CPU per op of the row it adds its knob to (`over`) to its own,
 //! cheaper and dearer told apart, the change's significance marked, each rung's minimum kernel
 //! on its label, and rungs that could not run as labelled gaps with their reason. The figures
-//! are `stats::ladder`'s; this arranges them, `html/waterfall.rs` draws them.
+//! are `analysis::ladder`'s; this arranges them, `html/waterfall.rs` draws them.
 
 use super::charts::{file_slug, Ordered, ParamRoles};
+use crate::analysis::ladder::steps;
+use crate::analysis::vocabulary::Evidence;
 use crate::results::schema::{CaseResult, Status};
-use crate::stats::equal_load::Evidence;
-use crate::stats::ladder::steps;
 
 /// How far a rung's change can be told from noise.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

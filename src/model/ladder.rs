@@ -1,6 +1,6 @@
 //! The ablation ladder's rungs: the io_uring rows in ladder order, each the registry row that
 //! adds one knob to the row it is measured against. Data about models, so it lives beside
-//! them: the ladder workloads (`workload::net::ladder`) run these rows and `stats::ladder`
+//! them: the ladder workloads (`workload::net::ladder`) run these rows and `analysis::ladder`
 //! computes each rung's change from them.
 
 use super::{Drive, Files, Provided, Rx, UringKnobs, Wait};

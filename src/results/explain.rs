@@ -1,5 +1,5 @@
 //! `ringside run --explain`: where a cell's CPU went, sampled in an untimed repetition of its
-//! own (`crosscheck::perf` records and groups; `stats::explain` compares; the exporters draw).
+//! own (`crosscheck::perf` records and groups; `analysis::explain` compares; the exporters draw).
 //! Stored per cell as `explain`: a breakdown, or `{"unavailable": "<reason>"}` where perf could
 //! not sample. Absent in files written without `--explain` (and before it existed).
 

@@ -205,7 +205,7 @@ pub struct Facts {
     /// a closed-loop one by throughput where the load generator had headroom.
     pub(crate) open_loop: bool,
     /// Its cells are the rungs of an ablation ladder (`model::ladder::RUNGS`): the reports
-    /// add each rung's step (`stats::ladder`).
+    /// add each rung's step (`analysis::ladder`).
     pub(crate) ladder: bool,
     pub(crate) chart: ChartSpec,
 }

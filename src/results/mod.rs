@@ -4,6 +4,7 @@
 pub mod explain;
 pub(crate) mod facts;
 pub(crate) mod params;
+pub(crate) mod rates;
 pub mod schema;
 pub(crate) mod spread;
 pub mod store;

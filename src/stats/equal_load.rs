@@ -4,60 +4,11 @@
 //! significantly. Closed-loop capacity is the client's figure whenever the load generator had
 //! no headroom; at a rate every model sustains, the server's CPU per op is the server's.
 
-use crate::measure::cell::OpenLoopCounters;
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, Status, Warning};
 use crate::stats::claims::{self, Claim};
 
-/// Share of the offered rate a server must achieve to count as keeping up with it.
-pub(crate) const KEEP_UP: f64 = 0.95;
-
-/// Whether a repetition that achieved `achieved` of `offered` per second fell behind.
-pub(crate) fn fell_behind(offered: f64, achieved: f64) -> bool {
-    achieved < KEEP_UP * offered
-}
-
-/// One of an open-loop cell's rates (`pick` from its counters: per second, the mean over its
-/// repetitions).
-fn rate(c: &CaseResult, pick: fn(&OpenLoopCounters) -> u64) -> Option<f64> {
-    let f = c
-        .figures
-        .as_ref()
-        .filter(|_| c.status == Status::Measured)?;
-    f.counters
-        .open_loop
-        .as_ref()
-        .map(|r| pick(r) as f64)
-        .filter(|v| *v > 0.0)
-}
-
-/// The rate an open-loop cell was offered, per second over all connections; `None` for a
-/// closed-loop cell. The one place exporters read it: the rate the runner derived for an
-/// equal-load point (`rate_per_sec` on the case), else what the workload recorded that it
-/// drove (its counters: the rate sweeps).
-pub(crate) fn offered_rate(c: &CaseResult) -> Option<f64> {
-    c.rate_per_sec
-        .filter(|_| c.status == Status::Measured)
-        .map(|r| r as f64)
-        .or_else(|| rate(c, |r| r.offered_per_sec))
-}
-
-/// The rate an open-loop cell achieved (mean over its repetitions).
-pub(crate) fn achieved_rate(c: &CaseResult) -> Option<f64> {
-    rate(c, |r| r.achieved_per_sec)
-}
-
-/// Whether an open-loop cell kept up with its offered rate in every repetition (`None`: not
-/// an open-loop cell). Files without the `fell_behind` counter are judged by the achieved
-/// rate against the offered one.
-pub(crate) fn kept_up(c: &CaseResult) -> Option<bool> {
-    let offered = offered_rate(c)?;
-    let f = c.figures.as_ref()?;
-    if f.counters.open_loop.is_some_and(|r| r.fell_behind > 0) {
-        return Some(false);
-    }
-    Some(!fell_behind(offered, achieved_rate(c).unwrap_or(0.0)))
-}
+pub(crate) use crate::results::rates::{fell_behind, KEEP_UP};
 
 /// Whether the load generator had headroom in every repetition (no `client_bound` or
 /// `both_saturated`): only then is a closed-loop throughput the server's capacity.
@@ -165,7 +116,7 @@ pub struct Capacity {
 fn typical_achieved(c: &CaseResult) -> Option<f64> {
     let f = c.figures.as_ref()?;
     if f.runs_ops_per_sec.is_empty() {
-        achieved_rate(c)
+        c.achieved_rate()
     } else {
         Some(super::median(&f.runs_ops_per_sec))
     }
@@ -299,16 +250,16 @@ mod tests {
     #[test]
     fn offered_and_achieved_rates_are_per_repetition() {
         let c = cell(5, 10_000, 9_990, 0, &[]);
-        assert_eq!(offered_rate(&c), Some(10_000.0));
-        assert_eq!(achieved_rate(&c), Some(9_990.0));
-        assert_eq!(kept_up(&c), Some(true));
+        assert_eq!(c.offered_rate(), Some(10_000.0));
+        assert_eq!(c.achieved_rate(), Some(9_990.0));
+        assert_eq!(c.kept_up(), Some(true));
         // One repetition of five fell behind: the cell did not keep up.
-        assert_eq!(kept_up(&cell(5, 10_000, 9_990, 1, &[])), Some(false));
+        assert_eq!(cell(5, 10_000, 9_990, 1, &[]).kept_up(), Some(false));
         // Judged by the rates when the counter is missing (older files).
-        assert_eq!(kept_up(&cell(2, 10_000, 9_000, 0, &[])), Some(false));
+        assert_eq!(cell(2, 10_000, 9_000, 0, &[]).kept_up(), Some(false));
         let mut closed = cell(1, 0, 0, 0, &[]);
         closed.figures.as_mut().unwrap().counters = Default::default();
-        assert_eq!((offered_rate(&closed), kept_up(&closed)), (None, None));
+        assert_eq!((closed.offered_rate(), closed.kept_up()), (None, None));
     }
 
     #[test]

@@ -3,11 +3,8 @@
 
 pub(crate) mod bootstrap;
 pub(crate) mod claims;
-pub(crate) mod compare;
 pub(crate) mod equal_load;
-pub mod explain;
 pub(crate) mod findings;
-pub(crate) mod ladder;
 pub(crate) mod rank;
 pub(crate) mod scaling;
 pub(crate) mod sequential;

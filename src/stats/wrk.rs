@@ -7,12 +7,6 @@ use crate::measure::CellCounters;
 /// Relative difference in requests/s beyond which ringside and wrk are said to disagree.
 pub(crate) const DISAGREEMENT: f64 = 0.05;
 
-/// wrk's requests/s over a case's repetitions; `None` when wrk did not run.
-pub(crate) fn requests_per_sec(c: &CellCounters) -> Option<f64> {
-    let w = c.wrk.as_ref()?;
-    (w.wrk_window_ns > 0).then(|| w.wrk_requests as f64 * 1e9 / w.wrk_window_ns as f64)
-}
-
 /// How ringside's requests/s (`ours`, the median of `reps` timed repetitions) stands against
 /// wrk's on the same server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,7 +22,7 @@ pub(crate) enum Agreement {
 
 /// `None` when wrk did not run.
 pub(crate) fn agreement(c: &CellCounters, ours: f64, reps: u64) -> Option<Agreement> {
-    let wrk = requests_per_sec(c)?;
+    let wrk = c.wrk.as_ref()?.requests_per_sec()?;
     let saturated = c.wrk.map_or(0, |w| w.wrk_saturated);
     Some(if (ours - wrk).abs() <= DISAGREEMENT * wrk {
         Agreement::Agrees
@@ -46,11 +40,4 @@ fn wrk_runs(c: &CellCounters, reps: u64) -> u64 {
         0 => reps,
         n => n,
     }
-}
-
-/// wrk's CPU over its runs, as a fraction of its one CPU; `None` when not measured.
-pub(crate) fn cpu_busy(c: &CellCounters) -> Option<f64> {
-    let w = c.wrk.as_ref()?;
-    let (cpu, run) = (w.wrk_cpu_ns, w.wrk_run_ns);
-    (run > 0).then(|| cpu as f64 / run as f64)
 }

@@ -96,7 +96,7 @@ fn a_smoke_run_with_explain_stores_a_breakdown_per_cell_that_sums_to_the_samples
         let own = 1.0 - f("idle") - f("other_processes");
         let own_samples = own * e["samples"].as_f64().unwrap();
         assert!(
-            own_samples >= ringside::stats::explain::MIN_WORK_SAMPLES,
+            own_samples >= ringside::analysis::explain::MIN_WORK_SAMPLES,
             "{model}: {own_samples:.0} samples of its own work: {e}"
         );
         let kernel: f64 = [

@@ -148,7 +148,7 @@ pub struct Pt {
     pub whisker: Option<(f64, f64)>,
     /// The figure's confidence interval (bars only, see [`Metric::band`]).
     pub band: Option<(f64, f64)>,
-    /// The cell fell behind the rate it was offered (`stats::equal_load::kept_up`): its
+    /// The cell fell behind the rate it was offered (`CaseResult::kept_up`): its
     /// figures are not the server at that rate, and the point is marked.
     pub behind: bool,
 }
@@ -272,7 +272,7 @@ fn settle_y_scale(mut c: Chart) -> Chart {
 
 /// Whether a cell fell behind the rate it was offered.
 fn behind(c: &CaseResult) -> bool {
-    crate::stats::equal_load::kept_up(c) == Some(false)
+    c.kept_up() == Some(false)
 }
 
 /// Whether every cell was offered one rate the runner derived for all models (an equal-load
@@ -304,7 +304,7 @@ fn against_achieved(
                 .iter()
                 .filter_map(|c| {
                     let offered = c.params.0.get(param)?.as_f64()?;
-                    let x = crate::stats::equal_load::achieved_rate(c)?;
+                    let x = c.achieved_rate()?;
                     let y = m.value(c.figures.as_ref()?)?;
                     Some((
                         offered,

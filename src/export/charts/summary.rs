@@ -117,10 +117,7 @@ fn summary_point<'a>(cases: &[&'a CaseResult]) -> Option<(String, f64, Vec<&'a C
         members[g].push(c);
     }
     let rate = |cells: &[&CaseResult]| -> Option<f64> {
-        let rates: Option<Vec<f64>> = cells
-            .iter()
-            .map(|c| crate::stats::equal_load::offered_rate(c))
-            .collect();
+        let rates: Option<Vec<f64>> = cells.iter().map(|c| c.offered_rate()).collect();
         rates?.into_iter().reduce(f64::max)
     };
     let open: Vec<(usize, f64, bool)> = members

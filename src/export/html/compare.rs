@@ -5,9 +5,9 @@
 //! shown is the [`Matrix`]'s.
 
 use super::{anchor, figure, table_html, CSS};
+use crate::analysis::compare::Matrix;
+use crate::analysis::compare::Outcome;
 use crate::export::compare::{charts, env_table, matrix_table, runs_table, summary_lines};
-use crate::stats::compare::Matrix;
-use crate::stats::compare::Outcome;
 use maud::{html, PreEscaped, DOCTYPE};
 
 /// The page, self-contained (inline CSS and SVG, no script, no URL).

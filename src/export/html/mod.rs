@@ -14,10 +14,10 @@ use super::table::{metric_tables_by_workload, Table};
 use super::words::finding::{line, pair_evidence, pairs_basis, suites, trust_text};
 use super::words::verdict::{split_shown, Said};
 use super::Exporter;
+use crate::analysis::compare::flatten;
 use crate::analysis::{Analysis, PAIR_ROWS};
 use crate::registry;
 use crate::results::{RunResults, Status};
-use crate::stats::compare::flatten;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 pub(crate) struct Html;
@@ -352,7 +352,7 @@ fn workload_html(
     let vs = super::words::verdicts_of(wa);
     let (shown, rest) = split_shown(&vs);
     let pairs = pairwise_html(wa);
-    let explain = super::explain::html(w, cases)?;
+    let explain = super::explain::html(&wa.facts, cases)?;
     let missing = not_measured_in(cases);
     let finding = line(w, &wa.facts, &wa.finding);
     Ok(html! {

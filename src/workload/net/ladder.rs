@@ -4,7 +4,7 @@
 //! sweep of `echo.conns` or `http.clients` restricted to those points and to the rung rows; its
 //! rungs are data ([`RUNGS`]), each the registry row that adds its knob to the row it is
 //! measured against (`over`). The change per rung and its significance are computed in
-//! `stats::ladder`.
+//! `analysis::ladder`.
 //!
 //! The rungs are cumulative: each adds its knob to the rung above (`uring-tuned` ->
 //! `uring-bundle` -> `uring-bundle-inc` -> `uring-bundle-inc-minwait` ->

@@ -4,9 +4,9 @@
 //! real (the paired claim over the point's rounds, corrected over the ladder's steps). Exporters
 //! render these; they compute nothing.
 
-use super::equal_load::{cpu_per_op_evidence, Evidence};
 use crate::model::ladder::{Rung, RUNGS};
 use crate::results::schema::{CaseResult, Status};
+use crate::stats::equal_load::{cpu_per_op_evidence, Evidence};
 
 /// One rung at one point.
 pub(crate) struct Step<'a> {

@@ -22,7 +22,7 @@ pub(super) fn figure_runs(c: &CaseResult, f: &CaseFigures) -> Vec<FigureRuns> {
         (f.run_p50_ns.min, f.run_p50_ns.max),
     )];
     // An open-loop cell achieves the rate it is offered: its ops/s is no figure of the code.
-    if crate::stats::equal_load::offered_rate(c).is_none() {
+    if c.offered_rate().is_none() {
         v.push((
             Figure::OpsPerSec,
             med(&f.runs_ops_per_sec, f.ops_per_sec.median),

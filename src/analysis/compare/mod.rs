@@ -35,11 +35,11 @@
 //! not compared) is untested, and [`Comparison::gate`] says PASS only where none is:
 //! REGRESSION (exit 1), INCONCLUSIVE (exit 3) or PASS (0).
 
-use super::rank::normal_sf;
-pub(crate) use super::rank::{mann_whitney, min_p, reps_needed, testable};
 use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, RunResults, Status, Warning};
 use crate::stats::median;
+use crate::stats::rank::normal_sf;
+pub(crate) use crate::stats::rank::{mann_whitney, min_p, reps_needed, testable};
 use std::collections::HashMap;
 
 /// Significance level of every test here, and the false discovery rate `compare` keeps.
@@ -102,7 +102,7 @@ fn change(
         (new - base) / base * 100.0
     };
     let sizes = (base_runs.len(), new_runs.len());
-    let ci_pct = super::bootstrap::change_pct_ci(base_runs, new_runs);
+    let ci_pct = crate::stats::bootstrap::change_pct_ci(base_runs, new_runs);
     let range = |v: &[f64]| {
         v.iter()
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
@@ -201,7 +201,7 @@ pub(crate) struct FigureChange {
 /// other models in the same rounds where it has any (drift the machine gave every model
 /// cancels), else on the figure itself. Its p is the larger of two: Mann-Whitney over the
 /// rounds of each run, and a normal test whose variance adds the run-to-run noise estimated
-/// from every cell of the workload ([`super::stability::run_noise`]), which the rounds of
+/// from every cell of the workload ([`crate::stats::stability::run_noise`]), which the rounds of
 /// one run cannot show. Both must reject (an intersection-union test, so the larger p is a
 /// valid p); every test of a comparison is then one Benjamini-Hochberg family.
 #[derive(Clone, Debug, PartialEq)]
@@ -328,7 +328,7 @@ pub(crate) struct Comparison {
     /// Each model's own noise per workload and figure (see [`ModelNoise`]).
     pub(crate) model_noise: Vec<ModelNoise>,
     /// Models that jumped between two levels within a run ("BASE" or "NEW"), per workload.
-    pub(crate) unstable: Vec<(&'static str, super::stability::Unstable)>,
+    pub(crate) unstable: Vec<(&'static str, crate::stats::stability::Unstable)>,
 }
 
 /// The calibration probes' medians in each run (`syscall_ns`, `wake_ns`), and the drift
@@ -515,10 +515,7 @@ fn compare_cell(
         cmp.not_compared.push(line);
         return;
     }
-    let rates = (
-        super::equal_load::offered_rate(b),
-        super::equal_load::offered_rate(n),
-    );
+    let rates = (b.offered_rate(), n.offered_rate());
     if let (Some(rb), Some(rn)) = rates {
         if rb > 0.0 && ((rn - rb) / rb).abs() > RATE_TOLERANCE {
             let line = format!(

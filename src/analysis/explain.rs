@@ -1,10 +1,14 @@
 //! `run --explain` compared: which group of where the CPU went differs most between two
-//! cells (the leader of a point and its runner-up, ranked by `stats::findings`). Shares are
+//! cells (the leader of a point and its runner-up, ranked by `analysis::rank_point` on the
+//! file's facts), decided here as a typed [`Caption`] that `export::explain` words. Shares are
 //! taken of each cell's own work, the samples that were neither idle nor another program's
 //! (`other_processes`): on a shared machine those two depend on what else ran, not on the
 //! model.
 
+use crate::measure::Measured;
 use crate::results::explain::{Explain, GROUPS};
+use crate::results::facts::Facts;
+use crate::results::CaseResult;
 
 /// Groups that are not the measured program's work: left out of the comparison.
 pub(crate) const NOT_WORK: [&str; 2] = ["idle", "other_processes"];
@@ -47,23 +51,33 @@ pub(crate) struct Difference {
     pub(crate) runner_up: f64,
 }
 
+/// Why two breakdowns' difference is not named.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum NoDifference {
+    /// One cell had fewer than [`MIN_WORK_SAMPLES`] samples of its own work (the leader's
+    /// first where both had).
+    TooFewSamples { runner_up: bool, samples: f64 },
+    /// Neither cell had a sample of its own work.
+    NoOwnWork,
+}
+
 /// The biggest difference in share of own work between the leader's breakdown and the
 /// runner-up's (ties: the first in `GROUPS` order), or why there is none to name.
 pub(crate) fn biggest_difference(
     leader: &Explain,
     runner_up: &Explain,
-) -> Result<Difference, String> {
-    for (who, e) in [("the leader", leader), ("the runner-up", runner_up)] {
+) -> Result<Difference, NoDifference> {
+    for (second, e) in [(false, leader), (true, runner_up)] {
         let n = work_samples(e);
         if n < MIN_WORK_SAMPLES {
-            return Err(format!(
-                "{who} had {n:.0} samples of its own work (fewer than {MIN_WORK_SAMPLES:.0}): \
-                 too few to compare"
-            ));
+            return Err(NoDifference::TooFewSamples {
+                runner_up: second,
+                samples: n,
+            });
         }
     }
     let (Some(a), Some(b)) = (work_shares(leader), work_shares(runner_up)) else {
-        return Err("no sample of the cells' own work".into());
+        return Err(NoDifference::NoOwnWork);
     };
     let mut best: Option<Difference> = None;
     for ((k, x), (_, y)) in a.iter().zip(&b) {
@@ -79,7 +93,83 @@ pub(crate) fn biggest_difference(
             });
         }
     }
-    best.ok_or_else(|| "no groups".into())
+    best.ok_or(NoDifference::NoOwnWork)
+}
+
+/// Why a ranked cell's breakdown is not there to compare.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Missing {
+    /// The cell was not sampled.
+    NotSampled,
+    /// Its breakdown is unavailable, for this reason.
+    Unavailable(String),
+}
+
+/// What one point's `--explain` caption says: the leader of the point (ranked by the
+/// workload's basis among every measured cell of it, sampled or not) against its runner-up.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Caption {
+    /// Fewer than two cells of the point could be ranked.
+    NoLeader,
+    /// The point was ranked but had no runner-up.
+    NoRunnerUp,
+    /// The leader's or the runner-up's breakdown is missing (each such one, leader first).
+    Missing(Vec<(String, Missing)>),
+    /// Both were sampled.
+    Compared {
+        leader: String,
+        runner_up: String,
+        /// The runner-up is within noise of the leader (no clear leader).
+        near: bool,
+        /// Samples of each one's own work (leader, runner-up).
+        samples: (f64, f64),
+        difference: Result<Difference, NoDifference>,
+    },
+}
+
+/// The caption of a point whose measured cells are `cells`, ranked by `facts` (the file's).
+pub(crate) fn caption(facts: &Facts, cells: &[&CaseResult]) -> Caption {
+    let Some(r) = super::rank_point(facts, cells) else {
+        return Caption::NoLeader;
+    };
+    // The runner-up: the best after the leader, within noise of it or not.
+    let Some(second) = r
+        .near
+        .iter()
+        .chain(&r.behind)
+        .min_by(|a, b| a.times.total_cmp(&b.times))
+    else {
+        return Caption::NoRunnerUp;
+    };
+    let of = |l: &str| {
+        cells
+            .iter()
+            .find(|c| c.label() == l)
+            .and_then(|c| c.explain.as_ref())
+    };
+    let (a, b) = match (of(&r.leader), of(&second.label)) {
+        (Some(Measured::Value(a)), Some(Measured::Value(b))) => (a, b),
+        (x, y) => {
+            let missing = |m: Option<&Measured<Explain>>| match m {
+                Some(Measured::Unavailable { unavailable }) => {
+                    Some(Missing::Unavailable(unavailable.clone()))
+                }
+                None => Some(Missing::NotSampled),
+                Some(Measured::Value(_)) => None,
+            };
+            let mut out = vec![];
+            out.extend(missing(x).map(|m| (r.leader.clone(), m)));
+            out.extend(missing(y).map(|m| (second.label.clone(), m)));
+            return Caption::Missing(out);
+        }
+    };
+    Caption::Compared {
+        leader: r.leader.clone(),
+        runner_up: second.label.clone(),
+        near: r.near.iter().any(|o| o.label == second.label),
+        samples: (work_samples(a), work_samples(b)),
+        difference: biggest_difference(a, b),
+    }
 }
 
 #[cfg(test)]
@@ -139,7 +229,12 @@ mod tests {
         // 1000 samples, 96% idle: 40 of its own work.
         let idle = explain(1000, &[("idle", 0.96), ("syscall", 0.04)]);
         let e = biggest_difference(&busy, &idle).unwrap_err();
-        assert!(e.contains("the runner-up had 40 samples"), "{e}");
+        match e {
+            NoDifference::TooFewSamples { runner_up, samples } => {
+                assert!(runner_up && (samples - 40.0).abs() < 1e-6, "{e:?}")
+            }
+            NoDifference::NoOwnWork => panic!("{e:?}"),
+        }
         assert!(work_shares(&explain(10, &[("idle", 1.0)])).is_none());
     }
 }

@@ -1,0 +1,72 @@
+//! The rates a cell's record holds, read one way by everyone: an open-loop cell's offered and
+//! achieved rates and whether it kept up (the one rule, [`KEEP_UP`]), and wrk's requests/s and
+//! CPU share beside an HTTP cell. Readings of a recorded cell, no statistics: the workloads
+//! flag a repetition with [`fell_behind`], the analysis ranks by them and the exporters show
+//! them, all through here.
+
+use crate::measure::cell::{OpenLoopCounters, WrkCounters};
+use crate::results::{CaseResult, Status};
+
+/// Share of the offered rate a server must achieve to count as keeping up with it.
+pub(crate) const KEEP_UP: f64 = 0.95;
+
+/// Whether a repetition that achieved `achieved` of `offered` per second fell behind.
+pub(crate) fn fell_behind(offered: f64, achieved: f64) -> bool {
+    achieved < KEEP_UP * offered
+}
+
+impl CaseResult {
+    /// One of an open-loop cell's rates (`pick` from its counters: per second, the mean over
+    /// its repetitions).
+    fn open_loop_rate(&self, pick: fn(&OpenLoopCounters) -> u64) -> Option<f64> {
+        let f = self
+            .figures
+            .as_ref()
+            .filter(|_| self.status == Status::Measured)?;
+        f.counters
+            .open_loop
+            .as_ref()
+            .map(|r| pick(r) as f64)
+            .filter(|v| *v > 0.0)
+    }
+
+    /// The rate an open-loop cell was offered, per second over all connections; `None` for a
+    /// closed-loop cell: the rate the runner derived for an equal-load point (`rate_per_sec`
+    /// on the case), else what the workload recorded that it drove (its counters: the rate
+    /// sweeps).
+    pub(crate) fn offered_rate(&self) -> Option<f64> {
+        self.rate_per_sec
+            .filter(|_| self.status == Status::Measured)
+            .map(|r| r as f64)
+            .or_else(|| self.open_loop_rate(|r| r.offered_per_sec))
+    }
+
+    /// The rate an open-loop cell achieved (mean over its repetitions).
+    pub(crate) fn achieved_rate(&self) -> Option<f64> {
+        self.open_loop_rate(|r| r.achieved_per_sec)
+    }
+
+    /// Whether an open-loop cell kept up with its offered rate in every repetition (`None`:
+    /// not an open-loop cell). Files without the `fell_behind` counter are judged by the
+    /// achieved rate against the offered one.
+    pub(crate) fn kept_up(&self) -> Option<bool> {
+        let offered = self.offered_rate()?;
+        let f = self.figures.as_ref()?;
+        if f.counters.open_loop.is_some_and(|r| r.fell_behind > 0) {
+            return Some(false);
+        }
+        Some(!fell_behind(offered, self.achieved_rate().unwrap_or(0.0)))
+    }
+}
+
+impl WrkCounters {
+    /// wrk's requests/s over the repetitions it ran in; `None` without a measured window.
+    pub(crate) fn requests_per_sec(&self) -> Option<f64> {
+        (self.wrk_window_ns > 0).then(|| self.wrk_requests as f64 * 1e9 / self.wrk_window_ns as f64)
+    }
+
+    /// wrk's CPU over its runs, as a fraction of its one CPU; `None` when not measured.
+    pub(crate) fn cpu_busy(&self) -> Option<f64> {
+        (self.wrk_run_ns > 0).then(|| self.wrk_cpu_ns as f64 / self.wrk_run_ns as f64)
+    }
+}
