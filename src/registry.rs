@@ -389,6 +389,33 @@ pub fn workload(id: &str) -> Option<&'static dyn Workload> {
 mod tests {
     use super::*;
 
+    /// A workload whose load can run on another host is a network server's, driven by the
+    /// load generator in a whole suite that takes `--load-host` (the echo and HTTP ones):
+    /// the row says so, and the refusal names suites by it.
+    #[test]
+    fn remote_load_is_a_network_rows_and_covers_its_suites() {
+        let remote: Vec<&str> = WORKLOADS
+            .iter()
+            .filter(|w| w.remote_load())
+            .map(|w| w.id())
+            .collect();
+        assert!(
+            remote.contains(&"echo.conns") && remote.contains(&"http.rate"),
+            "{remote:?}"
+        );
+        for w in WORKLOADS.iter().filter(|w| w.remote_load()) {
+            assert!(w.facts().net, "{}", w.id());
+        }
+        for id in [
+            "micro.pipe",
+            "storage.randread",
+            "pubsub.fanout",
+            "udp.echo",
+        ] {
+            assert!(!remote.contains(&id), "{id}");
+        }
+    }
+
     #[test]
     fn ids_are_unique_and_well_formed() {
         let mut ids: Vec<_> = MODELS.iter().map(|m| m.id).collect();

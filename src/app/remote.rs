@@ -154,10 +154,6 @@ pub(crate) fn env() -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// The suites whose load generator can run on other hosts (`run --load-host`): their
-/// exchanges travel as a [`Wire`].
-pub(crate) const LOAD_HOST_SUITES: &[&str] = &["echo", "http"];
-
 /// A stop asked of `remote-load` (`stop` on stdin, or EOF: the SSH session ended).
 static LOAD_STOP: AtomicBool = AtomicBool::new(false);
 
@@ -359,31 +355,34 @@ pub(crate) fn setup(
     Ok((records, Some(remote)))
 }
 
-/// `--load-host` with a workload outside [`LOAD_HOST_SUITES`]: exit 2, naming the ones that
-/// take it.
+/// `--load-host` with a workload whose load cannot run elsewhere (`Workload::remote_load`):
+/// exit 2, naming the ones that take it.
 fn refuse_suites_without_remote_load(
     workloads: &[&'static dyn Workload],
 ) -> Result<(), InputError> {
     let refused: Vec<&str> = workloads
         .iter()
+        .filter(|w| !w.remote_load())
         .map(|w| w.id())
-        .filter(|id| !LOAD_HOST_SUITES.contains(&registry::suite_of(id)))
         .collect();
     if refused.is_empty() {
         return Ok(());
     }
     let takes: Vec<&str> = registry::WORKLOADS
         .iter()
+        .filter(|w| w.remote_load())
         .map(|w| w.id())
-        .filter(|id| LOAD_HOST_SUITES.contains(&registry::suite_of(id)))
         .collect();
+    let mut suites: Vec<&str> = takes.iter().map(|id| registry::suite_of(id)).collect();
+    suites.sort_unstable();
+    suites.dedup();
     Err(InputError::BadValue {
         flag: "--load-host",
         given: refused.join(", "),
         valid: format!(
             "these cannot run their load on another host; --load-host takes the {} suites \
              only ({}): name those, or run the others without --load-host",
-            LOAD_HOST_SUITES.join(" and "),
+            suites.join(" and "),
             takes.join(", ")
         ),
     })

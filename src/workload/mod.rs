@@ -83,6 +83,11 @@ pub trait Workload: Sync {
             Kind::Storage => storage::storage_budget(b),
         }
     }
+    /// Whether its load generator can run on other hosts (`run --load-host`): its exchanges
+    /// travel as a `load::Wire` (echo and HTTP; default: no).
+    fn remote_load(&self) -> bool {
+        false
+    }
     /// What its figures mean, for the reports (`results::facts`): by default its kind's
     /// (bars; a network workload's ops are messages, in closed loop, ranked by throughput).
     fn facts(&self) -> Facts {

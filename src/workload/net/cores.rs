@@ -117,6 +117,9 @@ impl Workload for EchoCores {
     fn id(&self) -> &'static str {
         "echo.cores"
     }
+    fn remote_load(&self) -> bool {
+        true
+    }
     fn about(&self) -> &'static str {
         "TCP echo server per model on 1, 2, 4, ... server threads (one CPU each), 100 connections \
          per thread, 64 B: throughput, CPU per message and scaling efficiency (runs when named)"
@@ -181,6 +184,9 @@ impl Workload for HttpCores {
     }
     fn id(&self) -> &'static str {
         "http.cores"
+    }
+    fn remote_load(&self) -> bool {
+        true
     }
     fn about(&self) -> &'static str {
         "keep-alive HTTP/1.1 server per model on 1, 2, 4, ... server threads (one CPU each), 100 \

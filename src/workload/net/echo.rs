@@ -219,6 +219,9 @@ impl Workload for EchoConns {
     fn id(&self) -> &'static str {
         "echo.conns"
     }
+    fn remote_load(&self) -> bool {
+        true
+    }
     fn about(&self) -> &'static str {
         "TCP echo server per model, 64-byte messages, 1 to 1000 (full: 10,000) connections, loopback"
     }
@@ -281,6 +284,9 @@ impl Workload for EchoPayload {
     }
     fn id(&self) -> &'static str {
         "echo.payload"
+    }
+    fn remote_load(&self) -> bool {
+        true
     }
     fn about(&self) -> &'static str {
         "TCP echo server per model, 50 connections, messages of 64 B to 16 KiB, loopback"
@@ -355,6 +361,9 @@ impl Workload for EchoRate {
     }
     fn id(&self) -> &'static str {
         "echo.rate"
+    }
+    fn remote_load(&self) -> bool {
+        true
     }
     fn about(&self) -> &'static str {
         "TCP echo server per model at equal offered load (open loop, 50 connections, 64 B): \

@@ -103,6 +103,9 @@ impl Workload for HttpClients {
     fn id(&self) -> &'static str {
         "http.clients"
     }
+    fn remote_load(&self) -> bool {
+        true
+    }
     fn about(&self) -> &'static str {
         "keep-alive HTTP/1.1 server per model, 5 to 1000 clients, loopback; wrk beside it"
     }
@@ -226,6 +229,9 @@ impl Workload for HttpRate {
     }
     fn id(&self) -> &'static str {
         "http.rate"
+    }
+    fn remote_load(&self) -> bool {
+        true
     }
     fn about(&self) -> &'static str {
         "HTTP latency against offered load (open loop, 100 clients): where each model saturates"

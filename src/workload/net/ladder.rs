@@ -83,6 +83,9 @@ impl Workload for EchoLadder {
     fn id(&self) -> &'static str {
         "echo.ladder"
     }
+    fn remote_load(&self) -> bool {
+        true
+    }
     fn about(&self) -> &'static str {
         "io_uring ablation ladder over echo (one knob per rung), 50 and 1000 connections, \
          capacity and equal load (runs when named)"
@@ -125,6 +128,9 @@ impl Workload for HttpLadder {
     }
     fn id(&self) -> &'static str {
         "http.ladder"
+    }
+    fn remote_load(&self) -> bool {
+        true
     }
     fn about(&self) -> &'static str {
         "io_uring ablation ladder over keep-alive HTTP/1.1 (one knob per rung), 50 and 1000 \
