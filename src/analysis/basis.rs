@@ -179,7 +179,7 @@ pub(crate) fn basis<'a>(
 pub(crate) fn is_equal_load_point(c: &CaseResult) -> bool {
     c.params
         .0
-        .contains_key(crate::workload::net::echo::EQUAL_LOAD_PARAM)
+        .contains_key(crate::workload::net::equal_load::EQUAL_LOAD_PARAM)
 }
 
 /// The cells of the open-loop points where a model fell behind the offered rate, those whose

@@ -21,8 +21,9 @@ pub mod verdict;
 /// standings and knees the analysis holds, and the margins they were judged by. `export`
 /// reads claims through here, never from `stats` (`tests/suite/module_graph.rs`).
 pub(crate) mod vocabulary {
+    pub(crate) use crate::results::rates::KEEP_UP;
     pub(crate) use crate::stats::claims::{p_text, Outcome, MARGIN, TAIL_MIN};
-    pub(crate) use crate::stats::equal_load::{Capacity, Evidence, Knee, CAPACITY_P99_NS, KEEP_UP};
+    pub(crate) use crate::stats::equal_load::{Capacity, Evidence, Knee, CAPACITY_P99_NS};
     pub(crate) use crate::stats::findings::{
         Confidence, Finding, Other, Pair, Ranking, Standing, Trust,
     };

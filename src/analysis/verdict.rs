@@ -30,7 +30,7 @@ use crate::results::{CaseResult, Status};
 use crate::stats::claims::{self, level_of, Crossover, Outcome};
 use crate::stats::equal_load::{self, Capacity};
 use crate::stats::findings::{self, Ranking};
-use crate::workload::net::echo::EQUAL_LOAD_PARAM;
+use crate::workload::net::equal_load::EQUAL_LOAD_PARAM;
 use std::collections::BTreeMap;
 
 /// Which of a workload's cells a sweep verdict compares (its words say so first).

@@ -63,7 +63,7 @@ crate::counter_set! {
 crate::counter_set! {
     /// An open-loop repetition's rates, per second over all connections (in a cell: the mean
     /// over its repetitions, `stats::summarize`), and in how many repetitions it fell behind
-    /// (`stats::equal_load::KEEP_UP`).
+    /// (`results::rates::KEEP_UP`).
     pub struct OpenLoopCounters {
         offered_per_sec,
         achieved_per_sec,

@@ -8,7 +8,7 @@ use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, Status, Warning};
 use crate::stats::claims::{self, Claim};
 
-pub(crate) use crate::results::rates::{fell_behind, KEEP_UP};
+use crate::results::rates::fell_behind;
 
 /// Whether the load generator had headroom in every repetition (no `client_bound` or
 /// `both_saturated`): only then is a closed-loop throughput the server's capacity.
@@ -123,8 +123,9 @@ fn typical_achieved(c: &CaseResult) -> Option<f64> {
 }
 
 /// Each model's capacity along a rate sweep, in the cells' first-seen order: the highest
-/// offered rate at which its typical repetition achieved at least [`KEEP_UP`] of the offer
-/// with no p99 claimed over [`CAPACITY_P99_NS`], and the first rate where it did not.
+/// offered rate at which its typical repetition achieved at least
+/// [`KEEP_UP`](crate::results::rates::KEEP_UP) of the offer with no p99 claimed over
+/// [`CAPACITY_P99_NS`], and the first rate where it did not.
 pub(crate) fn capacities(cases: &[&CaseResult]) -> Vec<Capacity> {
     let mut labels: Vec<String> = Vec::new();
     for c in cases {

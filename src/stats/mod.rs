@@ -8,6 +8,7 @@ pub(crate) mod findings;
 pub(crate) mod rank;
 pub(crate) mod scaling;
 pub(crate) mod sequential;
+pub(crate) mod signed_rank;
 pub(crate) mod stability;
 pub(crate) mod summary;
 pub(crate) mod wrk;

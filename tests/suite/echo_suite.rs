@@ -428,7 +428,8 @@ fn an_equal_load_point_without_an_offered_rate_says_so() {
 #[test]
 fn equal_load_points_follow_their_capacity_points() {
     use ringside::profile::Profile;
-    use ringside::workload::net::echo::{EchoConns, EQUAL_LOAD_PARAM};
+    use ringside::workload::net::echo::EchoConns;
+    use ringside::workload::net::equal_load::EQUAL_LOAD_PARAM;
     use ringside::workload::Workload;
     let m = ringside::registry::model("epoll-lt").unwrap();
     for (profile, want) in [

@@ -130,7 +130,7 @@ fn http_rate_sweep_records_offered_and_achieved_rates() {
 #[test]
 fn http_equal_load_points_follow_their_capacity_points() {
     use ringside::profile::Profile;
-    use ringside::workload::net::echo::EQUAL_LOAD_PARAM;
+    use ringside::workload::net::equal_load::EQUAL_LOAD_PARAM;
     use ringside::workload::net::http::HttpClients;
     use ringside::workload::Workload;
     let m = ringside::registry::model("epoll-lt").unwrap();

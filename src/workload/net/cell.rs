@@ -445,7 +445,7 @@ pub(crate) fn merge_slices(
         };
         o.offered_per_sec = mean(|x| x.0);
         o.achieved_per_sec = mean(|x| x.1);
-        o.fell_behind = u64::from(crate::stats::equal_load::fell_behind(
+        o.fell_behind = u64::from(crate::results::rates::fell_behind(
             o.offered_per_sec as f64,
             o.achieved_per_sec as f64,
         ));

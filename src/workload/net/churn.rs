@@ -13,7 +13,7 @@
 //! - `conn.churn_rate`: open loop at fixed offered connection rates over 50 clients: a
 //!   connection is started when it falls due, and its latency runs from then (its intended
 //!   start), so a server that accepts late shows it; a server that achieves less than
-//!   `stats::equal_load::KEEP_UP` of the offer is flagged `fell_behind`.
+//!   `results::rates::KEEP_UP` of the offer is flagged `fell_behind`.
 //!
 //! TIME_WAIT and ports: the client closes first, with SO_LINGER 0 (`load::Config::churn`): the
 //! close sends a RST, so neither side keeps a TIME_WAIT socket and the client's port is free at
@@ -27,7 +27,8 @@
 //! cell.
 
 use super::cell;
-use super::echo::{accepts_small_messages, launch, open_loop_counters};
+use super::echo::{accepts_small_messages, launch};
+use super::equal_load::open_loop_counters;
 use crate::error::CaseError;
 use crate::load::echo::Echo;
 use crate::measure::Sample;

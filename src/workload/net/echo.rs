@@ -15,7 +15,7 @@
 //! - `echo.rate`: open loop at fixed offered rates every model sustains, 50 connections,
 //!   64-byte messages: server CPU per message and latency (from each message's intended send
 //!   time) at equal load, the headline network figure. A server that achieves less than
-//!   `stats::equal_load::KEEP_UP` of the offered rate is flagged (`fell_behind`) and not
+//!   `results::rates::KEEP_UP` of the offered rate is flagged (`fell_behind`) and not
 //!   ranked at equal load.
 //!
 //! Per repetition: start the server, wait for `listening on`, run the closed-loop load for the
@@ -27,18 +27,19 @@
 //! `client_bound` / `shared_cpus` become warnings.
 
 use super::cell;
+use super::equal_load::{
+    equal_load_at, offered_rate, open_loop_counters, with_equal_load, EQUAL_LOAD_CONNS,
+};
 use super::launch::Launch;
 use crate::error::CaseError;
 use crate::load::echo::Echo;
 use crate::load::Report;
-use crate::measure::cell::OpenLoopCounters;
 use crate::measure::pin::CpuPlan;
 use crate::measure::Sample;
 use crate::model::{Knobs, ModelSpec, PeerKind, Proto, Shape};
 use crate::profile::Profile;
 use crate::proto::ServeProtocol;
-use crate::stats::equal_load::fell_behind;
-use crate::workload::{Ctx, EqualLoad, Point, Workload};
+use crate::workload::{Ctx, Point, Workload};
 use std::process::Command;
 use std::time::Duration;
 
@@ -114,93 +115,6 @@ fn point(profile: Profile, conns: u64, msg_bytes: u64) -> Point {
         warmup_ms,
         rate_per_sec: None,
     })
-}
-
-/// The param that keeps an equal-load point a row of its own beside its capacity point (the
-/// rate itself is the runner's to record, not a param: it depends on the measured capacity).
-pub const EQUAL_LOAD_PARAM: &str = "offered";
-/// Its value, saying where the rate comes from.
-pub(crate) const EQUAL_LOAD_TEXT: &str = "30% of slowest";
-/// Of the slowest model's measured capacity at the capacity point: a load where the servers
-/// are neither idle between messages nor near saturation, and the load generator keeps its
-/// headroom. At half, on the 2-vCPU VM where a capacity point measures the load generator's
-/// limit (closed loop), the open-loop load generator was itself saturated (`client_bound` on
-/// every cell: an open-loop message costs it nearly twice a closed-loop one).
-pub(crate) const EQUAL_LOAD_FRACTION: f64 = 0.3;
-
-/// The connection counts of `echo.conns` that get an equal-load point: at `full` every one; at
-/// `quick` 50 and 1000 (each equal-load point costs as much as its capacity point, and the
-/// default run has a time budget); at `smoke` 50.
-pub(crate) const EQUAL_LOAD_CONNS: &[(Profile, &[u64])] =
-    &[(Profile::Smoke, &[50]), (Profile::Quick, &[50, 1000])];
-
-/// Whether a profile puts an equal-load point after the capacity point at `n` connections
-/// (`table`: [`EQUAL_LOAD_CONNS`] or HTTP's; profiles not in it: every point).
-pub(crate) fn equal_load_at(table: &[(Profile, &[u64])], profile: Profile, n: u64) -> bool {
-    match table.iter().find(|(p, _)| *p == profile) {
-        Some((_, ns)) => ns.contains(&n),
-        None => true,
-    }
-}
-
-/// The equal-load point of the closed-loop point `capacity`: its params plus
-/// [`EQUAL_LOAD_PARAM`], driven at [`EQUAL_LOAD_FRACTION`] of the slowest model's capacity
-/// there.
-pub(crate) fn equal_load_point(capacity: &Point) -> Point {
-    let mut p = capacity.clone();
-    p.params = p.params.with(EQUAL_LOAD_PARAM, EQUAL_LOAD_TEXT);
-    p.equal_load = Some(EqualLoad {
-        fraction: EQUAL_LOAD_FRACTION,
-        capacity_of: capacity.params.clone(),
-    });
-    p
-}
-
-/// Capacity points in order, each followed by its equal-load point where `want` says.
-pub(crate) fn with_equal_load(points: Vec<Point>, want: impl Fn(&Point) -> bool) -> Vec<Point> {
-    let mut out = Vec::with_capacity(points.len() * 2);
-    for p in points {
-        let eq = want(&p).then(|| equal_load_point(&p));
-        out.push(p);
-        out.extend(eq);
-    }
-    out
-}
-
-/// The rate an equal-load repetition drives: the one the runner derived from the capacity
-/// point. Without it the point is not applicable (said so), never run at a made-up rate.
-pub(crate) fn offered_rate(ctx: &Ctx<'_>, p: &Point) -> Result<f64, CaseError> {
-    match ctx.offered_rate {
-        Some(r) if r.is_finite() && r >= 1.0 => Ok(r),
-        Some(r) => Err(CaseError::Failed(anyhow::anyhow!(
-            "offered rate {r} is not a rate of at least 1 per second"
-        ))),
-        None => {
-            let of: Vec<String> = p
-                .equal_load
-                .iter()
-                .flat_map(|e| e.capacity_of.0.iter())
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            Err(CaseError::NotApplicable(format!(
-                "no offered rate was given: an equal-load point is driven at a share of the \
-                 slowest model's capacity measured at its capacity point ({}), which this \
-                 runner did not pass",
-                of.join(" ")
-            )))
-        }
-    }
-}
-
-/// The counters of an open-loop repetition: the offered rate, the achieved one, and whether
-/// it fell behind (`stats::equal_load`).
-pub(crate) fn open_loop_counters(s: &mut Sample, offered: f64, report: &Report) {
-    let achieved = report.msgs_per_sec();
-    s.counters.open_loop = Some(OpenLoopCounters {
-        offered_per_sec: offered.round() as u64,
-        achieved_per_sec: achieved.round() as u64,
-        fell_behind: u64::from(fell_behind(offered, achieved)),
-    });
 }
 
 /// `echo.conns`: the connection sweep at 64-byte messages.

@@ -19,7 +19,8 @@
 //!   offered one.
 
 use super::cell::{self, Load};
-use super::echo::{equal_load_at, launch_http, offered_rate, open_loop_counters, with_equal_load};
+use super::echo::launch_http;
+use super::equal_load::{equal_load_at, offered_rate, open_loop_counters, with_equal_load};
 use crate::crosscheck::wrk;
 use crate::error::CaseError;
 use crate::load::http::HttpGet;

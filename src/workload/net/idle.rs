@@ -231,7 +231,7 @@ impl Workload for ConnIdle {
             churn: false,
         };
         let (mut s, report) = cell::measure(ctx, launch, &load)?;
-        echo::open_loop_counters(&mut s, rate, &report);
+        super::equal_load::open_loop_counters(&mut s, rate, &report);
         let st = holder.state.into_inner().unwrap_or_else(|e| e.into_inner());
         // The cgroup goes once the server has exited (it has: `cell::measure` stopped it).
         drop(st.cg);

@@ -56,7 +56,7 @@ fn ladder_points(inner: &dyn Workload, key: &str, profile: Profile, m: &ModelSpe
         .iter()
         .filter_map(|&n| base.set(key, n).ok())
         .collect();
-    echo::with_equal_load(capacity, |_| true)
+    super::equal_load::with_equal_load(capacity, |_| true)
 }
 
 /// `echo.ladder`.

@@ -6,6 +6,7 @@ pub mod cell;
 pub(crate) mod churn;
 pub(crate) mod cores;
 pub mod echo;
+pub mod equal_load;
 pub mod http;
 pub(crate) mod idle;
 pub mod ladder;

@@ -16,7 +16,8 @@
 //! `unavailable: <why>`.
 
 use super::cell;
-use super::echo::{launch, open_loop_counters};
+use super::echo::launch;
+use super::equal_load::open_loop_counters;
 use crate::error::CaseError;
 use crate::load::pubsub::Pubsub;
 use crate::measure::Sample;

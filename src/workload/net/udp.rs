@@ -16,7 +16,8 @@
 //! on several, a task per worker).
 
 use super::cell;
-use super::echo::{launch, offered_rate, open_loop_counters, with_equal_load};
+use super::echo::launch;
+use super::equal_load::{offered_rate, open_loop_counters, with_equal_load};
 use crate::error::CaseError;
 use crate::load::udp::{Udp, LOSS_TIMEOUT};
 use crate::measure::{CounterSet, Sample};
