@@ -29,6 +29,7 @@ use crate::stats::sequential::Looks;
 use crate::stats::wrk::{agreement, Agreement};
 use crate::stats::{self, summary::HIGH_SPREAD};
 use crate::ui::Observer;
+use crate::workload::net::cell::Slicing;
 use crate::workload::storage::StorageCtx;
 use crate::workload::Ctx;
 use anyhow::Context;
@@ -274,25 +275,155 @@ fn measure_group(
         .iter()
         .map(|&i| start_case(i, &cases[i], set))
         .collect();
-    // An equal-load point: every case is driven at the rate derived from the capacity point.
-    let mut offered_rate = None;
     let first = &cases[group[0]];
-    if let Some(eq) = first.point.as_ref().and_then(|p| p.equal_load.as_ref()) {
-        match equal_load_rate(first.workload.id(), eq, done) {
-            Ok(rate) => {
-                offered_rate = Some(rate);
-                for c in run.iter_mut().filter(|c| c.live) {
-                    c.r.rate_per_sec = Some(rate.round() as u64);
-                }
+    let offered_rate = offer_equal_load(&mut run, first, done);
+    let design = Design::of(&run, first, set, offered_rate);
+    let (rounds, capacity_probe) = measure_rounds(&mut run, first, &design, set, obs)?;
+    if !capacity_probe {
+        count_and_explain(&mut run, set, offered_rate, obs)?;
+    }
+    let out = finish_group(run, first, &design, capacity_probe, done);
+    Some((out, rounds))
+}
+
+/// An equal-load point's offered rate, derived from its capacity point: recorded in every live
+/// case, which is driven at it. With no capacity measured the cases end `not_applicable`
+/// (saying why) and there is no rate; a point of any other kind has none either.
+fn offer_equal_load(run: &mut [Running<'_>], first: &Case, done: &[CaseResult]) -> Option<f64> {
+    let eq = first.point.as_ref().and_then(|p| p.equal_load.as_ref())?;
+    match equal_load_rate(first.workload.id(), eq, done) {
+        Ok(rate) => {
+            for c in run.iter_mut().filter(|c| c.live) {
+                c.r.rate_per_sec = Some(rate.round() as u64);
             }
-            Err(why) => {
-                for c in run.iter_mut().filter(|c| c.live) {
-                    c.end(Status::NotApplicable, why.clone());
-                }
+            Some(rate)
+        }
+        Err(why) => {
+            for c in run.iter_mut().filter(|c| c.live) {
+                c.end(Status::NotApplicable, why.clone());
             }
+            None
         }
     }
-    let reps = run.iter().map(|c| c.budget.repetitions).max().unwrap_or(0);
+}
+
+/// How a point's rounds run, decided once before the first from its cases' budgets, its
+/// workload and the run's setting.
+struct Design {
+    /// An equal-load point's offered rate ([`offer_equal_load`]).
+    offered_rate: Option<f64>,
+    /// The rounds the point runs before it may stop for want of time; with no looks, all of
+    /// them.
+    reps: u32,
+    /// Sequential rounds (`stats::sequential`): from the first round a claim may be made at,
+    /// the point looks at its claims after every round; it stops once every comparison with
+    /// its leader is decided (behind, ahead or equivalent), or none left undecided could be
+    /// within its rounds, and it adds rounds beyond `reps` only while the run's extension time
+    /// allows. `None`: a fixed number of rounds.
+    looks: Option<Looks>,
+    /// An open-loop network point on this host: each round made of interleaved slices.
+    sliced: Option<Slicing>,
+    /// A network point in closed loop measures capacity: its first round is a probe of the
+    /// load generator's headroom. Where fewer than two models had any (the load generator,
+    /// not the server, set the pace: `client_bound`, `both_saturated`), nothing at the point
+    /// can be ranked, so it stops there: the probe gives the equal-load rate and the load
+    /// generator's limit (the cells say `capacity_probe`). With headroom it runs its rounds.
+    capacity: bool,
+}
+
+impl Design {
+    fn of(
+        run: &[Running<'_>],
+        first: &Case,
+        set: &Setting<'_>,
+        offered_rate: Option<f64>,
+    ) -> Design {
+        let reps = run.iter().map(|c| c.budget.repetitions).max().unwrap_or(0);
+        let extra = run
+            .iter()
+            .filter(|c| c.live)
+            .map(|c| c.budget.extra_rounds)
+            .max()
+            .unwrap_or(0);
+        let looks = (extra > 0).then(|| {
+            Looks::new(
+                stats::claims::rounds_needed(stats::claims::ALPHA) as u32,
+                reps + extra,
+            )
+        });
+        // The rounds a point runs before it may stop for want of time: at least the fewest
+        // whose smallest p can reach the design's per-look level (8 for looks 6 to 24), so
+        // that every point can decide something.
+        let reps = match looks {
+            Some(l) => {
+                reps.max(stats::claims::Level::sequential(stats::claims::ALPHA, l).first_claim())
+            }
+            None => reps,
+        };
+        let sliced = first
+            .point
+            .as_ref()
+            .and_then(|p| first.workload.slices(p))
+            .filter(|_| set.remote.is_none());
+        let capacity = first.workload.kind() == crate::workload::Kind::Net
+            && !first.workload.facts().open_loop
+            && offered_rate.is_none()
+            && sliced.is_none();
+        Design {
+            offered_rate,
+            reps,
+            looks,
+            sliced,
+            capacity,
+        }
+    }
+
+    /// Whether the point stops before round `round` (0-based): its rounds are all run, its
+    /// claims are settled at a look, or the rounds beyond `reps` have run out of the run's
+    /// extension time (at the pace of the point's rounds so far, since `started`).
+    fn stops_before(
+        &self,
+        round: u32,
+        run: &[Running<'_>],
+        first: &Case,
+        set: &Setting<'_>,
+        started: std::time::Instant,
+    ) -> bool {
+        let Some(l) = self.looks else {
+            return round >= self.reps;
+        };
+        if round >= l.last {
+            return true;
+        }
+        if round < l.first {
+            return false;
+        }
+        match settled(
+            run,
+            first,
+            l,
+            self.offered_rate.is_some() || self.sliced.is_some(),
+        ) {
+            Settled::Decided => return true,
+            Settled::Open { decidable: false } if round >= self.reps => return true,
+            Settled::Open { .. } => {}
+        }
+        round >= self.reps
+            && set.extension.allowance(first.workload.id()) < started.elapsed() / round.max(1)
+    }
+}
+
+/// The point's rounds until its design stops them, each a fresh shuffle of the live cases
+/// after a calibration probe (both recorded); and whether the point stopped after its first
+/// round as a capacity probe. `None`: interrupted.
+fn measure_rounds(
+    run: &mut [Running<'_>],
+    first: &Case,
+    design: &Design,
+    set: &Setting<'_>,
+    obs: &dyn Observer,
+) -> Option<(Vec<RoundRecord>, bool)> {
+    let offered_rate = design.offered_rate;
     let cpus = disturb::plan_cpus(set.plan);
     // The probe's wake-up partner: the other side's CPU.
     let other = set
@@ -304,65 +435,11 @@ fn measure_group(
     let mut rng = fastrand::Rng::with_seed(crate::measure::clock::unix_ns());
     let mut reruns = Reruns::default();
     let mut rounds = Vec::new();
-    // Sequential rounds (`stats::sequential`): from the first round a claim may be made at, the
-    // point looks at its claims after every round; it stops once every comparison with its
-    // leader is decided (behind, ahead or equivalent), or none left undecided could be within
-    // its rounds, and it adds rounds beyond `reps` only while the run's extension time allows.
-    let extra = run
-        .iter()
-        .filter(|c| c.live)
-        .map(|c| c.budget.extra_rounds)
-        .max()
-        .unwrap_or(0);
-    let looks = (extra > 0).then(|| {
-        Looks::new(
-            stats::claims::rounds_needed(stats::claims::ALPHA) as u32,
-            reps + extra,
-        )
-    });
-    // The rounds a point runs before it may stop for want of time: at least the fewest whose
-    // smallest p can reach the design's per-look level (8 for looks 6 to 24), so that every
-    // point can decide something.
-    let reps = match looks {
-        Some(l) => {
-            reps.max(stats::claims::Level::sequential(stats::claims::ALPHA, l).first_claim())
-        }
-        None => reps,
-    };
-    // An open-loop network point on this host: each round made of interleaved slices.
-    let sliced = first
-        .point
-        .as_ref()
-        .and_then(|p| first.workload.slices(p))
-        .filter(|_| set.remote.is_none());
-    // A network point in closed loop measures capacity: its first round is a probe of the
-    // load generator's headroom. Where fewer than two models had any (the load generator,
-    // not the server, set the pace: `client_bound`, `both_saturated`), nothing at the point
-    // can be ranked, so it stops there: the probe gives the equal-load rate and the load
-    // generator's limit (the cells say `capacity_probe`). With headroom it runs its rounds.
-    let capacity = first.workload.kind() == crate::workload::Kind::Net
-        && !first.workload.facts().open_loop
-        && offered_rate.is_none()
-        && sliced.is_none();
-    let mut capacity_probe = false;
     let group_started = std::time::Instant::now();
     let mut round = 0;
     loop {
-        if looks.is_some_and(|l| round >= l.last) || (looks.is_none() && round >= reps) {
+        if design.stops_before(round, run, first, set, group_started) {
             break;
-        }
-        if let Some(l) = looks.filter(|l| round >= l.first) {
-            match settled(&run, first, l, offered_rate.is_some() || sliced.is_some()) {
-                Settled::Decided => break,
-                Settled::Open { decidable: false } if round >= reps => break,
-                Settled::Open { .. } => {}
-            }
-            if round >= reps {
-                let per_round = group_started.elapsed() / round.max(1);
-                if set.extension.allowance(first.workload.id()) < per_round {
-                    break;
-                }
-            }
         }
         let round_started = std::time::Instant::now();
         let mut order: Vec<usize> = (0..run.len())
@@ -377,16 +454,16 @@ fn measure_group(
         rng.shuffle(&mut order);
         let probe = calib::probe(other);
         let mut labels = Vec::new();
-        if let Some(slicing) = sliced {
+        if let Some(slicing) = design.sliced {
             labels = order.iter().map(|&i| run[i].r.label()).collect();
             let at = slices::At {
                 round,
                 slicing,
                 offered_rate,
             };
-            slices::round(&mut run, &order, set, at, &cpus, &mut rng, obs)?;
+            slices::round(run, &order, set, at, &cpus, &mut rng, obs)?;
         }
-        for (pos, &i) in order.iter().enumerate().filter(|_| sliced.is_none()) {
+        for (pos, &i) in order.iter().enumerate().filter(|_| design.sliced.is_none()) {
             let c = &mut run[i];
             if round == 0 {
                 for _ in 0..c.budget.warmups {
@@ -417,21 +494,32 @@ fn measure_group(
             order: labels,
             probe,
         });
-        if round >= reps {
+        if round >= design.reps {
             set.extension.spend(round_started.elapsed());
         }
         round += 1;
-        if round == 1 && capacity && reps > 1 && !headroom(&run) {
-            capacity_probe = true;
-            break;
+        if round == 1 && design.capacity && design.reps > 1 && !headroom(run) {
+            return Some((rounds, true));
         }
     }
-    for c in run.iter_mut().filter(|c| c.live && !capacity_probe) {
+    Some((rounds, false))
+}
+
+/// After the timed rounds, the untimed repetitions of each live case: the one that counts
+/// syscalls, and with `--explain` the one that samples where the CPU goes. `None`:
+/// interrupted while counting.
+fn count_and_explain(
+    run: &mut [Running<'_>],
+    set: &Setting<'_>,
+    offered_rate: Option<f64>,
+    obs: &dyn Observer,
+) -> Option<()> {
+    for c in run.iter_mut().filter(|c| c.live) {
         if let Some(s) = c.once(set, offered_rate, Some(COUNTING), obs)? {
             c.counted = Some(s);
         }
     }
-    if set.explain && !capacity_probe {
+    if set.explain {
         // Interrupted here, the point's timed cells are finished: kept, each breakdown not
         // taken saying why (the next point sees the stop).
         let mut stopped = false;
@@ -444,20 +532,32 @@ fn measure_group(
             }
         }
     }
+    Some(())
+}
+
+/// The point's results: each case finished, with the design's looks (none for a capacity
+/// probe, whose measured cells say `capacity_probe`), and at a point of a cores sweep its
+/// efficiency against the one-thread point, measured before.
+fn finish_group(
+    run: Vec<Running<'_>>,
+    first: &Case,
+    design: &Design,
+    capacity_probe: bool,
+    done: &[CaseResult],
+) -> Vec<CaseResult> {
     let mut out: Vec<CaseResult> = run.into_iter().map(Running::finish).collect();
     for r in &mut out {
         if let Some(f) = r.figures.as_mut() {
-            f.looks = looks.filter(|_| !capacity_probe);
+            f.looks = design.looks.filter(|_| !capacity_probe);
         }
         r.capacity_probe = capacity_probe && r.status == Status::Measured;
     }
-    // A point of a cores sweep: its efficiency against the one-thread point, measured before.
     if let Some(sc) = first.point.as_ref().and_then(|p| p.scaling.as_ref()) {
         for r in &mut out {
             r.scaling_efficiency = stats::scaling::efficiency(r, sc.threads, &sc.base, done);
         }
     }
-    Some((out, rounds))
+    out
 }
 
 /// Whether at least two live cases' repetitions so far had load-generator headroom (none

@@ -1,5 +1,16 @@
 //! `ringside run`: validate the selection, probe the machine, sweep what a killed run left,
 //! measure, save, print; exit 1 when a cell failed.
+//!
+//! In that order: `Request::of` checks what was asked and makes the cells, `prepare` gets the
+//! output directory and the machine ready, the runner measures, and `write_and_say` writes the
+//! report and says how it went. run/dry_run.rs words `--dry-run`; run/out_dir.rs names the
+//! output directory and deals with an earlier run's files in it.
+
+mod dry_run;
+mod out_dir;
+
+use dry_run::dry_run_text;
+use out_dir::{clear_earlier_run, fresh_default_dir, refuse_earlier_run, RESULTS};
 
 use crate::cli::RunArgs;
 use crate::error::InputError;
@@ -9,71 +20,25 @@ use crate::model::Catalog;
 use crate::plan::{self, Case, Profile};
 use crate::registry;
 use crate::results::schema::{CaseResult, RunResults, Status, Version, SCHEMA_ID, SCHEMA_VERSION};
-use crate::results::store::Store;
+use crate::results::store::{lock_out, LockRefused, OutLock, Store};
 use crate::runner::{self, Outcome};
 use crate::ui::{Observer, Progress, Silent};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     // Everything the user typed is checked before anything is measured.
-    let profile: Profile = a.profile.into();
-    let workloads = plan::select_workloads(&a.items)?;
-    let mut models = plan::select_models_for(a.models.as_deref())?;
-    let models_named = plan::models_named(a.models.as_deref());
-    // External contenders join the models they were given for (they are skipped by the suites
-    // that cannot measure them).
-    let contenders = Catalog::from_specs(&a.contenders)?;
-    for m in contenders.models() {
-        if !models.iter().any(|x| x.id == m.id) {
-            models.push(m);
-        }
-    }
-    let mut budget = profile.budget();
-    if let Some(n) = a.runs {
-        if !(1..=1000).contains(&n) {
-            return Err(InputError::BadRuns(n).into());
-        }
-        budget.repetitions = n as u32;
-        budget.runs_given = true;
-    }
-    let plan = cpu_plan(&a)?;
-    let load_engine = crate::load::Engine::from(a.load_engine)
-        .check()
-        .map_err(|e| InputError::BadValue {
-            flag: "--load-engine",
-            given: crate::load::Engine::from(a.load_engine).name().to_string(),
-            valid: format!("epoll here ({e})"),
-        })?;
-    // A driver on one engine only (the UDP driver: epoll) refuses the other: never ignored.
-    if let Some(w) = workloads
-        .iter()
-        .find(|w| !w.load_engines().contains(&load_engine))
-    {
-        let valid: Vec<&str> = w.load_engines().iter().map(|e| e.name()).collect();
-        return Err(InputError::BadValue {
-            flag: "--load-engine",
-            given: load_engine.name().to_string(),
-            valid: format!("{}'s load runs on: {}", w.id(), valid.join(", ")),
-        }
-        .into());
-    }
-    // The knob flags: each value in its range, each knob taken by every selected workload.
-    let overrides = plan::Overrides::parse(&a.knobs())?;
-    overrides.check(&workloads, profile, &plan)?;
-    // The cells, once: what --dry-run prints is what the run measures.
-    let mut cases = keep_contenders_to_their_protocol(
-        overrides.apply(plan::expand(
-            &workloads,
-            &models,
-            models_named,
-            profile,
-            &plan,
-        ))?,
-        &contenders,
-        models_named,
-    );
+    let Request {
+        profile,
+        budget,
+        workloads,
+        contenders,
+        plan,
+        load_engine,
+        overrides,
+        mut cases,
+    } = Request::of(&a)?;
     if a.dry_run {
         super::stdout::print(&dry_run_text(profile, budget, &cases))?;
         return Ok(0);
@@ -85,82 +50,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
         .as_secs();
-    let dir = match &a.out {
-        Some(d) => d.clone(),
-        None => fresh_default_dir(started),
-    };
-    // Held for the run's life, before an earlier run is looked at or cleared: two runs on one
-    // --out would clear and overwrite each other's files.
-    use crate::results::store::{lock_out, LockRefused};
-    let _out_lock = lock_out(&dir).map_err(|r| match r {
-        LockRefused::Held(why) => InputError::BadValue {
-            flag: "--out",
-            given: dir.display().to_string(),
-            valid: why,
-        },
-        LockRefused::Unusable(why) => InputError::OutputDir {
-            dir: dir.display().to_string(),
-            why,
-        },
-    })?;
-    if a.out.is_some() {
-        refuse_earlier_run(&dir, a.force)?;
-    }
-    for (pid, what) in other_runs() {
-        eprintln!(
-            "ringside: warning: another ringside run (pid {pid}: {what}) is measuring on this \
-             machine: each disturbs the other's figures (the cells it disturbs are marked)"
-        );
-    }
-    let storage_ids: Vec<&str> = workloads
-        .iter()
-        .filter(|w| w.kind() == crate::workload::Kind::Storage)
-        .map(|w| w.id())
-        .collect();
-    let storage_parent = match &a.dir {
-        Some(d) => d.clone(),
-        None => std::env::current_dir()?,
-    };
-    // Before the storage work directory exists: a signal from here on removes it. A second
-    // signal says what was kept and renders the report from it (see `on_abort`).
-    crate::shutdown::install_stop_handler(Some(on_abort(dir.clone())));
-    let storage = if storage_ids.is_empty() {
-        None
-    } else {
-        let need = crate::workload::storage::space_needed(&storage_ids, profile);
-        Some(crate::workload::storage::StorageCtx::prepare(
-            &storage_parent,
-            need,
-            a.drop_caches,
-        )?)
-    };
-    // What a ringside killed before it could clean up left: stopped or removed, and named.
-    for said in crate::child::sweep_stale().into_iter().chain(
-        crate::workload::storage::sweep_stale_work_dirs(&storage_parent)
-            .into_iter()
-            .chain(crate::crosscheck::perf::sweep_stale_dirs(
-                &std::env::temp_dir(),
-            )),
-    ) {
-        eprintln!("ringside: {said}");
-    }
-    if a.force {
-        clear_earlier_run(&dir)?;
-    }
-    let store = Store::create(&dir).map_err(|e| InputError::OutputDir {
-        dir: dir.display().to_string(),
-        why: format!("{e:#}"),
-    })?;
-    // Each storage cell records the facts of the work directory it ran in (not params: no
-    // sweep varies them).
-    if let Some(st) = &storage {
-        let storage_cases = cases
-            .iter_mut()
-            .filter(|c| storage_ids.contains(&c.workload.id()));
-        for p in storage_cases.filter_map(|c| c.point.as_mut()) {
-            p.facts.0.extend(st.facts().0.clone());
-        }
-    }
+    let Prepared {
+        _out_lock,
+        storage,
+        store,
+    } = prepare(&a, profile, &workloads, &mut cases, started)?;
 
     let env = crate::env::probe();
     let plan_for_check = plan.clone();
@@ -232,13 +126,214 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         results.answer = Some(analysis.answer.clone());
         store.save(&results)?;
     }
+    write_and_say(&a, &results, &analysis, &store, outcome)
+}
 
+/// What `run` was asked to measure, checked against the registry, the machine and itself
+/// before anything is measured: the cells, once (what `--dry-run` prints is what the run
+/// measures), and what they are measured with.
+struct Request {
+    profile: Profile,
+    /// The profile's, with `--runs` as given.
+    budget: plan::Budget,
+    workloads: Vec<&'static dyn crate::workload::Workload>,
+    /// The external contenders (`--contender`), which joined the models.
+    contenders: Catalog,
+    plan: pin::CpuPlan,
+    load_engine: crate::load::Engine,
+    /// The knob flags (`--conns`, `--duration`, ...), applied to the cases already.
+    overrides: plan::Overrides,
+    cases: Vec<Case>,
+}
+
+impl Request {
+    fn of(a: &RunArgs) -> anyhow::Result<Request> {
+        let profile: Profile = a.profile.into();
+        let workloads = plan::select_workloads(&a.items)?;
+        let mut models = plan::select_models_for(a.models.as_deref())?;
+        let models_named = plan::models_named(a.models.as_deref());
+        // External contenders join the models they were given for (they are skipped by the
+        // suites that cannot measure them).
+        let contenders = Catalog::from_specs(&a.contenders)?;
+        for m in contenders.models() {
+            if !models.iter().any(|x| x.id == m.id) {
+                models.push(m);
+            }
+        }
+        let mut budget = profile.budget();
+        if let Some(n) = a.runs {
+            if !(1..=1000).contains(&n) {
+                return Err(InputError::BadRuns(n).into());
+            }
+            budget.repetitions = n as u32;
+            budget.runs_given = true;
+        }
+        let plan = cpu_plan(a)?;
+        let load_engine = crate::load::Engine::from(a.load_engine)
+            .check()
+            .map_err(|e| InputError::BadValue {
+                flag: "--load-engine",
+                given: crate::load::Engine::from(a.load_engine).name().to_string(),
+                valid: format!("epoll here ({e})"),
+            })?;
+        // A driver on one engine only (the UDP driver: epoll) refuses the other: never ignored.
+        if let Some(w) = workloads
+            .iter()
+            .find(|w| !w.load_engines().contains(&load_engine))
+        {
+            let valid: Vec<&str> = w.load_engines().iter().map(|e| e.name()).collect();
+            return Err(InputError::BadValue {
+                flag: "--load-engine",
+                given: load_engine.name().to_string(),
+                valid: format!("{}'s load runs on: {}", w.id(), valid.join(", ")),
+            }
+            .into());
+        }
+        // The knob flags: each value in its range, each knob taken by every selected workload.
+        let overrides = plan::Overrides::parse(&a.knobs())?;
+        overrides.check(&workloads, profile, &plan)?;
+        let cases = keep_contenders_to_their_protocol(
+            overrides.apply(plan::expand(
+                &workloads,
+                &models,
+                models_named,
+                profile,
+                &plan,
+            ))?,
+            &contenders,
+            models_named,
+        );
+        Ok(Request {
+            profile,
+            budget,
+            workloads,
+            contenders,
+            plan,
+            load_engine,
+            overrides,
+            cases,
+        })
+    }
+}
+
+/// What a run holds while it measures: the lock on its output directory, the storage work
+/// directory (removed when dropped), and the store results.json is saved through.
+struct Prepared {
+    _out_lock: OutLock,
+    storage: Option<crate::workload::storage::StorageCtx>,
+    store: Store,
+}
+
+/// Gets the machine and the output directory ready: `--out` locked and checked (an earlier
+/// run's results refused without `--force`), other runs named, the stop handler installed,
+/// the storage work directory made, what a killed run left swept, an earlier run cleared with
+/// `--force`, and the store created; each storage case given the facts of the work directory
+/// it runs in.
+fn prepare(
+    a: &RunArgs,
+    profile: Profile,
+    workloads: &[&'static dyn crate::workload::Workload],
+    cases: &mut [Case],
+    started: u64,
+) -> anyhow::Result<Prepared> {
+    let dir = match &a.out {
+        Some(d) => d.clone(),
+        None => fresh_default_dir(started),
+    };
+    // Held for the run's life, before an earlier run is looked at or cleared: two runs on one
+    // --out would clear and overwrite each other's files.
+    let out_lock = lock_out(&dir).map_err(|r| match r {
+        LockRefused::Held(why) => InputError::BadValue {
+            flag: "--out",
+            given: dir.display().to_string(),
+            valid: why,
+        },
+        LockRefused::Unusable(why) => InputError::OutputDir {
+            dir: dir.display().to_string(),
+            why,
+        },
+    })?;
+    if a.out.is_some() {
+        refuse_earlier_run(&dir, a.force)?;
+    }
+    for (pid, what) in other_runs() {
+        eprintln!(
+            "ringside: warning: another ringside run (pid {pid}: {what}) is measuring on this \
+             machine: each disturbs the other's figures (the cells it disturbs are marked)"
+        );
+    }
+    let storage_ids: Vec<&str> = workloads
+        .iter()
+        .filter(|w| w.kind() == crate::workload::Kind::Storage)
+        .map(|w| w.id())
+        .collect();
+    let storage_parent = match &a.dir {
+        Some(d) => d.clone(),
+        None => std::env::current_dir()?,
+    };
+    // Before the storage work directory exists: a signal from here on removes it. A second
+    // signal says what was kept and renders the report from it (see `on_abort`).
+    crate::shutdown::install_stop_handler(Some(on_abort(dir.clone())));
+    let storage = if storage_ids.is_empty() {
+        None
+    } else {
+        let need = crate::workload::storage::space_needed(&storage_ids, profile);
+        Some(crate::workload::storage::StorageCtx::prepare(
+            &storage_parent,
+            need,
+            a.drop_caches,
+        )?)
+    };
+    // What a ringside killed before it could clean up left: stopped or removed, and named.
+    for said in crate::child::sweep_stale().into_iter().chain(
+        crate::workload::storage::sweep_stale_work_dirs(&storage_parent)
+            .into_iter()
+            .chain(crate::crosscheck::perf::sweep_stale_dirs(
+                &std::env::temp_dir(),
+            )),
+    ) {
+        eprintln!("ringside: {said}");
+    }
+    if a.force {
+        clear_earlier_run(&dir)?;
+    }
+    let store = Store::create(&dir).map_err(|e| InputError::OutputDir {
+        dir: dir.display().to_string(),
+        why: format!("{e:#}"),
+    })?;
+    // Each storage cell records the facts of the work directory it ran in (not params: no
+    // sweep varies them).
+    if let Some(st) = &storage {
+        let storage_cases = cases
+            .iter_mut()
+            .filter(|c| storage_ids.contains(&c.workload.id()));
+        for p in storage_cases.filter_map(|c| c.point.as_mut()) {
+            p.facts.0.extend(st.facts().0.clone());
+        }
+    }
+    Ok(Prepared {
+        _out_lock: out_lock,
+        storage,
+        store,
+    })
+}
+
+/// The run's end: the report written beside results.json, `--format` to stdout, where both
+/// are, the failed cells named, and the exit code (0 finished, 1 a cell failed, 130
+/// interrupted).
+fn write_and_say(
+    a: &RunArgs,
+    results: &RunResults,
+    analysis: &crate::analysis::Analysis,
+    store: &Store,
+    outcome: Outcome,
+) -> anyhow::Result<i32> {
     {
         let _one_writer = lock(&REPORTING);
         // A full disk here loses no measurement: results.json is saved; say so, and how to
         // render it once there is room.
         anyhow::Context::with_context(
-            super::report::write_all(&results, &analysis, &store.dir),
+            super::report::write_all(results, analysis, &store.dir),
             || {
                 format!(
                     "results.json was saved ({} cells, {}), but the report could not be \
@@ -252,7 +347,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     }
     let format = a.format;
     // A closed stdout ends printing quietly; the verdict below still stands.
-    super::stdout::write(&format.exporter().render(&results, &analysis)?)?;
+    super::stdout::write(&format.exporter().render(results, analysis)?)?;
     eprintln!("results: {}", store.results_path().display());
     eprintln!("report: {}", store.dir.join("report.html").display());
     let failed: Vec<&CaseResult> = results
@@ -355,141 +450,6 @@ fn other_runs() -> Vec<(u32, String)> {
                 .then(|| (pid, args.join(" ").chars().take(120).collect()))
         })
         .collect()
-}
-
-/// Refuses `--out DIR` when DIR holds the results.json of an earlier run, unless `force`.
-fn refuse_earlier_run(dir: &Path, force: bool) -> Result<(), InputError> {
-    if force || std::fs::symlink_metadata(dir.join(RESULTS)).is_err() {
-        return Ok(());
-    }
-    Err(InputError::BadValue {
-        flag: "--out",
-        given: dir.display().to_string(),
-        valid: "holds the results.json of an earlier run; pass --force to replace that run (its \
-                results, report and charts are removed first), or choose another directory"
-            .into(),
-    })
-}
-
-/// What a run writes in its directory: removed by `--force` before a new run writes there.
-const RESULTS: &str = "results.json";
-const REPORTS: [&str; 2] = ["report.md", "report.html"];
-
-/// Removes an earlier run's results.json, report and chart SVGs from `dir` (nothing else).
-fn clear_earlier_run(dir: &Path) -> Result<(), InputError> {
-    let bad = |e: std::io::Error| InputError::OutputDir {
-        dir: dir.display().to_string(),
-        why: format!("cannot remove the earlier run: {e}"),
-    };
-    let gone = |r: std::io::Result<()>| match r {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(bad(e)),
-        _ => Ok(()),
-    };
-    for f in std::iter::once(RESULTS).chain(REPORTS) {
-        gone(std::fs::remove_file(dir.join(f)))?;
-    }
-    let charts = dir.join("charts");
-    // Only a real directory's SVGs: a link named charts is not followed.
-    let real = std::fs::symlink_metadata(&charts).is_ok_and(|m| m.file_type().is_dir());
-    if let Some(entries) = real.then(|| std::fs::read_dir(&charts).ok()).flatten() {
-        for e in entries.flatten() {
-            if e.file_name().to_string_lossy().ends_with(".svg") {
-                gone(std::fs::remove_file(e.path()))?;
-            }
-        }
-        // Left when it holds something else.
-        let _ = std::fs::remove_dir(&charts);
-    }
-    Ok(())
-}
-
-/// `ringside-results/<UTC timestamp>`, or `<timestamp>-2`, `-3`, ... when a run started in the
-/// same second already wrote there.
-fn fresh_default_dir(started: u64) -> PathBuf {
-    let base = PathBuf::from("ringside-results").join(utc_stamp(started).replace(':', "-"));
-    let mut dir = base.clone();
-    let mut n = 2;
-    while std::fs::symlink_metadata(dir.join(RESULTS)).is_ok() {
-        dir = base.with_file_name(format!(
-            "{}-{n}",
-            base.file_name().unwrap_or_default().to_string_lossy()
-        ));
-        n += 1;
-    }
-    dir
-}
-
-/// `run --dry-run`: the cells each workload would measure, its models and points, the
-/// repetitions per cell and the estimated time (`plan::estimate`, from the same cases and
-/// budget the runner would get).
-fn dry_run_text(profile: Profile, budget: plan::Budget, cases: &[Case]) -> String {
-    use std::fmt::Write;
-    let e = plan::estimate(cases, budget);
-    let cells: usize = e.workloads.iter().map(|w| w.cells).sum();
-    let mut out = format!(
-        "dry run (nothing measured): profile {}, {} in {}\n",
-        profile.name(),
-        plural(cells, "cell"),
-        plural(e.workloads.len(), "workload")
-    );
-    for w in &e.workloads {
-        let mut models: Vec<&str> = Vec::new();
-        for c in cases.iter().filter(|c| c.workload.id() == w.workload) {
-            if c.point.is_some() && !models.contains(&c.model.id) {
-                models.push(c.model.id);
-            }
-        }
-        let _ = writeln!(
-            out,
-            "\n{}: {} ({}, {}), {} repetitions per cell, ~{:.0} s\n  models: {}",
-            w.workload,
-            plural(w.cells, "cell"),
-            plural(models.len(), "model"),
-            plural(w.points.len(), "point"),
-            w.repetitions,
-            w.seconds,
-            models.join(", ")
-        );
-        for p in &w.points {
-            let _ = writeln!(out, "  point: {p}");
-        }
-    }
-    if e.not_applicable > 0 {
-        let _ = writeln!(
-            out,
-            "\n{} not-applicable cells (named models a workload does not take)",
-            e.not_applicable
-        );
-    }
-    let _ = write!(out, "\nestimated time: ~{}", minutes(e.seconds));
-    if e.extension_s > 0 {
-        let _ = write!(
-            out,
-            ", and up to {} more for rounds added where claims are undecided",
-            minutes(e.extension_s as f64)
-        );
-    }
-    out.push_str(" (re-runs of disturbed repetitions, --explain and --crosscheck not included)\n");
-    out
-}
-
-/// "1 model", "2 models".
-fn plural(n: usize, what: &str) -> String {
-    if n == 1 {
-        format!("1 {what}")
-    } else {
-        format!("{n} {what}s")
-    }
-}
-
-/// Seconds as "45 s" or "12 min 5 s".
-fn minutes(s: f64) -> String {
-    let s = s.round() as u64;
-    if s < 60 {
-        format!("{s} s")
-    } else {
-        format!("{} min {} s", s / 60, s % 60)
-    }
 }
 
 /// A contender given for one protocol (`echo:NAME=...`) takes part in that protocol's suite

@@ -32,37 +32,162 @@ pub(crate) const BACKLOG: i32 = 4096;
 pub(crate) const MAX_IDLE_TIMEOUT_MS: u64 = 86_400_000;
 
 pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
-    let protocol = ServeProtocol::from(a.protocol);
-    let served = match (protocol, a.body_bytes) {
-        (ServeProtocol::Http, Some(n)) if n > MAX_BODY_BYTES as u64 => {
-            return Err(InputError::BadValue {
-                flag: "--body-bytes",
-                given: n.to_string(),
-                valid: format!("must be between 0 and {MAX_BODY_BYTES}"),
-            }
-            .into())
-        }
-        (ServeProtocol::Http, n) => Served::Http(Http::new(n.map(|n| n as usize))),
-        (_, Some(n)) => {
-            return Err(InputError::BadValue {
-                flag: "--body-bytes",
-                given: n.to_string(),
-                valid: "applies to --protocol http only".into(),
-            }
-            .into())
-        }
-        (ServeProtocol::Echo, None) => Served::Echo,
-        // Bulk transfer (`stream.*`): read-verify-discard, or pattern bytes on request.
-        (ServeProtocol::Sink, None) => Served::Stream(Stream::Sink),
-        (ServeProtocol::Source, None) => Served::Stream(Stream::Source),
-        (ServeProtocol::Pubsub, None) => Served::Pubsub,
-        (ServeProtocol::UdpEcho | ServeProtocol::UdpEchoGro, None) => Served::Udp,
+    let req = Request::of(a)?;
+    let at = match req.listen.addr.ip().is_loopback() {
+        true => crate::model::probe::Serving::Loopback,
+        false => crate::model::probe::Serving::Network,
     };
-    // What `--protocol` asks of the model (`ModelSpec::runs`): a built-in server, or a peer
-    // (tokio, monoio) that serves from src/peer/.
+    let model = req.model;
+    if let Availability::Unavailable(why) = model.availability_serving(&crate::env::probe(), at) {
+        return Ok(unavailable(&why));
+    }
+    let body: Arc<[u8]> = served_body(req.body_bytes.map(|n| n as usize)).into();
+    // tokio-mt is one runtime of N workers on one listener, not N servers.
+    let one_runtime = peer_kind(model) == Some(PeerKind::TokioMt);
+    let how = How {
+        model,
+        served: req.served,
+        idle: req.idle,
+        body,
+        workers: req.threads as usize,
+        worker_cpus: match &req.listen.cpus {
+            Some(list) if one_runtime => (0..req.threads as usize)
+                .map(|i| list[i % list.len()])
+                .collect(),
+            _ => Vec::new(),
+        },
+    };
+    let stop = Arc::new(Stop::new()?);
+    block_stop_signals()?;
+    {
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || wait_stop_signal(&stop))?;
+    }
+    let counters = match serve_until_stopped(&how, &req.listen, &stop)? {
+        Ok(c) => c,
+        Err(CaseError::Unavailable(why)) => return Ok(unavailable(&why)),
+        Err(e) => return Err(anyhow!("{e}")),
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "counters {}", serde_json::to_string(&counters)?)?;
+    out.flush()?;
+    Ok(0)
+}
+
+/// What `serve` was asked for, every flag checked before anything starts (a bad one: exit 2,
+/// naming what is valid).
+struct Request {
+    model: &'static ModelSpec,
+    served: Served,
+    /// `--idle-timeout-ms` ([`idle_override`]).
+    idle: Option<Option<std::time::Duration>>,
+    /// `--body-bytes` (HTTP only).
+    body_bytes: Option<u64>,
+    /// `--threads`: server threads, or tokio-mt's workers.
+    threads: u64,
+    listen: Listen,
+}
+
+/// Where and how the server listens: one UDP socket, one TCP listener (one loop, or one
+/// runtime's workers), or `--threads` listeners of their own.
+struct Listen {
+    addr: SocketAddr,
+    /// `--protocol udp-echo` or `udp-echo-gro` (`gro`): a UDP socket, no listener.
+    udp: bool,
+    gro: bool,
+    /// Server threads of their own (`--threads` > 1, not one runtime's workers).
+    threads: Option<usize>,
+    /// `--cpus`, when given.
+    cpus: Option<Vec<u32>>,
+    /// The CPUs this process may use.
+    online: Vec<u32>,
+    sqpoll_cpu: Option<u32>,
+}
+
+impl Request {
+    fn of(a: ServeArgs) -> anyhow::Result<Request> {
+        let protocol = ServeProtocol::from(a.protocol);
+        let served = Served::of(protocol, a.body_bytes)?;
+        let udp = matches!(protocol, ServeProtocol::UdpEcho | ServeProtocol::UdpEchoGro);
+        let pubsub = protocol == ServeProtocol::Pubsub;
+        let model = serving_model(&a.model, protocol)?;
+        // One socket: one loop, or one runtime's workers (tokio-mt) sharing it. The thread
+        // pool's size is its row's knob, not `--threads`.
+        if udp && a.threads > 1 && peer_kind(model) != Some(PeerKind::TokioMt) {
+            return Err(InputError::BadValue {
+                flag: "--threads",
+                given: a.threads.to_string(),
+                valid: "--protocol udp-echo is one socket and one loop (tokio-mt: one runtime of \
+                        --threads workers on it): valid: 1"
+                    .into(),
+            }
+            .into());
+        }
+        if pubsub && a.threads > 1 {
+            return Err(InputError::BadValue {
+                flag: "--threads",
+                given: a.threads.to_string(),
+                valid: "--protocol pubsub is one broker (one hub): valid: 1".into(),
+            }
+            .into());
+        }
+        let addr: SocketAddr = a.addr.parse().map_err(|e| InputError::BadAddr {
+            given: a.addr.clone(),
+            why: format!("{e} (expected IP:PORT, e.g. 127.0.0.1:0)"),
+        })?;
+        let idle = idle_override(a.idle_timeout_ms, peer_kind(model).is_some())?;
+        if !(1..=MAX_THREADS).contains(&a.threads) {
+            return Err(InputError::BadValue {
+                flag: "--threads",
+                given: a.threads.to_string(),
+                valid: format!("valid: 1..={MAX_THREADS}"),
+            }
+            .into());
+        }
+        let online = pin::allowed_cpus();
+        let cpus = match &a.cpus {
+            Some(s) => Some(super::run::parse_cpus("--cpus", s, &online)?),
+            None => None,
+        };
+        if let Some(c) = a.sqpoll_cpu.filter(|c| !online.contains(c)) {
+            return Err(InputError::BadValue {
+                flag: "--sqpoll-cpu",
+                given: c.to_string(),
+                valid: format!(
+                    "valid: a CPU this process may use ({})",
+                    crate::measure::topology::list_string(&online)
+                ),
+            }
+            .into());
+        }
+        // tokio-mt is one runtime of N workers on one listener, not N servers.
+        let one_runtime = peer_kind(model) == Some(PeerKind::TokioMt);
+        Ok(Request {
+            model,
+            served,
+            idle,
+            body_bytes: a.body_bytes,
+            threads: a.threads,
+            listen: Listen {
+                addr,
+                udp,
+                gro: protocol == ServeProtocol::UdpEchoGro,
+                threads: (!udp && a.threads > 1 && !one_runtime).then_some(a.threads as usize),
+                cpus,
+                online,
+                sqpoll_cpu: a.sqpoll_cpu,
+            },
+        })
+    }
+}
+
+/// The model `given` names, if it serves `protocol` (`ModelSpec::runs`: a built-in server, or
+/// a peer, tokio or monoio, that serves from src/peer/); else the refusal, naming the servers.
+fn serving_model(given: &str, protocol: ServeProtocol) -> Result<&'static ModelSpec, InputError> {
     let shape = Shape::from(protocol);
     let udp = matches!(protocol, ServeProtocol::UdpEcho | ServeProtocol::UdpEchoGro);
-    let gro = protocol == ServeProtocol::UdpEchoGro;
     let pubsub = protocol == ServeProtocol::Pubsub;
     // The servers named when the model is not one: for TCP and the broker every model with
     // one (a row that cannot run here exits unavailable when started), for UDP those that run.
@@ -78,24 +203,20 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let Some(model) = registry::model(&a.model) else {
+    let Some(model) = registry::model(given) else {
         return Err(InputError::UnknownModel {
-            given: a.model,
+            given: given.to_string(),
             valid: servers(),
-        }
-        .into());
+        });
     };
     match model.runs(shape) {
-        Ok(()) => {}
-        Err(Refusal::NotApplicable(_)) if !udp => {
-            return Err(InputError::NotAServer {
-                given: a.model,
-                valid: servers(),
-            }
-            .into())
-        }
+        Ok(()) => Ok(model),
+        Err(Refusal::NotApplicable(_)) if !udp => Err(InputError::NotAServer {
+            given: given.to_string(),
+            valid: servers(),
+        }),
         // A TCP server that cannot run yet says why when it starts (exit unavailable).
-        Err(Refusal::Unavailable(_)) if !udp && !pubsub => {}
+        Err(Refusal::Unavailable(_)) if !udp && !pubsub => Ok(model),
         // The broker that cannot run yet, and the models without a UDP echo server.
         Err(r) => {
             let valid: Vec<&str> = MODELS
@@ -103,155 +224,65 @@ pub fn run(a: ServeArgs) -> anyhow::Result<i32> {
                 .filter(|m| m.runs(shape).is_ok())
                 .map(|m| m.id)
                 .collect();
-            return Err(InputError::BadValue {
+            Err(InputError::BadValue {
                 flag: "--model",
-                given: a.model.clone(),
+                given: given.to_string(),
                 valid: format!(
                     "{}; --protocol {} is served by: {}",
                     r.why(),
                     protocol.as_str(),
                     valid.join(", ")
                 ),
-            }
-            .into());
+            })
         }
     }
-    // One socket: one loop, or one runtime's workers (tokio-mt) sharing it. The thread pool's
-    // size is its row's knob, not `--threads`.
-    if udp && a.threads > 1 && peer_kind(model) != Some(PeerKind::TokioMt) {
-        return Err(InputError::BadValue {
-            flag: "--threads",
-            given: a.threads.to_string(),
-            valid: "--protocol udp-echo is one socket and one loop (tokio-mt: one runtime of \
-                    --threads workers on it): valid: 1"
-                .into(),
-        }
-        .into());
+}
+
+/// Binds, announces `listening on ADDR` once the server is up, and serves until `stop`: UDP
+/// echo on one socket, one TCP listener in this thread, or `--threads` listeners of their own
+/// ([`serve_threads`]). The outer error is a setup fault (exit 1); the inner one the server's.
+fn serve_until_stopped(
+    how: &How,
+    listen: &Listen,
+    stop: &Arc<Stop>,
+) -> anyhow::Result<Result<crate::measure::Counters, CaseError>> {
+    let addr = listen.addr;
+    if let Some(n) = listen.threads {
+        let cpus = listen.cpus.clone().unwrap_or_else(|| listen.online.clone());
+        return serve_threads(how, n, &cpus, listen.sqpoll_cpu, addr, stop);
     }
-    if pubsub && a.threads > 1 {
-        return Err(InputError::BadValue {
-            flag: "--threads",
-            given: a.threads.to_string(),
-            valid: "--protocol pubsub is one broker (one hub): valid: 1".into(),
-        }
-        .into());
-    }
-    let addr: SocketAddr = a.addr.parse().map_err(|e| InputError::BadAddr {
-        given: a.addr.clone(),
-        why: format!("{e} (expected IP:PORT, e.g. 127.0.0.1:0)"),
-    })?;
-    let idle = idle_override(a.idle_timeout_ms, peer_kind(model).is_some())?;
-    if !(1..=MAX_THREADS).contains(&a.threads) {
-        return Err(InputError::BadValue {
-            flag: "--threads",
-            given: a.threads.to_string(),
-            valid: format!("valid: 1..={MAX_THREADS}"),
-        }
-        .into());
-    }
-    let online = pin::allowed_cpus();
-    let cpus = match &a.cpus {
-        Some(s) => Some(super::run::parse_cpus("--cpus", s, &online)?),
-        None => None,
+    let plan = match &listen.cpus {
+        Some(list) => CpuPlan::from_list(list),
+        None => CpuPlan::default_for(&listen.online),
     };
-    if let Some(c) = a.sqpoll_cpu.filter(|c| !online.contains(c)) {
-        return Err(InputError::BadValue {
-            flag: "--sqpoll-cpu",
-            given: c.to_string(),
-            valid: format!(
-                "valid: a CPU this process may use ({})",
-                crate::measure::topology::list_string(&online)
-            ),
-        }
-        .into());
-    }
-    let at = match addr.ip().is_loopback() {
-        true => crate::model::probe::Serving::Loopback,
-        false => crate::model::probe::Serving::Network,
+    let plan = match listen.sqpoll_cpu {
+        Some(c) => CpuPlan::pair(plan.measured, Some(c)),
+        None => plan,
     };
-    if let Availability::Unavailable(why) = model.availability_serving(&crate::env::probe(), at) {
-        return Ok(unavailable(&why));
+    if listen.cpus.is_some() {
+        // Threads created from here on (connection threads) inherit it.
+        pin::pin_this_thread(plan.measured).context("pinning the server")?;
     }
-    let body: Arc<[u8]> = served_body(a.body_bytes.map(|n| n as usize)).into();
-    // tokio-mt is one runtime of N workers on one listener, not N servers.
-    let one_runtime = peer_kind(model) == Some(PeerKind::TokioMt);
-    let how = How {
-        model,
-        served,
-        idle,
-        body,
-        workers: a.threads as usize,
-        worker_cpus: match &cpus {
-            Some(list) if one_runtime => (0..a.threads as usize)
-                .map(|i| list[i % list.len()])
-                .collect(),
-            _ => Vec::new(),
-        },
-    };
-    let stop = Arc::new(Stop::new()?);
-    block_stop_signals()?;
-    {
-        let stop = stop.clone();
-        std::thread::Builder::new()
-            .name("signals".into())
-            .spawn(move || wait_stop_signal(&stop))?;
-    }
-    let served = if udp {
-        let plan = match &cpus {
-            Some(list) => CpuPlan::from_list(list),
-            None => CpuPlan::default_for(&online),
-        };
-        let plan = match a.sqpoll_cpu {
-            Some(c) => CpuPlan::pair(plan.measured, Some(c)),
-            None => plan,
-        };
-        if cpus.is_some() {
-            pin::pin_this_thread(plan.measured).context("pinning the server")?;
-        }
+    if listen.udp {
         let sock = io::udp::bind(addr).with_context(|| format!("binding UDP {addr}"))?;
         let listening = format!("listening on {}", sock.local_addr()?);
         stop.on_ready(move || {
             let _ = announce(&listening);
         });
-        match gro {
-            true => io::udp_gso::serve_udp_gro(model, sock, &plan, &stop),
-            false => how.serve_udp(sock, &plan, &stop),
-        }
-    } else if a.threads == 1 || one_runtime {
-        let plan = match &cpus {
-            Some(list) => CpuPlan::from_list(list),
-            None => CpuPlan::default_for(&online),
-        };
-        let plan = match a.sqpoll_cpu {
-            Some(c) => CpuPlan::pair(plan.measured, Some(c)),
-            None => plan,
-        };
-        if cpus.is_some() {
-            // Threads created from here on (connection threads) inherit it.
-            pin::pin_this_thread(plan.measured).context("pinning the server")?;
-        }
-        let listener = TcpListener::bind(addr).with_context(|| format!("binding {addr}"))?;
-        tune_listener(&listener)?;
-        let listening = format!("listening on {}", listener.local_addr()?);
-        // Announced by the server itself once its setup succeeded (a peer: its runtime is up).
-        stop.on_ready(move || {
-            // A parent that is gone kills this process (PR_SET_PDEATHSIG): nothing to do.
-            let _ = announce(&listening);
+        return Ok(match listen.gro {
+            true => io::udp_gso::serve_udp_gro(how.model, sock, &plan, stop),
+            false => how.serve_udp(sock, &plan, stop),
         });
-        how.serve(listener, &plan, &stop)
-    } else {
-        let cpus = cpus.unwrap_or(online);
-        serve_threads(&how, a.threads as usize, &cpus, a.sqpoll_cpu, addr, &stop)?
-    };
-    let counters = match served {
-        Ok(c) => c,
-        Err(CaseError::Unavailable(why)) => return Ok(unavailable(&why)),
-        Err(e) => return Err(anyhow!("{e}")),
-    };
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "counters {}", serde_json::to_string(&counters)?)?;
-    out.flush()?;
-    Ok(0)
+    }
+    let listener = TcpListener::bind(addr).with_context(|| format!("binding {addr}"))?;
+    tune_listener(&listener)?;
+    let listening = format!("listening on {}", listener.local_addr()?);
+    // Announced by the server itself once its setup succeeded (a peer: its runtime is up).
+    stop.on_ready(move || {
+        // A parent that is gone kills this process (PR_SET_PDEATHSIG): nothing to do.
+        let _ = announce(&listening);
+    });
+    Ok(how.serve(listener, &plan, stop))
 }
 
 /// Most `--threads`.
@@ -268,6 +299,36 @@ enum Served {
     Pubsub,
     /// `--protocol udp-echo`: served before any TCP listener exists (`io::udp`).
     Udp,
+}
+
+impl Served {
+    /// What `--protocol` and `--body-bytes` ask for; a body size is HTTP's only, and at most
+    /// [`MAX_BODY_BYTES`].
+    fn of(protocol: ServeProtocol, body_bytes: Option<u64>) -> Result<Served, InputError> {
+        Ok(match (protocol, body_bytes) {
+            (ServeProtocol::Http, Some(n)) if n > MAX_BODY_BYTES as u64 => {
+                return Err(InputError::BadValue {
+                    flag: "--body-bytes",
+                    given: n.to_string(),
+                    valid: format!("must be between 0 and {MAX_BODY_BYTES}"),
+                })
+            }
+            (ServeProtocol::Http, n) => Served::Http(Http::new(n.map(|n| n as usize))),
+            (_, Some(n)) => {
+                return Err(InputError::BadValue {
+                    flag: "--body-bytes",
+                    given: n.to_string(),
+                    valid: "applies to --protocol http only".into(),
+                })
+            }
+            (ServeProtocol::Echo, None) => Served::Echo,
+            // Bulk transfer (`stream.*`): read-verify-discard, or pattern bytes on request.
+            (ServeProtocol::Sink, None) => Served::Stream(Stream::Sink),
+            (ServeProtocol::Source, None) => Served::Stream(Stream::Source),
+            (ServeProtocol::Pubsub, None) => Served::Pubsub,
+            (ServeProtocol::UdpEcho | ServeProtocol::UdpEchoGro, None) => Served::Udp,
+        })
+    }
 }
 
 /// What one server thread serves: the model, its protocol and the HTTP body.

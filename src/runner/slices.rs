@@ -4,7 +4,7 @@
 //! one contiguous window catches each in another regime, and the paired ratio barely
 //! cancels it (per-round log ratio sd 0.11-0.28 on the 2-vCPU VM). So an open-loop network
 //! point's round starts every model's server, then drives each in turn for one short slice
-//! (`net::cell::SLICE`, each with its own brief warm-up), in a fresh order per pass, until each
+//! (`net::cell::slices::SLICE`, each with its own brief warm-up), in a fresh order per pass, until each
 //! has had its window; every model samples the round's regimes alike, and the ratio cancels
 //! them (sd 0.03-0.06 at the same measured time). Each model's slices are its repetition of
 //! the round; the servers stop at its end, so every round has fresh processes.

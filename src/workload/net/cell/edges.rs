@@ -1,0 +1,175 @@
+//! The server's readings at a measured window's edges: its CPU (every task of every process),
+//! and in the counting repetition its syscalls and io_uring's tracepoints, read on this host
+//! when the load generator reaches each edge, or on the server's host and reported when it
+//! stops (`--server-host`); the load CPUs' idle time beside them. What they add up to over
+//! the window is the server's [`ServerFigures`].
+
+use super::STOP_WITHIN;
+use crate::error::CaseError;
+use crate::load::{Edge, Report};
+use crate::measure::clock::now_ns;
+use crate::measure::cpu;
+use crate::measure::syscalls::SyscallCounter;
+use crate::measure::uring_trace::{UringCounters, UringTrace};
+use crate::measure::CounterSet;
+use crate::workload::net::launch::UnderTest;
+
+/// The syscall counters of the server's processes, in the counting repetition.
+pub(super) type Counting = Option<Result<Vec<SyscallCounter>, String>>;
+
+/// The io_uring tracepoints' counters of the server's processes, in an io_uring model's
+/// counting repetition.
+pub(super) type Tracing = Option<Result<Vec<UringTrace>, String>>;
+
+/// What the io_uring counters read now (zeros when not counting).
+fn read_uring(t: &Tracing) -> UringCounters {
+    let mut sum = UringCounters::default();
+    if let Some(Ok(ts)) = t {
+        for t in ts {
+            sum.merge(&t.read());
+        }
+    }
+    sum
+}
+
+/// What the counters read now (0 when not counting).
+fn read_syscalls(cs: &Counting) -> u64 {
+    match cs {
+        Some(Ok(cs)) => cs.iter().map(|c| c.read()).sum(),
+        _ => 0,
+    }
+}
+
+/// The server's readings at the window's edges ([0]: the opening, [1]: the closing), taken
+/// on this host; a remote server reads its own when told ([`UnderTest::edge`]).
+#[derive(Default)]
+pub(super) struct Edges {
+    pub(super) cpu: [Option<cpu::ProcessesReading>; 2],
+    pub(super) syscalls: [u64; 2],
+    pub(super) uring: [UringCounters; 2],
+    /// When each edge's readings were taken: a reading taken late (this thread woke late on
+    /// a busy machine) covers a shorter or longer span than the client's window.
+    pub(super) at: [u64; 2],
+    /// When each edge was seen, for the explain sampling.
+    pub(super) seen: [u64; 2],
+    /// The load CPUs' idle time at each edge (`measure::cpu::idle_ns`) and when it was read;
+    /// `None`: not read (load on other hosts, or CPUs shared with the server).
+    pub(super) load_cpus: Vec<u32>,
+    pub(super) load_idle: [Option<(u64, u64)>; 2],
+}
+
+/// The server's figures over the window, from either host.
+pub(super) struct ServerFigures {
+    pub(super) cpu: [cpu::ProcessesReading; 2],
+    /// When the syscall counts were read at each edge.
+    pub(super) at: [u64; 2],
+    pub(super) syscalls: Option<Result<u64, String>>,
+    /// What the io_uring tracepoints counted over the window (an io_uring model's counting
+    /// repetition), or why they could not be.
+    pub(super) uring: Option<Result<UringCounters, String>>,
+    pub(super) counters: crate::measure::Counters,
+    /// The CPUs the server was given.
+    pub(super) cpus: usize,
+}
+
+impl Edges {
+    pub(super) fn read(
+        &mut self,
+        e: Edge,
+        server: &mut UnderTest,
+        counters: &Counting,
+        uring: &Tracing,
+    ) {
+        let i = usize::from(matches!(e, Edge::Close));
+        self.seen[i] = now_ns();
+        if !self.load_cpus.is_empty() {
+            self.load_idle[i] = cpu::idle_ns(&self.load_cpus).map(|ns| (ns, now_ns()));
+        }
+        if server.is_remote() {
+            // Read on the server's host when the line arrives there.
+            server.edge(i == 0);
+            return;
+        }
+        // The CPU clocks are read back to back and timed by their own reads
+        // (`ProcessesReading::at_ns`), not by the slow /proc walk that follows them.
+        self.cpu[i] = server.read_cpu();
+        let t0 = now_ns();
+        self.syscalls[i] = read_syscalls(counters);
+        self.at[i] = t0 / 2 + now_ns() / 2;
+        self.uring[i] = read_uring(uring);
+    }
+
+    /// The load CPUs' idle time over the edges, scaled to `window_ns`, and how many CPUs it
+    /// covers; `None` when it was not read.
+    pub(super) fn load_idle(&self, window_ns: u64) -> Option<(u64, usize)> {
+        let [Some((i0, t0)), Some((i1, t1))] = self.load_idle else {
+            return None;
+        };
+        let idle =
+            i1.saturating_sub(i0) as f64 * window_ns as f64 / t1.saturating_sub(t0).max(1) as f64;
+        Some((idle.round() as u64, self.load_cpus.len()))
+    }
+
+    /// The local server's figures: its edges' readings, its counters once stopped.
+    pub(super) fn figures(
+        self,
+        server: UnderTest,
+        counters: Counting,
+        cpus: usize,
+    ) -> Result<ServerFigures, CaseError> {
+        let [Some(c0), Some(c1)] = self.cpu else {
+            return Err(server.fail("cannot read the server's CPU from /proc"));
+        };
+        // Less each counter's own start/read cost.
+        let syscalls = counters.as_ref().map(|c| match c {
+            Ok(cs) => Ok(self.syscalls[1]
+                .saturating_sub(self.syscalls[0])
+                .saturating_sub(cs.iter().map(|c| c.window_overhead()).sum())),
+            Err(why) => Err(why.clone()),
+        });
+        drop(counters);
+        Ok(ServerFigures {
+            cpu: [c0, c1],
+            at: self.at,
+            syscalls,
+            uring: None,
+            counters: server.stop(STOP_WITHIN)?,
+            cpus,
+        })
+    }
+}
+
+/// A remote server's figures, read on its host at the edges and reported when it stops.
+pub(super) fn remote_figures(
+    server: UnderTest,
+    report: &Report,
+) -> Result<ServerFigures, CaseError> {
+    let f = server.finish_remote(STOP_WITHIN)?;
+    let (Some(e0), Some(e1)) = (f.open, f.close) else {
+        return Err(CaseError::Failed(anyhow::anyhow!(
+            "the remote server could not read its CPU at the window's edges"
+        )));
+    };
+    // The CPUs its host's plan gave the server, and a SQPOLL poller one more.
+    let plan_cpus = f.server_cpus.len() + f.plan.as_ref().map_or(1, |p| p.sqpoll.iter().count());
+    if let Some(why) = crate::remote::implausible_edges(&e0, &e1, plan_cpus, report.window_ns) {
+        return Err(CaseError::Failed(anyhow::anyhow!(
+            "the remote server's figures are implausible: {why}"
+        )));
+    }
+    let syscalls = f.syscalls.map(|r| {
+        r.map(|overhead| {
+            e1.syscalls
+                .saturating_sub(e0.syscalls)
+                .saturating_sub(overhead)
+        })
+    });
+    Ok(ServerFigures {
+        cpu: [e0.processes(), e1.processes()],
+        at: [e0.sys_at_ns, e1.sys_at_ns],
+        syscalls,
+        uring: None,
+        counters: f.counters,
+        cpus: f.server_cpus.len(),
+    })
+}
