@@ -119,7 +119,7 @@ impl Pubsub {
             });
         let window_ns = Coordinated::window_ns(&shared);
         let mut r = Report::empty(cfg, threads, Some(rate), window_ns, coord.interrupted);
-        (r.warmup_ns, r.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
+        (r.warmup_ns, r.n.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
         r.conns_requested = self.conns();
         r.add_tallies(parts.into_iter().collect::<io::Result<Vec<Tally>>>()?);
         Ok(r)
@@ -370,9 +370,9 @@ impl Pubsub {
             }
         }
         part.n.cpu_ns = cpu0.map_or(0, |c0| cpu::this_thread_ns().saturating_sub(c0));
-        part.n.live = (subs.iter().filter(|s| !s.done).count() + pubs.len()) as u64;
+        part.n.live_conns = (subs.iter().filter(|s| !s.done).count() + pubs.len()) as u64;
         // Each delivered byte was received and verified.
-        (part.n.rx_bytes, part.n.verified) = (part.n.bytes, part.n.bytes);
+        (part.n.rx_bytes, part.n.verified_bytes) = (part.n.bytes, part.n.bytes);
         Ok(part)
     }
 }
@@ -426,8 +426,8 @@ mod tests {
     fn part(msgs: u64, ns: u64, cpu_ns: u64, err: Option<&str>) -> Tally {
         let mut p = Tally::default();
         p.n.msgs = msgs;
-        (p.n.bytes, p.n.rx_bytes, p.n.verified) = (msgs * 100, msgs * 100, msgs * 100);
-        (p.n.live, p.n.cpu_ns) = (5, cpu_ns);
+        (p.n.bytes, p.n.rx_bytes, p.n.verified_bytes) = (msgs * 100, msgs * 100, msgs * 100);
+        (p.n.live_conns, p.n.cpu_ns) = (5, cpu_ns);
         if let Some(e) = err {
             p.error(|| e.to_string());
         }
@@ -443,10 +443,10 @@ mod tests {
         let b = part(100, 1_000_000, 950_000_000, Some("subscriber 7: reset"));
         r.add_tallies([a, b]);
         assert_eq!(
-            (r.msgs, r.bytes, r.verified_bytes),
+            (r.n.msgs, r.n.bytes, r.n.verified_bytes),
             (1000, 100_000, 100_000)
         );
-        assert_eq!(r.live_conns, 10);
+        assert_eq!(r.n.live_conns, 10);
         assert_eq!(r.latency.len(), 1000, "histograms added, not averaged");
         let p95 = r.latency.quantile(0.95);
         assert!(p95.abs_diff(1_000_000) < 1_000, "{p95}");

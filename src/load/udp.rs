@@ -248,7 +248,7 @@ impl Udp {
             });
         let window_ns = Coordinated::window_ns(&shared);
         let mut r = Report::empty(cfg, threads, cfg.rate, window_ns, coord.interrupted);
-        (r.warmup_ns, r.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
+        (r.warmup_ns, r.n.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
         r.add_tallies(parts.into_iter().collect::<io::Result<Vec<Tally>>>()?);
         Ok(r)
     }
@@ -381,7 +381,7 @@ impl Udp {
                                 f.next_seq += 1;
                                 send_error(&mut part, &e, in_window(d));
                                 if in_window(d) {
-                                    part.n.dgram_send_failed += 1;
+                                    part.dgram.dgram_send_failed += 1;
                                 }
                             }
                         }
@@ -465,15 +465,15 @@ impl Udp {
                                 part.n.msgs += 1;
                                 part.n.bytes += len as u64;
                                 part.n.rx_bytes += len as u64;
-                                part.n.dgram_reordered += u64::from(reordered);
+                                part.dgram.dgram_reordered += u64::from(reordered);
                                 let ns = t.saturating_sub(latency_from);
                                 part.latency.record(ns);
                                 Timeline::of_window(&mut part.timeline, open, planned)
                                     .record(t, ns);
                             }
                         }
-                        Outcome::Late => part.n.dgram_late += u64::from(win),
-                        Outcome::Duplicate => part.n.dgram_duplicates += u64::from(win),
+                        Outcome::Late => part.dgram.dgram_late += u64::from(win),
+                        Outcome::Duplicate => part.dgram.dgram_duplicates += u64::from(win),
                         Outcome::Unsolicited => {
                             match win {
                                 true => part.n.unsolicited += 1,
@@ -491,7 +491,7 @@ impl Udp {
             }
         }
         part.n.cpu_ns = cpu0.map_or(0, |c0| cpu::this_thread_ns().saturating_sub(c0));
-        part.n.live = flows.len() as u64;
+        part.n.live_conns = flows.len() as u64;
         Ok(part)
     }
 }
@@ -524,14 +524,14 @@ fn count_lost(part: &mut Tally, n: u64, in_window: bool) {
         return;
     }
     match in_window {
-        true => part.n.dgram_lost += n,
-        false => part.n.dgram_warmup_lost += n,
+        true => part.dgram.dgram_lost += n,
+        false => part.dgram.dgram_warmup_lost += n,
     }
 }
 
 fn count_sent(part: &mut Tally, in_window: bool) {
     if in_window {
-        part.n.dgram_sent += 1;
+        part.dgram.dgram_sent += 1;
     }
 }
 

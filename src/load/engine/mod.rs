@@ -73,7 +73,7 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
     let (_, t_close) = shared.edges();
     let window_ns = Coordinated::window_ns(&shared);
     let mut r = Report::empty(cfg, threads, cfg.rate, window_ns, coord.interrupted);
-    (r.warmup_ns, r.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
+    (r.warmup_ns, r.n.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
     r.engine = engine;
     let mut gaps: Option<Gaps> = None;
     let mut tallies = Vec::with_capacity(parts.len());
@@ -435,7 +435,7 @@ impl<S: Sockets> Loop<'_, S> {
         let cpu0 = lp.traffic(cfg, conns, &mut events)?;
         let end = cpu::this_thread().total_ns;
         lp.c.n.cpu_ns = end.saturating_sub(cpu0.unwrap_or(end));
-        lp.c.n.live = conns
+        lp.c.n.live_conns = conns
             .iter()
             .filter(|c| match c.st {
                 St::Dead => false,
