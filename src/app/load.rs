@@ -272,11 +272,11 @@ fn exit_code(r: &Report) -> i32 {
         eprintln!("error: the server's responses did not verify: {why}");
         return 1;
     }
-    if r.msgs == 0 {
+    if r.n.msgs == 0 {
         eprintln!(
             "error: no message completed in the {} window ({})",
             secs(r.window_ns),
-            r.first_error.as_deref().unwrap_or(if r.timeouts > 0 {
+            r.first_error.as_deref().unwrap_or(if r.n.timeouts > 0 {
                 "every message timed out"
             } else {
                 "no error recorded"

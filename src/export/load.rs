@@ -69,30 +69,30 @@ fn tail(cfg: &Config, r: &Report) -> String {
         dur_h(r.longest_gap_ns),
         dur_h(cfg.msg_timeout.as_nanos() as u64)
     );
-    if r.warmup_ns > cfg.warmup.as_nanos() as u64 + 50_000_000 || r.unsettled_conns > 0 {
+    if r.warmup_ns > cfg.warmup.as_nanos() as u64 + 50_000_000 || r.n.unsettled_conns > 0 {
         s += &format!(
             "  warm-up {} (asked {}): it lasts until every connection had its first answer{}\n",
             dur_h(r.warmup_ns),
             dur_h(cfg.warmup.as_nanos() as u64),
-            if r.unsettled_conns > 0 {
+            if r.n.unsettled_conns > 0 {
                 format!(
                     "; {} never had one by the message timeout [warmup_unsettled]",
-                    r.unsettled_conns
+                    r.n.unsettled_conns
                 )
             } else {
                 String::new()
             }
         );
     }
-    if r.warmup_errors > 0 {
+    if r.n.warmup_errors > 0 {
         s += &format!(
             "  warm-up (not counted above): {} errors, of which {} responses did not verify\n",
-            r.warmup_errors, r.warmup_invalid
+            r.n.warmup_errors, r.n.warmup_invalid
         );
     }
     s += &format!(
         "  load-generator CPU {:.3} s = {:.0}% of {} CPU(s){}\n",
-        r.cpu_ns as f64 / 1e9,
+        r.n.cpu_ns as f64 / 1e9,
         r.cpu_fraction * 100.0,
         r.cpus_available,
         if r.client_bound {
@@ -164,23 +164,23 @@ pub(crate) fn http_summary(cfg: &Config, g: &HttpGet, r: &Report) -> String {
         "  requests/s {:.0}   transfer/s {}   requests {}   received {}\n",
         r.msgs_per_sec(),
         bytes_h(r.rx_bytes_per_sec()),
-        r.msgs,
-        bytes_h(r.rx_bytes as f64)
+        r.n.msgs,
+        bytes_h(r.n.rx_bytes as f64)
     );
     s += &latency_line(r, true, "request");
     s += &format!(
         "  errors {}: connect {}  read {}  write {}  timeout {}  non-2xx {}  malformed {}  wrong body {}  unsolicited {}  reconnects {}  live connections {}/{}\n",
         r.errors(),
-        r.connect_errors,
-        r.read_errors,
-        r.write_errors,
-        r.timeouts,
-        r.non_2xx,
-        r.malformed,
-        r.mismatches,
-        r.unsolicited,
-        r.reconnects,
-        r.live_conns,
+        r.n.connect_errors,
+        r.n.read_errors,
+        r.n.write_errors,
+        r.n.timeouts,
+        r.n.non_2xx,
+        r.n.malformed,
+        r.n.mismatches,
+        r.n.unsolicited,
+        r.n.reconnects,
+        r.n.live_conns,
         cfg.conns
     );
     s + &tail(cfg, r)
@@ -235,24 +235,24 @@ pub(crate) fn summary(cfg: &Config, msg: usize, r: &Report) -> String {
         "  msgs/s {:.0}   bytes/s {:.0}   messages {}\n",
         r.msgs_per_sec(),
         r.bytes_per_sec(),
-        r.msgs
+        r.n.msgs
     );
     s += &latency_line(r, false, "message");
     s += &format!(
         "  connect errors {}  resets {}  other errors {}  mismatches {}  unsolicited {}  timeouts {}  live connections {}/{}\n",
-        r.connect_errors,
-        r.resets,
-        r.io_errors,
-        r.mismatches,
-        r.unsolicited,
-        r.timeouts,
-        r.live_conns,
+        r.n.connect_errors,
+        r.n.resets,
+        r.n.io_errors,
+        r.n.mismatches,
+        r.n.unsolicited,
+        r.n.timeouts,
+        r.n.live_conns,
         cfg.conns
     );
     if cfg.churn {
         s += &format!(
             "  a connection per message: {} connects (warm-up included), {} closed with SO_LINGER 0 in the window (no TIME_WAIT)\n",
-            r.connects, r.abortive_closes
+            r.n.connects, r.n.abortive_closes
         );
     }
     s + &tail(cfg, r)

@@ -37,9 +37,11 @@ mod tally;
 pub mod udp;
 mod window;
 
+pub use crate::measure::cell::DatagramCounts;
 pub use engine::{run, Engine};
+pub use tally::Counts;
 
-use crate::measure::Hist;
+use crate::measure::{CounterSet, Hist};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
@@ -280,66 +282,15 @@ pub struct Report {
     pub window_ns: u64,
     /// The run was stopped early ([`Config::stop`]): the counts cover the window up to then.
     pub(crate) interrupted: bool,
-    /// Messages whose full and valid response arrived inside the window: the ops. A response
-    /// that does not verify (mismatch, non-2xx, malformed) is never one.
-    pub msgs: u64,
-    /// Payload bytes of those messages, one direction (each is sent and received once).
-    pub bytes: u64,
-    /// Bytes of those messages' responses as received (HTTP: headers included, as wrk's
-    /// transfer/s counts them; echo: equal to `bytes`).
-    pub rx_bytes: u64,
-    /// Connections that could not be established: at the start (before the warm-up), and on
-    /// reconnecting inside the window.
-    pub connect_errors: u64,
-    /// Connections the server reset or closed (ECONNRESET, EPIPE, EOF).
-    pub resets: u64,
-    /// Other socket errors.
-    pub io_errors: u64,
-    /// Of `resets + io_errors`: those met receiving (EOF included).
-    pub(crate) read_errors: u64,
-    /// Of `resets + io_errors`: those met sending.
-    pub(crate) write_errors: u64,
-    /// Responses that were not the message sent (wrong bytes, another connection's, stale;
-    /// HTTP: a body of another length than expected).
-    pub mismatches: u64,
+    /// The counts ([`Counts`]: each covers the window unless its doc says otherwise), in
+    /// the JSON under their own names.
+    #[serde(flatten)]
+    pub n: Counts,
     /// The first mismatch seen, warm-up included (`None`: none).
     pub first_mismatch: Option<Mismatch>,
-    /// Complete responses with a status outside 2xx (HTTP).
-    pub non_2xx: u64,
-    /// Responses that could not be parsed or framed, or announced a length over the reader's
-    /// caps (HTTP); each closed its connection when its end could not be known.
-    pub malformed: u64,
-    /// Times bytes arrived that no request asked for: past the end of a response, or while
-    /// no request was outstanding (a server that answers twice, or writes canned answers
-    /// before it is asked). Never an op; such a run is a failure ([`Report::unverified`]).
-    #[serde(default)]
-    pub(crate) unsolicited: u64,
-    /// Messages outstanding longer than the message timeout.
-    pub timeouts: u64,
-    /// Connections closed by a valid `Connection: close` response and opened again (wrk's
-    /// behaviour); not errors.
-    pub reconnects: u64,
-    /// [`Config::churn`]: connections the client closed with SO_LINGER 0 (a RST instead of a
-    /// FIN, so no TIME_WAIT is left on either side) after their response, in the window.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub abortive_closes: u64,
-    /// [`Config::churn`]: connects started over the whole run, warm-up included (the span
-    /// the server's own `accepts` counter covers).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub connects: u64,
     /// The warm-up the run took, ns: `Config::warmup`, or longer when connections were still
     /// awaiting their first answer then.
     pub warmup_ns: u64,
-    /// Connections whose first message was still unanswered when the warm-up gave up at the
-    /// message timeout and the window opened anyway (0: every connection had been served).
-    pub unsettled_conns: u64,
-    /// Errors of every kind in the warm-up (not in the counts above).
-    pub warmup_errors: u64,
-    /// Of `warmup_errors`: responses that did not verify (mismatch, non-2xx, malformed). A
-    /// server that answers wrongly only in the warm-up still fails the run.
-    pub warmup_invalid: u64,
-    /// Connections still open and usable when the window closed.
-    pub live_conns: u64,
     /// The longest time inside the window with no response completed on any connection, ns
     /// (the whole window when none completed): a stall shorter than the message timeout shows
     /// here. Exact to within window/[`GAP_BUCKETS`].
@@ -351,8 +302,6 @@ pub struct Report {
     /// The first error seen (connect, socket, or a response that did not verify, warm-up
     /// included), for the reader.
     pub first_error: Option<String>,
-    /// CPU of the load generator's threads over the window, ns (CPU-time clocks: exact).
-    pub cpu_ns: u64,
     /// CPUs the threads could use: min(threads, CPUs given or allowed).
     pub(crate) cpus_available: usize,
     /// Load-generator CPU over the window as a fraction of `cpus_available` CPUs.
@@ -364,36 +313,16 @@ pub struct Report {
     /// Per-message latency, ns (valid responses in the window only).
     #[serde(with = "crate::measure::hist::base64_v2")]
     pub latency: Hist,
-    /// Bulk transfer ([`stream`]): payload bytes verified against the pattern, warm-up and
-    /// window (by the client; for uploads by the server, whose trailer the client checks).
-    /// 0 for message exchanges, whose every op is a verified response.
-    pub verified_bytes: u64,
     /// Merged reports ([`Report::merge`], `run --load-host`): the load hosts that took part
     /// and those of them whose load generator was saturated (`client_bound` there).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) hosts: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) bound_hosts: Vec<String>,
-    /// UDP echo ([`udp`]): datagrams sent in the window, lost (declared lost in the window;
-    /// in the warm-up apart), echoed after being declared lost, echoed twice, echoed after a
-    /// later one of their flow (ops all the same), and not sent because the client's kernel
-    /// refused them (open loop). 0 for every other exchange.
+    /// UDP echo ([`udp`]): what happened to its datagrams (see [`DatagramCounts`]); 0 for
+    /// every other exchange.
     #[serde(default)]
     pub dgram: DatagramCounts,
-}
-
-crate::counter_set! {
-    /// What happened to a UDP load's datagrams (see [`Report::dgram`]).
-    #[derive(Serialize, Deserialize)]
-    pub struct DatagramCounts {
-        dgram_sent,
-        dgram_lost,
-        dgram_warmup_lost,
-        dgram_late,
-        dgram_duplicates,
-        dgram_reordered,
-        dgram_send_failed,
-    }
 }
 
 /// The window is cut into this many buckets to find the longest gap with no completion over
@@ -425,38 +354,17 @@ impl Report {
             rate_per_sec,
             window_ns,
             interrupted,
-            msgs: 0,
-            bytes: 0,
-            rx_bytes: 0,
-            connect_errors: 0,
-            resets: 0,
-            io_errors: 0,
-            read_errors: 0,
-            write_errors: 0,
-            mismatches: 0,
+            n: Counts::default(),
             first_mismatch: None,
-            non_2xx: 0,
-            malformed: 0,
-            unsolicited: 0,
-            timeouts: 0,
-            reconnects: 0,
-            abortive_closes: 0,
-            connects: 0,
             warmup_ns: cfg.warmup.as_nanos() as u64,
-            unsettled_conns: 0,
-            warmup_errors: 0,
-            warmup_invalid: 0,
-            live_conns: 0,
             longest_gap_ns: 0,
             timeline: None,
             first_error: None,
-            cpu_ns: 0,
             cpus_available,
             cpu_fraction: 0.0,
             max_thread_fraction: 0.0,
             client_bound: false,
             latency: Hist::new(),
-            verified_bytes: 0,
             hosts: Vec::new(),
             bound_hosts: Vec::new(),
             dgram: DatagramCounts::default(),
@@ -490,39 +398,14 @@ impl Report {
         };
         self.window_ns = self.window_ns.max(other.window_ns);
         self.interrupted |= other.interrupted;
-        for (a, b) in [
-            (&mut self.msgs, other.msgs),
-            (&mut self.bytes, other.bytes),
-            (&mut self.rx_bytes, other.rx_bytes),
-            (&mut self.connect_errors, other.connect_errors),
-            (&mut self.resets, other.resets),
-            (&mut self.io_errors, other.io_errors),
-            (&mut self.read_errors, other.read_errors),
-            (&mut self.write_errors, other.write_errors),
-            (&mut self.mismatches, other.mismatches),
-            (&mut self.non_2xx, other.non_2xx),
-            (&mut self.malformed, other.malformed),
-            (&mut self.unsolicited, other.unsolicited),
-            (&mut self.timeouts, other.timeouts),
-            (&mut self.reconnects, other.reconnects),
-            (&mut self.abortive_closes, other.abortive_closes),
-            (&mut self.connects, other.connects),
-            (&mut self.warmup_errors, other.warmup_errors),
-            (&mut self.warmup_invalid, other.warmup_invalid),
-            (&mut self.unsettled_conns, other.unsettled_conns),
-            (&mut self.live_conns, other.live_conns),
-            (&mut self.cpu_ns, other.cpu_ns),
-            (&mut self.verified_bytes, other.verified_bytes),
-        ] {
-            *a = a.saturating_add(b);
-        }
+        self.n.merge(&other.n);
         if self.first_mismatch.is_none() {
             self.first_mismatch = other.first_mismatch;
         }
         if self.first_error.is_none() {
             self.first_error.clone_from(&other.first_error);
         }
-        crate::measure::CounterSet::merge(&mut self.dgram, &other.dgram);
+        self.dgram.merge(&other.dgram);
         self.longest_gap_ns = self.longest_gap_ns.min(other.longest_gap_ns);
         match (&mut self.timeline, &other.timeline) {
             (Some(a), Some(b)) => a.merge(b),
@@ -534,7 +417,7 @@ impl Report {
         self.cpus_available += other.cpus_available;
         if self.window_ns > 0 {
             self.cpu_fraction =
-                self.cpu_ns as f64 / (self.window_ns as f64 * self.cpus_available.max(1) as f64);
+                self.n.cpu_ns as f64 / (self.window_ns as f64 * self.cpus_available.max(1) as f64);
         }
         self.max_thread_fraction = self.max_thread_fraction.max(other.max_thread_fraction);
         self.client_bound = !self.bound_hosts.is_empty();
@@ -546,7 +429,7 @@ impl Report {
     pub(crate) fn settle_cpu(&mut self, max_thread_ns: u64) {
         if self.window_ns > 0 {
             self.cpu_fraction =
-                self.cpu_ns as f64 / (self.window_ns as f64 * self.cpus_available.max(1) as f64);
+                self.n.cpu_ns as f64 / (self.window_ns as f64 * self.cpus_available.max(1) as f64);
             self.max_thread_fraction = max_thread_ns as f64 / self.window_ns as f64;
         }
         self.client_bound = self.cpu_fraction >= CLIENT_BOUND_FRACTION
@@ -554,26 +437,26 @@ impl Report {
     }
 
     pub(crate) fn msgs_per_sec(&self) -> f64 {
-        per_sec(self.msgs, self.window_ns)
+        per_sec(self.n.msgs, self.window_ns)
     }
     pub(crate) fn bytes_per_sec(&self) -> f64 {
-        per_sec(self.bytes, self.window_ns)
+        per_sec(self.n.bytes, self.window_ns)
     }
     /// Response bytes received per second (HTTP transfer/s).
     pub(crate) fn rx_bytes_per_sec(&self) -> f64 {
-        per_sec(self.rx_bytes, self.window_ns)
+        per_sec(self.n.rx_bytes, self.window_ns)
     }
     /// Errors of every kind in the window (connect, resets, other socket errors, mismatches,
     /// non-2xx, malformed, unsolicited, timeouts).
     pub fn errors(&self) -> u64 {
-        self.connect_errors
-            + self.resets
-            + self.io_errors
-            + self.mismatches
-            + self.non_2xx
-            + self.malformed
-            + self.unsolicited
-            + self.timeouts
+        self.n.connect_errors
+            + self.n.resets
+            + self.n.io_errors
+            + self.n.mismatches
+            + self.n.non_2xx
+            + self.n.malformed
+            + self.n.unsolicited
+            + self.n.timeouts
     }
     /// Latency mean and standard deviation, ns (`None` when no message completed).
     pub(crate) fn latency_mean_stddev(&self) -> Option<(f64, f64)> {
@@ -598,13 +481,13 @@ impl Report {
         cfg: &Config,
     ) -> Option<String> {
         let counts = [
-            ("msgs", self.msgs),
-            ("bytes", self.bytes),
-            ("rx_bytes", self.rx_bytes),
+            ("msgs", self.n.msgs),
+            ("bytes", self.n.bytes),
+            ("rx_bytes", self.n.rx_bytes),
             ("errors", self.errors()),
-            ("warmup_errors", self.warmup_errors),
-            ("reconnects", self.reconnects),
-            ("cpu_ns", self.cpu_ns),
+            ("warmup_errors", self.n.warmup_errors),
+            ("reconnects", self.n.reconnects),
+            ("cpu_ns", self.n.cpu_ns),
         ];
         // 2^48: far past any window's count, and hundreds of hosts sum without wrapping.
         if let Some((what, n)) = counts.iter().find(|(_, n)| *n >= 1 << 48) {
@@ -618,17 +501,17 @@ impl Report {
                 return Some(format!("{what} {v}"));
             }
         }
-        if self.latency.len() != self.msgs {
+        if self.latency.len() != self.n.msgs {
             return Some(format!(
                 "{} messages but {} latencies",
-                self.msgs,
+                self.n.msgs,
                 self.latency.len()
             ));
         }
-        if self.live_conns > conns as u64 || self.conns_requested != conns {
+        if self.n.live_conns > conns as u64 || self.conns_requested != conns {
             return Some(format!(
                 "{} live of {} connections, asked for {conns}",
-                self.live_conns, self.conns_requested
+                self.n.live_conns, self.conns_requested
             ));
         }
         let asked = cfg.duration.as_nanos() as u64;
@@ -642,10 +525,10 @@ impl Report {
         }
         let most_cpu =
             self.window_ns as u128 * self.cpus_available.max(1) as u128 * 105 / 100 + 10_000_000;
-        if self.cpus_available > self.threads.max(1) || self.cpu_ns as u128 > most_cpu {
+        if self.cpus_available > self.threads.max(1) || self.n.cpu_ns as u128 > most_cpu {
             return Some(format!(
                 "{} ns of CPU over a {} ns window on {} CPU(s) for {} thread(s)",
-                self.cpu_ns, self.window_ns, self.cpus_available, self.threads
+                self.n.cpu_ns, self.window_ns, self.cpus_available, self.threads
             ));
         }
         if let Some(r) = rate {
@@ -653,10 +536,10 @@ impl Report {
             // backlog from before, one per connection more.
             let span = (self.window_ns + cfg.msg_timeout.as_nanos() as u64) as f64 / 1e9;
             let most = (r * span * 1.05).ceil() as u64 + conns as u64;
-            if self.msgs > most {
+            if self.n.msgs > most {
                 return Some(format!(
                     "{} messages in a {} ns window at {r:.0} offered per second",
-                    self.msgs, self.window_ns
+                    self.n.msgs, self.window_ns
                 ));
             }
         }
@@ -669,25 +552,25 @@ impl Report {
     /// wrongly is not measured.
     pub fn unverified(&self) -> Option<String> {
         let mut parts = Vec::new();
-        if self.mismatches > 0 {
-            parts.push(format!("{} mismatched responses", self.mismatches));
+        if self.n.mismatches > 0 {
+            parts.push(format!("{} mismatched responses", self.n.mismatches));
         }
-        if self.non_2xx > 0 {
-            parts.push(format!("{} non-2xx responses", self.non_2xx));
+        if self.n.non_2xx > 0 {
+            parts.push(format!("{} non-2xx responses", self.n.non_2xx));
         }
-        if self.malformed > 0 {
-            parts.push(format!("{} malformed responses", self.malformed));
+        if self.n.malformed > 0 {
+            parts.push(format!("{} malformed responses", self.n.malformed));
         }
-        if self.unsolicited > 0 {
+        if self.n.unsolicited > 0 {
             parts.push(format!(
                 "unsolicited bytes {} times (sent with no request outstanding)",
-                self.unsolicited
+                self.n.unsolicited
             ));
         }
-        if self.warmup_invalid > 0 {
+        if self.n.warmup_invalid > 0 {
             parts.push(format!(
                 "{} responses in the warm-up did not verify",
-                self.warmup_invalid
+                self.n.warmup_invalid
             ));
         }
         if parts.is_empty() {
@@ -698,16 +581,13 @@ impl Report {
             s += &format!("; first mismatch at {m}");
         }
         if let Some(e) = self.first_error.as_deref().filter(|_| {
-            self.first_mismatch.is_none() || self.non_2xx + self.malformed + self.unsolicited > 0
+            self.first_mismatch.is_none()
+                || self.n.non_2xx + self.n.malformed + self.n.unsolicited > 0
         }) {
             s += &format!("; first error: {e}");
         }
         Some(s)
     }
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 fn epoll_engine() -> Engine {
@@ -730,11 +610,11 @@ mod tests {
     fn report(n: u64, ns: u64, bound: bool) -> Report {
         let cfg = Config::new("127.0.0.1:1".parse().unwrap(), 10, Duration::from_secs(1));
         let mut r = Report::empty(&cfg, 1, None, 1_000_000_000, false);
-        r.msgs = n;
-        r.bytes = n * 64;
-        r.rx_bytes = n * 64;
-        r.live_conns = 10;
-        r.cpu_ns = 500_000_000;
+        r.n.msgs = n;
+        r.n.bytes = n * 64;
+        r.n.rx_bytes = n * 64;
+        r.n.live_conns = 10;
+        r.n.cpu_ns = 500_000_000;
         r.longest_gap_ns = 3_000;
         r.client_bound = bound;
         r.latency.record_n(ns, n);
@@ -749,11 +629,11 @@ mod tests {
         let b = report(100, 1_000_000, true);
         a.merge("a", &b, "b");
         assert_eq!(a.latency.len(), 1000);
-        assert_eq!(a.msgs, 1000);
-        assert_eq!(a.bytes, 64_000);
-        assert_eq!(a.live_conns, 20);
+        assert_eq!(a.n.msgs, 1000);
+        assert_eq!(a.n.bytes, 64_000);
+        assert_eq!(a.n.live_conns, 20);
         assert_eq!(a.conns_requested, 20);
-        assert_eq!(a.cpu_ns, 1_000_000_000);
+        assert_eq!(a.n.cpu_ns, 1_000_000_000);
         assert_eq!(a.cpus_available, 2);
         assert!((a.cpu_fraction - 0.5).abs() < 1e-9);
         let within = |v: u64, want: u64| v.abs_diff(want) <= want / 1000;
@@ -790,16 +670,16 @@ mod tests {
             // 2,000,000 msgs/s at 2,000 offered.
             (
                 |r| {
-                    r.msgs = 2_000_000;
+                    r.n.msgs = 2_000_000;
                     r.latency.record_n(10_000, 2_000_000 - 900);
                 },
                 Some(2_000.0),
                 "at 2000 offered",
             ),
-            (|r| r.msgs = 5_000, None, "latencies"),
-            (|r| r.msgs = u64::MAX - 3, None, "msgs"),
-            (|r| r.cpu_ns = 50_000_000_000, None, "ns of CPU"),
-            (|r| r.live_conns = 11, None, "live of"),
+            (|r| r.n.msgs = 5_000, None, "latencies"),
+            (|r| r.n.msgs = u64::MAX - 3, None, "msgs"),
+            (|r| r.n.cpu_ns = 50_000_000_000, None, "ns of CPU"),
+            (|r| r.n.live_conns = 11, None, "live of"),
             (|r| r.window_ns = 3_600_000_000_000, None, "a window of"),
             (|r| r.cpu_fraction = f64::INFINITY, None, "cpu_fraction"),
         ];
@@ -812,10 +692,10 @@ mod tests {
         // Summing hosts never wraps.
         let mut a = report(900, 10_000, false);
         let mut b = report(900, 10_000, false);
-        b.resets = u64::MAX;
-        a.resets = 5;
+        b.n.resets = u64::MAX;
+        a.n.resets = 5;
         a.merge("a", &b, "b");
-        assert_eq!(a.resets, u64::MAX);
+        assert_eq!(a.n.resets, u64::MAX);
     }
 
     #[test]
@@ -828,7 +708,7 @@ mod tests {
             offset: 12,
             in_warmup: false,
         });
-        r.mismatches = 1;
+        r.n.mismatches = 1;
         r.first_error = Some("connection reset".into());
         r.rate_per_sec = Some(2500.0);
         let json = serde_json::to_string(&r).unwrap();
@@ -841,6 +721,6 @@ mod tests {
         assert_eq!(back.first_mismatch, r.first_mismatch);
         assert_eq!(back.unverified(), r.unverified());
         assert!(back.client_bound);
-        assert_eq!(back.msgs, 500);
+        assert_eq!(back.n.msgs, 500);
     }
 }

@@ -24,7 +24,7 @@
 //! (`unsettled_conns` then counts those still waiting).
 
 use super::tally::Tally;
-use super::window::{run_threads, Coordinated, Shared, WARM_TICK_NS};
+use super::window::{epoll_wait_ns, run_threads, Coordinated, Shared, WARM_TICK_NS};
 use super::{Config, Edge, Exchange, Mismatch, Report, Response};
 use crate::io::epoll::{Ctl, Epoll};
 use crate::measure::clock::now_ns;
@@ -34,7 +34,6 @@ use crate::proto::pubsub::{encode_pub, encode_sub, fill_payload, Decoder, Frame,
 use crate::proto::pubsub::{SeqCheck, MAX_FRAME, PUB, PUB_HEADER};
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -119,7 +118,7 @@ impl Pubsub {
             });
         let window_ns = Coordinated::window_ns(&shared);
         let mut r = Report::empty(cfg, threads, Some(rate), window_ns, coord.interrupted);
-        (r.warmup_ns, r.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
+        (r.warmup_ns, r.n.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
         r.conns_requested = self.conns();
         r.add_tallies(parts.into_iter().collect::<io::Result<Vec<Tally>>>()?);
         Ok(r)
@@ -140,14 +139,93 @@ impl Pubsub {
             pin::pin_this_thread(c)?;
         }
         let mut part = Tally::default();
+        let (mut subs, mut pubs) = self.connect_share(cfg, (t, threads), &mut part);
+        let ep = Epoll::new(crate::model::Trigger::Level)?;
+        for (i, s) in subs.iter().enumerate() {
+            s.sock.set_nonblocking(true)?;
+            ep.ctl(Ctl::Add, &s.sock, libc::EPOLLIN as u32, i as u64)?;
+        }
+        // The warm-up waits for every live subscriber's first delivery.
+        shared
+            .unanswered
+            .fetch_add(subs.len() as u64, Ordering::SeqCst);
+        let answered = |s: &mut Sub| {
+            if std::mem::take(&mut s.waiting) {
+                shared.unanswered.fetch_sub(1, Ordering::SeqCst);
+            }
+        };
+        shared.barrier.wait();
+        shared.barrier.wait();
+        *synced = true;
+        let sched = Schedule {
+            start: shared.t_start.load(Ordering::SeqCst),
+            step_ns: 1e9 / rate,
+            publishers: self.publishers as f64,
+        };
+        let mut payload = Vec::new();
+        let mut buf = vec![0u8; 256 << 10];
+        let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
+        let mut cpu0 = None;
+        loop {
+            let (open, planned, close) = shared.edges_planned();
+            let mut now = now_ns();
+            if cpu0.is_none() && now >= open {
+                cpu0 = Some(cpu::this_thread_ns());
+                Timeline::of_window(&mut part.timeline, open, planned);
+                now = now_ns();
+            }
+            if now >= close {
+                break;
+            }
+            let mut next = close.min(now + 10_000_000);
+            if cpu0.is_none() {
+                // Until the coordinator has set the opening, look for it every WARM_TICK_NS.
+                next = next.min(open).min(now + WARM_TICK_NS);
+            }
+            for p in pubs.iter_mut() {
+                next = next.min(p.publish(now, &sched, self.payload_bytes, &mut payload)?);
+            }
+            let n = epoll_wait_ns(&ep, &mut events, next.saturating_sub(now_ns()));
+            // The edges again: the coordinator may have set them during the wait.
+            let edges = shared.edges_planned();
+            for ev in &events[..n] {
+                let s = &mut subs[ev.u64 as usize];
+                if s.done {
+                    continue;
+                }
+                match s.receive(&mut buf, self.payload_bytes, edges, &mut part) {
+                    Received::Nothing => {}
+                    Received::Delivery => answered(s),
+                    Received::End => {
+                        s.done = true;
+                        answered(s);
+                        ep.ctl(Ctl::Del, &s.sock, 0, 0)?;
+                    }
+                }
+            }
+        }
+        part.n.cpu_ns = cpu0.map_or(0, |c0| cpu::this_thread_ns().saturating_sub(c0));
+        part.n.live_conns = (subs.iter().filter(|s| !s.done).count() + pubs.len()) as u64;
+        // Each delivered byte was received and verified.
+        (part.n.rx_bytes, part.n.verified_bytes) = (part.n.bytes, part.n.bytes);
+        Ok(part)
+    }
+
+    /// Connects thread `t`'s share: its subscribers (subscriber i is on topic i / fanout),
+    /// each made live by its handshake, and its publishers (t, t + threads, ...),
+    /// non-blocking. A connection that fails is counted (`connect_errors`) and left out.
+    fn connect_share(
+        &self,
+        cfg: &Config,
+        (t, threads): (usize, usize),
+        part: &mut Tally,
+    ) -> (Vec<Sub>, Vec<Publisher>) {
         let connect = || -> io::Result<TcpStream> {
             let s = TcpStream::connect_timeout(&cfg.target, cfg.connect_timeout)?;
             s.set_nodelay(true)?;
             s.set_read_timeout(Some(cfg.connect_timeout))?;
             Ok(s)
         };
-        // This thread's share of the subscribers (subscriber i is on topic i / fanout), each
-        // made live by its handshake.
         let n = self.publishers as usize * self.fanout as usize;
         let mut subs = Vec::new();
         for i in n * t / threads..n * (t + 1) / threads {
@@ -184,196 +262,184 @@ impl Pubsub {
                 }
             }
         }
-        let ep = Epoll::new(crate::model::Trigger::Level)?;
-        for (i, s) in subs.iter().enumerate() {
-            s.sock.set_nonblocking(true)?;
-            ep.ctl(Ctl::Add, &s.sock, libc::EPOLLIN as u32, i as u64)?;
-        }
-        // The warm-up waits for every live subscriber's first delivery.
-        shared
-            .unanswered
-            .fetch_add(subs.len() as u64, Ordering::SeqCst);
-        let answered = |s: &mut Sub| {
-            if std::mem::take(&mut s.waiting) {
-                shared.unanswered.fetch_sub(1, Ordering::SeqCst);
-            }
-        };
-        shared.barrier.wait();
-        shared.barrier.wait();
-        *synced = true;
-        let start = shared.t_start.load(Ordering::SeqCst);
-        // Publisher p's message k is due at start + (k * P + p) / rate.
-        let step_ns = 1e9 / rate;
-        let n_pub = self.publishers as f64;
-        let due = |p: u32, k: u64| start + ((k as f64 * n_pub + p as f64) * step_ns) as u64;
-        let mut payload = Vec::new();
-        let mut buf = vec![0u8; 256 << 10];
-        let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
-        let mut cpu0 = None;
+        (subs, pubs)
+    }
+}
+
+/// The open-loop schedule: publisher p's message k is due at start + (k * P + p) / rate.
+struct Schedule {
+    start: u64,
+    step_ns: f64,
+    /// P, the publishers over all threads.
+    publishers: f64,
+}
+
+impl Schedule {
+    #[inline]
+    fn due(&self, p: u32, k: u64) -> u64 {
+        self.start + ((k as f64 * self.publishers + p as f64) * self.step_ns) as u64
+    }
+}
+
+impl Publisher {
+    /// The send path: encodes each message due by `now` (while at most [`PUB_BOUND`] bytes
+    /// wait unsent; `payload` is the thread's scratch), writes what the socket takes, and
+    /// returns when this publisher next needs a turn.
+    #[inline]
+    fn publish(
+        &mut self,
+        now: u64,
+        sched: &Schedule,
+        payload_bytes: usize,
+        payload: &mut Vec<u8>,
+    ) -> io::Result<u64> {
+        let mut next;
         loop {
-            let (open, planned, close) = shared.edges_planned();
-            let mut now = now_ns();
-            if cpu0.is_none() && now >= open {
-                cpu0 = Some(cpu::this_thread_ns());
-                Timeline::of_window(&mut part.timeline, open, planned);
-                now = now_ns();
-            }
-            if now >= close {
+            let d = sched.due(self.id, self.seq);
+            if d > now || self.out.len() - self.at >= PUB_BOUND {
+                next = d.max(now);
                 break;
             }
-            // Publish what is due, within each publisher's bound.
-            let mut next = close.min(now + 10_000_000);
-            if cpu0.is_none() {
-                // Until the coordinator has set the opening, look for it every WARM_TICK_NS.
-                next = next.min(open).min(now + WARM_TICK_NS);
-            }
-            for p in pubs.iter_mut() {
-                loop {
-                    let d = due(p.id, p.seq);
-                    if d > now || p.out.len() - p.at >= PUB_BOUND {
-                        next = next.min(d.max(now));
-                        break;
-                    }
-                    payload.clear();
-                    fill_payload(&mut payload, p.id, p.seq, self.payload_bytes);
-                    let m = Publish {
-                        topic: p.id,
-                        publisher: p.id,
-                        seq: p.seq,
-                        ts_ns: d,
-                        payload: &payload,
-                    };
-                    encode_pub(&mut p.out, PUB, &m);
-                    p.seq += 1;
-                }
-                if p.at < p.out.len() {
-                    match p.sock.write(&p.out[p.at..]) {
-                        Ok(n) => p.at += n,
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                        Err(e) => return Err(io::Error::new(e.kind(), format!("publisher: {e}"))),
-                    }
-                    if p.at == p.out.len() {
-                        p.out.clear();
-                        p.at = 0;
-                    } else {
-                        // Try again soon: the socket drains as the server reads.
-                        next = next.min(now + 50_000);
-                    }
-                }
-            }
-            let wait = next.saturating_sub(now_ns());
-            let ts = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: wait as i64,
+            payload.clear();
+            fill_payload(payload, self.id, self.seq, payload_bytes);
+            let m = Publish {
+                topic: self.id,
+                publisher: self.id,
+                seq: self.seq,
+                ts_ns: d,
+                payload,
             };
-            // raw: a nanosecond epoll_pwait2(2); rustix's epoll wait makes epoll_pwait(2) with
-            // milliseconds where they fit.
-            // SAFETY: a valid epoll fd, event buffer and timespec; no signal mask.
-            let r = unsafe {
-                libc::epoll_pwait2(
-                    ep.as_raw_fd(),
-                    events.as_mut_ptr(),
-                    events.len() as i32,
-                    &ts,
-                    std::ptr::null(),
-                )
-            };
-            let n = if r < 0 { 0 } else { r as usize };
-            // The edges again: the coordinator may have set them during the wait.
-            let (open, planned, close) = shared.edges_planned();
-            for ev in &events[..n] {
-                let s = &mut subs[ev.u64 as usize];
-                if s.done {
-                    continue;
-                }
-                let got = match s.sock.read(&mut buf) {
-                    Ok(0) => Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "closed by the broker (its queue overflowed?)",
-                    )),
-                    Ok(n) => Ok(n),
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                    Err(e) => Err(e),
-                };
-                let n = match got {
-                    Ok(n) => n,
-                    Err(e) => {
-                        if now_ns() < open {
-                            part.n.warmup_errors += 1;
-                        } else {
-                            // A subscriber's reset is met receiving.
-                            part.n.resets += 1;
-                            part.n.read_errors += 1;
-                        }
-                        part.error(|| format!("subscriber {}: {e}", s.id));
-                        s.done = true;
-                        answered(s);
-                        ep.ctl(Ctl::Del, &s.sock, 0, 0)?;
-                        continue;
-                    }
-                };
-                let t = now_ns();
-                let in_window = t >= open && t < close;
-                let (check, len, id) = (&mut s.check, self.payload_bytes, s.id);
-                let mut bad = None;
-                let mut delivered = false;
-                let (ops, bytes, latency, timeline) = (
-                    &mut part.n.msgs,
-                    &mut part.n.bytes,
-                    &mut part.latency,
-                    &mut part.timeline,
-                );
-                let mut first_mismatch = None;
-                let fed = s.dec.feed(&buf[..n], |f| {
-                    let Frame::Msg { msg, .. } = f else {
-                        bad.get_or_insert(format!("subscriber {id} got a non-MSG frame"));
-                        return;
-                    };
-                    let want = if msg.publisher >= HANDSHAKE { 0 } else { len };
-                    if let Err(e) = check.check(&msg, want) {
-                        bad.get_or_insert(format!("subscriber {id}: {e}"));
-                        first_mismatch.get_or_insert(Mismatch {
-                            conn: id,
-                            msg: msg.seq,
-                            offset: 0,
-                            in_warmup: !in_window,
-                        });
-                        return;
-                    }
-                    if msg.publisher < HANDSHAKE {
-                        delivered = true;
-                        if in_window {
-                            *ops += 1;
-                            *bytes += len as u64;
-                            let ns = t.saturating_sub(msg.ts_ns);
-                            latency.record(ns);
-                            Timeline::of_window(timeline, open, planned).record(t, ns);
-                        }
-                    }
-                });
-                if let Err(e) = fed {
-                    bad.get_or_insert(format!("subscriber {id}: {e}"));
-                }
-                if let Some(m) = first_mismatch {
-                    part.mismatch_at(t, m);
-                }
-                if delivered {
-                    answered(s);
-                }
-                if let Some(why) = bad {
-                    part.n.mismatches += 1;
-                    part.error(|| why);
-                    s.done = true;
-                    answered(s);
-                    ep.ctl(Ctl::Del, &s.sock, 0, 0)?;
-                }
+            encode_pub(&mut self.out, PUB, &m);
+            self.seq += 1;
+        }
+        if self.at < self.out.len() {
+            match self.sock.write(&self.out[self.at..]) {
+                Ok(n) => self.at += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(io::Error::new(e.kind(), format!("publisher: {e}"))),
+            }
+            if self.at == self.out.len() {
+                self.out.clear();
+                self.at = 0;
+            } else {
+                // Try again soon: the socket drains as the server reads.
+                next = next.min(now + 50_000);
             }
         }
-        part.n.cpu_ns = cpu0.map_or(0, |c0| cpu::this_thread_ns().saturating_sub(c0));
-        part.n.live = (subs.iter().filter(|s| !s.done).count() + pubs.len()) as u64;
-        // Each delivered byte was received and verified.
-        (part.n.rx_bytes, part.n.verified) = (part.n.bytes, part.n.bytes);
-        Ok(part)
+        Ok(next)
+    }
+}
+
+/// What one wake-up of a subscriber brought.
+enum Received {
+    /// Nothing to act on (nothing to read, or no delivery of a publisher's yet).
+    Nothing,
+    /// At least one publisher's message, verified.
+    Delivery,
+    /// The subscriber is done: an error or a message that did not verify (counted).
+    End,
+}
+
+impl Sub {
+    /// The receive path: reads what arrived and verifies it (`edges`: the window's open,
+    /// planned close and close), counting into `part`.
+    #[inline]
+    fn receive(
+        &mut self,
+        buf: &mut [u8],
+        payload_bytes: usize,
+        edges: (u64, u64, u64),
+        part: &mut Tally,
+    ) -> Received {
+        let got = match self.sock.read(buf) {
+            Ok(0) => Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "closed by the broker (its queue overflowed?)",
+            )),
+            Ok(n) => Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Received::Nothing,
+            Err(e) => Err(e),
+        };
+        match got {
+            Ok(n) => self.verify(&buf[..n], payload_bytes, edges, part),
+            Err(e) => {
+                if now_ns() < edges.0 {
+                    part.n.warmup_errors += 1;
+                } else {
+                    // A subscriber's reset is met receiving.
+                    part.n.resets += 1;
+                    part.n.read_errors += 1;
+                }
+                part.error(|| format!("subscriber {}: {e}", self.id));
+                Received::End
+            }
+        }
+    }
+
+    /// Feeds `bytes` to the decoder and checks each message ([`SeqCheck`]); a publisher's
+    /// message in the window is an op, its latency from its due time.
+    #[inline]
+    fn verify(
+        &mut self,
+        bytes: &[u8],
+        len: usize,
+        (open, planned, close): (u64, u64, u64),
+        part: &mut Tally,
+    ) -> Received {
+        let t = now_ns();
+        let in_window = t >= open && t < close;
+        let (check, id) = (&mut self.check, self.id);
+        let mut bad = None;
+        let mut delivered = false;
+        let (ops, counted, latency, timeline) = (
+            &mut part.n.msgs,
+            &mut part.n.bytes,
+            &mut part.latency,
+            &mut part.timeline,
+        );
+        let mut first_mismatch = None;
+        let fed = self.dec.feed(bytes, |f| {
+            let Frame::Msg { msg, .. } = f else {
+                bad.get_or_insert(format!("subscriber {id} got a non-MSG frame"));
+                return;
+            };
+            let want = if msg.publisher >= HANDSHAKE { 0 } else { len };
+            if let Err(e) = check.check(&msg, want) {
+                bad.get_or_insert(format!("subscriber {id}: {e}"));
+                first_mismatch.get_or_insert(Mismatch {
+                    conn: id,
+                    msg: msg.seq,
+                    offset: 0,
+                    in_warmup: !in_window,
+                });
+                return;
+            }
+            if msg.publisher < HANDSHAKE {
+                delivered = true;
+                if in_window {
+                    *ops += 1;
+                    *counted += len as u64;
+                    let ns = t.saturating_sub(msg.ts_ns);
+                    latency.record(ns);
+                    Timeline::of_window(timeline, open, planned).record(t, ns);
+                }
+            }
+        });
+        if let Err(e) = fed {
+            bad.get_or_insert(format!("subscriber {id}: {e}"));
+        }
+        if let Some(m) = first_mismatch {
+            part.mismatch_at(t, m);
+        }
+        if let Some(why) = bad {
+            part.n.mismatches += 1;
+            part.error(|| why);
+            return Received::End;
+        }
+        match delivered {
+            true => Received::Delivery,
+            false => Received::Nothing,
+        }
     }
 }
 
@@ -426,8 +492,8 @@ mod tests {
     fn part(msgs: u64, ns: u64, cpu_ns: u64, err: Option<&str>) -> Tally {
         let mut p = Tally::default();
         p.n.msgs = msgs;
-        (p.n.bytes, p.n.rx_bytes, p.n.verified) = (msgs * 100, msgs * 100, msgs * 100);
-        (p.n.live, p.n.cpu_ns) = (5, cpu_ns);
+        (p.n.bytes, p.n.rx_bytes, p.n.verified_bytes) = (msgs * 100, msgs * 100, msgs * 100);
+        (p.n.live_conns, p.n.cpu_ns) = (5, cpu_ns);
         if let Some(e) = err {
             p.error(|| e.to_string());
         }
@@ -443,10 +509,10 @@ mod tests {
         let b = part(100, 1_000_000, 950_000_000, Some("subscriber 7: reset"));
         r.add_tallies([a, b]);
         assert_eq!(
-            (r.msgs, r.bytes, r.verified_bytes),
+            (r.n.msgs, r.n.bytes, r.n.verified_bytes),
             (1000, 100_000, 100_000)
         );
-        assert_eq!(r.live_conns, 10);
+        assert_eq!(r.n.live_conns, 10);
         assert_eq!(r.latency.len(), 1000, "histograms added, not averaged");
         let p95 = r.latency.quantile(0.95);
         assert!(p95.abs_diff(1_000_000) < 1_000, "{p95}");

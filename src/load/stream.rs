@@ -155,10 +155,10 @@ impl Streaming {
             });
         let window_ns = Coordinated::window_ns(&shared);
         let mut r = Report::empty(cfg, threads, None, window_ns, coord.interrupted);
-        (r.warmup_ns, r.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
+        (r.warmup_ns, r.n.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
         r.add_tallies(parts.into_iter().collect::<io::Result<Vec<Tally>>>()?);
         // Each byte is verified as it arrives: what was received is what was counted.
-        r.rx_bytes = r.bytes;
+        r.n.rx_bytes = r.n.bytes;
         Ok(r)
     }
 
@@ -282,11 +282,11 @@ impl Streaming {
         }
         out.n.cpu_ns =
             cpu::this_thread_ns().saturating_sub(cpu0.unwrap_or_else(cpu::this_thread_ns));
-        out.n.live = conns.iter().filter(|c| !c.done).count() as u64;
+        out.n.live_conns = conns.iter().filter(|c| !c.done).count() as u64;
         match self.direction {
             Direction::Up => self.trailers(&mut conns, &ep, &mut out)?,
             // Every byte received was checked, also on a connection that failed later.
-            _ => out.n.verified += conns.iter().map(|c| c.rx).sum::<u64>(),
+            _ => out.n.verified_bytes += conns.iter().map(|c| c.rx).sum::<u64>(),
         }
         Ok(out)
     }
@@ -477,7 +477,9 @@ impl Streaming {
                         c.done = true;
                         waiting -= 1;
                         match read_trailer(&c.trailer) {
-                            Some((tag, v)) if &tag == b"RSOK" && v == c.tx => out.n.verified += v,
+                            Some((tag, v)) if &tag == b"RSOK" && v == c.tx => {
+                                out.n.verified_bytes += v
+                            }
                             Some((tag, v)) if &tag == b"RSOK" => {
                                 out.n.mismatches += 1;
                                 out.error(|| {

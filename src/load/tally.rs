@@ -4,43 +4,88 @@
 //! into the read errors, the others counted read errors where they met them; only the engine
 //! kept the earliest first error over threads).
 
-use super::{Mismatch, Report};
+use super::{DatagramCounts, Mismatch, Report};
 use crate::measure::timeline::Timeline;
 use crate::measure::{clock, CounterSet, Hist};
+use serde::{Deserialize, Serialize};
 
 crate::counter_set! {
-    /// One load thread's counts. Each sums into the [`Report`] field of the same name, except
-    /// `live` (into `live_conns`) and `verified` (into `verified_bytes`).
-    pub(crate) struct Counts {
+    /// A load run's counts: one thread's ([`Tally::n`]), and summed, the run's
+    /// ([`Report::n`], flattened into its JSON under these names). Every count covers the
+    /// measured window (after the warm-up), the same window for successes and errors, unless
+    /// said otherwise. Threads and hosts add up through [`CounterSet::merge`] alone, so a new
+    /// count is one field here; a cell's `load_*` counters are read from these in
+    /// `workload::net::cell::load_counters`, which names every one (the compiler points there).
+    #[derive(Serialize, Deserialize)]
+    pub struct Counts {
+        /// Messages whose full and valid response arrived inside the window: the ops. A
+        /// response that does not verify (mismatch, non-2xx, malformed) is never one.
         msgs,
+        /// Payload bytes of those messages, one direction (each is sent and received once).
         bytes,
+        /// Bytes of those messages' responses as received (HTTP: headers included, as wrk's
+        /// transfer/s counts them; echo: equal to `bytes`).
         rx_bytes,
+        /// Connections that could not be established: at the start (before the warm-up), and
+        /// on reconnecting inside the window.
         connect_errors,
+        /// Connections the server reset or closed (ECONNRESET, EPIPE, EOF).
         resets,
+        /// Other socket errors.
         io_errors,
+        /// Of `resets + io_errors`: those met receiving (EOF included).
         read_errors,
+        /// Of `resets + io_errors`: those met sending.
         write_errors,
+        /// Responses that were not the message sent (wrong bytes, another connection's,
+        /// stale; HTTP: a body of another length than expected).
         mismatches,
+        /// Complete responses with a status outside 2xx (HTTP).
         non_2xx,
+        /// Responses that could not be parsed or framed, or announced a length over the
+        /// reader's caps (HTTP); each closed its connection when its end could not be known.
         malformed,
+        /// Times bytes arrived that no request asked for: past the end of a response, or while
+        /// no request was outstanding (a server that answers twice, or writes canned answers
+        /// before it is asked). Never an op; such a run is a failure ([`Report::unverified`]).
+        #[serde(default)]
         unsolicited,
+        /// Messages outstanding longer than the message timeout.
         timeouts,
+        /// Connections closed by a valid `Connection: close` response and opened again (wrk's
+        /// behaviour); not errors.
         reconnects,
+        /// [`super::Config::churn`]: connections the client closed with SO_LINGER 0 (a RST
+        /// instead of a FIN, so no TIME_WAIT is left on either side) after their response, in
+        /// the window.
+        #[serde(default, skip_serializing_if = "is_zero")]
         abortive_closes,
+        /// [`super::Config::churn`]: connects started over the whole run, warm-up included
+        /// (the span the server's own `accepts` counter covers).
+        #[serde(default, skip_serializing_if = "is_zero")]
         connects,
+        /// Connections whose first message was still unanswered when the warm-up gave up at
+        /// the message timeout and the window opened anyway (0: every connection had been
+        /// served).
+        unsettled_conns,
+        /// Errors of every kind in the warm-up (not in the counts above).
         warmup_errors,
+        /// Of `warmup_errors`: responses that did not verify (mismatch, non-2xx, malformed). A
+        /// server that answers wrongly only in the warm-up still fails the run.
         warmup_invalid,
-        live,
+        /// Connections still open and usable when the window closed.
+        live_conns,
+        /// CPU of the load generator's threads over the window, ns (CPU-time clocks: exact).
         cpu_ns,
-        verified,
-        dgram_sent,
-        dgram_lost,
-        dgram_warmup_lost,
-        dgram_late,
-        dgram_duplicates,
-        dgram_reordered,
-        dgram_send_failed,
+        /// Bulk transfer (`stream`): payload bytes verified against the pattern, warm-up and
+        /// window (by the client; for uploads by the server, whose trailer the client checks).
+        /// 0 for message exchanges, whose every op is a verified response.
+        verified_bytes,
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One load thread's figures: its counts, its latencies, its ops over time, and the first
@@ -49,6 +94,8 @@ crate::counter_set! {
 #[derive(Default)]
 pub(crate) struct Tally {
     pub(crate) n: Counts,
+    /// The UDP driver's datagrams (0 for every other driver).
+    pub(crate) dgram: DatagramCounts,
     pub(crate) latency: Hist,
     /// The window's ops and latencies per interval (`measure::timeline`), recorded where the
     /// ops are counted; started when the thread sees the window open
@@ -93,13 +140,14 @@ impl Report {
     /// timeline cut at the window's end, `window_ns`), the earliest first error and first
     /// mismatch kept; then settles the CPU fractions from the busiest thread.
     pub(crate) fn add_tallies(&mut self, parts: impl IntoIterator<Item = Tally>) {
-        let mut n = Counts::default();
+        let (mut n, mut dgram) = (Counts::default(), DatagramCounts::default());
         let mut timeline: Option<Timeline> = None;
         let mut max_thread = 0u64;
         let mut first_error: Option<(u64, String)> = None;
         let mut first_mismatch: Option<(u64, Mismatch)> = None;
         for p in parts {
             n.merge(&p.n);
+            dgram.merge(&p.dgram);
             max_thread = max_thread.max(p.n.cpu_ns);
             self.latency.merge(&p.latency);
             match (&mut timeline, p.timeline) {
@@ -119,34 +167,8 @@ impl Report {
             }
         }
         let r = self;
-        r.msgs += n.msgs;
-        r.bytes += n.bytes;
-        r.rx_bytes += n.rx_bytes;
-        r.connect_errors += n.connect_errors;
-        r.resets += n.resets;
-        r.io_errors += n.io_errors;
-        r.read_errors += n.read_errors;
-        r.write_errors += n.write_errors;
-        r.mismatches += n.mismatches;
-        r.non_2xx += n.non_2xx;
-        r.malformed += n.malformed;
-        r.unsolicited += n.unsolicited;
-        r.timeouts += n.timeouts;
-        r.reconnects += n.reconnects;
-        r.abortive_closes += n.abortive_closes;
-        r.connects += n.connects;
-        r.warmup_errors += n.warmup_errors;
-        r.warmup_invalid += n.warmup_invalid;
-        r.live_conns += n.live;
-        r.cpu_ns += n.cpu_ns;
-        r.verified_bytes += n.verified;
-        r.dgram.dgram_sent += n.dgram_sent;
-        r.dgram.dgram_lost += n.dgram_lost;
-        r.dgram.dgram_warmup_lost += n.dgram_warmup_lost;
-        r.dgram.dgram_late += n.dgram_late;
-        r.dgram.dgram_duplicates += n.dgram_duplicates;
-        r.dgram.dgram_reordered += n.dgram_reordered;
-        r.dgram.dgram_send_failed += n.dgram_send_failed;
+        r.n.merge(&n);
+        r.dgram.merge(&dgram);
         if let Some(t) = timeline.map(|t| t.cut(r.window_ns)) {
             match &mut r.timeline {
                 Some(a) => a.merge(&t),
@@ -185,7 +207,7 @@ mod tests {
         let mut b = Tally::default();
         b.n.msgs = 4;
         b.n.read_errors = 2;
-        b.n.verified = 8;
+        b.n.verified_bytes = 8;
         b.n.cpu_ns = 30;
         b.error_at(20, || "early".into());
         b.error_at(10, || "not the first of b".into());
@@ -193,8 +215,8 @@ mod tests {
         let cfg = super::super::Config::new("127.0.0.1:9".parse().unwrap(), 2, Default::default());
         let mut r = Report::empty(&cfg, 2, None, 100, false);
         r.add_tallies([a, b]);
-        assert_eq!((r.msgs, r.resets, r.read_errors), (7, 1, 2));
-        assert_eq!((r.verified_bytes, r.cpu_ns), (8, 40));
+        assert_eq!((r.n.msgs, r.n.resets, r.n.read_errors), (7, 1, 2));
+        assert_eq!((r.n.verified_bytes, r.n.cpu_ns), (8, 40));
         assert_eq!(r.first_error.as_deref(), Some("early"));
         assert_eq!(r.first_mismatch, Some(mm(2)));
         assert!((r.max_thread_fraction - 0.3).abs() < 1e-9);

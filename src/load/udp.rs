@@ -26,7 +26,7 @@
 //! sends are counted when they happen (a loss when it is declared), window and warm-up apart.
 
 use super::tally::Tally;
-use super::window::{run_threads, Coordinated, Shared, WARM_TICK_NS};
+use super::window::{epoll_wait_ns, run_threads, Coordinated, Shared, WARM_TICK_NS};
 use super::{Config, Edge, Exchange, Mismatch, Report, Response};
 use crate::io::epoll::{Ctl, Epoll};
 use crate::measure::clock::now_ns;
@@ -248,11 +248,13 @@ impl Udp {
             });
         let window_ns = Coordinated::window_ns(&shared);
         let mut r = Report::empty(cfg, threads, cfg.rate, window_ns, coord.interrupted);
-        (r.warmup_ns, r.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
+        (r.warmup_ns, r.n.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
         r.add_tallies(parts.into_iter().collect::<io::Result<Vec<Tally>>>()?);
         Ok(r)
     }
 
+    /// Load thread `t` of `threads`: opens its flows, passes the barriers, then sends,
+    /// expires and receives until the window closes.
     fn worker(
         &self,
         cfg: &Config,
@@ -265,24 +267,7 @@ impl Udp {
             pin::pin_this_thread(c)?;
         }
         let mut part = Tally::default();
-        let n = cfg.conns;
-        let local: SocketAddr = match cfg.target {
-            SocketAddr::V4(_) => "0.0.0.0:0".parse().expect("address"),
-            SocketAddr::V6(_) => "[::]:0".parse().expect("address"),
-        };
-        let mut flows = Vec::new();
-        for i in n * t / threads..n * (t + 1) / threads {
-            let sock = UdpSocket::bind(local)
-                .and_then(|s| s.connect(cfg.target).map(|()| s))
-                .and_then(|s| s.set_nonblocking(true).map(|()| s));
-            match sock {
-                Ok(sock) => flows.push(Flow::new(sock, i as u32)),
-                Err(e) => {
-                    part.n.connect_errors += 1;
-                    part.error(|| format!("flow {i}: {e}"));
-                }
-            }
-        }
+        let mut flows = open_flows(cfg, (t, threads), &mut part);
         let ep = Epoll::new(crate::model::Trigger::Level)?;
         for (i, f) in flows.iter().enumerate() {
             ep.ctl(Ctl::Add, &f.sock, libc::EPOLLIN as u32, i as u64)?;
@@ -293,15 +278,13 @@ impl Udp {
         shared.barrier.wait();
         shared.barrier.wait();
         *synced = true;
-        let start = shared.t_start.load(Ordering::SeqCst);
-        let step_ns = cfg.rate.map(|r| 1e9 / r);
-        let total = n as f64;
-        let due =
-            |step: f64, id: u32, k: u64| start + ((k as f64 * total + id as f64) * step) as u64;
+        let sched = cfg.rate.map(|r| Schedule {
+            start: shared.t_start.load(Ordering::SeqCst),
+            step_ns: 1e9 / r,
+            flows: cfg.conns as f64,
+        });
         let timeout_ns = self.loss_timeout.as_nanos() as u64;
-        let len = self.datagram_bytes;
-        let burst = self.segments.max(1);
-        let mut out = vec![0u8; MAX_DATAGRAM * burst as usize];
+        let mut out = vec![0u8; MAX_DATAGRAM * self.segments.max(1) as usize];
         let mut buf = vec![0u8; MAX_DATAGRAM + 1];
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
         let mut cpu0 = None;
@@ -317,7 +300,6 @@ impl Udp {
             if now >= close {
                 break;
             }
-            let in_window = |t: u64| t >= open && t < close;
             let mut next = close.min(now + 10_000_000);
             if cpu0.is_none() {
                 next = next.min(open).min(now + WARM_TICK_NS);
@@ -327,173 +309,254 @@ impl Udp {
                 let cutoff = now.saturating_sub(timeout_ns);
                 for f in flows.iter_mut() {
                     let lost = f.expire(cutoff);
-                    count_lost(&mut part, lost, in_window(now));
+                    count_lost(&mut part, lost, within((open, close), now));
                 }
                 next_scan = now + LOSS_SCAN_NS;
             }
             next = next.min(next_scan);
-            // Sends.
             for f in flows.iter_mut() {
-                match step_ns {
-                    None => {
-                        while f.outstanding + burst <= self.window {
-                            let at = now_ns();
-                            for k in 0..burst as usize {
-                                let seq = f.next_seq + k as u64;
-                                udp::encode(f.id, seq, len, &mut out[k * len..(k + 1) * len]);
-                            }
-                            let sent = match burst {
-                                1 => f.sock.send(&out[..len]).map(|_| ()),
-                                _ => send_burst(&f.sock, &out[..len * burst as usize], len),
-                            };
-                            match sent {
-                                Ok(()) => {
-                                    for _ in 0..burst {
-                                        let evicted = f.take_slot(at);
-                                        count_lost(&mut part, u64::from(evicted), in_window(at));
-                                        count_sent(&mut part, in_window(at));
-                                    }
-                                }
-                                Err(e) => {
-                                    // Not sent: tried again shortly.
-                                    send_error(&mut part, &e, in_window(at));
-                                    next = next.min(now + 50_000);
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                    Some(step) => loop {
-                        let d = due(step, f.id, f.next_seq);
-                        if d > now {
-                            next = next.min(d);
-                            break;
-                        }
-                        udp::encode(f.id, f.next_seq, len, &mut out);
-                        match f.sock.send(&out[..len]) {
-                            Ok(_) => {
-                                let evicted = f.take_slot(d);
-                                count_lost(&mut part, u64::from(evicted), in_window(d));
-                                count_sent(&mut part, in_window(d));
-                            }
-                            Err(e) => {
-                                // Open loop: its time is gone; the client's loss, named so.
-                                f.next_seq += 1;
-                                send_error(&mut part, &e, in_window(d));
-                                if in_window(d) {
-                                    part.n.dgram_send_failed += 1;
-                                }
-                            }
-                        }
-                    },
-                }
+                let wants = match &sched {
+                    None => self.send_window(f, now, &mut out, &mut part, (open, close)),
+                    Some(sc) => self.send_due(f, sc, now, &mut out, &mut part, (open, close)),
+                };
+                next = next.min(wants);
             }
-            let wait = next.saturating_sub(now_ns());
-            let ts = libc::timespec {
-                tv_sec: (wait / 1_000_000_000) as i64,
-                tv_nsec: (wait % 1_000_000_000) as i64,
-            };
-            // raw: a nanosecond epoll_pwait2(2), as the pubsub driver's.
-            // SAFETY: a valid epoll fd, event buffer and timespec; no signal mask.
-            let r = unsafe {
-                libc::epoll_pwait2(
-                    ep.as_raw_fd(),
-                    events.as_mut_ptr(),
-                    events.len() as i32,
-                    &ts,
-                    std::ptr::null(),
-                )
-            };
-            let got = if r < 0 { 0 } else { r as usize };
-            let (open, planned, close) = shared.edges_planned();
+            let got = epoll_wait_ns(&ep, &mut events, next.saturating_sub(now_ns()));
+            let edges = shared.edges_planned();
             for ev in &events[..got] {
                 let f = &mut flows[ev.u64 as usize];
-                // Drain the flow's socket: a level-triggered wait reports it again otherwise.
-                for _ in 0..SLOTS {
-                    // raw: recv(2) with MSG_TRUNC, to see a datagram's real length.
-                    // SAFETY: valid fd and buffer of the stated size.
-                    let r = unsafe {
-                        libc::recv(
-                            f.sock.as_raw_fd(),
-                            buf.as_mut_ptr().cast(),
-                            buf.len(),
-                            libc::MSG_TRUNC | libc::MSG_DONTWAIT,
-                        )
-                    };
-                    let t = now_ns();
-                    let win = t >= open && t < close;
-                    if r < 0 {
-                        let e = io::Error::last_os_error();
-                        if matches!(
-                            e.kind(),
-                            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                        ) {
-                            break;
-                        }
-                        // A queued ICMP error (the server's port closed).
-                        if win {
-                            part.n.io_errors += 1;
-                            part.n.read_errors += 1;
-                        } else {
-                            part.n.warmup_errors += 1;
-                        }
-                        part.error(|| format!("flow {}: {e}", f.id));
-                        break;
+                self.drain(f, &mut buf, edges, &mut part, shared);
+            }
+        }
+        part.n.cpu_ns = cpu0.map_or(0, |c0| cpu::this_thread_ns().saturating_sub(c0));
+        part.n.live_conns = flows.len() as u64;
+        Ok(part)
+    }
+
+    /// The closed loop's send path: bursts while the flow's window has room. Returns when the
+    /// flow next needs a turn (soon after a send the kernel refused; `u64::MAX`: on an echo).
+    #[inline]
+    fn send_window(
+        &self,
+        f: &mut Flow,
+        now: u64,
+        out: &mut [u8],
+        part: &mut Tally,
+        win: (u64, u64),
+    ) -> u64 {
+        let (len, burst) = (self.datagram_bytes, self.segments.max(1));
+        while f.outstanding + burst <= self.window {
+            let at = now_ns();
+            for k in 0..burst as usize {
+                let seq = f.next_seq + k as u64;
+                udp::encode(f.id, seq, len, &mut out[k * len..(k + 1) * len]);
+            }
+            let sent = match burst {
+                1 => f.sock.send(&out[..len]).map(|_| ()),
+                _ => send_burst(&f.sock, &out[..len * burst as usize], len),
+            };
+            match sent {
+                Ok(()) => {
+                    for _ in 0..burst {
+                        let evicted = f.take_slot(at);
+                        count_lost(part, u64::from(evicted), within(win, at));
+                        count_sent(part, within(win, at));
                     }
-                    let got_len = r as usize;
-                    let d = &buf[..got_len.min(buf.len())];
-                    let seq = match udp::verify(f.id, len, d) {
-                        Ok(seq) => seq,
-                        Err(b) => {
-                            let offset = match b {
-                                Bad::Length { got } => got.min(len) as u64,
-                                Bad::Byte { offset } => offset as u64,
-                            };
-                            mismatch(&mut part, f.id, t, offset, win, &b);
-                            continue;
-                        }
-                    };
-                    match f.on_echo(seq) {
-                        Outcome::Op {
-                            latency_from,
-                            reordered,
-                        } => {
-                            if std::mem::take(&mut f.waiting) {
-                                shared.unanswered.fetch_sub(1, Ordering::SeqCst);
-                            }
-                            if win {
-                                part.n.msgs += 1;
-                                part.n.bytes += len as u64;
-                                part.n.rx_bytes += len as u64;
-                                part.n.dgram_reordered += u64::from(reordered);
-                                let ns = t.saturating_sub(latency_from);
-                                part.latency.record(ns);
-                                Timeline::of_window(&mut part.timeline, open, planned)
-                                    .record(t, ns);
-                            }
-                        }
-                        Outcome::Late => part.n.dgram_late += u64::from(win),
-                        Outcome::Duplicate => part.n.dgram_duplicates += u64::from(win),
-                        Outcome::Unsolicited => {
-                            match win {
-                                true => part.n.unsolicited += 1,
-                                false => {
-                                    part.n.warmup_errors += 1;
-                                    part.n.warmup_invalid += 1;
-                                }
-                            }
-                            part.error(|| {
-                                format!("flow {}: an echo of sequence {seq}, never sent", f.id)
-                            });
-                        }
+                }
+                Err(e) => {
+                    // Not sent: tried again shortly.
+                    send_error(part, &e, within(win, at));
+                    return now + 50_000;
+                }
+            }
+        }
+        u64::MAX
+    }
+
+    /// The open loop's send path: every datagram due by `now`, each once (one the kernel
+    /// refused is the client's loss, `dgram_send_failed`). Returns when the next is due.
+    #[inline]
+    fn send_due(
+        &self,
+        f: &mut Flow,
+        sched: &Schedule,
+        now: u64,
+        out: &mut [u8],
+        part: &mut Tally,
+        win: (u64, u64),
+    ) -> u64 {
+        let len = self.datagram_bytes;
+        loop {
+            let d = sched.due(f.id, f.next_seq);
+            if d > now {
+                return d;
+            }
+            udp::encode(f.id, f.next_seq, len, out);
+            match f.sock.send(&out[..len]) {
+                Ok(_) => {
+                    let evicted = f.take_slot(d);
+                    count_lost(part, u64::from(evicted), within(win, d));
+                    count_sent(part, within(win, d));
+                }
+                Err(e) => {
+                    // Open loop: its time is gone; the client's loss, named so.
+                    f.next_seq += 1;
+                    send_error(part, &e, within(win, d));
+                    if within(win, d) {
+                        part.dgram.dgram_send_failed += 1;
                     }
                 }
             }
         }
-        part.n.cpu_ns = cpu0.map_or(0, |c0| cpu::this_thread_ns().saturating_sub(c0));
-        part.n.live = flows.len() as u64;
-        Ok(part)
     }
+
+    /// The receive path: drains the flow's socket (a level-triggered wait reports it again
+    /// otherwise), at most [`SLOTS`] datagrams a turn, each judged by [`Udp::on_datagram`].
+    #[inline]
+    fn drain(
+        &self,
+        f: &mut Flow,
+        buf: &mut [u8],
+        edges: (u64, u64, u64),
+        part: &mut Tally,
+        shared: &Shared,
+    ) {
+        for _ in 0..SLOTS {
+            // raw: recv(2) with MSG_TRUNC, to see a datagram's real length.
+            // SAFETY: valid fd and buffer of the stated size.
+            let r = unsafe {
+                libc::recv(
+                    f.sock.as_raw_fd(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    libc::MSG_TRUNC | libc::MSG_DONTWAIT,
+                )
+            };
+            let t = now_ns();
+            let win = within((edges.0, edges.2), t);
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) {
+                    break;
+                }
+                // A queued ICMP error (the server's port closed).
+                if win {
+                    part.n.io_errors += 1;
+                    part.n.read_errors += 1;
+                } else {
+                    part.n.warmup_errors += 1;
+                }
+                part.error(|| format!("flow {}: {e}", f.id));
+                break;
+            }
+            let d = &buf[..(r as usize).min(buf.len())];
+            self.on_datagram(f, d, t, edges, part, shared);
+        }
+    }
+
+    /// Verifies one echo received at `t` and counts it: an op, late, a duplicate, a
+    /// mismatch or unsolicited.
+    #[inline]
+    fn on_datagram(
+        &self,
+        f: &mut Flow,
+        d: &[u8],
+        t: u64,
+        (open, planned, close): (u64, u64, u64),
+        part: &mut Tally,
+        shared: &Shared,
+    ) {
+        let (len, win) = (self.datagram_bytes, within((open, close), t));
+        let seq = match udp::verify(f.id, len, d) {
+            Ok(seq) => seq,
+            Err(b) => {
+                let offset = match b {
+                    Bad::Length { got } => got.min(len) as u64,
+                    Bad::Byte { offset } => offset as u64,
+                };
+                return mismatch(part, f.id, t, offset, win, &b);
+            }
+        };
+        match f.on_echo(seq) {
+            Outcome::Op {
+                latency_from,
+                reordered,
+            } => {
+                if std::mem::take(&mut f.waiting) {
+                    shared.unanswered.fetch_sub(1, Ordering::SeqCst);
+                }
+                if win {
+                    part.n.msgs += 1;
+                    part.n.bytes += len as u64;
+                    part.n.rx_bytes += len as u64;
+                    part.dgram.dgram_reordered += u64::from(reordered);
+                    let ns = t.saturating_sub(latency_from);
+                    part.latency.record(ns);
+                    Timeline::of_window(&mut part.timeline, open, planned).record(t, ns);
+                }
+            }
+            Outcome::Late => part.dgram.dgram_late += u64::from(win),
+            Outcome::Duplicate => part.dgram.dgram_duplicates += u64::from(win),
+            Outcome::Unsolicited => {
+                match win {
+                    true => part.n.unsolicited += 1,
+                    false => {
+                        part.n.warmup_errors += 1;
+                        part.n.warmup_invalid += 1;
+                    }
+                }
+                part.error(|| format!("flow {}: an echo of sequence {seq}, never sent", f.id));
+            }
+        }
+    }
+}
+
+/// The open-loop schedule: flow i's datagram k is due at start + (k * N + i) / rate, N the
+/// flows over all threads.
+struct Schedule {
+    start: u64,
+    step_ns: f64,
+    flows: f64,
+}
+
+impl Schedule {
+    #[inline]
+    fn due(&self, id: u32, k: u64) -> u64 {
+        self.start + ((k as f64 * self.flows + id as f64) * self.step_ns) as u64
+    }
+}
+
+/// Whether `t` is inside the window `(open, close)`.
+#[inline]
+fn within((open, close): (u64, u64), t: u64) -> bool {
+    t >= open && t < close
+}
+
+/// Opens thread `t`'s share of the flows, each a connected non-blocking socket; one that
+/// fails is counted (`connect_errors`) and left out.
+fn open_flows(cfg: &Config, (t, threads): (usize, usize), part: &mut Tally) -> Vec<Flow> {
+    let n = cfg.conns;
+    let local: SocketAddr = match cfg.target {
+        SocketAddr::V4(_) => "0.0.0.0:0".parse().expect("address"),
+        SocketAddr::V6(_) => "[::]:0".parse().expect("address"),
+    };
+    let mut flows = Vec::new();
+    for i in n * t / threads..n * (t + 1) / threads {
+        let sock = UdpSocket::bind(local)
+            .and_then(|s| s.connect(cfg.target).map(|()| s))
+            .and_then(|s| s.set_nonblocking(true).map(|()| s));
+        match sock {
+            Ok(sock) => flows.push(Flow::new(sock, i as u32)),
+            Err(e) => {
+                part.n.connect_errors += 1;
+                part.error(|| format!("flow {i}: {e}"));
+            }
+        }
+    }
+    flows
 }
 
 /// One sendmsg(2) of a burst on a connected flow socket, cut into datagrams of `seg` bytes
@@ -524,14 +587,14 @@ fn count_lost(part: &mut Tally, n: u64, in_window: bool) {
         return;
     }
     match in_window {
-        true => part.n.dgram_lost += n,
-        false => part.n.dgram_warmup_lost += n,
+        true => part.dgram.dgram_lost += n,
+        false => part.dgram.dgram_warmup_lost += n,
     }
 }
 
 fn count_sent(part: &mut Tally, in_window: bool) {
     if in_window {
-        part.n.dgram_sent += 1;
+        part.dgram.dgram_sent += 1;
     }
 }
 

@@ -5,7 +5,9 @@
 //! ([`Shared::edges`]) and count what they still await ([`Shared::unanswered`]).
 
 use super::{Config, Edge};
+use crate::io::epoll::Epoll;
 use crate::measure::clock::now_ns;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Duration;
@@ -277,5 +279,32 @@ pub(super) fn wait_until(t: u64, stop: Option<&AtomicBool>) -> bool {
             d = d.min(STOP_POLL);
         }
         std::thread::sleep(d);
+    }
+}
+
+/// Waits on `ep` for at most `ns` nanoseconds and returns how many of `events` it filled (0
+/// on an error: the loop looks at the clock and waits again). The pubsub and UDP drivers'
+/// one wait per turn of their loops.
+pub(super) fn epoll_wait_ns(ep: &Epoll, events: &mut [libc::epoll_event], ns: u64) -> usize {
+    let ts = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as i64,
+        tv_nsec: (ns % 1_000_000_000) as i64,
+    };
+    // raw: a nanosecond epoll_pwait2(2); rustix's epoll wait makes epoll_pwait(2) with
+    // milliseconds where they fit.
+    // SAFETY: a valid epoll fd, event buffer and timespec; no signal mask.
+    let r = unsafe {
+        libc::epoll_pwait2(
+            ep.as_raw_fd(),
+            events.as_mut_ptr(),
+            events.len() as i32,
+            &ts,
+            std::ptr::null(),
+        )
+    };
+    if r < 0 {
+        0
+    } else {
+        r as usize
     }
 }

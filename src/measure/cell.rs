@@ -111,6 +111,24 @@ crate::counter_set! {
     }
 }
 
+crate::counter_set! {
+    /// What happened to a UDP load's datagrams (`load::udp`): sent in the window, declared
+    /// lost in the window (in the warm-up apart), echoed after being declared lost, echoed
+    /// twice, echoed after a later one of their flow (ops all the same), and not sent
+    /// because the client's own kernel refused them (open loop). Recorded in a cell under
+    /// these names; the load generator's report carries them as its `dgram` object.
+    #[derive(serde::Serialize, serde::Deserialize)]
+    pub struct DatagramCounts {
+        dgram_sent,
+        dgram_lost,
+        dgram_warmup_lost,
+        dgram_late,
+        dgram_duplicates,
+        dgram_reordered,
+        dgram_send_failed,
+    }
+}
+
 /// A repetition's (or, merged, a case's) counters. See the module doc.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CellCounters {
@@ -118,6 +136,8 @@ pub struct CellCounters {
     pub open_loop: Option<OpenLoopCounters>,
     pub(crate) wrk: Option<WrkCounters>,
     pub(crate) napi: Option<ServerNapiCounters>,
+    /// A UDP load's datagrams (`udp.echo`, `udp.echo_gso`); absent for every other load.
+    pub(crate) dgram: Option<DatagramCounts>,
     /// What the io_uring tracepoints counted in an io_uring model's counting repetition
     /// (`measure::uring_trace`; absent for other models, and where they could not be opened).
     /// Never summed with the timed repetitions: the counting repetition's alone.
@@ -161,6 +181,7 @@ impl CellCounters {
             w.wrk_latency_max_ns = max;
         }
         merge_opt(&mut self.napi, &o.napi);
+        merge_opt(&mut self.dgram, &o.dgram);
         merge_opt(&mut self.uring, &o.uring);
         self.cpu_over_allowed_ns += o.cpu_over_allowed_ns;
         self.other.merge(&o.other);
@@ -184,6 +205,9 @@ impl CellCounters {
         }
         if let Some(n) = &self.napi {
             n.for_each(&mut put);
+        }
+        if let Some(d) = &self.dgram {
+            d.for_each(&mut put);
         }
         if let Some(u) = &self.uring {
             u.for_each(&mut put);
@@ -213,6 +237,7 @@ impl CellCounters {
             open_loop: take(&mut m),
             wrk: take(&mut m),
             napi: take(&mut m),
+            dgram: take(&mut m),
             uring: take(&mut m),
             cpu_over_allowed_ns: m.0.remove(CPU_OVER_ALLOWED_NS).unwrap_or(0),
             other: m,

@@ -101,7 +101,8 @@ impl Counters {
 pub trait CounterSet: Default {
     /// The counters' names, which are their JSON names (each field is named as its key).
     const NAMES: &'static [&'static str];
-    /// Adds `other` into `self`, field by field (merging threads or repetitions).
+    /// Adds `other` into `self`, field by field (merging threads, repetitions or load
+    /// hosts), saturating: a count from a broken or forged peer never wraps.
     fn merge(&mut self, other: &Self);
     /// Calls `f` with each counter's name and value, in declaration order.
     fn for_each(&self, f: &mut dyn FnMut(&'static str, u64));
@@ -149,7 +150,7 @@ macro_rules! counter_set {
             const NAMES: &'static [&'static str] = &[$(stringify!($field)),*];
 
             fn merge(&mut self, other: &Self) {
-                $(self.$field += other.$field;)*
+                $(self.$field = self.$field.saturating_add(other.$field);)*
             }
 
             fn for_each(&self, f: &mut dyn FnMut(&'static str, u64)) {

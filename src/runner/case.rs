@@ -402,7 +402,10 @@ impl Running<'_> {
             r.warnings.push(Warning::WarmupUnsettled);
         }
         // The UDP load counts the datagrams it lost (`load::udp`).
-        if f.counters.other.get("dgram_lost") + f.counters.other.get("dgram_send_failed") > 0 {
+        if f.counters
+            .dgram
+            .is_some_and(|d| d.dgram_lost + d.dgram_send_failed > 0)
+        {
             r.warnings.push(Warning::DatagramsLost);
         }
         // NAPI rows read each served socket's NAPI id (io::uring::server::napi).

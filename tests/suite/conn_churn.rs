@@ -74,30 +74,31 @@ fn every_op_is_a_connection_of_its_own_closed_without_time_wait() {
         // TIME_WAIT (std binds with SO_REUSEADDR): only sockets this run left count.
         let before = time_wait(addr.port());
         let r = run(&cfg(addr, 4, 0.4));
-        assert!(r.msgs > 0, "{r:?}");
-        assert_eq!(r.mismatches + r.errors(), 0, "{r:?}");
-        assert_eq!(r.live_conns, 4, "{r:?}");
-        assert_eq!(r.latency.len(), r.msgs);
+        assert!(r.n.msgs > 0, "{r:?}");
+        assert_eq!(r.n.mismatches + r.errors(), 0, "{r:?}");
+        assert_eq!(r.n.live_conns, 4, "{r:?}");
+        assert_eq!(r.latency.len(), r.n.msgs);
         // Each op had its own connection: the server accepted one per op at least (plus the
         // warm-up's), and the client counted as many connects as the server saw accepts.
         // The stand-in's accept thread may lag the client's last connects on a busy machine:
         // give it a moment; each client's last connect may have been reset before it was
         // accepted at all (one per client at most).
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while accepts.load(Ordering::SeqCst) < r.connects && std::time::Instant::now() < deadline {
+        while accepts.load(Ordering::SeqCst) < r.n.connects && std::time::Instant::now() < deadline
+        {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         let seen = accepts.load(Ordering::SeqCst);
-        assert!(seen >= r.msgs + 4, "{seen} accepts for {} ops", r.msgs);
-        assert!(r.connects >= r.msgs, "{r:?}");
+        assert!(seen >= r.n.msgs + 4, "{seen} accepts for {} ops", r.n.msgs);
+        assert!(r.n.connects >= r.n.msgs, "{r:?}");
         assert!(
-            r.connects <= seen + 4,
+            r.n.connects <= seen + 4,
             "{} connects, {seen} accepts",
-            r.connects
+            r.n.connects
         );
         // Each op's connection was closed abortively (those the window's edges cut aside).
-        assert!(r.abortive_closes.abs_diff(r.msgs) <= 4, "{r:?}");
-        assert_eq!(r.reconnects, 0, "a churned connection is not a reconnect");
+        assert!(r.n.abortive_closes.abs_diff(r.n.msgs) <= 4, "{r:?}");
+        assert_eq!(r.n.reconnects, 0, "a churned connection is not a reconnect");
         // SO_LINGER 0: a RST, so neither side holds the port in TIME_WAIT.
         let left: Vec<String> = time_wait(addr.port())
             .difference(&before)
@@ -112,9 +113,9 @@ fn a_churned_answer_with_wrong_bytes_is_a_mismatch_never_an_op() {
     common::engines::each_engine(|| {
         let addr = serve(Mode::Corrupt { at: 20 });
         let r = run(&cfg(addr, 2, 0.3));
-        assert_eq!(r.msgs, 0, "{r:?}");
+        assert_eq!(r.n.msgs, 0, "{r:?}");
         assert!(r.latency.is_empty());
-        assert!(r.mismatches + r.warmup_invalid > 0, "{r:?}");
+        assert!(r.n.mismatches + r.n.warmup_invalid > 0, "{r:?}");
         assert_eq!(r.first_mismatch.map(|m| m.offset), Some(20), "{r:?}");
         assert!(r.unverified().is_some(), "{r:?}");
     });
@@ -127,11 +128,11 @@ fn open_loop_churn_keeps_to_the_schedule_a_connection_per_message() {
         let mut c = cfg(addr, 5, 0.6);
         c.rate = Some(500.0);
         let r = run(&c);
-        assert_eq!(r.mismatches + r.errors(), 0, "{r:?}");
+        assert_eq!(r.n.mismatches + r.errors(), 0, "{r:?}");
         // 500 connections/s for 0.6 s: about 300, the schedule's, not the server's.
-        assert!((200..=320).contains(&r.msgs), "{} ops", r.msgs);
+        assert!((200..=320).contains(&r.n.msgs), "{} ops", r.n.msgs);
         let seen = accepts.load(Ordering::SeqCst);
-        assert!(seen >= r.msgs, "{seen} accepts for {} ops", r.msgs);
+        assert!(seen >= r.n.msgs, "{seen} accepts for {} ops", r.n.msgs);
     });
 }
 

@@ -484,9 +484,9 @@ fn a_large_body_is_read_in_pieces_and_counted() {
             ringside::load::http::Expect::Any,
         );
         let r = ringside::load::run(&c, &g, &mut |_| {}).unwrap();
-        assert!(r.msgs > 0, "{r:?}");
+        assert!(r.n.msgs > 0, "{r:?}");
         assert_eq!(r.errors(), 0, "{r:?}");
-        assert_eq!(r.rx_bytes, r.msgs * big.len() as u64, "{r:?}");
+        assert_eq!(r.n.rx_bytes, r.n.msgs * big.len() as u64, "{r:?}");
     });
 }
 
@@ -689,9 +689,9 @@ fn a_reconnect_that_hangs_times_out_as_a_connect_error() {
             ringside::load::http::Expect::Exactly(std::sync::Arc::from(&b""[..])),
         );
         let r = ringside::load::run(&c, &g, &mut |_| {}).unwrap();
-        assert_eq!((r.msgs, r.reconnects), (1, 1), "{r:?}");
-        assert_eq!(r.connect_errors, 1, "{r:?}");
-        assert_eq!(r.live_conns, 0, "{r:?}");
+        assert_eq!((r.n.msgs, r.n.reconnects), (1, 1), "{r:?}");
+        assert_eq!(r.n.connect_errors, 1, "{r:?}");
+        assert_eq!(r.n.live_conns, 0, "{r:?}");
         assert!(
             r.first_error
                 .as_deref()

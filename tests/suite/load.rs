@@ -38,18 +38,18 @@ fn counts_add_up_against_a_correct_server() {
         let addr = serve(Mode::Echo);
         for (conns, msg) in [(10, 64), (3, 16384)] {
             let r = run(&cfg(addr, conns, 0.5), msg);
-            assert!(r.msgs > 0, "{r:?}");
-            assert_eq!(r.mismatches, 0);
+            assert!(r.n.msgs > 0, "{r:?}");
+            assert_eq!(r.n.mismatches, 0);
             assert_eq!(
-                r.connect_errors + r.resets + r.io_errors + r.timeouts,
+                r.n.connect_errors + r.n.resets + r.n.io_errors + r.n.timeouts,
                 0,
                 "{r:?}"
             );
-            assert_eq!(r.live_conns, conns as u64);
-            assert_eq!(r.bytes, r.msgs * msg as u64);
-            assert_eq!(r.latency.len(), r.msgs, "one latency per counted message");
+            assert_eq!(r.n.live_conns, conns as u64);
+            assert_eq!(r.n.bytes, r.n.msgs * msg as u64);
+            assert_eq!(r.latency.len(), r.n.msgs, "one latency per counted message");
             assert!(r.window_ns >= 500_000_000);
-            assert!(r.cpu_ns > 0, "the threads' CPU is measured");
+            assert!(r.n.cpu_ns > 0, "the threads' CPU is measured");
             assert!(
                 r.cpu_fraction > 0.0 && r.cpu_fraction <= 1.5,
                 "{}",
@@ -66,8 +66,8 @@ fn bytes_swapped_between_connections_are_mismatches() {
         let r = run(&cfg(addr, 4, 0.4), 64);
         // A mismatched echo is never an op; another connection's message differs from the first
         // byte (the connection id).
-        assert_eq!(r.msgs, 0, "{r:?}");
-        assert!(r.mismatches > 0, "{r:?}");
+        assert_eq!(r.n.msgs, 0, "{r:?}");
+        assert!(r.n.mismatches > 0, "{r:?}");
         assert_eq!(r.first_mismatch.map(|m| m.offset), Some(0), "{r:?}");
         assert!(r.latency.is_empty());
         assert!(r.unverified().unwrap().contains("mismatched"), "{r:?}");
@@ -82,9 +82,9 @@ fn resets_are_counted_and_live_connections_drop() {
         });
         let r = run(&cfg(addr, 4, 0.4), 64);
         // Twenty echoes take far less than the 200 ms warm-up: the resets are the warm-up's.
-        assert_eq!((r.resets, r.warmup_errors), (0, 2), "{r:?}");
-        assert_eq!(r.live_conns, 2);
-        assert_eq!(r.mismatches, 0);
+        assert_eq!((r.n.resets, r.n.warmup_errors), (0, 2), "{r:?}");
+        assert_eq!(r.n.live_conns, 2);
+        assert_eq!(r.n.mismatches, 0);
         assert!(r.first_error.is_some());
     });
 }
@@ -104,7 +104,7 @@ fn many_connections_spread_over_loopback_source_addresses() {
         let mut c = cfg(addr, 6, 0.2);
         c.conns_per_source = 2; // the real threshold is 28,000
         let r = run(&c, 64);
-        assert_eq!(r.live_conns, 6, "{r:?}");
+        assert_eq!(r.n.live_conns, 6, "{r:?}");
         let mut peers: Vec<String> = rx.try_iter().map(|ip| ip.to_string()).collect();
         peers.sort();
         assert_eq!(
@@ -129,11 +129,15 @@ fn unanswered_messages_are_timeouts() {
         c.warmup = Duration::ZERO;
         c.msg_timeout = Duration::from_millis(100);
         let r = run(&c, 64);
-        assert_eq!(r.timeouts, 3, "one per outstanding message: {r:?}");
-        assert_eq!((r.warmup_ns, r.unsettled_conns), (0, 0), "no warm-up asked");
-        assert_eq!(r.msgs, 0);
+        assert_eq!(r.n.timeouts, 3, "one per outstanding message: {r:?}");
         assert_eq!(
-            r.live_conns, 3,
+            (r.warmup_ns, r.n.unsettled_conns),
+            (0, 0),
+            "no warm-up asked"
+        );
+        assert_eq!(r.n.msgs, 0);
+        assert_eq!(
+            r.n.live_conns, 3,
             "a silent server still holds the connections"
         );
     });
@@ -151,11 +155,11 @@ fn the_warm_up_lasts_until_every_connection_was_served_once() {
         let mut c = cfg(addr, 5, 0.3);
         c.warmup = Duration::from_millis(50);
         let r = run(&c, 64);
-        assert_eq!(r.unsettled_conns, 0, "{r:?}");
+        assert_eq!(r.n.unsettled_conns, 0, "{r:?}");
         assert!(r.warmup_ns >= 550_000_000, "warm-up {} ns", r.warmup_ns);
         // Every connection served: the window is the one asked (the slow part was set-up).
         assert_eq!(r.window_ns, 300_000_000, "window {} ns", r.window_ns);
-        assert_eq!((r.mismatches, r.timeouts), (0, 0), "{r:?}");
+        assert_eq!((r.n.mismatches, r.n.timeouts), (0, 0), "{r:?}");
         let max = r.latency_ns(1.0).unwrap();
         assert!(
             max < 250_000_000,
@@ -208,7 +212,7 @@ fn a_closed_loop_warm_up_starts_with_one_round() {
             "{before} bytes echoed before the last connection was accepted"
         );
         assert_eq!(
-            (r.unsettled_conns, r.mismatches, r.timeouts),
+            (r.n.unsettled_conns, r.n.mismatches, r.n.timeouts),
             (0, 0, 0),
             "{r:?}"
         );
@@ -219,7 +223,7 @@ fn a_closed_loop_warm_up_starts_with_one_round() {
         assert!(r.warmup_ns >= 440_000_000, "warm-up {} ns", r.warmup_ns);
         assert_eq!(r.window_ns, 200_000_000);
         assert!(
-            r.msgs > 5 && echoed.load(Ordering::SeqCst) > 5 * 64,
+            r.n.msgs > 5 && echoed.load(Ordering::SeqCst) > 5 * 64,
             "{r:?}"
         );
     });
@@ -240,12 +244,12 @@ fn a_stream_warm_up_lasts_until_every_connection_got_its_first_bytes() {
         write_bytes: 4096,
     };
     let r = load::run(&c, &ex, &mut |_| {}).unwrap();
-    assert_eq!(r.unsettled_conns, 0, "{r:?}");
+    assert_eq!(r.n.unsettled_conns, 0, "{r:?}");
     assert!(r.warmup_ns >= 550_000_000, "warm-up {} ns", r.warmup_ns);
     assert_eq!(r.window_ns, 300_000_000, "window {} ns", r.window_ns);
-    assert_eq!((r.mismatches, r.errors()), (0, 0), "{r:?}");
-    assert_eq!(r.live_conns, 5);
-    assert!(r.msgs > 0);
+    assert_eq!((r.n.mismatches, r.errors()), (0, 0), "{r:?}");
+    assert_eq!(r.n.live_conns, 5);
+    assert!(r.n.msgs > 0);
 }
 
 #[test]
@@ -260,13 +264,13 @@ fn a_stream_warm_up_that_never_settles_gives_up_at_the_message_timeout() {
         write_bytes: 4096,
     };
     let r = load::run(&c, &ex, &mut |_| {}).unwrap();
-    assert_eq!(r.unsettled_conns, 3, "{r:?}");
+    assert_eq!(r.n.unsettled_conns, 3, "{r:?}");
     assert!(
         (300_000_000..2_000_000_000).contains(&r.warmup_ns),
         "gave up at the message timeout: {} ns",
         r.warmup_ns
     );
-    assert_eq!(r.msgs, 0);
+    assert_eq!(r.n.msgs, 0);
 }
 
 #[test]
@@ -277,7 +281,7 @@ fn a_warm_up_that_never_settles_gives_up_at_the_message_timeout() {
         c.warmup = Duration::from_millis(50);
         c.msg_timeout = Duration::from_millis(300);
         let r = run(&c, 64);
-        assert_eq!(r.unsettled_conns, 3, "{r:?}");
+        assert_eq!(r.n.unsettled_conns, 3, "{r:?}");
         assert!(
             (300_000_000..2_000_000_000).contains(&r.warmup_ns),
             "gave up at the message timeout: {} ns",
@@ -286,7 +290,7 @@ fn a_warm_up_that_never_settles_gives_up_at_the_message_timeout() {
         // Unsettled: the window holds two rounds of the warm-up (two message timeouts), not the
         // 200 ms asked.
         assert_eq!(r.window_ns, 600_000_000, "window {} ns", r.window_ns);
-        assert_eq!(r.msgs, 0);
+        assert_eq!(r.n.msgs, 0);
     });
 }
 
@@ -297,9 +301,9 @@ fn refused_connections_are_connect_errors() {
         let addr = l.local_addr().unwrap();
         drop(l);
         let r = run(&cfg(addr, 3, 0.2), 64);
-        assert_eq!(r.connect_errors, 3);
-        assert_eq!(r.live_conns, 0);
-        assert_eq!(r.msgs, 0);
+        assert_eq!(r.n.connect_errors, 3);
+        assert_eq!(r.n.live_conns, 0);
+        assert_eq!(r.n.msgs, 0);
         assert!(r.first_error.unwrap().contains("refused"));
     });
 }
@@ -317,7 +321,7 @@ fn open_loop_latency_runs_from_the_intended_send_time() {
         c.threads = 1;
         c.rate = Some(1000.0);
         let r = run(&c, 64);
-        assert_eq!(r.mismatches, 0);
+        assert_eq!(r.n.mismatches, 0);
         let max = r.latency_ns(1.0).unwrap();
         assert!(max >= 190_000_000, "max {max}");
         let p999 = r.latency_ns(0.999).unwrap();
@@ -333,9 +337,9 @@ fn open_loop_latency_runs_from_the_intended_send_time() {
             "messages due during the stall wait for it: {late}"
         );
         assert!(
-            (700..=1010).contains(&r.msgs),
+            (700..=1010).contains(&r.n.msgs),
             "the schedule, not the server, sets the count: {}",
-            r.msgs
+            r.n.msgs
         );
     });
 }
@@ -439,7 +443,7 @@ fn a_trickling_server_and_a_never_reading_one_are_survived() {
     });
     common::engines::each_engine(|| {
         let r = run(&cfg(trickle, 2, 0.4), 16);
-        assert!(r.msgs > 0, "{r:?}");
+        assert!(r.n.msgs > 0, "{r:?}");
         assert_eq!(r.errors(), 0, "{r:?}");
         assert_eq!(r.unverified(), None, "{r:?}");
 
@@ -448,7 +452,7 @@ fn a_trickling_server_and_a_never_reading_one_are_survived() {
         c.msg_timeout = Duration::from_millis(100);
         let t0 = std::time::Instant::now();
         let r = run(&c, 32 << 20);
-        assert_eq!((r.msgs, r.timeouts, r.live_conns), (0, 2, 2), "{r:?}");
+        assert_eq!((r.n.msgs, r.n.timeouts, r.n.live_conns), (0, 2, 2), "{r:?}");
         assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     });
 }

@@ -78,26 +78,26 @@ fn requests_against_ringside_http_are_all_valid_and_bytes_add_up() {
                 &cfg(srv.addr, 10, 0.5),
                 &get(srv.addr, Expect::Served(body)),
             );
-            assert!(r.msgs > 0, "{r:?}");
+            assert!(r.n.msgs > 0, "{r:?}");
             assert_eq!(r.errors(), 0, "{r:?}");
-            assert_eq!(r.live_conns, 10);
+            assert_eq!(r.n.live_conns, 10);
             assert_eq!(
-                r.rx_bytes,
-                r.msgs * resp,
+                r.n.rx_bytes,
+                r.n.msgs * resp,
                 "every counted response is one whole 200"
             );
-            assert_eq!(r.latency.len(), r.msgs);
+            assert_eq!(r.latency.len(), r.n.msgs);
             // A wrong expectation is caught on every response: another length, or the right
             // length with other bytes.
             let r = run(
                 &cfg(srv.addr, 2, 0.3),
                 &get(srv.addr, Expect::Served(Some(1))),
             );
-            assert!(r.msgs == 0 && r.mismatches > 0, "{r:?}");
+            assert!(r.n.msgs == 0 && r.n.mismatches > 0, "{r:?}");
             let n = ringside::proto::http::served_body(body).len();
             let other = Expect::Exactly(vec![b'#'; n].into());
             let r = run(&cfg(srv.addr, 2, 0.3), &get(srv.addr, other));
-            assert!(r.msgs == 0 && r.mismatches > 0, "{r:?}");
+            assert!(r.n.msgs == 0 && r.n.mismatches > 0, "{r:?}");
         }
     });
 }
@@ -135,22 +135,26 @@ fn non_2xx_and_malformed_responses_are_counted_by_kind() {
     common::engines::each_engine(|| {
         let addr = canned(b"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\nno");
         let r = run(&cfg(addr, 3, 0.3), &get(addr, Expect::Any));
-        assert_eq!(r.msgs, 0, "a 404 is not a request answered: {r:?}");
-        assert!(r.non_2xx > 0, "every response is a 404: {r:?}");
-        assert_eq!((r.malformed, r.mismatches, r.resets), (0, 0, 0), "{r:?}");
-        assert_eq!(r.live_conns, 3);
+        assert_eq!(r.n.msgs, 0, "a 404 is not a request answered: {r:?}");
+        assert!(r.n.non_2xx > 0, "every response is a 404: {r:?}");
+        assert_eq!(
+            (r.n.malformed, r.n.mismatches, r.n.resets),
+            (0, 0, 0),
+            "{r:?}"
+        );
+        assert_eq!(r.n.live_conns, 3);
         assert!(r.unverified().unwrap().contains("non-2xx"), "{r:?}");
 
         let addr = canned(b"HTTP/1.1 200 OK\r\n\r\nno length");
         let r = run(&cfg(addr, 3, 0.3), &get(addr, Expect::Any));
-        assert_eq!(r.msgs, 0, "{r:?}");
+        assert_eq!(r.n.msgs, 0, "{r:?}");
         // The first response of each connection, in the warm-up: counted apart from the window's.
         assert_eq!(
-            (r.malformed, r.warmup_invalid),
+            (r.n.malformed, r.n.warmup_invalid),
             (0, 3),
             "one per connection, then it is closed: {r:?}"
         );
-        assert_eq!(r.live_conns, 0);
+        assert_eq!(r.n.live_conns, 0);
         assert!(r.first_error.as_deref().unwrap_or("").contains("malformed"));
     });
 }

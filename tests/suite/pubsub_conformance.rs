@@ -384,26 +384,26 @@ fn the_load_generator_spreads_subscribers_over_threads_and_verifies_every_delive
     assert_eq!(r.threads, 3, "{r:?}");
     assert_eq!(r.unverified(), None);
     assert_eq!(r.errors(), 0, "{:?}", r.first_error);
-    assert_eq!(r.live_conns, 22, "every subscriber and publisher lived");
+    assert_eq!(r.n.live_conns, 22, "every subscriber and publisher lived");
     assert_eq!(
-        r.unsettled_conns, 0,
+        r.n.unsettled_conns, 0,
         "every subscriber had its first delivery"
     );
     assert!(r.warmup_ns >= 100_000_000, "{}", r.warmup_ns);
-    assert!(r.msgs > 0);
+    assert!(r.n.msgs > 0);
     assert_eq!(
         r.latency.len(),
-        r.msgs,
+        r.n.msgs,
         "one latency per delivery, over every thread"
     );
-    assert_eq!(r.bytes, r.msgs * 512);
-    assert_eq!(r.verified_bytes, r.bytes);
+    assert_eq!(r.n.bytes, r.n.msgs * 512);
+    assert_eq!(r.n.verified_bytes, r.n.bytes);
     // Each delivery in the timeline too, over every thread: 100 ms intervals over the window.
     let t = r.timeline.as_ref().expect("a timeline");
     assert_eq!(t.step_ns, 100_000_000);
     assert_eq!(t.window_ns, r.window_ns);
     assert_eq!(t.ops.len() as u64, r.window_ns.div_ceil(t.step_ns));
-    assert_eq!(t.ops.iter().sum::<u64>(), r.msgs, "{t:?}");
+    assert_eq!(t.ops.iter().sum::<u64>(), r.n.msgs, "{t:?}");
     let most = t.latency_max_ns.iter().max().copied().unwrap();
     let h = r.latency.inner();
     assert!(
@@ -414,12 +414,12 @@ fn the_load_generator_spreads_subscribers_over_threads_and_verifies_every_delive
     // No more deliveries than fan-out x the messages published by the window's end.
     let published = 2000.0 * (r.warmup_ns + r.window_ns) as f64 / 1e9 + 2.0;
     assert!(
-        r.msgs as f64 <= 10.0 * published,
+        r.n.msgs as f64 <= 10.0 * published,
         "{} deliveries of {published} publishes",
-        r.msgs
+        r.n.msgs
     );
     let (st, c) = srv.stop();
     assert!(st.success(), "{st}");
     assert_eq!(counter(&c, "slow_disconnects"), 0, "{c}");
-    assert!(counter(&c, "delivered") >= r.msgs, "{c}");
+    assert!(counter(&c, "delivered") >= r.n.msgs, "{c}");
 }

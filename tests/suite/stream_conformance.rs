@@ -229,18 +229,18 @@ fn a_hundred_connections_of_one_mib_writes_verify_every_direction() {
             let what = format!("{id} {dir:?}");
             assert_eq!(r.unverified(), None, "{what}");
             assert_eq!(r.errors(), 0, "{what}: {:?}", r.first_error);
-            assert_eq!(r.live_conns, 100, "{what}");
+            assert_eq!(r.n.live_conns, 100, "{what}");
             // A write that straddles the window's opening counts once, with only its bytes
             // inside the window: within one write per connection of msgs x write_bytes.
             let w = 1u64 << 20;
-            assert!(r.msgs > 0, "{what}: no write completed");
+            assert!(r.n.msgs > 0, "{what}: no write completed");
             assert!(
-                r.bytes + 100 * w >= r.msgs * w && r.bytes <= (r.msgs + 100) * w,
+                r.n.bytes + 100 * w >= r.n.msgs * w && r.n.bytes <= (r.n.msgs + 100) * w,
                 "{what}: {} bytes for {} writes",
-                r.bytes,
-                r.msgs
+                r.n.bytes,
+                r.n.msgs
             );
-            assert!(r.verified_bytes >= r.bytes, "{what}");
+            assert!(r.n.verified_bytes >= r.n.bytes, "{what}");
             let (status, _) = srv.stop();
             assert!(status.success(), "{what}: {status}");
         }
@@ -269,8 +269,8 @@ fn an_upload_that_never_blocks_counts_its_window_every_time() {
             };
             let r = run(&cfg, &ex, &mut |_| {}).unwrap();
             assert_eq!(r.unverified(), None, "{id} run {i}");
-            assert!(r.msgs > 0 && r.bytes > 0, "{id} run {i}: {r:?}");
-            assert!(r.verified_bytes >= r.bytes, "{id} run {i}");
+            assert!(r.n.msgs > 0 && r.n.bytes > 0, "{id} run {i}: {r:?}");
+            assert!(r.n.verified_bytes >= r.n.bytes, "{id} run {i}");
         }
         let (status, _) = srv.stop();
         assert!(status.success(), "{id}: {status}");

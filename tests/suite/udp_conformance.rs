@@ -242,24 +242,24 @@ fn a_dropped_datagram_is_counted_lost_and_never_an_op() {
         h.join().unwrap();
         let d = &r.dgram;
         assert!(d.dgram_lost > 0, "{rate:?}: {d:?}");
-        assert!(r.msgs > 0, "{rate:?}");
+        assert!(r.n.msgs > 0, "{rate:?}");
         // Every datagram sent in the window is an op, lost, or still in flight at its end
         // (at most the flows' windows, or the timeout's worth of the open loop).
         assert!(
-            r.msgs + d.dgram_lost <= d.dgram_sent + 8 + 50,
+            r.n.msgs + d.dgram_lost <= d.dgram_sent + 8 + 50,
             "{rate:?}: {} {d:?}",
-            r.msgs
+            r.n.msgs
         );
         assert!(
-            r.msgs < d.dgram_sent,
+            r.n.msgs < d.dgram_sent,
             "{rate:?}: the lost ones are not ops: {} {d:?}",
-            r.msgs
+            r.n.msgs
         );
         // About one in ten is lost; the echoes of the others are all ops.
         let share = d.dgram_lost as f64 / d.dgram_sent as f64;
         assert!((0.05..0.2).contains(&share), "{rate:?}: {share} {d:?}");
         assert_eq!(r.unverified(), None, "{rate:?}");
-        assert_eq!(r.latency.len(), r.msgs);
+        assert_eq!(r.latency.len(), r.n.msgs);
     }
 }
 
@@ -277,7 +277,7 @@ fn a_duplicated_echo_is_named_and_a_corrupted_one_fails_the_run() {
     let r = load(addr, None);
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap();
-    assert!(r.mismatches > 0);
+    assert!(r.n.mismatches > 0);
     let why = r.unverified().expect("a corrupted echo fails the run");
     assert!(why.contains("mismatched"), "{why}");
 }

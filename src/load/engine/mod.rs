@@ -11,16 +11,15 @@
 //! protocol judged from its head is read into a per-thread scratch buffer and dropped.
 
 mod conn;
+mod gaps;
 mod sock;
 mod uring;
 
 use super::tally::Tally;
 use super::window::{run_threads, stop_requested, Coordinated, Shared, WARM_TICK_NS};
-use super::{
-    Config, Edge, Exchange, Fault, Mismatch, Report, Response, Verdict, GAP_BUCKETS, READ_CHUNK,
-};
-use crate::measure::timeline::Timeline;
+use super::{Config, Edge, Exchange, Fault, Mismatch, Report, Response, Verdict, READ_CHUNK};
 use crate::measure::{clock::now_ns, cpu, pin};
+use gaps::Gaps;
 use serde::{Deserialize, Serialize};
 use sock::{so_error, source_for, Epoll};
 use std::cmp::Reverse;
@@ -73,7 +72,7 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
     let (_, t_close) = shared.edges();
     let window_ns = Coordinated::window_ns(&shared);
     let mut r = Report::empty(cfg, threads, cfg.rate, window_ns, coord.interrupted);
-    (r.warmup_ns, r.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
+    (r.warmup_ns, r.n.unsettled_conns) = (coord.warmup_ns, coord.unsettled);
     r.engine = engine;
     let mut gaps: Option<Gaps> = None;
     let mut tallies = Vec::with_capacity(parts.len());
@@ -90,63 +89,6 @@ pub fn run(cfg: &Config, ex: &dyn Exchange, edge: &mut dyn FnMut(Edge)) -> io::R
     r.longest_gap_ns = gaps.as_ref().map_or(window_ns, |g| g.longest(t_close));
     r.timeline = gaps.map(|g| g.timeline.cut(window_ns));
     Ok(r)
-}
-
-/// When responses completed inside the window, per bucket of window/[`GAP_BUCKETS`]: the
-/// first and last completion time in each. Merged over threads, consecutive non-empty buckets
-/// give every gap with no completion on any thread that spans a bucket boundary, exactly; a
-/// gap inside one bucket is shorter than the bucket.
-/// Beside them, the ops and latencies per 100 ms of the window (`measure::timeline`).
-struct Gaps {
-    t_open: u64,
-    res: u64,
-    first: Vec<u64>,
-    last: Vec<u64>,
-    timeline: Timeline,
-}
-
-impl Gaps {
-    fn new(t_open: u64, window_ns: u64) -> Gaps {
-        Gaps {
-            t_open,
-            res: window_ns.div_ceil(GAP_BUCKETS as u64).max(1),
-            first: vec![u64::MAX; GAP_BUCKETS],
-            last: vec![0; GAP_BUCKETS],
-            timeline: Timeline::new(t_open, window_ns),
-        }
-    }
-
-    /// An op completed at `now` after `latency_ns`.
-    #[inline]
-    fn record(&mut self, now: u64, latency_ns: u64) {
-        self.timeline.record(now, latency_ns);
-        let b = (((now - self.t_open) / self.res) as usize).min(GAP_BUCKETS - 1);
-        self.first[b] = self.first[b].min(now);
-        self.last[b] = self.last[b].max(now);
-    }
-
-    fn merge(&mut self, o: &Gaps) {
-        for b in 0..GAP_BUCKETS {
-            self.first[b] = self.first[b].min(o.first[b]);
-            self.last[b] = self.last[b].max(o.last[b]);
-        }
-        self.timeline.merge(&o.timeline);
-    }
-
-    /// The longest span in [t_open, t_close) with no completion.
-    fn longest(&self, t_close: u64) -> u64 {
-        if t_close <= self.t_open {
-            return 0;
-        }
-        let (mut prev, mut longest) = (self.t_open, 0u64);
-        for b in 0..GAP_BUCKETS {
-            if self.first[b] != u64::MAX {
-                longest = longest.max(self.first[b].saturating_sub(prev));
-                prev = self.last[b];
-            }
-        }
-        longest.max(t_close.saturating_sub(prev))
-    }
 }
 
 /// A thread's tally and its gaps between completions.
@@ -435,7 +377,7 @@ impl<S: Sockets> Loop<'_, S> {
         let cpu0 = lp.traffic(cfg, conns, &mut events)?;
         let end = cpu::this_thread().total_ns;
         lp.c.n.cpu_ns = end.saturating_sub(cpu0.unwrap_or(end));
-        lp.c.n.live = conns
+        lp.c.n.live_conns = conns
             .iter()
             .filter(|c| match c.st {
                 St::Dead => false,

@@ -315,20 +315,20 @@ fn judge_report(mut server: UnderTest, report: &Report) -> Result<UnderTest, Cas
             "the server's responses did not verify: {why}"
         )));
     }
-    if report.live_conns == 0 {
+    if report.n.live_conns == 0 {
         let why = format!(
             "no connection survived ({})",
             report.first_error.as_deref().unwrap_or("no error recorded")
         );
         return Err(server.fail(&why));
     }
-    if report.msgs == 0 {
+    if report.n.msgs == 0 {
         let why = format!(
             "no response completed in the measured window of {} ms ({} timeouts; {} \
              connections never answered in a warm-up of {} ms; {})",
             report.window_ns / 1_000_000,
-            report.timeouts,
-            report.unsettled_conns,
+            report.n.timeouts,
+            report.n.unsettled_conns,
             report.warmup_ns / 1_000_000,
             report.first_error.as_deref().unwrap_or("no error recorded")
         );

@@ -200,8 +200,8 @@ fn run(ctx: &Ctx<'_>, m: &ModelSpec, a: &Args, rate: Option<f64>) -> Result<Samp
     };
     let (mut s, report) = cell::measure(ctx, launch(ctx, m, ServeProtocol::Echo)?, &load)?;
     s.counters
-        .add("churn_abortive_closes", report.abortive_closes);
-    s.counters.add("churn_connects", report.connects);
+        .add("churn_abortive_closes", report.n.abortive_closes);
+    s.counters.add("churn_connects", report.n.connects);
     if let Some(r) = rate {
         open_loop_counters(&mut s, r, &report);
     }

@@ -173,15 +173,15 @@ impl Workload for PubsubFanout {
             launch(ctx, m, crate::proto::ServeProtocol::Pubsub)?,
             &load,
         )?;
-        if report.live_conns < ex.conns() as u64 {
+        if report.n.live_conns < ex.conns() as u64 {
             return Err(CaseError::Failed(anyhow::anyhow!(
                 "{} of {} connections lost ({})",
-                ex.conns() as u64 - report.live_conns,
+                ex.conns() as u64 - report.n.live_conns,
                 ex.conns(),
                 report.first_error.as_deref().unwrap_or("no error recorded")
             )));
         }
-        s.counters.add("deliveries_verified", report.msgs);
+        s.counters.add("deliveries_verified", report.n.msgs);
         // Every model is offered the same deliveries per second (the publish rate times the
         // fan-out): the cells are ranked at equal load, among those that kept up.
         open_loop_counters(&mut s, rate * a.fanout as f64, &report);

@@ -109,13 +109,13 @@ fn run(ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
         churn: false,
     };
     let (mut s, report) = cell::measure(ctx, launch(ctx, m, a.direction.protocol())?, &load)?;
-    if report.verified_bytes == 0 {
+    if report.n.verified_bytes == 0 {
         return Err(CaseError::Failed(anyhow::anyhow!(
             "no byte was verified ({})",
             report.first_error.as_deref().unwrap_or("no error recorded")
         )));
     }
-    s.counters.add("bytes_verified", report.verified_bytes);
+    s.counters.add("bytes_verified", report.n.verified_bytes);
     Ok(s)
 }
 

@@ -20,7 +20,7 @@ use super::echo::launch;
 use super::equal_load::{offered_rate, open_loop_counters, with_equal_load};
 use crate::error::CaseError;
 use crate::load::udp::{Udp, LOSS_TIMEOUT};
-use crate::measure::{CounterSet, Sample};
+use crate::measure::Sample;
 use crate::model::{Knobs, ModelSpec, PeerKind, Shape};
 use crate::profile::Profile;
 use crate::proto::ServeProtocol;
@@ -149,9 +149,7 @@ impl Workload for UdpEcho {
             churn: false,
         };
         let (mut s, report) = cell::measure(ctx, launch(ctx, m, ServeProtocol::UdpEcho)?, &load)?;
-        report
-            .dgram
-            .for_each(&mut |name, v| s.counters.other.add(name, v));
+        s.counters.dgram = Some(report.dgram);
         if let Some(r) = rate {
             open_loop_counters(&mut s, r, &report);
         }

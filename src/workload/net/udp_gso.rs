@@ -22,7 +22,7 @@ use super::cell;
 use super::echo::launch;
 use crate::error::CaseError;
 use crate::load::udp::{Udp, LOSS_TIMEOUT};
-use crate::measure::{CounterSet, Sample};
+use crate::measure::Sample;
 use crate::model::{ModelSpec, Shape};
 use crate::profile::Profile;
 use crate::proto::ServeProtocol;
@@ -171,9 +171,7 @@ impl Workload for UdpEchoGso {
             churn: false,
         };
         let (mut s, report) = cell::measure(ctx, launch(ctx, m, a.offload.protocol())?, &load)?;
-        report
-            .dgram
-            .for_each(&mut |name, v| s.counters.other.add(name, v));
+        s.counters.dgram = Some(report.dgram);
         Ok(s)
     }
 }

@@ -41,7 +41,6 @@ pub(super) fn sample_of(
     });
     let mut c = extra;
     c.other.merge(&f.counters);
-    let mut l = load_counters(report);
     // The server's CPU against the CPUs it was given (SQPOLL's poller may use a second one).
     // A reading above what the CPUs its tasks may use can give in the window is an accounting
     // error: capped, and the excess beyond clock noise kept (warning `cpu_over_allowed`).
@@ -59,17 +58,20 @@ pub(super) fn sample_of(
     };
     let server_busy = cpu.total_ns as f64 / report.window_ns.max(1) as f64 / f.cpus.max(1) as f64;
     let (idle_ns, idle_cpus) = load_idle.unwrap_or((0, 0));
-    l.load_idle_ns = idle_ns;
-    l.load_idle_cpus = idle_cpus as u64;
-    (l.client_bound, l.both_saturated) = headroom(report, server_busy, load_idle);
-    l.shared_cpus = u64::from(shared);
-    c.load = Some(l);
+    let (client_bound, both_saturated) = headroom(report, server_busy, load_idle);
+    let h = Headroom {
+        idle: (idle_ns, idle_cpus as u64),
+        client_bound,
+        both_saturated,
+        shared_cpus: u64::from(shared),
+    };
+    c.load = Some(load_counters(report, h));
     Sample {
-        ops: report.msgs,
+        ops: report.n.msgs,
         bytes: if load.bytes_received {
-            report.rx_bytes
+            report.n.rx_bytes
         } else {
-            report.bytes
+            report.n.bytes
         },
         wall_ns: report.window_ns,
         timed_ns: report.window_ns,
@@ -102,26 +104,69 @@ fn headroom(report: &Report, server_busy: f64, load_idle: Option<(u64, usize)>) 
     )
 }
 
-/// The load generator's figures a network cell records.
-fn load_counters(report: &Report) -> LoadCounters {
+/// The load side's headroom over one repetition (see [`headroom`]).
+struct Headroom {
+    /// The load CPUs' idle ns over the window, and over how many CPUs (0: not read).
+    idle: (u64, u64),
+    client_bound: u64,
+    both_saturated: u64,
+    shared_cpus: u64,
+}
+
+/// The load generator's figures a network cell records. Both sides are named in full: a
+/// count added to [`load::Counts`] or a counter added to [`LoadCounters`] is a compile error
+/// here until it is recorded or, with a reason, left out (no `..Default` can drop one).
+fn load_counters(report: &Report, h: Headroom) -> LoadCounters {
+    let load::Counts {
+        // The ops, their bytes and CPU are the sample's own figures (`ops`, `bytes`, `cpu`);
+        // the split of errors by direction, unsolicited bytes and the warm-up's invalid
+        // responses fail the run (`Report::unverified`) or are in the errors counted.
+        msgs: _,
+        bytes: _,
+        rx_bytes: _,
+        read_errors: _,
+        write_errors: _,
+        unsolicited: _,
+        warmup_invalid: _,
+        verified_bytes: _,
+        // `conn.churn` records its own (`workload::net::churn`).
+        abortive_closes: _,
+        connects: _,
+        cpu_ns,
+        connect_errors,
+        resets,
+        io_errors,
+        mismatches,
+        non_2xx,
+        malformed,
+        timeouts,
+        reconnects,
+        unsettled_conns,
+        warmup_errors,
+        live_conns,
+    } = report.n;
     LoadCounters {
-        load_cpu_ns: report.cpu_ns,
+        load_cpu_ns: cpu_ns,
         load_window_ns: report.window_ns,
-        load_connect_errors: report.connect_errors,
-        load_resets: report.resets,
-        load_io_errors: report.io_errors,
-        load_mismatches: report.mismatches,
-        load_timeouts: report.timeouts,
-        load_non_2xx: report.non_2xx,
-        load_malformed: report.malformed,
-        load_reconnects: report.reconnects,
-        load_warmup_errors: report.warmup_errors,
-        load_live_conns: report.live_conns,
-        load_lost_conns: (report.conns_requested as u64).saturating_sub(report.live_conns),
+        load_connect_errors: connect_errors,
+        load_resets: resets,
+        load_io_errors: io_errors,
+        load_mismatches: mismatches,
+        load_timeouts: timeouts,
+        load_non_2xx: non_2xx,
+        load_malformed: malformed,
+        load_reconnects: reconnects,
+        load_warmup_errors: warmup_errors,
+        load_live_conns: live_conns,
+        load_lost_conns: (report.conns_requested as u64).saturating_sub(live_conns),
         load_warmup_ns: report.warmup_ns,
-        load_unsettled_conns: report.unsettled_conns,
+        load_unsettled_conns: unsettled_conns,
         load_engine_uring: u64::from(report.engine == load::Engine::Uring),
-        ..LoadCounters::default()
+        load_idle_ns: h.idle.0,
+        load_idle_cpus: h.idle.1,
+        client_bound: h.client_bound,
+        both_saturated: h.both_saturated,
+        shared_cpus: h.shared_cpus,
     }
 }
 
