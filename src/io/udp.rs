@@ -67,9 +67,7 @@ pub(crate) fn serve_udp(
             let (c, setup) = super::uring::udp::serve(sock, k, plan, stop)?;
             let mut out = to_counters(&c);
             // How the ring was set up, as the TCP server records it (`setup_<flag>`).
-            for f in &setup.flags {
-                out.add(&format!("setup_{}", f.to_ascii_lowercase()), 1);
-            }
+            setup.flags.add_to(&mut out);
             Ok(out)
         }
         // `ringside serve` runs them with `peer::serve_udp` (the peers are a layer above io).

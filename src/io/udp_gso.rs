@@ -206,9 +206,7 @@ pub(crate) fn serve_udp_gro(
         Knobs::Uring(k) => {
             let (c, setup) = super::uring::udp::serve_gro(sock, k, plan, stop)?;
             let mut out = super::udp::to_counters(&c);
-            for f in &setup.flags {
-                out.add(&format!("setup_{}", f.to_ascii_lowercase()), 1);
-            }
+            setup.flags.add_to(&mut out);
             return Ok(out);
         }
         Knobs::Peer(_) => return Err(CaseError::not_applicable("peers serve from src/peer")),

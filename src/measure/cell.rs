@@ -129,6 +129,15 @@ crate::counter_set! {
     }
 }
 
+crate::counter_set! {
+    /// What a churn load counted (`conn.churn`): connections closed abortively in the window
+    /// (the ops, but for those the window's edges cut), and connects, warm-up included.
+    pub struct ChurnCounters {
+        churn_abortive_closes,
+        churn_connects,
+    }
+}
+
 /// A repetition's (or, merged, a case's) counters. See the module doc.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CellCounters {
@@ -138,6 +147,8 @@ pub struct CellCounters {
     pub(crate) napi: Option<ServerNapiCounters>,
     /// A UDP load's datagrams (`udp.echo`, `udp.echo_gso`); absent for every other load.
     pub(crate) dgram: Option<DatagramCounts>,
+    /// A churn load's connects and abortive closes; absent for every other load.
+    pub(crate) churn: Option<ChurnCounters>,
     /// What the io_uring tracepoints counted in an io_uring model's counting repetition
     /// (`measure::uring_trace`; absent for other models, and where they could not be opened).
     /// Never summed with the timed repetitions: the counting repetition's alone.
@@ -182,6 +193,7 @@ impl CellCounters {
         }
         merge_opt(&mut self.napi, &o.napi);
         merge_opt(&mut self.dgram, &o.dgram);
+        merge_opt(&mut self.churn, &o.churn);
         merge_opt(&mut self.uring, &o.uring);
         self.cpu_over_allowed_ns += o.cpu_over_allowed_ns;
         self.other.merge(&o.other);
@@ -208,6 +220,9 @@ impl CellCounters {
         }
         if let Some(d) = &self.dgram {
             d.for_each(&mut put);
+        }
+        if let Some(c) = &self.churn {
+            c.for_each(&mut put);
         }
         if let Some(u) = &self.uring {
             u.for_each(&mut put);
@@ -238,6 +253,7 @@ impl CellCounters {
             wrk: take(&mut m),
             napi: take(&mut m),
             dgram: take(&mut m),
+            churn: take(&mut m),
             uring: take(&mut m),
             cpu_over_allowed_ns: m.0.remove(CPU_OVER_ALLOWED_NS).unwrap_or(0),
             other: m,

@@ -31,6 +31,7 @@ use super::echo::{accepts_small_messages, launch};
 use super::equal_load::open_loop_counters;
 use crate::error::CaseError;
 use crate::load::echo::Echo;
+use crate::measure::cell::ChurnCounters;
 use crate::measure::Sample;
 use crate::model::ModelSpec;
 use crate::profile::Profile;
@@ -199,9 +200,10 @@ fn run(ctx: &Ctx<'_>, m: &ModelSpec, a: &Args, rate: Option<f64>) -> Result<Samp
         churn: true,
     };
     let (mut s, report) = cell::measure(ctx, launch(ctx, m, ServeProtocol::Echo)?, &load)?;
-    s.counters
-        .add("churn_abortive_closes", report.n.abortive_closes);
-    s.counters.add("churn_connects", report.n.connects);
+    s.counters.churn = Some(ChurnCounters {
+        churn_abortive_closes: report.n.abortive_closes,
+        churn_connects: report.n.connects,
+    });
     if let Some(r) = rate {
         open_loop_counters(&mut s, r, &report);
     }

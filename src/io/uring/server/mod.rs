@@ -87,7 +87,7 @@ use crate::error::CaseError;
 use crate::io::accept::ACCEPT_PAUSE;
 use crate::io::idle::{coarse_now_ns, Idle};
 use crate::io::stop::Stop;
-use crate::measure::{pin::CpuPlan, CounterSet};
+use crate::measure::pin::CpuPlan;
 use crate::model::{Files, Loop, Shape, Tx, UringKnobs};
 use crate::proto::{Protocol, OUT_BOUND_BYTES};
 use io_uring::{opcode, squeue, types, IoUring};
@@ -291,13 +291,7 @@ fn serve_with<P: Protocol>(
         race_fault: race_fault(),
         listener,
     };
-    for f in &setup.flags {
-        let name = format!("setup_{}", f.to_ascii_lowercase());
-        match s.c.by_name(&name) {
-            Some(v) => *v += 1,
-            None => debug_assert!(false, "no counter for ring setup flag {f}"),
-        }
-    }
+    setup.flags.record(&mut s.c);
     if s.mode.fixed {
         // The table's size is bounded by RLIMIT_NOFILE; a full table makes accept fail with
         // ENFILE, handled like EMFILE.
@@ -550,11 +544,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_ring_setup_flag_has_a_counter() {
+    fn every_ring_setup_flag_is_recorded_by_its_name() {
+        use crate::measure::CounterSet;
+        let mut flags = ring::SetupFlags::default();
+        for name in ring::SetupFlags::NAMES {
+            *flags.by_name(name).unwrap() = 1;
+        }
         let mut c = UringCounters::default();
-        for f in ring::SETUP_FLAGS {
-            let name = format!("setup_{}", f.to_ascii_lowercase());
-            assert!(c.by_name(&name).is_some(), "{name}");
+        flags.record(&mut c);
+        for name in ring::SetupFlags::NAMES {
+            assert_eq!(c.by_name(name).copied(), Some(1), "{name}");
         }
     }
 }
