@@ -551,7 +551,11 @@ impl Guard {
             .stderr(Stdio::null())
             .env_remove(OWNER_ENV)
             .process_group(0);
-        // Not armed: it must outlive ringside.
+        // Not armed: it must outlive ringside. It holds none of our fds but its pipe.
+        // SAFETY: the closure makes only raw syscalls (see `spawn::arm`).
+        unsafe {
+            c.pre_exec(|| spawn::cloexec_above_stdio(1 << 16));
+        }
         let proc_ = c.spawn()?;
         Ok(Guard {
             proc_,
@@ -617,6 +621,37 @@ mod tests {
         let _ = c.wait_exit(Instant::now() + Duration::from_secs(5));
         c.stop();
         assert_eq!(c.line("owner ").as_deref(), Some(owner_token()));
+    }
+
+    /// An fd this process holds without close-on-exec (as one inherited from a parent is)
+    /// does not reach a child: the child sees its stdio and nothing else of ours.
+    #[test]
+    fn children_start_without_our_fds() {
+        let f = std::fs::File::open("/proc/self/status").unwrap();
+        // SAFETY: a copy of an fd we own, numbered 700 or above (apart from any the shell
+        // opens); the copy is closed below.
+        let fd = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_DUPFD, 700) };
+        assert!(fd >= 700, "{}", io::Error::last_os_error());
+        // SAFETY: as above; F_DUPFD does not set FD_CLOEXEC, so the fd is inheritable.
+        assert_eq!(
+            unsafe { libc::fcntl(fd, libc::F_GETFD) } & libc::FD_CLOEXEC,
+            0
+        );
+        let mut c = Spec::new("t", sh("echo \"fds $(ls /proc/$$/fd | tr '\\n' ' ')\""))
+            .keep_lines(&["fds "])
+            .spawn()
+            .unwrap();
+        let _ = c.wait_exit(Instant::now() + Duration::from_secs(5));
+        c.stop();
+        // SAFETY: closes the copy made above.
+        unsafe { libc::close(fd) };
+        let line = c.line("fds ").expect("the child's fd list");
+        let fds: Vec<&str> = line.split_whitespace().collect();
+        assert!(fds.contains(&"0") && fds.contains(&"1"), "{line}");
+        assert!(
+            !fds.contains(&fd.to_string().as_str()),
+            "fd {fd} reached the child: {line}"
+        );
     }
 
     #[test]

@@ -27,14 +27,21 @@ pub(super) fn spawner() -> Option<&'static mpsc::Sender<Job>> {
 }
 
 /// Marks `cmd` ([`OWNER_ENV`]) and arms it: between fork and exec, PR_SET_PDEATHSIG(SIGKILL),
-/// the check that the parent is still this process, and the CPU affinity when `cpus` is given.
+/// the check that the parent is still this process, the CPU affinity when `cpus` is given,
+/// and close-on-exec on every fd above 2, so that the child starts with its stdio alone
+/// whatever this process inherited or holds (a server under test must not carry a parent's
+/// fds: they count against its limit and keep the parent's sockets alive).
 pub(super) fn arm(cmd: &mut Command, cpus: Option<&[u32]>) -> io::Result<()> {
     cmd.env(OWNER_ENV, owner_token());
     let set = cpus.map(cpu_set).transpose()?;
     let parent = process::getpid();
+    let nofile = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(1 << 20);
     // SAFETY: the closure runs in the forked child before exec and makes only raw syscalls
-    // (prctl, getppid, sched_setaffinity: rustix's linux_raw backend, no libc state, no
-    // allocation) on data copied before the fork: async-signal-safe.
+    // (prctl, getppid, sched_setaffinity: rustix's linux_raw backend; close_range or fcntl:
+    // libc's thin syscall wrappers; no allocation) on data copied before the fork:
+    // async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {
             process::set_parent_process_death_signal(Some(Signal::KILL))?;
@@ -45,8 +52,36 @@ pub(super) fn arm(cmd: &mut Command, cpus: Option<&[u32]>) -> io::Result<()> {
             if let Some(set) = &set {
                 rustix::thread::sched_setaffinity(None, set)?;
             }
-            Ok(())
+            cloexec_above_stdio(nofile)
         });
+    }
+    Ok(())
+}
+
+/// Sets close-on-exec on every fd above 2: close_range(2) with CLOSE_RANGE_CLOEXEC (5.11),
+/// else fcntl on each fd number under the soft RLIMIT_NOFILE `nofile` (read before the fork).
+/// Raw syscalls only: it runs between fork and exec.
+pub(super) fn cloexec_above_stdio(nofile: u64) -> io::Result<()> {
+    // SAFETY: close_range and fcntl on fd numbers: no memory is passed.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    for fd in 3..nofile.min(i32::MAX as u64) as i32 {
+        // SAFETY: as above; a number that is not an open fd fails with EBADF, ignored.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
+        }
     }
     Ok(())
 }

@@ -110,6 +110,13 @@ pub(crate) fn nofile_reachable() -> u64 {
     hard
 }
 
+/// The fds this process has open now (`/proc/self/fd`, less the one that reads it): what a
+/// limit on open files must leave room for beside the fds a workload is about to open.
+pub(crate) fn open_fds() -> io::Result<u64> {
+    let n = std::fs::read_dir("/proc/self/fd")?.count() as u64;
+    Ok(n.saturating_sub(1))
+}
+
 /// Makes sure `need` fds can be open: raises the soft RLIMIT_NOFILE up to the hard limit, and
 /// the hard limit too when privileged. Says what it needed and what it got when it cannot.
 pub(crate) fn raise_nofile(need: u64) -> io::Result<()> {

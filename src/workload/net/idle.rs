@@ -80,6 +80,15 @@ pub(crate) fn most_idle() -> u64 {
     cap.saturating_sub(BUSY_CONNS + FD_MARGIN) / 1_000 * 1_000
 }
 
+/// The most idle connections that fit the hard RLIMIT_NOFILE beside the busy ones,
+/// [`FD_MARGIN`] and `open` fds this process has open already.
+fn idle_fit(open: u64) -> u64 {
+    let hard = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .maximum
+        .unwrap_or(u64::MAX);
+    hard.saturating_sub(BUSY_CONNS + FD_MARGIN + open)
+}
+
 /// The idle counts of a profile. `full`'s last, 18,000, is what a hard RLIMIT_NOFILE of
 /// 20,000 allows ([`most_idle`]); where the limit allows fewer, that point is `unavailable`,
 /// saying so (the points are the same on every machine, so runs compare).
@@ -185,17 +194,23 @@ impl Workload for ConnIdle {
                  connections would pause its accepting"
             )));
         }
-        let fit = most_idle();
+        // The fds this process holds already (a parent may have passed it many) count against
+        // the same limit as the connections; the server starts with none of them (`child`).
+        let open = crate::io::sys::open_fds().map_err(|e| {
+            CaseError::Unavailable(format!("cannot count this process's open fds: {e}"))
+        })?;
+        let fit = most_idle().min(idle_fit(open));
         if a.idle_conns > fit {
             return Err(CaseError::Unavailable(format!(
                 "{} idle connections do not fit the hard RLIMIT_NOFILE here: at most {fit} \
-                 beside {} busy ones and {FD_MARGIN} other fds in each process",
+                 beside {} busy ones, the {open} fds this process has open and {FD_MARGIN} \
+                 more in each process",
                 a.idle_conns, a.conns
             )));
         }
         // Before the server starts, so that it inherits the limit: one fd per connection in
         // every server (the blocking one included: `io::blocking::live`).
-        crate::io::sys::raise_nofile(total + FD_MARGIN).map_err(|e| {
+        crate::io::sys::raise_nofile(total + open + FD_MARGIN).map_err(|e| {
             CaseError::Unavailable(format!(
                 "{} idle and {} busy connections: {e}",
                 a.idle_conns, a.conns
@@ -321,5 +336,18 @@ mod tests {
         // A hard limit of 20,000 fds allows full's last point.
         let last = *idle_counts(Profile::Full).last().unwrap();
         assert_eq!((20_000 - BUSY_CONNS - FD_MARGIN) / 1_000 * 1_000, last);
+    }
+
+    /// The fds this process holds count against the limit: 2,150 of them leave 2,150 fewer
+    /// idle connections room (a fixed margin alone let such a cell start and then fail).
+    #[test]
+    fn open_fds_shrink_what_fits() {
+        let hard = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+            .maximum
+            .unwrap_or(u64::MAX);
+        assert_eq!(idle_fit(0), hard.saturating_sub(BUSY_CONNS + FD_MARGIN));
+        assert_eq!(idle_fit(2_150), idle_fit(0).saturating_sub(2_150));
+        let open = crate::io::sys::open_fds().unwrap();
+        assert!(open >= 3, "stdio at least: {open}");
     }
 }
