@@ -342,8 +342,45 @@ fn table_of(
     roles: &super::charts::ParamRoles,
     not_applicable: &[&CaseResult],
 ) -> Table {
-    let workload = workload.to_string();
-    let params = params.to_string();
+    let rows = metrics_of(net, cases)
+        .into_iter()
+        .map(|(name, cell)| {
+            let mut r = vec![name.to_string()];
+            r.extend(cases.iter().map(|c| cell(c)));
+            r
+        })
+        .collect();
+    let mut footnotes = status_notes(cases);
+    footnotes.extend(unavailable_notes(cases));
+    footnotes.extend(cell_notes(cases));
+    for c in not_applicable {
+        footnotes.push(format!(
+            "{}: n/a: {}",
+            c.label(),
+            c.reason.as_deref().unwrap_or("")
+        ));
+    }
+    let title = if params.is_empty() {
+        workload.to_string()
+    } else {
+        format!("{workload} {params}")
+    };
+    let common = roles.common_text();
+    Table {
+        title,
+        note: if common.is_empty() {
+            format!("one op = {}", cases[0].op)
+        } else {
+            format!("one op = {}; {common}", cases[0].op)
+        },
+        header: column_header(cases, roles),
+        rows,
+        footnotes,
+    }
+}
+
+/// The header: "metric", then each cell's label with its model's own params.
+fn column_header(cases: &[&CaseResult], roles: &super::charts::ParamRoles) -> Vec<String> {
     let mut header = vec!["metric".to_string()];
     header.extend(cases.iter().map(|c| {
         let mp = roles.model_params(c);
@@ -353,52 +390,48 @@ fn table_of(
             format!("{} ({mp})", c.label())
         }
     }));
-    let has_wrk = cases.iter().any(|c| {
-        c.figures.as_ref().is_some_and(|f| {
+    header
+}
+
+/// `metrics` where `on`, else none.
+fn when(on: bool, metrics: &'static [Metric]) -> &'static [Metric] {
+    if on {
+        metrics
+    } else {
+        &[]
+    }
+}
+
+/// The metric rows a point's cells have figures for, in the table's order.
+fn metrics_of(net: bool, cases: &[&CaseResult]) -> Vec<&'static Metric> {
+    let any = |p: &dyn Fn(&crate::results::schema::CaseFigures) -> bool| {
+        cases.iter().any(|c| c.figures.as_ref().is_some_and(p))
+    };
+    let wrk = when(
+        any(&|f| {
             f.counters
                 .wrk
                 .as_ref()
                 .and_then(|w| w.requests_per_sec())
                 .is_some()
-        })
-    });
-    let net: &[Metric] = if net { NET_METRICS } else { &[] };
-    let wrk: &[Metric] = if has_wrk { WRK_METRICS } else { &[] };
-    let open_loop: &[Metric] = if cases.iter().any(|c| c.offered_rate().is_some()) {
-        OPEN_LOOP_METRICS
-    } else {
-        &[]
-    };
-    let scaling: &[Metric] = if cases.iter().any(|c| c.scaling_efficiency.is_some()) {
-        SCALING_METRICS
-    } else {
-        &[]
-    };
-    let ci: &[Metric] = if cases
-        .iter()
-        .any(|c| c.figures.as_ref().is_some_and(|f| f.ci95.is_some()))
-    {
-        CI_METRICS
-    } else {
-        &[]
-    };
-    let uring: &[Metric] = if cases.iter().any(|c| {
-        c.figures
-            .as_ref()
-            .is_some_and(|f| f.uring_per_op.is_some() || f.uring_per_op_unavailable.is_some())
-    }) {
-        URING_METRICS
-    } else {
-        &[]
-    };
-    let idle_memory: &[Metric] = if cases
-        .iter()
-        .any(|c| c.figures.as_ref().is_some_and(|f| f.idle_memory.is_some()))
-    {
-        IDLE_MEMORY_METRICS
-    } else {
-        &[]
-    };
+        }),
+        WRK_METRICS,
+    );
+    let net = when(net, NET_METRICS);
+    let open_loop = when(
+        cases.iter().any(|c| c.offered_rate().is_some()),
+        OPEN_LOOP_METRICS,
+    );
+    let scaling = when(
+        cases.iter().any(|c| c.scaling_efficiency.is_some()),
+        SCALING_METRICS,
+    );
+    let ci = when(any(&|f| f.ci95.is_some()), CI_METRICS);
+    let uring = when(
+        any(&|f| f.uring_per_op.is_some() || f.uring_per_op_unavailable.is_some()),
+        URING_METRICS,
+    );
+    let idle_memory = when(any(&|f| f.idle_memory.is_some()), IDLE_MEMORY_METRICS);
     // The io_uring rows go right after syscalls/op.
     let (head, tail) = METRICS.split_at(
         METRICS
@@ -406,8 +439,7 @@ fn table_of(
             .position(|(n, _)| n.starts_with("syscalls/op"))
             .map_or(METRICS.len(), |i| i + 1),
     );
-    let rows = head
-        .iter()
+    head.iter()
         .chain(uring)
         .chain(tail)
         .chain(ci)
@@ -416,13 +448,12 @@ fn table_of(
         .chain(scaling)
         .chain(wrk)
         .chain(idle_memory)
-        .map(|(name, cell)| {
-            let mut r = vec![name.to_string()];
-            r.extend(cases.iter().map(|c| cell(c)));
-            r
-        })
-        .collect();
-    let mut footnotes: Vec<String> = cases
+        .collect()
+}
+
+/// A footnote per cell not measured: its status and reason.
+fn status_notes(cases: &[&CaseResult]) -> Vec<String> {
+    cases
         .iter()
         .filter(|c| c.status != Status::Measured)
         .map(|c| {
@@ -433,33 +464,39 @@ fn table_of(
                 c.reason.as_deref().unwrap_or("")
             )
         })
-        .collect();
+        .collect()
+}
+
+/// Why a figure is unavailable (syscalls, io_uring tracepoints, idle memory), each reason once.
+fn unavailable_notes(cases: &[&CaseResult]) -> Vec<String> {
     let mut sys_reasons: Vec<String> = Vec::new();
     let mut seen = std::collections::HashSet::new();
+    let mut add = |line: String| {
+        if seen.insert(line.clone()) {
+            sys_reasons.push(line);
+        }
+    };
     for c in cases.iter().filter_map(|c| c.figures.as_ref()) {
         if let crate::measure::Measured::Unavailable { unavailable } = c.syscalls_per_op.measured()
         {
-            let line = format!("syscalls/op unavailable: {unavailable}");
-            if seen.insert(line.clone()) {
-                sys_reasons.push(line);
-            }
+            add(format!("syscalls/op unavailable: {unavailable}"));
         }
         if let Some(unavailable) = &c.uring_per_op_unavailable {
-            let line = format!("io_uring tracepoints unavailable: {unavailable}");
-            if seen.insert(line.clone()) {
-                sys_reasons.push(line);
-            }
+            add(format!("io_uring tracepoints unavailable: {unavailable}"));
         }
         for (name, get) in IDLE_MEMORY_READINGS {
             if let Some(Measured::Unavailable { unavailable }) = c.idle_memory.as_ref().map(get) {
-                let line = format!("{name}/idle conn unavailable: {unavailable}");
-                if seen.insert(line.clone()) {
-                    sys_reasons.push(line);
-                }
+                add(format!("{name}/idle conn unavailable: {unavailable}"));
             }
         }
     }
-    footnotes.extend(sys_reasons);
+    sys_reasons
+}
+
+/// What a reader must know of a cell: punted io_uring requests, the SQPOLL CPU, a cell that
+/// fell behind its offered rate, its warnings.
+fn cell_notes(cases: &[&CaseResult]) -> Vec<String> {
+    let mut footnotes = Vec::new();
     for c in cases.iter().filter(|c| c.status == Status::Measured) {
         let punted = c
             .figures
@@ -496,30 +533,7 @@ fn table_of(
             footnotes.push(format!("{}: warning: {}", c.label(), w.advice()));
         }
     }
-    for c in not_applicable {
-        footnotes.push(format!(
-            "{}: n/a: {}",
-            c.label(),
-            c.reason.as_deref().unwrap_or("")
-        ));
-    }
-    let title = if params.is_empty() {
-        workload.clone()
-    } else {
-        format!("{workload} {params}")
-    };
-    let common = roles.common_text();
-    Table {
-        title,
-        note: if common.is_empty() {
-            format!("one op = {}", cases[0].op)
-        } else {
-            format!("one op = {}; {common}", cases[0].op)
-        },
-        header,
-        rows,
-        footnotes,
-    }
+    footnotes
 }
 
 /// "1.07x" under 1.1, "1.4x" from there: how many times better or worse.

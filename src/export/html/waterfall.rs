@@ -5,7 +5,9 @@
 //! their reason. Nothing here decides what is drawn.
 
 use crate::export::table::fmt_ns;
-use crate::export::waterfall::{Bar, Mark, Waterfall};
+use crate::export::waterfall::{Bar, Mark, Row, Waterfall};
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -53,76 +55,25 @@ fn clip(s: &str, n: usize) -> String {
     }
 }
 
+/// The drawing area of a whole waterfall.
+type Root<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+/// The plot: CPU per op across, rungs down.
+type Plot<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
 /// The waterfall as an SVG document (`inline`: without the XML namespace, for HTML).
 pub(crate) fn draw(w: &Waterfall, inline: bool) -> anyhow::Result<String> {
     let n = w.rows.len().max(1);
     let height = 70 + ROW * n as u32 + 56;
-    let xmax = w
-        .rows
-        .iter()
-        .flat_map(|r| match r.bar {
-            Bar::Base { cpu_ns } | Bar::Alone { cpu_ns } => vec![cpu_ns],
-            Bar::Step { from_ns, to_ns, .. } => vec![from_ns, to_ns],
-            Bar::Gap { .. } => vec![],
-        })
-        .fold(0.0f64, f64::max);
-    // Room right of the longest bar for its change text.
-    let xmax = if xmax > 0.0 { xmax * 1.38 } else { 1.0 };
+    let xmax = x_max(w);
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let mut ctx = ChartBuilder::on(&root)
-            .caption(&w.title, ("sans-serif", 20))
-            .margin(12)
-            // Room for the last x tick's label ("8000 ns") past the plot's right edge.
-            .margin_right(36)
-            .x_label_area_size(44)
-            .y_label_area_size(LABELS)
-            .build_cartesian_2d(0f64..xmax, 0f64..n as f64)
-            .map_err(err)?;
-        let xl = |v: &f64| fmt_ns(*v);
-        ctx.configure_mesh()
-            .disable_y_mesh()
-            .y_labels(0)
-            .x_labels(6)
-            .x_label_formatter(&xl)
-            .x_desc("server CPU per op")
-            .axis_desc_style(("sans-serif", 16))
-            .label_style(("sans-serif", 14))
-            .light_line_style(RGBColor(238, 238, 238))
-            .max_light_lines(1)
-            .draw()
-            .map_err(err)?;
+        let mut ctx = plot(&root, &w.title, n, xmax)?;
         let y = |i: usize| n as f64 - i as f64 - 0.5;
-        let text = |s: String, at: (i32, i32), size: u32, c: &RGBColor, h: HPos| {
-            Text::new(
-                s,
-                at,
-                ("sans-serif", size)
-                    .into_font()
-                    .color(c)
-                    .pos(Pos::new(h, VPos::Center)),
-            )
-        };
         for (i, r) in w.rows.iter().enumerate() {
             let yc = y(i);
-            // The rung's name, its kernel and the row it is over when not the one above.
-            let (px, py) = ctx.backend_coord(&(0.0, yc));
-            root.draw(&text(
-                r.model.to_string(),
-                (px - 10, py - 8),
-                15,
-                &BLACK,
-                HPos::Right,
-            ))
-            .map_err(err)?;
-            let sub = match r.over_other {
-                Some(o) => format!("{}, over {o}", r.kernel),
-                None => r.kernel.clone(),
-            };
-            root.draw(&text(sub, (px - 10, py + 9), 12, &MUTED, HPos::Right))
-                .map_err(err)?;
+            let (px, py) = rung_names(&root, &ctx, r, yc)?;
             let (lo, hi) = (yc - 0.32, yc + 0.32);
             match &r.bar {
                 Bar::Base { cpu_ns } | Bar::Alone { cpu_ns } => {
@@ -146,44 +97,7 @@ pub(crate) fn draw(w: &Waterfall, inline: bool) -> anyhow::Result<String> {
                     change_pct,
                     mark,
                     ..
-                } => {
-                    let c = if to_ns <= from_ns { CHEAPER } else { DEARER };
-                    let sure = *mark == Mark::Significant;
-                    let fill = if sure {
-                        c.filled()
-                    } else {
-                        c.mix(0.35).filled()
-                    };
-                    ctx.draw_series(std::iter::once(Rectangle::new(
-                        [(*from_ns, lo), (*to_ns, hi)],
-                        fill,
-                    )))
-                    .map_err(err)?;
-                    ctx.draw_series(std::iter::once(Rectangle::new(
-                        [(*from_ns, lo), (*to_ns, hi)],
-                        c.stroke_width(1),
-                    )))
-                    .map_err(err)?;
-                    // Where it starts: a thin line from the row above's edge.
-                    ctx.draw_series(std::iter::once(PathElement::new(
-                        vec![(*from_ns, hi + 0.36), (*from_ns, lo)],
-                        MUTED.stroke_width(1),
-                    )))
-                    .map_err(err)?;
-                    let (ex, ey) = ctx.backend_coord(&(from_ns.max(*to_ns), yc));
-                    root.draw(&text(
-                        format!(
-                            "{} ({change_pct:+.1}%) {}",
-                            fmt_ns(*to_ns),
-                            mark_text(*mark)
-                        ),
-                        (ex + 6, ey),
-                        14,
-                        if sure { &BLACK } else { &MUTED },
-                        HPos::Left,
-                    ))
-                    .map_err(err)?;
-                }
+                } => step(&root, &mut ctx, (*from_ns, *to_ns), *change_pct, *mark, yc)?,
                 Bar::Gap { why } => {
                     ctx.draw_series(std::iter::once(Rectangle::new(
                         [(0.0, lo), (xmax, hi)],
@@ -207,4 +121,133 @@ pub(crate) fn draw(w: &Waterfall, inline: bool) -> anyhow::Result<String> {
         buf = buf.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1);
     }
     Ok(buf)
+}
+
+/// The x axis' end: the longest bar, with room right of it for its change text.
+fn x_max(w: &Waterfall) -> f64 {
+    let xmax = w
+        .rows
+        .iter()
+        .flat_map(|r| match r.bar {
+            Bar::Base { cpu_ns } | Bar::Alone { cpu_ns } => vec![cpu_ns],
+            Bar::Step { from_ns, to_ns, .. } => vec![from_ns, to_ns],
+            Bar::Gap { .. } => vec![],
+        })
+        .fold(0.0f64, f64::max);
+    if xmax > 0.0 {
+        xmax * 1.38
+    } else {
+        1.0
+    }
+}
+
+/// The plot with its caption, x axis and light grid, for `n` rungs.
+fn plot<'a, 'b>(root: &Root<'b>, title: &str, n: usize, xmax: f64) -> anyhow::Result<Plot<'a, 'b>> {
+    let mut ctx = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        // Room for the last x tick's label ("8000 ns") past the plot's right edge.
+        .margin_right(36)
+        .x_label_area_size(44)
+        .y_label_area_size(LABELS)
+        .build_cartesian_2d(0f64..xmax, 0f64..n as f64)
+        .map_err(err)?;
+    let xl = |v: &f64| fmt_ns(*v);
+    ctx.configure_mesh()
+        .disable_y_mesh()
+        .y_labels(0)
+        .x_labels(6)
+        .x_label_formatter(&xl)
+        .x_desc("server CPU per op")
+        .axis_desc_style(("sans-serif", 16))
+        .label_style(("sans-serif", 14))
+        .light_line_style(RGBColor(238, 238, 238))
+        .max_light_lines(1)
+        .draw()
+        .map_err(err)?;
+    Ok(ctx)
+}
+
+/// A text at a pixel, centred on it vertically.
+fn text(
+    s: String,
+    at: (i32, i32),
+    size: u32,
+    c: &RGBColor,
+    h: HPos,
+) -> Text<'static, (i32, i32), String> {
+    Text::new(
+        s,
+        at,
+        ("sans-serif", size)
+            .into_font()
+            .color(c)
+            .pos(Pos::new(h, VPos::Center)),
+    )
+}
+
+/// The rung's name, its kernel and the row it is over when not the one above, left of the
+/// plot; returns the pixel where the rung's row starts.
+fn rung_names(root: &Root<'_>, ctx: &Plot<'_, '_>, r: &Row, yc: f64) -> anyhow::Result<(i32, i32)> {
+    let (px, py) = ctx.backend_coord(&(0.0, yc));
+    root.draw(&text(
+        r.model.to_string(),
+        (px - 10, py - 8),
+        15,
+        &BLACK,
+        HPos::Right,
+    ))
+    .map_err(err)?;
+    let sub = match r.over_other {
+        Some(o) => format!("{}, over {o}", r.kernel),
+        None => r.kernel.clone(),
+    };
+    root.draw(&text(sub, (px - 10, py + 9), 12, &MUTED, HPos::Right))
+        .map_err(err)?;
+    Ok((px, py))
+}
+
+/// A step's floating bar from `from_ns` to `to_ns`, where it starts, and its change.
+fn step(
+    root: &Root<'_>,
+    ctx: &mut Plot<'_, '_>,
+    (from_ns, to_ns): (f64, f64),
+    change_pct: f64,
+    mark: Mark,
+    yc: f64,
+) -> anyhow::Result<()> {
+    let (lo, hi) = (yc - 0.32, yc + 0.32);
+    let c = if to_ns <= from_ns { CHEAPER } else { DEARER };
+    let sure = mark == Mark::Significant;
+    let fill = if sure {
+        c.filled()
+    } else {
+        c.mix(0.35).filled()
+    };
+    ctx.draw_series(std::iter::once(Rectangle::new(
+        [(from_ns, lo), (to_ns, hi)],
+        fill,
+    )))
+    .map_err(err)?;
+    ctx.draw_series(std::iter::once(Rectangle::new(
+        [(from_ns, lo), (to_ns, hi)],
+        c.stroke_width(1),
+    )))
+    .map_err(err)?;
+    // Where it starts: a thin line from the row above's edge.
+    ctx.draw_series(std::iter::once(PathElement::new(
+        vec![(from_ns, hi + 0.36), (from_ns, lo)],
+        MUTED.stroke_width(1),
+    )))
+    .map_err(err)?;
+    let (ex, ey) = ctx.backend_coord(&(from_ns.max(to_ns), yc));
+    root.draw(&text(
+        format!("{} ({change_pct:+.1}%) {}", fmt_ns(to_ns), mark_text(mark)),
+        (ex + 6, ey),
+        14,
+        if sure { &BLACK } else { &MUTED },
+        HPos::Left,
+    ))
+    .map_err(err)?;
+    Ok(())
 }
