@@ -323,6 +323,10 @@ pub struct Report {
     /// every other exchange.
     #[serde(default)]
     pub dgram: DatagramCounts,
+    /// The target was a loopback address: nothing between the load and the server can
+    /// duplicate a datagram, so a duplicated echo is the server's and does not verify.
+    #[serde(default)]
+    pub(crate) target_loopback: bool,
 }
 
 /// The window is cut into this many buckets to find the longest gap with no completion over
@@ -368,6 +372,7 @@ impl Report {
             hosts: Vec::new(),
             bound_hosts: Vec::new(),
             dgram: DatagramCounts::default(),
+            target_loopback: cfg.target.ip().is_loopback(),
         }
     }
 
@@ -573,6 +578,13 @@ impl Report {
                 self.n.warmup_invalid
             ));
         }
+        if self.target_loopback && self.dgram.dgram_duplicates > 0 {
+            parts.push(format!(
+                "{} datagrams echoed more than once, of {} sent (on loopback only the server \
+                 can duplicate a datagram)",
+                self.dgram.dgram_duplicates, self.dgram.dgram_sent
+            ));
+        }
         if parts.is_empty() {
             return None;
         }
@@ -619,6 +631,26 @@ mod tests {
         r.client_bound = bound;
         r.latency.record_n(ns, n);
         r
+    }
+
+    /// A duplicated echo does not verify where only the server can have made it (loopback);
+    /// over a network it is counted (and the cell warned), not failed.
+    #[test]
+    fn duplicated_datagrams_fail_on_loopback_only() {
+        let mut r = report(100, 10_000, false);
+        assert!(r.target_loopback);
+        r.dgram.dgram_sent = 100;
+        r.dgram.dgram_duplicates = 7;
+        let why = r.unverified().expect("fails on loopback");
+        assert!(
+            why.starts_with("7 datagrams echoed more than once, of 100 sent"),
+            "{why}"
+        );
+        let cfg = Config::new("10.0.0.2:1".parse().unwrap(), 10, Duration::from_secs(1));
+        let far = Report::empty(&cfg, 1, None, 1_000_000_000, false);
+        assert!(!far.target_loopback);
+        r.target_loopback = far.target_loopback;
+        assert_eq!(r.unverified(), None);
     }
 
     #[test]

@@ -408,6 +408,13 @@ impl Running<'_> {
         {
             r.warnings.push(Warning::DatagramsLost);
         }
+        // Duplicates reach a measured cell only off loopback (`load::Report::unverified`).
+        if f.counters.dgram.is_some_and(|d| d.dgram_duplicates > 0) {
+            r.warnings.push(Warning::DatagramsDuplicated);
+        }
+        if f.counters.dgram.is_some_and(|d| d.dgram_reordered > 0) {
+            r.warnings.push(Warning::DatagramsReordered);
+        }
         // NAPI rows read each served socket's NAPI id (io::uring::server::napi).
         if f.counters.napi.is_some_and(|n| n.server_napi_id_zero > 0) {
             r.warnings.push(Warning::NoNapiId);

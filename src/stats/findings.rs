@@ -530,7 +530,7 @@ pub(crate) struct Trust {
 }
 
 /// Every warning, in the order [`Trust`] lists them.
-const WARNINGS: [Warning; 13] = [
+const WARNINGS: [Warning; 15] = [
     Warning::Disturbed,
     Warning::Stalled,
     Warning::HighSpread,
@@ -544,6 +544,8 @@ const WARNINGS: [Warning; 13] = [
     Warning::WarmupUnsettled,
     Warning::NoNapiId,
     Warning::DatagramsLost,
+    Warning::DatagramsDuplicated,
+    Warning::DatagramsReordered,
 ];
 
 pub(crate) fn trust(run: &RunResults) -> Trust {

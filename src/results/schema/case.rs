@@ -71,6 +71,13 @@ pub enum Warning {
     /// UDP datagrams were lost in the window (counter `dgram_lost`: not echoed within the
     /// loss timeout; `dgram_send_failed`: refused by the client's own kernel): never ops.
     DatagramsLost,
+    /// Echoes of one datagram arrived more than once (counter `dgram_duplicates`), off
+    /// loopback (on loopback only the server can duplicate one, and the cell fails): the
+    /// network or the server duplicated them; each counted once as an op.
+    DatagramsDuplicated,
+    /// Echoes arrived out of their flow's order (counter `dgram_reordered`): a server with
+    /// several threads, or the network, reordered them; each is still an op.
+    DatagramsReordered,
 }
 
 /// Less than any syscall costs on a CPU this runs on (the cheapest, `getppid`, takes 40 to 70
@@ -122,6 +129,17 @@ impl Warning {
                  drops are server_send_errors and server_no_buffers; dgram_send_failed: refused \
                  by the client's kernel): they are not ops, so the rate counts only what came \
                  back; offer less, or give the server more CPU"
+            }
+            Warning::DatagramsDuplicated => {
+                "echoes of one datagram arrived more than once (dgram_duplicates) over a path \
+                 that is not loopback: the network or the server duplicated them; each counted \
+                 once, but the server's CPU per op includes what it spent on the copies if they \
+                 were its own"
+            }
+            Warning::DatagramsReordered => {
+                "echoes arrived out of their flow's order (dgram_reordered): a server with \
+                 several threads or the network reordered them; they are ops, but a protocol \
+                 that needs order would have to wait for them"
             }
             Warning::NoNapiId => {
                 "busy polling was registered, but sockets the server served carried NAPI id 0 \
