@@ -166,32 +166,32 @@ pub struct RunArgs {
     #[arg(long)]
     pub(crate) force: bool,
     /// Measured repetitions per case, 1..=1000 (overrides the profile).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub(crate) runs: Option<u64>,
     /// Connections of every point that has them (echo, stream), e.g. 100, or a sweep
     /// "10,100"; overrides the profile's points. Refused, naming them, when a selected
     /// workload has no connections parameter (HTTP's are --clients).
-    #[arg(long, value_name = "N[,N...]")]
+    #[arg(long, value_name = "N[,N...]", allow_negative_numbers = true)]
     pub(crate) conns: Option<String>,
     /// HTTP clients (connections) of every HTTP point, e.g. 100 or "50,500".
-    #[arg(long, value_name = "N[,N...]")]
+    #[arg(long, value_name = "N[,N...]", allow_negative_numbers = true)]
     pub(crate) clients: Option<String>,
     /// Offered rate, messages or requests/s, of every open-loop rate point (echo.rate,
     /// http.rate), e.g. 20000 or "10000,40000".
-    #[arg(long, value_name = "N[,N...]")]
+    #[arg(long, value_name = "N[,N...]", allow_negative_numbers = true)]
     pub(crate) rate: Option<String>,
     /// Message size, bytes, of every point that has one (micro.pipe, micro.batching, echo).
-    #[arg(long, value_name = "N[,N...]")]
+    #[arg(long, value_name = "N[,N...]", allow_negative_numbers = true)]
     pub(crate) msg_bytes: Option<String>,
     /// HTTP response body, bytes (0..=1048576), of every HTTP point: ringside's servers
     /// answer it (`serve --body-bytes`) and every response is checked against it.
-    #[arg(long, value_name = "N[,N...]")]
+    #[arg(long, value_name = "N[,N...]", allow_negative_numbers = true)]
     pub(crate) body_bytes: Option<String>,
     /// Measured window of every network point, seconds ("3", "2.5", "3s", "500ms").
-    #[arg(long, value_name = "SECS[,SECS...]")]
+    #[arg(long, value_name = "SECS[,SECS...]", allow_negative_numbers = true)]
     pub(crate) duration: Option<String>,
     /// Warm-up before each network repetition's window, seconds ("0.5", "500ms").
-    #[arg(long, value_name = "SECS[,SECS...]")]
+    #[arg(long, value_name = "SECS[,SECS...]", allow_negative_numbers = true)]
     pub(crate) warmup: Option<String>,
     /// Print the cells (workload, models, points), repetitions and an estimated time, then
     /// exit 0: nothing is measured and no output directory is made.

@@ -96,12 +96,18 @@ impl PipeSet {
 }
 
 /// The most fds [`raise_nofile`] can make room for in this process: the hard RLIMIT_NOFILE,
-/// or as root the kernel's `fs.nr_open` (root may raise the hard limit up to it).
+/// or with CAP_SYS_RESOURCE the kernel's `fs.nr_open` (the hard limit may be raised up to it).
 pub(crate) fn nofile_reachable() -> u64 {
     let hard = rustix::process::getrlimit(rustix::process::Resource::Nofile)
         .maximum
         .unwrap_or(u64::MAX);
-    if rustix::process::geteuid().is_root() {
+    // Raising the hard limit takes CAP_SYS_RESOURCE, not root (a container's root often
+    // lacks it): without it the hard limit is as far as this process gets.
+    let raise = rustix::thread::capabilities(None).is_ok_and(|c| {
+        c.effective
+            .contains(rustix::thread::CapabilitySet::SYS_RESOURCE)
+    });
+    if raise {
         let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
             .ok()
             .and_then(|s| s.trim().parse::<u64>().ok());

@@ -11,7 +11,7 @@ use crate::measure::pin::CpuPlan;
 use crate::model::ModelSpec;
 use crate::profile::Profile;
 use crate::registry::MODELS;
-use crate::workload::{Point, Workload};
+use crate::workload::{Limits, Point, Workload};
 
 /// A knob of `ringside run` over the workloads' parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +63,19 @@ impl Knob {
             Knob::BodyBytes => "body_bytes",
             Knob::Duration => "duration_ms",
             Knob::Warmup => "warmup_ms",
+        }
+    }
+
+    /// A workload's own range of it, where narrower than [`Knob::range`].
+    fn limit(self, l: &Limits) -> Option<(u64, u64)> {
+        match self {
+            Knob::MsgBytes => l.msg_bytes,
+            Knob::Conns
+            | Knob::Clients
+            | Knob::Rate
+            | Knob::BodyBytes
+            | Knob::Duration
+            | Knob::Warmup => None,
         }
     }
 
@@ -174,6 +187,13 @@ impl Overrides {
             let (lo, hi) = knob.range();
             let mut values = Vec::new();
             for part in text.split(',') {
+                if part.trim().is_empty() {
+                    return Err(bad(
+                        "has an empty element: separate the values with single commas \
+                         (\"10,100\")"
+                            .into(),
+                    ));
+                }
                 let v = knob
                     .parse_one(part)
                     .filter(|v| (lo..=hi).contains(v))
@@ -204,7 +224,8 @@ impl Overrides {
     }
 
     /// Refuses a knob that a selected workload does not take, naming the ones that do not
-    /// and the ones that do.
+    /// and the ones that do, and a value outside a workload's own range of it
+    /// ([`Workload::limits`]), naming the workload and its range.
     pub fn check(
         &self,
         workloads: &[&'static dyn Workload],
@@ -212,10 +233,27 @@ impl Overrides {
         cpus: &CpuPlan,
     ) -> Result<(), InputError> {
         for o in &self.0 {
-            let (given, not): (Vec<_>, Vec<_>) = workloads
+            let (given, not): (Vec<&&'static dyn Workload>, Vec<_>) = workloads
                 .iter()
                 .partition(|w| takes(**w, o.knob, profile, cpus));
             if not.is_empty() {
+                // Each value within the range of every workload that takes it.
+                for w in &given {
+                    let Some((lo, hi)) = o.knob.limit(&w.limits()) else {
+                        continue;
+                    };
+                    if let Some(v) = o.values.iter().find(|v| !(lo..=hi).contains(*v)) {
+                        return Err(InputError::BadValue {
+                            flag: o.knob.flag(),
+                            given: v.to_string(),
+                            valid: format!(
+                                "{} takes {} between {lo} and {hi}",
+                                w.id(),
+                                o.knob.param()
+                            ),
+                        });
+                    }
+                }
                 continue;
             }
             let names = |v: &[&&'static dyn Workload]| {
@@ -397,8 +435,12 @@ mod tests {
             (Knob::Warmup, "NaN"),
         ] {
             let e = parse(k, s).unwrap_err().to_string();
+            let says = match s.contains(",,") {
+                true => "empty element",
+                false => "between",
+            };
             assert!(
-                e.contains(k.flag()) && e.contains(s) && e.contains("between"),
+                e.contains(k.flag()) && e.contains(s) && e.contains(says),
                 "{e}"
             );
         }

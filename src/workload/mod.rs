@@ -23,6 +23,13 @@ pub enum Kind {
     Storage,
 }
 
+/// A workload's own range of a knob flag's parameter (inclusive; `None`: the flag's range).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// `msg_bytes` (`--msg-bytes`).
+    pub msg_bytes: Option<(u64, u64)>,
+}
+
 /// A workload: one row of `registry::WORKLOADS`.
 pub trait Workload: Sync {
     /// Stable dotted id used on the CLI and in JSON: "micro.pipe".
@@ -54,6 +61,12 @@ pub trait Workload: Sync {
     /// points carry its parameter or that lists it here (default: none).
     fn optional_params(&self) -> &'static [&'static str] {
         &[]
+    }
+    /// What it accepts of a knob flag narrower than the flag's own range (default: the
+    /// flag's): `run` refuses a value outside it before anything runs, naming this workload
+    /// and its range, where every cell would fail.
+    fn limits(&self) -> Limits {
+        Limits::default()
     }
     /// Whether `ringside run` without a selection runs it (default: yes). A workload whose
     /// quick profile does not fit the default run's time budget runs when named (its id or

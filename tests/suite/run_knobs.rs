@@ -150,6 +150,66 @@ fn a_knob_a_selected_workload_does_not_take_is_refused_naming_both_sides() {
             .stderr(predicate::str::contains(format!("{flag} '{bad}'")))
             .stderr(predicate::str::contains("between"));
     }
+    // Negative values reach the range check, naming the flag (not clap's "unexpected
+    // argument"); an empty list element is named as such.
+    for (flag, bad, says) in [
+        ("--conns", "-1", "between"),
+        ("--duration", "-2", "between"),
+        ("--conns", "1,,2", "empty element"),
+    ] {
+        ringside()
+            .args(["run", "echo.payload", flag, bad])
+            .arg("--out")
+            .arg(&out)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(format!("{flag} '{bad}'")))
+            .stderr(predicate::str::contains(says));
+    }
+    // A value inside the flag's range but outside a selected workload's own is refused
+    // before anything runs, in a dry run too, naming the workload and its range (every
+    // cell would fail).
+    for (workload, flag, bad) in [
+        ("udp.echo", "--msg-bytes", "4000"),
+        ("udp.echo_gso", "--msg-bytes", "4097"),
+    ] {
+        for dry in [false, true] {
+            let mut c = ringside();
+            c.args(["run", workload, flag, bad]).arg("--out").arg(&out);
+            if dry {
+                c.arg("--dry-run");
+            }
+            c.assert()
+                .code(2)
+                .stderr(predicate::str::contains(format!("{flag} {bad}")))
+                .stderr(predicate::str::contains(format!(
+                    "{workload} takes msg_bytes between 20 and 2048"
+                )));
+        }
+    }
+    // Connections beyond the open-file limit this process can reach (the hard limit, unless
+    // it may raise it) are refused up front.
+    let hard = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .maximum
+        .unwrap_or(u64::MAX);
+    if hard < 90_000 {
+        let can_raise = std::fs::read_to_string("/proc/self/status")
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("CapEff:"))
+            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            .is_some_and(|m| m & (1 << 24) != 0);
+        let over = (hard + 1).to_string();
+        let mut c = ringside();
+        c.args(["run", "echo.rate", "--conns", &over, "--dry-run"]);
+        if can_raise {
+            c.assert().code(0);
+        } else {
+            c.assert()
+                .code(2)
+                .stderr(predicate::str::contains(format!("--conns '{over}'")));
+        }
+    }
     assert!(!out.exists(), "a refused run made its output directory");
 }
 

@@ -100,6 +100,15 @@ impl Workload for UdpEcho {
     fn by_default(&self) -> bool {
         false
     }
+    fn limits(&self) -> crate::workload::Limits {
+        // A datagram holds its header and fits the load's receive buffer.
+        crate::workload::Limits {
+            msg_bytes: Some((
+                crate::proto::udp::HEADER as u64,
+                crate::proto::udp::MAX_DATAGRAM as u64,
+            )),
+        }
+    }
     /// The UDP driver (`load::udp`) is one epoll loop per thread.
     fn load_engines(&self) -> &'static [crate::load::Engine] {
         &[crate::load::Engine::Epoll]

@@ -122,6 +122,15 @@ impl Workload for UdpEchoGso {
     fn by_default(&self) -> bool {
         false
     }
+    fn limits(&self) -> crate::workload::Limits {
+        // A datagram holds its header and fits the load's receive buffer.
+        crate::workload::Limits {
+            msg_bytes: Some((
+                crate::proto::udp::HEADER as u64,
+                crate::proto::udp::MAX_DATAGRAM as u64,
+            )),
+        }
+    }
     fn load_engines(&self) -> &'static [crate::load::Engine] {
         &[crate::load::Engine::Epoll]
     }
