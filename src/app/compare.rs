@@ -112,12 +112,12 @@ pub(crate) fn matrix(runs: &[(String, RunResults)], threshold: f64) -> Result<Ma
 /// Writes compare.html and compare.md into `dir` (made if missing), each atomically; a
 /// directory that cannot be made is bad input (exit 2).
 pub(crate) fn write_page(m: &Matrix, dir: &Path) -> Result<Vec<PathBuf>, i32> {
-    if let Err(e) = std::fs::create_dir_all(dir) {
+    if let Err(why) = crate::results::store::make_out_dir(dir) {
         eprintln!(
             "error: {}",
             crate::error::InputError::OutputDir {
                 dir: dir.display().to_string(),
-                why: e.to_string(),
+                why,
             }
         );
         return Err(2);

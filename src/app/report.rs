@@ -124,12 +124,12 @@ fn run_one(results: &Path, out: Option<&Path>, format: Format) -> anyhow::Result
         .map(Path::to_path_buf)
         .unwrap_or_else(|| beside(results));
     // As `run --out`: a directory that cannot be made (a file there) is bad input, exit 2.
-    if let Err(e) = std::fs::create_dir_all(&dir) {
+    if let Err(why) = crate::results::store::make_out_dir(&dir) {
         eprintln!(
             "error: {}",
             crate::error::InputError::OutputDir {
                 dir: dir.display().to_string(),
-                why: e.to_string(),
+                why,
             }
         );
         return Ok(2);

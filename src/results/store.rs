@@ -100,13 +100,61 @@ pub(crate) enum LockRefused {
     Unusable(String),
 }
 
+/// Makes `dir` (and its parents) for output, or says in words why it cannot be: a file
+/// there, a link to nothing, a read-only filesystem, no permission; else the system's error.
+pub(crate) fn make_out_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::create_dir_all(dir).map_err(|e| out_dir_refusal(dir, &e))?;
+    // A directory may exist and still take no file (/proc, a read-only mount): try one.
+    let probe = dir.join(format!(".ringside-probe-{}", std::process::id()));
+    match fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Err(format!(
+            "it does not take new files (a virtual filesystem such as /proc or /sys?): \
+             cannot create '{}': {e}",
+            probe.display()
+        )),
+        Err(e) => Err(out_dir_refusal(dir, &e)),
+    }
+}
+
+/// Why `dir` cannot be made or written, given the error the system gave for `what` in it.
+fn out_dir_refusal(dir: &Path, e: &io::Error) -> String {
+    if let Ok(m) = fs::symlink_metadata(dir) {
+        if m.file_type().is_symlink() && fs::metadata(dir).is_err() {
+            let to = fs::read_link(dir).map(|t| t.display().to_string());
+            return format!(
+                "it is a link to '{}', which does not exist",
+                to.unwrap_or_default()
+            );
+        }
+        if fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
+            return "it is a file, not a directory".into();
+        }
+    }
+    match e.raw_os_error() {
+        Some(libc::EROFS) => "it is on a read-only filesystem".into(),
+        Some(libc::EACCES | libc::EPERM) => format!("no permission to write there ({e})"),
+        Some(libc::ENOTDIR) => "a part of its path is a file, not a directory".into(),
+        _ => format!("cannot create it: {e}"),
+    }
+}
+
 /// Takes `dir`'s [`OutLock`] (creating `dir`), or says who holds it.
 pub(crate) fn lock_out(dir: &Path) -> Result<OutLock, LockRefused> {
     use rustix::fs::{flock, FlockOperation};
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let unusable = LockRefused::Unusable;
-    fs::create_dir_all(dir).map_err(|e| unusable(format!("cannot create it: {e}")))?;
+    make_out_dir(dir).map_err(unusable)?;
     let path = dir.join(".ringside.lock");
     let mut f = fs::OpenOptions::new()
         .read(true)
@@ -116,7 +164,22 @@ pub(crate) fn lock_out(dir: &Path) -> Result<OutLock, LockRefused> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .mode(0o644)
         .open(&path)
-        .map_err(|e| unusable(format!("cannot open '{}': {e}", path.display())))?;
+        .map_err(|e| {
+            unusable(match e.raw_os_error() {
+                Some(libc::ELOOP) => format!(
+                    "'{}' is a symbolic link, which ringside never writes through: remove it",
+                    path.display()
+                ),
+                // The directory exists, yet a file cannot be made in it.
+                Some(libc::ENOENT) => format!(
+                    "it does not take new files (a virtual filesystem such as /proc or /sys?): \
+                     cannot create '{}': {e}",
+                    path.display()
+                ),
+                Some(libc::EROFS | libc::EACCES | libc::EPERM) => out_dir_refusal(dir, &e),
+                _ => format!("cannot open '{}': {e}", path.display()),
+            })
+        })?;
     if let Err(e) = flock(&f, FlockOperation::NonBlockingLockExclusive) {
         if e != rustix::io::Errno::WOULDBLOCK {
             let e = io::Error::from(e);

@@ -231,3 +231,60 @@ fn a_report_that_cannot_be_written_says_the_results_are_saved() {
         .any(|e| e.file_name().to_string_lossy().ends_with(".partial"));
     assert!(!partial, "a temporary file was left");
 }
+
+/// An `--out` that cannot hold the output is refused before anything runs, by every command
+/// with the same exit code (2) and in words that say why: a file, a link to nothing, a
+/// directory that takes no files (/proc), a planted lock link.
+#[test]
+fn an_unusable_out_is_refused_alike_by_run_and_report_saying_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("afile");
+    std::fs::write(&file, b"x").unwrap();
+    let dangling = dir.path().join("dangling");
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
+    let cases: [(&Path, &str); 4] = [
+        (&file, "it is a file, not a directory"),
+        (&file.join("sub"), "a part of its path is a file"),
+        (&dangling, "which does not exist"),
+        (Path::new("/proc"), "does not take new files"),
+    ];
+    for (out, says) in cases {
+        for report in [false, true] {
+            let mut c = Command::new(bin());
+            c.timeout(Duration::from_secs(60));
+            match report {
+                true => c.arg("report").arg(fixture()),
+                false => c.args(["run", "micro.syscall", "--profile", "smoke", "--quiet"]),
+            };
+            let o = c.arg("--out").arg(out).output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{out:?} report={report}: {err}");
+            assert!(err.contains(says), "{out:?} report={report}: {err}");
+        }
+    }
+    assert!(
+        !dir.path().join("nowhere").exists(),
+        "written through the link"
+    );
+    // A lock file planted as a link is named, not followed.
+    let planted = dir.path().join("planted");
+    std::fs::create_dir(&planted).unwrap();
+    std::os::unix::fs::symlink(&file, planted.join(".ringside.lock")).unwrap();
+    let o = Command::new(bin())
+        .timeout(Duration::from_secs(60))
+        .args([
+            "run",
+            "micro.syscall",
+            "--profile",
+            "smoke",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&planted)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("is a symbolic link"), "{err}");
+    assert_eq!(std::fs::read(&file).unwrap(), b"x");
+}
