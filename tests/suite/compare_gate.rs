@@ -10,22 +10,22 @@ use common::bin::{fixture, ringside};
 
 use std::path::{Path, PathBuf};
 
-fn load() -> serde_json::Value {
+pub(super) fn load() -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(fixture()).unwrap()).unwrap()
 }
 
-fn save(dir: &Path, name: &str, v: &serde_json::Value) -> PathBuf {
+pub(super) fn save(dir: &Path, name: &str, v: &serde_json::Value) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, serde_json::to_vec_pretty(v).unwrap()).unwrap();
     p
 }
 
-fn is_cell(c: &serde_json::Value, workload: &str, model: &str, msg: u64) -> bool {
+pub(super) fn is_cell(c: &serde_json::Value, workload: &str, model: &str, msg: u64) -> bool {
     c["workload"] == workload && c["model"] == model && c["params"]["msg_bytes"] == msg
 }
 
 /// Keeps the first `n` repetitions of every measured cell.
-fn keep_runs(v: &mut serde_json::Value, n: usize) {
+pub(super) fn keep_runs(v: &mut serde_json::Value, n: usize) {
     for c in v["cases"].as_array_mut().unwrap() {
         for f in ["runs_p50_ns", "runs_ops_per_sec"] {
             if let Some(a) = c.get_mut(f).and_then(|a| a.as_array_mut()) {
@@ -38,7 +38,13 @@ fn keep_runs(v: &mut serde_json::Value, n: usize) {
     }
 }
 
-fn scale_cell(v: &mut serde_json::Value, workload: &str, model: &str, msg: u64, by: f64) {
+pub(super) fn scale_cell(
+    v: &mut serde_json::Value,
+    workload: &str,
+    model: &str,
+    msg: u64,
+    by: f64,
+) {
     for c in v["cases"].as_array_mut().unwrap() {
         if is_cell(c, workload, model, msg) {
             for x in c["runs_p50_ns"].as_array_mut().unwrap() {
@@ -551,7 +557,7 @@ impl Rng {
 /// the run's effect on it (`run_sd`: the noise between two runs, which the rounds of one run
 /// cannot show) x round noise (1%) x `cpu(model, rate)` for the CPU. `edit` changes the JSON
 /// last (a warning, a cell removed).
-fn echo_rate(
+pub(super) fn echo_rate(
     seed: u64,
     reps: usize,
     run_sd: f64,
@@ -605,13 +611,13 @@ fn echo_rate(
     v
 }
 
-fn same(_: &str, _: u64) -> f64 {
+pub(super) fn same(_: &str, _: u64) -> f64 {
     1.0
 }
 
 /// uring's server CPU per message 10% higher at every rate (+2 us a message at 10 k/s: the
 /// issue's server made to burn more).
-fn uring_cpu_10pct(model: &str, _: u64) -> f64 {
+pub(super) fn uring_cpu_10pct(model: &str, _: u64) -> f64 {
     if model == "uring" {
         1.1
     } else {
@@ -619,7 +625,7 @@ fn uring_cpu_10pct(model: &str, _: u64) -> f64 {
     }
 }
 
-fn warn_disturbed(v: &mut serde_json::Value, pick: impl Fn(&serde_json::Value) -> bool) {
+pub(super) fn warn_disturbed(v: &mut serde_json::Value, pick: impl Fn(&serde_json::Value) -> bool) {
     for c in v["cases"].as_array_mut().unwrap() {
         if pick(c) {
             c["warnings"] = serde_json::json!(["disturbed"]);

@@ -15,7 +15,7 @@ const SLOWED: &str = "micro.pipe uring msg_bytes=64";
 
 /// The fixture as this build writes it (upgraded from its older form), checked against the
 /// schema like every results file the tests read.
-fn fixture_now() -> Value {
+pub(super) fn fixture_now() -> Value {
     let r = ringside::results::store::load(&fixture()).unwrap();
     let v = serde_json::to_value(&r).unwrap();
     validate("the fixture as this build writes it", &v);
@@ -24,7 +24,11 @@ fn fixture_now() -> Value {
 
 /// The fixture's micro.pipe cells, each with 12 repetitions (its six, each twice, jittered
 /// within 1% by `seed`), `slowed` (model, msg_bytes) twice as slow.
-fn synthetic(seed: f64, slowed: Option<(&str, u64)>, edit: impl Fn(&mut Value)) -> Value {
+pub(super) fn synthetic(
+    seed: f64,
+    slowed: Option<(&str, u64)>,
+    edit: impl Fn(&mut Value),
+) -> Value {
     let mut v = fixture_now();
     v["cases"]
         .as_array_mut()
@@ -59,7 +63,7 @@ fn synthetic(seed: f64, slowed: Option<(&str, u64)>, edit: impl Fn(&mut Value)) 
 }
 
 /// A; B, another build (its git differs); C, another kernel, where one cell got 2x slower.
-fn three(dir: &Path) -> [PathBuf; 3] {
+pub(super) fn three(dir: &Path) -> [PathBuf; 3] {
     let save = |name: &str, v: Value| {
         let p = dir.join(name);
         std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();

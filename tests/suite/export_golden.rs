@@ -19,7 +19,7 @@ fn run() -> RunResults {
     store::load(&fixture()).expect("fixture loads")
 }
 
-fn golden(name: &str, got: &[u8]) {
+pub(super) fn golden(name: &str, got: &[u8]) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/golden")
         .join(name);

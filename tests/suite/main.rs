@@ -12,6 +12,7 @@ mod chart_labels;
 mod cli;
 mod cli_http;
 mod compare_gate;
+mod compare_golden;
 mod compare_many;
 mod conformance;
 mod conn_churn;

@@ -275,31 +275,35 @@ fn a_pair_where_most_cells_moved_cannot_pass() {
     assert!(allowed.accepted, "{allowed:?}");
 }
 
+/// Gives `r` 40 rounds of calibration probes with the wake-up probe at `wake` ns, and, with
+/// `poller`, a SQPOLL poller CPU to every cell of model m3.
+fn with_probes(r: &mut RunResults, wake: f64, poller: bool) {
+    for c in &mut r.cases {
+        if c.model == "m3" && poller {
+            c.sqpoll_cpu = Some(0);
+        }
+    }
+    r.rounds = (0..40u32)
+        .map(|i| crate::results::schema::RoundRecord {
+            workload: "micro.pipe".into(),
+            params: crate::results::Params::default(),
+            round: i,
+            order: Vec::new(),
+            probe: crate::measure::calib::Probe {
+                syscall_ns: 118.0,
+                wake_ns: Some(wake * (1.0 + 0.01 * (i % 5) as f64)),
+            },
+        })
+        .collect();
+}
+
 /// The machine's cross-CPU state, for a model whose ops cross to a SQPOLL poller: model
 /// m3 of every point has a poller CPU and is 60% slower in NEW. With the wake-up probe
 /// 33% slower in NEW it is the machine's (an A/A pair on the VM did exactly that); with
 /// the probe unchanged, faster, or for a model without a poller, it is a regression.
 #[test]
 fn a_poller_cell_that_moved_with_the_wake_up_probe_is_the_machines() {
-    let setup = |r: &mut RunResults, wake: f64, poller: bool| {
-        for c in &mut r.cases {
-            if c.model == "m3" && poller {
-                c.sqpoll_cpu = Some(0);
-            }
-        }
-        r.rounds = (0..40u32)
-            .map(|i| crate::results::schema::RoundRecord {
-                workload: "micro.pipe".into(),
-                params: crate::results::Params::default(),
-                round: i,
-                order: Vec::new(),
-                probe: crate::measure::calib::Probe {
-                    syscall_ns: 118.0,
-                    wake_ns: Some(wake * (1.0 + 0.01 * (i % 5) as f64)),
-                },
-            })
-            .collect();
-    };
+    let setup = with_probes;
     let slower = |m: usize, _: u64, _: usize| if m == 3 { 1.6 } else { 1.0 };
     let judge = |wake_new: f64, poller: bool| {
         let (mut a, mut b) = (run(11, 0.0, |_, _, _| 1.0), run(12, 0.0, slower));
@@ -494,4 +498,90 @@ fn a_matrix_is_as_bad_as_its_worst_pair() {
         .starts_with("INCONCLUSIVE: B against A INCONCLUSIVE"));
     m.allow_untested = true;
     assert_eq!(m.outcome(), Outcome::Pass);
+}
+
+/// `compare`'s words for the synthetic pairs above (a model that jumps within a run, one
+/// whose points scatter, a poller cell that moved with the wake-up probe, most cells moved,
+/// noise too high for the threshold), as `ringside compare` prints them, against
+/// `tests/fixtures/golden/compare_lib.txt` (`RINGSIDE_BLESS=1` rewrites it).
+// Test-only for `module_graph` too (it reads this file as text): the words are export's.
+#[cfg(test)]
+#[test]
+fn compare_golden_words_of_synthetic_pairs() {
+    let mut text = String::new();
+    let mut show = |name: &str, a: &RunResults, b: &RunResults| {
+        let c = compare(a, b, 5.0);
+        for allow in [false, true] {
+            let g = c.gate(5.0, allow);
+            text += &format!("=== {name} (allow_untested: {allow})\n");
+            text += &crate::export::compare::pair_term(&c, &g, ("a.json", "b.json"));
+            text.push('\n');
+        }
+    };
+    let jump = |m, size, k| {
+        if m == 5 && size == 256 && k >= 4 {
+            1.3
+        } else {
+            1.0
+        }
+    };
+    show(
+        "jump",
+        &run(7, 0.01, jump),
+        &run(8, 0.01, |m, _, _| if m == 5 || m == 6 { 1.2 } else { 1.0 }),
+    );
+    show(
+        "scatter",
+        &run(21, 0.01, |_, _, _| 1.0),
+        &run(22, 0.01, |m, size, _| match (m, size) {
+            (7, 64) | (7, 1024) => 1.15,
+            (7, _) => 0.87,
+            (6, _) => 1.2,
+            _ => 1.0,
+        }),
+    );
+    for (wake, poller) in [(40_000.0, true), (22_000.0, true)] {
+        let (mut a, mut b) = (
+            run(11, 0.0, |_, _, _| 1.0),
+            run(12, 0.0, |m, _, _| if m == 3 { 1.6 } else { 1.0 }),
+        );
+        with_probes(&mut a, 30_000.0, poller);
+        with_probes(&mut b, wake, poller);
+        show(&format!("poller, wake-up {wake} ns"), &a, &b);
+    }
+    show(
+        "most cells moved",
+        &run(11, 0.01, |_, _, _| 1.0),
+        &run(12, 0.01, |m, _, _| if m % 2 == 0 { 1.4 } else { 1.0 }),
+    );
+    show(
+        "3% noise",
+        &run(402, 0.03, |_, _, _| 1.0),
+        &run(403, 0.03, |_, _, _| 1.0),
+    );
+    show(
+        "improvement",
+        &run(404, 0.0, |m, _, _| if m == 3 { 1.6 } else { 1.0 }),
+        &run(405, 0.0, |_, _, _| 1.0),
+    );
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/golden/compare_lib.txt");
+    if std::env::var_os("RINGSIDE_BLESS").is_some() {
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap();
+    if want != text {
+        let line = want
+            .lines()
+            .zip(text.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(want.lines().count().min(text.lines().count()));
+        panic!(
+            "compare_lib.txt differs at line {}:\n want: {:?}\n  got: {:?}",
+            line + 1,
+            want.lines().nth(line),
+            text.lines().nth(line)
+        );
+    }
 }
