@@ -2,9 +2,10 @@
 //! workload is ranked by (its basis), each point's ranking, each workload's verdicts and
 //! finding, and how far to trust the run. [`Analysis::of`] computes it once per run; the
 //! runner reads the rankings while measuring (a point's undecided claims decide whether it
-//! adds a round) and the exporters word what it decides (`export::words`); what it holds is
-//! decided nowhere else. Beside it: the ladder's steps (`ladder`), the breakdown difference
-//! `--explain` names (`explain`) and the comparison of runs (`compare`).
+//! adds a round) and the exporters word and draw what it decides (`export::words`); what it
+//! holds is decided nowhere else. It also holds each ladder point's steps (`ladder`). Beside
+//! it: the breakdown difference `--explain` names (`explain`) and the comparison of runs
+//! (`compare`).
 //!
 //! It sits between the numbers (`stats`: summaries, rank tests, claims) and their readers
 //! (`runner`, `export`), and uses neither of those (`tests/suite/module_graph.rs`).
@@ -42,8 +43,8 @@ use verdict::Verdict;
 /// Pairs of models kept per point for the reports' pair tables (the first, nearest ones).
 pub(crate) const PAIR_ROWS: usize = 200;
 
-/// One run's analysis: every workload's verdicts and finding, in run order, and the run's
-/// trust and answer rate.
+/// One run's analysis: every workload's verdicts, finding and ladder steps, in run order, and
+/// the run's trust and answer rate.
 #[derive(Clone, Debug)]
 pub struct Analysis {
     pub(crate) workloads: Vec<Workload>,
@@ -63,6 +64,8 @@ pub(crate) struct Workload {
     pub(crate) finding: WorkloadFinding,
     /// The first [`PAIR_ROWS`] pairs of models at each point (`None`: not ranked).
     pub(crate) pairs: Option<Pairs>,
+    /// A ladder's points with their steps, in run order (empty: not a ladder).
+    pub(crate) ladder: Vec<ladder::Point>,
 }
 
 impl Workload {
@@ -97,6 +100,12 @@ impl Analysis {
                     verdicts: verdict::for_cases(&facts, &cases),
                     finding: WorkloadFinding::of(&facts, &cases),
                     pairs: finding::pairs(&facts, &cases, PAIR_ROWS),
+                    // Whether it is a ladder: this build's row, as the reports always asked.
+                    ladder: if cells::facts(w).ladder {
+                        ladder::of_cases(&cases)
+                    } else {
+                        Vec::new()
+                    },
                     facts,
                 }
             })

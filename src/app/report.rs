@@ -27,9 +27,10 @@ pub(crate) fn write_all(
     let mut written = Vec::new();
     let charts_dir = dir.join("charts");
     let charts = charts::build(run, a);
-    let waterfalls: Vec<_> = charts::by_workload(run)
-        .into_iter()
-        .flat_map(|(w, cases)| waterfall::for_cases(w, &cases))
+    let waterfalls: Vec<_> = a
+        .workloads
+        .iter()
+        .flat_map(waterfall::for_workload)
         .collect();
     if !charts.is_empty() || !waterfalls.is_empty() {
         store::real_dir(&charts_dir)

@@ -1,16 +1,17 @@
 //! The ablation ladder's table (`echo.ladder`, `http.ladder`): one row per rung at a point,
 //! with what its knob bought in server CPU per op over the row it adds the knob to, as
-//! `analysis::ladder` computed it. A rung that could not run is a row with its reason (a gap).
+//! `analysis::ladder` computed it (held by the workload's analysis). A rung that could not run
+//! is a row with its reason (a gap).
 
 use super::format::{fmt_ns, Table};
-use crate::analysis::ladder::steps;
-use crate::results::schema::{CaseResult, Status};
+use crate::analysis::Workload;
+use crate::results::schema::Status;
 
-/// The ladder table of one point of `workload` (`None` for workloads that are not ladders).
-pub(crate) fn table(workload: &str, params: &str, cases: &[&CaseResult]) -> Option<Table> {
-    if !super::charts::facts(workload).ladder {
-        return None;
-    }
+/// The ladder table of the point of `w` at `params` (`None` for workloads that are not
+/// ladders, and for cells in no point of the ladder).
+pub(crate) fn table(w: &Workload, params: &str) -> Option<Table> {
+    let point = w.ladder.iter().find(|p| p.at == params)?;
+    let workload = &w.id;
     let header = [
         "rung",
         "adds",
@@ -24,7 +25,7 @@ pub(crate) fn table(workload: &str, params: &str, cases: &[&CaseResult]) -> Opti
     ];
     let mut rows = Vec::new();
     let mut footnotes = Vec::new();
-    for s in steps(cases) {
+    for s in &point.steps {
         let r = s.rung;
         let over = r.over.map(|o| format!(" (over {o})")).unwrap_or_default();
         let mut row = vec![
@@ -32,7 +33,7 @@ pub(crate) fn table(workload: &str, params: &str, cases: &[&CaseResult]) -> Opti
             format!("{}{over}", r.adds),
             format!(">= {}", r.min_kernel),
         ];
-        match s.case {
+        match &s.cell {
             Some(c) if c.status == Status::Measured => {
                 let f = c.figures.as_ref();
                 row.push(s.cpu_ns_per_op.map(fmt_ns).unwrap_or_else(|| "-".into()));
@@ -41,11 +42,16 @@ pub(crate) fn table(workload: &str, params: &str, cases: &[&CaseResult]) -> Opti
                         .map(|p| format!("{p:+.1}%"))
                         .unwrap_or_else(|| "-".into()),
                 );
-                row.push(s.evidence.map(|e| e.text()).unwrap_or_else(|| "-".into()));
-                row.push(f.map(|f| fmt_ns(f.latency_ns.p50)).unwrap_or_default());
-                row.push(f.map(|f| fmt_ns(f.latency_ns.p99)).unwrap_or_default());
                 row.push(
-                    f.and_then(|f| f.syscalls_per_op.value().map(|v| format!("{v:.3}")))
+                    s.evidence
+                        .as_ref()
+                        .map(|e| e.text())
+                        .unwrap_or_else(|| "-".into()),
+                );
+                row.push(f.map(|f| fmt_ns(f.p50_ns)).unwrap_or_default());
+                row.push(f.map(|f| fmt_ns(f.p99_ns)).unwrap_or_default());
+                row.push(
+                    f.and_then(|f| f.syscalls_per_op.map(|v| format!("{v:.3}")))
                         .unwrap_or_else(|| "-".into()),
                 );
             }

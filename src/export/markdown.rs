@@ -112,14 +112,18 @@ impl Exporter for Markdown {
             cell(&trust_text(run, a))
         );
         let mut tables: std::collections::HashMap<String, Vec<Table>> =
-            metric_tables_by_workload(run).into_iter().collect();
+            metric_tables_by_workload(run, a).into_iter().collect();
         let styles = charts::Styles::for_run(run);
         for (w, cases) in charts::by_workload(run) {
             out += &format!("## {w}\n\n");
             for c in charts::for_cases(w, &cases, &styles, a) {
                 out += &format!("![{}]({})\n\n", c.title, chart_file(&c.id));
             }
-            for wf in super::waterfall::for_cases(w, &cases) {
+            for wf in a
+                .workload(w)
+                .map(super::waterfall::for_workload)
+                .unwrap_or_default()
+            {
                 out += &format!("![{}]({})\n\n", wf.title, chart_file(&wf.id));
             }
             let verdicts = a.workload(w).map(words::verdicts_of).unwrap_or_default();

@@ -2,6 +2,7 @@
 //! published studies' shape (metrics as rows, models as columns), plus a long table with one
 //! row per case for CSV. Also the number formats every view shares.
 
+use crate::analysis::Analysis;
 use crate::results::{CaseResult, RunResults, Status};
 
 pub(crate) use super::format::{fmt_bytes, fmt_ns, fmt_rate, fmt_ratio, Table};
@@ -275,8 +276,8 @@ fn fig(c: &CaseResult, f: impl Fn(&crate::results::schema::CaseFigures) -> Strin
 }
 
 /// One table per (workload, parameter point), in the order the cases ran.
-pub fn metric_tables(run: &RunResults) -> Vec<Table> {
-    metric_tables_by_workload(run)
+pub fn metric_tables(run: &RunResults, a: &Analysis) -> Vec<Table> {
+    metric_tables_by_workload(run, a)
         .into_iter()
         .flat_map(|(_, ts)| ts)
         .collect()
@@ -285,10 +286,14 @@ pub fn metric_tables(run: &RunResults) -> Vec<Table> {
 /// [`metric_tables`] with the workload each table belongs to: workloads in the order they
 /// first ran, each with its tables in the order their points first ran. Linear in the cells:
 /// each cell is keyed once, and found through a hash map.
-pub(crate) fn metric_tables_by_workload(run: &RunResults) -> Vec<(String, Vec<Table>)> {
+pub(crate) fn metric_tables_by_workload(
+    run: &RunResults,
+    a: &Analysis,
+) -> Vec<(String, Vec<Table>)> {
     use super::charts::{by_workload, Ordered, ParamRoles};
     let mut out = Vec::new();
     for (workload, cases) in by_workload(run) {
+        let analysed = a.workload(workload);
         // A server's tables add its figures (the file's record of what they mean).
         let net = crate::analysis::cells::facts_in(run, workload).net;
         let roles = ParamRoles::of_cases(&cases);
@@ -316,7 +321,7 @@ pub(crate) fn metric_tables_by_workload(run: &RunResults) -> Vec<(String, Vec<Ta
             .iter()
             .zip(groups)
             .flat_map(|(params, cases)| {
-                let ladder = super::ladder::table(workload, params, &cases);
+                let ladder = analysed.and_then(|w| super::ladder::table(w, params));
                 std::iter::once(table_of(
                     workload,
                     net,
@@ -610,7 +615,7 @@ mod tests {
     #[test]
     fn idle_memory_is_shown_per_idle_connection_with_unavailable_reasons() {
         let run = idle_run();
-        let tables = metric_tables(&run);
+        let tables = metric_tables(&run, &Analysis::of(&run));
         assert_eq!(tables.len(), 2);
         let row =
             |t: &Table, name: &str| t.rows.iter().find(|r| r[0] == name).map(|r| r[1].clone());

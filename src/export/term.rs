@@ -143,7 +143,7 @@ pub(crate) fn render_table(t: &Table) -> String {
 
 impl Exporter for Term {
     fn render(&self, run: &RunResults, a: &Analysis) -> anyhow::Result<Vec<u8>> {
-        let tables = metric_tables(run);
+        let tables = metric_tables(run, a);
         let mut body: Vec<String> = vec![findings_text(run, a)];
         body.extend(tables.iter().map(render_table));
         body.push(summary_text(a));

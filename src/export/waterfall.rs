@@ -2,12 +2,14 @@
 //! per rung from the server CPU per op of the row it adds its knob to (`over`) to its own,
 //! cheaper and dearer told apart, the change's significance marked, each rung's minimum kernel
 //! on its label, and rungs that could not run as labelled gaps with their reason. The figures
-//! are `analysis::ladder`'s; this arranges them, `html/waterfall.rs` draws them.
+//! are `analysis::ladder`'s, held by the workload's analysis; this arranges them,
+//! `html/waterfall.rs` draws them.
 
-use super::charts::{file_slug, Ordered, ParamRoles};
-use crate::analysis::ladder::steps;
+use super::charts::file_slug;
+use crate::analysis::ladder::{Point, Step};
 use crate::analysis::vocabulary::Evidence;
-use crate::results::schema::{CaseResult, Status};
+use crate::analysis::Workload;
+use crate::results::schema::Status;
 
 /// How far a rung's change can be told from noise.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,40 +76,27 @@ pub(crate) struct Waterfall {
     pub(crate) rows: Vec<Row>,
 }
 
-/// The waterfalls of a ladder workload, one per point in run order (none for other workloads).
-pub(crate) fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Waterfall> {
-    if !super::charts::facts(workload).ladder {
-        return Vec::new();
-    }
-    let roles = ParamRoles::of_cases(cases);
-    let mut points = Ordered::default();
-    let mut groups: Vec<Vec<&CaseResult>> = Vec::new();
-    for c in cases.iter().copied() {
-        if c.params.0.is_empty() {
-            continue; // a model that takes no part (not applicable, no point)
-        }
-        let g = points.add(roles.point(c, None));
-        if g == groups.len() {
-            groups.push(Vec::new());
-        }
-        groups[g].push(c);
-    }
+/// The waterfalls of a workload's ladder, one per point in run order (none for other
+/// workloads): its analysis's steps, arranged.
+pub(crate) fn for_workload(w: &Workload) -> Vec<Waterfall> {
+    of_points(&w.id, &w.ladder)
+}
+
+/// The waterfalls of ladder `points` of `workload`, one per point in order.
+fn of_points(workload: &str, points: &[Point]) -> Vec<Waterfall> {
     points
-        .order
         .iter()
-        .zip(groups)
         .enumerate()
-        .map(|(i, (point, cells))| of_point(workload, i, point, &cells))
+        .map(|(i, p)| of_point(workload, i, &p.at, &p.steps))
         .collect()
 }
 
-fn of_point(workload: &str, i: usize, point: &str, cells: &[&CaseResult]) -> Waterfall {
-    let steps = steps(cells);
+fn of_point(workload: &str, i: usize, point: &str, steps: &[Step]) -> Waterfall {
     let mut rows = Vec::with_capacity(steps.len());
     let mut above: Option<&str> = None;
-    for s in &steps {
+    for s in steps {
         let r = s.rung;
-        let bar = match (s.case, s.cpu_ns_per_op) {
+        let bar = match (&s.cell, s.cpu_ns_per_op) {
             (None, _) => Bar::Gap {
                 why: "not run".into(),
             },
@@ -164,6 +153,12 @@ fn of_point(workload: &str, i: usize, point: &str, cells: &[&CaseResult]) -> Wat
 mod tests {
     use super::*;
     use crate::model::ladder::RUNGS;
+    use crate::results::schema::CaseResult;
+
+    /// The waterfalls of a ladder's cells, as the analysis groups them.
+    fn for_cases(workload: &str, cases: &[&CaseResult]) -> Vec<Waterfall> {
+        of_points(workload, &crate::analysis::ladder::of_cases(cases))
+    }
 
     fn cell(model: &str, conns: u64, runs: &[f64], reason: Option<&str>) -> CaseResult {
         let mut v = serde_json::json!({
@@ -270,8 +265,6 @@ mod tests {
         );
         // Every rung is over the rung above (the ladder is cumulative): none names another.
         assert!(w.rows.iter().all(|r| r.over_other.is_none()));
-        // Not a ladder: nothing.
-        assert!(for_cases("echo.conns", &refs).is_empty());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use super::{Drive, Files, Provided, Rx, UringKnobs, Wait};
 
 /// One rung: a registry row and the knob it adds to the row it is measured against.
+#[derive(Debug)]
 pub struct Rung {
     /// The registry row (`registry::MODELS`).
     pub model: &'static str,

@@ -294,7 +294,7 @@ fn echo_rate_ranks_every_rate_at_equal_load_and_tables_show_the_offered_rate() {
         r["cases"] = serde_json::to_value(&cells).unwrap();
         serde_json::from_value(r).unwrap()
     };
-    let t = &metric_tables(&run)[0];
+    let t = &metric_tables(&run, &ringside::analysis::Analysis::of(&run))[0];
     let row = t
         .rows
         .iter()

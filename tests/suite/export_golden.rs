@@ -634,10 +634,11 @@ fn per_model_and_common_params_do_not_split_points() {
     assert!(roles.common.is_empty());
     let batching = charts::ParamRoles::of(&r, "micro.batching");
     assert_eq!(batching.common_text(), "msg_bytes=64");
-    let tables: Vec<_> = ringside::export::table::metric_tables(&r)
-        .into_iter()
-        .filter(|t| t.title.starts_with("micro.pipe"))
-        .collect();
+    let tables: Vec<_> =
+        ringside::export::table::metric_tables(&r, &ringside::analysis::Analysis::of(&r))
+            .into_iter()
+            .filter(|t| t.title.starts_with("micro.pipe"))
+            .collect();
     assert_eq!(tables.len(), 2, "still one table per msg_bytes");
     assert!(
         tables[0].header.contains(&"uring (depth=8)".to_string()),

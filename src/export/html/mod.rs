@@ -284,8 +284,8 @@ fn figure(c: &Chart) -> anyhow::Result<Markup> {
 
 /// A ladder's waterfalls, one per point (nothing for other workloads): each a figure whose
 /// caption gives the key and every gap's whole reason.
-fn waterfalls_html(w: &str, cases: &[&crate::results::CaseResult]) -> anyhow::Result<Markup> {
-    let ws = super::waterfall::for_cases(w, cases);
+fn waterfalls_html(w: &crate::analysis::Workload) -> anyhow::Result<Markup> {
+    let ws = super::waterfall::for_workload(w);
     if ws.is_empty() {
         return Ok(Markup::default());
     }
@@ -345,10 +345,10 @@ fn workload_html(
     for c in &cs {
         figures.push(figure(c)?);
     }
-    let waterfalls = waterfalls_html(w, cases)?;
     let wa = a
         .workload(w)
         .ok_or_else(|| anyhow::anyhow!("workload {w} was not analysed"))?;
+    let waterfalls = waterfalls_html(wa)?;
     let vs = super::words::verdicts_of(wa);
     let (shown, rest) = split_shown(&vs);
     let pairs = pairwise_html(wa);
@@ -419,7 +419,7 @@ impl Exporter for Html {
 
         let styles = charts::Styles::for_run(run);
         let mut tables: std::collections::HashMap<String, Vec<Table>> =
-            metric_tables_by_workload(run).into_iter().collect();
+            metric_tables_by_workload(run, a).into_iter().collect();
         // Workloads in run order, a section per run of one suite's workloads.
         let mut suites: Vec<(&str, Vec<Markup>)> = Vec::new();
         for (w, cases) in charts::by_workload(run) {
