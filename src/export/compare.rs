@@ -2,12 +2,15 @@
 //! ([`pair_term`]). Many runs side by side: a [`Matrix`] (built and judged in
 //! `analysis::compare::many`) as tables, charts, terminal text and markdown; `html::compare`
 //! draws the page. Nothing here computes a figure, a ratio, a claim or a verdict: each is
-//! the comparison's or the matrix's, formatted; every rendering opens with the verdict.
+//! the comparison's or the matrix's, worded by `export::words::compare`; every rendering
+//! opens with the verdict.
 
 use super::charts::{Chart, Kind, Metric, Pt, Series, Style, PALETTE};
 use super::format::{fmt_ns, fmt_rate, Table};
+use super::words::compare as words;
+use super::words::compare::pct_words;
 use crate::analysis::compare::{
-    pct_words, Change, Comparison, Figure, FigureChange, Gate, Matrix, MatrixRow, Method, ALPHA,
+    Change, Comparison, Figure, FigureChange, Gate, Matrix, MatrixRow, Method, ALPHA,
 };
 use crate::analysis::vocabulary::p_text;
 use std::sync::Arc;
@@ -33,7 +36,7 @@ fn value_text(f: Figure, x: f64) -> String {
 /// to the first's, "p50 700 ns (1.03x)"), or why it has none.
 fn run_text(m: &Matrix, r: &MatrixRow, k: usize) -> String {
     match &r.values[k] {
-        Err(why) => why.clone(),
+        Err(why) => words::missing(why),
         Ok(_) => m
             .figures()
             .into_iter()
@@ -100,7 +103,7 @@ pub(crate) fn matrix_table(m: &Matrix, workload: Option<&str>) -> Table {
                 r.cell.clone()
             }];
             row.extend((0..m.runs.len()).map(|k| run_text(m, r, k)));
-            row.extend(r.claims.iter().map(|c| c.text()));
+            row.extend(r.claims.iter().map(|c| words::claim(c, m.threshold_pct)));
             row
         })
         .collect();
@@ -232,21 +235,25 @@ pub(crate) fn summary_lines(m: &Matrix) -> Vec<String> {
             m.threshold_pct, m.runs[0].letter
         )
     } else {
-        format!("{} regression(s): {}", regs.len(), regs.join("; "))
+        let each: Vec<String> = regs
+            .iter()
+            .map(|(run, cell)| format!("{run}: {cell}"))
+            .collect();
+        format!("{} regression(s): {}", regs.len(), each.join("; "))
     });
     for (cmp, run) in m.pairs.iter().zip(&m.runs[1..]) {
-        if let Some(t) = cmp.probes.as_ref().and_then(|p| p.text()) {
+        if let Some(t) = cmp.probes.as_ref().and_then(words::probes) {
             out.push(format!("{} against {}: {t}", run.letter, m.runs[0].letter));
         }
     }
-    out.extend(m.gate_lines());
+    out.extend(words::matrix_gate_lines(m));
     out
 }
 
 /// The matrix as terminal text: the verdict, the runs, every cell, the environment's
 /// differences, the judge's lines ([`summary_lines`]) and the verdict again.
 pub(crate) fn term(m: &Matrix) -> String {
-    let headline = m.headline();
+    let headline = words::matrix_headline(m);
     let mut out = format!("{headline}\n\n");
     for t in [runs_table(m), matrix_table(m, None)] {
         out += &super::term::render_table(&t);
@@ -272,7 +279,7 @@ pub(crate) fn markdown(m: &Matrix) -> String {
     let mut out = format!(
         "# ringside: {} runs side by side\n\n**{}**\n\n",
         m.runs.len(),
-        m.headline().replace('|', "\\|")
+        words::matrix_headline(m).replace('|', "\\|")
     );
     out += &super::markdown::render_table(&runs_table(m));
     out.push('\n');
@@ -326,7 +333,7 @@ fn figure_text(f: &FigureChange) -> String {
         pct(&f.change)
     );
     if let Some((r, rel)) = &f.relative {
-        s += &format!("; vs {r} {:+.1}%", rel.pct);
+        s += &format!("; vs {} {:+.1}%", words::relative_to(r), rel.pct);
     }
     s + &format!(", p {}", p(f))
 }
@@ -356,7 +363,7 @@ fn pair_table(cmp: &Comparison, (base, new): (&str, &str), threshold: f64) -> Ta
                         .unwrap_or_default(),
                 );
             }
-            row.push(c.verdict(threshold));
+            row.push(words::verdict(&c.verdict(), threshold));
             row
         })
         .collect();
@@ -368,7 +375,7 @@ fn pair_table(cmp: &Comparison, (base, new): (&str, &str), threshold: f64) -> Ta
         footnotes.push(format!("only in {new}: {k}"));
     }
     for k in &cmp.not_compared {
-        footnotes.push(format!("not compared: {k}"));
+        footnotes.push(format!("not compared: {}", words::not_compared(k)));
     }
     for (file, finished) in [(base, cmp.base_finished), (new, cmp.new_finished)] {
         if !finished {
@@ -413,7 +420,7 @@ fn pair_context(cmp: &Comparison) -> String {
                 .map(|(n, b, x, pct, _)| format!("{n} {b:.0} -> {x:.0} ns ({pct:+.1}%)"))
                 .collect();
             out += &format!("calibration probes: {}\n", list.join(", "));
-            if let Some(t) = pd.text() {
+            if let Some(t) = words::probes(pd) {
                 out += &format!("  {t}\n");
             }
         }
@@ -481,45 +488,16 @@ fn pair_context(cmp: &Comparison) -> String {
     out
 }
 
-/// The gate in lines: what failed, what could not be tested and why, and what would make a
-/// change of the threshold visible.
-pub(crate) fn gate_lines(g: &Gate) -> Vec<String> {
-    let mut out: Vec<String> = g.failures.iter().map(|f| format!("FAIL: {f}")).collect();
-    out.extend(g.blocked.iter().map(|b| format!("cannot pass: {b}")));
-    if !g.untested.is_empty() {
-        out.push(format!(
-            "not tested with power to see a {}% change ({} cell(s){}):",
-            g.threshold_pct,
-            g.untested.len(),
-            if g.accepted {
-                ", accepted with --allow-untested"
-            } else {
-                ""
-            }
-        ));
-        out.extend(g.untested.iter().map(|u| format!("  {u}")));
-    }
-    out.extend(g.noisy.iter().cloned());
-    if !g.remedies.is_empty() {
-        out.push(format!(
-            "what would make a {}% change visible:",
-            g.threshold_pct
-        ));
-        out.extend(g.remedies.iter().map(|r| format!("  - {r}")));
-    }
-    out
-}
-
 /// `ringside compare BASE NEW` as terminal text: the verdict, the table, the context, the
 /// gate's lines and the verdict again (the last line a log shows).
 pub(crate) fn pair_term(cmp: &Comparison, gate: &Gate, names: (&str, &str)) -> String {
-    let headline = gate.headline();
+    let headline = words::headline(gate);
     let mut out = format!("{headline}\n\n");
     out += &super::term_table(&pair_table(cmp, names, gate.threshold_pct));
     out.push('\n');
     out += &pair_context(cmp);
     out.push('\n');
-    for l in gate_lines(gate) {
+    for l in words::gate_lines(gate) {
         out += &l;
         out.push('\n');
     }

@@ -68,7 +68,7 @@ pub(super) fn relative_to(
     fig: Figure,
     rb: &[f64],
     rn: &[f64],
-) -> Option<(String, Change, Vec<f64>, Vec<f64>)> {
+) -> Option<(RelativeTo, Change, Vec<f64>, Vec<f64>)> {
     let runs = |v: &[FigureRuns]| v.iter().find(|x| x.0 == fig).map(|x| x.2.clone());
     let (mut ob, mut on) = (Vec::new(), Vec::new());
     for p in others {
@@ -92,9 +92,9 @@ pub(super) fn relative_to(
     }
     let (mb, mn) = (median(&xb), median(&xn));
     let name = if ob.len() == 1 {
-        others[0].cell.label()
+        RelativeTo::Model(others[0].cell.label())
     } else {
-        format!("the point's {} other models", ob.len())
+        RelativeTo::Others(ob.len())
     };
     let c = change(mb, mn, &xb, &xn, ((mb, mb), (mn, mn)));
     Some((name, c, xb, xn))

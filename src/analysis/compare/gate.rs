@@ -26,14 +26,6 @@ pub(crate) enum Outcome {
 }
 
 impl Outcome {
-    pub(crate) fn word(self) -> &'static str {
-        match self {
-            Outcome::Pass => "PASS",
-            Outcome::Inconclusive => "INCONCLUSIVE",
-            Outcome::Regression => "REGRESSION",
-        }
-    }
-
     /// `ringside compare`'s exit status: 0, [`EXIT_INCONCLUSIVE`], 1.
     pub(crate) fn exit_code(self) -> i32 {
         match self {
@@ -44,7 +36,88 @@ impl Outcome {
     }
 }
 
-/// A comparison's gate: its verdict and everything it rests on, in sentences.
+/// What makes a comparison a regression.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum GateFailure {
+    /// These cells regressed beyond the threshold.
+    Regressions(Vec<String>),
+    /// These cells, measured in BASE, failed in NEW.
+    BecameFailed(Vec<Lost>),
+}
+
+/// What keeps a comparison from passing even with `--allow-untested`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Blocked {
+    /// NEW is an unfinished run: cells it never reached are not compared.
+    Unfinished,
+    /// The two files have no measured cell in common.
+    NothingCompared,
+}
+
+/// A cell of either file not tested with power to see the threshold.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Unseen {
+    /// Compared, but a change beyond the threshold was too few repetitions to test
+    /// (`untested`), or else its tests could not see the threshold (`blind`).
+    Compared {
+        cell: String,
+        untested: Option<Untested>,
+        blind: Vec<Blind>,
+    },
+    /// Not compared: disturbed, or offered rates apart.
+    NotCompared(NotCompared),
+    /// Measured in BASE, not in NEW.
+    NoLongerMeasured(Lost),
+    OnlyBase(String),
+    OnlyNew(String),
+}
+
+/// A group of tests whose typical cell moved beyond the threshold between the runs
+/// ([`Comparison::noisy`]): its run-to-run noise, percent a run, from so many tests.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct NoisyGroup {
+    pub(crate) workload: String,
+    pub(crate) figure: Figure,
+    pub(crate) relative: bool,
+    pub(crate) pct: f64,
+    pub(crate) tests: usize,
+}
+
+/// What would make a change of the threshold visible where the gate could not see one.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Remedy {
+    /// At the noise measured, `fewest` to `most` repetitions a side would let `cells` cells
+    /// see it.
+    MoreRepetitions {
+        fewest: usize,
+        most: usize,
+        cells: usize,
+    },
+    /// No number of repetitions would for `cells` cells: the noise between two runs alone
+    /// hides changes under `worst_pct` there.
+    NoNumberOfRepetitions { cells: usize, worst_pct: f64 },
+    /// At least `need` repetitions a side: fewer cannot confirm a change alone among `tests`.
+    AtLeast { need: usize, tests: usize },
+    /// More cells in both runs: the noise between runs is estimated from at least
+    /// `min_tests` tests of a figure.
+    MoreCells { min_tests: usize },
+    /// A quieter machine (`disturbed` cells were disturbed).
+    QuieterMachine { disturbed: usize },
+    /// Both builds in one run, paired round by round: for this server cell the gate could
+    /// not test, or for a server workload in general.
+    BothBuilds(Option<ServerCell>),
+}
+
+/// A server cell (echo or http) the gate could not test: its workload, protocol and the
+/// model's label.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ServerCell {
+    pub(crate) workload: String,
+    pub(crate) protocol: &'static str,
+    pub(crate) label: String,
+}
+
+/// A comparison's gate: its verdict and everything it rests on.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Gate {
     pub(crate) outcome: Outcome,
@@ -53,18 +126,18 @@ pub(crate) struct Gate {
     /// to regress).
     pub(crate) cells: usize,
     pub(crate) tested: usize,
-    /// What makes it a regression, one sentence each.
-    pub(crate) failures: Vec<String>,
+    /// What makes it a regression.
+    pub(crate) failures: Vec<GateFailure>,
     /// What keeps it from passing even with `--allow-untested`: an unfinished NEW, nothing
     /// compared.
-    pub(crate) blocked: Vec<String>,
-    /// Each cell of either file not tested with power to see the threshold: "cell: why".
-    pub(crate) untested: Vec<String>,
+    pub(crate) blocked: Vec<Blocked>,
+    /// Each cell of either file not tested with power to see the threshold.
+    pub(crate) untested: Vec<Unseen>,
     /// Groups of tests whose typical cell moved beyond the threshold (nothing there can be
-    /// told from that), one sentence each.
-    pub(crate) noisy: Vec<String>,
-    /// What would make a change of the threshold visible, one sentence each.
-    pub(crate) remedies: Vec<String>,
+    /// told from that).
+    pub(crate) noisy: Vec<NoisyGroup>,
+    /// What would make a change of the threshold visible.
+    pub(crate) remedies: Vec<Remedy>,
     /// `--allow-untested` accepted `untested` and `noisy`.
     pub(crate) accepted: bool,
 }
@@ -82,35 +155,22 @@ impl Comparison {
     /// The gate at `threshold_pct` (see the module's doc).
     pub(crate) fn gate(&self, threshold_pct: f64, allow_untested: bool) -> Gate {
         let mut failures = Vec::new();
-        let regs: Vec<&str> = self.regressions().map(|c| c.cell.as_str()).collect();
+        let regs: Vec<String> = self.regressions().map(|c| c.cell.clone()).collect();
         if !regs.is_empty() {
-            failures.push(format!(
-                "{} regression(s) beyond {threshold_pct}%: {}",
-                regs.len(),
-                regs.join("; ")
-            ));
+            failures.push(GateFailure::Regressions(regs));
         }
         if !self.became_failed.is_empty() {
-            failures.push(format!(
-                "{} cell(s) measured in BASE failed in NEW: {}",
-                self.became_failed.len(),
-                self.became_failed.join("; ")
-            ));
+            failures.push(GateFailure::BecameFailed(self.became_failed.clone()));
         }
         let mut blocked = Vec::new();
         if !self.new_finished {
-            blocked.push(
-                "NEW is an unfinished run (\"finished\": false): cells it never reached are \
-                 not compared"
-                    .into(),
-            );
+            blocked.push(Blocked::Unfinished);
         }
         if self.cells.is_empty() {
-            blocked
-                .push("no cell was compared: the two files have no measured cell in common".into());
+            blocked.push(Blocked::NothingCompared);
         }
-        let untested = self.untested_lines(threshold_pct);
-        let noisy = self.noisy_lines(threshold_pct);
+        let untested = self.unseen();
+        let noisy = self.noisy_groups(threshold_pct);
         let gaps = !untested.is_empty() || !noisy.is_empty();
         let outcome = if !failures.is_empty() {
             Outcome::Regression
@@ -137,69 +197,50 @@ impl Comparison {
         }
     }
 
-    /// "cell: why" for every cell of either file not tested with power to see the threshold:
-    /// compared ones first, then those not compared (disturbed, offered rates apart, no
-    /// longer measured, in one file only).
-    fn untested_lines(&self, threshold_pct: f64) -> Vec<String> {
-        let mut out: Vec<String> = self
+    /// Every cell of either file not tested with power to see the threshold: compared ones
+    /// first, then those not compared (disturbed, offered rates apart, no longer measured,
+    /// in one file only).
+    fn unseen(&self) -> Vec<Unseen> {
+        let mut out: Vec<Unseen> = self
             .cells
             .iter()
             .filter(|c| !c.tested())
-            .map(|c| {
-                let why = match &c.untested {
-                    Some(u) => u.clone(),
-                    None => super::text::blind_text(&c.blind, threshold_pct),
-                };
-                format!("{}: {why}", c.cell)
+            .map(|c| Unseen::Compared {
+                cell: c.cell.clone(),
+                untested: c.untested.clone(),
+                blind: c.blind.clone(),
             })
             .collect();
-        out.extend(self.disturbed.iter().cloned());
-        out.extend(self.rates_differ.iter().cloned());
+        out.extend(self.disturbed.iter().cloned().map(Unseen::NotCompared));
+        out.extend(self.rates_differ.iter().cloned().map(Unseen::NotCompared));
         out.extend(
             self.no_longer_measured
                 .iter()
-                .map(|l| format!("{l} (measured in BASE, not in NEW)")),
+                .cloned()
+                .map(Unseen::NoLongerMeasured),
         );
-        out.extend(self.only_base.iter().map(|k| format!("{k}: in BASE only")));
-        out.extend(self.only_new.iter().map(|k| format!("{k}: in NEW only")));
+        out.extend(self.only_base.iter().cloned().map(Unseen::OnlyBase));
+        out.extend(self.only_new.iter().cloned().map(Unseen::OnlyNew));
         out
     }
 
-    /// One sentence per group whose typical cell moved beyond the threshold
-    /// ([`Comparison::noisy`]).
-    fn noisy_lines(&self, threshold_pct: f64) -> Vec<String> {
-        let groups: Vec<String> = self
-            .noisy(threshold_pct)
-            .map(|n| {
-                format!(
-                    "{} {}{} (±{:.1}% per run, from {} tests)",
-                    n.workload,
-                    n.figure.name(),
-                    if n.relative {
-                        " relative to its point"
-                    } else {
-                        ""
-                    },
-                    n.pct().map_or(0.0, |p| p.0),
-                    n.tests
-                )
+    /// Each group whose typical cell moved beyond the threshold ([`Comparison::noisy`]).
+    fn noisy_groups(&self, threshold_pct: f64) -> Vec<NoisyGroup> {
+        self.noisy(threshold_pct)
+            .map(|n| NoisyGroup {
+                workload: n.workload.clone(),
+                figure: n.figure,
+                relative: n.relative,
+                pct: n.pct().map_or(0.0, |p| p.0),
+                tests: n.tests,
             })
-            .collect();
-        if groups.is_empty() {
-            return Vec::new();
-        }
-        vec![format!(
-            "the two runs differ by more than the {threshold_pct}% threshold in a typical cell \
-             of {}: either the machine was not the same or most cells changed, and no change \
-             there can be told from that",
-            groups.join("; ")
-        )]
+            .collect()
     }
 
     /// What would make a change of `threshold_pct` visible where the gate could not see one:
     /// more repetitions (how many, at the noise measured), more cells, a quieter machine, and
     /// both builds in one run.
-    fn remedies(&self, threshold_pct: f64) -> Vec<String> {
+    fn remedies(&self, threshold_pct: f64) -> Vec<Remedy> {
         let blind: Vec<(&CellChange, &Blind)> = self
             .cells
             .iter()
@@ -218,31 +259,21 @@ impl Comparison {
             .collect();
         let fewest = more.iter().map(|x| x.1).min();
         if let (Some(lo), Some(hi)) = (fewest, more.iter().map(|x| x.1).max()) {
-            let range = if lo == hi {
-                format!("{hi}")
-            } else {
-                format!("{lo} to {hi} (each cell's line says its own)")
-            };
-            out.push(format!(
-                "more repetitions: at the noise measured, {range} a side (`ringside run ... \
-                 --runs {hi}` for both builds) would let {} cell(s) see a {threshold_pct}% \
-                 change (a test's variance from its rounds shrinks as 1/repetitions, so that \
-                 share of what it can see as sqrt(n_now/n); the share from the noise between \
-                 runs does not)",
-                count_cells(more.iter().map(|x| x.0))
-            ));
+            out.push(Remedy::MoreRepetitions {
+                fewest: lo,
+                most: hi,
+                cells: count_cells(more.iter().map(|x| x.0)),
+            });
         }
         let hopeless: Vec<(&CellChange, f64)> = powers()
             .filter(|(_, p)| p.rounds_needed.is_none())
             .filter_map(|(c, p)| p.floor_pct.filter(|f| *f > threshold_pct).map(|f| (c, f)))
             .collect();
         if let Some(worst) = hopeless.iter().map(|x| x.1).reduce(f64::max) {
-            out.push(format!(
-                "no number of repetitions would for {} cell(s): the noise between two runs \
-                 alone hides changes under {} there",
-                count_cells(hopeless.iter().map(|x| x.0)),
-                pct_words(worst)
-            ));
+            out.push(Remedy::NoNumberOfRepetitions {
+                cells: count_cells(hopeless.iter().map(|x| x.0)),
+                worst_pct: worst,
+            });
         }
         let need = powers()
             .filter(|(_, p)| p.rounds_needed.is_none() && p.floor_pct.is_none())
@@ -253,38 +284,28 @@ impl Comparison {
             })
             .max();
         if let Some((need, tests)) = need {
-            out.push(format!(
-                "at least {need} repetitions a side (`--runs {need}`): fewer cannot confirm a \
-                 change alone among {tests} tests"
-            ));
+            out.push(Remedy::AtLeast { need, tests });
         }
         if powers().any(|(_, p)| p.power == Power::NoiseUnknown) {
-            out.push(format!(
-                "more cells in both runs (whole suites): the noise between two runs is \
-                 estimated from at least {} tests of a figure",
-                crate::stats::stability::NOISE_MIN_CELLS
-            ));
+            out.push(Remedy::MoreCells {
+                min_tests: crate::stats::stability::NOISE_MIN_CELLS,
+            });
         }
         let machine = blind.iter().any(|(_, b)| !matches!(b, Blind::Figure(..)))
             || !hopeless.is_empty()
             || self.noisy(threshold_pct).next().is_some();
         if !self.disturbed.is_empty() || machine {
-            out.push(format!(
-                "a quieter machine: nothing else running on the plan's CPUs during either \
-                 run{}, the same machine state for both",
-                match self.disturbed.len() {
-                    0 => String::new(),
-                    n => format!(" ({n} cell(s) were disturbed)"),
-                }
-            ));
+            out.push(Remedy::QuieterMachine {
+                disturbed: self.disturbed.len(),
+            });
         }
-        out.push(self.paired_recipe());
+        out.push(Remedy::BothBuilds(self.server_cell()));
         out
     }
 
-    /// The README's "ab-builds" recipe for the first server cell the gate could not test:
+    /// The first server cell the gate could not test, for the README's "ab-builds" recipe:
     /// both builds as contenders of one run, so every round measures both.
-    fn paired_recipe(&self) -> String {
+    fn server_cell(&self) -> Option<ServerCell> {
         let keys = self
             .cells
             .iter()
@@ -294,55 +315,25 @@ impl Comparison {
                 self.disturbed
                     .iter()
                     .chain(&self.rates_differ)
-                    .map(|l| l.split(": ").next().unwrap_or("")),
+                    .map(|n| n.cell.as_str()),
             );
-        let mut server = None;
         for k in keys {
             let mut words = k.split_whitespace();
             let (Some(w), Some(label)) = (words.next(), words.next()) else {
                 continue;
             };
-            if let Some(proto) = ["echo", "http"]
+            if let Some(protocol) = ["echo", "http"]
                 .into_iter()
-                .find(|p| w.starts_with(&format!("{p}.")))
+                .find(|p| w.strip_prefix(p).is_some_and(|rest| rest.starts_with('.')))
             {
-                server = Some((w.to_string(), proto, label.to_string()));
-                break;
+                return Some(ServerCell {
+                    workload: w.to_string(),
+                    protocol,
+                    label: label.to_string(),
+                });
             }
         }
-        let why = "every round then measures both, so the noise between runs and the \
-                   machine's drift cancel, and equal-load cells share one rate";
-        let Some((w, proto, label)) = server else {
-            return format!(
-                "for a server workload, both builds in one run (the README's \"ab-builds\" \
-                 recipe: `ringside run WORKLOAD --contender \"old=...\" --contender \
-                 \"new=...\"`): {why}"
-            );
-        };
-        let cmd = match label.strip_prefix("ext:") {
-            Some(_) => format!(
-                "ringside run {w} --contender \"{proto}:old=OLD_SERVER --port {{port}}\" \
-                 --contender \"{proto}:new=NEW_SERVER --port {{port}}\""
-            ),
-            None => {
-                let model = label.split('/').next().unwrap_or(&label);
-                let serve = |build: &str| {
-                    format!(
-                        "{proto}:{build}=/path/to/{build}/ringside serve --protocol {proto} \
-                         --model {model} --addr 127.0.0.1:{{port}}"
-                    )
-                };
-                format!(
-                    "ringside run {w} --models {model} --contender \"{}\" --contender \"{}\"",
-                    serve("old"),
-                    serve("new")
-                )
-            }
-        };
-        format!(
-            "both builds in one run, paired round by round (the README's \"ab-builds\" \
-             recipe): `{cmd}`: {why}"
-        )
+        None
     }
 }
 
@@ -352,56 +343,4 @@ fn count_cells<'a>(cells: impl Iterator<Item = &'a CellChange>) -> usize {
     v.sort_unstable();
     v.dedup();
     v.len()
-}
-
-/// "14%", "3.4%".
-pub(crate) fn pct_words(p: f64) -> String {
-    if p < 10.0 {
-        format!("{p:.1}%")
-    } else {
-        format!("{p:.0}%")
-    }
-}
-
-impl Gate {
-    /// The verdict in one line, as every rendering opens with it.
-    pub(crate) fn headline(&self) -> String {
-        let t = self.threshold_pct;
-        let gaps = self.untested.len();
-        let word = self.outcome.word();
-        match self.outcome {
-            Outcome::Regression => {
-                let mut s = format!("{word}: {}", self.failures.join("; "));
-                if gaps > 0 {
-                    s += &format!("; {gaps} more cell(s) could not be tested");
-                }
-                s
-            }
-            Outcome::Inconclusive if !self.blocked.is_empty() => {
-                format!("{word}: {}", self.blocked.join("; "))
-            }
-            Outcome::Inconclusive => format!(
-                "{word}: no regression found, but {gaps} cell(s){} could not be tested with \
-                 power to see a {t}% change ({} of {} compared cells could)",
-                if self.noisy.is_empty() {
-                    ""
-                } else {
-                    " and the run-to-run noise"
-                },
-                self.tested,
-                self.cells
-            ),
-            Outcome::Pass if self.accepted => format!(
-                "{word} (--allow-untested): no significant regression beyond {t}% in {} \
-                 compared cells; {gaps} cell(s) could not be tested with power to see it \
-                 (accepted)",
-                self.cells
-            ),
-            Outcome::Pass => format!(
-                "{word}: no regression beyond {t}%, and each of the {} compared cells was \
-                 tested with power to see one",
-                self.cells
-            ),
-        }
-    }
 }

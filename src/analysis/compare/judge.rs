@@ -77,43 +77,40 @@ pub(super) fn judge(
     // but not against the point's other models, or a lone model within the probes' drift),
     // or the model's own two levels.
     let poller = c.poller;
-    let not_the_code = |f: &FigureChange| -> (Option<String>, Option<String>) {
+    let not_the_code = |f: &FigureChange| -> (Option<Drift>, Option<Jumped>) {
         let (ch, t) = (&f.change, &f.test);
-        let name = f.figure.name();
+        let figure = f.figure;
         // The machine's cross-CPU state moved and this cell's ops cross CPUs where its
         // point-mates' do not: a change the same way as the wake-up probe's is the machine's.
         if let Some(w) = wake_pct.filter(|w| poller && f.figure.worse(t.pct()) == (*w > 0.0)) {
             return (
-                Some(format!(
-                    "{name} {:+.1}%, but its ops cross to a SQPOLL poller on another CPU (its \
-                     point's other models' do not) and the machine's cross-CPU wake-up moved \
-                     {w:+.0}% between the runs the same way (calibration probe)",
-                    t.pct()
-                )),
+                Some(Drift::Poller {
+                    figure,
+                    pct: t.pct(),
+                    wake_pct: w,
+                }),
                 None,
             );
         }
         if t.relative {
             if !beyond(t.pct()) || f.figure.worse(t.pct()) != f.figure.worse(ch.pct) {
-                let r = f
-                    .relative
-                    .as_ref()
-                    .map_or("the point's others", |r| r.0.as_str());
                 return (
-                    Some(format!(
-                        "{name} {:+.1}% but {:+.1}% relative to {r} in the same rounds",
-                        ch.pct,
-                        t.pct()
-                    )),
+                    Some(Drift::Relative {
+                        figure,
+                        pct: ch.pct,
+                        relative_pct: t.pct(),
+                        to: f.relative.as_ref().map(|r| r.0.clone()),
+                    }),
                     None,
                 );
             }
         } else if ch.pct.abs() <= threshold_pct + drift_pct {
             return (
-                Some(format!(
-                    "{name} {:+.1}%, within the threshold plus the probes' drift ({drift_pct:.0}%)",
-                    ch.pct
-                )),
+                Some(Drift::WithinProbes {
+                    figure,
+                    pct: ch.pct,
+                    drift_pct,
+                }),
                 None,
             );
         }
@@ -121,13 +118,13 @@ pub(super) fn judge(
             if t.pct().abs() <= u.levels.gap() * 100.0 {
                 return (
                     None,
-                    Some(format!(
-                        "{name} {:+.1}%, within the {:.0}% jump between two levels {} showed                          within {which} ({})",
-                        t.pct(),
-                        u.levels.gap() * 100.0,
-                        u.label,
-                        u.text()
-                    )),
+                    Some(Jumped {
+                        figure,
+                        pct: t.pct(),
+                        gap_pct: u.levels.gap() * 100.0,
+                        which,
+                        unstable: u.clone(),
+                    }),
                 );
             }
         }
@@ -166,7 +163,7 @@ pub(super) fn judge(
             .map(|f| &f.change)
             .find(|ch| beyond(ch.pct) && ch.too_few.is_some())
             .and_then(|ch| ch.too_few)
-            .map(too_few_text);
+            .map(|sizes| Untested::TooFew(TooFew::of(sizes)));
     }
     if c.regression
         || c.improvement
@@ -191,13 +188,14 @@ pub(super) fn judge(
             && floor > lone
             && f.figure.worse(ch.pct)
         {
-            c.untested = Some(format!(
-                "{} {:+.1}% with every repetition apart (p={floor:.3}, the smallest {nb} and \
-                 {nn} repetitions can give), but a lone change among {tests} tests needs \
-                 p <= {lone:.4} to be confirmed: too few repetitions to test it here",
-                f.figure.name(),
-                ch.pct
-            ));
+            c.untested = Some(Untested::Apart {
+                figure: f.figure,
+                pct: ch.pct,
+                floor,
+                sizes: (nb, nn),
+                tests,
+                lone,
+            });
             return;
         }
     }

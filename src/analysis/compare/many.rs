@@ -27,32 +27,31 @@ pub(crate) struct MatrixRun {
 /// A later run's cell against the first run's.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Claim {
-    /// Judged: the verdict in words ([`CellChange::verdict`]), and whether it is a
-    /// regression or an improvement.
+    /// Judged: its verdict ([`CellChange::verdict`]), and whether it is a regression or an
+    /// improvement.
     Judged {
-        verdict: String,
+        verdict: CellVerdict,
         regression: bool,
         improvement: bool,
     },
-    /// In both runs but not compared, and why (not measured in one, disturbed, offered rates
-    /// apart).
-    NotCompared(String),
+    /// In both runs but not measured (with figures) in both: each run's column says why.
+    Unmeasured,
+    /// In both runs, measured, but not compared, and why (disturbed, offered rates apart;
+    /// `None`: no reason recorded).
+    NotCompared(Option<Skip>),
     /// The first run has it and this one does not.
     Absent,
     /// This run has it and the first does not: nothing to compare it with.
     NotInFirst,
 }
 
-impl Claim {
-    /// The claim in words, as every rendering shows it.
-    pub(crate) fn text(&self) -> String {
-        match self {
-            Claim::Judged { verdict, .. } => verdict.clone(),
-            Claim::NotCompared(why) => format!("not compared: {why}"),
-            Claim::Absent => "not in this run".into(),
-            Claim::NotInFirst => "not in the first run".into(),
-        }
-    }
+/// Why a run has no figures of a cell.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Missing {
+    /// The run has no such cell.
+    Absent,
+    /// Not measured (with figures): its status and reason.
+    Unmeasured(CellState),
 }
 
 /// One cell across the runs.
@@ -64,8 +63,8 @@ pub(crate) struct MatrixRow {
     /// The cell without its workload: "uring msg_bytes=64".
     pub(crate) point: String,
     /// Per run: the figures `compare` tests, each the median of its per-repetition values;
-    /// `Err` with why where the run has no measured cell here ("failed: ...", "absent").
-    pub(crate) values: Vec<Result<Vec<(Figure, f64)>, String>>,
+    /// `Err` with why where the run has no measured cell here.
+    pub(crate) values: Vec<Result<Vec<(Figure, f64)>, Missing>>,
     /// Per run: each figure's ratio to the first run's (that run over the first); empty for
     /// the first run and where either has no value.
     pub(crate) ratios: Vec<Vec<(Figure, f64)>>,
@@ -142,62 +141,8 @@ impl Matrix {
             .unwrap_or(Outcome::Inconclusive)
     }
 
-    /// The verdict in one line, each later run's beside it: "INCONCLUSIVE: B against A
-    /// PASS; C against A INCONCLUSIVE".
-    pub(crate) fn headline(&self) -> String {
-        let first = &self.runs[0].letter;
-        let each: Vec<String> = self
-            .gates()
-            .iter()
-            .zip(&self.runs[1..])
-            .map(|(g, run)| format!("{} against {first} {}", run.letter, g.outcome.word()))
-            .collect();
-        format!(
-            "{}{}: {}",
-            self.outcome().word(),
-            if self.allow_untested {
-                " (--allow-untested)"
-            } else {
-                ""
-            },
-            each.join("; ")
-        )
-    }
-
-    /// Each later run's gate in sentences, naming the run: its headline, what failed
-    /// ("FAIL: C (c.json) against A (a.json): ..."), what it could not test and what would
-    /// let it.
-    pub(crate) fn gate_lines(&self) -> Vec<String> {
-        let first = &self.runs[0];
-        let mut out = Vec::new();
-        for (g, run) in self.gates().iter().zip(&self.runs[1..]) {
-            let who = format!(
-                "{} ({}) against {} ({})",
-                run.letter, run.name, first.letter, first.name
-            );
-            // The lines under a pair's headline name it by its letters alone.
-            let short = format!("{} vs {}", run.letter, first.letter);
-            out.push(format!("{who}: {}", g.headline()));
-            out.extend(g.failures.iter().map(|f| format!("FAIL: {who}: {f}")));
-            out.extend(
-                g.untested
-                    .iter()
-                    .map(|u| format!("{short}: not tested: {u}")),
-            );
-            out.extend(g.noisy.iter().map(|n| format!("{short}: {n}")));
-            if g.outcome == Outcome::Inconclusive {
-                out.extend(
-                    g.remedies
-                        .iter()
-                        .map(|r| format!("{short}: to see it: {r}")),
-                );
-            }
-        }
-        out
-    }
-
-    /// The regressions of every later run, "C: micro.pipe uring msg_bytes=64".
-    pub(crate) fn regressions(&self) -> Vec<String> {
+    /// The regressions of every later run: (its letter, the cell).
+    pub(crate) fn regressions(&self) -> Vec<(&str, &str)> {
         self.rows
             .iter()
             .flat_map(|r| {
@@ -213,7 +158,7 @@ impl Matrix {
                             }
                         )
                     })
-                    .map(move |(i, _)| format!("{}: {}", self.runs[i + 1].letter, r.cell))
+                    .map(move |(i, _)| (self.runs[i + 1].letter.as_str(), r.cell.as_str()))
             })
             .collect()
     }
@@ -278,7 +223,7 @@ pub(crate) fn compare_many(
         );
         at += p.len();
     }
-    let rows = rows_of(runs, &pairs, threshold_pct);
+    let rows = rows_of(runs, &pairs);
     Ok(Matrix {
         runs: runs
             .iter()
@@ -300,11 +245,7 @@ pub(crate) fn compare_many(
 
 /// One row per cell of any run: the figures of each, their ratios to the first run's and
 /// each later run's claim from its judged pair.
-fn rows_of(
-    runs: &[(String, &RunResults)],
-    pairs: &[Comparison],
-    threshold_pct: f64,
-) -> Vec<MatrixRow> {
+fn rows_of(runs: &[(String, &RunResults)], pairs: &[Comparison]) -> Vec<MatrixRow> {
     // Each run's first cell of each key (as `compare` keeps them).
     let cells: Vec<HashMap<String, &CaseResult>> = runs
         .iter()
@@ -329,19 +270,16 @@ fn rows_of(
     order
         .into_iter()
         .map(|(key, workload)| {
-            let values: Vec<Result<Vec<(Figure, f64)>, String>> = cells
+            let values: Vec<Result<Vec<(Figure, f64)>, Missing>> = cells
                 .iter()
                 .map(|m| match m.get(&key) {
-                    None => Err("absent".into()),
+                    None => Err(Missing::Absent),
                     Some(c) => match (&c.figures, c.status) {
                         (Some(f), Status::Measured) => Ok(figure_runs(c, f)
                             .into_iter()
                             .map(|(fig, v, _, _)| (fig, v))
                             .collect()),
-                        (_, s) => Err(format!(
-                            "{s}: {}",
-                            c.reason.as_deref().unwrap_or("no reason recorded")
-                        )),
+                        (_, _) => Err(Missing::Unmeasured(CellState::of(c))),
                     },
                 })
                 .collect();
@@ -363,7 +301,7 @@ fn rows_of(
             let claims = pairs
                 .iter()
                 .enumerate()
-                .map(|(i, cmp)| claim_of(cmp, &key, &cells[0], &cells[i + 1], threshold_pct))
+                .map(|(i, cmp)| claim_of(cmp, &key, &cells[0], &cells[i + 1]))
                 .collect();
             let point = key
                 .strip_prefix(&format!("{workload} "))
@@ -387,11 +325,10 @@ fn claim_of(
     key: &str,
     first: &HashMap<String, &CaseResult>,
     this: &HashMap<String, &CaseResult>,
-    threshold_pct: f64,
 ) -> Claim {
     if let Some(c) = cmp.cells.iter().find(|c| c.cell == key) {
         return Claim::Judged {
-            verdict: c.verdict(threshold_pct),
+            verdict: c.verdict(),
             regression: c.regression,
             improvement: c.improvement,
         };
@@ -404,19 +341,13 @@ fn claim_of(
         (None, _) => Claim::NotInFirst,
         (_, None) => Claim::Absent,
         // Each run's column says why it has no figures.
-        _ if !measured(first) || !measured(this) => {
-            Claim::NotCompared("not measured in both".into())
-        }
-        _ => {
-            let prefix = format!("{key}: ");
-            Claim::NotCompared(
-                cmp.not_compared
-                    .iter()
-                    .find_map(|l| l.strip_prefix(&prefix))
-                    .unwrap_or("no reason recorded")
-                    .to_string(),
-            )
-        }
+        _ if !measured(first) || !measured(this) => Claim::Unmeasured,
+        _ => Claim::NotCompared(
+            cmp.not_compared
+                .iter()
+                .find(|n| n.cell == key)
+                .map(|n| n.why.clone()),
+        ),
     }
 }
 

@@ -188,13 +188,22 @@ pub(crate) struct FigureChange {
     pub(crate) figure: Figure,
     /// The figure itself in both runs: shown, with its raw Mann-Whitney p.
     pub(crate) change: Change,
-    /// (what it is relative to: the one other model, or "the point's N other models"; the
+    /// (what it is relative to: the one other model, or the point's other models; the
     /// change of this figure over their geometric mean, per round).
-    pub(crate) relative: Option<(String, Change)>,
+    pub(crate) relative: Option<(RelativeTo, Change)>,
     /// The test that decides (see [`Test`]).
     pub(crate) test: Test,
     /// What the test could see (its minimum detectable effect); `None` until judged.
     pub(crate) power: Option<FigurePower>,
+}
+
+/// What a figure's relative change is relative to.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum RelativeTo {
+    /// The one other model at its point (its label).
+    Model(String),
+    /// The point's other models, this many.
+    Others(usize),
 }
 
 /// The test that decides whether a figure changed: on the values relative to the point's
@@ -249,16 +258,15 @@ pub(crate) struct CellChange {
     pub(crate) regression: bool,
     /// Better, the same way.
     pub(crate) improvement: bool,
-    /// A change beyond the threshold (either way) that the repetitions are too few to test:
-    /// "too few repetitions to test (n=3; need >= 4)".
-    pub(crate) untested: Option<String>,
+    /// A change beyond the threshold (either way) that the repetitions are too few to test.
+    pub(crate) untested: Option<Untested>,
     /// A significant change beyond the threshold that the reference model or the probes
-    /// explain: "the machine's drift", said as such.
-    pub(crate) drift: Option<String>,
+    /// explain: the machine's drift, said as such.
+    pub(crate) drift: Option<Drift>,
     /// A significant change beyond the threshold but within the jump between two levels the
     /// model showed within a run of this workload (`stats::stability::unstable`): unstable
     /// here, not called.
-    pub(crate) unstable: Option<String>,
+    pub(crate) unstable: Option<Jumped>,
     /// Its ops cross to a SQPOLL poller on another CPU (a `sqpoll_cpu` in either run) where
     /// some of its point's other models' stay on one: the relative test does not cancel the
     /// machine's cross-CPU state for it (see [`ProbeDrift::wake_pct`]).
@@ -268,29 +276,118 @@ pub(crate) struct CellChange {
     pub(crate) blind: Vec<Blind>,
 }
 
-/// "too few repetitions to test (n=3; need >= 4)" for `(base, new)` repetitions; a side
-/// with none recorded says so.
-pub(crate) fn too_few_text((nb, nn): (usize, usize)) -> String {
-    if nb == 0 || nn == 0 {
-        let which = match (nb, nn) {
-            (0, 0) => "either file",
-            (0, _) => "BASE",
-            _ => "NEW",
-        };
-        return format!(
-            "no per-repetition values in {which} to test (need >= {} repetitions each)",
-            reps_needed(ALPHA)
-        );
+/// Repetitions `(base, new)` too few for the test to ever reach [`ALPHA`] (a side with
+/// none: no per-repetition values recorded), and the fewest a side with which it could.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TooFew {
+    pub(crate) sizes: (usize, usize),
+    pub(crate) need: usize,
+}
+
+impl TooFew {
+    pub(crate) fn of(sizes: (usize, usize)) -> TooFew {
+        TooFew {
+            sizes,
+            need: reps_needed(ALPHA),
+        }
     }
-    let n = if nb == nn {
-        format!("n={nb}")
-    } else {
-        format!("n={nb} and {nn}")
-    };
-    format!(
-        "too few repetitions to test ({n}; need >= {})",
-        reps_needed(ALPHA)
-    )
+}
+
+/// Why a change beyond the threshold (either way) was not tested.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Untested {
+    /// Its repetitions are too few for the test to ever reach [`ALPHA`].
+    TooFew(TooFew),
+    /// Every repetition of one run apart from the other's, beyond the threshold as measured
+    /// and relative to the point's others, yet the smallest p those repetitions can give
+    /// (`floor`) is above what a lone discovery among `tests` tests needs (`lone`).
+    Apart {
+        figure: Figure,
+        pct: f64,
+        floor: f64,
+        sizes: (usize, usize),
+        tests: usize,
+        lone: f64,
+    },
+}
+
+/// Why a significant change beyond the threshold is the machine's, not the code's.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Drift {
+    /// Its ops cross to a SQPOLL poller on another CPU (its point's other models' do not)
+    /// and the wake-up probe moved `wake_pct` the same way as its change `pct`.
+    Poller {
+        figure: Figure,
+        pct: f64,
+        wake_pct: f64,
+    },
+    /// It moved `pct` as measured but `relative_pct` relative to its point's others (`to`;
+    /// `None`: no relative change recorded) in the same rounds.
+    Relative {
+        figure: Figure,
+        pct: f64,
+        relative_pct: f64,
+        to: Option<RelativeTo>,
+    },
+    /// A model alone at its point whose change `pct` is within the threshold plus the
+    /// probes' drift (`drift_pct`).
+    WithinProbes {
+        figure: Figure,
+        pct: f64,
+        drift_pct: f64,
+    },
+}
+
+/// A significant change beyond the threshold (`pct`) within the jump (`gap_pct`) between two
+/// levels its model showed within one run (`which`: "BASE" or "NEW").
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Jumped {
+    pub(crate) figure: Figure,
+    pub(crate) pct: f64,
+    pub(crate) gap_pct: f64,
+    pub(crate) which: &'static str,
+    pub(crate) unstable: crate::stats::stability::Unstable,
+}
+
+/// A cell's status where `compare` could not use its figures, with the reason recorded.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct CellState {
+    pub(crate) status: Status,
+    pub(crate) reason: Option<String>,
+}
+
+impl CellState {
+    fn of(c: &CaseResult) -> CellState {
+        CellState {
+            status: c.status,
+            reason: c.reason.clone(),
+        }
+    }
+}
+
+/// Why a cell both runs have was not compared.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Skip {
+    /// Not measured (with figures) in one run or both.
+    Unmeasured { base: CellState, new: CellState },
+    /// Disturbed (other programs took its CPUs) in BASE, NEW or both.
+    Disturbed { base: bool, new: bool },
+    /// An equal-load cell offered these rates, more than [`RATE_TOLERANCE`] apart.
+    RatesDiffer { base: f64, new: f64 },
+}
+
+/// A cell both runs have that was not compared, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct NotCompared {
+    pub(crate) cell: String,
+    pub(crate) why: Skip,
+}
+
+/// A cell measured in BASE that NEW did not measure, with NEW's status and reason.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Lost {
+    pub(crate) cell: String,
+    pub(crate) new: CellState,
 }
 
 /// Everything `ringside compare` reports.
@@ -299,13 +396,13 @@ pub(crate) struct Comparison {
     pub(crate) cells: Vec<CellChange>,
     pub(crate) only_base: Vec<String>,
     pub(crate) only_new: Vec<String>,
-    /// Cells in both runs but not measured in one or both, with the statuses and reasons.
-    pub(crate) not_compared: Vec<String>,
+    /// Cells in both runs but not compared, and why.
+    pub(crate) not_compared: Vec<NotCompared>,
     /// Cells measured in BASE that `failed` in NEW, with NEW's reason (part of `not_compared`).
-    pub(crate) became_failed: Vec<String>,
+    pub(crate) became_failed: Vec<Lost>,
     /// Cells measured in BASE that NEW did not measure for another reason (unavailable, not
     /// applicable): no longer tested (part of `not_compared`).
-    pub(crate) no_longer_measured: Vec<String>,
+    pub(crate) no_longer_measured: Vec<Lost>,
     /// Whether each file is a finished run (`"finished": true`).
     pub(crate) base_finished: bool,
     pub(crate) new_finished: bool,
@@ -314,10 +411,10 @@ pub(crate) struct Comparison {
     /// Tests made (every figure of every cell), all corrected as one family.
     pub(crate) tests: usize,
     /// Cells not compared because a run was disturbed there (part of `not_compared`).
-    pub(crate) disturbed: Vec<String>,
+    pub(crate) disturbed: Vec<NotCompared>,
     /// Equal-load cells not compared because their offered rates differ by more than
     /// [`RATE_TOLERANCE`] (part of `not_compared`).
-    pub(crate) rates_differ: Vec<String>,
+    pub(crate) rates_differ: Vec<NotCompared>,
     /// The tests of the correction family the comparison was judged in: its own, or every
     /// pair's of `compare A B C` (a lone change among them needs `ALPHA / family`).
     pub(crate) family: usize,
@@ -352,28 +449,6 @@ pub(crate) struct ProbeDrift {
     pub(crate) wake_pct: Option<f64>,
 }
 
-impl ProbeDrift {
-    /// What the probes say, in a sentence, when they say anything.
-    pub(crate) fn text(&self) -> Option<String> {
-        let mut parts = Vec::new();
-        if self.drift_pct > 0.0 {
-            let list: Vec<String> = self
-                .probes
-                .iter()
-                .map(|(n, b, x, pct, _)| format!("{n} {b:.0} -> {x:.0} ns ({pct:+.0}%)"))
-                .collect();
-            parts.push(format!(
-                "the machine changed between the runs (calibration probes: {}): absolute \
-                 changes within {:.0}% more than the threshold are taken as the machine's",
-                list.join(", "),
-                self.drift_pct
-            ));
-        }
-        parts.extend(self.within.iter().cloned());
-        (!parts.is_empty()).then(|| parts.join("; "))
-    }
-}
-
 mod env;
 mod figures;
 mod gate;
@@ -383,17 +458,21 @@ mod noise;
 mod power;
 #[cfg(test)]
 mod tests;
-mod text;
+mod verdict;
 
+pub(crate) use crate::stats::stability::NOISE_MIN_CELLS;
 use env::env_diff;
 pub(crate) use env::{flatten, probe_drift};
 use figures::{figure_runs, point_key, relative_to, test_of, Peer};
-pub(crate) use gate::{pct_words, Gate, Outcome};
+pub(crate) use gate::{
+    Blocked, Gate, GateFailure, NoisyGroup, Outcome, Remedy, ServerCell, Unseen,
+};
 use judge::correct_and_judge;
-pub(crate) use many::{compare_many, Matrix, MatrixRow, MAX_RUNS};
+pub(crate) use many::{compare_many, Claim, Matrix, MatrixRow, Missing, MAX_RUNS};
 use noise::add_run_noise;
 pub(crate) use noise::{ModelNoise, RunNoise};
-pub(crate) use power::{Blind, FigurePower, Power};
+pub(crate) use power::{Blind, FigurePower, More, Power};
+pub(crate) use verdict::CellVerdict;
 
 /// Compares `new` against `base`; a cell regresses when one of its figures gets worse by more
 /// than `threshold_pct` percent, significantly after the correction over every test, and not
@@ -481,50 +560,48 @@ fn compare_cell(
         n.figures.as_ref().filter(|_| n.status == Status::Measured),
     );
     let (Some(fb), Some(fnew)) = figs else {
-        let why = |c: &CaseResult| match c.status {
-            Status::Measured => "measured".to_string(),
-            s => format!(
-                "{s}: {}",
-                c.reason.as_deref().unwrap_or("no reason recorded")
-            ),
-        };
         if figs.0.is_some() {
-            let line = format!("{key}: {}", why(n));
+            let lost = Lost {
+                cell: key.clone(),
+                new: CellState::of(n),
+            };
             if n.status == Status::Failed {
-                cmp.became_failed.push(line);
+                cmp.became_failed.push(lost);
             } else {
-                cmp.no_longer_measured.push(line);
+                cmp.no_longer_measured.push(lost);
             }
         }
-        cmp.not_compared
-            .push(format!("{key}: base {}; new {}", why(b), why(n)));
+        cmp.not_compared.push(NotCompared {
+            cell: key,
+            why: Skip::Unmeasured {
+                base: CellState::of(b),
+                new: CellState::of(n),
+            },
+        });
         return;
     };
-    let disturbed: Vec<&str> = [("BASE", b), ("NEW", n)]
-        .iter()
-        .filter(|(_, c)| c.warnings.contains(&Warning::Disturbed))
-        .map(|(w, _)| *w)
-        .collect();
-    if !disturbed.is_empty() {
-        let line = format!(
-            "{key}: disturbed in {} (other programs took its CPUs; see the cell's \
-             disturbance)",
-            disturbed.join(" and ")
-        );
-        cmp.disturbed.push(line.clone());
-        cmp.not_compared.push(line);
+    let disturbed = |c: &CaseResult| c.warnings.contains(&Warning::Disturbed);
+    if disturbed(b) || disturbed(n) {
+        let skip = NotCompared {
+            cell: key,
+            why: Skip::Disturbed {
+                base: disturbed(b),
+                new: disturbed(n),
+            },
+        };
+        cmp.disturbed.push(skip.clone());
+        cmp.not_compared.push(skip);
         return;
     }
     let rates = (b.offered_rate(), n.offered_rate());
     if let (Some(rb), Some(rn)) = rates {
         if rb > 0.0 && ((rn - rb) / rb).abs() > RATE_TOLERANCE {
-            let line = format!(
-                "{key}: offered {rb:.0} ops/s in BASE and {rn:.0} in NEW (each run derives \
-                 an equal-load rate from its own capacity point): figures at different \
-                 loads are not compared"
-            );
-            cmp.rates_differ.push(line.clone());
-            cmp.not_compared.push(line);
+            let skip = NotCompared {
+                cell: key,
+                why: Skip::RatesDiffer { base: rb, new: rn },
+            };
+            cmp.rates_differ.push(skip.clone());
+            cmp.not_compared.push(skip);
             return;
         }
     }

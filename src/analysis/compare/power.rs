@@ -41,7 +41,7 @@ pub(crate) enum Power {
     /// change needs; `need` a side could.
     TooFew { sizes: (usize, usize), need: usize },
     /// A side has no per-repetition values (base, new): nothing to test with.
-    NoValues((usize, usize)),
+    NoValues(TooFew),
     /// The run-to-run noise of its figure could not be estimated (too few tests): the rounds
     /// alone would understate what it can see.
     NoiseUnknown,
@@ -63,6 +63,21 @@ pub(crate) struct FigurePower {
     /// Repetitions a side with which the MDE would reach the threshold at the noise measured
     /// ([`rounds_needed`]); `None` where no number would or the noise is unknown.
     pub(crate) rounds_needed: Option<usize>,
+    /// What more repetitions would do for it at the threshold it was judged at.
+    pub(crate) more: More,
+}
+
+/// What more repetitions would do for a test that cannot see the threshold.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum More {
+    /// Nothing to say beyond its [`Power`] (the repetitions it needs are those it lacks, or
+    /// the noise is unknown).
+    Nothing,
+    /// This many a side would see the threshold at the noise measured.
+    Rounds(usize),
+    /// No number would: the noise between runs alone hides changes under this, percent
+    /// (beyond the threshold).
+    NoNumber(f64),
 }
 
 impl FigurePower {
@@ -77,9 +92,9 @@ impl FigurePower {
 pub(crate) enum Blind {
     /// One of its figures' tests cannot see it.
     Figure(Figure, FigurePower),
-    /// A model alone at its point while the calibration probes moved this much (percent)
-    /// between the runs: its changes within the threshold plus that are the machine's.
-    MachineMoved(f64),
+    /// A model alone at its point while the calibration probes moved `drift_pct` between the
+    /// runs: its changes within the threshold plus that (`within_pct`) are the machine's.
+    MachineMoved { drift_pct: f64, within_pct: f64 },
     /// Its ops cross to a SQPOLL poller and the machine's cross-CPU wake-up got this much
     /// slower (percent): a change for the worse is the machine's.
     Poller(f64),
@@ -162,7 +177,7 @@ pub(crate) fn figure_power(f: &FigureChange, tests: usize, threshold_pct: f64) -
     let power = if f.change.method == Method::Spread || t.p_rounds.is_none() {
         let s = f.change.sizes;
         if s.0 == 0 || s.1 == 0 {
-            Power::NoValues(s)
+            Power::NoValues(TooFew::of(s))
         } else {
             Power::TooFew {
                 sizes: s,
@@ -181,22 +196,35 @@ pub(crate) fn figure_power(f: &FigureChange, tests: usize, threshold_pct: f64) -
         }
     };
     let n_now = sizes.0.max(sizes.1);
+    let floor_pct = tau.map(|tau| {
+        worse_pct(
+            f.figure,
+            z_two_sided(alpha) * std::f64::consts::SQRT_2 * tau,
+        )
+    });
+    let rounds_needed = tau.filter(|_| n_now >= 2).and_then(|tau| {
+        let target = worse_log(f.figure, threshold_pct);
+        rounds_needed(n_now, t.within_var, tau, alpha, target)
+    });
+    let need = match power {
+        Power::TooFew { need, .. } => Some(need),
+        _ => None,
+    };
+    let more = match (rounds_needed, floor_pct) {
+        (Some(n), _) if Some(n) == need => More::Nothing,
+        (Some(n), _) => More::Rounds(n),
+        (None, Some(f)) if f > threshold_pct => More::NoNumber(f),
+        _ => More::Nothing,
+    };
     FigurePower {
         power,
         alpha,
         tests,
         sizes,
         noise_pct: tau.map(|tau| (tau.exp() - 1.0) * 100.0),
-        floor_pct: tau.map(|tau| {
-            worse_pct(
-                f.figure,
-                z_two_sided(alpha) * std::f64::consts::SQRT_2 * tau,
-            )
-        }),
-        rounds_needed: tau.filter(|_| n_now >= 2).and_then(|tau| {
-            let target = worse_log(f.figure, threshold_pct);
-            rounds_needed(n_now, t.within_var, tau, alpha, target)
-        }),
+        floor_pct,
+        rounds_needed,
+        more,
     }
 }
 
@@ -220,7 +248,10 @@ pub(super) fn assess(
         f.power = Some(p);
     }
     if drift_pct > 0.0 && c.figures.iter().any(|f| !f.test.relative) {
-        c.blind.push(Blind::MachineMoved(drift_pct));
+        c.blind.push(Blind::MachineMoved {
+            drift_pct,
+            within_pct: threshold_pct + drift_pct,
+        });
     }
     if let Some(w) = wake_pct.filter(|w| c.poller && *w > 0.0) {
         c.blind.push(Blind::Poller(w));

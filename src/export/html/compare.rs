@@ -53,7 +53,7 @@ pub(crate) fn page(m: &Matrix) -> anyhow::Result<Vec<u8>> {
             body {
                 header {
                     h1 { (title) }
-                    p class=(verdict_class) { strong { (m.headline()) } }
+                    p class=(verdict_class) { strong { (crate::export::words::compare::matrix_headline(m)) } }
                     p class="meta" {
                         (m.rows.len()) " cells; each run compared with "
                         (m.runs[0].letter) ", " (m.tests) " tests in one family"

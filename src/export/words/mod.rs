@@ -1,6 +1,7 @@
 //! Where the analysis becomes sentences, and nowhere else: each
 //! [`Verdict`](crate::analysis::verdict::Verdict) kind
-//! (`verdict.rs`) and each workload's finding and the run's trust (`finding.rs`). The matches
+//! (`verdict.rs`), each workload's finding and the run's trust (`finding.rs`), and
+//! `ringside compare`'s verdicts, gate and remedies (`compare.rs`). The matches
 //! over the analysis's kinds have no `_` arm, so a new kind does not compile until it is
 //! worded here:
 //!
@@ -36,6 +37,7 @@
 
 #![deny(clippy::wildcard_enum_match_arm)]
 
+pub(crate) mod compare;
 pub(crate) mod finding;
 pub(crate) mod verdict;
 
