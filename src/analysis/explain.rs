@@ -1,6 +1,7 @@
 //! `run --explain` compared: which group of where the CPU went differs most between two
 //! cells (the leader of a point and its runner-up, ranked by `analysis::rank_point` on the
-//! file's facts), decided here as a typed [`Caption`] that `export::explain` words. Shares are
+//! file's facts), decided here once per run as a typed [`Caption`] per point (held by
+//! `analysis::Workload::explained`) that `export::explain` words. Shares are
 //! taken of each cell's own work, the samples that were neither idle nor another program's
 //! (`other_processes`): on a shared machine those two depend on what else ran, not on the
 //! model.
@@ -8,7 +9,7 @@
 use crate::measure::Measured;
 use crate::results::explain::{Explain, GROUPS};
 use crate::results::facts::Facts;
-use crate::results::CaseResult;
+use crate::results::{CaseResult, Params, Status};
 
 /// Groups that are not the measured program's work: left out of the comparison.
 pub(crate) const NOT_WORK: [&str; 2] = ["idle", "other_processes"];
@@ -125,6 +126,39 @@ pub(crate) enum Caption {
         samples: (f64, f64),
         difference: Result<Difference, NoDifference>,
     },
+}
+
+/// One point of a workload whose cells have breakdowns, and its caption.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Explained {
+    /// The point's params (its cells' exactly).
+    pub(crate) params: Params,
+    pub(crate) caption: Caption,
+}
+
+/// The points of a workload's `cases` (run order) where a cell has a breakdown (or why it has
+/// none), in run order, each with its caption: the leader ranked by `facts` (the file's) among
+/// every measured cell of the point, sampled or not.
+pub(crate) fn of_cases(facts: &Facts, cases: &[&CaseResult]) -> Vec<Explained> {
+    let mut out: Vec<&Params> = Vec::new();
+    for c in cases.iter().filter(|c| c.explain.is_some()) {
+        if !out.contains(&&c.params) {
+            out.push(&c.params);
+        }
+    }
+    out.into_iter()
+        .map(|params| {
+            let all: Vec<&CaseResult> = cases
+                .iter()
+                .copied()
+                .filter(|c| c.params == *params && c.status == Status::Measured)
+                .collect();
+            Explained {
+                params: params.clone(),
+                caption: caption(facts, &all),
+            }
+        })
+        .collect()
 }
 
 /// The caption of a point whose measured cells are `cells`, ranked by `facts` (the file's).

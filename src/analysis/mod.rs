@@ -3,9 +3,9 @@
 //! finding, and how far to trust the run. [`Analysis::of`] computes it once per run; the
 //! runner reads the rankings while measuring (a point's undecided claims decide whether it
 //! adds a round) and the exporters word and draw what it decides (`export::words`); what it
-//! holds is decided nowhere else. It also holds each ladder point's steps (`ladder`). Beside
-//! it: the breakdown difference `--explain` names (`explain`) and the comparison of runs
-//! (`compare`).
+//! holds is decided nowhere else. It also holds each ladder point's steps (`ladder`) and each
+//! point's `--explain` caption: the breakdown difference it names (`explain`). Beside it: the
+//! comparison of runs (`compare`).
 //!
 //! It sits between the numbers (`stats`: summaries, rank tests, claims) and their readers
 //! (`runner`, `export`), and uses neither of those (`tests/suite/module_graph.rs`).
@@ -43,8 +43,8 @@ use verdict::Verdict;
 /// Pairs of models kept per point for the reports' pair tables (the first, nearest ones).
 pub(crate) const PAIR_ROWS: usize = 200;
 
-/// One run's analysis: every workload's verdicts, finding and ladder steps, in run order, and
-/// the run's trust and answer rate.
+/// One run's analysis: every workload's verdicts, finding, ladder steps and `--explain`
+/// captions, in run order, and the run's trust and answer rate.
 #[derive(Clone, Debug)]
 pub struct Analysis {
     pub(crate) workloads: Vec<Workload>,
@@ -66,6 +66,8 @@ pub(crate) struct Workload {
     pub(crate) pairs: Option<Pairs>,
     /// A ladder's points with their steps, in run order (empty: not a ladder).
     pub(crate) ladder: Vec<ladder::Point>,
+    /// The points with `--explain` breakdowns, in run order, each with its caption.
+    pub(crate) explained: Vec<explain::Explained>,
 }
 
 impl Workload {
@@ -106,6 +108,7 @@ impl Analysis {
                     } else {
                         Vec::new()
                     },
+                    explained: explain::of_cases(&facts, &cases),
                     facts,
                 }
             })

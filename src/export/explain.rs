@@ -1,14 +1,14 @@
 //! `run --explain` in the reports: per parameter point, one stacked bar per model (where its
 //! server's sampled CPU went, by group) and one sentence naming the group whose share of own
 //! work differs most between the point's leader and its runner-up. Who leads comes from the
-//! findings' ranking, the difference from `analysis::explain` (its `Caption`); this module
-//! only arranges, words and draws.
+//! findings' ranking, the difference from `analysis::explain` (its `Caption`, held by the
+//! workload's analysis); this module only arranges, words and draws.
 
-use crate::analysis::explain::{caption, Caption, Missing, NoDifference, MIN_WORK_SAMPLES};
+use crate::analysis::explain::{Caption, Missing, NoDifference, MIN_WORK_SAMPLES};
+use crate::analysis::Workload;
 use crate::measure::Measured;
 use crate::results::explain::{label, Explain, GROUPS};
-use crate::results::facts::Facts;
-use crate::results::{CaseResult, Status};
+use crate::results::CaseResult;
 use maud::{html, Markup, PreEscaped};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -88,30 +88,24 @@ fn sentence(c: &Caption) -> String {
     }
 }
 
-/// A workload's points that have breakdowns, in run order.
-pub(crate) fn points<'a>(facts: &Facts, cases: &[&'a CaseResult]) -> Vec<PointExplain<'a>> {
-    let mut out: Vec<(crate::results::Params, Vec<&'a CaseResult>)> = Vec::new();
-    for c in cases.iter().filter(|c| c.explain.is_some()) {
-        match out.iter_mut().find(|(p, _)| *p == c.params) {
-            Some((_, v)) => v.push(c),
-            None => out.push((c.params.clone(), vec![c])),
-        }
-    }
-    out.into_iter()
-        .map(|(_, cells)| {
-            // Ranked among every measured cell of the point, sampled or not.
-            let all: Vec<&CaseResult> = cases
+/// A workload's points that have breakdowns, in run order, with their captions as its
+/// analysis `w` holds them: `cases` are its cells.
+pub(crate) fn points<'a>(w: &Workload, cases: &[&'a CaseResult]) -> Vec<PointExplain<'a>> {
+    w.explained
+        .iter()
+        .map(|x| {
+            let bars: Vec<(&'a CaseResult, &'a Measured<Explain>)> = cases
                 .iter()
-                .copied()
-                .filter(|c| c.params == cells[0].params && c.status == Status::Measured)
+                .filter(|c| c.params == x.params)
+                .filter_map(|c| c.explain.as_ref().map(|e| (*c, e)))
                 .collect();
             PointExplain {
-                at: super::charts::params_text(cells[0], None),
-                sentence: sentence(&caption(facts, &all)),
-                bars: cells
-                    .iter()
-                    .filter_map(|c| c.explain.as_ref().map(|e| (*c, e)))
-                    .collect(),
+                at: bars
+                    .first()
+                    .map(|(c, _)| super::charts::params_text(c, None))
+                    .unwrap_or_default(),
+                sentence: sentence(&x.caption),
+                bars,
             }
         })
         .collect()
@@ -250,8 +244,8 @@ fn table_rows(p: &PointExplain<'_>) -> (Vec<String>, Vec<Vec<String>>) {
 }
 
 /// The workload's "where the CPU went" section in HTML (empty without breakdowns).
-pub(crate) fn html(facts: &Facts, cases: &[&CaseResult]) -> anyhow::Result<Markup> {
-    let pts = points(facts, cases);
+pub(crate) fn html(w: &Workload, cases: &[&CaseResult]) -> anyhow::Result<Markup> {
+    let pts = points(w, cases);
     if pts.is_empty() {
         return Ok(Markup::default());
     }
@@ -289,8 +283,8 @@ pub(crate) fn html(facts: &Facts, cases: &[&CaseResult]) -> anyhow::Result<Marku
 }
 
 /// The workload's "where the CPU went" section in Markdown (empty without breakdowns).
-pub(crate) fn markdown(facts: &Facts, cases: &[&CaseResult]) -> String {
-    let pts = points(facts, cases);
+pub(crate) fn markdown(w: &Workload, cases: &[&CaseResult]) -> String {
+    let pts = points(w, cases);
     let mut out = String::new();
     if pts.is_empty() {
         return out;
@@ -331,7 +325,21 @@ pub(crate) fn markdown(facts: &Facts, cases: &[&CaseResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::Analysis;
     use serde_json::json;
+
+    /// The analysis of a run of `cells` (storage.randread, this build's facts).
+    fn analysed(cells: &[CaseResult]) -> Workload {
+        let mut run =
+            crate::results::store::parse(include_str!("../../tests/fixtures/results.json"))
+                .unwrap();
+        run.workloads.clear();
+        run.cases = cells.to_vec();
+        Analysis::of(&run)
+            .workload("storage.randread")
+            .expect("analysed")
+            .clone()
+    }
 
     /// A measured storage.randread cell (ranked by ops/s) with its repetitions and breakdown.
     fn cell(model: &str, ops: f64, explain: serde_json::Value) -> CaseResult {
@@ -384,7 +392,8 @@ mod tests {
             ),
         ];
         let refs: Vec<&CaseResult> = cells.iter().collect();
-        let pts = points(&crate::analysis::cells::facts("storage.randread"), &refs);
+        let w = analysed(&cells);
+        let pts = points(&w, &refs);
         assert_eq!(pts.len(), 1);
         assert_eq!(pts[0].bars.len(), 3);
         let s = &pts[0].sentence;
@@ -392,15 +401,13 @@ mod tests {
             s.starts_with("uring (leader) spends 30% of its own work in lock slow paths; blocking (runner-up) 0%"),
             "{s}"
         );
-        let md = markdown(&crate::analysis::cells::facts("storage.randread"), &refs);
+        let md = markdown(&w, &refs);
         assert!(md.contains("| uring | 1000 |"), "{md}");
         assert!(
             md.contains("native_queued_spin_lock_slowpath 30.0%"),
             "{md}"
         );
-        let html = super::html(&crate::analysis::cells::facts("storage.randread"), &refs)
-            .unwrap()
-            .into_string();
+        let html = super::html(&w, &refs).unwrap().into_string();
         // The bars' segments (2 + 1 + 2) and the legend's swatches.
         assert!(html.matches("<rect").count() >= 5 + GROUPS.len(), "{html}");
     }
@@ -416,14 +423,12 @@ mod tests {
             cell("blocking", 2000.0, breakdown(1000, &[("syscall", 1.0)])),
         ];
         let refs: Vec<&CaseResult> = cells.iter().collect();
-        let s = &points(&crate::analysis::cells::facts("storage.randread"), &refs)[0].sentence;
+        let w = analysed(&cells);
+        let s = &points(&w, &refs)[0].sentence;
         assert_eq!(
             s,
             "no comparison: uring's breakdown is unavailable: perf refused: paranoid"
         );
-        assert!(
-            markdown(&crate::analysis::cells::facts("storage.randread"), &refs)
-                .contains("unavailable: perf refused")
-        );
+        assert!(markdown(&w, &refs).contains("unavailable: perf refused"));
     }
 }

@@ -146,7 +146,7 @@ impl Exporter for Markdown {
                 out.push('\n');
             }
             if let Some(wa) = a.workload(w) {
-                out += &super::explain::markdown(&wa.facts, &cases);
+                out += &super::explain::markdown(wa, &cases);
             }
             for t in tables.remove(w).unwrap_or_default().iter() {
                 out += &render_table(t);

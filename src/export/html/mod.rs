@@ -352,7 +352,7 @@ fn workload_html(
     let vs = super::words::verdicts_of(wa);
     let (shown, rest) = split_shown(&vs);
     let pairs = pairwise_html(wa);
-    let explain = super::explain::html(&wa.facts, cases)?;
+    let explain = super::explain::html(wa, cases)?;
     let missing = not_measured_in(cases);
     let finding = line(w, &wa.facts, &wa.finding);
     Ok(html! {
