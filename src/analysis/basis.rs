@@ -1,10 +1,10 @@
 //! A workload's basis (what it is ranked by, over which cells), its points, and their
 //! rankings: the one place these are chosen.
 
-use super::cells::{by_workload, facts, facts_in, sweep_param, Ordered, ParamRoles};
+use super::cells::{facts, sweep_param, Ordered, ParamRoles};
 use crate::results::facts::{Facts, Metric};
 use crate::results::schema::CaseFigures;
-use crate::results::{CaseResult, RunResults, Status};
+use crate::results::{CaseResult, Status};
 use crate::stats::claims::Outcome;
 use crate::stats::equal_load;
 use crate::stats::findings::{self, Point};
@@ -218,46 +218,186 @@ pub(crate) fn past_capacity<'a>(f: &Facts, cases: &[&'a CaseResult]) -> Vec<&'a 
 /// One point's cells (same workload and params) ranked as the findings rank them: same basis
 /// and figure. `None` when they cannot be ranked (fewer than two cells on the basis).
 pub(crate) fn rank_point(f: &Facts, cells: &[&CaseResult]) -> Option<findings::Ranking> {
+    rank_point_in(None, f, cells)
+}
+
+/// [`rank_point`], taking the ranking from the workload's own (`r`) where it ranked the same
+/// point.
+pub(crate) fn rank_point_in(
+    r: Option<&Ranked<'_>>,
+    f: &Facts,
+    cells: &[&CaseResult],
+) -> Option<findings::Ranking> {
     let (b, cells) = basis(f, cells).ok()?;
     let pts = points(f, &cells, b.metric);
     pts.first()
-        .and_then(|p| findings::rank(p, higher_is_better(b.metric)))
+        .and_then(|p| rank_with(r, p, higher_is_better(b.metric)))
+}
+
+/// A workload's basis, its points on it and each point's ranking: chosen and ranked once per
+/// run (`Analysis::of`). The finding, its pairs and family pairs, the verdicts at the same
+/// points, the `--explain` captions and the run's answer all read these rankings
+/// ([`Ranked::rank`]) instead of ranking a point again.
+pub(crate) struct Ranked<'a> {
+    pub(crate) basis: Basis,
+    /// The cells on the basis.
+    pub(crate) cells: Vec<MeasuredCell<'a>>,
+    /// Its points in the findings' order, each with its ranking (`None`: fewer than two
+    /// models).
+    pub(crate) points: Vec<(Point, Option<findings::Ranking>)>,
+}
+
+impl<'a> Ranked<'a> {
+    /// The workload's basis and rankings, or why it has none.
+    pub(crate) fn of(f: &Facts, cases: &[&'a CaseResult]) -> Result<Self, NotRanked> {
+        let (basis, cells) = basis(f, cases)?;
+        let hib = higher_is_better(basis.metric);
+        let points = points(f, &cells, basis.metric)
+            .into_iter()
+            .map(|p| {
+                let r = findings::rank(&p, hib);
+                (p, r)
+            })
+            .collect();
+        Ok(Ranked {
+            basis,
+            cells,
+            points,
+        })
+    }
+
+    /// The ranked points (those with two models or more), in order.
+    pub(crate) fn rankings(&self) -> impl Iterator<Item = &findings::Ranking> {
+        self.points.iter().filter_map(|(_, r)| r.as_ref())
+    }
+
+    /// The points alone, in order.
+    pub(crate) fn bare_points(&self) -> impl Iterator<Item = &Point> {
+        self.points.iter().map(|(p, _)| p)
+    }
+
+    /// The ranking of `p` (`higher_is_better` as given): the one already made where one of
+    /// these points compares the same entries at the same level the same way (a ranking is a
+    /// function of those alone), else ranked now. Its `at` is `p`'s.
+    pub(crate) fn rank(&self, p: &Point, higher_is_better_: bool) -> Option<findings::Ranking> {
+        let same = (higher_is_better(self.basis.metric) == higher_is_better_)
+            .then(|| {
+                self.points
+                    .iter()
+                    .find(|(q, _)| q.entries == p.entries && q.level == p.level)
+            })
+            .flatten();
+        match same {
+            Some((_, r)) => r.clone().map(|r| findings::Ranking {
+                at: p.at.clone(),
+                ..r
+            }),
+            None => findings::rank(p, higher_is_better_),
+        }
+    }
+}
+
+/// A point ranked by the workload's rankings where it has them (`Ranked::rank`), else now.
+pub(crate) fn rank_with(
+    ranked: Option<&Ranked<'_>>,
+    p: &Point,
+    higher_is_better: bool,
+) -> Option<findings::Ranking> {
+    match ranked {
+        Some(r) => r.rank(p, higher_is_better),
+        None => findings::rank(p, higher_is_better),
+    }
 }
 
 /// The rankings of a network workload's equal-load points (server CPU per op, the models
 /// that kept up with the same offered rate), in the findings' order; none where it has none.
-pub(crate) fn equal_load_rankings(f: &Facts, cases: &[&CaseResult]) -> Vec<findings::Ranking> {
-    let Ok((b, cells)) = basis(f, cases) else {
-        return Vec::new();
-    };
-    if b.metric != Metric::CpuPerOp {
-        return Vec::new();
-    }
-    points(f, &cells, b.metric)
-        .iter()
-        .filter_map(|p| findings::rank(p, false))
-        .collect()
+pub(crate) fn equal_load_rankings<'r>(
+    ranked: &'r Result<Ranked<'_>, NotRanked>,
+) -> impl Iterator<Item = &'r findings::Ranking> {
+    ranked
+        .as_ref()
+        .ok()
+        .filter(|r| r.basis.metric == Metric::CpuPerOp)
+        .into_iter()
+        .flat_map(|r| r.rankings())
 }
 
-/// How much the run answered at its equal-load points ([`crate::results::Answer`]).
-pub fn answer(run: &RunResults) -> crate::results::Answer {
+/// How much a run answered at its equal-load points ([`crate::results::Answer`]), from its
+/// workloads' rankings (`Analysis::of`).
+pub(crate) fn answer<'r>(
+    rankings: impl Iterator<Item = &'r findings::Ranking>,
+) -> crate::results::Answer {
     let mut a = crate::results::Answer::default();
     let mut worst: Option<f64> = None;
-    for (w, cases) in by_workload(run) {
-        for r in equal_load_rankings(&facts_in(run, w), &cases) {
-            a.points += 1;
-            for o in r.near.iter().chain(&r.behind) {
-                a.pairs += 1;
-                match o.confidence.outcome() {
-                    Some(Outcome::Behind | Outcome::Ahead) => a.decided += 1,
-                    Some(Outcome::Equivalent) => a.equivalent += 1,
-                    _ => {}
-                }
+    for r in rankings {
+        a.points += 1;
+        for o in r.near.iter().chain(&r.behind) {
+            a.pairs += 1;
+            match o.confidence.outcome() {
+                Some(Outcome::Behind | Outcome::Ahead) => a.decided += 1,
+                Some(Outcome::Equivalent) => a.equivalent += 1,
+                _ => {}
             }
-            let v = r.invisible_pct().unwrap_or(f64::INFINITY);
-            worst = Some(worst.map_or(v, |w| w.max(v)));
         }
+        let v = r.invisible_pct().unwrap_or(f64::INFINITY);
+        worst = Some(worst.map_or(v, |w| w.max(v)));
     }
     a.worst_invisible_pct = worst.filter(|v| v.is_finite());
     a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::claims::ALPHA;
+    use crate::stats::findings::Entry;
+
+    fn point(at: &str, values: &[(&str, f64)]) -> Point {
+        Point {
+            at: at.into(),
+            level: ALPHA.into(),
+            entries: values
+                .iter()
+                .map(|(l, v)| Entry {
+                    label: (*l).into(),
+                    value: *v,
+                    reps: (0..6).map(|k| v * (1.0 + 0.01 * k as f64)).collect(),
+                })
+                .collect(),
+        }
+    }
+
+    /// A point the workload ranked already is not ranked again: its ranking is the one held
+    /// (here a marked one no ranking would make), at the asking point's place; another point,
+    /// or the same one ranked the other way, is ranked anew.
+    #[test]
+    fn a_point_ranked_once_is_looked_up_not_ranked_again() {
+        let p = point("conns=50", &[("a", 100.0), ("b", 200.0)]);
+        let mut marked = findings::rank(&p, false).unwrap();
+        marked.leader = "held".into();
+        let r = Ranked {
+            basis: Basis {
+                metric: Metric::CpuPerOp,
+                on: On::EqualLoad,
+            },
+            cells: Vec::new(),
+            points: vec![(p.clone(), Some(marked))],
+        };
+        let asked = Point {
+            at: String::new(),
+            ..p.clone()
+        };
+        let got = r.rank(&asked, false).unwrap();
+        assert_eq!(got.leader, "held");
+        assert_eq!(got.at, "", "the asking point's place");
+        assert_eq!(
+            r.rank(&p, true).unwrap().leader,
+            "b",
+            "ranked the other way: anew"
+        );
+        let other = point("conns=50", &[("a", 100.0), ("c", 300.0)]);
+        assert_eq!(r.rank(&other, false).unwrap().leader, "a");
+        assert_eq!(rank_with(None, &asked, false).unwrap().leader, "a");
+        assert_eq!(r.rankings().count(), 1);
+    }
 }

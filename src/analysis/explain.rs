@@ -139,7 +139,11 @@ pub(crate) struct Explained {
 /// The points of a workload's `cases` (run order) where a cell has a breakdown (or why it has
 /// none), in run order, each with its caption: the leader ranked by `facts` (the file's) among
 /// every measured cell of the point, sampled or not.
-pub(crate) fn of_cases(facts: &Facts, cases: &[&CaseResult]) -> Vec<Explained> {
+pub(crate) fn of_cases(
+    facts: &Facts,
+    cases: &[&CaseResult],
+    ranked: Option<&super::basis::Ranked<'_>>,
+) -> Vec<Explained> {
     let mut out: Vec<&Params> = Vec::new();
     for c in cases.iter().filter(|c| c.explain.is_some()) {
         if !out.contains(&&c.params) {
@@ -155,15 +159,20 @@ pub(crate) fn of_cases(facts: &Facts, cases: &[&CaseResult]) -> Vec<Explained> {
                 .collect();
             Explained {
                 params: params.clone(),
-                caption: caption(facts, &all),
+                caption: caption(ranked, facts, &all),
             }
         })
         .collect()
 }
 
-/// The caption of a point whose measured cells are `cells`, ranked by `facts` (the file's).
-pub(crate) fn caption(facts: &Facts, cells: &[&CaseResult]) -> Caption {
-    let Some(r) = super::rank_point(facts, cells) else {
+/// The caption of a point whose measured cells are `cells`, ranked by `facts` (the file's), as
+/// the workload's rankings (`ranked`) have it where they ranked the point.
+pub(crate) fn caption(
+    ranked: Option<&super::basis::Ranked<'_>>,
+    facts: &Facts,
+    cells: &[&CaseResult],
+) -> Caption {
+    let Some(r) = super::basis::rank_point_in(ranked, facts, cells) else {
         return Caption::NoLeader;
     };
     // The runner-up: the best after the leader, within noise of it or not.

@@ -3,7 +3,7 @@
 //! family's best row against the other's at its equal-load points; and the pairs of models at
 //! each point. `export::words` words them.
 
-use super::basis::{basis, higher_is_better, measured, points, Basis, NotRanked};
+use super::basis::{higher_is_better, measured, points, Basis, NotRanked, Ranked};
 use crate::model::Family;
 use crate::results::facts::{Facts, Metric};
 use crate::results::CaseResult;
@@ -72,17 +72,21 @@ pub enum Leader {
 }
 
 impl WorkloadFinding {
-    /// The finding of one workload's cells.
-    pub(crate) fn of(f: &Facts, cases: &[&CaseResult]) -> Self {
-        let ranks = match basis(f, cases) {
-            Err(n) => Ranks::NotRanked(n),
-            Ok((b, cells)) => {
-                let pts = points(f, &cells, b.metric);
-                match findings::of_points(&pts, higher_is_better(b.metric)) {
+    /// The finding of one workload's cells, whose basis and rankings are `ranked`.
+    pub(crate) fn of(
+        f: &Facts,
+        cases: &[&CaseResult],
+        ranked: &Result<Ranked<'_>, NotRanked>,
+    ) -> Self {
+        let ranks = match ranked {
+            Err(n) => Ranks::NotRanked(*n),
+            Ok(r) => {
+                let b = r.basis;
+                match findings::of_rankings(r.rankings().cloned().collect()) {
                     Some(finding) => {
                         let p99 = (f.net && b.metric != Metric::LatencyP99)
                             .then(|| {
-                                let pp = points(f, &cells, Metric::LatencyP99);
+                                let pp = points(f, &r.cells, Metric::LatencyP99);
                                 findings::of_points(&pp, false)
                             })
                             .flatten();
@@ -94,7 +98,7 @@ impl WorkloadFinding {
                     }
                     None => Ranks::Alone {
                         basis: b,
-                        only: only(&pts),
+                        only: only(r.bare_points().next()),
                     },
                 }
             }
@@ -102,7 +106,7 @@ impl WorkloadFinding {
         WorkloadFinding {
             ranks,
             probed: probed(cases),
-            families: families(f, cases),
+            families: ranked.as_ref().map_or_else(|_| Vec::new(), families),
         }
     }
 
@@ -133,8 +137,8 @@ impl WorkloadFinding {
     }
 }
 
-fn only(pts: &[Point]) -> Option<Only> {
-    let p = pts.first()?;
+fn only(first: Option<&Point>) -> Option<Only> {
+    let p = first?;
     let e = p.entries.first()?;
     Some(Only {
         label: e.label.clone(),
@@ -167,11 +171,8 @@ fn probed(cases: &[&CaseResult]) -> Option<(f64, f64)> {
 
 /// Each family's best row at each equal-load point (lowest server CPU per op there),
 /// io_uring's against epoll's, where the workload is ranked by CPU per op.
-fn families(f: &Facts, cases: &[&CaseResult]) -> Vec<FamilyPair> {
-    let Ok((b, cells)) = basis(f, cases) else {
-        return Vec::new();
-    };
-    if b.metric != Metric::CpuPerOp {
+fn families(r: &Ranked<'_>) -> Vec<FamilyPair> {
+    if r.basis.metric != Metric::CpuPerOp {
         return Vec::new();
     }
     let family = |label: &str| crate::registry::model(label).map(|m| m.family);
@@ -182,8 +183,7 @@ fn families(f: &Facts, cases: &[&CaseResult]) -> Vec<FamilyPair> {
             .min_by(|x, y| x.value.total_cmp(&y.value))
             .map(|e| e.label.clone())
     };
-    points(f, &cells, b.metric)
-        .iter()
+    r.bare_points()
         .filter_map(|p| {
             let (u, e) = (best(p, Family::Uring)?, best(p, Family::Epoll)?);
             let confidence = findings::pair_at(p, &e, &u, false)?;
@@ -205,18 +205,30 @@ pub struct Pairs {
     pub points: Vec<(String, Vec<Pair>, usize)>,
 }
 
-/// The first `max` pairs of models at each point of a workload (`None` where the workload is
-/// not ranked).
-pub(crate) fn pairs(f: &Facts, cases: &[&CaseResult], max: usize) -> Option<Pairs> {
-    let (b, cells) = basis(f, cases).ok()?;
+/// The first `max` pairs of models at each point of a workload's cells (`None` where the
+/// workload is not ranked), its points not ranked (a point of thousands of models lists only
+/// its first pairs).
+pub(crate) fn pairs_of(f: &Facts, cases: &[&CaseResult], max: usize) -> Option<Pairs> {
+    let (b, cells) = super::basis::basis(f, cases).ok()?;
+    Some(pairs_at(b, points(f, &cells, b.metric).iter(), max))
+}
+
+/// The first `max` pairs of models at each point of a workload ranked (`None` where the
+/// workload is not ranked).
+pub(crate) fn pairs(ranked: &Result<Ranked<'_>, NotRanked>, max: usize) -> Option<Pairs> {
+    let r = ranked.as_ref().ok()?;
+    Some(pairs_at(r.basis, r.bare_points(), max))
+}
+
+/// The first `max` pairs of models at each of `pts`, on `b`.
+fn pairs_at<'p>(b: Basis, pts: impl Iterator<Item = &'p Point>, max: usize) -> Pairs {
     let hib = higher_is_better(b.metric);
-    let points = points(f, &cells, b.metric)
-        .iter()
+    let points = pts
         .map(|p| {
             let (v, total) = findings::pairs(p, hib, max);
             (p.at.clone(), v, total)
         })
         .filter(|(_, v, _)| !v.is_empty())
         .collect();
-    Some(Pairs { basis: b, points })
+    Pairs { basis: b, points }
 }

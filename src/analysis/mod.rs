@@ -71,6 +71,39 @@ pub(crate) struct Workload {
 }
 
 impl Workload {
+    /// The analysis of workload `id`'s cells (`cases`, run order) alone, ranked here (as
+    /// [`Analysis::of`] analyses each workload of a run).
+    pub(crate) fn of_cases(id: &str, facts: Facts, cases: &[&crate::results::CaseResult]) -> Self {
+        let ranked = basis::Ranked::of(&facts, cases);
+        Workload::of(id, facts, cases, &ranked)
+    }
+
+    /// The analysis of workload `id`'s cells (`cases`, run order), whose facts are `facts`
+    /// and whose basis and rankings are `ranked`.
+    pub(crate) fn of(
+        id: &str,
+        facts: Facts,
+        cases: &[&crate::results::CaseResult],
+        ranked: &Result<basis::Ranked<'_>, NotRanked>,
+    ) -> Workload {
+        let r = ranked.as_ref().ok();
+        Workload {
+            id: id.to_string(),
+            suite: id.split('.').next().unwrap_or(id).to_string(),
+            verdicts: verdict::for_cases(&facts, cases, r),
+            finding: WorkloadFinding::of(&facts, cases, ranked),
+            pairs: finding::pairs(ranked, PAIR_ROWS),
+            // Whether it is a ladder: this build's row, as the reports always asked.
+            ladder: if cells::facts(id).ladder {
+                ladder::of_cases(cases)
+            } else {
+                Vec::new()
+            },
+            explained: explain::of_cases(&facts, cases, r),
+            facts,
+        }
+    }
+
     /// The models its charts draw in full: each that led a ranked point or was never decided
     /// behind a point's leader (the finding's standings); the rest are drawn faded. `None`
     /// where nothing was ranked (then every model is drawn in full).
@@ -90,33 +123,25 @@ impl Workload {
 }
 
 impl Analysis {
-    /// Analyses a run: every workload in run order.
+    /// Analyses a run: every workload in run order. Each workload's basis and points are
+    /// chosen and ranked once (`basis::Ranked`); its verdicts, finding, pairs, captions and
+    /// the run's answer read those rankings.
     pub fn of(run: &RunResults) -> Analysis {
-        let workloads = cells::by_workload(run)
-            .into_iter()
+        let groups = cells::by_workload(run);
+        let mut equal_load = Vec::new();
+        let workloads = groups
+            .iter()
             .map(|(w, cases)| {
                 let facts = cells::facts_in(run, w);
-                Workload {
-                    id: w.to_string(),
-                    suite: w.split('.').next().unwrap_or(w).to_string(),
-                    verdicts: verdict::for_cases(&facts, &cases),
-                    finding: WorkloadFinding::of(&facts, &cases),
-                    pairs: finding::pairs(&facts, &cases, PAIR_ROWS),
-                    // Whether it is a ladder: this build's row, as the reports always asked.
-                    ladder: if cells::facts(w).ladder {
-                        ladder::of_cases(&cases)
-                    } else {
-                        Vec::new()
-                    },
-                    explained: explain::of_cases(&facts, &cases),
-                    facts,
-                }
+                let ranked = basis::Ranked::of(&facts, cases);
+                equal_load.extend(basis::equal_load_rankings(&ranked).cloned());
+                Workload::of(w, facts, cases, &ranked)
             })
             .collect();
         Analysis {
             workloads,
             trust: crate::stats::findings::trust(run),
-            answer: answer(run),
+            answer: answer(equal_load.iter()),
         }
     }
 

@@ -22,7 +22,7 @@
 //! - **capacity**: closed-loop throughput, only between cells whose load generator had
 //!   headroom (no `client_bound` / `both_saturated`); the others are named, not ranked.
 
-use super::basis::{higher_is_better, is_equal_load_point, past_capacity, reps};
+use super::basis::{higher_is_better, is_equal_load_point, past_capacity, rank_with, reps, Ranked};
 use super::cells::{sweep_param, Ordered, ParamRoles};
 use crate::results::facts::{Facts, Metric};
 use crate::results::schema::CaseFigures;
@@ -174,8 +174,9 @@ fn cell(m: Metric, c: &CaseResult) -> Option<Cell<'_>> {
     })
 }
 
-/// One point's ranking (`stats::findings::rank`): `None` with fewer than two cells.
-fn ranked(m: Metric, here: &[&Cell]) -> Option<Ranking> {
+/// One point's ranking (`stats::findings::rank`, or the workload's own where it ranked the
+/// same point: `Ranked::rank`): `None` with fewer than two cells.
+fn ranked(r: Option<&Ranked<'_>>, m: Metric, here: &[&Cell]) -> Option<Ranking> {
     let point = findings::Point {
         at: String::new(),
         level: level_of(here.iter().map(|c| c.c)),
@@ -188,17 +189,18 @@ fn ranked(m: Metric, here: &[&Cell]) -> Option<Ranking> {
             })
             .collect(),
     };
-    findings::rank(&point, higher_is_better(m))
+    rank_with(r, &point, higher_is_better(m))
 }
 
 /// Verdicts of one workload from its cells, in run order. For a network workload: the
 /// equal-load rankings first (the headline), then the sweep's verdicts (capacity between
 /// cells whose load generator had headroom and one verdict naming the cells left out; for an
 /// open-loop sweep, its latency verdicts), then the open-loop sweeps' knees. Other
-/// workloads: the sweep's verdicts.
-pub fn for_cases(f: &Facts, cases: &[&CaseResult]) -> Vec<Verdict> {
+/// workloads: the sweep's verdicts. A point the workload's basis ranked already (`r`) is not
+/// ranked again.
+pub(crate) fn for_cases(f: &Facts, cases: &[&CaseResult], r: Option<&Ranked<'_>>) -> Vec<Verdict> {
     if !f.net {
-        return sweep(f, cases, f.chart.verdict, Scope::Sweep);
+        return sweep(f, cases, f.chart.verdict, Scope::Sweep, r);
     }
     // Equal-load points are ranked at equal load only, apart from the capacity sweep.
     let closed: Vec<&CaseResult> = cases
@@ -207,22 +209,22 @@ pub fn for_cases(f: &Facts, cases: &[&CaseResult]) -> Vec<Verdict> {
         .filter(|c| !is_equal_load_point(c))
         .collect();
     // The headline first: server CPU per op at equal load.
-    let mut out = at_equal_load(cases);
+    let mut out = at_equal_load(cases, r);
     if !f.open_loop {
         // Closed loop: capacity, by throughput, where the load generator had headroom.
         let (headroom, without): (Vec<&CaseResult>, Vec<&CaseResult>) = closed
             .iter()
             .copied()
             .partition(|c| equal_load::load_had_headroom(c));
-        out.extend(sweep(f, &headroom, Metric::OpsPerSec, Scope::Headroom));
+        out.extend(sweep(f, &headroom, Metric::OpsPerSec, Scope::Headroom, r));
         out.extend(no_headroom(&without, cases));
     } else {
-        out.extend(sweep(f, &closed, f.chart.verdict, Scope::OpenLoop));
+        out.extend(sweep(f, &closed, f.chart.verdict, Scope::OpenLoop, r));
         // A point offered one rate where some models fell behind it (`pubsub`: one rate per
         // point, no rate sweep of its own): what each achieved is its capacity where its load
         // generator had headroom, and those who kept up are ahead of them all.
         let past = past_capacity(f, cases);
-        out.extend(sweep(f, &past, Metric::OpsPerSec, Scope::PastCapacity));
+        out.extend(sweep(f, &past, Metric::OpsPerSec, Scope::PastCapacity, r));
     }
     if f.rate_sweep {
         out.extend(equal_load::capacities(cases).into_iter().map(Verdict::Knee));
@@ -259,7 +261,7 @@ fn no_headroom(without: &[&CaseResult], all: &[&CaseResult]) -> Option<Verdict> 
 /// The equal-load rankings: per point of open-loop cells, the model with the least server
 /// CPU per op against each other model that kept up; the ones that fell behind named, not
 /// ranked.
-fn at_equal_load(cases: &[&CaseResult]) -> Vec<Verdict> {
+fn at_equal_load(cases: &[&CaseResult], r: Option<&Ranked<'_>>) -> Vec<Verdict> {
     let roles = ParamRoles::of_cases(cases);
     let mut points = Ordered::default();
     let mut members: Vec<Vec<(&CaseResult, &CaseFigures, f64)>> = Vec::new();
@@ -317,7 +319,7 @@ fn at_equal_load(cases: &[&CaseResult]) -> Vec<Verdict> {
                 })
                 .collect(),
         };
-        if let Some(ranking) = findings::rank(&point, false) {
+        if let Some(ranking) = rank_with(r, &point, false) {
             out.push(Verdict::AtEqualLoad {
                 offered,
                 at,
@@ -332,7 +334,13 @@ fn at_equal_load(cases: &[&CaseResult]) -> Vec<Verdict> {
 /// sweep parameter, the far end's ranking and the crossovers). Cells are grouped once (by
 /// point, group and label), so the work is linear in the cells, times the number of series
 /// for the crossovers between every two of them.
-fn sweep(f: &Facts, cases: &[&CaseResult], m: Metric, scope: Scope) -> Vec<Verdict> {
+fn sweep(
+    f: &Facts,
+    cases: &[&CaseResult],
+    m: Metric,
+    scope: Scope,
+    r: Option<&Ranked<'_>>,
+) -> Vec<Verdict> {
     let spec = f.chart;
     let cells: Vec<Cell> = cases.iter().filter_map(|c| cell(m, c)).collect();
     let roles = ParamRoles::of_cases(cases);
@@ -354,7 +362,7 @@ fn sweep(f: &Facts, cases: &[&CaseResult], m: Metric, scope: Scope) -> Vec<Verdi
                 Some(Verdict::Ranked {
                     scope,
                     metric: m,
-                    ranking: ranked(m, here)?,
+                    ranking: ranked(r, m, here)?,
                     at: if g.is_empty() {
                         Where::Anywhere
                     } else {
@@ -391,7 +399,7 @@ fn sweep(f: &Facts, cases: &[&CaseResult], m: Metric, scope: Scope) -> Vec<Verdi
             .copied()
             .filter(|c| series.x(c.c) == Some(far))
             .collect();
-        if let Some(ranking) = ranked(m, &here) {
+        if let Some(ranking) = ranked(r, m, &here) {
             out.push(Verdict::Ranked {
                 scope,
                 metric: m,

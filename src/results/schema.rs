@@ -91,7 +91,7 @@ pub struct RunResults {
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub overrides: std::collections::BTreeMap<String, Vec<u64>>,
     /// How much the run answered at its equal-load points, computed when it finished from the
-    /// cells (`analysis::answer`; absent in interrupted runs and older files).
+    /// cells (`Analysis::of`; absent in interrupted runs and older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<Answer>,
     /// The engine the run's load generator drove echo and HTTP with (`run --load-engine`).

@@ -476,10 +476,17 @@ fn standings(ranked: &[Ranking]) -> Vec<Standing> {
 /// The finding over a workload's points, in the order given (`None`: no point with two
 /// entries to rank).
 pub(crate) fn of_points(points: &[Point], higher_is_better: bool) -> Option<Finding> {
-    let ranked: Vec<Ranking> = points
-        .iter()
-        .filter_map(|p| rank(p, higher_is_better))
-        .collect();
+    of_rankings(
+        points
+            .iter()
+            .filter_map(|p| rank(p, higher_is_better))
+            .collect(),
+    )
+}
+
+/// The finding over a workload's points already ranked (`ranked`, in order): see
+/// [`of_points`].
+pub(crate) fn of_rankings(ranked: Vec<Ranking>) -> Option<Finding> {
     let headline = ranked.first()?.clone();
     let who = headline.leader.clone();
     let leads = ranked.iter().filter(|r| r.at_par(&who)).count();

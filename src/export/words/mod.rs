@@ -57,7 +57,7 @@ pub(crate) fn verdicts_of(w: &crate::analysis::Workload) -> Vec<Said> {
 
 /// The verdicts of one workload's cells, worded (the facts of this build's row).
 pub fn verdicts(workload: &str, cases: &[&CaseResult]) -> Vec<Said> {
-    said_all(&crate::analysis::cells::facts(workload), cases)
+    said_all(workload, crate::analysis::cells::facts(workload), cases)
 }
 
 /// The verdicts of one workload of a run, worded (the facts the file recorded for it, as a
@@ -68,24 +68,25 @@ pub fn verdicts_in(run: &RunResults, workload: &str) -> Vec<Said> {
         .iter()
         .filter(|c| c.workload == workload)
         .collect();
-    said_all(&crate::analysis::cells::facts_in(run, workload), &cases)
+    said_all(
+        workload,
+        crate::analysis::cells::facts_in(run, workload),
+        &cases,
+    )
 }
 
-fn said_all(f: &crate::results::facts::Facts, cases: &[&CaseResult]) -> Vec<Said> {
-    crate::analysis::verdict::for_cases(f, cases)
-        .iter()
-        .map(|v| verdict::said(v, f))
-        .collect()
+fn said_all(id: &str, f: crate::results::facts::Facts, cases: &[&CaseResult]) -> Vec<Said> {
+    verdicts_of(&crate::analysis::Workload::of_cases(id, f, cases))
 }
 
 /// The finding of one workload's cells, worded.
 pub fn finding(workload: &str, cases: &[&CaseResult]) -> Line {
-    let f = crate::analysis::cells::facts(workload);
-    finding::line(
+    let w = crate::analysis::Workload::of_cases(
         workload,
-        &f,
-        &crate::analysis::finding::WorkloadFinding::of(&f, cases),
-    )
+        crate::analysis::cells::facts(workload),
+        cases,
+    );
+    finding::line(workload, &w.facts, &w.finding)
 }
 
 /// Every workload's finding of a run, by suite, worded.
@@ -110,7 +111,7 @@ pub fn pairwise(
     Vec<(String, Vec<crate::analysis::vocabulary::Pair>, usize)>,
 ) {
     let f = crate::analysis::cells::facts(workload);
-    match crate::analysis::finding::pairs(&f, cases, max) {
+    match crate::analysis::finding::pairs_of(&f, cases, max) {
         Some(p) => (finding::pairs_basis(&f, &p.basis), p.points),
         None => (String::new(), Vec::new()),
     }
