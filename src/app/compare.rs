@@ -16,7 +16,8 @@
 //! (`analysis::compare::compare_many`), printed as one matrix: a row per cell with each run's
 //! figures and their ratios to A's, each later run's verdict, the environment facts that
 //! differ, and the gate of every pair; it exits by the worst pair's verdict (1, else 3, else
-//! 0). A file that shares no cell with the first is bad input (exit 2). `--out DIR` (two
+//! 0). A file that shares no cell with the first is bad input (exit 2), two files or more;
+//! files that share cells but no measured one are INCONCLUSIVE (3). `--out DIR` (two
 //! files or more) writes the matrix there as compare.html (a chart per workload and figure)
 //! and compare.md, atomically, each opening with the verdict; without it nothing is written.
 
@@ -40,6 +41,12 @@ pub fn run(
     let Some(runs) = load_all(files) else {
         return Ok(2);
     };
+    // Files that share no cell are bad input, two files or more.
+    let refs: Vec<(String, &RunResults)> = runs.iter().map(|(n, r)| (n.clone(), r)).collect();
+    if let Err(why) = crate::analysis::compare::shares_cells(&refs) {
+        eprintln!("error: {why}");
+        return Ok(2);
+    }
     if runs.len() == 2 && out.is_none() {
         return two(
             &files[0],
@@ -89,7 +96,7 @@ pub(crate) fn load_all(files: &[PathBuf]) -> Option<Vec<(String, RunResults)>> {
     }
     let mut runs = Vec::with_capacity(files.len());
     for f in files {
-        match store::load(f) {
+        match super::load_results(f) {
             Ok(r) => runs.push((f.display().to_string(), r)),
             Err(e) => {
                 eprintln!("error: {e:#}");

@@ -12,6 +12,16 @@ pub mod stdout;
 
 use crate::cli::{Cli, Command};
 
+/// A results file as `report`, `compare` and a resumed `run` read it: loaded and checked
+/// against itself (`results::store::load`), with at most the registry's models plus
+/// `results::check::MAX_CONTENDERS` at one point.
+pub(crate) fn load_results(path: &std::path::Path) -> anyhow::Result<crate::results::RunResults> {
+    let r = crate::results::store::load(path)?;
+    crate::results::check::models_per_point(&r, crate::registry::MODELS.len())
+        .map_err(|e| anyhow::anyhow!("'{}': {e}", path.display()))?;
+    Ok(r)
+}
+
 /// Exit codes: 0 done, 1 failure, 2 bad input, 130 interrupted by Ctrl-C.
 pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {

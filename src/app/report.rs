@@ -114,7 +114,7 @@ fn beside(results: &Path) -> PathBuf {
 }
 
 fn run_one(results: &Path, out: Option<&Path>, format: Format) -> anyhow::Result<i32> {
-    let run = match store::load(results) {
+    let run = match super::load_results(results) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -166,7 +166,7 @@ pub fn cell_text(
         );
         return Ok(2);
     };
-    let run = match store::load(results) {
+    let run = match super::load_results(results) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -496,7 +496,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 fn on_abort(dir: PathBuf) -> crate::shutdown::OnAbort {
     Box::new(move || {
         let results = dir.join(RESULTS);
-        let kept = match crate::results::store::load(&results) {
+        let kept = match super::load_results(&results) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("interrupted again: stopped at once; nothing was saved ({e:#})");

@@ -1,6 +1,7 @@
 //! Results: the serde schema (`schema_version` 1) and its atomic storage. `report` and
 //! `compare` work from these files alone.
 
+pub(crate) mod check;
 pub mod explain;
 pub(crate) mod facts;
 pub(crate) mod params;

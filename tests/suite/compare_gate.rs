@@ -14,7 +14,16 @@ pub(super) fn load() -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(fixture()).unwrap()).unwrap()
 }
 
+/// Saves `v` as a run would have written it: each cell's summaries what its repetitions give
+/// ([`resummarize`]; a test's edits change the repetitions).
 pub(super) fn save(dir: &Path, name: &str, v: &serde_json::Value) -> PathBuf {
+    let mut v = v.clone();
+    resummarize(&mut v);
+    save_forged(dir, name, &v)
+}
+
+/// Saves `v` as it is: a forged file.
+pub(super) fn save_forged(dir: &Path, name: &str, v: &serde_json::Value) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, serde_json::to_vec_pretty(v).unwrap()).unwrap();
     p
@@ -24,16 +33,75 @@ pub(super) fn is_cell(c: &serde_json::Value, workload: &str, model: &str, msg: u
     c["workload"] == workload && c["model"] == model && c["params"]["msg_bytes"] == msg
 }
 
-/// Keeps the first `n` repetitions of every measured cell.
+/// Keeps the first `n` repetitions of every measured cell (its summaries then say what those
+/// give: [`resummarize`]).
 pub(super) fn keep_runs(v: &mut serde_json::Value, n: usize) {
     for c in v["cases"].as_array_mut().unwrap() {
-        for f in ["runs_p50_ns", "runs_ops_per_sec"] {
+        for f in RUNS {
             if let Some(a) = c.get_mut(f).and_then(|a| a.as_array_mut()) {
                 a.truncate(n);
             }
         }
         if c["status"] == "measured" {
             c["repetitions"] = n.into();
+        }
+    }
+    resummarize(v);
+}
+
+/// A cell's per-repetition lists.
+const RUNS: [&str; 4] = [
+    "runs_p50_ns",
+    "runs_ops_per_sec",
+    "runs_cpu_ns_per_op",
+    "runs_p99_ns",
+];
+
+/// The median of `xs` (the mean of the middle two of an even count), as ringside takes it.
+pub(super) fn median(xs: &[f64]) -> f64 {
+    let mut s = xs.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+/// Every measured cell's summaries made what its repetitions give, as a run writes them
+/// (ringside refuses a file that disagrees with itself): the medians, least and most of its
+/// per-run p50s and ops/s; its CPU per op within its repetitions' range.
+pub(super) fn resummarize(v: &mut serde_json::Value) {
+    let nums = |c: &serde_json::Value, f: &str| -> Vec<f64> {
+        c[f].as_array()
+            .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+            .unwrap_or_default()
+    };
+    for c in v["cases"].as_array_mut().unwrap() {
+        if c["status"] != "measured" {
+            continue;
+        }
+        for (runs, spread) in [
+            ("runs_p50_ns", "run_p50_ns"),
+            ("runs_ops_per_sec", "ops_per_sec"),
+        ] {
+            let xs = nums(c, runs);
+            if xs.is_empty() {
+                continue;
+            }
+            c[spread]["median"] = median(&xs).into();
+            c[spread]["min"] = xs.iter().copied().fold(f64::INFINITY, f64::min).into();
+            c[spread]["max"] = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max).into();
+        }
+        let cpu = nums(c, "runs_cpu_ns_per_op");
+        if let Some(t) = c["cpu_ns_per_op"]["total"]
+            .as_f64()
+            .filter(|_| !cpu.is_empty())
+        {
+            let lo = cpu.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = cpu.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            c["cpu_ns_per_op"]["total"] = t.clamp(lo, hi).into();
         }
     }
 }
@@ -55,6 +123,7 @@ pub(super) fn scale_cell(
             }
         }
     }
+    resummarize(v);
 }
 
 fn compare(base: &Path, new: &Path, extra: &[&str]) -> (i32, String) {
@@ -249,7 +318,7 @@ fn results_with_duplicate_cells_or_impossible_figures_are_refused() {
     for (name, edit, want) in cases {
         let mut v = load();
         edit(&mut v);
-        let bad = save(d.path(), &format!("{name}.json"), &v);
+        let bad = save_forged(d.path(), &format!("{name}.json"), &v);
         for args in [
             vec!["compare".into(), good.clone(), bad.clone()],
             vec!["report".into(), bad.clone()],
@@ -261,6 +330,125 @@ fn results_with_duplicate_cells_or_impossible_figures_are_refused() {
                 err.contains(want) && err.contains("cell '"),
                 "{name}: {err}"
             );
+        }
+    }
+}
+
+/// Issue 46 item 3: a file that disagrees with itself is refused by `compare` and `report`
+/// (exit 2, naming the cell and the figure), never judged: repetitions of 0 ops/s, summaries
+/// 3x slower than their repetitions (with the repetitions 3x faster, or untouched), more
+/// values than repetitions, 1e300 ops/s, a repetition of 0 CPU per op; and a point with more
+/// models than the registry's plus 64 contenders.
+#[test]
+fn a_file_that_disagrees_with_itself_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let good = save(d.path(), "good.json", &load());
+    type Edit = fn(&mut serde_json::Value);
+    fn cell(v: &mut serde_json::Value) -> &mut serde_json::Value {
+        v["cases"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|c| {
+                c["status"] == "measured"
+                    && c["runs_ops_per_sec"]
+                        .as_array()
+                        .is_some_and(|a| a.len() > 2)
+            })
+            .unwrap()
+    }
+    fn scale(c: &mut serde_json::Value, f: &str, by: f64) {
+        for x in c[f].as_array_mut().unwrap() {
+            *x = (x.as_f64().unwrap() * by).into();
+        }
+    }
+    let cases: [(&str, Edit, &str); 7] = [
+        (
+            "zeros",
+            |v| {
+                let c = cell(v);
+                scale(c, "runs_ops_per_sec", 0.0);
+                c["ops_per_sec"] =
+                    serde_json::json!({"median": 0.0, "min": 0.0, "max": 0.0, "mad": 0.0});
+            },
+            "measured with no ops",
+        ),
+        (
+            "summaries-slow-arrays-fast",
+            |v| {
+                let c = cell(v);
+                let m = c["ops_per_sec"]["median"].as_f64().unwrap();
+                c["ops_per_sec"]["median"] = (m / 3.0).into();
+                scale(c, "runs_ops_per_sec", 3.0);
+            },
+            "is not the median of its repetitions",
+        ),
+        (
+            "summaries-slow",
+            |v| {
+                let c = cell(v);
+                let m = c["run_p50_ns"]["median"].as_f64().unwrap();
+                c["run_p50_ns"]["median"] = (m * 3.0).into();
+            },
+            "is not the median of its repetitions",
+        ),
+        (
+            "200-values",
+            |v| {
+                let c = cell(v);
+                let x = c["runs_ops_per_sec"][0].clone();
+                c["runs_ops_per_sec"] = vec![x; 200].into();
+            },
+            "has 200 values but the cell says it ran",
+        ),
+        (
+            "1e300",
+            |v| {
+                let c = cell(v);
+                c["ops_per_sec"]["max"] = 1e300.into();
+            },
+            "more than a machine can do",
+        ),
+        (
+            "zero-cpu",
+            |v| {
+                let c = cell(v);
+                let n = c["repetitions"].as_u64().unwrap() as usize;
+                c["runs_cpu_ns_per_op"] = vec![0.0; n].into();
+                c["cpu_ns_per_op"]["total"] = 0.0.into();
+            },
+            "runs_cpu_ns_per_op holds 0",
+        ),
+        (
+            "crowded",
+            |v| {
+                let c = cell(v).clone();
+                let cases = v["cases"].as_array_mut().unwrap();
+                for i in 0..ringside::registry::MODELS.len() + 65 {
+                    let mut x = c.clone();
+                    x["model"] = format!("ext:m{i}").into();
+                    cases.push(x);
+                }
+            },
+            "contenders): not a file a run writes",
+        ),
+    ];
+    for (name, edit, want) in cases {
+        let mut v = load();
+        edit(&mut v);
+        let bad = save_forged(d.path(), &format!("{name}.json"), &v);
+        for args in [
+            vec!["compare".into(), good.clone(), bad.clone()],
+            vec!["compare".into(), bad.clone(), good.clone()],
+            vec!["report".into(), bad.clone()],
+        ] {
+            let o = ringside().args(&args).output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{name} {args:?}: {err}");
+            assert!(err.contains(want), "{name}: {err}");
+            if name != "crowded" {
+                assert!(err.contains("cell '"), "{name}: {err}");
+            }
         }
     }
 }
@@ -369,7 +557,8 @@ fn a_disturbed_cell_is_not_compared() {
 fn cells_in_one_file_only_keep_the_gate_from_passing() {
     let d = tempfile::tempdir().unwrap();
     let b = fixture();
-    // Nothing in common: a gate that compares nothing must not pass, whatever the flags.
+    // Nothing in common: nothing to compare, bad input (as with three files), whatever the
+    // flags; never a pass.
     let mut only_pipe = load();
     only_pipe["cases"]
         .as_array_mut()
@@ -386,8 +575,8 @@ fn cells_in_one_file_only_keep_the_gate_from_passing() {
     );
     for extra in [&[][..], &["--allow-untested"][..]] {
         let (code, out) = compare(&p, &s, extra);
-        assert_eq!(code, 3, "{extra:?}: {out}");
-        assert!(out.contains("no cell was compared"), "{out}");
+        assert_eq!(code, 2, "{extra:?}: {out}");
+        assert!(out.contains("has no cell in common with"), "{out}");
     }
     // One cell missing from NEW: named, inconclusive; allowed with --allow-untested.
     let mut dropped = load();
@@ -580,7 +769,7 @@ pub(super) fn echo_rate(
             let cpu_runs = series(0.5 * cpu(model, rate));
             let mut sorted = p50.clone();
             sorted.sort_by(f64::total_cmp);
-            let med = sorted[reps / 2];
+            let med = median(&p50);
             let cpu_med = cpu_runs.iter().sum::<f64>() / reps as f64;
             cases.push(serde_json::json!({
                 "workload": "echo.rate", "model": model,
@@ -607,6 +796,7 @@ pub(super) fn echo_rate(
         }
     }
     v["cases"] = cases.into();
+    resummarize(&mut v);
     edit(&mut v);
     v
 }

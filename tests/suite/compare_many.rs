@@ -64,11 +64,7 @@ pub(super) fn synthetic(
 
 /// A; B, another build (its git differs); C, another kernel, where one cell got 2x slower.
 pub(super) fn three(dir: &Path) -> [PathBuf; 3] {
-    let save = |name: &str, v: Value| {
-        let p = dir.join(name);
-        std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
-        p
-    };
+    let save = |name: &str, v: Value| super::compare_gate::save(dir, name, &v);
     [
         save("a.json", synthetic(0.0, None, |_| {})),
         save(
@@ -225,6 +221,16 @@ fn bad_input_to_many_runs_is_refused() {
         assert_eq!(code, 2, "{cmd}: {err}");
         assert!(err.contains("has no cell in common with"), "{err}");
         assert!(err.contains("micro.syscall"), "{err}");
+    }
+    assert!(!page.exists(), "nothing is written for bad input");
+    // Two files that share no cell: the same bad input, the same exit, with `--out` or
+    // without (issue 46 item 9).
+    for extra in [vec![], vec!["--out", page.to_str().unwrap()]] {
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"compare", &a, &o];
+        args.extend(extra.iter().map(|x| x as &dyn AsRef<std::ffi::OsStr>));
+        let (code, _, err) = ringside_out(&args);
+        assert_eq!(code, 2, "{extra:?}: {err}");
+        assert!(err.contains("has no cell in common with"), "{err}");
     }
     assert!(!page.exists(), "nothing is written for bad input");
     // One run's formats and --hgrm take one file.

@@ -388,9 +388,7 @@ fn variant_file(dir: &Path, name: &str, edit: impl Fn(&str, &mut serde_json::Val
         );
         edit(&key, c);
     }
-    let p = dir.join(name);
-    std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
-    p
+    super::compare_gate::save(dir, name, &v)
 }
 
 fn scale(c: &mut serde_json::Value, field: &str, by: impl Fn(usize) -> f64) {
@@ -512,7 +510,7 @@ fn compare_of_pure_noise_calls_nothing_and_lists_one_sided_cells() {
     });
     let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&noisy).unwrap()).unwrap();
     v["cases"].as_array_mut().unwrap().remove(0);
-    std::fs::write(&noisy, serde_json::to_vec(&v).unwrap()).unwrap();
+    super::compare_gate::save(d.path(), "noisy.json", &v);
     // A cell NEW lacks is untested (and so are the rest, six repetitions a side being too
     // few for a change alone among the tests): inconclusive unless that is accepted.
     let a = ringside()

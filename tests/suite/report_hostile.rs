@@ -102,8 +102,7 @@ fn list_env_report_compare_stop_quietly_on_a_closed_stdout() {
             }
         }
     }
-    let slow = d.path().join("slow.json");
-    std::fs::write(&slow, serde_json::to_vec(&v).unwrap()).unwrap();
+    let slow = super::compare_gate::save(d.path(), "slow.json", &v);
     assert_quiet(&["compare", fx, slow.to_str().unwrap()], 1);
 }
 

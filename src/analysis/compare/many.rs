@@ -183,29 +183,8 @@ pub(crate) fn compare_many(
             runs.len()
         ));
     }
-    let (first_name, first) = (&runs[0].0, runs[0].1);
-    let first_keys: std::collections::HashSet<String> =
-        first.cases.iter().map(CaseResult::key).collect();
-    for (name, run) in &runs[1..] {
-        if !run.cases.iter().any(|c| first_keys.contains(&c.key())) {
-            let workloads = |r: &RunResults| {
-                let mut w: Vec<&str> = r.cases.iter().map(|c| c.workload.as_str()).collect();
-                w.sort();
-                w.dedup();
-                if w.is_empty() {
-                    "no cells".to_string()
-                } else {
-                    w.join(", ")
-                }
-            };
-            return Err(format!(
-                "'{name}' has no cell in common with '{first_name}' (its workloads: {}; the \
-                 first's: {}): nothing to compare",
-                workloads(run),
-                workloads(first)
-            ));
-        }
-    }
+    shares_cells(runs)?;
+    let first = runs[0].1;
     let mut pairs: Vec<Comparison> = runs[1..].iter().map(|(_, r)| prepare(first, r)).collect();
     // One family over every pair's decisive tests.
     let ps: Vec<Vec<f64>> = pairs.iter().map(Comparison::decisive_ps).collect();
@@ -241,6 +220,37 @@ pub(crate) fn compare_many(
         threshold_pct,
         allow_untested: false,
     })
+}
+
+/// `Err` naming the first run after the first that has no cell in common with it: bad input
+/// to `compare`, whether two files are given or more (exit 2).
+pub(crate) fn shares_cells(runs: &[(String, &RunResults)]) -> Result<(), String> {
+    let Some((first_name, first)) = runs.first().map(|(n, r)| (n, *r)) else {
+        return Ok(());
+    };
+    let first_keys: std::collections::HashSet<String> =
+        first.cases.iter().map(CaseResult::key).collect();
+    for (name, run) in &runs[1..] {
+        if !run.cases.iter().any(|c| first_keys.contains(&c.key())) {
+            let workloads = |r: &RunResults| {
+                let mut w: Vec<&str> = r.cases.iter().map(|c| c.workload.as_str()).collect();
+                w.sort();
+                w.dedup();
+                if w.is_empty() {
+                    "no cells".to_string()
+                } else {
+                    w.join(", ")
+                }
+            };
+            return Err(format!(
+                "'{name}' has no cell in common with '{first_name}' (its workloads: {}; the \
+                 first's: {}): nothing to compare",
+                workloads(run),
+                workloads(first)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// One row per cell of any run: the figures of each, their ratios to the first run's and

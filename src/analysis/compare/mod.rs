@@ -468,7 +468,7 @@ pub(crate) use gate::{
     Blocked, Gate, GateFailure, NoisyGroup, Outcome, Remedy, ServerCell, Unseen,
 };
 use judge::correct_and_judge;
-pub(crate) use many::{compare_many, Claim, Matrix, MatrixRow, Missing, MAX_RUNS};
+pub(crate) use many::{compare_many, shares_cells, Claim, Matrix, MatrixRow, Missing, MAX_RUNS};
 use noise::add_run_noise;
 pub(crate) use noise::{ModelNoise, RunNoise};
 pub(crate) use power::{Blind, FigurePower, More, Power};
