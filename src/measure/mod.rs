@@ -75,10 +75,12 @@ pub(crate) fn unavailable_schema() -> schemars::Schema {
 pub struct Counters(pub BTreeMap<String, u64>);
 
 impl Counters {
+    /// Adds `n` to the counter `name`, saturating: a count from a broken or forged peer (a
+    /// remote server's, a load host's) summed over repetitions never wraps.
     #[inline]
     pub(crate) fn add(&mut self, name: &str, n: u64) {
         match self.0.get_mut(name) {
-            Some(v) => *v += n,
+            Some(v) => *v = v.saturating_add(n),
             None => {
                 self.0.insert(name.to_string(), n);
             }

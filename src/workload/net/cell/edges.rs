@@ -164,6 +164,16 @@ pub(super) fn remote_figures(
                 .saturating_sub(overhead)
         })
     });
+    if let Some(why) = idle_while_busy(
+        report.n.msgs,
+        e1.total_ns - e0.total_ns,
+        syscalls.as_ref().and_then(|s| s.as_ref().ok().copied()),
+        &f.counters,
+    ) {
+        return Err(CaseError::Failed(anyhow::anyhow!(
+            "the remote server's figures are implausible: {why}"
+        )));
+    }
     Ok(ServerFigures {
         cpu: [e0.processes(), e1.processes()],
         at: [e0.sys_at_ns, e1.sys_at_ns],
@@ -172,4 +182,88 @@ pub(super) fn remote_figures(
         counters: f.counters,
         cpus: f.server_cpus.len(),
     })
+}
+
+/// A server's own counters of the calls that do I/O (`server_` names): any of them above 0
+/// means it entered the kernel.
+const IO_CALLS: [&str; 5] = [
+    "server_reads",
+    "server_writes",
+    "server_epoll_waits",
+    "server_io_uring_enter",
+    "server_accepts",
+];
+
+/// Why a remote server's CPU or syscalls cannot be its window's: `ops` messages served, yet 0
+/// ns of CPU (`cpu_ns`) or 0 syscalls counted (`syscalls`) while its own counters show I/O
+/// calls. `None`: plausible. (A forged `remote-serve` reported 0 CPU and 0 syscalls for 800
+/// ops beside 1,052 reads, 1,002 writes and 1,028 epoll waits.)
+fn idle_while_busy(
+    ops: u64,
+    cpu_ns: u64,
+    syscalls: Option<u64>,
+    counters: &crate::measure::Counters,
+) -> Option<String> {
+    let calls: Vec<String> = IO_CALLS
+        .iter()
+        .filter(|k| counters.get(k) > 0)
+        .map(|k| format!("{} {}", counters.get(k), k.trim_start_matches("server_")))
+        .collect();
+    if ops == 0 || calls.is_empty() {
+        return None;
+    }
+    let none = match (cpu_ns, syscalls) {
+        (0, _) => "0 ns of CPU",
+        (_, Some(0)) => "0 syscalls",
+        _ => return None,
+    };
+    Some(format!(
+        "{none} over a window in which it served {ops} messages, while its own counters show \
+         {}",
+        calls.join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 46 item 4: a remote server that says it used no CPU, or made no syscall, while
+    /// its own counters show the I/O calls that served the window's messages, is implausible;
+    /// the same figures with no I/O counted, or no message served, are not judged here.
+    #[test]
+    fn a_remote_server_idle_while_its_counters_are_busy_is_implausible() {
+        let mut c = crate::measure::Counters::default();
+        for (k, n) in [
+            ("server_reads", 1052),
+            ("server_writes", 1002),
+            ("server_epoll_waits", 1028),
+        ] {
+            c.add(k, n);
+        }
+        let why = idle_while_busy(800, 0, Some(0), &c).unwrap();
+        assert!(why.starts_with("0 ns of CPU"), "{why}");
+        assert!(
+            why.contains("1052 reads, 1002 writes, 1028 epoll_waits"),
+            "{why}"
+        );
+        let why = idle_while_busy(800, 5_000_000, Some(0), &c).unwrap();
+        assert!(why.starts_with("0 syscalls"), "{why}");
+        assert_eq!(idle_while_busy(800, 5_000_000, Some(2900), &c), None);
+        assert_eq!(idle_while_busy(800, 5_000_000, None, &c), None);
+        assert_eq!(idle_while_busy(0, 0, Some(0), &c), None);
+        let mut bytes_only = crate::measure::Counters::default();
+        bytes_only.add("server_bytes_in", 51_200);
+        assert_eq!(idle_while_busy(800, 0, Some(0), &bytes_only), None);
+    }
+
+    /// Counters from a peer summed over repetitions saturate, never wrap.
+    #[test]
+    fn counters_summed_from_a_peer_saturate() {
+        let mut c = crate::measure::Counters::default();
+        for _ in 0..3 {
+            c.add("server_reads", u64::MAX - 1);
+        }
+        assert_eq!(c.get("server_reads"), u64::MAX);
+    }
 }
