@@ -96,8 +96,17 @@ impl Launch {
 }
 
 /// Waits for a child's `listening on ADDR`; the cell's error when it never comes.
-fn wait_listening(mut child: child::Child) -> Result<(child::Child, SocketAddr), CaseError> {
-    match child.wait_ready(Ready::Line(LISTENING), READY_WITHIN) {
+fn wait_listening(child: child::Child) -> Result<(child::Child, SocketAddr), CaseError> {
+    wait_listening_within(child, READY_WITHIN)
+}
+
+/// [`wait_listening`], waiting at most `within`. A child that is stopped (SIGSTOP, a
+/// debugger) when the wait ends is named as stopped: it could not have said anything.
+fn wait_listening_within(
+    mut child: child::Child,
+    within: Duration,
+) -> Result<(child::Child, SocketAddr), CaseError> {
+    match child.wait_ready(Ready::Line(LISTENING), within) {
         Ok(Some(addr)) => Ok((child, addr)),
         Ok(None) => unreachable!("a line carries the address"),
         Err(e) => {
@@ -108,6 +117,10 @@ fn wait_listening(mut child: child::Child) -> Result<(child::Child, SocketAddr),
                 NotReady::ClosedStdout(st) => format!(
                     "server closed stdout before listening ({})",
                     st.map_or("still running".into(), |s| s.to_string())
+                ),
+                NotReady::TimedOut(d) if child::is_stopped(child.pid()) => format!(
+                    "server did not print 'listening on' within {d:?}: it was stopped (state \
+                     T: SIGSTOP or a debugger) before it said it was listening"
                 ),
                 NotReady::TimedOut(d) => {
                     format!("server did not print 'listening on' within {d:?}")
@@ -376,6 +389,28 @@ mod tests {
             }
             Err(e) => panic!("expected failed, got {e}"),
             Ok(_) => panic!("expected failed, got a server"),
+        }
+    }
+
+    /// Issue 46 item 9: a server stopped (SIGSTOP) before it printed `listening on` is named
+    /// as stopped, not only late.
+    #[test]
+    fn a_server_stopped_before_listening_is_named_stopped() {
+        let Launch::Child { cmd, .. } = sh("kill -STOP $$; echo never") else {
+            unreachable!()
+        };
+        let c = Spec::new("server", cmd)
+            .keep_lines(&[LISTENING])
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Long enough for a busy machine to start the shell and stop it.
+        match wait_listening_within(c, Duration::from_secs(3)) {
+            Err(CaseError::Failed(e)) => {
+                let why = format!("{e:#}");
+                assert!(why.contains("it was stopped (state T"), "{why}");
+            }
+            Err(e) => panic!("expected failed, got {e}"),
+            Ok(_) => panic!("a stopped server never listens"),
         }
     }
 
