@@ -324,12 +324,13 @@ fn judge_report(mut server: UnderTest, report: &Report) -> Result<UnderTest, Cas
     }
     if report.n.msgs == 0 {
         let why = format!(
-            "no response completed in the measured window of {} ms ({} timeouts; {} \
-             connections never answered in a warm-up of {} ms; {})",
-            report.window_ns / 1_000_000,
+            "no response completed in the measured window of {} ({} timeouts; {} \
+             connections never answered in a warm-up of {}{}; {})",
+            ms_text(report.window_ns),
             report.n.timeouts,
             report.n.unsettled_conns,
-            report.warmup_ns / 1_000_000,
+            ms_text(report.warmup_ns),
+            datagrams_text(&report.dgram),
             report.first_error.as_deref().unwrap_or("no error recorded")
         );
         // A server still running that answered nothing stalled for the whole window: the
@@ -342,10 +343,52 @@ fn judge_report(mut server: UnderTest, report: &Report) -> Result<UnderTest, Cas
     Ok(server)
 }
 
+/// `ns` in milliseconds, to the tenth under 10 ms (a short window is not "0 ms").
+fn ms_text(ns: u64) -> String {
+    if ns < 10_000_000 {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    } else {
+        format!("{} ms", ns / 1_000_000)
+    }
+}
+
+/// Where a datagram load's datagrams went, for a window that completed none: how many were
+/// sent, lost (no echo within the loss timeout) and echoed after it (late: answered, but
+/// too late to be an op). Empty for a stream load.
+fn datagrams_text(d: &crate::measure::cell::DatagramCounts) -> String {
+    if d.dgram_sent == 0 {
+        return String::new();
+    }
+    format!(
+        "; of {} datagrams sent in the window, {} lost (no echo within the loss timeout) and \
+         {} echoed after it (late, so not ops)",
+        d.dgram_sent, d.dgram_lost, d.dgram_late
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::stats::claims::{rounds_needed, ALPHA};
+
+    /// Issue 46 item 9: a datagram window that completed nothing says where the datagrams
+    /// went, late echoes counted, and a short window in its own unit.
+    #[test]
+    fn a_datagram_window_with_no_op_says_where_they_went() {
+        let mut d = crate::measure::cell::DatagramCounts::default();
+        assert_eq!(datagrams_text(&d), "");
+        d.dgram_sent = 4000;
+        d.dgram_lost = 4000;
+        d.dgram_late = 3990;
+        let t = datagrams_text(&d);
+        assert!(
+            t.contains("of 4000 datagrams sent in the window, 4000 lost"),
+            "{t}"
+        );
+        assert!(t.contains("3990 echoed after it (late"), "{t}");
+        assert_eq!(ms_text(400_000_000), "400 ms");
+        assert_eq!(ms_text(2_500_000), "2.5 ms");
+    }
 
     /// Two models' cells at quick and full can be told apart by a paired claim; `--runs` wins.
     #[test]
