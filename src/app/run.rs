@@ -290,7 +290,8 @@ fn prepare(
             .into_iter()
             .chain(crate::crosscheck::perf::sweep_stale_dirs(
                 &std::env::temp_dir(),
-            )),
+            ))
+            .chain(crate::measure::memory::sweep_stale()),
     ) {
         eprintln!("ringside: {said}");
     }

@@ -195,7 +195,7 @@ impl MemCgroup {
                 parent.display()
             ));
         }
-        sweep_stale(&parent);
+        sweep_stale_in(&parent);
         let dir = parent.join(format!(
             "ringside-{}-{}",
             std::process::id(),
@@ -254,11 +254,26 @@ impl Drop for MemCgroup {
     }
 }
 
+/// Removes the memory cgroups a ringside killed before it could clean up left under this
+/// process's own memory cgroup (SIGKILL during conn.idle), each named in a sentence for the
+/// run's start; nothing where there is no memory cgroup v1.
+pub(crate) fn sweep_stale() -> Vec<String> {
+    let Some(own) = std::fs::read_to_string("/proc/self/cgroup").ok() else {
+        return Vec::new();
+    };
+    let Some(rel) = own_memory_cgroup(&own) else {
+        return Vec::new();
+    };
+    sweep_stale_in(&std::path::Path::new(CGROUP_V1_MEMORY).join(rel.trim_start_matches('/')))
+}
+
 /// Removes the empty cgroups under `parent` that a ringside process no longer running left
-/// (`ringside-PID-N`; a cgroup with tasks cannot be removed, so nothing live is touched).
-fn sweep_stale(parent: &std::path::Path) {
+/// (`ringside-PID-N`; a cgroup with tasks cannot be removed, so nothing live is touched), and
+/// says which.
+fn sweep_stale_in(parent: &std::path::Path) -> Vec<String> {
+    let mut said = Vec::new();
     let Ok(dir) = std::fs::read_dir(parent) else {
-        return;
+        return said;
     };
     for e in dir.flatten() {
         let name = e.file_name();
@@ -271,9 +286,20 @@ fn sweep_stale(parent: &std::path::Path) {
             continue;
         };
         if pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_dir(e.path());
+            said.push(match std::fs::remove_dir(e.path()) {
+                Ok(()) => format!(
+                    "removed memory cgroup {} left by ringside pid {pid}, which is no longer \
+                     running (killed during conn.idle)",
+                    e.path().display()
+                ),
+                Err(err) => format!(
+                    "cannot remove memory cgroup {} left by ringside pid {pid}: {err}",
+                    e.path().display()
+                ),
+            });
         }
     }
+    said
 }
 
 /// The memory controller's path in a `/proc/PID/cgroup` text (cgroup v1: `N:memory:/path`).
@@ -310,6 +336,27 @@ mod tests {
             Some("/a/b")
         );
         assert_eq!(own_memory_cgroup("0::/x\n"), None);
+    }
+
+    /// Issue 46 item 9: a cgroup a killed ringside left is removed and named; one of a live
+    /// process, and other directories, are left alone.
+    #[test]
+    fn stale_cgroups_are_removed_and_named() {
+        let d = tempfile::tempdir().unwrap();
+        // A pid past pid_max: no such process.
+        let dead = d.path().join("ringside-99999999-0");
+        let mine = d.path().join(format!("ringside-{}-0", std::process::id()));
+        let other = d.path().join("other-1-0");
+        for p in [&dead, &mine, &other] {
+            std::fs::create_dir(p).unwrap();
+        }
+        let said = sweep_stale_in(d.path());
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].contains("ringside-99999999-0") && said[0].contains("pid 99999999"),
+            "{said:?}"
+        );
+        assert!(!dead.exists() && mine.exists() && other.exists());
     }
 
     #[test]
