@@ -182,12 +182,7 @@ impl MemCgroup {
     /// why there is none.
     pub(crate) fn create() -> Result<MemCgroup, String> {
         static NEXT: AtomicU32 = AtomicU32::new(0);
-        let own = std::fs::read_to_string("/proc/self/cgroup")
-            .map_err(|e| format!("/proc/self/cgroup: {e}"))?;
-        let rel = own_memory_cgroup(&own).ok_or_else(|| {
-            "no memory cgroup v1 (the memory controller is not on a v1 hierarchy here)".to_string()
-        })?;
-        let parent = std::path::Path::new(CGROUP_V1_MEMORY).join(rel.trim_start_matches('/'));
+        let parent = own_parent()?;
         if !parent.join("memory.kmem.usage_in_bytes").exists() {
             return Err(format!(
                 "{}: no memory.kmem.usage_in_bytes (kernel memory accounting of cgroup v1 is \
@@ -258,13 +253,18 @@ impl Drop for MemCgroup {
 /// process's own memory cgroup (SIGKILL during conn.idle), each named in a sentence for the
 /// run's start; nothing where there is no memory cgroup v1.
 pub(crate) fn sweep_stale() -> Vec<String> {
-    let Some(own) = std::fs::read_to_string("/proc/self/cgroup").ok() else {
-        return Vec::new();
-    };
-    let Some(rel) = own_memory_cgroup(&own) else {
-        return Vec::new();
-    };
-    sweep_stale_in(&std::path::Path::new(CGROUP_V1_MEMORY).join(rel.trim_start_matches('/')))
+    own_parent().map_or_else(|_| Vec::new(), |p| sweep_stale_in(&p))
+}
+
+/// This process's own memory cgroup (v1), where a server's cgroups are made; or why there is
+/// none.
+fn own_parent() -> Result<std::path::PathBuf, String> {
+    let own = std::fs::read_to_string("/proc/self/cgroup")
+        .map_err(|e| format!("/proc/self/cgroup: {e}"))?;
+    let rel = own_memory_cgroup(&own).ok_or_else(|| {
+        "no memory cgroup v1 (the memory controller is not on a v1 hierarchy here)".to_string()
+    })?;
+    Ok(std::path::Path::new(CGROUP_V1_MEMORY).join(rel.trim_start_matches('/')))
 }
 
 /// Removes the empty cgroups under `parent` that a ringside process no longer running left

@@ -207,17 +207,14 @@ pub(crate) fn models_per_point(r: &RunResults, models: usize) -> Result<(), Stri
     let most = models + MAX_CONTENDERS;
     let mut per: HashMap<String, usize> = HashMap::new();
     for c in &r.cases {
-        let p: Vec<String> = c.params.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let point = format!("{} {}", c.workload, p.join(" "));
-        let n = per.entry(point).or_default();
+        let point = c.point_key();
+        let n = per.entry(point.clone()).or_default();
         *n += 1;
         if *n > most {
             return Err(format!(
-                "{} at {{{}}} has more than {most} cells (the registry's {} models and at \
-                 most {MAX_CONTENDERS} contenders): not a file a run writes",
-                c.workload,
-                p.join(" "),
-                models
+                "the point '{}' has more than {most} cells (the registry's {models} models \
+                 and at most {MAX_CONTENDERS} contenders): not a file a run writes",
+                point.trim_end()
             ));
         }
     }

@@ -46,12 +46,6 @@ pub(super) fn figure_runs(c: &CaseResult, f: &CaseFigures) -> Vec<FigureRuns> {
     v
 }
 
-/// The point a cell belongs to: its workload and params (every model's cell there).
-pub(super) fn point_key(c: &CaseResult) -> String {
-    let p: Vec<String> = c.params.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    format!("{} {}", c.workload, p.join(" "))
-}
-
 /// A cell of a point measured, undisturbed, in both runs, with its figures' runs in each.
 pub(super) struct Peer<'a> {
     pub(super) cell: &'a CaseResult,

@@ -463,7 +463,7 @@ mod verdict;
 pub(crate) use crate::stats::stability::NOISE_MIN_CELLS;
 use env::env_diff;
 pub(crate) use env::{flatten, probe_drift};
-use figures::{figure_runs, point_key, relative_to, test_of, Peer};
+use figures::{figure_runs, relative_to, test_of, Peer};
 pub(crate) use gate::{
     Blocked, Gate, GateFailure, NoisyGroup, Outcome, Remedy, ServerCell, Unseen,
 };
@@ -531,7 +531,7 @@ fn peers_of<'a>(
             if let (false, false, Some(fb), Some(fnew)) =
                 (disturbed(b), disturbed(n), &b.figures, &n.figures)
             {
-                peers.entry(point_key(b)).or_default().push(Peer {
+                peers.entry(b.point_key()).or_default().push(Peer {
                     cell: b,
                     base: figure_runs(b, fb),
                     new: figure_runs(n, fnew),
@@ -606,7 +606,7 @@ fn compare_cell(
         }
     }
     let others: Vec<&Peer> = peers
-        .get(&point_key(b))
+        .get(&b.point_key())
         .map(|v| v.iter().filter(|p| !std::ptr::eq(p.cell, b)).collect())
         .unwrap_or_default();
     let poller = [b, n].iter().any(|c| c.sqpoll_cpu.is_some())

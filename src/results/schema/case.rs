@@ -255,6 +255,19 @@ impl CaseResult {
         s
     }
 
+    /// The point the cell belongs to: its workload and params, every model's cell there
+    /// ("echo.rate conns=50 ..."; `compare` groups a point's cells by it, and a file's check
+    /// counts them).
+    pub(crate) fn point_key(&self) -> String {
+        let p: Vec<String> = self
+            .params
+            .0
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        format!("{} {}", self.workload, p.join(" "))
+    }
+
     /// Column label: the model, and its variant if any ("blocking/poll").
     pub fn label(&self) -> String {
         match &self.variant {
