@@ -192,6 +192,10 @@ fn groups(r: &EnvReport) -> Vec<Group> {
     let perf = vec![
         row("perf_event_paranoid", &r.perf_event_paranoid),
         row("perf_syscalls", &r.perf_syscalls),
+        row(
+            "contender_cpu",
+            r.contender_cpu.as_deref().unwrap_or("not recorded"),
+        ),
     ];
 
     vec![
@@ -251,6 +255,7 @@ mod tests {
             "sqpoll:",
             "send_zc:",
             "perf_syscalls:",
+            "contender_cpu:",
             "rlimit_memlock_bytes:",
             "recvsend_bundle (kernel 6.10):",
             "hybrid_iopoll (kernel 6.13):",

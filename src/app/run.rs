@@ -291,7 +291,8 @@ fn prepare(
             .chain(crate::crosscheck::perf::sweep_stale_dirs(
                 &std::env::temp_dir(),
             ))
-            .chain(crate::measure::memory::sweep_stale()),
+            .chain(crate::measure::memory::sweep_stale())
+            .chain(crate::child::cgroup::sweep_stale()),
     ) {
         eprintln!("ringside: {said}");
     }

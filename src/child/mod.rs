@@ -13,6 +13,10 @@
 //!   signals) holds a pipe from ringside and kills the whole group when it reads EOF, which is
 //!   when ringside ends, however it ends (`kill -9` included): PDEATHSIG reaches only the
 //!   direct child, not what a contender's shell forks.
+//! - **Cgroup** ([`Spec::in_cgroup`], contenders): the child enters a cgroup of its own
+//!   ([`cgroup::Cgroup`]) between fork and exec, so that everything it starts is inside, out of
+//!   its process group or session or not; the cgroup's CPU is the contender's and its members
+//!   are killed when the cgroup is dropped.
 //! - **Readiness** ([`Child::wait_ready`]): a stdout line (`listening on ADDR`) or a port that
 //!   accepts connections, watching for the child's exit, bounded in time.
 //! - **Stop** ([`Child::stop`]): SIGTERM (to the group), SIGKILL after a bound, reap, wait
@@ -64,6 +68,7 @@ const GROUP_EMPTY_WITHIN: Duration = Duration::from_secs(1);
 /// How long the output readers have to reach EOF once the child has ended.
 const READERS_WITHIN: Duration = Duration::from_millis(500);
 
+pub(crate) mod cgroup;
 mod output;
 mod owner;
 mod spawn;
@@ -81,6 +86,8 @@ pub(crate) struct Spec {
     keep: &'static [&'static str],
     grace: Duration,
     stdin: bool,
+    /// The `cgroup.procs` fd of the cgroup it enters before exec.
+    cgroup: Option<std::os::fd::RawFd>,
 }
 
 impl Spec {
@@ -94,7 +101,15 @@ impl Spec {
             keep: &[],
             grace: STOP_GRACE,
             stdin: false,
+            cgroup: None,
         }
+    }
+
+    /// Enters `cg` between fork and exec (a spawn fails if it cannot): every process it makes
+    /// is in `cg` too. `cg` must outlive the spawn.
+    pub(crate) fn in_cgroup(mut self, cg: &cgroup::Cgroup) -> Spec {
+        self.cgroup = Some(cg.procs_fd());
+        self
     }
 
     /// Gives it a stdin pipe that ringside writes to ([`Child::send_line`]); closed when the
@@ -140,6 +155,7 @@ impl Spec {
             keep,
             grace,
             stdin,
+            cgroup,
         } = self;
         cmd.stdin(if stdin { Stdio::piped() } else { Stdio::null() })
             .stdout(if keep.is_empty() {
@@ -156,6 +172,13 @@ impl Spec {
             None
         };
         arm(&mut cmd, cpus.as_deref())?;
+        if let Some(fd) = cgroup {
+            // SAFETY: `cgroup::enter` makes one raw write(2) to an fd held open by the caller's
+            // `Cgroup` (close-on-exec: the server never holds it).
+            unsafe {
+                cmd.pre_exec(move || cgroup::enter(fd));
+            }
+        }
         let mut proc_ = spawn_armed(cmd)?;
         let pid = proc_.id();
         let pgid = group.then_some(pid as i32);

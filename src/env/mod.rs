@@ -306,6 +306,11 @@ pub struct EnvReport {
     pub(crate) perf_event_paranoid: Reading<i32>,
     /// A perf counter on `raw_syscalls:sys_enter` opened for this thread.
     pub perf_syscalls: Availability,
+    /// Where an external contender's CPU is read: a cgroup of its own, which holds every
+    /// process it ever starts (`crate::child::cgroup`), or, where none can be made, its
+    /// process group's clocks, and why. Absent from files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) contender_cpu: Option<String>,
     /// The machine's CPU topology (cores with their SMT siblings, NUMA nodes, allowed mask).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) topology: Option<crate::measure::topology::Topology>,
@@ -412,6 +417,10 @@ pub fn probe() -> EnvReport {
             "perf events are not configured in this kernel",
         ),
         perf_syscalls: crate::measure::syscalls::availability(),
+        contender_cpu: Some(match crate::child::cgroup::probe() {
+            Ok(where_) => format!("its own cgroup ({where_})"),
+            Err(why) => format!("its process group's CPU clocks (no cgroup: {why})"),
+        }),
         topology: Some(crate::measure::topology::Topology::read()),
     }
 }

@@ -411,6 +411,34 @@ pub(crate) fn processes_live(pids: &[u32]) -> Option<ProcessesReading> {
     Some(r)
 }
 
+/// [`ProcessesReading`] of a contender's cgroup: its CPU, which holds the time of every process
+/// that was ever in it (one that ended, or left its process group, included), timed by its own
+/// read; the context switches and allowed CPUs of its members now. `None` when its CPU cannot
+/// be read.
+pub(crate) fn cgroup(cg: &crate::child::cgroup::Cgroup) -> Option<ProcessesReading> {
+    let a = crate::measure::clock::now_ns();
+    let c = cg.cpu().ok()?;
+    let b = crate::measure::clock::now_ns();
+    let mut r = ProcessesReading {
+        at_ns: a / 2 + b / 2,
+        ..Default::default()
+    };
+    r.cpu.total_ns = c.total_ns;
+    r.cpu.user_ns = c.user_ns;
+    r.cpu.sys_ns = c.sys_ns;
+    let mut tids = Vec::new();
+    for p in cg.members() {
+        if let Ok(t) = tasks_where(p, |tid, _| {
+            tids.push(tid);
+            true
+        }) {
+            r.cpu.ctx_switches += t.ctx_switches;
+        }
+    }
+    r.cpus_allowed = cpus_allowed(&tids).len();
+    Some(r)
+}
+
 fn tasks_where(pid: u32, mut keep: impl FnMut(u32, &str) -> bool) -> io::Result<CpuReading> {
     let hz = user_hz().unwrap_or(1);
     let mut r = CpuReading::default();

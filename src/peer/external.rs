@@ -14,8 +14,14 @@
 //! early, never opens its port, or leaves its process group (a daemon that calls `setsid`)
 //! fails with the last [`STDERR_TAIL_LINES`] lines of its stderr.
 //!
+//! Where this machine lets ringside make cgroups ([`child::cgroup::probe`]), the command also
+//! starts in a cgroup of its own: its CPU is read from the cgroup, every process it ever started
+//! included (a worker forked per connection, one that left the process group), and its members
+//! are killed once it is stopped.
+//!
 //! [`Running`] stops the contender with SIGTERM to the whole group, then SIGKILL after a grace
-//! period, and does so on drop: a contender is never left running.
+//! period, then kills what is left in its cgroup, and does so on drop: a contender is never
+//! left running.
 
 pub use crate::model::contender::{External, CONTENDER_PROTOCOLS, PORT_PLACEHOLDER};
 
@@ -71,9 +77,21 @@ impl External {
         let shell_cmd = self.command_for(port);
         let mut cmd = Command::new("sh");
         cmd.arg("-c").arg(&shell_cmd);
+        // A cgroup where the machine allows them; one that cannot be made where the probe
+        // made one fails the start, rather than measure this contender otherwise.
+        let cgroup = match child::cgroup::probe() {
+            Ok(_) => Some(
+                child::cgroup::Cgroup::create()
+                    .map_err(|e| anyhow!("contender '{}': its cgroup: {e}", self.name))?,
+            ),
+            Err(_) => None,
+        };
         let mut spec = Spec::new(format!("contender '{}'", self.name), cmd)
             .own_group()
             .grace(opts.grace);
+        if let Some(cg) = &cgroup {
+            spec = spec.in_cgroup(cg);
+        }
         if let Some(cpus) = &opts.cpus {
             spec = spec.cpus(cpus);
         }
@@ -86,6 +104,7 @@ impl External {
             addr,
             pid: 0,
             child,
+            cgroup,
         };
         match running.wait_ready(opts.ready_timeout) {
             Ok(pid) => {
@@ -110,6 +129,9 @@ pub struct Running {
     /// The process holding the listening socket.
     pid: u32,
     child: child::Child,
+    /// Its cgroup (`None`: this machine has none for it): dropped after `child`, so that
+    /// what the group's stop left is killed then.
+    cgroup: Option<child::cgroup::Cgroup>,
 }
 
 impl Running {
@@ -137,6 +159,19 @@ impl Running {
     /// Every live (non-zombie) process of the contender's process group, ascending.
     pub fn group_pids(&self) -> Vec<u32> {
         self.child.pids()
+    }
+
+    /// Its cgroup, where it has one.
+    pub(crate) fn cgroup(&self) -> Option<&child::cgroup::Cgroup> {
+        self.cgroup.as_ref()
+    }
+
+    /// Every process of the contender now: its cgroup's members, else its process group's.
+    pub(crate) fn members(&self) -> Vec<u32> {
+        match &self.cgroup {
+            Some(cg) => cg.members(),
+            None => self.group_pids(),
+        }
     }
 
     /// The last [`STDERR_TAIL_LINES`] lines the command wrote to stderr so far.
@@ -174,7 +209,7 @@ impl Running {
     /// Stops the whole process group: SIGTERM, then SIGKILL after the grace period. Returns
     /// how the first process (`sh`, or the server it became) ended.
     /// A process it left outside its group (a daemon) is stopped too, and fails the cell
-    /// naming it.
+    /// naming it; what is left in its cgroup then (a worker that left the group) is killed.
     pub fn stop(mut self) -> anyhow::Result<String> {
         let status = self
             .child
@@ -183,6 +218,9 @@ impl Running {
             .map(|s| s.to_string())
             .ok_or_else(|| anyhow!("contender '{}' could not be reaped", self.name))?;
         let left = child::stop_our_daemons();
+        if let Some(cg) = &self.cgroup {
+            cg.kill();
+        }
         if !left.is_empty() {
             bail!(
                 "contender '{}' left pid {} running outside its process group (a daemon); \

@@ -778,6 +778,13 @@ fn hostile_child_process() {
         std::fs::write(f, std::process::id().to_string()).unwrap();
     }
     let l = TcpListener::bind(format!("127.0.0.1:{port}")).unwrap();
+    if let Ok(f) = std::env::var(LINGER_ENV) {
+        linger(&f);
+    }
+    let burn_ns: u64 = std::env::var(BURN_ENV).map_or(0, |v| v.parse().unwrap());
+    let rss_file = std::env::var(RSS_ENV)
+        .ok()
+        .map(|f| std::ffi::CString::new(f).unwrap());
     for s in l.incoming().map_while(Result::ok) {
         match mode.as_str() {
             "invert" => std::thread::spawn(move || inverting(s)),
@@ -816,11 +823,11 @@ fn hostile_child_process() {
                 })
             }
             "fork-echo" => {
-                fork_and_echo(s, false);
+                fork_and_echo(s, false, 0, None);
                 continue;
             }
             "fork-echo-regroup" => {
-                fork_and_echo(s, true);
+                fork_and_echo(s, true, burn_ns, rss_file.as_deref());
                 continue;
             }
             "http-canned" => std::thread::spawn(move || canned_at_accept(s)),
@@ -847,8 +854,10 @@ fn hostile_child_process() {
 /// echoes until EOF with nothing but read, write and _exit (safe after fork in a threaded
 /// process). Children that ended are reaped as the next connection comes. `regroup`: the child
 /// first leaves the contender's process group (`setpgid(0, 0)`, a group of its own in the same
-/// session), as a server's worker may.
-fn fork_and_echo(s: TcpStream, regroup: bool) {
+/// session), as a server's worker may. `burn_ns`: CPU time the child burns per 64 bytes it
+/// echoes (a message of echo.rate), on its own thread's clock. `rss`: a file the child
+/// appends its `/proc/self/statm` line to once it has echoed its first message.
+fn fork_and_echo(s: TcpStream, regroup: bool, burn_ns: u64, rss: Option<&std::ffi::CStr>) {
     use std::os::fd::AsRawFd;
     // SAFETY: fork; the child only calls async-signal-safe functions on a stack buffer.
     match unsafe { libc::fork() } {
@@ -859,6 +868,7 @@ fn fork_and_echo(s: TcpStream, regroup: bool) {
             }
             let fd = s.as_raw_fd();
             let mut buf = [0u8; 4096];
+            let mut rss = rss;
             loop {
                 // SAFETY: valid fd and buffer.
                 let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
@@ -866,6 +876,7 @@ fn fork_and_echo(s: TcpStream, regroup: bool) {
                     // SAFETY: _exit is async-signal-safe.
                     unsafe { libc::_exit(0) };
                 }
+                burn(burn_ns * n as u64 / 64);
                 let mut off = 0;
                 while off < n as usize {
                     // SAFETY: valid fd and the filled part of the buffer.
@@ -877,6 +888,9 @@ fn fork_and_echo(s: TcpStream, regroup: bool) {
                     }
                     off += w as usize;
                 }
+                if let Some(path) = rss.take() {
+                    append_statm(path);
+                }
             }
         }
         _ => {
@@ -887,20 +901,100 @@ fn fork_and_echo(s: TcpStream, regroup: bool) {
     }
 }
 
+/// The environment variable that sets [`fork_and_echo`]'s `burn_ns`.
+const BURN_ENV: &str = "RINGSIDE_BURN_NS";
+/// The environment variable naming the file a contender appends the pid of its lingering
+/// child to ([`linger`]).
+const LINGER_ENV: &str = "RINGSIDE_LINGER_FILE";
+
+/// The environment variable naming the file [`fork_and_echo`]'s children append their
+/// `/proc/self/statm` line to.
+const RSS_ENV: &str = "RINGSIDE_RSS_FILE";
+
+/// Appends this process's `/proc/self/statm` line to `path` (open, read, write and close on a
+/// stack buffer: async-signal-safe, as a forked child of a threaded process needs).
+fn append_statm(path: &std::ffi::CStr) {
+    let mut b = [0u8; 256];
+    // SAFETY: raw syscalls on NUL-terminated paths and a stack buffer we own.
+    unsafe {
+        let fd = libc::open(c"/proc/self/statm".as_ptr(), libc::O_RDONLY);
+        let n = libc::read(fd, b.as_mut_ptr().cast(), b.len());
+        libc::close(fd);
+        let out = libc::open(
+            path.as_ptr(),
+            libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT,
+            0o600,
+        );
+        if n > 0 {
+            libc::write(out, b.as_ptr().cast(), n as usize);
+        }
+        libc::close(out);
+    }
+}
+
+/// Burns `ns` of this thread's CPU time (clock_gettime only: async-signal-safe).
+fn burn(ns: u64) {
+    let now = || {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid timespec we own.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    };
+    let start = now();
+    while now() - start < ns {}
+}
+
+/// Forks a child that leaves the process group (`setpgid(0, 0)`) and waits forever, as a
+/// server's stray worker may; appends its pid to `file`.
+fn linger(file: &str) {
+    // SAFETY: fork; the child only calls async-signal-safe functions.
+    match unsafe { libc::fork() } {
+        0 => loop {
+            // SAFETY: setpgid and pause are async-signal-safe.
+            unsafe {
+                libc::setpgid(0, 0);
+                libc::pause();
+            }
+        },
+        pid => {
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(file)
+                .unwrap();
+            writeln!(f, "{pid}").unwrap();
+        }
+    }
+}
+
 /// `ringside run echo.rate --profile smoke --runs 1` of epoll-lt beside `contender`, into
 /// `out`: its results (the test fails here, with stderr, when there are none) and stderr.
 fn beside_epoll(contender: &str, out: &std::path::Path) -> (serde_json::Value, String) {
+    beside_epoll_in("echo.rate", &[], contender, out)
+}
+
+/// [`beside_epoll`] in `workload`, with `extra` arguments.
+fn beside_epoll_in(
+    workload: &str,
+    extra: &[&str],
+    contender: &str,
+    out: &std::path::Path,
+) -> (serde_json::Value, String) {
     let o = assert_cmd::Command::new(bin())
         .timeout(Duration::from_secs(300))
         .args([
             "run",
-            "echo.rate",
+            workload,
             "--profile",
             "smoke",
             "--runs",
             "1",
             "--quiet",
         ])
+        .args(extra)
         .args(["--models", "epoll-lt", "--contender", contender, "--out"])
         .arg(out)
         .output()
@@ -978,30 +1072,118 @@ fn warned(v: &serde_json::Value, warning: &str) -> Vec<String> {
         .collect()
 }
 
-/// Issue 28 item 2, the warning: a contender whose per-connection children leave its process
-/// group has their syscalls counted (the counter follows every fork) but their CPU unread, so
-/// its CPU per op is below what its syscalls alone take: the cell says so
-/// (`cpu_below_syscalls`). Before, it was recorded at its accept loop's few ns per op with no
-/// word.
+/// Issue 46 items 2 and 5: a contender whose per-connection children leave its process group
+/// (`setpgid`), each burning a known CPU time per message, is measured whole from its cgroup:
+/// at a closed-loop point (2 connections: no backlog whose CPU falls in the window without its
+/// messages) its CPU per message is that time, within 10%, beside the I/O every echo server
+/// pays (epoll-lt's whole CPU per message at the same point); no cell warns. A child it left
+/// outside its group, waiting forever, is killed with it: nothing outlives its cell. (Before:
+/// the children's CPU was unread, the cell `cpu_below_syscalls`, and the stray child ran on
+/// after the run.) Where no cgroup can be made the contender is read by its process group's
+/// clocks, and this says that it skipped (CI has cgroups: there it fails).
 #[test]
-fn a_contender_whose_children_leave_its_group_is_flagged() {
-    let dir = tempfile::tempdir().unwrap();
-    let (v, err) = beside_epoll(&hostile("regroup", "echo", "fork-echo-regroup"), dir.path());
-    let regroup = cells_of(&v, "ext:regroup");
-    assert!(
-        !regroup.is_empty() && regroup.iter().all(|c| c["status"] == "measured"),
-        "{err}\n{v}"
-    );
-    for c in &regroup {
-        assert!(
-            c["syscalls_per_op"].as_f64().is_some_and(|s| s >= 1.0),
-            "{c}"
-        );
+fn a_contender_whose_children_leave_its_group_is_measured_whole_and_stopped() {
+    let env = assert_cmd::Command::new(bin()).arg("env").output().unwrap();
+    let env = String::from_utf8_lossy(&env.stdout).into_owned();
+    if !env.contains("contender_cpu") || env.contains("no cgroup") {
+        common::tools::cannot(&format!("a cgroup for a contender: {env}"));
+        return;
     }
+    let dir = tempfile::tempdir().unwrap();
+    let lingering = dir.path().join("lingering");
+    const BURN_NS: u64 = 200_000;
+    let contender = format!(
+        "echo:regroup={BURN_ENV}={BURN_NS} {LINGER_ENV}={} {}",
+        lingering.display(),
+        hostile("regroup", "echo", "fork-echo-regroup")
+            .strip_prefix("echo:regroup=")
+            .unwrap()
+    );
+    let (v, err) = beside_epoll_in(
+        "echo.conns",
+        &["--conns", "2"],
+        &contender,
+        &dir.path().join("out"),
+    );
+    // CPU per message of `m`'s cells at the closed-loop point.
+    let closed = |m: &str| -> f64 {
+        let cells = cells_of(&v, m);
+        assert!(
+            !cells.is_empty() && cells.iter().all(|c| c["status"] == "measured"),
+            "{m}: {err}\n{v}"
+        );
+        let c: Vec<f64> = cells
+            .iter()
+            .filter(|c| c["params"].get("offered").is_none())
+            .map(|c| c["cpu_ns_per_op"]["total"].as_f64().unwrap())
+            .collect();
+        assert_eq!(c.len(), 1, "{m}: {v}");
+        c[0]
+    };
+    let (r, e, burn) = (closed("ext:regroup"), closed("epoll-lt"), BURN_NS as f64);
+    assert!(
+        (r - burn).abs() <= burn / 10.0 + e,
+        "regroup {r} ns/op for {burn} ns burned a message (epoll-lt {e} ns/op): {v}"
+    );
     assert_eq!(
         warned(&v, "cpu_below_syscalls"),
-        vec!["ext:regroup"; regroup.len()],
+        Vec::<String>::new(),
         "{v}"
+    );
+    let pids: Vec<u32> = std::fs::read_to_string(&lingering)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert!(!pids.is_empty());
+    for p in pids {
+        // Gone, or a zombie its new parent has not reaped yet.
+        let state = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+        let state = state.rsplit_once(") ").map_or("", |(_, r)| r);
+        assert!(
+            state.is_empty() || state.starts_with('Z'),
+            "the contender's stray child {p} outlived the run: {state}"
+        );
+    }
+}
+
+/// Issue 46 item 2, memory: conn.idle of a contender that forks a process per connection (each
+/// leaving its process group) records the memory its children hold: the resident memory per
+/// idle connection is, within 20%, what `/proc/PID/statm` says each child holds (before: 0 B,
+/// only the processes present at start were read).
+#[test]
+fn conn_idle_of_a_forking_contender_counts_its_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let statm = dir.path().join("statm");
+    let contender = format!(
+        "echo:forker={RSS_ENV}={} {}",
+        statm.display(),
+        hostile("forker", "echo", "fork-echo-regroup")
+            .strip_prefix("echo:forker=")
+            .unwrap()
+    );
+    let (v, err) = beside_epoll_in("conn.idle", &[], &contender, &dir.path().join("out"));
+    let cells: Vec<_> = cells_of(&v, "ext:forker")
+        .into_iter()
+        .filter(|c| c["params"]["idle_conns"].as_u64() > Some(0))
+        .collect();
+    assert_eq!(cells.len(), 1, "{err}\n{v}");
+    let c = cells[0];
+    assert_eq!(c["status"], "measured", "{err}\n{c}");
+    let per_conn = c["idle_memory"]["server_rss_bytes"].as_f64().unwrap();
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as f64;
+    let held: Vec<f64> = std::fs::read_to_string(&statm)
+        .unwrap()
+        .lines()
+        .map(|l| l.split(' ').nth(1).unwrap().parse::<f64>().unwrap() * page)
+        .collect();
+    let mean = held.iter().sum::<f64>() / held.len() as f64;
+    assert!(
+        (per_conn - mean).abs() <= mean / 5.0,
+        "{per_conn} B per idle connection recorded; its children hold {mean} B each ({} \
+         children): {c}",
+        held.len()
     );
 }
 

@@ -128,6 +128,11 @@ pub(crate) fn key_facts(run: &RunResults) -> Vec<(String, String)> {
     ]
     .into_iter()
     .chain(
+        e.contender_cpu
+            .clone()
+            .map(|c| ("contender CPU from".to_string(), c)),
+    )
+    .chain(
         run.overrides_text()
             .map(|t| ("points overridden".to_string(), t)),
     )

@@ -96,9 +96,13 @@ pub(crate) struct Load<'a> {
 /// held idle through it), on this host. It keeps what it learns itself (the workload reads
 /// it once the repetition is over).
 pub(crate) trait Around {
-    /// Once the server listens (`pids`: its processes on this host), before the load
-    /// generator starts; an error fails the repetition, saying why.
-    fn before(&self, addr: std::net::SocketAddr, pids: &[u32]) -> Result<(), String>;
+    /// Once the server listens (`members`: its processes on this host now, every call), before
+    /// the load generator starts; an error fails the repetition, saying why.
+    fn before(
+        &self,
+        addr: std::net::SocketAddr,
+        members: &dyn Fn() -> Vec<u32>,
+    ) -> Result<(), String>;
     /// Once the load generator is done, before the server is judged and stopped.
     fn after(&self);
 }
@@ -156,7 +160,7 @@ fn measure_pinned(
     let mut server: UnderTest = launch.start()?;
     let pids = server.pids();
     if let Some(a) = load.around {
-        if let Err(why) = a.before(server.addr(), &pids) {
+        if let Err(why) = a.before(server.addr(), &|| server.members()) {
             a.after();
             // With the server's stderr tail, and whether it still ran.
             let e = match server.exited() {

@@ -276,16 +276,16 @@ struct State {
 }
 
 impl cell::Around for Holder {
-    fn before(&self, addr: SocketAddr, pids: &[u32]) -> Result<(), String> {
+    fn before(&self, addr: SocketAddr, members: &dyn Fn() -> Vec<u32>) -> Result<(), String> {
         if self.n == 0 {
             return Ok(());
         }
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let cg = MemCgroup::create().and_then(|c| {
-            pids.iter().try_for_each(|&p| c.enter(p))?;
+            members().iter().try_for_each(|&p| c.enter(p))?;
             Ok(c)
         });
-        let before = Snapshot::take(pids, &cg);
+        let before = Snapshot::take(&members(), &cg);
         let idle = IdleConns::open(
             addr,
             self.n,
@@ -293,7 +293,8 @@ impl cell::Around for Holder {
             &self.ex,
             crate::load::DEFAULT_MSG_TIMEOUT,
         )?;
-        let after = Snapshot::take(pids, &cg);
+        // The server's processes now: one that forks per connection has a child for each.
+        let after = Snapshot::take(&members(), &cg);
         st.memory = Some(ConnMemory::between(&before, &after, idle.len() as u64));
         st.idle = Some(idle);
         st.cg = Some(cg);

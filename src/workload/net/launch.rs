@@ -206,17 +206,30 @@ impl UnderTest {
         }
     }
 
+    /// Every process of the server on this host now (none for a remote server): an external
+    /// contender's cgroup members (or process group's), which grow as it forks.
+    pub(crate) fn members(&self) -> Vec<u32> {
+        match self {
+            UnderTest::External { running, .. } => running.members(),
+            _ => self.pids(),
+        }
+    }
+
     /// The server's CPU now (`None`: unreadable, a process gone). An external contender's is
-    /// read over its process group's members now, with what they reaped: it may fork per
-    /// connection, and what it forks was not there when it started. Zombies are members: a
-    /// worker whose connection the load generator closed before the window's closing edge
-    /// was read (a busy machine delays that read) would otherwise take its whole CPU out of
-    /// the sum, and the window's CPU read 0.
+    /// its cgroup's, every process it ever started included; without a cgroup, read over its
+    /// process group's members now, with what they reaped: it may fork per connection, and
+    /// what it forks was not there when it started. Zombies are members: a worker whose
+    /// connection the load generator closed before the window's closing edge was read (a
+    /// busy machine delays that read) would otherwise take its whole CPU out of the sum, and
+    /// the window's CPU read 0.
     pub(crate) fn read_cpu(&self) -> Option<crate::measure::cpu::ProcessesReading> {
         match self {
-            UnderTest::External { running, .. } => {
-                crate::measure::cpu::processes_live(&child::group_processes(running.pgid()))
-            }
+            UnderTest::External { running, .. } => match running.cgroup() {
+                Some(cg) => crate::measure::cpu::cgroup(cg),
+                None => {
+                    crate::measure::cpu::processes_live(&child::group_processes(running.pgid()))
+                }
+            },
             _ => crate::measure::cpu::processes(&self.pids()),
         }
     }
