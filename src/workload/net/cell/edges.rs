@@ -174,6 +174,13 @@ pub(super) fn remote_figures(
             "the remote server's figures are implausible: {why}"
         )));
     }
+    if let Some(why) =
+        counters_past_life(&f.counters, report.warmup_ns + report.window_ns, plan_cpus)
+    {
+        return Err(CaseError::Failed(anyhow::anyhow!(
+            "the remote server's figures are implausible: {why}"
+        )));
+    }
     Ok(ServerFigures {
         cpu: [e0.processes(), e1.processes()],
         at: [e0.sys_at_ns, e1.sys_at_ns],
@@ -182,6 +189,40 @@ pub(super) fn remote_figures(
         counters: f.counters,
         cpus: f.server_cpus.len(),
     })
+}
+
+/// Time a server lives beyond its load's warm-up and window (starting, the load's own start,
+/// draining, stopping), allowed generously: its counters cover its whole life.
+const LIFE_SLACK_NS: u64 = 60_000_000_000;
+
+/// Why a remote server's own counters (`server_` names, over its whole life) cannot be
+/// true: one past what its CPUs could do while it lived (`run_ns`, the load's warm-up and
+/// window, plus [`LIFE_SLACK_NS`]): a call costs more than 20 ns, and no CPU moves 100 bytes
+/// a nanosecond. `None`: plausible. (A forged end reported u64::MAX.)
+fn counters_past_life(
+    counters: &crate::measure::Counters,
+    run_ns: u64,
+    cpus: usize,
+) -> Option<String> {
+    let cpu_ns = (run_ns as u128 + LIFE_SLACK_NS as u128) * cpus.max(1) as u128;
+    counters
+        .0
+        .iter()
+        .filter(|(k, _)| k.starts_with("server_"))
+        .find_map(|(k, &n)| {
+            let (most, unit) = if k.ends_with("bytes") || k.contains("_bytes_") {
+                (cpu_ns * 100, "100 bytes a ns")
+            } else {
+                (cpu_ns / 20, "one a 20 ns")
+            };
+            (n as u128 > most).then(|| {
+                format!(
+                    "its counter {k} reads {n}, past what {cpus} CPU(s) could do ({unit}) in \
+                     the {} s it could have lived",
+                    (run_ns + LIFE_SLACK_NS) / 1_000_000_000
+                )
+            })
+        })
 }
 
 /// A server's own counters of the calls that do I/O (`server_` names): any of them above 0
@@ -255,6 +296,27 @@ mod tests {
         let mut bytes_only = crate::measure::Counters::default();
         bytes_only.add("server_bytes_in", 51_200);
         assert_eq!(idle_while_busy(800, 0, Some(0), &bytes_only), None);
+    }
+
+    /// Issue 46 item 4: a remote server's counter past what its CPUs could do while it lived
+    /// is implausible; a true one is not.
+    #[test]
+    fn counters_past_a_servers_life_are_implausible() {
+        let mut c = crate::measure::Counters::default();
+        c.add("server_reads", 1052);
+        c.add("server_bytes_in", 51_200);
+        c.add("load_cpu_ns", u64::MAX);
+        assert_eq!(counters_past_life(&c, 500_000_000, 1), None);
+        c.add("server_writes", u64::MAX);
+        let why = counters_past_life(&c, 500_000_000, 1).unwrap();
+        assert!(
+            why.contains("server_writes") && why.contains("60 s"),
+            "{why}"
+        );
+        let mut b = crate::measure::Counters::default();
+        b.add("server_bytes_out", 8_000_000_000_000);
+        assert!(counters_past_life(&b, 500_000_000, 1).is_some());
+        assert_eq!(counters_past_life(&b, 500_000_000, 2), None);
     }
 
     /// Counters from a peer summed over repetitions saturate, never wrap.
