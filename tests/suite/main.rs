@@ -42,6 +42,7 @@ mod peer_protocols;
 mod peers;
 mod pubsub_conformance;
 mod readme_recipes;
+mod remote_forged;
 mod remote_ssh;
 mod report_hostile;
 mod run_knobs;
