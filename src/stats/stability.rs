@@ -285,6 +285,9 @@ pub(crate) struct Unstable {
     pub(crate) at: String,
     /// Which per-round figure ("p50", "ops/s", "CPU/op").
     pub(crate) figure: &'static str,
+    /// The model was alone at its point: its levels are its own figures (ns, ops/s), not
+    /// ratios to its point's other models.
+    pub(crate) alone: bool,
     pub(crate) levels: Levels,
 }
 
@@ -386,6 +389,12 @@ pub(crate) fn unstable(run: &RunResults) -> Vec<Unstable> {
     let mut out: Vec<Unstable> = Vec::new();
     for (ci, _, i, levels) in &found {
         let c = measured[*ci];
+        // Its figure had no point-mate to be relative to (`relative_rounds` of none).
+        let alone = !measured.iter().enumerate().any(|(o, m)| {
+            o != *ci
+                && point_of(m) == point_of(c)
+                && round_figures(m)[*i].1.len() >= round_figures(c)[*i].1.len()
+        });
         let (label, figure) = (c.label(), round_figures(c)[*i].0);
         let at = varying(c);
         match out
@@ -396,6 +405,7 @@ pub(crate) fn unstable(run: &RunResults) -> Vec<Unstable> {
             Some(u) => {
                 u.at = at;
                 u.figure = figure;
+                u.alone = alone;
                 u.levels = levels.clone();
             }
             None => out.push(Unstable {
@@ -403,6 +413,7 @@ pub(crate) fn unstable(run: &RunResults) -> Vec<Unstable> {
                 label,
                 at,
                 figure,
+                alone,
                 levels: levels.clone(),
             }),
         }
@@ -412,23 +423,34 @@ pub(crate) fn unstable(run: &RunResults) -> Vec<Unstable> {
 
 impl Unstable {
     /// "uring-sqpoll in micro.pipe (msg_bytes=256: ops/s from 0.73 to 0.57 of its point's
-    /// other models after round 3, a 28% jump)".
+    /// other models after round 3, a 28% jump)"; a model alone at its point in its own
+    /// figures ("ops/s from 139376 to 114162, alone at its point, after round 2, a 22%
+    /// jump"); a jump past 2x as a factor ("a 127x jump").
     pub(crate) fn text(&self) -> String {
         let at = if self.at.is_empty() {
             String::new()
         } else {
             format!("{}: ", self.at)
         };
+        let gap = self.levels.gap();
+        let jump = if gap >= 1.0 {
+            format!("{:.1}x", gap + 1.0)
+        } else {
+            format!("{:.0}%", gap * 100.0)
+        };
+        let (before, after) = (self.levels.before, self.levels.after);
+        if self.alone {
+            let unit = if self.figure == "ops/s" { "" } else { " ns" };
+            return format!(
+                "{} in {} ({at}{} from {before:.0}{unit} to {after:.0}{unit}, alone at its \
+                 point, after round {}, a {jump} jump)",
+                self.label, self.workload, self.figure, self.levels.split
+            );
+        }
         format!(
-            "{} in {} ({at}{} from {:.2} to {:.2} of its point's other models after round {}, \
-             a {:.0}% jump)",
-            self.label,
-            self.workload,
-            self.figure,
-            self.levels.before,
-            self.levels.after,
-            self.levels.split,
-            self.levels.gap() * 100.0
+            "{} in {} ({at}{} from {before:.2} to {after:.2} of its point's other models after \
+             round {}, a {jump} jump)",
+            self.label, self.workload, self.figure, self.levels.split
         )
     }
 }
@@ -527,6 +549,50 @@ mod tests {
             ("micro.fd_scaling", "blocking/poll", "fds=100")
         );
         assert_eq!(u[0].levels.split, 2);
+        assert!(!u[0].alone);
+        // A model alone at its point: its own figures, in their unit, not "of its point's
+        // other models".
+        let mut run = run;
+        run.cases.retain(|c| {
+            !(c.workload == "micro.fd_scaling"
+                && c.label() != "blocking/poll"
+                && c.params.0.get("fds").is_some_and(|v| v == 100))
+        });
+        let u = unstable(&run);
+        let poll = u.iter().find(|u| u.label == "blocking/poll").unwrap();
+        assert!(poll.alone, "{poll:?}");
+        let t = poll.text();
+        assert!(
+            t.contains(" ns, alone at its point, after round 2,") && !t.contains("other models"),
+            "{t}"
+        );
+    }
+
+    /// Issue 45 item 1: a jump past 2x is said as a factor, not "a 12674% jump".
+    #[test]
+    fn a_wide_jump_is_a_factor() {
+        let u = Unstable {
+            workload: "echo.conns".into(),
+            label: "uring".into(),
+            at: "conns=1".into(),
+            figure: "p50",
+            alone: false,
+            levels: Levels {
+                split: 3,
+                before: 16.62,
+                after: 0.13,
+            },
+        };
+        assert!(u.text().ends_with("a 127.8x jump)"), "{}", u.text());
+        let u = Unstable {
+            levels: Levels {
+                split: 3,
+                before: 1.0,
+                after: 1.28,
+            },
+            ..u
+        };
+        assert!(u.text().ends_with("a 28% jump)"), "{}", u.text());
     }
 
     #[test]
