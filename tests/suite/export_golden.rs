@@ -300,8 +300,9 @@ fn unfinished_runs_are_marked() {
     assert!(md.contains("**unfinished**"));
 }
 
-/// The terminal's default is short: the findings and a line a suite, nothing wider than 100
-/// columns, ending with the summary; `--format table` adds every wide table before it.
+/// The terminal's default is short: the findings, a row of numbers per cell and a line a
+/// suite, nothing wider than 100 columns, ending with the summary; `--format table` adds
+/// every wide table before it.
 #[test]
 fn the_terminal_default_is_short_and_ends_with_a_summary() {
     let d = tempfile::tempdir().unwrap();
@@ -335,7 +336,11 @@ fn the_terminal_default_is_short_and_ends_with_a_summary() {
     let widest = |s: &str| s.lines().map(|l| l.chars().count()).max().unwrap_or(0);
     assert!(widest(&short) <= 100, "{}", widest(&short));
     assert!(widest(&wide) > 100, "{}", widest(&wide));
-    assert!(short.lines().count() * 3 < wide.lines().count());
+    // Issue 45: the short form's numbers are one row per cell (a model at a point), not the
+    // wide tables' row per metric.
+    assert!(short.contains("\nNumbers per point: "), "{short}");
+    assert!(!wide.contains("\nNumbers per point: "), "{wide}");
+    assert!(short.lines().count() * 3 < wide.lines().count() * 2);
 }
 
 #[test]
