@@ -154,7 +154,8 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = ProfileArg::Quick)]
     pub(crate) profile: ProfileArg,
     /// Comma-separated model ids, or `all` for every model (default: each family's leaders,
-    /// the rows `ringside list` marks; an ablation ladder runs its rungs).
+    /// the rows `ringside list` marks; an ablation ladder runs its rungs). `ext:NAME` names a
+    /// --contender: named so, only the contenders named run; otherwise every one joins.
     #[arg(long, value_delimiter = ',')]
     pub(crate) models: Option<Vec<String>>,
     /// Output directory (default: ringside-results/<UTC timestamp>). One that holds the

@@ -97,6 +97,63 @@ pub fn select_models_for(list: Option<&[String]>) -> Result<Vec<&'static ModelSp
     }
 }
 
+/// The prefix of a contender's model id (`ext:NAME`, `model::contender`).
+pub const CONTENDER_PREFIX: &str = "ext:";
+
+/// The models of a run with its contenders (`--contender`): [`select_models_for`] over the
+/// registry's ids, where `--models` may also name a declared contender as `ext:NAME`. A
+/// `--models` list that names a contender runs the contenders it names and no other (alone:
+/// `--models ext:mine`; or beside built-in models); one that names none, or no `--models`,
+/// runs every declared contender beside its models. An `ext:NAME` that names no declared
+/// contender is refused, naming the ones that are.
+pub fn select_models_with(
+    list: Option<&[String]>,
+    contenders: &crate::model::Catalog,
+) -> Result<Vec<&'static ModelSpec>, InputError> {
+    let declared: Vec<&'static ModelSpec> = contenders.models().collect();
+    let (ext, builtin): (Vec<String>, Vec<String>) = list
+        .unwrap_or_default()
+        .iter()
+        .cloned()
+        .partition(|id| id.starts_with(CONTENDER_PREFIX));
+    let mut models = match list {
+        Some(_) if builtin.is_empty() => Vec::new(),
+        Some(_) => select_models_for(Some(&builtin))?,
+        None => select_models_for(None)?,
+    };
+    if ext.is_empty() {
+        models.extend(declared);
+        return Ok(models);
+    }
+    for id in &ext {
+        let Some(m) = declared.iter().find(|m| m.id == id) else {
+            let mut valid: Vec<&str> = MODELS.iter().map(|m| m.id).collect();
+            valid.extend(declared.iter().map(|m| m.id));
+            let hint = if declared.is_empty() {
+                format!(
+                    " (no contender was declared: add --contender {}='command with {{port}}')",
+                    &id[CONTENDER_PREFIX.len()..]
+                )
+            } else {
+                String::new()
+            };
+            return Err(InputError::UnknownModel {
+                given: id.clone(),
+                valid: valid.join(", ") + &hint,
+            });
+        };
+        if models.iter().any(|x| x.id == m.id) {
+            return Err(InputError::BadValue {
+                flag: "--models",
+                given: list.unwrap_or_default().join(","),
+                valid: format!("names '{id}' twice; name each model once"),
+            });
+        }
+        models.push(m);
+    }
+    Ok(models)
+}
+
 /// Whether the user named the models (`--models` other than `all`): a named model a workload
 /// does not take is then a not-applicable row.
 pub fn models_named(list: Option<&[String]>) -> bool {
@@ -216,6 +273,48 @@ mod tests {
         let mut rungs: Vec<&str> = cases.iter().map(|c| c.model.id).collect();
         rungs.dedup();
         assert!(rungs.len() > bare.iter().filter(|m| ladder.accepts(m).is_ok()).count());
+    }
+
+    /// Issue 45: `--models ext:NAME` selects a declared contender, alone or beside other
+    /// models; without one named, every contender joins; an undeclared one is refused
+    /// naming the valid ones.
+    #[test]
+    fn models_name_contenders_as_ext_name() {
+        let c = crate::model::Catalog::from_specs(&["a=x {port}".into(), "echo:b=y {port}".into()])
+            .unwrap();
+        let ids = |list: Option<&[String]>| -> Vec<&str> {
+            select_models_with(list, &c)
+                .unwrap()
+                .iter()
+                .map(|m| m.id)
+                .collect()
+        };
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(ids(Some(&v(&["ext:a"]))), ["ext:a"]);
+        assert_eq!(ids(Some(&v(&["epoll-lt", "ext:b"]))), ["epoll-lt", "ext:b"]);
+        assert_eq!(ids(Some(&v(&["epoll-lt"]))), ["epoll-lt", "ext:a", "ext:b"]);
+        let bare = ids(None);
+        assert!(bare.ends_with(&["ext:a", "ext:b"]) && bare.contains(&"epoll-lt"));
+        assert_eq!(ids(Some(&v(&["all"]))).len(), MODELS.len() + 2);
+        let e = select_models_with(Some(&v(&["ext:nope"])), &c)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("'ext:nope'") && e.contains("ext:a") && e.contains("epoll-lt"),
+            "{e}"
+        );
+        let e = select_models_with(Some(&v(&["ext:a", "ext:a"])), &c)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("twice"), "{e}");
+        let none = crate::model::Catalog::default();
+        let e = select_models_with(Some(&v(&["ext:mine"])), &none)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("'ext:mine'") && e.contains("--contender mine="),
+            "{e}"
+        );
     }
 
     #[test]

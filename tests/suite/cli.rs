@@ -195,6 +195,41 @@ fn two_contenders_with_one_name_are_refused_by_name() {
         .stdout(predicate::str::is_empty());
 }
 
+/// Issue 45: `--models ext:NAME` selects a declared contender, alone or beside others (the
+/// dry run lists the models each workload runs); an undeclared one exits 2 naming it and the
+/// valid ones.
+#[test]
+fn models_select_a_contender_by_its_ext_name() {
+    let dry = |models: &str| {
+        let a = ringside()
+            .args(["run", "echo.conns", "--profile", "smoke", "--dry-run"])
+            .args(["--models", models])
+            .args(["--contender", "echo:mine=./mine {port}"])
+            .args(["--contender", "theirs=./theirs {port}"])
+            .assert()
+            .success();
+        let out = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+        out.lines()
+            .find_map(|l| l.trim().strip_prefix("models: ").map(String::from))
+            .unwrap_or_else(|| panic!("{out}"))
+    };
+    assert_eq!(dry("ext:mine"), "ext:mine");
+    assert_eq!(dry("epoll-lt,ext:theirs"), "epoll-lt, ext:theirs");
+    assert_eq!(dry("epoll-lt"), "epoll-lt, ext:mine, ext:theirs");
+    ringside()
+        .args(["run", "echo.conns", "--profile", "smoke", "--dry-run"])
+        .args(["--models", "epoll-lt,ext:yours"])
+        .args(["--contender", "echo:mine=./mine {port}"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("'ext:yours'")
+                .and(predicate::str::contains("ext:mine"))
+                .and(predicate::str::contains("epoll-lt")),
+        )
+        .stdout(predicate::str::is_empty());
+}
+
 /// `--out DIR` holding an earlier run's results.json is refused (nothing in it touched) unless
 /// `--force`, which also removes that run's charts; a directory without results.json is used
 /// as it is.
