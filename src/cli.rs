@@ -52,12 +52,13 @@ pub enum Command {
         format: Format,
         /// Print one cell's latency distribution in HdrHistogram's percentile format (.hgrm,
         /// microseconds) instead: the cell as `report` and `compare` name it ("micro.pipe
-        /// uring msg_bytes=64"). Writes no report.
+        /// uring msg_bytes=64"), or by the words that tell it from the others ("uring
+        /// conns=100": model, workload, the parameters that vary). Writes no report.
         #[arg(long, value_name = "CELL")]
         hgrm: Option<String>,
         /// Print one cell's repetitions over time as CSV instead: ops, ops/s, mean and longest
-        /// latency per 100 ms interval of each repetition's window (network suites). Writes
-        /// no report.
+        /// latency per 100 ms interval of each repetition's window (network suites); the cell
+        /// named as for --hgrm. Writes no report.
         #[arg(long, value_name = "CELL", conflicts_with = "hgrm")]
         timeline: Option<String>,
     },

@@ -654,3 +654,50 @@ fn per_model_and_common_params_do_not_split_points() {
         .unwrap();
     assert_eq!(bars.categories, ["msg_bytes=64", "msg_bytes=4096"]);
 }
+
+/// Issue 45: `report --hgrm` and `--timeline` take a cell by the words that tell it from the
+/// others; a selector naming several cells exits 2 listing them, one naming none lists the
+/// file's cells.
+#[test]
+fn hgrm_and_timeline_take_a_cell_by_its_varying_parameters() {
+    let fixture = fixture();
+    let report = |flag: &str, cell: &str| {
+        let o = ringside()
+            .arg("report")
+            .arg(&fixture)
+            .args([flag, cell])
+            .output()
+            .unwrap();
+        assert!(o.stdout.is_empty());
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+    // Found by model and parameter (the frozen file keeps no histogram or timeline, which
+    // the refusal says of the cell it found).
+    for flag in ["--hgrm", "--timeline"] {
+        let (code, err) = report(flag, "uring msg_bytes=4096");
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("'micro.pipe uring msg_bytes=4096' "), "{err}");
+        assert!(
+            !err.contains("no such cell") && !err.contains("names"),
+            "{err}"
+        );
+    }
+    let (code, err) = report("--hgrm", "fds=100");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("'fds=100': names 3 cells"), "{err}");
+    for label in ["blocking/poll", "blocking/select", "epoll-lt"] {
+        assert!(
+            err.contains(&format!("\n  micro.fd_scaling {label} fds=100")),
+            "{err}"
+        );
+    }
+    let (code, err) = report("--timeline", "fds=7");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("no such cell") && err.contains("micro.pipe blocking msg_bytes=64"),
+        "{err}"
+    );
+}
