@@ -24,8 +24,51 @@ pub struct Case {
     pub not_applicable: Option<String>,
 }
 
+/// Whether naming `w`'s suite runs it: a workload of the default run does, and every
+/// workload of a suite that has none in the default run (`stream`, `udp`, ...); the others
+/// (`echo.rate`, `micro.fd_scaling`) run when their id is named.
+fn suite_runs(w: &dyn Workload) -> bool {
+    let suite = registry::suite_of(w.id());
+    w.by_default()
+        || !WORKLOADS
+            .iter()
+            .any(|x| registry::suite_of(x.id()) == suite && x.by_default())
+}
+
+/// For each suite `items` names, the workloads of it that [`select_workloads`] leaves out
+/// (run when their id is named): (suite, the ones it runs, the ones left out); suites that
+/// leave none out are not listed.
+pub fn left_out(items: &[String]) -> Vec<(&'static str, Vec<&'static str>, Vec<&'static str>)> {
+    let mut out = Vec::new();
+    for suite in registry::suites() {
+        if !items.iter().any(|it| it == suite) {
+            continue;
+        }
+        let of_suite = || {
+            WORKLOADS
+                .iter()
+                .copied()
+                .filter(move |w| registry::suite_of(w.id()) == suite)
+        };
+        let left: Vec<&'static str> = of_suite()
+            .filter(|w| !suite_runs(*w) && !items.iter().any(|it| it == w.id()))
+            .map(|w| w.id())
+            .collect();
+        if !left.is_empty() {
+            let runs = of_suite()
+                .filter(|w| !left.contains(&w.id()))
+                .map(|w| w.id())
+                .collect();
+            out.push((suite, runs, left));
+        }
+    }
+    out
+}
+
 /// Resolves `items` (suites like `micro` or workload ids like `micro.pipe`; empty = every
 /// workload that runs by default, [`Workload::by_default`]) into workloads in registry order.
+/// A suite runs its workloads of the default run (all of them where it has none there); the
+/// others run when their id is named ([`left_out`] lists them).
 pub fn select_workloads(items: &[String]) -> Result<Vec<&'static dyn Workload>, InputError> {
     if items.is_empty() {
         return Ok(WORKLOADS
@@ -51,7 +94,7 @@ pub fn select_workloads(items: &[String]) -> Result<Vec<&'static dyn Workload>, 
         .filter(|w| {
             items
                 .iter()
-                .any(|it| it == w.id() || it == registry::suite_of(w.id()))
+                .any(|it| it == w.id() || (it == registry::suite_of(w.id()) && suite_runs(*w)))
         })
         .collect())
 }
@@ -216,14 +259,48 @@ mod tests {
             select_workloads(&[]).unwrap().len(),
             WORKLOADS.iter().filter(|w| w.by_default()).count()
         );
-        // A workload that runs when named runs when its suite or id is named.
+        // Issue 45: a suite runs its workloads of the default run, and the others of it when
+        // their id is named (a suite with none in the default run: all of them); the ones
+        // left out are listed.
         for w in WORKLOADS.iter().filter(|w| !w.by_default()) {
             let suite = registry::suite_of(w.id());
-            assert!(select_workloads(&[suite.into()])
-                .unwrap()
+            let by_suite = select_workloads(&[suite.into()]).unwrap();
+            let has_default = WORKLOADS
                 .iter()
-                .any(|x| x.id() == w.id()));
+                .any(|x| registry::suite_of(x.id()) == suite && x.by_default());
+            assert_eq!(
+                by_suite.iter().any(|x| x.id() == w.id()),
+                !has_default,
+                "{}",
+                w.id()
+            );
+            let left = left_out(&[suite.into()]);
+            assert_eq!(
+                left.iter()
+                    .any(|(s, _, l)| *s == suite && l.contains(&w.id())),
+                has_default,
+                "{}",
+                w.id()
+            );
+            let named = select_workloads(&[suite.into(), w.id().into()]).unwrap();
+            assert!(named.iter().any(|x| x.id() == w.id()));
+            assert!(!left_out(&[suite.into(), w.id().into()])
+                .iter()
+                .any(|(_, _, l)| l.contains(&w.id())));
         }
+        let echo: Vec<&str> = select_workloads(&["echo".into()])
+            .unwrap()
+            .iter()
+            .map(|w| w.id())
+            .collect();
+        assert_eq!(echo, ["echo.conns"]);
+        let left = left_out(&["echo".into(), "micro.pipe".into()]);
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].0, "echo");
+        assert_eq!(left[0].1, ["echo.conns"]);
+        assert!(left[0].2.contains(&"echo.rate") && left[0].2.contains(&"echo.ladder"));
+        assert!(left_out(&["stream".into()]).is_empty());
+        assert!(select_workloads(&["stream".into()]).unwrap().len() >= 2);
         let micro = select_workloads(&["micro".into()]).unwrap();
         assert!(micro.iter().all(|w| w.id().starts_with("micro.")));
         let one = select_workloads(&["micro.pipe".into()]).unwrap();

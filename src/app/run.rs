@@ -150,6 +150,16 @@ impl Request {
     fn of(a: &RunArgs) -> anyhow::Result<Request> {
         let profile: Profile = a.profile.into();
         let workloads = plan::select_workloads(&a.items)?;
+        // A suite named runs its default workloads: the ones it leaves out are named.
+        for (suite, runs, left) in plan::left_out(&a.items) {
+            eprintln!(
+                "ringside: {suite} runs {}; not {} (name {} to run {})",
+                runs.join(", "),
+                left.join(", "),
+                if left.len() == 1 { "it" } else { "them" },
+                if left.len() == 1 { "it" } else { "them" },
+            );
+        }
         // External contenders join the models they were given for (they are skipped by the
         // suites that cannot measure them): every one, or those `--models` names as ext:NAME.
         let contenders = Catalog::from_specs(&a.contenders)?;

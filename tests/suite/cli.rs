@@ -230,6 +230,60 @@ fn models_select_a_contender_by_its_ext_name() {
         .stdout(predicate::str::is_empty());
 }
 
+/// Issue 45: a suite's name runs its workloads of the default run and says, on one line,
+/// which of it are left out; a suite with none in the default run runs them all, silently.
+#[test]
+fn a_suite_runs_its_default_workloads_and_names_those_it_leaves_out() {
+    let a = ringside()
+        .args(["run", "echo", "--profile", "smoke", "--dry-run"])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    let err = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert!(
+        out.contains(" in 1 workload\n") && out.contains("\necho.conns: "),
+        "{out}"
+    );
+    let line: Vec<&str> = err.lines().filter(|l| l.contains("echo.rate")).collect();
+    assert_eq!(line.len(), 1, "{err}");
+    assert!(
+        line[0].starts_with("ringside: echo runs echo.conns; not ")
+            && line[0].contains("echo.ladder")
+            && line[0].contains("echo.cores"),
+        "{err}"
+    );
+    // Named by id, a workload runs and is not listed as left out.
+    let a = ringside()
+        .args([
+            "run",
+            "echo",
+            "echo.rate",
+            "--profile",
+            "smoke",
+            "--dry-run",
+        ])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    let err = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert!(out.contains("\necho.rate: "), "{out}");
+    let left = err.split("; not ").nth(1).unwrap_or_default();
+    assert!(
+        !left.contains("echo.rate") && left.contains("echo.ladder"),
+        "{err}"
+    );
+    let a = ringside()
+        .args(["run", "stream", "--profile", "smoke", "--dry-run"])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    assert!(
+        out.contains("\nstream.send: ") && out.contains("\nstream.duplex: "),
+        "{out}"
+    );
+    assert!(a.get_output().stderr.is_empty());
+}
+
 /// `--out DIR` holding an earlier run's results.json is refused (nothing in it touched) unless
 /// `--force`, which also removes that run's charts; a directory without results.json is used
 /// as it is.
