@@ -52,12 +52,13 @@ pub enum Command {
         format: Format,
         /// Print one cell's latency distribution in HdrHistogram's percentile format (.hgrm,
         /// microseconds) instead: the cell as `report` and `compare` name it ("micro.pipe
-        /// uring msg_bytes=64"). Writes no report.
+        /// uring msg_bytes=64"), or by the words that tell it from the others ("uring
+        /// conns=100": model, workload, the parameters that vary). Writes no report.
         #[arg(long, value_name = "CELL")]
         hgrm: Option<String>,
         /// Print one cell's repetitions over time as CSV instead: ops, ops/s, mean and longest
-        /// latency per 100 ms interval of each repetition's window (network suites). Writes
-        /// no report.
+        /// latency per 100 ms interval of each repetition's window (network suites); the cell
+        /// named as for --hgrm. Writes no report.
         #[arg(long, value_name = "CELL", conflicts_with = "hgrm")]
         timeline: Option<String>,
     },
@@ -154,7 +155,8 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = ProfileArg::Quick)]
     pub(crate) profile: ProfileArg,
     /// Comma-separated model ids, or `all` for every model (default: each family's leaders,
-    /// the rows `ringside list` marks; an ablation ladder runs its rungs).
+    /// the rows `ringside list` marks; an ablation ladder runs its rungs). `ext:NAME` names a
+    /// --contender: named so, only the contenders named run; otherwise every one joins.
     #[arg(long, value_delimiter = ',')]
     pub(crate) models: Option<Vec<String>>,
     /// Output directory (default: ringside-results/<UTC timestamp>). One that holds the

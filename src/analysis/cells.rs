@@ -153,3 +153,223 @@ pub(crate) fn sweep_param(spec: &ChartSpec, cases: &[&CaseResult]) -> Option<&'s
             .any(|c| c.params.0.get(*p).and_then(|v| v.as_f64()).is_some())
     })
 }
+
+/// What a cell selector (`report --hgrm SELECTOR`) found: the one cell it names, none, or
+/// several (each listed by its key).
+#[derive(Debug)]
+pub(crate) enum Selected<'a> {
+    One(&'a CaseResult),
+    None,
+    Several(Vec<&'a CaseResult>),
+}
+
+/// The words of a selector, split at spaces outside double quotes: `offered="30% of
+/// slowest" conns=50` is two words, as a cell's key writes them.
+fn selector_words(s: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let (mut word, mut quoted) = (String::new(), false);
+    for ch in s.chars() {
+        match ch {
+            '"' => {
+                quoted = !quoted;
+                word.push(ch);
+            }
+            c if c.is_whitespace() && !quoted => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// Whether selector word `w` holds for cell `c`: `k=v` where the cell's param `k` is `v`
+/// (a string with or without its quotes), or a word naming the cell's workload, suite, model
+/// or label (`blocking/poll`).
+fn word_holds(w: &str, c: &CaseResult) -> bool {
+    match w.split_once('=') {
+        Some((k, v)) => c.params.0.get(k).is_some_and(|x| match x.as_str() {
+            Some(s) => s == v.trim_matches('"'),
+            None => {
+                let shown = x.to_string();
+                shown == v
+            }
+        }),
+        None => {
+            w == c.workload
+                || c.workload.split('.').next() == Some(w)
+                || w == c.model
+                || w == c.label()
+        }
+    }
+}
+
+/// The cell `selector` names in `run`: its whole key (`micro.pipe uring msg_bytes=64`, as
+/// `report` and `compare` name cells), or any of its words: the workload, the model and the
+/// parameters that tell it from the others (`uring msg_bytes=64`, `conns=100`), without
+/// those every cell of its workload shares (`duration_ms=330`). Where several cells match,
+/// the one whose varying parameters are all named is it (`epoll-lt conns=100` is the
+/// capacity point, not the equal-load one beside it, which also varies `offered`); else
+/// they are [`Selected::Several`].
+pub(crate) fn select_cell<'a>(run: &'a RunResults, selector: &str) -> Selected<'a> {
+    let selector = selector.trim();
+    if let Some(c) = run.cases.iter().find(|c| c.key() == selector) {
+        return Selected::One(c);
+    }
+    let words = selector_words(selector);
+    if words.is_empty() {
+        return Selected::None;
+    }
+    let found: Vec<&CaseResult> = run
+        .cases
+        .iter()
+        .filter(|c| words.iter().all(|w| word_holds(w, c)))
+        .collect();
+    match found.len() {
+        0 => return Selected::None,
+        1 => return Selected::One(found[0]),
+        _ => {}
+    }
+    let named: Vec<&str> = words
+        .iter()
+        .filter_map(|w| w.split_once('=').map(|(k, _)| k))
+        .collect();
+    let mut roles: HashMap<&str, ParamRoles> = HashMap::new();
+    let whole: Vec<&CaseResult> = found
+        .iter()
+        .copied()
+        .filter(|c| {
+            let r = roles
+                .entry(c.workload.as_str())
+                .or_insert_with(|| ParamRoles::of(run, &c.workload));
+            c.params.0.keys().all(|k| {
+                named.contains(&k.as_str())
+                    || r.common.iter().any(|(ck, _)| ck == k)
+                    || r.per_model.contains(k)
+            })
+        })
+        .collect();
+    match whole[..] {
+        [one] => Selected::One(one),
+        _ => Selected::Several(found),
+    }
+}
+
+#[cfg(test)]
+mod selector_tests {
+    use super::*;
+
+    fn fixture() -> RunResults {
+        crate::results::store::parse(include_str!("../../tests/fixtures/results.json")).unwrap()
+    }
+
+    fn key(s: Selected) -> String {
+        match s {
+            Selected::One(c) => c.key(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Issue 45: a cell is named by the words that tell it from the others, not its whole key.
+    #[test]
+    fn a_cell_is_selected_by_its_varying_parameters() {
+        let run = fixture();
+        for c in &run.cases {
+            assert_eq!(key(select_cell(&run, &c.key())), c.key());
+        }
+        assert_eq!(
+            key(select_cell(&run, "uring msg_bytes=4096")),
+            "micro.pipe uring msg_bytes=4096"
+        );
+        assert_eq!(
+            key(select_cell(&run, "blocking/poll fds=100")),
+            "micro.fd_scaling blocking/poll fds=100"
+        );
+        // micro.batching's cells have msg_bytes=64 too, but vary batch, which is not named.
+        assert_eq!(
+            key(select_cell(&run, "  blocking msg_bytes=64 ")),
+            "micro.pipe blocking msg_bytes=64"
+        );
+        assert_eq!(
+            key(select_cell(&run, "micro.batching uring batch=64")),
+            "micro.batching uring batch=64 msg_bytes=64"
+        );
+        // Several: every model at the point; none: a word no cell has.
+        match select_cell(&run, "msg_bytes=64") {
+            Selected::Several(v) => assert!(v.len() >= 4, "{v:?}"),
+            other => panic!("{other:?}"),
+        }
+        match select_cell(&run, "fds=100") {
+            Selected::Several(v) => {
+                let keys: Vec<String> = v.iter().map(|c| c.key()).collect();
+                assert_eq!(keys.len(), 3, "{keys:?}");
+                assert!(keys.iter().all(|k| k.ends_with("fds=100")), "{keys:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            select_cell(&run, "micro.pipe nosuch"),
+            Selected::None
+        ));
+        assert!(matches!(select_cell(&run, "fds=7"), Selected::None));
+        assert!(matches!(select_cell(&run, " "), Selected::None));
+    }
+
+    /// An equal-load point's `offered` is named as its key writes it, quotes and all, or
+    /// without them; the capacity point beside it is the one without `offered`.
+    #[test]
+    fn an_equal_load_cell_is_named_by_its_offered_share() {
+        let mut run = fixture();
+        let base = run
+            .cases
+            .iter()
+            .find(|c| c.status == Status::Measured)
+            .unwrap()
+            .clone();
+        run.cases.clear();
+        for (model, offered) in [("epoll-lt", None), ("epoll-lt", Some("30% of slowest"))] {
+            let mut c = base.clone();
+            c.workload = "echo.conns".into();
+            c.model = model.into();
+            c.variant = None;
+            let mut p = crate::results::Params::default()
+                .with("conns", 100)
+                .with("duration_ms", 330);
+            if let Some(o) = offered {
+                p = p.with("offered", o);
+            }
+            c.params = p;
+            run.cases.push(c);
+        }
+        let mut other = run.cases[0].clone();
+        other.params = crate::results::Params::default()
+            .with("conns", 50)
+            .with("duration_ms", 330);
+        run.cases.push(other);
+        assert_eq!(
+            key(select_cell(&run, "conns=100")),
+            "echo.conns epoll-lt conns=100 duration_ms=330"
+        );
+        let equal = "echo.conns epoll-lt conns=100 duration_ms=330 offered=\"30% of slowest\"";
+        assert_eq!(
+            key(select_cell(&run, "conns=100 offered=\"30% of slowest\"")),
+            equal
+        );
+        assert_eq!(
+            key(select_cell(
+                &run,
+                "echo epoll-lt conns=100 offered=\"30% of slowest\""
+            )),
+            equal
+        );
+        assert!(matches!(
+            select_cell(&run, "duration_ms=330"),
+            Selected::Several(_)
+        ));
+    }
+}

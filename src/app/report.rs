@@ -151,8 +151,10 @@ fn run_one(results: &Path, out: Option<&Path>, format: Format) -> anyhow::Result
 
 /// `report --hgrm CELL` and `report --timeline CELL`: one cell's text (`render`: its latency
 /// distribution in HdrHistogram's percentile format, or its repetitions over time as CSV) on
-/// stdout. A cell the file does not have is bad input (exit 2), named with the cells it has;
-/// so is a cell without what `render` needs, and more than one results file.
+/// stdout. The cell is named by its key or by the words that tell it from the others
+/// (`analysis::cells::select_cell`: `uring conns=100`). A cell the file does not have is bad
+/// input (exit 2), named with the cells it has; so is a selector that names several (listed),
+/// a cell without what `render` needs, and more than one results file.
 pub fn cell_text(
     results: &[PathBuf],
     cell: &str,
@@ -173,19 +175,34 @@ pub fn cell_text(
             return Ok(2);
         }
     };
-    let Some(c) = run.cases.iter().find(|c| c.key() == cell.trim()) else {
-        let keys: Vec<String> = run
-            .cases
-            .iter()
-            .filter(|c| c.figures.is_some())
-            .map(|c| format!("  {}", c.key()))
-            .collect();
-        eprintln!(
-            "error: {flag} '{cell}': '{}' has no such cell; its measured cells are:\n{}",
-            results.display(),
-            keys.join("\n")
-        );
-        return Ok(2);
+    use crate::analysis::cells::{select_cell, Selected};
+    let c = match select_cell(&run, cell) {
+        Selected::One(c) => c,
+        Selected::None => {
+            let keys: Vec<String> = run
+                .cases
+                .iter()
+                .filter(|c| c.figures.is_some())
+                .map(|c| format!("  {}", c.key()))
+                .collect();
+            eprintln!(
+                "error: {flag} '{cell}': '{}' has no such cell; its measured cells are:\n{}",
+                results.display(),
+                keys.join("\n")
+            );
+            return Ok(2);
+        }
+        Selected::Several(found) => {
+            let keys: Vec<String> = found.iter().map(|c| format!("  {}", c.key())).collect();
+            eprintln!(
+                "error: {flag} '{cell}': names {} cells of '{}'; add the model, the workload or \
+                 a parameter to name one of them:\n{}",
+                found.len(),
+                results.display(),
+                keys.join("\n")
+            );
+            return Ok(2);
+        }
     };
     match render(c) {
         Ok(text) => {

@@ -150,16 +150,21 @@ impl Request {
     fn of(a: &RunArgs) -> anyhow::Result<Request> {
         let profile: Profile = a.profile.into();
         let workloads = plan::select_workloads(&a.items)?;
-        let mut models = plan::select_models_for(a.models.as_deref())?;
-        let models_named = plan::models_named(a.models.as_deref());
-        // External contenders join the models they were given for (they are skipped by the
-        // suites that cannot measure them).
-        let contenders = Catalog::from_specs(&a.contenders)?;
-        for m in contenders.models() {
-            if !models.iter().any(|x| x.id == m.id) {
-                models.push(m);
-            }
+        // A suite named runs its default workloads: the ones it leaves out are named.
+        for (suite, runs, left) in plan::left_out(&a.items) {
+            eprintln!(
+                "ringside: {suite} runs {}; not {} (name {} to run {})",
+                runs.join(", "),
+                left.join(", "),
+                if left.len() == 1 { "it" } else { "them" },
+                if left.len() == 1 { "it" } else { "them" },
+            );
         }
+        // External contenders join the models they were given for (they are skipped by the
+        // suites that cannot measure them): every one, or those `--models` names as ext:NAME.
+        let contenders = Catalog::from_specs(&a.contenders)?;
+        let models = plan::select_models_with(a.models.as_deref(), &contenders)?;
+        let models_named = plan::models_named(a.models.as_deref());
         let mut budget = profile.budget();
         if let Some(n) = a.runs {
             if !(1..=1000).contains(&n) {

@@ -1,6 +1,6 @@
 //! The rates a cell's record holds, read one way by everyone: an open-loop cell's offered and
-//! achieved rates and whether it kept up (the one rule, [`KEEP_UP`]), and wrk's requests/s and
-//! CPU share beside an HTTP cell. Readings of a recorded cell, no statistics: the workloads
+//! achieved rates and whether it kept up (the one rule, [`KEEP_UP`]), the load generator's
+//! errors in its windows, and wrk's requests/s and CPU share beside an HTTP cell. Readings of a recorded cell, no statistics: the workloads
 //! flag a repetition with [`fell_behind`], the analysis ranks by them and the exporters show
 //! them, all through here.
 
@@ -56,6 +56,30 @@ impl CaseResult {
             return Some(false);
         }
         Some(!fell_behind(offered, self.achieved_rate().unwrap_or(0.0)))
+    }
+
+    /// The errors the load generator counted in a measured cell's windows, summed over its
+    /// repetitions: connect errors, resets, other I/O errors, mismatched bytes, timeouts and,
+    /// for HTTP, non-2xx and malformed responses (the warm-up's apart); `None` where no load
+    /// generator ran (micro and storage cells) or the cell was not measured.
+    pub(crate) fn load_errors(&self) -> Option<u64> {
+        let f = self
+            .figures
+            .as_ref()
+            .filter(|_| self.status == Status::Measured)?;
+        f.counters.load.as_ref().map(|l| {
+            [
+                l.load_connect_errors,
+                l.load_resets,
+                l.load_io_errors,
+                l.load_mismatches,
+                l.load_timeouts,
+                l.load_non_2xx,
+                l.load_malformed,
+            ]
+            .into_iter()
+            .fold(0u64, u64::saturating_add)
+        })
     }
 }
 

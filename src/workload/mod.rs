@@ -69,8 +69,8 @@ pub trait Workload: Sync {
         Limits::default()
     }
     /// Whether `ringside run` without a selection runs it (default: yes). A workload whose
-    /// quick profile does not fit the default run's time budget runs when named (its id or
-    /// its suite).
+    /// quick profile does not fit the default run's time budget runs when named (its id; its
+    /// suite's name only where no workload of the suite runs by default: `plan::left_out`).
     fn by_default(&self) -> bool {
         true
     }

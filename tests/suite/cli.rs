@@ -195,6 +195,95 @@ fn two_contenders_with_one_name_are_refused_by_name() {
         .stdout(predicate::str::is_empty());
 }
 
+/// Issue 45: `--models ext:NAME` selects a declared contender, alone or beside others (the
+/// dry run lists the models each workload runs); an undeclared one exits 2 naming it and the
+/// valid ones.
+#[test]
+fn models_select_a_contender_by_its_ext_name() {
+    let dry = |models: &str| {
+        let a = ringside()
+            .args(["run", "echo.conns", "--profile", "smoke", "--dry-run"])
+            .args(["--models", models])
+            .args(["--contender", "echo:mine=./mine {port}"])
+            .args(["--contender", "theirs=./theirs {port}"])
+            .assert()
+            .success();
+        let out = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+        out.lines()
+            .find_map(|l| l.trim().strip_prefix("models: ").map(String::from))
+            .unwrap_or_else(|| panic!("{out}"))
+    };
+    assert_eq!(dry("ext:mine"), "ext:mine");
+    assert_eq!(dry("epoll-lt,ext:theirs"), "epoll-lt, ext:theirs");
+    assert_eq!(dry("epoll-lt"), "epoll-lt, ext:mine, ext:theirs");
+    ringside()
+        .args(["run", "echo.conns", "--profile", "smoke", "--dry-run"])
+        .args(["--models", "epoll-lt,ext:yours"])
+        .args(["--contender", "echo:mine=./mine {port}"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("'ext:yours'")
+                .and(predicate::str::contains("ext:mine"))
+                .and(predicate::str::contains("epoll-lt")),
+        )
+        .stdout(predicate::str::is_empty());
+}
+
+/// Issue 45: a suite's name runs its workloads of the default run and says, on one line,
+/// which of it are left out; a suite with none in the default run runs them all, silently.
+#[test]
+fn a_suite_runs_its_default_workloads_and_names_those_it_leaves_out() {
+    let a = ringside()
+        .args(["run", "echo", "--profile", "smoke", "--dry-run"])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    let err = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert!(
+        out.contains(" in 1 workload\n") && out.contains("\necho.conns: "),
+        "{out}"
+    );
+    let line: Vec<&str> = err.lines().filter(|l| l.contains("echo.rate")).collect();
+    assert_eq!(line.len(), 1, "{err}");
+    assert!(
+        line[0].starts_with("ringside: echo runs echo.conns; not ")
+            && line[0].contains("echo.ladder")
+            && line[0].contains("echo.cores"),
+        "{err}"
+    );
+    // Named by id, a workload runs and is not listed as left out.
+    let a = ringside()
+        .args([
+            "run",
+            "echo",
+            "echo.rate",
+            "--profile",
+            "smoke",
+            "--dry-run",
+        ])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    let err = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    assert!(out.contains("\necho.rate: "), "{out}");
+    let left = err.split("; not ").nth(1).unwrap_or_default();
+    assert!(
+        !left.contains("echo.rate") && left.contains("echo.ladder"),
+        "{err}"
+    );
+    let a = ringside()
+        .args(["run", "stream", "--profile", "smoke", "--dry-run"])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&a.get_output().stdout).to_string();
+    assert!(
+        out.contains("\nstream.send: ") && out.contains("\nstream.duplex: "),
+        "{out}"
+    );
+    assert!(a.get_output().stderr.is_empty());
+}
+
 /// `--out DIR` holding an earlier run's results.json is refused (nothing in it touched) unless
 /// `--force`, which also removes that run's charts; a directory without results.json is used
 /// as it is.

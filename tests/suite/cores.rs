@@ -84,7 +84,13 @@ fn cores_sweeps_run_one_point_per_thread_count_and_record_scaling() {
 
 #[test]
 fn tokio_mt_runs_in_the_other_network_workloads_only_on_several_server_cpus() {
-    let ws = select_workloads(&["echo".into(), "http".into()]).unwrap();
+    // Every echo and HTTP workload: a suite's name alone runs its default ones.
+    let ids: Vec<String> = ringside::registry::WORKLOADS
+        .iter()
+        .map(|w| w.id().to_string())
+        .filter(|id| id.starts_with("echo.") || id.starts_with("http."))
+        .collect();
+    let ws = select_workloads(&ids).unwrap();
     let m = select_models(Some(&["tokio-mt".into()])).unwrap();
     let one = CpuPlan::pair(1, Some(0));
     let cases = expand(&ws, &m, true, Profile::Smoke, &one);

@@ -300,8 +300,9 @@ fn unfinished_runs_are_marked() {
     assert!(md.contains("**unfinished**"));
 }
 
-/// The terminal's default is short: the findings and a line a suite, nothing wider than 100
-/// columns, ending with the summary; `--format table` adds every wide table before it.
+/// The terminal's default is short: the findings, a row of numbers per cell and a line a
+/// suite, nothing wider than 100 columns, ending with the summary; `--format table` adds
+/// every wide table before it.
 #[test]
 fn the_terminal_default_is_short_and_ends_with_a_summary() {
     let d = tempfile::tempdir().unwrap();
@@ -335,7 +336,11 @@ fn the_terminal_default_is_short_and_ends_with_a_summary() {
     let widest = |s: &str| s.lines().map(|l| l.chars().count()).max().unwrap_or(0);
     assert!(widest(&short) <= 100, "{}", widest(&short));
     assert!(widest(&wide) > 100, "{}", widest(&wide));
-    assert!(short.lines().count() * 3 < wide.lines().count());
+    // Issue 45: the short form's numbers are one row per cell (a model at a point), not the
+    // wide tables' row per metric.
+    assert!(short.contains("\nNumbers per point: "), "{short}");
+    assert!(!wide.contains("\nNumbers per point: "), "{wide}");
+    assert!(short.lines().count() * 3 < wide.lines().count() * 2);
 }
 
 #[test]
@@ -648,4 +653,51 @@ fn per_model_and_common_params_do_not_split_points() {
         .find(|c| c.id == "micro.pipe-latency")
         .unwrap();
     assert_eq!(bars.categories, ["msg_bytes=64", "msg_bytes=4096"]);
+}
+
+/// Issue 45: `report --hgrm` and `--timeline` take a cell by the words that tell it from the
+/// others; a selector naming several cells exits 2 listing them, one naming none lists the
+/// file's cells.
+#[test]
+fn hgrm_and_timeline_take_a_cell_by_its_varying_parameters() {
+    let fixture = fixture();
+    let report = |flag: &str, cell: &str| {
+        let o = ringside()
+            .arg("report")
+            .arg(&fixture)
+            .args([flag, cell])
+            .output()
+            .unwrap();
+        assert!(o.stdout.is_empty());
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+    // Found by model and parameter (the frozen file keeps no histogram or timeline, which
+    // the refusal says of the cell it found).
+    for flag in ["--hgrm", "--timeline"] {
+        let (code, err) = report(flag, "uring msg_bytes=4096");
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("'micro.pipe uring msg_bytes=4096' "), "{err}");
+        assert!(
+            !err.contains("no such cell") && !err.contains("names"),
+            "{err}"
+        );
+    }
+    let (code, err) = report("--hgrm", "fds=100");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("'fds=100': names 3 cells"), "{err}");
+    for label in ["blocking/poll", "blocking/select", "epoll-lt"] {
+        assert!(
+            err.contains(&format!("\n  micro.fd_scaling {label} fds=100")),
+            "{err}"
+        );
+    }
+    let (code, err) = report("--timeline", "fds=7");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("no such cell") && err.contains("micro.pipe blocking msg_bytes=64"),
+        "{err}"
+    );
 }

@@ -76,6 +76,8 @@ fn report_renders_in_headless_chromium_without_console_errors() {
         .args([
             "run",
             "micro",
+            "micro.fd_scaling",
+            "micro.batching",
             "--profile",
             "smoke",
             "--runs",

@@ -12,6 +12,8 @@ fn run_smoke(dir: &std::path::Path, extra: &[&str]) -> Value {
         .args([
             "run",
             "micro",
+            "micro.fd_scaling",
+            "micro.batching",
             "--profile",
             "smoke",
             "--quiet",

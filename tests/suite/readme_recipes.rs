@@ -166,3 +166,36 @@ fn the_readme_recipes_run_as_written() {
         }
     }
 }
+
+/// Issue 45: the recipes call `ringside`, so the README says how to put it on PATH before the
+/// first of them: in the quick start's commands and again where the recipes begin.
+#[test]
+fn the_readme_says_how_to_put_ringside_on_path_before_the_recipes() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let install = "cargo install --path .";
+    let first_recipe = text.find("<!-- recipe: ").expect("a recipe");
+    let quick = text.find("## Quick start").expect("a quick start");
+    let answering = text
+        .find("## Answering a question")
+        .expect("the recipes' section");
+    let quick_block = &text[quick..answering];
+    assert!(
+        quick_block
+            .lines()
+            .any(|l| l.starts_with(install) && l.contains("PATH")),
+        "{quick_block}"
+    );
+    assert!(
+        text[answering..first_recipe].contains(install),
+        "{}",
+        &text[answering..first_recipe]
+    );
+    // No line before the install instruction calls `ringside` as a command.
+    let first_install = text.find(install).unwrap();
+    assert!(
+        !text[..first_install]
+            .lines()
+            .any(|l| l.trim_start().starts_with("ringside ")),
+        "a recipe calls ringside before the README says how to install it"
+    );
+}

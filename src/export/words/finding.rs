@@ -484,9 +484,19 @@ fn pair_verdict(c: &Confidence) -> String {
     )
 }
 
-/// What a workload's pairs compare, in words ("at equal load, server CPU per message").
+/// What a workload's pairs compare, in words that read after "by" ("server CPU per message
+/// at equal load"): the figure first, then which cells.
 pub(crate) fn pairs_basis(f: &Facts, b: &Basis) -> String {
-    format!("{}{}", prefix(b), noun(b.metric, op_word(f)))
+    let noun = noun(b.metric, op_word(f));
+    match b.on {
+        On::Figure => noun,
+        On::EqualLoad => format!("{noun} at equal load"),
+        On::PastCapacity => format!(
+            "{noun} achieved where models fell behind the offered rate (load generator with \
+             headroom)"
+        ),
+        On::Headroom => format!("{noun} at capacity (load generator with headroom)"),
+    }
 }
 
 /// A pair's evidence in a few words ("behind, p=0.031", "equivalent", "undecided").
@@ -615,4 +625,45 @@ pub(crate) fn trust_text(run: &RunResults, a: &Analysis) -> String {
         s += "; the run was interrupted: only the cells it kept are here";
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 45: the pairs' heading reads as English after "by": the figure, then the cells
+    /// ("by server CPU per message at equal load", not "by at equal load, ...").
+    #[test]
+    fn the_pairs_basis_reads_after_by() {
+        let echo = crate::analysis::cells::facts("echo.conns");
+        let at = |metric, on| pairs_basis(&echo, &Basis { metric, on });
+        assert_eq!(
+            at(Metric::CpuPerOp, On::EqualLoad),
+            "server CPU per message at equal load"
+        );
+        assert_eq!(
+            at(Metric::OpsPerSec, On::Headroom),
+            "throughput (messages/s) at capacity (load generator with headroom)"
+        );
+        assert!(at(Metric::OpsPerSec, On::PastCapacity)
+            .starts_with("throughput (messages/s) achieved where models fell behind"));
+        let pipe = crate::analysis::cells::facts("micro.pipe");
+        assert_eq!(
+            pairs_basis(
+                &pipe,
+                &Basis {
+                    metric: Metric::LatencyP50,
+                    on: On::Figure
+                }
+            ),
+            "median latency per op"
+        );
+        for on in [On::Figure, On::EqualLoad, On::PastCapacity, On::Headroom] {
+            let s = at(Metric::CpuPerOp, on);
+            assert!(
+                !s.contains(':') && !s.starts_with("at ") && !s.contains(", "),
+                "{s}"
+            );
+        }
+    }
 }
