@@ -1,8 +1,8 @@
 //! The rates a cell's record holds, read one way by everyone: an open-loop cell's offered and
 //! achieved rates and whether it kept up (the one rule, [`KEEP_UP`]), the load generator's
-//! errors in its windows, and wrk's requests/s and CPU share beside an HTTP cell. Readings of a recorded cell, no statistics: the workloads
-//! flag a repetition with [`fell_behind`], the analysis ranks by them and the exporters show
-//! them, all through here.
+//! errors in its windows, and wrk's requests/s and CPU share beside an HTTP cell. Readings of
+//! a recorded cell, no statistics: the workloads flag a repetition with [`fell_behind`], the
+//! analysis ranks by them and the exporters show them, all through here.
 
 use crate::measure::cell::{OpenLoopCounters, WrkCounters};
 use crate::results::{CaseResult, Status};
