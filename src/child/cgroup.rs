@@ -154,7 +154,7 @@ impl Cgroup {
         if left.is_empty() {
             return Vec::new();
         }
-        let named: Vec<String> = left.iter().map(|&p| named(p)).collect();
+        let named: Vec<String> = left.iter().map(|&p| super::named(p)).collect();
         // One write kills them all, those forked meanwhile included; else each is signalled
         // until none is left (one forking as it is killed is caught on the next pass).
         let at_once =
@@ -190,36 +190,27 @@ impl Drop for Cgroup {
     }
 }
 
-/// "PID (COMM)" of a process, as stopped processes are named.
-fn named(pid: u32) -> String {
-    let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-    format!("{pid} ({})", comm.trim())
+/// The value of the line `name VALUE` of a cgroup stat file (`cpu.stat`, `cpuacct.stat`).
+fn stat_field(stat: &str, name: &str) -> Option<u64> {
+    stat.lines().find_map(|l| {
+        let (k, v) = l.split_once(' ')?;
+        (k == name).then(|| v.trim().parse::<u64>().ok())?
+    })
 }
 
 /// `usage_usec`, `user_usec` and `system_usec` of a cgroup v2 `cpu.stat`, as ns.
 fn v2_cpu(stat: &str) -> Option<CgroupCpu> {
-    let field = |name: &str| {
-        stat.lines().find_map(|l| {
-            let (k, v) = l.split_once(' ')?;
-            (k == name).then(|| v.trim().parse::<u64>().ok())?
-        })
-    };
+    let us = |name: &str| stat_field(stat, name).map(|v| v.saturating_mul(1000));
     Some(CgroupCpu {
-        total_ns: field("usage_usec")?.saturating_mul(1000),
-        user_ns: field("user_usec").unwrap_or(0).saturating_mul(1000),
-        sys_ns: field("system_usec").unwrap_or(0).saturating_mul(1000),
+        total_ns: us("usage_usec")?,
+        user_ns: us("user_usec").unwrap_or(0),
+        sys_ns: us("system_usec").unwrap_or(0),
     })
 }
 
 /// `user` and `system` of a cgroup v1 `cpuacct.stat`, clock ticks.
 fn v1_split(stat: &str) -> Option<(u64, u64)> {
-    let field = |name: &str| {
-        stat.lines().find_map(|l| {
-            let (k, v) = l.split_once(' ')?;
-            (k == name).then(|| v.trim().parse::<u64>().ok())?
-        })
-    };
-    Some((field("user")?, field("system")?))
+    Some((stat_field(stat, "user")?, stat_field(stat, "system")?))
 }
 
 /// Where this process's contenders' cgroups are made (this process's own cgroup of the v2

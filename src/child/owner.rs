@@ -139,13 +139,19 @@ pub(crate) fn stop_our_daemons() -> Vec<String> {
         if pid == me || !carries_our_mark(pid) || theirs.is_none_or(|s| s == ours) {
             continue;
         }
-        let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        let name = named(pid);
         // SIGKILL to a process carrying our own owner mark.
         if pid_of(pid).is_some_and(|p| process::kill_process(p, Signal::KILL).is_ok()) {
-            stopped.push(format!("{pid} ({})", comm.trim()));
+            stopped.push(name);
         }
     }
     stopped
+}
+
+/// "PID (COMM)": a process as a stopped one is named.
+pub(super) fn named(pid: u32) -> String {
+    let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    format!("{pid} ({})", comm.trim())
 }
 
 /// Live (non-zombie) processes, ascending by pid.

@@ -271,35 +271,20 @@ fn own_parent() -> Result<std::path::PathBuf, String> {
 /// (`ringside-PID-N`; a cgroup with tasks cannot be removed, so nothing live is touched), and
 /// says which.
 fn sweep_stale_in(parent: &std::path::Path) -> Vec<String> {
-    let mut said = Vec::new();
-    let Ok(dir) = std::fs::read_dir(parent) else {
-        return said;
-    };
-    for e in dir.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("ringside-"))
-            .and_then(|n| n.split('-').next())
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            said.push(match std::fs::remove_dir(e.path()) {
-                Ok(()) => format!(
-                    "removed memory cgroup {} left by ringside pid {pid}, which is no longer \
-                     running (killed during conn.idle)",
-                    e.path().display()
-                ),
-                Err(err) => format!(
-                    "cannot remove memory cgroup {} left by ringside pid {pid}: {err}",
-                    e.path().display()
-                ),
-            });
-        }
-    }
-    said
+    crate::child::cgroup::stale_in(parent)
+        .into_iter()
+        .map(|(dir, pid)| match std::fs::remove_dir(&dir) {
+            Ok(()) => format!(
+                "removed memory cgroup {} left by ringside pid {pid}, which is no longer \
+                 running (killed during conn.idle)",
+                dir.display()
+            ),
+            Err(err) => format!(
+                "cannot remove memory cgroup {} left by ringside pid {pid}: {err}",
+                dir.display()
+            ),
+        })
+        .collect()
 }
 
 /// The memory controller's path in a `/proc/PID/cgroup` text (cgroup v1: `N:memory:/path`).

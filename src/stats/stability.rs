@@ -306,8 +306,7 @@ fn round_figures(c: &CaseResult) -> [(&'static str, &[f64]); 3] {
 
 /// The point a cell belongs to: workload and params.
 fn point_of(c: &CaseResult) -> (String, String) {
-    let p: Vec<String> = c.params.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    (c.workload.clone(), p.join(" "))
+    (c.workload.clone(), c.params_text())
 }
 
 /// Every (workload, model) of a run whose rounds at a point sat at two levels, relative to

@@ -1039,9 +1039,15 @@ fn a_contender_that_forks_per_connection_is_measured_whole() {
 /// `PROTO:NAME=` this test binary re-executed as a contender, serving in `mode`
 /// ([`hostile_child_process`]).
 fn hostile(name: &str, proto: &str, mode: &str) -> String {
+    hostile_with(name, proto, mode, "")
+}
+
+/// [`hostile`] with `env` (`VAR=value ...`) set for it too.
+fn hostile_with(name: &str, proto: &str, mode: &str, env: &str) -> String {
     format!(
-        "{proto}:{name}={CHILD_ENV}={mode} RINGSIDE_TEST_PORT={{port}} {} --ignored --exact \
-         hostile_load::hostile_child_process --nocapture --test-threads=1",
+        "{proto}:{name}={env}{}{CHILD_ENV}={mode} RINGSIDE_TEST_PORT={{port}} {} --ignored \
+         --exact hostile_load::hostile_child_process --nocapture --test-threads=1",
+        if env.is_empty() { "" } else { " " },
         std::env::current_exe().unwrap().display()
     )
 }
@@ -1102,12 +1108,11 @@ fn a_contender_whose_children_leave_its_group_is_measured_whole_and_stopped() {
     let dir = tempfile::tempdir().unwrap();
     let lingering = dir.path().join("lingering");
     const BURN_NS: u64 = 200_000;
-    let contender = format!(
-        "echo:regroup={BURN_ENV}={BURN_NS} {LINGER_ENV}={} {}",
-        lingering.display(),
-        hostile("regroup", "echo", "fork-echo-regroup")
-            .strip_prefix("echo:regroup=")
-            .unwrap()
+    let contender = hostile_with(
+        "regroup",
+        "echo",
+        "fork-echo-regroup",
+        &format!("{BURN_ENV}={BURN_NS} {LINGER_ENV}={}", lingering.display()),
     );
     let (v, err) = beside_epoll_in(
         "echo.conns",
@@ -1169,12 +1174,11 @@ fn conn_idle_of_a_forking_contender_counts_its_children() {
     }
     let dir = tempfile::tempdir().unwrap();
     let statm = dir.path().join("statm");
-    let contender = format!(
-        "echo:forker={RSS_ENV}={} {}",
-        statm.display(),
-        hostile("forker", "echo", "fork-echo-regroup")
-            .strip_prefix("echo:forker=")
-            .unwrap()
+    let contender = hostile_with(
+        "forker",
+        "echo",
+        "fork-echo-regroup",
+        &format!("{RSS_ENV}={}", statm.display()),
     );
     let (v, err) = beside_epoll_in("conn.idle", &[], &contender, &dir.path().join("out"));
     let cells: Vec<_> = cells_of(&v, "ext:forker")

@@ -241,16 +241,11 @@ impl CaseResult {
     /// What tells one cell from another: workload, label and params ("echo.rate uring
     /// conns=50 ..."). A run has each once; `compare` matches cells by it.
     pub(crate) fn key(&self) -> String {
-        let p: Vec<String> = self
-            .params
-            .0
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
+        let p = self.params_text();
         let mut s = format!("{} {}", self.workload, self.label());
         if !p.is_empty() {
             s.push(' ');
-            s.push_str(&p.join(" "));
+            s.push_str(&p);
         }
         s
     }
@@ -259,13 +254,18 @@ impl CaseResult {
     /// ("echo.rate conns=50 ..."; `compare` groups a point's cells by it, and a file's check
     /// counts them).
     pub(crate) fn point_key(&self) -> String {
+        format!("{} {}", self.workload, self.params_text())
+    }
+
+    /// Its params as keys write them: "conns=50 msg_bytes=64", in the params' order.
+    pub(crate) fn params_text(&self) -> String {
         let p: Vec<String> = self
             .params
             .0
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        format!("{} {}", self.workload, p.join(" "))
+        p.join(" ")
     }
 
     /// Column label: the model, and its variant if any ("blocking/poll").
