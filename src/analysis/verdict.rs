@@ -301,7 +301,7 @@ fn at_equal_load(cases: &[&CaseResult], r: Option<&Ranked<'_>>) -> Vec<Verdict> 
                 at: at.clone(),
                 who: behind
                     .iter()
-                    .map(|(c, _, _)| (c.label(), c.achieved_rate().unwrap_or(0.0)))
+                    .map(|(c, _, _)| (c.label(), c.typical_achieved_rate().unwrap_or(0.0)))
                     .collect(),
             });
         }

@@ -14,17 +14,32 @@ pub struct Table {
     pub(crate) footnotes: Vec<String>,
 }
 
-/// Nanoseconds, human-scaled: "512 ns", "12.3 us", "4.10 ms".
+/// Nanoseconds, human-scaled: "512 ns", "12.3 us", "4.10 ms" (milliseconds from 1 ms, so a
+/// column never holds "4251.6 us" beside "10.60 ms").
 pub(crate) fn fmt_ns(ns: f64) -> String {
     if !ns.is_finite() {
         return "-".into();
     }
     if ns < 10_000.0 {
         format!("{ns:.0} ns")
-    } else if ns < 10_000_000.0 {
+    } else if ns < 999_950.0 {
         format!("{:.1} us", ns / 1e3)
     } else {
         format!("{:.2} ms", ns / 1e6)
+    }
+}
+
+/// What the p99 a claim states is, beside the figure: the median of the repetitions' p99s
+/// (`CaseFigures::p99_typical`), apart from the pooled p99 over every repetition's samples.
+pub(crate) const P99_TYPICAL: &str = "median of runs";
+
+/// A spike among a cell's repetitions (`CaseFigures::p99_spike`), named beside its figures:
+/// "one run's p99 was 202 ms", "2 of 6 runs' p99s up to 202 ms".
+pub(crate) fn spike_text(top: f64, n: usize, of: usize) -> String {
+    if n == 1 {
+        format!("one run's p99 was {}", fmt_ns(top))
+    } else {
+        format!("{n} of {of} runs' p99s up to {}", fmt_ns(top))
     }
 }
 

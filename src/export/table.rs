@@ -5,9 +5,19 @@
 use crate::analysis::Analysis;
 use crate::results::{CaseResult, RunResults, Status};
 
-pub(crate) use super::format::{fmt_bytes, fmt_ns, fmt_rate, fmt_ratio, Table};
+pub(crate) use super::format::{
+    fmt_bytes, fmt_ns, fmt_rate, fmt_ratio, spike_text, Table, P99_TYPICAL,
+};
 use crate::measure::Measured;
 use crate::results::schema::IdleMemory;
+
+/// The row of the p99 a claim states ([`P99_TYPICAL`]).
+pub(crate) const P99_TYPICAL_ROW: &str = "p99 (median of runs)";
+
+/// A cell's typical p99 as the tables and the claims both show it: the same text.
+pub(crate) fn p99_typical_text(f: &crate::results::schema::CaseFigures) -> String {
+    fmt_ns(f.p99_typical())
+}
 
 /// Metric rows of the per-point tables: (label, cell for a measured case).
 type Metric = (&'static str, fn(&CaseResult) -> String);
@@ -16,10 +26,17 @@ const METRICS: &[Metric] = &[
     ("median (p50)", |c| fig(c, |f| fmt_ns(f.latency_ns.p50))),
     ("mean", |c| fig(c, |f| fmt_ns(f.latency_ns.mean))),
     ("stddev", |c| fig(c, |f| fmt_ns(f.latency_ns.stddev))),
-    ("p99", |c| {
-        fig(c, |f| thin(f, 0.99, fmt_ns(f.latency_ns.p99)))
+    ("p99 (pooled)", |c| {
+        fig(c, |f| {
+            let spike = f
+                .p99_spike()
+                .map(|(top, n, of)| format!(" ({})", spike_text(top, n, of)))
+                .unwrap_or_default();
+            thin(f, 0.99, fmt_ns(f.latency_ns.p99)) + &spike
+        })
     }),
-    ("p99.9", |c| {
+    (P99_TYPICAL_ROW, |c| fig(c, p99_typical_text)),
+    ("p99.9 (pooled)", |c| {
         fig(c, |f| thin(f, 0.999, fmt_ns(f.latency_ns.p999)))
     }),
     ("ops/s (median of runs)", |c| {
@@ -524,13 +541,20 @@ fn cell_notes(cases: &[&CaseResult]) -> Vec<String> {
         }
     }
     for c in cases {
-        if c.kept_up() == Some(false) {
-            footnotes.push(format!(
-                "{}: fell behind the offered rate (achieved less than {:.0}% of it in a \
-                 repetition): not ranked at equal load",
+        let keep = crate::results::rates::KEEP_UP * 100.0;
+        let typical = fmt_rate(c.typical_achieved_rate().unwrap_or(0.0));
+        match (c.kept_up(), c.repetitions_behind()) {
+            (Some(false), _) => footnotes.push(format!(
+                "{}: fell behind the offered rate (its typical repetition achieved {typical}/s, \
+                 less than {keep:.0}% of it): not ranked at equal load",
                 c.label(),
-                crate::results::rates::KEEP_UP * 100.0
-            ));
+            )),
+            (Some(true), Some((n, of))) => footnotes.push(format!(
+                "{}: kept up (its typical repetition achieved {typical}/s, at least {keep:.0}% \
+                 of the offer), though {n} of {of} repetitions fell behind",
+                c.label(),
+            )),
+            _ => {}
         }
     }
     for c in cases.iter().filter(|c| !c.warnings.is_empty()) {

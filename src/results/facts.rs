@@ -103,7 +103,7 @@ impl Metric {
     pub(crate) fn axis(self) -> &'static str {
         match self {
             Metric::LatencyP50 => "p50 latency per op",
-            Metric::LatencyP99 => "p99 latency per op",
+            Metric::LatencyP99 => "p99 latency per op (median of runs)",
             Metric::OpsPerSec => "throughput, ops/s",
             Metric::SyscallsPer100 => "syscalls per 100 ops",
             Metric::CpuPerOp => "CPU time per op",
@@ -116,7 +116,7 @@ impl Metric {
     pub(crate) fn value(self, f: &CaseFigures) -> Option<f64> {
         let v = match self {
             Metric::LatencyP50 => f.latency_ns.p50,
-            Metric::LatencyP99 => f.latency_ns.p99,
+            Metric::LatencyP99 => f.p99_typical(),
             Metric::OpsPerSec => f.ops_per_sec.median,
             Metric::SyscallsPer100 => *f.syscalls_per_op.value()? * 100.0,
             Metric::CpuPerOp => f.cpu_ns_per_op.total,
@@ -147,7 +147,8 @@ impl Metric {
         let ci = f.ci95.as_ref()?;
         match self {
             Metric::LatencyP50 => ci.latency_ns.p50,
-            Metric::LatencyP99 => ci.latency_ns.p99,
+            Metric::LatencyP99 if f.runs_p99_ns.is_empty() => ci.latency_ns.p99,
+            Metric::LatencyP99 => ci.runs_p99_ns,
             Metric::CpuPerOp => ci.cpu_ns_per_op,
             _ => None,
         }

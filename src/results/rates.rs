@@ -46,16 +46,41 @@ impl CaseResult {
         self.open_loop_rate(|r| r.achieved_per_sec)
     }
 
-    /// Whether an open-loop cell kept up with its offered rate in every repetition (`None`:
-    /// not an open-loop cell). Files without the `fell_behind` counter are judged by the
-    /// achieved rate against the offered one.
+    /// The rate an open-loop cell achieved in its typical repetition: the median of its
+    /// repetitions' throughput where the file has them (one stalled or spiking repetition
+    /// does not move it), else the mean over its repetitions.
+    pub(crate) fn typical_achieved_rate(&self) -> Option<f64> {
+        self.offered_rate()?;
+        let f = self.figures.as_ref()?;
+        if f.runs_ops_per_sec.is_empty() {
+            self.achieved_rate()
+        } else {
+            Some(super::spread::median(&f.runs_ops_per_sec))
+        }
+    }
+
+    /// Whether an open-loop cell kept up with its offered rate (`None`: not an open-loop
+    /// cell), the one rule every view uses (the knee of a rate sweep, the rankings at equal
+    /// load, "fell behind", the tables' footnotes and the charts' rings): its typical
+    /// repetition ([`Self::typical_achieved_rate`]) achieved [`KEEP_UP`] of the offer.
+    /// Repetitions that fell behind in a cell that kept up are named beside it
+    /// ([`Self::repetitions_behind`]).
     pub(crate) fn kept_up(&self) -> Option<bool> {
         let offered = self.offered_rate()?;
+        Some(!fell_behind(
+            offered,
+            self.typical_achieved_rate().unwrap_or(0.0),
+        ))
+    }
+
+    /// How many of an open-loop cell's repetitions fell behind its offer, of how many: a
+    /// figure to name beside the cell ("1 of 6 repetitions fell behind"); `None` for a
+    /// closed-loop cell or one with no repetition behind.
+    pub(crate) fn repetitions_behind(&self) -> Option<(u64, u32)> {
+        self.offered_rate()?;
         let f = self.figures.as_ref()?;
-        if f.counters.open_loop.is_some_and(|r| r.fell_behind > 0) {
-            return Some(false);
-        }
-        Some(!fell_behind(offered, self.achieved_rate().unwrap_or(0.0)))
+        let n = f.counters.open_loop.as_ref()?.fell_behind;
+        (n > 0).then_some((n, self.repetitions))
     }
 
     /// The errors the load generator counted in a measured cell's windows, summed over its

@@ -8,8 +8,6 @@ use crate::results::schema::CaseFigures;
 use crate::results::{CaseResult, Status, Warning};
 use crate::stats::claims::{self, Claim};
 
-use crate::results::rates::fell_behind;
-
 /// Whether the load generator had headroom in every repetition (no `client_bound` or
 /// `both_saturated`): only then is a closed-loop throughput the server's capacity.
 pub(crate) fn load_had_headroom(c: &CaseResult) -> bool {
@@ -80,14 +78,16 @@ pub(crate) fn cpu_per_op_evidence(a: &CaseFigures, b: &CaseFigures) -> Evidence 
 /// The p99 an open-loop rate sweep's capacity must stay under.
 pub(crate) const CAPACITY_P99_NS: f64 = 10e6;
 
-/// Whether a cell's p99 is over [`CAPACITY_P99_NS`] as a claim: in every repetition, each with
-/// at least `claims::TAIL_MIN` samples beyond its p99 (a p99 from a thin tail is mostly one
-/// hiccup: shown, not claimed). Files without per-repetition p99s: the cell's p99.
+/// Whether a cell's p99 is over [`CAPACITY_P99_NS`] as a claim: its typical repetition's p99
+/// (`CaseFigures::p99_typical`, the median of the repetitions' p99s: the one p99 a claim
+/// states) over it, each repetition with at least `claims::TAIL_MIN` samples beyond its p99
+/// (a p99 from a thin tail is mostly one hiccup: shown, not claimed). Files without
+/// per-repetition p99s: the cell's pooled p99.
 pub(crate) fn p99_over_target(f: &CaseFigures) -> bool {
     if f.runs_p99_ns.is_empty() {
         return f.latency_ns.p99 > CAPACITY_P99_NS;
     }
-    f.p99_tail_min >= claims::TAIL_MIN && f.runs_p99_ns.iter().all(|p| *p > CAPACITY_P99_NS)
+    f.p99_tail_min >= claims::TAIL_MIN && f.p99_typical() > CAPACITY_P99_NS
 }
 
 /// Where along an open-loop rate sweep a model stopped keeping up.
@@ -109,23 +109,27 @@ pub struct Capacity {
     /// Offered rates where a repetition of its cell stalled (and stayed stalled on its
     /// re-run): named, so that one repetition is not read as the knee.
     pub(crate) stalled_at: Vec<f64>,
+    /// The p99 of its typical repetition (`CaseFigures::p99_typical`) at the rate the knee
+    /// names first (its capacity, the top of the sweep, or the lowest rate where it fell
+    /// behind), and a spike among that cell's repetitions (`CaseFigures::p99_spike`).
+    pub(crate) p99_ns: Option<f64>,
+    pub(crate) spike: Option<(f64, usize, usize)>,
 }
 
-/// The rate a cell achieved in its typical repetition: the median of its repetitions'
-/// throughput where the file has them (a stalled repetition does not move it), else the mean.
-fn typical_achieved(c: &CaseResult) -> Option<f64> {
-    let f = c.figures.as_ref()?;
-    if f.runs_ops_per_sec.is_empty() {
-        c.achieved_rate()
-    } else {
-        Some(super::median(&f.runs_ops_per_sec))
-    }
+/// One offered rate of a model's sweep, as the knee reads it.
+struct Pt {
+    rate: f64,
+    /// Kept up, with no p99 claimed over the target.
+    ok: bool,
+    stalled: bool,
+    p99: f64,
+    spike: Option<(f64, usize, usize)>,
 }
 
 /// Each model's capacity along a rate sweep, in the cells' first-seen order: the highest
-/// offered rate at which its typical repetition achieved at least
-/// [`KEEP_UP`](crate::results::rates::KEEP_UP) of the offer with no p99 claimed over
-/// [`CAPACITY_P99_NS`], and the first rate where it did not.
+/// offered rate at which it kept up (`CaseResult::kept_up`, the one rule: its typical
+/// repetition achieved [`KEEP_UP`](crate::results::rates::KEEP_UP) of the offer) with no p99
+/// claimed over [`CAPACITY_P99_NS`], and the first rate where it did not.
 pub(crate) fn capacities(cases: &[&CaseResult]) -> Vec<Capacity> {
     let mut labels: Vec<String> = Vec::new();
     for c in cases {
@@ -135,37 +139,50 @@ pub(crate) fn capacities(cases: &[&CaseResult]) -> Vec<Capacity> {
     }
     let mut out = Vec::new();
     for l in labels {
-        let mut pts: Vec<(f64, bool, bool)> = cases
+        let mut pts: Vec<Pt> = cases
             .iter()
             .filter(|c| c.label() == l && c.status == Status::Measured)
             .filter_map(|c| {
                 let f = c.figures.as_ref()?;
                 let offered = c.params.0.get("rate_per_sec")?.as_f64()?;
-                let achieved = typical_achieved(c).unwrap_or(0.0);
                 (offered > 0.0).then(|| {
-                    let ok = !fell_behind(offered, achieved) && !p99_over_target(f);
-                    (offered, ok, c.warnings.contains(&Warning::Stalled))
+                    let ok = c.kept_up() == Some(true) && !p99_over_target(f);
+                    Pt {
+                        rate: offered,
+                        ok,
+                        stalled: c.warnings.contains(&Warning::Stalled),
+                        p99: f.p99_typical(),
+                        spike: f.p99_spike(),
+                    }
                 })
             })
             .collect();
         if pts.is_empty() {
             continue;
         }
-        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let knee = match pts.iter().position(|p| !p.1) {
-            Some(0) => Knee::Below { rate: pts[0].0 },
-            Some(k) => Knee::Between {
-                capacity: pts[k - 1].0,
-                next: pts[k].0,
-            },
-            None => Knee::Beyond {
-                max: pts[pts.len() - 1].0,
-            },
+        pts.sort_by(|a, b| a.rate.total_cmp(&b.rate));
+        let (knee, named) = match pts.iter().position(|p| !p.ok) {
+            Some(0) => (Knee::Below { rate: pts[0].rate }, 0),
+            Some(k) => (
+                Knee::Between {
+                    capacity: pts[k - 1].rate,
+                    next: pts[k].rate,
+                },
+                k - 1,
+            ),
+            None => (
+                Knee::Beyond {
+                    max: pts[pts.len() - 1].rate,
+                },
+                pts.len() - 1,
+            ),
         };
         out.push(Capacity {
             label: l,
             knee,
-            stalled_at: pts.iter().filter(|p| p.2).map(|p| p.0).collect(),
+            stalled_at: pts.iter().filter(|p| p.stalled).map(|p| p.rate).collect(),
+            p99_ns: Some(pts[named].p99).filter(|p| *p > 0.0),
+            spike: pts[named].spike,
         });
     }
     out
@@ -254,8 +271,12 @@ mod tests {
         assert_eq!(c.offered_rate(), Some(10_000.0));
         assert_eq!(c.achieved_rate(), Some(9_990.0));
         assert_eq!(c.kept_up(), Some(true));
-        // One repetition of five fell behind: the cell did not keep up.
-        assert_eq!(cell(5, 10_000, 9_990, 1, &[]).kept_up(), Some(false));
+        // One repetition of five fell behind: the cell kept up (its typical repetition did),
+        // and the one is named.
+        let one = cell(5, 10_000, 9_990, 1, &[]);
+        assert_eq!(one.kept_up(), Some(true));
+        assert_eq!(one.repetitions_behind(), Some((1, 5)));
+        assert_eq!(c.repetitions_behind(), None);
         // Judged by the rates when the counter is missing (older files).
         assert_eq!(cell(2, 10_000, 9_000, 0, &[]).kept_up(), Some(false));
         let mut closed = cell(1, 0, 0, 0, &[]);

@@ -138,6 +138,7 @@ pub(crate) fn summarize(samples: &[Sample], counted: Option<&Sample>) -> CaseFig
         run_p50_ns: median_ci(&run_p50),
         ops_per_sec: median_ci(&run_ops),
         cpu_ns_per_op: median_ci(&run_cpu),
+        runs_p99_ns: median_ci(&run_p99),
     };
     CaseFigures {
         latency_ns: LatencyNs {

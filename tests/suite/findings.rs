@@ -323,6 +323,7 @@ fn intervals_show_as_rows_and_thin_tails_are_greyed() {
         run_p50_ns: Some((681.0, 681.0)),
         ops_per_sec: Some((1.46e6, 1.48e6)),
         cpu_ns_per_op: None,
+        runs_p99_ns: None,
     });
     // Round trip through results.json.
     let json = serde_json::to_string(&run).unwrap();
@@ -337,8 +338,11 @@ fn intervals_show_as_rows_and_thin_tails_are_greyed() {
     let md = String::from_utf8(Format::Markdown.render(&run).unwrap()).unwrap();
     assert!(md.contains("| p50 95% CI | 671 ns..691 ns |"), "{md}");
     assert!(md.contains("| latency samples (beyond p99 / p99.9) | 1500 (15 / 1) |"));
-    assert!(md.contains("| p99.9 | 881 ns (thin tail: 1 samples beyond) |"));
-    assert!(md.contains("| p99 | 682 ns |"), "15 beyond p99 is not thin");
+    assert!(md.contains("| p99.9 (pooled) | 881 ns (thin tail: 1 samples beyond) |"));
+    assert!(
+        md.contains("| p99 (pooled) | 682 ns |"),
+        "15 beyond p99 is not thin"
+    );
     let html = String::from_utf8(Format::Html.render(&run).unwrap()).unwrap();
     assert!(html.contains("<td class=\"thin\" title=\"fewer than 10 samples beyond"));
     // The latency bars draw the p50's interval as a band; without intervals, none.

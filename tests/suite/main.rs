@@ -9,6 +9,7 @@ mod common;
 
 mod blocking_fds;
 mod chart_labels;
+mod claims_agree;
 mod cli;
 mod cli_http;
 mod compare_gate;

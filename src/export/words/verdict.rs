@@ -1,7 +1,7 @@
 //! A [`Verdict`] in words: one line each. The match over its kinds is exhaustive (no `_`
 //! arm), so a new kind does not compile until it is worded here.
 
-use super::super::table::{fmt_ns, fmt_times, invisible_text};
+use super::super::table::{fmt_ns, fmt_times, invisible_text, spike_text, P99_TYPICAL};
 use crate::analysis::verdict::{Change, Scope, Verdict, Where};
 use crate::analysis::vocabulary::{
     Capacity, Knee, Other, Outcome, Ranking, CAPACITY_P99_NS, KEEP_UP, MARGIN,
@@ -181,16 +181,27 @@ fn change_text(param: &str, m: Metric, c: &Change) -> String {
 fn knee_text(c: &Capacity, unit: &str) -> String {
     let ms = CAPACITY_P99_NS / 1e6;
     let l = &c.label;
+    // The p99 the knee judged by, with its definition, and a spike among its repetitions.
+    let p99 = c
+        .p99_ns
+        .map(|p| {
+            let spike = c
+                .spike
+                .map(|(top, n, of)| format!("; {}", spike_text(top, n, of)))
+                .unwrap_or_default();
+            format!(" (p99 there {}, {P99_TYPICAL}{spike})", fmt_ns(p))
+        })
+        .unwrap_or_default();
     let mut text = match c.knee {
         Knee::Below { rate } => {
-            format!("{l}: fell behind (or p99 > {ms} ms) already at {rate:.0} {unit} offered")
+            format!("{l}: fell behind (or p99 > {ms} ms) already at {rate:.0} {unit} offered{p99}")
         }
         Knee::Between { capacity, next } => format!(
-            "{l}: capacity {capacity:.0} {unit} with p99 <= {ms} ms; the knee lies between \
-             {capacity:.0} and {next:.0} {unit}"
+            "{l}: capacity {capacity:.0} {unit} with p99 <= {ms} ms{p99}; the knee lies \
+             between {capacity:.0} and {next:.0} {unit}"
         ),
         Knee::Beyond { max } => format!(
-            "{l}: kept up with every offered rate up to {max:.0} {unit} with p99 <= {ms} ms \
+            "{l}: kept up with every offered rate up to {max:.0} {unit} with p99 <= {ms} ms{p99} \
              (knee beyond the sweep)"
         ),
     };
@@ -286,11 +297,11 @@ pub fn said(v: &Verdict, f: &Facts) -> Said {
         Verdict::FellBehind { offered, at, who } => {
             let who: Vec<String> = who
                 .iter()
-                .map(|(l, achieved)| format!("{l} (achieved {achieved:.0})"))
+                .map(|(l, achieved)| format!("{l} (achieved {achieved:.0} in its typical run)"))
                 .collect();
             format!(
-                "{}: not ranked, fell behind the offered rate (achieved less than {:.0}% of it \
-                 in a repetition): {}",
+                "{}: not ranked, fell behind the offered rate (its typical repetition achieved \
+                 less than {:.0}% of it): {}",
                 equal_load_head(*offered, at, unit),
                 KEEP_UP * 100.0,
                 who.join(", ")

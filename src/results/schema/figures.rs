@@ -108,6 +108,10 @@ pub struct Intervals {
     pub ops_per_sec: Option<(f64, f64)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_ns_per_op: Option<(f64, f64)>,
+    /// The median of the repetitions' p99s (`CaseFigures::p99_typical`, the p99 a claim
+    /// states); absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_p99_ns: Option<(f64, f64)>,
 }
 
 /// The intervals of `latency_ns`'s percentiles, ns, under the same names.
@@ -249,7 +253,45 @@ pub struct CpuPerOp {
     pub(crate) sys: Measured<f64>,
 }
 
+/// A repetition's p99 at least this many times its cell's typical one is a spike: named
+/// beside the cell's figures ([`CaseFigures::p99_spike`]).
+pub(crate) const SPIKE_FACTOR: f64 = 3.0;
+
 impl CaseFigures {
+    /// The p99 of the cell's typical repetition: the median of its repetitions' p99s, the one
+    /// p99 a claim states (a rate sweep's knee, the p99 rankings test the repetitions' p99s);
+    /// the pooled p99 (`latency_ns.p99`, over every repetition's samples) where the file has
+    /// no per-repetition p99s.
+    pub(crate) fn p99_typical(&self) -> f64 {
+        if self.runs_p99_ns.is_empty() {
+            self.latency_ns.p99
+        } else {
+            crate::results::spread::median(&self.runs_p99_ns)
+        }
+    }
+
+    /// The repetition whose p99 was a spike: its p99 at least [`SPIKE_FACTOR`] times the
+    /// typical one (`(its p99, repetitions with a spike, repetitions)`: the largest of them),
+    /// to name beside the cell's figures; `None` with fewer than three repetitions (no typical
+    /// to stand out from) or no spike.
+    pub(crate) fn p99_spike(&self) -> Option<(f64, usize, usize)> {
+        let runs = &self.runs_p99_ns;
+        if runs.len() < 3 {
+            return None;
+        }
+        let typical = self.p99_typical();
+        let spikes: Vec<f64> = runs
+            .iter()
+            .copied()
+            .filter(|p| typical > 0.0 && *p >= SPIKE_FACTOR * typical)
+            .collect();
+        let top = spikes
+            .iter()
+            .copied()
+            .fold(None, |m: Option<f64>, p| Some(m.map_or(p, |m| m.max(p))))?;
+        Some((top, spikes.len(), runs.len()))
+    }
+
     /// Whether the CPU read per op is below what its counted syscalls alone cost
     /// ([`super::Warning::CpuBelowSyscalls`]); false where syscalls were not counted.
     pub(crate) fn cpu_below_syscalls(&self) -> bool {
