@@ -42,8 +42,26 @@ pub struct Only {
 #[derive(Clone, Debug, PartialEq)]
 pub struct FamilyPair {
     pub at: String,
+    /// Where the point is, in words ("50 connections"), for a sentence of its own.
+    pub place: String,
+    /// The rate every model was offered there (the median of its cells'), per second.
+    pub offered: Option<f64>,
     pub uring: String,
     pub epoll: String,
+    pub confidence: Confidence,
+}
+
+/// A contender of the user's (`ext:NAME`) against one family's best row at one equal-load
+/// point (that family's lowest server CPU per op there): how many times the family's CPU per
+/// op the contender used.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContenderPair {
+    pub at: String,
+    pub place: String,
+    pub offered: Option<f64>,
+    pub contender: String,
+    pub family: Family,
+    pub against: String,
     pub confidence: Confidence,
 }
 
@@ -56,6 +74,8 @@ pub struct WorkloadFinding {
     pub probed: Option<(f64, f64)>,
     /// io_uring's best row against epoll's at each equal-load point with both.
     pub families: Vec<FamilyPair>,
+    /// Each contender against each family's best row at each equal-load point.
+    pub contenders: Vec<ContenderPair>,
 }
 
 /// A workload's leader in a few words' worth: who led the most points of those ranked.
@@ -106,7 +126,12 @@ impl WorkloadFinding {
         WorkloadFinding {
             ranks,
             probed: probed(cases),
-            families: ranked.as_ref().map_or_else(|_| Vec::new(), families),
+            families: ranked
+                .as_ref()
+                .map_or_else(|_| Vec::new(), |r| families(f, r)),
+            contenders: ranked
+                .as_ref()
+                .map_or_else(|_| Vec::new(), |r| contenders(f, r)),
         }
     }
 
@@ -169,32 +194,109 @@ fn probed(cases: &[&CaseResult]) -> Option<(f64, f64)> {
     Some((lo, hi))
 }
 
+/// The model's family, where it is one of the registry's (a contender's is none).
+fn family_of(label: &str) -> Option<Family> {
+    crate::registry::model(label).map(|m| m.family)
+}
+
+/// The family's best row at a point: its lowest server CPU per op.
+fn best_of(p: &Point, f: Family) -> Option<String> {
+    p.entries
+        .iter()
+        .filter(|e| family_of(&e.label) == Some(f))
+        .min_by(|x, y| x.value.total_cmp(&y.value))
+        .map(|e| e.label.clone())
+}
+
+/// Where point `p` is, in words ("50 connections": its cells' value of the workload's sweep
+/// parameter with the axis's words; `p.at` where the workload has none), and the rate its
+/// cells were offered (their median), per second.
+fn place_of(f: &Facts, r: &Ranked<'_>, p: &Point) -> (String, Option<f64>) {
+    let cases: Vec<&CaseResult> = r.cells.iter().map(|c| c.0).collect();
+    let roles = super::cells::ParamRoles::of_cases(&cases);
+    let here: Vec<&&CaseResult> = cases
+        .iter()
+        .filter(|c| roles.point(c, None) == p.at)
+        .collect();
+    let mut rates: Vec<f64> = here.iter().filter_map(|c| c.offered_rate()).collect();
+    rates.sort_by(f64::total_cmp);
+    let offered = (!rates.is_empty()).then(|| rates[rates.len() / 2]);
+    let swept = f.chart.sweep.and_then(|s| {
+        let c = here.first()?;
+        let (k, v) = s
+            .params
+            .iter()
+            .find_map(|k| c.params.0.get(*k).map(|v| (*k, v)))?;
+        Some(if s.axis.contains(',') {
+            format!("{k}={v}")
+        } else {
+            format!("{v} {}", s.axis)
+        })
+    });
+    let at = match swept {
+        Some(w) if p.at.is_empty() => w,
+        Some(w) => format!("{w}, {}", p.at),
+        None => p.at.clone(),
+    };
+    (at, offered)
+}
+
 /// Each family's best row at each equal-load point (lowest server CPU per op there),
 /// io_uring's against epoll's, where the workload is ranked by CPU per op.
-fn families(r: &Ranked<'_>) -> Vec<FamilyPair> {
+fn families(f: &Facts, r: &Ranked<'_>) -> Vec<FamilyPair> {
     if r.basis.metric != Metric::CpuPerOp {
         return Vec::new();
     }
-    let family = |label: &str| crate::registry::model(label).map(|m| m.family);
-    let best = |p: &Point, f: Family| {
-        p.entries
-            .iter()
-            .filter(|e| family(&e.label) == Some(f))
-            .min_by(|x, y| x.value.total_cmp(&y.value))
-            .map(|e| e.label.clone())
-    };
     r.bare_points()
         .filter_map(|p| {
-            let (u, e) = (best(p, Family::Uring)?, best(p, Family::Epoll)?);
+            let (u, e) = (best_of(p, Family::Uring)?, best_of(p, Family::Epoll)?);
             let confidence = findings::pair_at(p, &e, &u, false)?;
+            let (place, offered) = place_of(f, r, p);
             Some(FamilyPair {
                 at: p.at.clone(),
+                place,
+                offered,
                 uring: u,
                 epoll: e,
                 confidence,
             })
         })
         .collect()
+}
+
+/// Each contender (a model outside the registry: `ext:NAME`) against each family's best row
+/// at each equal-load point, where the workload is ranked by CPU per op.
+fn contenders(f: &Facts, r: &Ranked<'_>) -> Vec<ContenderPair> {
+    if r.basis.metric != Metric::CpuPerOp {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for p in r.bare_points() {
+        let (place, offered) = place_of(f, r, p);
+        let ext: Vec<&str> = p
+            .entries
+            .iter()
+            .filter(|e| family_of(&e.label).is_none())
+            .map(|e| e.label.as_str())
+            .collect();
+        for c in ext {
+            for f in Family::ALL {
+                let Some(best) = best_of(p, f) else { continue };
+                if let Some(confidence) = findings::pair_at(p, &best, c, false) {
+                    out.push(ContenderPair {
+                        at: p.at.clone(),
+                        place: place.clone(),
+                        offered,
+                        contender: c.to_string(),
+                        family: f,
+                        against: best,
+                        confidence,
+                    });
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Pairs of models at each point of a workload, on the figure its finding ranks by.

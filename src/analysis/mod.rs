@@ -11,6 +11,7 @@
 //! (`runner`, `export`), and uses neither of those (`tests/suite/module_graph.rs`).
 
 pub mod basis;
+pub mod bottom;
 pub(crate) mod cells;
 pub(crate) mod compare;
 pub mod explain;
@@ -50,6 +51,8 @@ pub struct Analysis {
     pub(crate) workloads: Vec<Workload>,
     pub(crate) trust: Trust,
     pub(crate) answer: Answer,
+    /// The bottom line every report opens with (`bottom`).
+    pub(crate) bottom: bottom::BottomLine,
 }
 
 /// One workload's analysis.
@@ -129,7 +132,7 @@ impl Analysis {
     pub fn of(run: &RunResults) -> Analysis {
         let groups = cells::by_workload(run);
         let mut equal_load = Vec::new();
-        let workloads = groups
+        let workloads: Vec<Workload> = groups
             .iter()
             .map(|(w, cases)| {
                 let facts = cells::facts_in(run, w);
@@ -138,10 +141,18 @@ impl Analysis {
                 Workload::of(w, facts, cases, &ranked)
             })
             .collect();
+        let trust = crate::stats::findings::trust(run);
+        let answer = answer(equal_load.iter());
+        let findings: Vec<(&str, &WorkloadFinding)> = workloads
+            .iter()
+            .map(|w| (w.id.as_str(), &w.finding))
+            .collect();
+        let bottom = bottom::of(run, &findings, &trust, &answer);
         Analysis {
             workloads,
-            trust: crate::stats::findings::trust(run),
-            answer: answer(equal_load.iter()),
+            trust,
+            answer,
+            bottom,
         }
     }
 

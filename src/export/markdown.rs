@@ -64,7 +64,13 @@ pub(crate) fn render_table(t: &Table) -> String {
 
 impl Exporter for Markdown {
     fn render(&self, run: &RunResults, a: &Analysis) -> anyhow::Result<Vec<u8>> {
-        let mut out = String::from("# ringside results\n\n");
+        let mut out = String::from("# ringside results\n\n## Bottom line\n\n");
+        let bottom = super::words::bottom::lines(a);
+        let (confidence, answers) = bottom.split_last().expect("the confidence line");
+        for l in answers {
+            out += &format!("- {}\n", cell(l));
+        }
+        out += &format!("\n**{}**\n\n", cell(confidence));
         out += &format!(
             "- ringside {} ({}), profile `{}`, {}\n- command: `{}`\n{}- kernel {}, {} CPUs; measured thread on CPU {}, helper CPU {}\n{}- timer overhead {} ns per interval (subtracted from every per-op latency), clocksource {}\n\n",
             run.ringside.version,

@@ -68,9 +68,8 @@ pub(crate) fn summary_text(a: &Analysis) -> String {
 
 impl Exporter for Summary {
     fn render(&self, run: &RunResults, a: &Analysis) -> anyhow::Result<Vec<u8>> {
-        let mut out = String::from(
-            "Findings (wide tables: --format table; charts and evidence: report.html)\n",
-        );
+        let mut out = bottom_text(a);
+        out += "Findings (wide tables: --format table; charts and evidence: report.html)\n";
         for s in suites(a) {
             out += &format!("  {} suite\n", s.suite);
             for l in &s.lines {
@@ -248,9 +247,23 @@ pub(crate) fn numbers_text(run: &RunResults) -> String {
     wrap("Numbers per point: ", "  ", &legend) + &out
 }
 
+/// The bottom line that opens the terminal's summary and tables (`words::bottom`).
+pub(crate) fn bottom_text(a: &Analysis) -> String {
+    let mut out = String::from("Bottom line\n");
+    let lines = super::words::bottom::lines(a);
+    let (confidence, answers) = lines.split_last().expect("the confidence line");
+    for l in answers {
+        out += &wrap("  - ", "      ", l);
+    }
+    out += &wrap("  ", "    ", confidence);
+    out.push('\n');
+    out
+}
+
 /// The findings block that opens the terminal summary.
 pub(crate) fn findings_text(run: &RunResults, a: &Analysis) -> String {
-    let mut out = String::from("Findings (computed from the cells below)\n");
+    let mut out = bottom_text(a);
+    out += "Findings (computed from the cells below)\n";
     for s in suites(a) {
         out += &format!("  {} suite\n", s.suite);
         for l in &s.lines {

@@ -44,6 +44,21 @@ pub enum Family {
     Peer,
 }
 
+impl Family {
+    /// Every family, in the registry's order.
+    pub const ALL: [Family; 4] = [Family::Blocking, Family::Epoll, Family::Uring, Family::Peer];
+
+    /// Its name in a sentence ("io_uring", "the runtimes").
+    pub fn words(self) -> &'static str {
+        match self {
+            Family::Blocking => "blocking",
+            Family::Epoll => "epoll",
+            Family::Uring => "io_uring",
+            Family::Peer => "the runtimes",
+        }
+    }
+}
+
 impl ModelSpec {
     /// Whether the model does its I/O through io_uring: the io_uring family and monoio (on
     /// its io_uring driver), whose counting repetition also counts io_uring's tracepoints.

@@ -33,10 +33,13 @@ fn golden(name: &str, got: &str) {
     assert_eq!(want, got, "{} differs", path.display());
 }
 
-/// The findings block of the terminal summary (everything before the first blank line).
+/// The bottom line and the findings block of the terminal summary (everything before the
+/// second blank line: the bottom line opens it, the findings follow).
 fn term_findings(run: &RunResults) -> String {
     let out = String::from_utf8(Format::Table.render(run).unwrap()).unwrap();
-    let end = out.find("\n\n").expect("a blank line after the findings");
+    assert!(out.starts_with("Bottom line\n"), "{out}");
+    let first = out.find("\n\n").expect("a blank line after the bottom line");
+    let end = first + 2 + out[first + 2..].find("\n\n").expect("a blank line after the findings");
     out[..end + 1].to_string()
 }
 
@@ -45,7 +48,7 @@ fn fixture_findings_match_golden_and_name_the_change_of_lead() {
     let run = fixture();
     let text = term_findings(&run);
     golden("findings.txt", &text);
-    assert!(text.starts_with("Findings"));
+    assert!(text.starts_with("Bottom line") && text.contains("\nFindings"));
     // Each workload: one plain sentence, then its evidence on the next line.
     let line_after = |prefix: &str| -> (String, String) {
         let mut it = text.lines().skip_while(|l| !l.contains(prefix));

@@ -158,6 +158,33 @@ pub(crate) fn command_line(run: &RunResults) -> String {
         .join(" ")
 }
 
+/// The bottom line the report opens with: one sentence per question the run answered, in
+/// numbers, and the confidence in one line (`words::bottom`).
+fn bottom_html(a: &Analysis) -> Markup {
+    let lines = super::words::bottom::lines(a);
+    let (confidence, answers) = lines.split_last().expect("the confidence line");
+    html! {
+        section id="bottom-line" class="bottom" {
+            h2 { "Bottom line" }
+            ul class="answers" {
+                @for l in answers {
+                    li { (l) }
+                }
+            }
+            p class={ "confidence " (confidence_class(a)) } { b { (confidence) } }
+        }
+    }
+}
+
+/// The confidence line's class, for its colour.
+fn confidence_class(a: &Analysis) -> &'static str {
+    match a.bottom.level {
+        crate::analysis::bottom::Level::High => "high",
+        crate::analysis::bottom::Level::Reduced => "reduced",
+        crate::analysis::bottom::Level::Low => "low",
+    }
+}
+
 /// The findings section: per suite, one line per workload linking to its section, and how
 /// far to trust the run.
 fn findings_html(run: &RunResults, a: &Analysis) -> Markup {
@@ -469,8 +496,10 @@ impl Exporter for Html {
                             (run.cases.len()) " cells (" (measured) " measured)"
                         }
                     }
+                    (bottom_html(a))
                     nav {
                         ul {
+                            li { a href="#bottom-line" { "bottom line" } }
                             li { a href="#findings" { "findings" } }
                             li { a href="#environment" { "environment" } }
                             li { a href="#reproduce" { "reproduce" } }

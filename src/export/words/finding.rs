@@ -54,7 +54,7 @@ pub struct Suite {
     pub lines: Vec<Line>,
 }
 
-fn noun(m: Metric, op: &str) -> String {
+pub(super) fn noun(m: Metric, op: &str) -> String {
     match m {
         Metric::LatencyP50 => "median latency per op".into(),
         Metric::LatencyP99 => "p99 latency per op".into(),
@@ -67,7 +67,7 @@ fn noun(m: Metric, op: &str) -> String {
 }
 
 /// "delivery" -> "deliveries", "message" -> "messages".
-fn plural(op: &str) -> String {
+pub(super) fn plural(op: &str) -> String {
     match op.strip_suffix('y') {
         Some(stem) => format!("{stem}ies"),
         None => format!("{op}s"),
@@ -334,7 +334,7 @@ fn alone(only: Option<&Only>, b: &Basis) -> String {
 }
 
 /// What one op of a workload is called in a finding.
-fn op_word(f: &Facts) -> &'static str {
+pub(super) fn op_word(f: &Facts) -> &'static str {
     if f.net {
         f.units.op
     } else {

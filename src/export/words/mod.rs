@@ -37,6 +37,7 @@
 
 #![deny(clippy::wildcard_enum_match_arm)]
 
+pub(crate) mod bottom;
 pub(crate) mod compare;
 pub(crate) mod finding;
 pub(crate) mod verdict;
