@@ -107,21 +107,41 @@ impl Workload {
         }
     }
 
-    /// The models its charts draw in full: each that led a ranked point or was never decided
-    /// behind a point's leader (the finding's standings); the rest are drawn faded. `None`
-    /// where nothing was ranked (then every model is drawn in full).
-    pub(crate) fn highlighted(&self) -> Option<Vec<String>> {
-        let Ranks::Ranked { finding, .. } = &self.finding.ranks else {
+    /// The models decided behind on the workload's ranking, and the figure they were
+    /// decided on (the basis: server CPU per op at equal load, a micro loop's own figure):
+    /// every other model led a ranked point or was never decided behind a point's leader
+    /// (the finding's standings). A chart of that figure draws those models faded; a chart
+    /// of any other figure draws every model in full (nothing was decided on it). `None`
+    /// where nothing was ranked.
+    pub(crate) fn highlighted(&self) -> Option<Highlighted> {
+        let Ranks::Ranked { basis, finding, .. } = &self.finding.ranks else {
             return None;
         };
-        Some(
-            finding
+        Some(Highlighted {
+            metric: basis.metric,
+            full: finding
                 .standings
                 .iter()
                 .filter(|s| s.led > 0 || s.behind == 0)
                 .map(|s| s.label.clone())
                 .collect(),
-        )
+        })
+    }
+}
+
+/// A ranked workload's standings as its charts read them ([`Workload::highlighted`]).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Highlighted {
+    /// The figure the ranking decided on.
+    pub(crate) metric: crate::results::facts::Metric,
+    /// The models not decided behind on it (each led a point or was never behind).
+    pub(crate) full: Vec<String>,
+}
+
+impl Highlighted {
+    /// Whether `label` was decided behind on `metric` (only the ranking's own figure).
+    pub(crate) fn behind_on(&self, label: &str, metric: crate::results::facts::Metric) -> bool {
+        metric == self.metric && !self.full.iter().any(|l| l == label)
     }
 }
 

@@ -10,7 +10,7 @@ use super::format::{fmt_ns, fmt_rate, Table};
 use super::words::compare as words;
 use super::words::compare::pct_words;
 use crate::analysis::compare::{
-    Change, Comparison, Figure, FigureChange, Gate, Matrix, MatrixRow, Method, ALPHA,
+    Change, Claim, Comparison, Figure, FigureChange, Gate, Matrix, MatrixRow, Method, ALPHA,
 };
 use crate::analysis::vocabulary::p_text;
 use std::sync::Arc;
@@ -158,8 +158,19 @@ pub(crate) fn workloads(m: &Matrix) -> Vec<&str> {
     w
 }
 
+/// Whether run `k`'s bar of row `r` was judged: a later run's where its claim against the
+/// first is a verdict; the first run's where some later run's is.
+fn compared(r: &MatrixRow, k: usize) -> bool {
+    let judged = |c: &Claim| matches!(c, Claim::Judged { .. });
+    match k {
+        0 => r.claims.iter().any(judged),
+        k => r.claims.get(k - 1).is_some_and(judged),
+    }
+}
+
 /// One bar chart per workload and figure: the workload's cells as categories, one series per
-/// run (its letter), each bar the run's figure.
+/// run (its letter), each bar the run's figure; a bar not compared (its claim not a verdict)
+/// is drawn hatched grey.
 pub(crate) fn charts(m: &Matrix) -> Vec<Chart> {
     let mut out = Vec::new();
     for w in workloads(m) {
@@ -197,6 +208,7 @@ pub(crate) fn charts(m: &Matrix) -> Vec<Chart> {
                                 whisker: None,
                                 band: None,
                                 behind: false,
+                                not_compared: !compared(r, k),
                             })
                         })
                         .collect(),
@@ -216,6 +228,7 @@ pub(crate) fn charts(m: &Matrix) -> Vec<Chart> {
                 log_x: false,
                 log_y: false,
                 categories: drawn.iter().map(|r| r.point.clone()).collect(),
+                x_fixed: None,
                 series,
                 left_out: left_out.clone(),
             });

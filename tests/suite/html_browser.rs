@@ -179,6 +179,91 @@ fn report_renders_in_headless_chromium_without_console_errors() {
         "servers",
         true,
     );
+
+    // Faded only on the figure the ranking decided on (http.rate: CPU per op at equal load),
+    // never on throughput or p99: in the charts and in the rendered captions.
+    let dom = std::fs::read_to_string(fixture.join("report.html")).unwrap();
+    let mut faded_cpu = 0;
+    for c in cs.iter().filter(|c| c.workload == "http.rate") {
+        let start = dom.find(&format!("data-chart=\"{}\"", c.id)).unwrap();
+        let fig = &dom[start..start + dom[start..].find("</figure>").unwrap()];
+        let faded = c.series.iter().any(|s| s.faded);
+        assert_eq!(fig.contains("faded:"), faded, "{}", c.id);
+        if faded {
+            assert_eq!(c.metric, charts::Metric::CpuPerOp, "{}: faded", c.id);
+            faded_cpu += 1;
+        }
+    }
+    assert!(
+        faded_cpu > 0,
+        "no model faded on CPU per op: the check cannot fail"
+    );
+
+    // The same file with fewer models and one offered rate: each model keeps its colour,
+    // marker and dash, and the one-rate sweep is drawn as points, not a line.
+    let mut fewer: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("tests/fixtures/charts.json").unwrap())
+            .unwrap();
+    let keep = ["blocking", "epoll-lt", "tokio", "uring-sqpoll"];
+    fewer["cases"].as_array_mut().unwrap().retain(|c| {
+        keep.contains(&c["model"].as_str().unwrap_or_default())
+            && (c["workload"] != "http.rate" || c["params"]["rate_per_sec"] == 40000)
+    });
+    let fewer_json = d.path().join("fewer.json");
+    std::fs::write(&fewer_json, serde_json::to_vec(&fewer).unwrap()).unwrap();
+    let fewer_out = d.path().join("fewer");
+    Command::cargo_bin("ringside")
+        .unwrap()
+        .timeout(Duration::from_secs(60))
+        .arg("report")
+        .arg(&fewer_json)
+        .arg("--out")
+        .arg(&fewer_out)
+        .assert()
+        .success();
+    let small = store::load(&fewer_json).unwrap();
+    let small_cs = charts::build(&small, &ringside::analysis::Analysis::of(&small));
+    let mut styles = std::collections::HashMap::new();
+    for s in cs.iter().flat_map(|c| &c.series) {
+        if !s.label.starts_with("repetition") {
+            styles.insert(s.label.clone(), s.style);
+        }
+    }
+    let mut same = 0;
+    for s in small_cs.iter().flat_map(|c| &c.series) {
+        if let Some(st) = styles.get(&s.label) {
+            assert_eq!(
+                *st, s.style,
+                "{}: another style in the smaller report",
+                s.label
+            );
+            same += 1;
+        }
+    }
+    assert!(same > 0);
+    // And in the drawings: a model's legend swatch is the same colour in both reports.
+    let swatch = |report: &Path, label: &str| -> Option<String> {
+        let svg = std::fs::read_to_string(report.join("charts").join("http.rate-cpu.svg")).ok()?;
+        let at = svg.find(&format!(">\n{label}\n</text>"))?;
+        let before = &svg[..at];
+        let fill = before.rfind("stroke=\"#")? + 8;
+        Some(before[fill..fill + 7].to_string())
+    };
+    for label in keep {
+        let (a, b) = (swatch(&fixture, label), swatch(&fewer_out, label));
+        assert!(a.is_some(), "{label}: no legend entry in the full report");
+        assert_eq!(a, b, "{label}: its colour differs between the reports");
+    }
+    assert!(small_cs
+        .iter()
+        .any(|c| c.workload == "http.rate" && c.kind == charts::Kind::Points));
+    check_axes(
+        &profile,
+        &fewer_out.join("report.html"),
+        &small,
+        "fewer-models",
+        false,
+    );
 }
 
 /// Where screenshots go: RINGSIDE_SCREENSHOTS=DIR, else the test's output directory.
@@ -195,7 +280,7 @@ fn screenshot_dir() -> std::path::PathBuf {
 /// box and rendered font size of each of its texts, as JSON in `<pre id="probe">`.
 const PROBE: &str = r#"<script>
 (function () {
-  document.querySelectorAll('details.detail').forEach(function (d) { d.open = true; });
+  document.querySelectorAll('details').forEach(function (d) { d.open = true; });
   var out = [];
   document.querySelectorAll('figure.chart div.drawn').forEach(function (div) {
     var r = div.getBoundingClientRect();
@@ -210,8 +295,10 @@ const PROBE: &str = r#"<script>
       texts.push({s: s, l: b.left, t: b.top, r: b.right, b: b.bottom,
                   px: parseFloat(t.getAttribute('font-size')) * scale});
     });
+    var titles = [];
+    svg.querySelectorAll('title').forEach(function (t) { titles.push(t.textContent.trim()); });
     var d = div.dataset;
-    out.push({chart: div.closest('figure').dataset.chart, layout: d.layout,
+    out.push({chart: div.closest('figure').dataset.chart, layout: d.layout, titles: titles,
               x_scale: d.xScale, y_scale: d.yScale, x_title: d.xTitle, y_title: d.yTitle,
               x_ticks: d.xTicks, y_ticks: d.yTicks, texts: texts});
   });
@@ -219,11 +306,26 @@ const PROBE: &str = r#"<script>
   pre.id = 'probe';
   pre.textContent = JSON.stringify(out);
   document.body.appendChild(pre);
+  // The key-value tables' cells (every probed fact): the narrowest one rendered, px.
+  var kv = {cells: 0, narrowest: 1e9, what: ''};
+  document.querySelectorAll('table.kv th, table.kv td').forEach(function (c) {
+    var w = c.getBoundingClientRect().width;
+    kv.cells += 1;
+    if (w < kv.narrowest) { kv.narrowest = w; kv.what = c.textContent.slice(0, 40); }
+  });
+  var k = document.createElement('pre');
+  k.id = 'kv';
+  k.textContent = JSON.stringify(kv);
+  document.body.appendChild(k);
 })();
 </script>"#;
 
 /// The smallest rendered text a chart may have, CSS px.
 const MIN_TEXT_PX: f64 = 10.0;
+
+/// The narrowest a key-value table's cell may render, CSS px: at a phone's 390 px a key and
+/// its value each take the width (stacked), never a column a character wide.
+const MIN_KV_CELL_PX: f64 = 120.0;
 
 /// A time unit's nanoseconds.
 fn time_unit(u: &str) -> Option<f64> {
@@ -247,6 +349,9 @@ fn tick_value(label: &str, time: bool, unit: Option<f64>) -> Option<f64> {
             (None, None) if label == "0" => Some(0.0),
             _ => None,
         }
+    } else if let Some(p) = label.strip_suffix('%') {
+        // A percentile on a spectrum's 1/(1-q) axis.
+        Some(1.0 / (1.0 - p.parse::<f64>().ok()? / 100.0))
     } else {
         let (n, mul) = match label.strip_suffix('k') {
             Some(n) => (n, 1e3),
@@ -258,6 +363,10 @@ fn tick_value(label: &str, time: bool, unit: Option<f64>) -> Option<f64> {
         Some(n.parse::<f64>().ok()? * mul)
     }
 }
+
+/// The style sheet's rule that stacks a key-value table at a phone's width.
+const KV_STACKED: &str =
+    "table.kv, .kv tbody, .kv tr, .kv th, .kv td { display: block; width: 100%; }";
 
 /// Every chart of `report` in headless Chromium at 1280 and 390 px, all clear (see
 /// [`problems`]); with `break_it`, the same report broken four ways, each caught. Screenshots of both
@@ -319,9 +428,17 @@ fn check_axes(
             "outside the labelled ticks",
         ),
         (1280, html.replace(" (log)", ""), "title"),
+        // A category label with a word dropped.
+        (
+            1280,
+            html.replacen(">\nhttp.rate 40 k req/s\n<", ">\nhttp.rate 40 k\n<", 1),
+            "lost a word",
+        ),
+        // The probed facts' table without its phone layout: its values squeezed.
+        (390, html.replace(KV_STACKED, ""), "renders"),
     ];
     for (width, page, expect) in broken {
-        assert_ne!(page, html, "{expect}: the page is not broken");
+        assert_ne!(page, html, "{expect:?}: the page is not broken");
         let bad = report.with_file_name("broken.html");
         std::fs::write(&bad, page).unwrap();
         let found = problems(
@@ -374,6 +491,27 @@ fn problems(
         .replace("&gt;", ">")
         .replace("&amp;", "&");
     let drawn: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    let kv_at = dom
+        .find("<pre id=\"kv\">")
+        .expect("the probe measured the tables")
+        + 13;
+    let kv: serde_json::Value = serde_json::from_str(
+        &dom[kv_at..kv_at + dom[kv_at..].find("</pre>").unwrap()]
+            .replace("&quot;", "\"")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&"),
+    )
+    .unwrap();
+    let narrowest = kv["narrowest"].as_f64().unwrap_or(0.0);
+    if kv["cells"].as_u64().unwrap_or(0) == 0 {
+        fail("no key-value table rendered".into());
+    } else if narrowest < MIN_KV_CELL_PX {
+        fail(format!(
+            "a probed fact's cell {:?} renders {narrowest:.0} px wide",
+            kv["what"]
+        ));
+    }
     if drawn.len() != cs.len() {
         fail(format!(
             "{} drawings shown for {} charts",
@@ -411,7 +549,7 @@ fn problems(
         if c.kind == charts::Kind::Lines && !drawn_text(&xt) {
             fail(format!("{at}: x title {xt:?} not drawn"));
         }
-        if c.kind == charts::Kind::Bars && xs != "linear" {
+        if c.kind.categorical() && xs != "linear" {
             fail(format!("{at}: bars on a {xs} x"));
         }
         // Units: a time axis names the unit its bare ticks are in, or its ticks do.
@@ -424,7 +562,7 @@ fn problems(
         }
         // Ticks: distinct, drawn, spanning the data.
         for (axis, ticks) in [("x", field("x_ticks")), ("y", field("y_ticks"))] {
-            if axis == "x" && c.kind == charts::Kind::Bars {
+            if axis == "x" && c.kind.categorical() {
                 continue;
             }
             let ticks: Vec<&str> = ticks.split('|').collect();
@@ -465,6 +603,47 @@ fn problems(
                     ));
                     break;
                 }
+            }
+        }
+        // Labels keep their words: each category's words, in order, among the drawn texts
+        // (compared without spaces: a word wider than its category may be split), or cut
+        // short with "…" and whole in a <title>; each series' label drawn whole.
+        let all: String = texts
+            .iter()
+            .filter_map(|t| t["s"].as_str())
+            .collect::<String>()
+            .split_whitespace()
+            .collect();
+        let titles: Vec<&str> = e["titles"]
+            .as_array()
+            .map(|v| v.iter().filter_map(|t| t.as_str()).collect())
+            .unwrap_or_default();
+        if c.kind.categorical() {
+            for cat in &c.categories {
+                let cat = if cat.is_empty() { "all models" } else { cat };
+                let whole: String = cat.split_whitespace().collect();
+                let cut = titles.contains(&cat) && all.contains('…');
+                if !(all.contains(&whole) || cut) {
+                    fail(format!("{at}: the label {cat:?} lost a word"));
+                }
+            }
+        }
+        for s in &c.series {
+            if !drawn_text(&s.label) {
+                fail(format!("{at}: the legend's {:?} not drawn whole", s.label));
+            }
+        }
+        // A line chart draws a line: two x values at least.
+        if c.kind == charts::Kind::Lines {
+            let mut xs: Vec<f64> = c
+                .series
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| p.x))
+                .collect();
+            xs.sort_by(f64::total_cmp);
+            xs.dedup();
+            if xs.len() < 2 {
+                fail(format!("{at}: a line chart of one point"));
             }
         }
         // Texts: readable, and no two overlap (boxes less a pixel each side).

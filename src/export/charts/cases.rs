@@ -1,17 +1,30 @@
 //! One workload's charts from its cells: its labels with their styles, then lines of each
 //! metric along a sweep parameter (and a rate sweep's p99 against the rate achieved), or bars
-//! per parameter point, then the troubled cells' timelines.
+//! per parameter point (points with their intervals where a sweep measured one value), then
+//! each point's latency by percentile, then the troubled cells' timelines.
 
 use super::*;
 
 /// Each label's cells in one group of a sweep (only the labels the group has).
 type ByLabel<'c> = BTreeMap<usize, Vec<&'c CaseResult>>;
 
-/// A workload's series labels in style order, each with its style and whether it is faded.
+/// A workload's series labels in style order, each with its style, and the ranking's
+/// standings that say which to fade on which figure.
 struct Labels {
     names: Vec<String>,
     styles: Vec<Style>,
-    faded: Vec<bool>,
+    lead: Option<crate::analysis::Highlighted>,
+}
+
+impl Labels {
+    /// Whether label `l` is drawn faded on a chart of `m`: only where it was decided behind
+    /// on that very figure (a model behind on CPU per op is not faded on throughput or p99).
+    fn faded(&self, l: usize, m: Metric) -> bool {
+        self.lead
+            .as_ref()
+            .is_some_and(|h| h.behind_on(&self.names[l], m))
+            && !m.is_memory()
+    }
 }
 
 /// What every chart of one workload shares.
@@ -55,6 +68,15 @@ pub(crate) fn for_cases(
         (Some(param), Some(sw)) => sweep_charts(&w, &measured, &li, param, sw),
         _ => bar_charts(&w, &measured, &li),
     };
+    charts.extend(spectra(
+        workload,
+        &f,
+        &w.roles,
+        &measured,
+        (&w.labels.names, &w.labels.styles),
+        &li,
+        &w.left_out,
+    ));
     charts.extend(timelines(workload, &f, &measured, &w.left_out));
     charts.into_iter().map(settle_y_scale).collect()
 }
@@ -78,8 +100,7 @@ fn left_out_of(cases: &[&CaseResult]) -> Arc<[String]> {
         .collect()
 }
 
-/// The labels in style order, and each measured cell's label index. Highlighted labels take
-/// the palette's colours first, in style order; then the faded.
+/// The labels in style order, and each measured cell's label index.
 fn labels_of(
     workload: &str,
     measured: &[&CaseResult],
@@ -90,7 +111,7 @@ fn labels_of(
     let mut labels: Vec<String> = cell_labels.clone();
     labels.sort();
     labels.dedup();
-    labels.sort_by_key(|l| styles.of(l).slot);
+    labels.sort_by_key(|l| styles.order(l));
     let label_index: HashMap<&str, usize> = labels
         .iter()
         .enumerate()
@@ -101,20 +122,11 @@ fn labels_of(
         .map(|l| label_index[l.as_str()])
         .collect();
     let lead = a.workload(workload).and_then(|w| w.highlighted());
-    let faded: Vec<bool> = labels
-        .iter()
-        .map(|l| lead.as_ref().is_some_and(|h| !h.contains(l)))
-        .collect();
-    let mut by_colour: Vec<usize> = (0..labels.len()).collect();
-    by_colour.sort_by_key(|&i| faded[i]);
-    let mut label_styles: Vec<Style> = labels.iter().map(|l| styles.of(l)).collect();
-    for (k, &i) in by_colour.iter().enumerate() {
-        label_styles[i].colour = (k < PALETTE.len()).then_some(k);
-    }
+    let label_styles: Vec<Style> = labels.iter().map(|l| styles.of(l)).collect();
     let labels = Labels {
         names: labels,
         styles: label_styles,
-        faded,
+        lead,
     };
     (labels, li)
 }
@@ -147,17 +159,79 @@ fn sweep_charts(
     for (gi, (g, by_label)) in groups.order.iter().zip(&members).enumerate() {
         let cells: Vec<&CaseResult> = by_label.values().flatten().copied().collect();
         let flat = equal_load(&cells);
+        // One value of the sweep measured: points with their intervals, not a line over a
+        // made-up range.
+        let one_point = one_point(&cells, param);
         for &m in w.f.chart.metrics {
             if flat && m == Metric::OpsPerSec {
                 continue;
             }
-            charts.extend(line_chart(w, g, &suffix_of(gi), m, param, sw, by_label));
+            if one_point {
+                charts.extend(point_chart(w, &suffix_of(gi), m, param, by_label));
+            } else {
+                charts.extend(line_chart(w, g, &suffix_of(gi), m, param, sw, by_label));
+            }
         }
-        if w.f.rate_sweep {
+        if w.f.rate_sweep && !one_point {
             charts.extend(against_achieved(w, g, &suffix_of(gi), param, by_label));
         }
     }
     charts
+}
+
+/// Whether `cells` measured fewer than two values of the sweep parameter `param`: nothing
+/// to draw a line through.
+pub(crate) fn one_point(cells: &[&CaseResult], param: &str) -> bool {
+    let mut xs: Vec<f64> = cells
+        .iter()
+        .filter_map(|c| c.params.0.get(param)?.as_f64())
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    xs.len() < 2
+}
+
+/// A one-value sweep's metric as points with their intervals: the point (all its params) as
+/// the one category, a series per label.
+fn point_chart(
+    w: &Shared,
+    suffix: &str,
+    m: Metric,
+    param: &str,
+    by_label: &ByLabel,
+) -> Option<Chart> {
+    let mut categories = Ordered::default();
+    let mut cells: Vec<Vec<(usize, &CaseResult)>> = vec![Vec::new(); w.labels.names.len()];
+    for (&l, cs) in by_label {
+        for &c in cs {
+            // The point's params, the sweep's own value first (it varies in no cell here).
+            let swept = c
+                .params
+                .0
+                .get(param)
+                .map(|v| format!("{param}={v}"))
+                .unwrap_or_default();
+            let rest = w.roles.point(c, Some(param));
+            let x = categories.add(format!("{swept} {rest}").trim().to_string());
+            cells[l].push((x, c));
+        }
+    }
+    let mut c = bar_chart(w, suffix, "", m, &categories.order, &cells, true)?;
+    c.kind = Kind::Points;
+    if no_whisker(m)
+        && c.series
+            .iter()
+            .any(|s| s.points.iter().any(|p| p.whisker.is_some()))
+    {
+        c.title.push_str("; whisker: the repetitions' range");
+    }
+    Some(c)
+}
+
+/// Whether the metric has no whisker of its own (a whisker drawn is then the repetitions'
+/// range, which the title says).
+fn no_whisker(m: Metric) -> bool {
+    !matches!(m, Metric::LatencyP50 | Metric::OpsPerSec)
 }
 
 /// The sweep's groups (combinations of the params other than `param`) in first-seen order,
@@ -205,6 +279,7 @@ fn line_chart(
                         whisker: None,
                         band: None,
                         behind: behind(c),
+                        not_compared: false,
                     })
                 })
                 .collect();
@@ -213,7 +288,7 @@ fn line_chart(
                 label: w.labels.names[l].clone(),
                 style: w.labels.styles[l],
                 points,
-                faded: w.labels.faded[l] && !m.is_memory(),
+                faded: w.labels.faded(l, m),
             }
         })
         .filter(|s| !s.points.is_empty())
@@ -237,6 +312,7 @@ fn line_chart(
         log_x: sw.log_x,
         log_y: w.f.chart.log_y,
         categories: Vec::new(),
+        x_fixed: None,
         series,
         left_out: w.left_out.clone(),
     })
@@ -269,6 +345,7 @@ fn against_achieved(
                             whisker: None,
                             band: None,
                             behind: behind(c),
+                            not_compared: false,
                         },
                     ))
                 })
@@ -278,7 +355,7 @@ fn against_achieved(
                 label: w.labels.names[l].clone(),
                 style: w.labels.styles[l],
                 points: pts.into_iter().map(|p| p.1).collect(),
-                faded: w.labels.faded[l],
+                faded: w.labels.faded(l, m),
             }
         })
         .filter(|s| !s.points.is_empty())
@@ -303,6 +380,7 @@ fn against_achieved(
         log_x: false,
         log_y: w.f.chart.log_y,
         categories: Vec::new(),
+        x_fixed: None,
         series,
         left_out: w.left_out.clone(),
     })
@@ -334,7 +412,15 @@ fn bar_charts(w: &Shared, measured: &[&CaseResult], li: &[usize]) -> Vec<Chart> 
             (String::new(), String::new())
         };
         for &m in spec.metrics {
-            charts.extend(bar_chart(w, &suffix, &at, m, &categories.order, &by_label));
+            charts.extend(bar_chart(
+                w,
+                &suffix,
+                &at,
+                m,
+                &categories.order,
+                &by_label,
+                false,
+            ));
         }
     }
     charts
@@ -364,7 +450,8 @@ fn panels_of<'c>(
 }
 
 /// One metric's bars in a panel: a series per label (each point its category's index, with
-/// its whisker and interval); none without a point.
+/// its whisker and interval; with `spread`, a metric without a whisker of its own gets the
+/// repetitions' range); none without a point.
 fn bar_chart(
     w: &Shared,
     suffix: &str,
@@ -372,6 +459,7 @@ fn bar_chart(
     m: Metric,
     categories: &[String],
     by_label: &[Vec<(usize, &CaseResult)>],
+    spread: bool,
 ) -> Option<Chart> {
     let series = w
         .labels
@@ -382,7 +470,7 @@ fn bar_chart(
         .map(|(i, (l, cells))| Series {
             label: l.clone(),
             style: w.labels.styles[i],
-            faded: w.labels.faded[i] && !m.is_memory(),
+            faded: w.labels.faded(i, m),
             points: cells
                 .iter()
                 .filter_map(|&(x, c)| {
@@ -391,9 +479,12 @@ fn bar_chart(
                     Some(Pt {
                         x: x as f64,
                         y,
-                        whisker: m.whisker(f),
+                        whisker: m
+                            .whisker(f)
+                            .or_else(|| spread.then(|| reps_range(m, f)).flatten()),
                         band: m.band(f),
                         behind: behind(c),
+                        not_compared: false,
                     })
                 })
                 .collect(),
@@ -422,7 +513,68 @@ fn bar_chart(
         log_x: false,
         log_y: w.f.chart.log_y,
         categories: categories.to_vec(),
+        x_fixed: None,
         series,
         left_out: w.left_out.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sweep_with_one_value_measured_is_one_point() {
+        let run: RunResults =
+            serde_json::from_str(include_str!("../../../tests/fixtures/charts.json")).unwrap();
+        let rate: Vec<&CaseResult> = run
+            .cases
+            .iter()
+            .filter(|c| c.workload == "http.rate")
+            .collect();
+        assert!(!one_point(&rate, "rate_per_sec"));
+        let one: Vec<&CaseResult> = rate
+            .iter()
+            .copied()
+            .filter(|c| c.params.0.get("rate_per_sec").and_then(|v| v.as_f64()) == Some(40000.0))
+            .collect();
+        assert!(one.len() > 1);
+        assert!(one_point(&one, "rate_per_sec"));
+        // A parameter no cell has: nothing to sweep.
+        assert!(one_point(&rate, "no_such_param"));
+        // Drawn: points with their intervals, no line chart, not the made-up range.
+        let a = Analysis::of(&run);
+        let cs = for_cases("http.rate", &one, &Styles, &a);
+        assert!(!cs.is_empty());
+        for c in &cs {
+            assert_ne!(c.kind, Kind::Lines, "{}: a line through one point", c.id);
+        }
+        assert!(cs.iter().any(|c| c.kind == Kind::Points
+            && c.categories == ["rate_per_sec=40000"]
+            && c.series.iter().all(|s| s.points.len() == 1)));
+    }
+
+    #[test]
+    fn a_model_is_faded_only_on_the_figure_it_was_decided_behind_on() {
+        let run: RunResults =
+            serde_json::from_str(include_str!("../../../tests/fixtures/charts.json")).unwrap();
+        let a = Analysis::of(&run);
+        let h = a
+            .workload("http.rate")
+            .and_then(|w| w.highlighted())
+            .unwrap();
+        assert_eq!(h.metric, Metric::CpuPerOp);
+        let cs = super::super::build(&run, &a);
+        let faded: Vec<(&str, Metric)> = cs
+            .iter()
+            .filter(|c| c.workload == "http.rate")
+            .filter(|c| c.series.iter().any(|s| s.faded))
+            .map(|c| (c.id.as_str(), c.metric))
+            .collect();
+        assert!(!faded.is_empty(), "the fixture fades a model on CPU per op");
+        assert!(
+            faded.iter().all(|(_, m)| *m == Metric::CpuPerOp),
+            "{faded:?}"
+        );
+    }
 }

@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 mod cases;
+mod spectrum;
 mod summary;
 mod timeline;
 
@@ -28,6 +29,7 @@ pub use summary::suite_summaries;
 pub(crate) use crate::analysis::cells::{by_workload, facts, sweep_param, Ordered};
 pub use crate::results::facts::{ChartSpec, Facts, Metric, Sweep};
 pub(crate) use cases::for_cases;
+use spectrum::spectra;
 use timeline::timelines;
 
 /// Okabe-Ito colours (without its yellow, faint on white), a mid grey, then Paul Tol's
@@ -72,17 +74,16 @@ const MARKERS: [Marker; 7] = [
 /// Line dash patterns (dash, gap) in px; (0, 0) is solid.
 const DASHES: [(u32, u32); 3] = [(0, 0), (8, 4), (2, 3)];
 
-/// A series' identity: the same label gets the same marker and dash in every chart of a
-/// report, and the same colour in every chart of a workload.
+/// A series' identity: the same label gets the same colour, marker and dash in every chart of
+/// every report, whatever other models a run has ([`Styles::of`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Style {
     pub slot: usize,
-    /// Its colour in [`PALETTE`], given per workload so that no two of a workload's series
-    /// share one (highlighted series first); `None`: grey (a faded series past the palette).
+    /// Its colour in [`PALETTE`], derived from the model's id alone; `None`: grey.
     pub colour: Option<usize>,
 }
 
-/// The colour of a series with no palette colour left.
+/// The colour of a series with no palette colour.
 const GREY: (u8, u8, u8) = (150, 150, 150);
 
 impl Style {
@@ -100,46 +101,70 @@ impl Style {
     }
 }
 
-/// Styles for every label in a run: registry models keep their registry position; variants
-/// and models the registry does not know (peers, older files) follow, in sorted order.
-#[derive(Clone, Debug)]
-pub struct Styles {
-    /// Position of each label the registry does not know, in sorted order.
-    extra: HashMap<String, usize>,
+/// FNV-1a, 32 bits, of a string: stable across runs, machines and versions.
+pub(crate) fn fnv(s: &str) -> u32 {
+    s.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ b as u32).wrapping_mul(0x0100_0193)
+    })
 }
 
+/// Each model's style, from its id alone, so that one model is drawn alike in every report
+/// (two runs with different models, a report and the comparison of it with another): a model
+/// the registry knows takes its registry position as its slot and that slot's palette
+/// colour; any other label (a contender `ext:NAME`, a model of a newer ringside) a slot and
+/// a colour hashed from its id. Two models may share a colour (28 models, 11 colours): their
+/// markers and dashes then differ for the registry's, and differ by chance for hashed ones.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Styles;
+
 impl Styles {
-    pub fn for_run(run: &RunResults) -> Styles {
-        let mut extra: Vec<String> = run
-            .cases
-            .iter()
-            .map(CaseResult::label)
-            .filter(|l| !MODELS.iter().any(|m| m.id == l))
-            .collect();
-        extra.sort();
-        extra.dedup();
-        Styles {
-            extra: extra.into_iter().enumerate().map(|(i, l)| (l, i)).collect(),
-        }
+    /// The styles of a run's labels (the same for every run: they depend on the id alone).
+    pub fn for_run(_run: &RunResults) -> Styles {
+        Styles
     }
 
     pub fn of(&self, label: &str) -> Style {
-        let slot = match MODELS.iter().position(|m| m.id == label) {
-            Some(i) => i,
-            None => MODELS.len() + self.extra.get(label).copied().unwrap_or(0),
-        };
-        Style {
-            slot,
-            colour: Some(slot % PALETTE.len()),
+        match MODELS.iter().position(|m| m.id == label) {
+            Some(i) => Style {
+                slot: i,
+                colour: Some(i % PALETTE.len()),
+            },
+            None => {
+                let h = fnv(label) as usize;
+                Style {
+                    // Past the registry's slots: markers and dashes cycle over 21 (7 x 3).
+                    slot: MODELS.len() + (h / PALETTE.len()) % 21,
+                    colour: Some(h % PALETTE.len()),
+                }
+            }
+        }
+    }
+
+    /// The order series are listed in: the registry's models in its order, then the others
+    /// by name.
+    pub(crate) fn order(&self, label: &str) -> (usize, String) {
+        match MODELS.iter().position(|m| m.id == label) {
+            Some(i) => (i, String::new()),
+            None => (MODELS.len(), label.to_string()),
         }
     }
 }
 
-/// Bars per parameter point, or lines along a sweep.
+/// Bars per parameter point, lines along a sweep, or points with their intervals per
+/// parameter point (a sweep with a single value measured: no line to draw, no x range to
+/// make up).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Bars,
     Lines,
+    Points,
+}
+
+impl Kind {
+    /// Whether the x axis is categories (parameter points), not numbers.
+    pub fn categorical(self) -> bool {
+        matches!(self, Kind::Bars | Kind::Points)
+    }
 }
 
 /// One point: for bars `x` is the category index.
@@ -153,6 +178,9 @@ pub struct Pt {
     /// The cell fell behind the rate it was offered (`CaseResult::kept_up`): its
     /// figures are not the server at that rate, and the point is marked.
     pub behind: bool,
+    /// A cell a comparison could not judge (`compare`'s "not compared"): drawn hatched grey,
+    /// the legend saying so.
+    pub not_compared: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -164,6 +192,14 @@ pub struct Series {
     /// Decided behind the leader by the workload's finding (`analysis::highlighted`): drawn
     /// faded, so the leader and the models not decided against it stand out.
     pub faded: bool,
+}
+
+/// A fixed x axis: `lo..hi`, and its ticks (value, label).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FixedX {
+    pub lo: f64,
+    pub hi: f64,
+    pub ticks: Vec<(f64, String)>,
 }
 
 /// A chart's data: everything the drawing needs, nothing about pixels.
@@ -179,8 +215,12 @@ pub struct Chart {
     pub y_axis: String,
     pub log_x: bool,
     pub log_y: bool,
-    /// Bars: the x categories (parameter points).
+    /// Bars and points: the x categories (parameter points).
     pub categories: Vec<String>,
+    /// A line chart's x axis where the data fixes it: its range, and its ticks with their
+    /// labels (none: ticks chosen in the range, its end labelled). A timeline ends at its
+    /// window, a percentile spectrum is labelled in percentiles.
+    pub x_fixed: Option<FixedX>,
     /// Series in style order; only series with at least one point.
     pub series: Vec<Series>,
     /// Cells of this workload left out of the chart, with why ("epoll-lt: unavailable: ...");
@@ -245,10 +285,7 @@ pub(crate) fn file_slug(workload: &str) -> String {
     if slug.is_empty() {
         slug.push_str("workload");
     }
-    // FNV-1a, 32 bits: stable across runs and versions.
-    let h = workload.bytes().fold(0x811c_9dc5u32, |h, b| {
-        (h ^ b as u32).wrapping_mul(0x0100_0193)
-    });
+    let h = fnv(workload);
     format!("{slug}-{h:08x}")
 }
 
@@ -270,6 +307,24 @@ fn settle_y_scale(mut c: Chart) -> Chart {
     });
     c.log_y = c.log_y && lo > 0.0 && hi / lo >= 10.0;
     c
+}
+
+/// The range of a figure's recorded per-repetition values (min..max), where it has two or
+/// more: the repetitions' spread, drawn as a whisker where the figure has no other.
+pub(crate) fn reps_range(m: Metric, f: &crate::results::schema::CaseFigures) -> Option<(f64, f64)> {
+    let runs: &[f64] = match m {
+        Metric::LatencyP50 => &f.runs_p50_ns,
+        Metric::OpsPerSec => &f.runs_ops_per_sec,
+        Metric::CpuPerOp => &f.runs_cpu_ns_per_op,
+        Metric::LatencyP99 => &f.runs_p99_ns,
+        _ => return None,
+    };
+    if runs.len() < 2 {
+        return None;
+    }
+    let lo = runs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = runs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
 }
 
 /// Whether a cell fell behind the rate it was offered.
@@ -364,6 +419,27 @@ mod tests {
         assert!(file_slug(&"z".repeat(10_000)).len() < 80);
         // A safe id the registry does not know (a newer ringside's workload) keeps its name.
         assert_eq!(file_slug("net.quic"), "net.quic");
+    }
+
+    #[test]
+    fn a_models_colour_comes_from_its_id_alone() {
+        let s = Styles;
+        // The registry's models: their registry slot, whatever the run holds.
+        let i = MODELS.iter().position(|m| m.id == "tokio").unwrap();
+        assert_eq!(s.of("tokio").colour, Some(i % PALETTE.len()));
+        assert_eq!(s.of("tokio").slot, i);
+        // A contender: hashed from its id, the same every time and past the registry's slots.
+        let a = s.of("ext:mine");
+        assert_eq!(a, Styles.of("ext:mine"));
+        assert!(a.slot >= MODELS.len());
+        assert_eq!(a.colour, Some(fnv("ext:mine") as usize % PALETTE.len()));
+        // Different ids spread over the palette.
+        let colours: std::collections::HashSet<_> =
+            (0..40).map(|k| s.of(&format!("ext:c{k}")).colour).collect();
+        assert!(colours.len() >= 8, "{colours:?}");
+        // Listed after the registry's models, by name.
+        assert!(s.order("monoio") < s.order("ext:a"));
+        assert!(s.order("ext:a") < s.order("ext:b"));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use super::*;
 
 /// Each network suite's summary picture: the server's CPU per op at an equal offered load,
-/// with its 95% interval, a bar per model at one point of each of the suite's open-loop
+/// with its 95% interval and its repetitions' range, a bar per model at one point of each of the suite's open-loop
 /// workloads (the highest offered rate at which every model kept up; where none did, the
 /// lowest, its laggards marked). Suites with no open-loop point (micro, storage, closed-loop
 /// runs) have none. Suites in run order.
@@ -41,16 +41,12 @@ pub fn suite_summaries(run: &RunResults, styles: &Styles) -> Vec<(String, Chart)
             .collect();
         labels.sort();
         labels.dedup();
-        labels.sort_by_key(|l| styles.of(l).slot);
+        labels.sort_by_key(|l| styles.order(l));
         let series: Vec<Series> = labels
             .iter()
-            .enumerate()
-            .map(|(i, l)| Series {
+            .map(|l| Series {
                 label: l.clone(),
-                style: Style {
-                    colour: (i < PALETTE.len()).then_some(i),
-                    ..styles.of(l)
-                },
+                style: styles.of(l),
                 faded: false,
                 points: cats
                     .iter()
@@ -64,9 +60,10 @@ pub fn suite_summaries(run: &RunResults, styles: &Styles) -> Vec<(String, Chart)
                                 Some(Pt {
                                     x: x as f64,
                                     y: m.value(f)?,
-                                    whisker: None,
+                                    whisker: reps_range(m, f),
                                     band: m.band(f),
                                     behind: behind(c),
+                                    not_compared: false,
                                 })
                             })
                     })
@@ -81,7 +78,8 @@ pub fn suite_summaries(run: &RunResults, styles: &Styles) -> Vec<(String, Chart)
             id: format!("summary-{}", file_slug(&suite)),
             workload: suite.clone(),
             title: format!(
-                "{suite} suite: the server's CPU per op at equal offered load (dark band its 95% CI)"
+                "{suite} suite: the server's CPU per op at equal offered load (dark band its 95% CI, \
+                 whisker the repetitions' range)"
             ),
             kind: Kind::Bars,
             metric: m,
@@ -90,6 +88,7 @@ pub fn suite_summaries(run: &RunResults, styles: &Styles) -> Vec<(String, Chart)
             log_x: false,
             log_y: false,
             categories: cats.into_iter().map(|(c, _)| c).collect(),
+            x_fixed: None,
             series,
             left_out: Arc::from(Vec::new()),
         };

@@ -48,16 +48,19 @@ pub(super) fn timelines(
                         slot: i,
                         colour: Some(i % PALETTE.len()),
                     },
+                    // Each interval at its middle (the last may be cut short by the window).
                     points: y(t)
                         .into_iter()
+                        .zip(t.lengths_ns())
                         .enumerate()
-                        .filter_map(|(j, v)| {
+                        .filter_map(|(j, (v, len))| {
                             Some(Pt {
-                                x: (j as f64 + 0.5) * t.step_ns as f64 / 1e9,
+                                x: (j as f64 * t.step_ns as f64 + len as f64 / 2.0) / 1e9,
                                 y: v?,
                                 whisker: None,
                                 band: None,
                                 behind: false,
+                                not_compared: false,
                             })
                         })
                         .collect(),
@@ -66,6 +69,13 @@ pub(super) fn timelines(
                 .filter(|s| !s.points.is_empty())
                 .collect::<Vec<_>>()
         };
+        // The x axis ends at the measured window: the longest repetition's.
+        let window_s = runs
+            .iter()
+            .map(|t| t.lengths_ns().sum::<u64>())
+            .max()
+            .unwrap_or(0) as f64
+            / 1e9;
         let units = f.units;
         for (slug, metric, what, y_axis, ys) in [
             (
@@ -103,6 +113,11 @@ pub(super) fn timelines(
                 log_x: false,
                 log_y: false,
                 categories: Vec::new(),
+                x_fixed: (window_s > 0.0).then(|| FixedX {
+                    lo: 0.0,
+                    hi: window_s,
+                    ticks: Vec::new(),
+                }),
                 series: ys,
                 left_out: left_out.clone(),
             });

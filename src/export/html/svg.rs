@@ -9,7 +9,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 mod axes;
-pub use axes::{axes, Axes, Axis};
+pub use axes::{axes, wrap_label, Axes, Axis, MAX_LABEL_LINES};
 use axes::{tick_label, x_area, y_area};
 
 /// Where a chart is drawn: a laptop's grid column, or a phone's width. Text sizes are the
@@ -113,10 +113,10 @@ fn legend(
     chart: &Chart,
     layout: Layout,
 ) -> anyhow::Result<()> {
-    let behind = if chart.kind == Kind::Bars {
-        Behind::Box
-    } else {
-        Behind::Line
+    let behind = match chart.kind {
+        Kind::Bars => Behind::Box,
+        Kind::Lines => Behind::Line,
+        Kind::Points => Behind::Nothing,
     };
     let at = |i: usize| -> (i32, i32) {
         match layout {
@@ -147,14 +147,66 @@ fn legend(
         area.draw(&Text::new(s.label.clone(), (x + 18, y), font(s.faded)))
             .map_err(err)?;
     }
+    let mut k = chart.series.len();
     if any_behind(chart) {
-        let (x, y) = at(chart.series.len());
+        let (x, y) = at(k);
         area.draw(&behind_mark((x, y))).map_err(err)?;
         area.draw(&Text::new(BEHIND_KEY, (x + 18, y), font(false)))
+            .map_err(err)?;
+        k += 1;
+    }
+    if any_not_compared(chart) {
+        let (x, y) = at(k);
+        hatched(area, (x - 10, y - 6), (x + 10, y + 6))?;
+        area.draw(&Text::new(NOT_COMPARED_KEY, (x + 18, y), font(false)))
             .map_err(err)?;
     }
     Ok(())
 }
+
+/// The legend's words for a hatched grey bar.
+pub(crate) const NOT_COMPARED_KEY: &str = "not compared";
+
+fn any_not_compared(chart: &Chart) -> bool {
+    chart
+        .series
+        .iter()
+        .any(|s| s.points.iter().any(|p| p.not_compared))
+}
+
+/// A hatched grey box between two pixel corners of `area`: a bar not compared.
+fn hatched(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    (l, t): (i32, i32),
+    (r, b): (i32, i32),
+) -> anyhow::Result<()> {
+    let (l, r) = (l.min(r), l.max(r));
+    let (t, b) = (t.min(b), t.max(b));
+    area.draw(&Rectangle::new([(l, t), (r, b)], NOT_COMPARED.filled()))
+        .map_err(err)?;
+    // Diagonals x + y = k, clipped to the box.
+    let mut k = l + t + 4;
+    while k < r + b {
+        let (xa, xb) = ((k - b).max(l), (k - t).min(r));
+        if xa < xb {
+            area.draw(&PathElement::new(
+                vec![(xa, k - xa), (xb, k - xb)],
+                RGBColor(90, 90, 90).stroke_width(1),
+            ))
+            .map_err(err)?;
+        }
+        k += 7;
+    }
+    area.draw(&Rectangle::new(
+        [(l, t), (r, b)],
+        RGBColor(90, 90, 90).stroke_width(1),
+    ))
+    .map_err(err)?;
+    Ok(())
+}
+
+/// A bar not compared: light grey under its hatching.
+const NOT_COMPARED: RGBColor = RGBColor(215, 215, 215);
 
 /// The legend's words for the mark over a point whose cell fell behind its offered rate.
 pub(crate) const BEHIND_KEY: &str = "fell behind offer";
@@ -166,9 +218,10 @@ fn any_behind(chart: &Chart) -> bool {
         .any(|s| s.points.iter().any(|p| p.behind))
 }
 
-/// The legend's entries: one per series and the "fell behind" mark's.
+/// The legend's entries: one per series, the "fell behind" mark's and the "not compared"
+/// box's.
 fn legend_entries(chart: &Chart) -> usize {
-    chart.series.len() + usize::from(any_behind(chart))
+    chart.series.len() + usize::from(any_behind(chart)) + usize::from(any_not_compared(chart))
 }
 
 /// A faded series' legend text.
@@ -274,7 +327,7 @@ pub fn draw_in(chart: &Chart, layout: Layout, inline: bool) -> anyhow::Result<St
         }
         full.present().map_err(err)?;
     }
-    buf = finish(buf);
+    buf = finish(buf, &ax.truncated);
     if inline {
         buf = buf.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1);
     }
@@ -321,12 +374,16 @@ where
     let y_base = ax.y.lo;
     let mut ctx = ChartBuilder::on(root)
         .margin(MARGIN)
-        .x_label_area_size(x_area(chart))
+        .x_label_area_size(x_area(
+            chart,
+            ax.categories.iter().map(Vec::len).max().unwrap_or(1),
+        ))
         .y_label_area_size(y_area(&ax.y))
         .build_cartesian_2d(x, y)
         .map_err(err)?;
     let ylab = |v: &f64| tick_label(&ax.y, *v);
-    let bars = chart.kind == Kind::Bars;
+    let bars = chart.kind.categorical();
+    let points = chart.kind == Kind::Points;
     let xlab = |v: &f64| tick_label(&ax.x, *v);
     let mut mesh = ctx.configure_mesh();
     // Bar categories name their parameters themselves: no x title.
@@ -360,19 +417,29 @@ where
         if bars {
             let w = 0.8 / n;
             let x0 = |p: &crate::export::charts::Pt| p.x + 0.1 + j as f64 * w;
-            ctx.draw_series(
-                s.points.iter().map(|p| {
+            if !points {
+                ctx.draw_series(s.points.iter().filter(|p| !p.not_compared).map(|p| {
                     Rectangle::new([(x0(p), y_base), (x0(p) + w * 0.92, p.y)], c.filled())
-                }),
-            )
-            .map_err(err)?;
-            // The figure's 95% CI: a dark band across the middle of the bar.
+                }))
+                .map_err(err)?;
+                // A bar not compared: hatched grey, the legend saying so.
+                let (bx, by) = root.get_base_pixel();
+                for p in s.points.iter().filter(|p| p.not_compared) {
+                    let (l, t) = ctx.backend_coord(&(x0(p), p.y));
+                    let (r, b) = ctx.backend_coord(&(x0(p) + w * 0.92, y_base));
+                    hatched(root, (l - bx, t - by), (r - bx, b - by))?;
+                }
+            }
+            // The figure's 95% CI: a dark band across the middle of the bar (on a point, a
+            // band of its colour).
+            let band_fill = if points { c.mix(0.55) } else { BLACK.mix(0.45) };
+            let half = if points { w * 0.07 } else { w * 0.18 };
             ctx.draw_series(s.points.iter().filter_map(|p| {
                 let (lo, hi) = p.band?;
                 let mid = x0(p) + w * 0.46;
                 Some(Rectangle::new(
-                    [(mid - w * 0.18, lo), (mid + w * 0.18, hi)],
-                    BLACK.mix(0.45).filled(),
+                    [(mid - half, lo), (mid + half, hi)],
+                    band_fill.filled(),
                 ))
             }))
             .map_err(err)?;
@@ -396,8 +463,8 @@ where
                 marker(
                     style,
                     (x0(p) + w * 0.46, p.y),
-                    4,
-                    true,
+                    if points { 5 } else { 4 },
+                    !points,
                     Behind::Nothing,
                     s.faded,
                 )
@@ -429,21 +496,15 @@ where
     }
 
     if bars {
-        for (i, cat) in chart.categories.iter().enumerate() {
+        for (i, lines) in ax.categories.iter().enumerate() {
             let (px, py) = ctx.backend_coord(&(i as f64 + 0.5, y_base));
             // Backend coordinates, and the root area may not start at the top (a caption).
             let (bx, by) = root.get_base_pixel();
             let (px, py) = (px - bx, py - by);
-            let text = if cat.is_empty() { "all models" } else { cat };
-            // One "k=v" per line, so neighbouring categories never overlap.
-            let parts: Vec<&str> = if cat.is_empty() {
-                vec![text]
-            } else {
-                text.split(' ').collect()
-            };
-            for (k, part) in parts.into_iter().enumerate() {
+            // The label's words wrapped to the category's width (`axes::wrap_label`).
+            for (k, part) in lines.iter().enumerate() {
                 root.draw(&Text::new(
-                    part.to_string(),
+                    part.clone(),
                     (px, py + 6 + (TICK as i32 + 6) * k as i32),
                     ("sans-serif", TICK)
                         .into_font()
@@ -469,9 +530,30 @@ fn behind_mark<'b, C: Clone>(at: C) -> Ring<'b, C> {
     EmptyElement::at(at) + Circle::new((0, 0), 8, BLACK.stroke_width(2)) + EmptyElement::at((0, 0))
 }
 
-/// Dashed lines are drawn as one polyline with a sentinel opacity that `dash` turns into an
-/// SVG `stroke-dasharray` afterwards: plotters' own dashed series writes one element per dash.
-const DASH_SENTINELS: [(f64, &str); 2] = [(0.997, "0.997"), (0.996, "0.996")];
+/// Dashed lines are drawn as one polyline with a sentinel opacity that `finish` turns into
+/// an SVG `stroke-dasharray` afterwards: plotters' own dashed series writes one element per
+/// dash. (opacity written, dash pattern index, opacity meant); a faded series keeps its dash.
+const DASH_SENTINELS: [(f64, &str, usize, &str); 4] = [
+    (0.997, "0.997", 0, "1"),
+    (0.996, "0.996", 1, "1"),
+    (0.297, "0.297", 0, "0.3"),
+    (0.296, "0.296", 1, "0.3"),
+];
+
+/// (dash, gap) px of the dashed patterns `Style::dash` hands out (solid is not listed).
+const DASHES_PX: [(u32, u32); 2] = [(8, 4), (2, 3)];
+
+/// A series' line colour: its colour, faded or not, with its dash's sentinel opacity.
+fn line_colour(s: Style, faded: bool) -> RGBAColor {
+    let c = color(s);
+    match DASHES_PX.iter().position(|d| *d == s.dash()) {
+        None => c.mix(if faded { FADE } else { 1.0 }),
+        Some(i) => {
+            let k = if faded { i + 2 } else { i };
+            c.mix(DASH_SENTINELS[k].0)
+        }
+    }
+}
 
 fn draw_line<X, Y>(
     ctx: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<X, Y>>,
@@ -482,40 +564,61 @@ where
     X: plotters::coord::ranged1d::Ranged<ValueType = f64>,
     Y: plotters::coord::ranged1d::Ranged<ValueType = f64>,
 {
-    let c = color(s.style);
-    let st = match DASHES_PX.iter().position(|d| *d == s.style.dash()) {
-        _ if s.faded => c.mix(FADE).stroke_width(2),
-        None => c.stroke_width(2),
-        Some(i) => c.mix(DASH_SENTINELS[i].0).stroke_width(2),
-    };
+    let st = line_colour(s.style, s.faded).stroke_width(2);
     ctx.draw_series(LineSeries::new(pts.iter().copied(), st))
         .map_err(err)?;
     Ok(())
 }
 
-/// Replaces the sentinel opacities with the series' dash patterns, and drops empty paths.
-fn finish(svg: String) -> String {
-    let mut out = String::with_capacity(svg.len());
+/// Plotters' text escapes, to find a text it wrote.
+fn escaped(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('\'', "&apos;")
+        .replace('"', "&quot;")
+}
+
+/// Replaces the sentinel opacities with the series' dash patterns, drops empty paths, and
+/// gives each cut label (`truncated`: as drawn, whole) a `<title>` with its whole text.
+fn finish(svg: String, truncated: &[(String, String)]) -> String {
+    let mut out: Vec<String> = Vec::with_capacity(svg.len() / 40);
+    let mut titles: Vec<(String, String)> = truncated
+        .iter()
+        .map(|(shown, full)| (escaped(shown), escaped(full)))
+        .collect();
+    let mut close_group = false;
     for line in svg.lines() {
         if line.contains("points=\"\"") {
             continue;
         }
         let mut l = line.to_string();
-        for (i, (_, text)) in DASH_SENTINELS.iter().enumerate() {
+        for (_, text, i, opacity) in DASH_SENTINELS {
             let (dash, gap) = DASHES_PX[i];
             l = l.replace(
                 &format!("opacity=\"{text}\""),
-                &format!("opacity=\"1\" stroke-dasharray=\"{dash} {gap}\""),
+                &format!("opacity=\"{opacity}\" stroke-dasharray=\"{dash} {gap}\""),
             );
         }
-        out.push_str(&l);
-        out.push('\n');
+        if close_group && l.trim() == "</text>" {
+            l.push_str("</g>");
+            close_group = false;
+        }
+        if let Some(k) = titles.iter().position(|(shown, _)| l.trim() == shown) {
+            if out.last().is_some_and(|p| p.starts_with("<text")) {
+                let (_, full) = titles.remove(k);
+                let open = out.pop().unwrap_or_default();
+                out.push(format!("<g><title>{full}</title>"));
+                out.push(open);
+                close_group = true;
+            }
+        }
+        out.push(l);
     }
-    out
+    let mut s = out.join("\n");
+    s.push('\n');
+    s
 }
-
-/// (dash, gap) px of the dashed patterns `Style::dash` hands out (solid is not listed).
-const DASHES_PX: [(u32, u32); 2] = [(8, 4), (2, 3)];
 
 /// What sits behind a marker: nothing (data points), a line (line legend) or a box (bar legend).
 #[derive(Clone, Copy, PartialEq)]
@@ -592,7 +695,11 @@ fn marker<'b, C: Clone>(
     };
     let back = match behind {
         Behind::Nothing => PathElement::new(Vec::<Px>::new(), c.stroke_width(1)),
-        Behind::Line => PathElement::new(vec![(-12, 0), (12, 0)], c.stroke_width(2)),
+        // The line's own dash, so the key matches the series.
+        Behind::Line => PathElement::new(
+            vec![(-12, 0), (12, 0)],
+            line_colour(s, faded).stroke_width(2),
+        ),
         Behind::Box => PathElement::new(vec![(-12, 0), (12, 0)], c.stroke_width(12)),
     };
     let pts = outline(s.marker(), r);

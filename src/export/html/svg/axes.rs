@@ -20,6 +20,66 @@ pub struct Axis {
 pub struct Axes {
     pub x: Axis,
     pub y: Axis,
+    /// Each category's label as drawn: its words wrapped into lines that fit the category's
+    /// width, none dropped; a label too long for [`MAX_LABEL_LINES`] ends with "…" and
+    /// `truncated` holds it (its last line as drawn, the whole label) for a `<title>`.
+    pub categories: Vec<Vec<String>>,
+    pub truncated: Vec<(String, String)>,
+}
+
+/// Lines a category label may take.
+pub const MAX_LABEL_LINES: usize = 5;
+
+/// `text` wrapped at its spaces into lines at most `max_px` wide at plotters size `size`,
+/// greedily (a line takes as many words as fit); a word wider than a line is split where it
+/// must be; past `max_lines` the last line ends with "…". Returns the lines and whether any
+/// text was cut. No word is dropped otherwise.
+pub fn wrap_label(text: &str, max_px: f64, size: u32, max_lines: usize) -> (Vec<String>, bool) {
+    let fits = |s: &str| text_px(s, size) <= max_px;
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        if let Some(l) = lines.last_mut() {
+            let joined = format!("{l} {word}");
+            if fits(&joined) {
+                *l = joined;
+                continue;
+            }
+        }
+        // A new line; a word too wide for one is split into pieces that fit.
+        let mut piece = String::new();
+        for ch in word.chars() {
+            piece.push(ch);
+            if !fits(&piece) && piece.chars().count() > 1 {
+                piece.pop();
+                lines.push(std::mem::take(&mut piece));
+                piece.push(ch);
+            }
+        }
+        lines.push(piece);
+    }
+    if lines.is_empty() {
+        lines.push(String::new());
+    }
+    let max_lines = max_lines.max(1);
+    if lines.len() <= max_lines {
+        return (lines, false);
+    }
+    lines.truncate(max_lines);
+    let last = lines.last_mut().expect("a line");
+    while !last.is_empty() && !fits(&format!("{last}…")) {
+        last.pop();
+    }
+    let trimmed = last.trim_end().to_string();
+    *last = format!("{trimmed}…");
+    (lines, true)
+}
+
+/// Room each category label has across, px: the plot's width shared by the categories, less
+/// a gap. The y label area is taken at a generous estimate (it is only known once the y
+/// ticks are, which depend on the height these labels take).
+fn category_px(chart: &Chart, layout: Layout) -> f64 {
+    let (w, _) = plot_size(layout, 110.0, 0);
+    (w / chart.categories.len().max(1) as f64 - 8.0).max(text_px("xxxx", TICK))
 }
 
 /// What an axis counts, for its tick labels.
@@ -140,10 +200,11 @@ fn plot_size(layout: Layout, y_label_px: f64, x_area: u32) -> (f64, f64) {
     (w, h)
 }
 
-/// Space under the plot for x labels and title, px.
-pub(super) fn x_area(chart: &Chart) -> u32 {
-    if chart.kind == Kind::Bars {
-        (TICK + 6) * category_lines(chart) as u32 + 12
+/// Space under the plot for x labels and title, px: `lines` of category labels, or a row
+/// of ticks and the title.
+pub(super) fn x_area(chart: &Chart, lines: usize) -> u32 {
+    if chart.kind.categorical() {
+        (TICK + 6) * lines.max(1) as u32 + 12
     } else {
         TICK + 6 + DESC + 10
     }
@@ -167,8 +228,27 @@ pub fn axes(chart: &Chart, layout: Layout) -> Axes {
         Quantity::Count
     };
     let (ylo, yhi) = span(ys(chart).filter(|v| !chart.log_y || *v > 0.0)).unwrap_or((0.0, 1.0));
+    let mut categories = Vec::new();
+    let mut truncated = Vec::new();
+    if chart.kind.categorical() {
+        let px = category_px(chart, layout);
+        for c in &chart.categories {
+            let text = if c.is_empty() {
+                "all models"
+            } else {
+                c.as_str()
+            };
+            let (lines, cut) = wrap_label(text, px, TICK, MAX_LABEL_LINES);
+            if cut {
+                truncated.push((lines.last().cloned().unwrap_or_default(), text.to_string()));
+            }
+            categories.push(lines);
+        }
+    }
+    let lines = categories.iter().map(Vec::len).max().unwrap_or(1);
+    let x_room = x_area(chart, lines);
     // Vertically: a label and a gap of twice its height, px.
-    let (_, h) = plot_size(layout, 60.0, x_area(chart));
+    let (_, h) = plot_size(layout, 60.0, x_room);
     let ymax = ((h / (2.4 * TICK as f64 / 1.24)) as usize).clamp(2, 8);
     let (lo, hi, ticks) = if chart.log_y {
         logarithmic(ylo, yhi * 1.02, ymax)
@@ -192,7 +272,7 @@ pub fn axes(chart: &Chart, layout: Layout) -> Axes {
         labels: ylabels,
         title: ytitle,
     };
-    let x = if chart.kind == Kind::Bars {
+    let x = if chart.kind.categorical() {
         Axis {
             log: false,
             lo: 0.0,
@@ -209,12 +289,22 @@ pub fn axes(chart: &Chart, layout: Layout) -> Axes {
                 .flat_map(|s| s.points.iter().map(|p| p.x)),
         )
         .unwrap_or((0.0, 1.0));
-        let log = use_log_x(chart, xlo, xhi);
-        let (w, _) = plot_size(layout, y_area(&y) as f64, x_area(chart));
+        let fixed = chart.x_fixed.as_ref();
+        let log = match fixed {
+            Some(f) if !f.ticks.is_empty() => chart.log_x && f.lo > 0.0,
+            _ => use_log_x(chart, xlo, xhi),
+        };
+        let (w, _) = plot_size(layout, y_area(&y) as f64, x_room);
         // Labels side by side: fewer until the widest, with a gap of two characters, fits.
         let mut max = 10;
         let (lo, hi, ticks, labels) = loop {
-            let (lo, hi, ticks) = if log {
+            if let Some(f) = fixed.filter(|f| !f.ticks.is_empty()) {
+                let (t, l): (Vec<f64>, Vec<String>) = f.ticks.iter().cloned().unzip();
+                break (f.lo, f.hi, t, l);
+            }
+            let (lo, hi, ticks) = if let Some(f) = fixed {
+                ends_at(f.lo, f.hi, max)
+            } else if log {
                 logarithmic(xlo, xhi, max)
             } else {
                 let pad = ((xhi - xlo) * 0.05).max(0.5);
@@ -235,33 +325,52 @@ pub fn axes(chart: &Chart, layout: Layout) -> Axes {
             }
             max -= 1;
         };
+        let title = if log {
+            format!("{} (log)", chart.x_axis)
+        } else {
+            chart.x_axis.clone()
+        };
         Axis {
             log,
             lo,
             hi,
             ticks,
             labels,
-            title: if log {
-                format!("{} (log)", chart.x_axis)
-            } else {
-                chart.x_axis.clone()
-            },
+            title,
         }
     };
-    Axes { x, y }
+    Axes {
+        x,
+        y,
+        categories,
+        truncated,
+    }
 }
 
-/// Lines the tallest bar category label takes (one per parameter).
-fn category_lines(chart: &Chart) -> usize {
-    if chart.kind != Kind::Bars {
-        return 1;
+/// Linear ticks over exactly `lo..hi` (an axis that ends where the data does: a timeline at
+/// its window): multiples of a nice step inside it, and `hi` itself as the last tick (those
+/// within 3/4 of a step before it dropped, so the two never crowd).
+fn ends_at(lo: f64, hi: f64, max: usize) -> (f64, f64, Vec<f64>) {
+    let (_, _, all) = linear(lo, hi, max);
+    let step = if all.len() > 1 {
+        all[1] - all[0]
+    } else {
+        hi - lo
+    };
+    let mut ticks: Vec<f64> = all
+        .into_iter()
+        .filter(|t| *t >= lo - 1e-12 && *t <= hi + 1e-12 * hi.abs().max(1.0))
+        .collect();
+    if ticks
+        .last()
+        .is_none_or(|t| (hi - t).abs() > 1e-9 * hi.abs().max(1e-300))
+    {
+        while ticks.last().is_some_and(|t| hi - t < 0.75 * step) {
+            ticks.pop();
+        }
+        ticks.push(hi);
     }
-    chart
-        .categories
-        .iter()
-        .map(|c| c.split(' ').count())
-        .max()
-        .unwrap_or(1)
+    (lo, hi, ticks)
 }
 
 /// The label of `v` among an axis's ticks.
@@ -271,4 +380,70 @@ pub(super) fn tick_label(a: &Axis, v: f64) -> String {
         .position(|t| (t - v).abs() <= 1e-9 * t.abs().max(1e-300))
         .map(|i| a.labels[i].clone())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(lines: &[String]) -> String {
+        lines
+            .join(" ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn labels_wrap_at_spaces_and_keep_every_word() {
+        let text = "http.rate equal load (30% of slowest, 21.8 k req/s)";
+        let px = text_px("x", TICK) * 16.0;
+        let (lines, cut) = wrap_label(text, px, TICK, MAX_LABEL_LINES);
+        assert!(!cut, "{lines:?}");
+        assert_eq!(words(&lines), text);
+        assert!(lines.iter().all(|l| text_px(l, TICK) <= px), "{lines:?}");
+        // Not a word per line where more fit: lines hold several words.
+        assert!(2 * lines.len() <= text.split(' ').count(), "{lines:?}");
+        let n = lines.len();
+        assert!(lines[..n - 1].iter().all(|l| l.contains(' ')), "{lines:?}");
+        // Room for all of it: one line.
+        let (one, _) = wrap_label(text, 10_000.0, TICK, MAX_LABEL_LINES);
+        assert_eq!(one, vec![text.to_string()]);
+    }
+
+    #[test]
+    fn a_word_wider_than_a_line_is_split_not_dropped() {
+        let px = text_px("x", TICK) * 6.0;
+        let (lines, cut) = wrap_label("rate_per_sec=21800", px, TICK, MAX_LABEL_LINES);
+        assert!(!cut);
+        assert_eq!(lines.concat(), "rate_per_sec=21800");
+        assert!(lines.iter().all(|l| text_px(l, TICK) <= px), "{lines:?}");
+    }
+
+    #[test]
+    fn a_label_past_its_lines_ends_with_an_ellipsis() {
+        let text = "one two three four five six seven eight nine ten";
+        let px = text_px("x", TICK) * 5.0;
+        let (lines, cut) = wrap_label(text, px, TICK, 3);
+        assert!(cut);
+        assert_eq!(lines.len(), 3);
+        assert!(lines[2].ends_with('…'), "{lines:?}");
+        assert!(lines.iter().all(|l| text_px(l, TICK) <= px), "{lines:?}");
+        assert_eq!(&lines[..2], &["one", "two"]);
+    }
+
+    #[test]
+    fn an_axis_fixed_to_its_window_ends_there() {
+        let (lo, hi, ticks) = ends_at(0.0, 0.33, 8);
+        assert_eq!((lo, hi), (0.0, 0.33));
+        assert_eq!(ticks.last(), Some(&0.33));
+        assert!(ticks.iter().all(|t| (0.0..=0.33).contains(t)), "{ticks:?}");
+        let step = ticks[1] - ticks[0];
+        for w in ticks.windows(2) {
+            assert!(w[1] - w[0] >= 0.75 * step - 1e-12, "{ticks:?} crowd");
+        }
+        // A window on a tick keeps it once.
+        let (_, _, t) = ends_at(0.0, 1.0, 6);
+        assert_eq!(t.iter().filter(|x| **x == 1.0).count(), 1, "{t:?}");
+    }
 }
