@@ -244,8 +244,15 @@ pub struct RunArgs {
     /// about 3 s per network cell on a 2-vCPU VM. Needs perf and CPU-wide sampling (root or
     /// perf_event_paranoid <= 0); otherwise each breakdown is "unavailable" with the reason
     /// and the run goes on.
-    #[arg(long)]
-    pub(crate) explain: bool,
+    ///
+    /// `--explain MODEL[,MODEL...]` (model ids of this run, `ext:NAME` for a contender)
+    /// samples only the points those models run, every cell of them, and each caption
+    /// explains a named model against its point's leader (against the runner-up where it
+    /// leads). Alone, the captions explain each point's leader against its runner-up. A
+    /// workload or suite right after a bare `--explain` (`run --explain echo`) is taken as
+    /// what to run, not as a model.
+    #[arg(long, value_name = "MODEL[,MODEL...]", num_args = 0..=1, value_delimiter = ',')]
+    pub(crate) explain: Option<Vec<String>>,
     /// An external server as a contender in the network suites, model `ext:NAME`:
     /// `NAME='command with {port}'`, or `echo:NAME=...` / `http:NAME=...` for a server that
     /// speaks one protocol only. Repeatable. It runs pinned like ringside's servers and is

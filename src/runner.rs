@@ -45,6 +45,7 @@ pub(crate) enum Outcome {
 /// storage suite's work directory when storage workloads are selected; the run's external
 /// contenders for the `ext:` models). With `fio_crosscheck` (`--crosscheck`, the run's
 /// profile) and a storage suite, the fio rows of `storage.randread` follow the cases.
+/// `explain`: `--explain`, as [`Setting::explain`] has it.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_with(
     cases: &[Case],
@@ -57,7 +58,7 @@ pub(crate) fn run_with(
     contenders: &Catalog,
     remote: Option<&Remote>,
     fio_crosscheck: Option<Profile>,
-    explain: bool,
+    explain: Option<&[String]>,
 ) -> anyhow::Result<Outcome> {
     // The measured thread is this one: pin it, then open its syscall counter. A plan that
     // cannot be applied is never recorded as if it were.
@@ -127,8 +128,10 @@ struct Setting<'a> {
     /// The other hosts (`--server-host`, `--load-host`), if any.
     remote: Option<&'a Remote>,
     /// `--explain`: one more untimed repetition of each network and storage case, sampling
-    /// where the CPU goes.
-    explain: bool,
+    /// where the CPU goes (`None`: not asked). With models named (`--explain MODEL,...`),
+    /// only at the points where one of them runs, every cell of the point: a caption compares
+    /// a named model with its point's leader, decided only once the run is analysed.
+    explain: Option<&'a [String]>,
     /// Read other programs' CPU time around each repetition (the runner's own tests turn it
     /// off: a neighbour's scheduler tick must not change what they check).
     watch: bool,
@@ -519,7 +522,13 @@ fn count_and_explain(
             c.counted = Some(s);
         }
     }
-    if set.explain {
+    let named = |names: &[String]| {
+        names.is_empty()
+            || run
+                .iter()
+                .any(|c| names.iter().any(|n| n == c.case.model.id))
+    };
+    if set.explain.is_some_and(named) {
         // Interrupted here, the point's timed cells are finished: kept, each breakdown not
         // taken saying why (the next point sees the stop).
         let mut stopped = false;
@@ -744,7 +753,7 @@ mod tests {
             storage: None,
             contenders: &crate::model::contender::NO_CONTENDERS,
             remote: None,
-            explain: false,
+            explain: None,
             watch: false,
             extension: &extension,
             load_engine: crate::load::Engine::Epoll,
@@ -833,7 +842,7 @@ mod tests {
                 storage: None,
                 contenders: &crate::model::contender::NO_CONTENDERS,
                 remote: None,
-                explain: false,
+                explain: None,
                 watch: false,
                 extension: &extension,
                 load_engine: crate::load::Engine::Epoll,
@@ -1013,7 +1022,7 @@ mod tests {
             storage: None,
             contenders: &crate::model::contender::NO_CONTENDERS,
             remote: None,
-            explain: false,
+            explain: None,
             watch: false,
             extension: &extension,
             load_engine: crate::load::Engine::Epoll,
@@ -1184,7 +1193,7 @@ mod tests {
             storage: None,
             contenders: &crate::model::contender::NO_CONTENDERS,
             remote: None,
-            explain: false,
+            explain: None,
             watch: true,
             extension: &extension,
             load_engine: crate::load::Engine::Epoll,

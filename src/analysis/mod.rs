@@ -78,7 +78,7 @@ impl Workload {
     /// [`Analysis::of`] analyses each workload of a run).
     pub(crate) fn of_cases(id: &str, facts: Facts, cases: &[&crate::results::CaseResult]) -> Self {
         let ranked = basis::Ranked::of(&facts, cases);
-        Workload::of(id, facts, cases, &ranked)
+        Workload::of(id, facts, cases, &ranked, &[])
     }
 
     /// The analysis of workload `id`'s cells (`cases`, run order), whose facts are `facts`
@@ -88,6 +88,7 @@ impl Workload {
         facts: Facts,
         cases: &[&crate::results::CaseResult],
         ranked: &Result<basis::Ranked<'_>, NotRanked>,
+        explain_models: &[String],
     ) -> Workload {
         let r = ranked.as_ref().ok();
         Workload {
@@ -102,7 +103,7 @@ impl Workload {
             } else {
                 Vec::new()
             },
-            explained: explain::of_cases(&facts, cases, r),
+            explained: explain::of_cases(&facts, cases, r, explain_models),
             facts,
         }
     }
@@ -158,7 +159,7 @@ impl Analysis {
                 let facts = cells::facts_in(run, w);
                 let ranked = basis::Ranked::of(&facts, cases);
                 equal_load.extend(basis::equal_load_rankings(&ranked).cloned());
-                Workload::of(w, facts, cases, &ranked)
+                Workload::of(w, facts, cases, &ranked, &run.explain_models)
             })
             .collect();
         let trust = crate::stats::findings::trust(run);

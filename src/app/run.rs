@@ -37,6 +37,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         plan,
         load_engine,
         overrides,
+        explain,
         mut cases,
     } = Request::of(&a)?;
     if a.dry_run {
@@ -84,6 +85,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             .collect(),
         answer: None,
         load_engine: Some(load_engine),
+        explain_models: explain.clone().unwrap_or_default(),
     };
     if let Some(b) = &results.before_run {
         if let Some(line) = noise_line(b) {
@@ -109,7 +111,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         &contenders,
         remote.as_ref(),
         a.crosscheck.then_some(profile),
-        a.explain,
+        explain.as_deref(),
     )?;
     if crate::shutdown::aborting() {
         // A second signal: the abort thread reports what was saved and ends the process.
@@ -143,15 +145,19 @@ struct Request {
     load_engine: crate::load::Engine,
     /// The knob flags (`--conns`, `--duration`, ...), applied to the cases already.
     overrides: plan::Overrides,
+    /// `--explain`: `None` not given, empty alone, else the models it named (each one a
+    /// model of the run's cells).
+    explain: Option<Vec<String>>,
     cases: Vec<Case>,
 }
 
 impl Request {
     fn of(a: &RunArgs) -> anyhow::Result<Request> {
         let profile: Profile = a.profile.into();
-        let workloads = plan::select_workloads(&a.items)?;
+        let (explain, items) = explain_and_items(a);
+        let workloads = plan::select_workloads(&items)?;
         // A suite named runs its default workloads: the ones it leaves out are named.
-        for (suite, runs, left) in plan::left_out(&a.items) {
+        for (suite, runs, left) in plan::left_out(&items) {
             eprintln!(
                 "ringside: {suite} runs {}; not {} (name {} to run {})",
                 runs.join(", "),
@@ -208,6 +214,7 @@ impl Request {
             &contenders,
             models_named,
         );
+        let explain = explain.map(|e| check_explain(e, &cases)).transpose()?;
         Ok(Request {
             profile,
             budget,
@@ -216,8 +223,57 @@ impl Request {
             plan,
             load_engine,
             overrides,
+            explain,
             cases,
         })
+    }
+}
+
+/// `--explain`'s list and the items to run. clap gives a bare `--explain` the word after it:
+/// a suite or workload there (`run --explain echo`) is an item to run, put before the others
+/// as it was typed, not a model. `all` names every model (as `--explain` alone).
+fn explain_and_items(a: &RunArgs) -> (Option<Vec<String>>, Vec<String>) {
+    let Some(list) = &a.explain else {
+        return (None, a.items.clone());
+    };
+    let is_item = |x: &String| {
+        !registry::MODELS.iter().any(|m| m.id == x)
+            && !x.starts_with(plan::CONTENDER_PREFIX)
+            && plan::select_workloads(std::slice::from_ref(x)).is_ok()
+    };
+    let (items, models): (Vec<String>, Vec<String>) = list
+        .iter()
+        .filter(|x| !x.is_empty())
+        .cloned()
+        .partition(is_item);
+    let mut names: Vec<String> = Vec::new();
+    for m in models.into_iter().filter(|m| m != plan::ALL_MODELS) {
+        if !names.contains(&m) {
+            names.push(m);
+        }
+    }
+    (
+        Some(names),
+        items.into_iter().chain(a.items.clone()).collect(),
+    )
+}
+
+/// `--explain`'s models, each a model of a measured cell of the run, or the error (exit 2)
+/// naming the valid ones.
+fn check_explain(names: Vec<String>, cases: &[Case]) -> Result<Vec<String>, InputError> {
+    let mut valid: Vec<&str> = Vec::new();
+    for c in cases.iter().filter(|c| c.point.is_some()) {
+        if !valid.contains(&c.model.id) {
+            valid.push(c.model.id);
+        }
+    }
+    match names.iter().find(|n| !valid.contains(&n.as_str())) {
+        Some(bad) => Err(InputError::BadValue {
+            flag: "--explain",
+            given: bad.clone(),
+            valid: format!("not a model this run measures; valid: {}", valid.join(", ")),
+        }),
+        None => Ok(names),
     }
 }
 

@@ -13,6 +13,8 @@
 //! from the leaf that a rule names (a copy inside tcp_sendmsg is a copy; a spin lock slow path
 //! under io_uring task work is a lock slow path); user space when the leaf is a user address;
 //! the rest of the kernel under a syscall is syscall entry/exit and other syscall work.
+//! The user-space samples' leaf symbols are counted too (as perf demangles them; a leaf perf
+//! cannot name, in a binary without symbols, counted apart as unnamed).
 
 use crate::child;
 use crate::results::explain::{Explain, Share};
@@ -215,6 +217,11 @@ pub(crate) struct Breakdown {
     pub(crate) groups: Vec<(Group, u64)>,
     /// Leaf kernel symbols with their samples, most first (at most `TOP`).
     pub(crate) top_kernel: Vec<(String, u64)>,
+    /// Leaf user-space symbols of the [`Group::User`] samples with their samples, most first
+    /// (at most `TOP`), as perf demangles them; a leaf without a symbol is not here.
+    pub(crate) top_user: Vec<(String, u64)>,
+    /// [`Group::User`] samples whose leaf had no symbol (`[unknown]`: a stripped binary).
+    pub(crate) user_unnamed: u64,
 }
 
 impl Breakdown {
@@ -283,15 +290,25 @@ pub(crate) fn breakdown(script: &str) -> Breakdown {
 pub(crate) fn breakdown_of(script: &str, own: Own<'_>) -> Breakdown {
     let mut counts: HashMap<Group, u64> = HashMap::new();
     let mut leaves: HashMap<String, u64> = HashMap::new();
+    let mut user_leaves: HashMap<String, u64> = HashMap::new();
+    let mut user_unnamed = 0u64;
     let mut samples = 0u64;
     let mut comm: Option<(String, Option<u32>)> = None;
     let mut frames: Vec<Frame> = Vec::new();
     let mut flush = |comm: &mut Option<(String, Option<u32>)>, frames: &mut Vec<Frame>| {
         if let Some((c, pid)) = comm.take() {
             samples += 1;
-            *counts.entry(classify(&c, pid, frames, own)).or_default() += 1;
+            let g = classify(&c, pid, frames, own);
+            *counts.entry(g).or_default() += 1;
             if let Some(f) = frames.first().filter(|f| f.kernel) {
                 *leaves.entry(f.sym.clone()).or_default() += 1;
+            }
+            if let (Group::User, Some(f)) = (g, frames.first()) {
+                if unnamed(&f.sym) {
+                    user_unnamed += 1;
+                } else {
+                    *user_leaves.entry(f.sym.clone()).or_default() += 1;
+                }
             }
         }
         frames.clear();
@@ -324,9 +341,6 @@ pub(crate) fn breakdown_of(script: &str, own: Own<'_>) -> Breakdown {
         }
     }
     flush(&mut comm, &mut frames);
-    let mut top: Vec<(String, u64)> = leaves.into_iter().collect();
-    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    top.truncate(TOP);
     Breakdown {
         samples,
         groups: Group::ALL
@@ -334,8 +348,23 @@ pub(crate) fn breakdown_of(script: &str, own: Own<'_>) -> Breakdown {
             .map(|g| (*g, counts.get(g).copied().unwrap_or(0)))
             .filter(|(_, n)| *n > 0)
             .collect(),
-        top_kernel: top,
+        top_kernel: most_first(leaves),
+        top_user: most_first(user_leaves),
+        user_unnamed,
     }
+}
+
+/// Whether perf named no symbol for a frame (`[unknown]`, or nothing).
+fn unnamed(sym: &str) -> bool {
+    sym.is_empty() || sym.starts_with("[unknown]")
+}
+
+/// The [`TOP`] names with the most samples, most first (ties by name).
+fn most_first(counts: HashMap<String, u64>) -> Vec<(String, u64)> {
+    let mut top: Vec<(String, u64)> = counts.into_iter().collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    top.truncate(TOP);
+    top
 }
 
 impl Breakdown {
@@ -368,16 +397,22 @@ impl Breakdown {
                     fraction: self.groups.iter().find(|x| x.0 == *g).map_or(0, |x| x.1) as f64 / n,
                 })
                 .collect(),
-            top_kernel: self
-                .top_kernel
-                .iter()
-                .map(|(s, k)| Share {
-                    name: s.clone(),
-                    fraction: *k as f64 / n,
-                })
-                .collect(),
+            top_kernel: shares(&self.top_kernel, n),
+            top_user: Some(shares(&self.top_user, n)),
+            user_unnamed: Some(self.user_unnamed as f64 / n),
         }
     }
+}
+
+/// Named counts as shares of `n` samples.
+fn shares(counts: &[(String, u64)], n: f64) -> Vec<Share> {
+    counts
+        .iter()
+        .map(|(s, k)| Share {
+            name: s.clone(),
+            fraction: *k as f64 / n,
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -743,6 +778,46 @@ ringside serve  1750 [001] cpu-clock:
         assert!((b.pct(Group::Idle) - 10.0).abs() < 1e-9);
         // Leaf kernel symbols: some_fs_helper twice leads.
         assert_eq!(b.top_kernel[0], ("some_fs_helper".to_string(), 2));
+        // The one user-space sample's leaf, named.
+        assert_eq!(b.top_user, vec![("__libc_recv".to_string(), 1)]);
+        assert_eq!(b.user_unnamed, 0);
+    }
+
+    /// The measured program's user-space leaves are counted by symbol, most first; a leaf
+    /// perf could not name (a stripped binary) is counted apart; another program's are not
+    /// the measured program's.
+    #[test]
+    fn user_space_leaves_are_counted_and_unnamed_ones_apart() {
+        let script = "\
+srv 10/10 [001] cpu-clock: 
+\t          35ed5f <srv::Loop as srv::Run>::run
+\t          10a974 main
+
+srv 10/10 [001] cpu-clock: 
+\t          35ed5f <srv::Loop as srv::Run>::run
+
+srv 10/10 [001] cpu-clock: 
+\t          15354a __memset_avx2_unaligned_erms
+
+srv 10/11 [001] cpu-clock: 
+\t    55d47ddfef20 [unknown]
+
+other 20/20 [001] cpu-clock: 
+\t          15354a hot_loop
+";
+        let b = breakdown_of(script, Some(&[10]));
+        assert_eq!(
+            b.top_user,
+            vec![
+                ("<srv::Loop as srv::Run>::run".to_string(), 2),
+                ("__memset_avx2_unaligned_erms".to_string(), 1)
+            ]
+        );
+        assert_eq!(b.user_unnamed, 1);
+        let e = b.to_explain(&[1], 1);
+        let top = e.top_user.unwrap();
+        assert!((top[0].fraction - 0.4).abs() < 1e-9, "{top:?}");
+        assert!((e.user_unnamed.unwrap() - 0.2).abs() < 1e-9);
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! `run --explain` in the reports: per parameter point, one stacked bar per model (where its
-//! server's sampled CPU went, by group) and one sentence naming the group whose share of own
-//! work differs most between the point's leader and its runner-up. Who leads comes from the
-//! findings' ranking, the difference from `analysis::explain` (its `Caption`, held by the
-//! workload's analysis); this module only arranges, words and draws.
+//! server's sampled CPU went, by group, each segment of 5% or more labelled with its share;
+//! under it the top user-space symbols) and the captions `analysis::explain` decided (its
+//! `Caption`s and `Shared` marks, held by the workload's analysis): the group whose share of
+//! own work differs most between the point's leader and runner-up, or between each model
+//! `--explain` named and the leader; a breakdown other programs shared is warned of. This
+//! module only arranges, words and draws.
 
-use crate::analysis::explain::{Caption, Missing, NoDifference, MIN_WORK_SAMPLES};
+use crate::analysis::explain::{Against, Caption, Missing, NoDifference, Shared, MIN_WORK_SAMPLES};
 use crate::analysis::Workload;
 use crate::measure::Measured;
 use crate::results::explain::{label, Explain, GROUPS};
@@ -19,20 +21,81 @@ pub(crate) struct PointExplain<'a> {
     pub(crate) at: String,
     /// Each cell with a breakdown (or why it has none), in run order.
     pub(crate) bars: Vec<(&'a CaseResult, &'a Measured<Explain>)>,
-    /// The sentence on the leader and runner-up.
-    pub(crate) sentence: String,
+    /// The captions' sentences.
+    pub(crate) sentences: Vec<String>,
+    /// A warning per cell whose breakdown other programs shared.
+    pub(crate) warnings: Vec<String>,
 }
 
 fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
 
-/// The sentence of one point ([`Caption`], decided by `analysis::explain`).
+/// A segment of a bar at least this share of it is labelled with its share.
+const LABEL_FROM: f64 = 0.05;
+
+/// User-space symbols listed under a bar and in the table.
+const TOP_USER: usize = 5;
+
+/// The user-space line of a breakdown: its top symbols with their shares of the samples, "no
+/// symbols" where the measured program's user-space samples had none, `None` in files
+/// written before symbols were recorded.
+pub(crate) fn user_symbols(e: &Explain) -> Option<String> {
+    let top = e.top_user.as_ref()?;
+    let unnamed = e.user_unnamed.unwrap_or(0.0);
+    if top.is_empty() {
+        return Some(if unnamed > 0.0 {
+            format!(
+                "no symbols ({} of the samples in user space without one: a binary without \
+                 symbols)",
+                pct(unnamed)
+            )
+        } else {
+            "no user-space samples".into()
+        });
+    }
+    let mut s = top
+        .iter()
+        .take(TOP_USER)
+        .map(|x| format!("{} {:.1}%", x.name, x.fraction * 100.0))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if unnamed > 0.0 {
+        s += &format!("; {:.1}% without a symbol", unnamed * 100.0);
+    }
+    Some(s)
+}
+
+/// The warning on a cell whose breakdown other programs shared ([`Shared`]).
+fn shared_warning(s: &Shared) -> String {
+    format!(
+        "{}: other processes took {} of the samples: the breakdown of this cell is shared with \
+         them",
+        s.label,
+        pct(s.fraction)
+    )
+}
+
+/// Who the second cell of a comparison is, in brackets.
+fn role(a: &Against) -> String {
+    match a {
+        Against::RunnerUp { .. } => "runner-up".into(),
+        Against::Leader => "leader".into(),
+        Against::Closest { metric: Some(m) } => {
+            format!("the closest to it by {}", m.title(false, false))
+        }
+        Against::Closest { metric: None } => "the next sampled cell".into(),
+    }
+}
+
+/// The sentence of one caption ([`Caption`], decided by `analysis::explain`).
 fn sentence(c: &Caption) -> String {
     match c {
-        Caption::NoLeader => {
-            "no leader to explain: fewer than two cells of this point could be ranked".into()
-        }
+        Caption::NoLeader => "no leader was decided and no cell has a breakdown to compare".into(),
+        Caption::Alone(who) => format!(
+            "no leader was decided at this point, and {who}'s is the only breakdown: nothing \
+             to compare it with"
+        ),
         Caption::NoRunnerUp => "no runner-up to compare the leader with".into(),
         Caption::Missing(missing) => {
             let why: Vec<String> = missing
@@ -45,43 +108,49 @@ fn sentence(c: &Caption) -> String {
             format!("no comparison: {}", why.join("; "))
         }
         Caption::Compared {
-            leader,
-            runner_up,
-            near,
+            subject,
+            other,
+            against,
             samples,
             difference,
         } => {
             // As the findings word it: a runner-up within noise leaves no clear leader.
-            let lead = if *near {
-                "ranked first, within noise of the runner-up"
-            } else {
-                "leader"
+            let me = match against {
+                Against::RunnerUp { near: true } => {
+                    " (ranked first, within noise of the runner-up)"
+                }
+                Against::RunnerUp { near: false } => " (leader)",
+                Against::Leader | Against::Closest { .. } => "",
             };
+            let undecided = match against {
+                Against::Closest { .. } => "no leader was decided at this point; ",
+                _ => "",
+            };
+            let them = role(against);
             match difference {
                 Ok(d) => format!(
-                    "{leader} ({lead}) spends {} of its own work in {}; {runner_up} (runner-up) \
+                    "{undecided}{subject}{me} spends {} of its own work in {}; {other} ({them}) \
                      {} (own work: samples neither idle nor another program's; {:.0} and {:.0} \
                      samples)",
-                    pct(d.leader),
+                    pct(d.subject),
                     label(d.group),
-                    pct(d.runner_up),
+                    pct(d.other),
                     samples.0,
                     samples.1,
                 ),
                 Err(why) => {
                     let why = match why {
-                        NoDifference::TooFewSamples { runner_up, samples } => format!(
+                        NoDifference::TooFewSamples {
+                            other: second,
+                            samples,
+                        } => format!(
                             "{} had {samples:.0} samples of its own work (fewer than \
                              {MIN_WORK_SAMPLES:.0}): too few to compare",
-                            if *runner_up {
-                                "the runner-up"
-                            } else {
-                                "the leader"
-                            }
+                            if *second { other } else { subject }
                         ),
                         NoDifference::NoOwnWork => "no sample of the cells' own work".into(),
                     };
-                    format!("no comparison between {leader} (leader) and {runner_up}: {why}")
+                    format!("{undecided}no comparison between {subject}{me} and {other} ({them}): {why}")
                 }
             }
         }
@@ -104,7 +173,8 @@ pub(crate) fn points<'a>(w: &Workload, cases: &[&'a CaseResult]) -> Vec<PointExp
                     .first()
                     .map(|(c, _)| super::charts::params_text(c, None))
                     .unwrap_or_default(),
-                sentence: sentence(&x.caption),
+                sentences: x.captions.iter().map(sentence).collect(),
+                warnings: x.shared.iter().map(shared_warning).collect(),
                 bars,
             }
         })
@@ -129,6 +199,8 @@ fn group_rgb(key: &str) -> (u8, u8, u8) {
 }
 
 const BAR_H: i32 = 26;
+/// A row: its bar, the user-space symbols' line under it, a gap.
+const ROW_H: i32 = BAR_H + 34;
 const LEFT: i32 = 150;
 const BAR_W: i32 = 560;
 const LEGEND_X: i32 = LEFT + BAR_W + 20;
@@ -139,10 +211,11 @@ fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
 }
 
 /// One point's stacked bars as an SVG: one row per model, the groups left to right in
-/// `GROUPS` order, each as wide as its share of the sampled CPU.
+/// `GROUPS` order, each as wide as its share of the sampled CPU and, from [`LABEL_FROM`],
+/// labelled with it; under each bar its top user-space symbols.
 pub(crate) fn svg(p: &PointExplain<'_>) -> anyhow::Result<String> {
     let rows = p.bars.len() as i32;
-    let height = (40 + rows * (BAR_H + 10)).max(40 + GROUPS.len() as i32 * 18) + 10;
+    let height = (40 + rows * ROW_H).max(40 + GROUPS.len() as i32 * 18) + 10;
     let mut buf = String::new();
     {
         let area =
@@ -161,7 +234,7 @@ pub(crate) fn svg(p: &PointExplain<'_>) -> anyhow::Result<String> {
         ))
         .map_err(err)?;
         for (i, (c, m)) in p.bars.iter().enumerate() {
-            let y = 32 + i as i32 * (BAR_H + 10);
+            let y = 32 + i as i32 * ROW_H;
             area.draw(&Text::new(c.label(), (8, y + BAR_H / 2), font(14)))
                 .map_err(err)?;
             match m {
@@ -178,7 +251,29 @@ pub(crate) fn svg(p: &PointExplain<'_>) -> anyhow::Result<String> {
                             RGBColor(r, g, b).filled(),
                         ))
                         .map_err(err)?;
+                        if s.fraction >= LABEL_FROM {
+                            // Dark text on the light segments (idle), white on the rest.
+                            let ink = if s.name == "idle" { BLACK } else { WHITE };
+                            area.draw(&Text::new(
+                                pct(s.fraction),
+                                ((x + w / 2.0).round() as i32, y + BAR_H / 2),
+                                ("sans-serif", 11)
+                                    .into_font()
+                                    .into_text_style(&area)
+                                    .color(&ink)
+                                    .pos(Pos::new(HPos::Center, VPos::Center)),
+                            ))
+                            .map_err(err)?;
+                        }
                         x += w;
+                    }
+                    if let Some(u) = user_symbols(e) {
+                        area.draw(&Text::new(
+                            cut(&format!("user space: {u}"), 100),
+                            (LEFT, y + BAR_H + 12),
+                            font(11),
+                        ))
+                        .map_err(err)?;
                     }
                 }
                 Measured::Unavailable { .. } => {
@@ -208,11 +303,20 @@ pub(crate) fn svg(p: &PointExplain<'_>) -> anyhow::Result<String> {
     Ok(buf)
 }
 
-/// One row per cell: samples, each group's share, the top kernel symbols.
+/// `s` cut to `n` characters, "…" ending a cut one.
+fn cut(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        return s.to_string();
+    }
+    s.chars().take(n - 1).chain(['…']).collect()
+}
+
+/// One row per cell: samples, each group's share, the top kernel and user-space symbols.
 fn table_rows(p: &PointExplain<'_>) -> (Vec<String>, Vec<Vec<String>>) {
     let mut header = vec!["model".to_string(), "samples".to_string()];
     header.extend(GROUPS.iter().map(|(_, l)| l.to_string()));
     header.push("top kernel symbols".into());
+    header.push("top user-space symbols".into());
     let rows = p
         .bars
         .iter()
@@ -230,10 +334,12 @@ fn table_rows(p: &PointExplain<'_>) -> (Vec<String>, Vec<Vec<String>>) {
                             .collect::<Vec<_>>()
                             .join(", "),
                     );
+                    r.push(user_symbols(e).unwrap_or_else(|| "not recorded".into()));
                 }
                 Measured::Unavailable { unavailable } => {
                     r.push(format!("unavailable: {unavailable}"));
                     r.extend(GROUPS.iter().map(|_| "-".to_string()));
+                    r.push("-".into());
                     r.push("-".into());
                 }
             }
@@ -259,11 +365,18 @@ pub(crate) fn html(w: &Workload, cases: &[&CaseResult]) -> anyhow::Result<Markup
                 (chart)
                 figcaption {
                     @if !p.at.is_empty() { (p.at) ": " }
-                    (p.sentence)
+                    @for (i, s) in p.sentences.iter().enumerate() {
+                        @if i > 0 { br; }
+                        (s)
+                    }
+                    @for w in &p.warnings {
+                        br;
+                        span class="explain-shared" { strong { "warning: " } (w) }
+                    }
                 }
             }
             details {
-                summary { "breakdown and top kernel symbols" }
+                summary { "breakdown and top kernel and user-space symbols" }
                 table {
                     thead { tr { @for h in &header { th { (h) } } } }
                     tbody { @for r in &rows { tr { @for c in r { td { (c) } } } } }
@@ -276,7 +389,8 @@ pub(crate) fn html(w: &Workload, cases: &[&CaseResult]) -> anyhow::Result<Markup
         p class="note" {
             "perf cpu-clock samples with call chains on the server's CPUs (storage: the measured \
              CPU) in an untimed repetition of each cell's own, grouped by subsystem; shares of \
-             the sampled CPU."
+             the sampled CPU (segments of 5% or more labelled), the server's own user-space \
+             symbols under each bar."
         }
         @for f in &figures { (f) }
     })
@@ -293,10 +407,14 @@ pub(crate) fn markdown(w: &Workload, cases: &[&CaseResult]) -> String {
             shares of the sampled CPU):\n\n";
     let cell = |s: &str| s.replace('|', "\\|");
     for p in &pts {
+        let said = p.sentences.join("\n\n");
         if !p.at.is_empty() {
-            out += &format!("At {}: {}\n\n", p.at, cell(&p.sentence));
+            out += &format!("At {}: {}\n\n", p.at, cell(&said));
         } else {
-            out += &format!("{}\n\n", cell(&p.sentence));
+            out += &format!("{}\n\n", cell(&said));
+        }
+        for w in &p.warnings {
+            out += &format!("Warning: {}\n\n", cell(w));
         }
         let (header, rows) = table_rows(p);
         out += &format!(
@@ -309,7 +427,7 @@ pub(crate) fn markdown(w: &Workload, cases: &[&CaseResult]) -> String {
         );
         out += &format!(
             "| :--- |{}\n",
-            " ---: |".repeat(header.len() - 2) + " :--- |"
+            " ---: |".repeat(header.len() - 3) + " :--- | :--- |"
         );
         for r in &rows {
             out += &format!(
@@ -330,11 +448,17 @@ mod tests {
 
     /// The analysis of a run of `cells` (storage.randread, this build's facts).
     fn analysed(cells: &[CaseResult]) -> Workload {
+        analysed_naming(cells, &[])
+    }
+
+    /// As [`analysed`], `--explain` having named `named`.
+    fn analysed_naming(cells: &[CaseResult], named: &[&str]) -> Workload {
         let mut run =
             crate::results::store::parse(include_str!("../../tests/fixtures/results.json"))
                 .unwrap();
         run.workloads.clear();
         run.cases = cells.to_vec();
+        run.explain_models = named.iter().map(|s| s.to_string()).collect();
         Analysis::of(&run)
             .workload("storage.randread")
             .expect("analysed")
@@ -396,7 +520,8 @@ mod tests {
         let pts = points(&w, &refs);
         assert_eq!(pts.len(), 1);
         assert_eq!(pts[0].bars.len(), 3);
-        let s = &pts[0].sentence;
+        assert_eq!(pts[0].sentences.len(), 1);
+        let s = &pts[0].sentences[0];
         assert!(
             s.starts_with("uring (leader) spends 30% of its own work in lock slow paths; blocking (runner-up) 0%"),
             "{s}"
@@ -410,6 +535,146 @@ mod tests {
         let html = super::html(&w, &refs).unwrap().into_string();
         // The bars' segments (2 + 1 + 2) and the legend's swatches.
         assert!(html.matches("<rect").count() >= 5 + GROUPS.len(), "{html}");
+        // Each segment of 5% or more carries its share: uring's 30% and 70%, blocking's
+        // 90% and 10%, epoll-lt's 100%.
+        for p in ["30%", "70%", "90%", "10%", "100%"] {
+            assert!(html.contains(&format!("\n{p}\n</text>")), "{p}: {html}");
+        }
+        // No user-space symbols recorded (an older file): nothing under the bars, the table
+        // says so.
+        assert!(!html.contains("user space: "), "{html}");
+        assert!(md.contains("not recorded"), "{md}");
+    }
+
+    /// `--explain blocking`: blocking explained against the leader; `--explain uring` (the
+    /// leader): against the runner-up; both named: one sentence each, in the order named.
+    #[test]
+    fn a_named_model_is_explained_against_the_leader() {
+        let cells = [
+            cell("epoll-lt", 1000.0, breakdown(1000, &[("syscall", 1.0)])),
+            cell(
+                "uring",
+                3000.0,
+                breakdown(1000, &[("lock_slow_path", 0.3), ("syscall", 0.7)]),
+            ),
+            cell(
+                "blocking",
+                2000.0,
+                breakdown(1000, &[("syscall", 0.9), ("copies", 0.1)]),
+            ),
+        ];
+        let refs: Vec<&CaseResult> = cells.iter().collect();
+        let w = analysed_naming(&cells, &["epoll-lt"]);
+        let s = &points(&w, &refs)[0].sentences;
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert!(
+            s[0].starts_with(
+                "epoll-lt spends 100% of its own work in syscall entry/exit and other syscall \
+                 work; uring (leader) 70%"
+            ),
+            "{s:?}"
+        );
+        let w = analysed_naming(&cells, &["uring", "epoll-lt"]);
+        let s = &points(&w, &refs)[0].sentences;
+        assert_eq!(s.len(), 2, "{s:?}");
+        assert!(s[0].starts_with("uring (leader) spends 30%"), "{s:?}");
+        assert!(s[0].contains("blocking (runner-up) 0%"), "{s:?}");
+        assert!(s[1].starts_with("epoll-lt spends"), "{s:?}");
+        let md = markdown(&w, &refs);
+        assert!(
+            md.contains("uring (leader)") && md.contains("epoll-lt spends"),
+            "{md}"
+        );
+    }
+
+    /// No leader could be ranked (one cell has no figure): the bars are still compared,
+    /// saying no leader was decided, never "no leader to explain".
+    #[test]
+    fn without_a_leader_the_drawn_bars_are_still_compared() {
+        let cells = [
+            cell(
+                "uring",
+                3000.0,
+                breakdown(1000, &[("lock_slow_path", 0.3), ("syscall", 0.7)]),
+            ),
+            cell("epoll-lt", 0.0, breakdown(1000, &[("syscall", 1.0)])),
+        ];
+        let refs: Vec<&CaseResult> = cells.iter().collect();
+        for named in [&[][..], &["uring"][..]] {
+            let w = analysed_naming(&cells, named);
+            let s = &points(&w, &refs)[0].sentences;
+            assert_eq!(s.len(), 1, "{s:?}");
+            assert!(
+                s[0].starts_with(
+                    "no leader was decided at this point; uring spends 70% of its own work in \
+                     syscall entry/exit and other syscall work; epoll-lt (the next sampled cell) \
+                     100%"
+                ),
+                "{named:?}: {s:?}"
+            );
+        }
+        // Named, the model without a figure is compared too.
+        let w = analysed_naming(&cells, &["epoll-lt"]);
+        let s = &points(&w, &refs)[0].sentences[0];
+        assert!(
+            s.contains("epoll-lt spends 100%") && s.contains("uring (the next"),
+            "{s}"
+        );
+    }
+
+    /// A breakdown with its user-space symbols: listed under its bar and in the table; one
+    /// whose user-space samples had no symbol says "no symbols"; one other programs took 34%
+    /// of is warned of.
+    #[test]
+    fn user_symbols_and_shared_breakdowns_are_shown() {
+        let mut mine = breakdown(1000, &[("user", 0.4), ("syscall", 0.6)]);
+        mine["top_user"] = json!([{"name": "ringside::io::epoll::serve", "fraction": 0.25},
+                                  {"name": "__memcpy_avx_unaligned", "fraction": 0.1}]);
+        mine["user_unnamed"] = json!(0.05);
+        let mut stripped = breakdown(
+            1000,
+            &[("user", 0.3), ("syscall", 0.36), ("other_processes", 0.34)],
+        );
+        stripped["top_user"] = json!([]);
+        stripped["user_unnamed"] = json!(0.3);
+        let cells = [
+            cell("uring", 3000.0, mine),
+            cell("blocking", 2000.0, stripped),
+        ];
+        let refs: Vec<&CaseResult> = cells.iter().collect();
+        let w = analysed(&cells);
+        let p = &points(&w, &refs)[0];
+        assert_eq!(
+            p.warnings,
+            vec![
+                "blocking: other processes took 34% of the samples: the breakdown of this cell \
+                 is shared with them"
+                    .to_string()
+            ]
+        );
+        let svg = svg(p).unwrap();
+        assert!(
+            svg.contains(
+                "user space: ringside::io::epoll::serve 25.0%, __memcpy_avx_unaligned \
+                 10.0%; 5.0% without a symbol"
+            ),
+            "{svg}"
+        );
+        assert!(
+            svg.contains("user space: no symbols (30% of the samples"),
+            "{svg}"
+        );
+        let html = super::html(&w, &refs).unwrap().into_string();
+        assert!(
+            html.contains("other processes took 34% of the samples"),
+            "{html}"
+        );
+        let md = markdown(&w, &refs);
+        assert!(
+            md.contains("Warning: blocking: other processes took 34%"),
+            "{md}"
+        );
+        assert!(md.contains("ringside::io::epoll::serve 25.0%"), "{md}");
     }
 
     #[test]
@@ -424,7 +689,7 @@ mod tests {
         ];
         let refs: Vec<&CaseResult> = cells.iter().collect();
         let w = analysed(&cells);
-        let s = &points(&w, &refs)[0].sentence;
+        let s = &points(&w, &refs)[0].sentences[0];
         assert_eq!(
             s,
             "no comparison: uring's breakdown is unavailable: perf refused: paranoid"

@@ -53,6 +53,16 @@ pub struct Explain {
     pub(crate) groups: Vec<Share>,
     /// The leaf kernel symbols with the most samples, most first (at most 10).
     pub(crate) top_kernel: Vec<Share>,
+    /// The leaf user-space symbols of the measured programs (the samples of the `user`
+    /// group) with the most samples, most first (at most 10), as perf demangles them; a leaf
+    /// perf could not name (a binary without symbols) is in `user_unnamed` instead. Absent in
+    /// files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) top_user: Option<Vec<Share>>,
+    /// Of the samples, those in the measured programs' user space whose leaf had no symbol,
+    /// 0..=1 (a stripped binary's are all here). Absent where `top_user` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) user_unnamed: Option<f64>,
 }
 
 impl Explain {

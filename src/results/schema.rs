@@ -99,6 +99,11 @@ pub struct RunResults {
     /// 2026-11-28) are read with it moved here (`results::store`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_engine: Option<crate::load::Engine>,
+    /// The models `run --explain MODEL,...` named: each `--explain` caption explains one of
+    /// them against its point's leader. Absent: `--explain` named none (the captions explain
+    /// each point's leader against its runner-up), or was not given, or an older file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub explain_models: Vec<String>,
 }
 
 /// How much a run answered: of the comparisons of each model with its point's leader at the

@@ -50,6 +50,148 @@ fn cannot_sample(why: &str) -> bool {
 fn run_explain_with_and_without_perf() {
     a_smoke_run_with_explain_stores_a_breakdown_per_cell_that_sums_to_the_samples();
     without_perf_the_run_goes_on_and_each_breakdown_says_why();
+    explain_a_named_contender_against_the_leader();
+}
+
+/// `run --explain ext:mine` with a contender (a stripped copy of ringside's own server): the
+/// run records the model named, every cell of its points is sampled, the caption explains
+/// ext:mine (against the leader, or against the runner-up where it leads), the bars carry
+/// their percentages in report.html, ringside's own server (epoll-lt, with symbols) has
+/// user-space symbols, and the stripped contender's own code has none.
+fn explain_a_named_contender_against_the_leader() {
+    let dir = tempfile::tempdir().unwrap();
+    let stripped = dir.path().join("mine");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("ringside"), &stripped).unwrap();
+    let st = std::process::Command::new("strip").arg(&stripped).status();
+    if !st.is_ok_and(|s| s.success()) {
+        crate::common::tools::missing("strip", "a contender binary without symbols");
+        return;
+    }
+    let out = dir.path().join("out");
+    let contender = format!(
+        "echo:mine={} serve --protocol echo --model epoll-lt --addr 127.0.0.1:{{port}}",
+        stripped.display()
+    );
+    let o = Cmd::cargo_bin("ringside")
+        .unwrap()
+        .timeout(Duration::from_secs(300))
+        .args(["run", "echo.payload", "--profile", "smoke", "--runs", "1"])
+        .args(["--models", "epoll-lt,ext:mine", "--contender", &contender])
+        .args([
+            "--explain",
+            "ext:mine",
+            "--quiet",
+            "--format",
+            "json",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["explain_models"], serde_json::json!(["ext:mine"]), "{v}");
+    let measured: Vec<&Value> = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "measured")
+        .collect();
+    assert!(measured.iter().any(|c| c["model"] == "ext:mine"), "{v}");
+    for c in &measured {
+        let e = &c["explain"];
+        if let Some(why) = e["unavailable"].as_str() {
+            if cannot_sample(why) {
+                crate::common::tools::cannot(&format!("perf cannot sample here: {why}"));
+                return;
+            }
+            panic!("{}: breakdown unavailable: {why}", c["model"]);
+        }
+        let top: Vec<&str> = e["top_user"]
+            .as_array()
+            .unwrap_or_else(|| panic!("top_user recorded: {e}"))
+            .iter()
+            .map(|s| s["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            top.iter()
+                .all(|n| !n.is_empty() && !n.contains("[unknown]")),
+            "{e}"
+        );
+        if c["model"] == "epoll-lt" {
+            assert!(
+                !top.is_empty(),
+                "ringside's own server has user-space symbols: {e}"
+            );
+        } else {
+            // Stripped: none of ringside's own functions is named (libc's may be).
+            assert!(!top.iter().any(|n| n.contains("ringside::")), "{e}");
+        }
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        [
+            "ext:mine spends",
+            "ext:mine (leader)",
+            "ext:mine (ranked first",
+            "ext:mine was not",
+            "ext:mine's breakdown",
+            "no comparison between ext:mine"
+        ]
+        .iter()
+        .any(|w| md.contains(w)),
+        "a caption on ext:mine: {md}"
+    );
+    assert!(!md.contains("no leader to explain"), "{md}");
+    assert!(md.contains("top user-space symbols"), "{md}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let explain = &html[html
+        .find("Where the CPU went")
+        .expect("the explain section")..];
+    let labelled = explain
+        .split("</text>")
+        .filter(|t| t.trim_end().ends_with('%') && t.contains("<text"))
+        .count();
+    assert!(
+        labelled >= 2,
+        "segments labelled with their shares: {explain}"
+    );
+}
+
+/// A name `--explain` is given that is not a model of the run exits 2 naming the valid ones
+/// (before anything runs); a workload right after a bare `--explain` is what to run.
+#[test]
+fn explain_names_only_models_of_the_run() {
+    let o = Cmd::cargo_bin("ringside")
+        .unwrap()
+        .args(["run", "echo.payload", "--models", "epoll-lt,uring"])
+        .args(["--explain", "blocking", "--dry-run"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--explain blocking") && err.contains("valid: epoll-lt, uring"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty(), "{o:?}");
+    let o = Cmd::cargo_bin("ringside")
+        .unwrap()
+        .args([
+            "run",
+            "--models",
+            "epoll-lt",
+            "--explain",
+            "echo.payload",
+            "--dry-run",
+        ])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("echo.payload"), "{out}");
 }
 
 fn a_smoke_run_with_explain_stores_a_breakdown_per_cell_that_sums_to_the_samples() {
