@@ -333,7 +333,9 @@ fn the_terminal_default_is_short_and_ends_with_a_summary() {
     // Issue 45: the bottom line first, the findings after it.
     assert!(short.starts_with("Bottom line\n  - "), "{short}");
     assert!(short.contains("\n  Confidence: "), "{short}");
-    assert!(short.find("\nFindings").is_some_and(|f| f < short.find("\nNumbers").unwrap()));
+    assert!(short
+        .find("\nFindings")
+        .is_some_and(|f| f < short.find("\nNumbers").unwrap()));
     assert!(!short.contains("median (p50)"), "{short}");
     assert!(wide.contains("median (p50)"), "{wide}");
     let widest = |s: &str| s.lines().map(|l| l.chars().count()).max().unwrap_or(0);

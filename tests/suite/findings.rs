@@ -38,8 +38,14 @@ fn golden(name: &str, got: &str) {
 fn term_findings(run: &RunResults) -> String {
     let out = String::from_utf8(Format::Table.render(run).unwrap()).unwrap();
     assert!(out.starts_with("Bottom line\n"), "{out}");
-    let first = out.find("\n\n").expect("a blank line after the bottom line");
-    let end = first + 2 + out[first + 2..].find("\n\n").expect("a blank line after the findings");
+    let first = out
+        .find("\n\n")
+        .expect("a blank line after the bottom line");
+    let end = first
+        + 2
+        + out[first + 2..]
+            .find("\n\n")
+            .expect("a blank line after the findings");
     out[..end + 1].to_string()
 }
 

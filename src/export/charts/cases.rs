@@ -526,7 +526,8 @@ mod tests {
     #[test]
     fn a_sweep_with_one_value_measured_is_one_point() {
         let run: RunResults =
-            serde_json::from_str(include_str!("../../../tests/fixtures/charts.json")).unwrap();
+            crate::results::store::parse(include_str!("../../../tests/fixtures/charts.json"))
+                .unwrap();
         let rate: Vec<&CaseResult> = run
             .cases
             .iter()
@@ -557,7 +558,8 @@ mod tests {
     #[test]
     fn a_model_is_faded_only_on_the_figure_it_was_decided_behind_on() {
         let run: RunResults =
-            serde_json::from_str(include_str!("../../../tests/fixtures/charts.json")).unwrap();
+            crate::results::store::parse(include_str!("../../../tests/fixtures/charts.json"))
+                .unwrap();
         let a = Analysis::of(&run);
         let h = a
             .workload("http.rate")

@@ -8,8 +8,9 @@
 //! whose load generator had headroom, as the verdicts do.
 
 use super::super::table::{fmt_ns, fmt_rate, fmt_times, invisible_text};
+use super::bottom::{pair_sentence, times_pm};
 use super::verdict::{CAPACITY_PREFIX, PAST_CAPACITY_PREFIX};
-use crate::analysis::finding::{FamilyPair, Leader, Only, Ranks, WorkloadFinding};
+use crate::analysis::finding::{ContenderPair, FamilyPair, Leader, Only, Ranks, WorkloadFinding};
 use crate::analysis::vocabulary::{
     p_text, Confidence, Finding, Other, Outcome, Standing, Trust, MARGIN,
 };
@@ -143,6 +144,15 @@ fn words(f: &Finding, b: &Basis, op: &str) -> (String, bool) {
     if !undecided.is_empty() {
         s += &format!("; undecided against it: {undecided}");
     }
+    let each: Vec<String> = h
+        .near
+        .iter()
+        .chain(&h.behind)
+        .map(|o| pair_sentence(&o.label, &h.leader, m, op, &o.confidence))
+        .collect();
+    if !each.is_empty() {
+        s += &format!("; each against {}: {}", h.leader, each.join("; "));
+    }
     s += &invisible_text(h.invisible_pct());
     if f.points > 1 && f.leads == f.points && !h.behind.is_empty() {
         s += &format!(
@@ -240,6 +250,23 @@ fn standings_words(f: &Finding) -> String {
         0 => {}
         n if n > 4 => out += &format!("; {n} models not decided either way"),
         _ => out += &format!("; not decided either way: {}", and_list(&open)),
+    }
+    if f.points == 1 {
+        let behind: Vec<String> = f
+            .headline
+            .behind
+            .iter()
+            .map(|o| match o.confidence.claim.as_ref() {
+                Some(cl) if cl.rounds >= 2 => {
+                    format!("{} {} times", o.label, times_pm(cl.times, cl.ci))
+                }
+                _ => format!("{} {}", o.label, fmt_times(o.times)),
+            })
+            .collect();
+        if !behind.is_empty() {
+            out += &format!("; behind {} by: {}", f.headline.leader, and_list(&behind));
+        }
+        return out;
     }
     const BANDS: [(f64, &str); 4] = [
         (1.1, "within 1.1x"),
@@ -401,7 +428,12 @@ pub(crate) fn line(workload: &str, facts: &Facts, f: &WorkloadFinding) -> Line {
             (t.clone(), t, false)
         }
     };
-    let extra = [probe_words(facts, f.probed), family_words(op, &f.families)].concat();
+    let extra = [
+        probe_words(facts, f.probed),
+        family_words(op, &f.families),
+        contender_words(op, &f.contenders),
+    ]
+    .concat();
     Line {
         workload: workload.to_string(),
         short: short + &extra,
@@ -447,10 +479,8 @@ fn family_words(op: &str, pairs: &[FamilyPair]) -> String {
                 format!("at {}, ", p.at)
             };
             format!(
-                "{at}{} used {}'s server CPU per {op} times {}",
-                p.uring,
-                p.epoll,
-                pair_verdict(&p.confidence)
+                "{at}{}",
+                pair_sentence(&p.uring, &p.epoll, Metric::CpuPerOp, op, &p.confidence)
             )
         })
         .collect();
@@ -461,26 +491,38 @@ fn family_words(op: &str, pairs: &[FamilyPair]) -> String {
     )
 }
 
-/// A pair's ratio and its verdict in words: "1.03 (0.99 to 1.07; undecided after 14 rounds,
-/// about 30 would decide it at the noise measured)".
-fn pair_verdict(c: &Confidence) -> String {
-    let Some(cl) = c.claim.as_ref() else {
-        return format!("? ({})", c.text());
-    };
-    let verdict = match cl.outcome {
-        Outcome::Equivalent => format!("equivalent within {:.0}%", MARGIN * 100.0),
-        Outcome::Behind | Outcome::Ahead => format!("decided over {} rounds", cl.rounds),
-        Outcome::Undecided => match cl.rounds_to_decide() {
-            Some(n) => format!(
-                "undecided after {} rounds, about {n} would decide it at the noise measured",
-                cl.rounds
-            ),
-            None => format!("undecided after {} rounds", cl.rounds),
-        },
-    };
+/// Each contender against each family's best row at each equal-load point: "; your servers
+/// against each family's best row: ext:mine used 1.14 ± 0.06 times epoll-lt's server CPU per
+/// message (...)". "" without a contender.
+fn contender_words(op: &str, pairs: &[ContenderPair]) -> String {
+    if pairs.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = pairs
+        .iter()
+        .map(|p| {
+            let at = if p.at.is_empty() {
+                String::new()
+            } else {
+                format!("at {}, ", p.at)
+            };
+            format!(
+                "{at}against {}: {}",
+                p.family.words(),
+                pair_sentence(
+                    &p.contender,
+                    &p.against,
+                    Metric::CpuPerOp,
+                    op,
+                    &p.confidence
+                )
+            )
+        })
+        .collect();
     format!(
-        "{:.2} ({:.2} to {:.2}; {verdict})",
-        cl.times, cl.ci.0, cl.ci.1
+        "; your servers against each family's best row (its lowest server CPU per {op} at the \
+         point): {}",
+        parts.join("; ")
     )
 }
 
