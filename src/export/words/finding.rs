@@ -462,10 +462,19 @@ fn probe_words(facts: &Facts, probed: Option<(f64, f64)>) -> String {
     )
 }
 
+/// "at conns=50, " before a pair's sentence; "" where the point needs no name.
+fn at_prefix(at: &str) -> String {
+    if at.is_empty() {
+        String::new()
+    } else {
+        format!("at {at}, ")
+    }
+}
+
 /// Each family's best row at each equal-load point, io_uring's against epoll's: "; io_uring's
-/// best against epoll's: at conns=50, uring-tuned used 1.03x epoll-lt's server CPU per message
-/// (0.99x to 1.07x: undecided, ...)". "" where the workload has no equal-load point with both
-/// families.
+/// best row against epoll's (...): at conns=50, uring-tuned used 1.03 ± 0.04 times epoll-lt's
+/// server CPU per message (0.99 to 1.07; undecided ...)". "" where the workload has no
+/// equal-load point with both families.
 fn family_words(op: &str, pairs: &[FamilyPair]) -> String {
     if pairs.is_empty() {
         return String::new();
@@ -473,11 +482,7 @@ fn family_words(op: &str, pairs: &[FamilyPair]) -> String {
     let parts: Vec<String> = pairs
         .iter()
         .map(|p| {
-            let at = if p.at.is_empty() {
-                String::new()
-            } else {
-                format!("at {}, ", p.at)
-            };
+            let at = at_prefix(&p.at);
             format!(
                 "{at}{}",
                 pair_sentence(&p.uring, &p.epoll, Metric::CpuPerOp, op, &p.confidence)
@@ -501,11 +506,7 @@ fn contender_words(op: &str, pairs: &[ContenderPair]) -> String {
     let parts: Vec<String> = pairs
         .iter()
         .map(|p| {
-            let at = if p.at.is_empty() {
-                String::new()
-            } else {
-                format!("at {}, ", p.at)
-            };
+            let at = at_prefix(&p.at);
             format!(
                 "{at}against {}: {}",
                 p.family.words(),
