@@ -201,9 +201,17 @@ impl Extension {
 /// capacity point before its equal-load point, so that group is measured first.
 fn groups(cases: &[Case]) -> Vec<Vec<usize>> {
     let mut out: Vec<Vec<usize>> = Vec::new();
-    let mut keys: Vec<(&str, Option<&crate::results::Params>)> = Vec::new();
+    // A point is its params and whether it is an equal-load point (which has its capacity
+    // point's params).
+    type Key<'a> = (&'a str, Option<(&'a crate::results::Params, bool)>);
+    let mut keys: Vec<Key<'_>> = Vec::new();
     for (i, c) in cases.iter().enumerate() {
-        let key = (c.workload.id(), c.point.as_ref().map(|p| &p.params));
+        let key = (
+            c.workload.id(),
+            c.point
+                .as_ref()
+                .map(|p| (&p.params, p.equal_load.is_some())),
+        );
         match keys.iter().position(|k| *k == key) {
             Some(g) if key.1.is_some() => out[g].push(i),
             _ => {
@@ -226,6 +234,7 @@ pub(crate) fn equal_load_rate(
     let slowest = done
         .iter()
         .filter(|c| c.workload == workload && c.params == eq.capacity_of)
+        .filter(|c| c.equal_load.is_none())
         .filter(|c| c.status == Status::Measured)
         .filter_map(|c| c.figures.as_ref().map(|f| f.ops_per_sec.median))
         .filter(|r| r.is_finite() && *r > 0.0)
@@ -493,6 +502,7 @@ fn measure_rounds(
                 .as_ref()
                 .map(|p| p.params.clone())
                 .unwrap_or_default(),
+            equal_load: first.point.as_ref().and_then(|p| p.equal_load_at()),
             round,
             order: labels,
             probe,
@@ -1077,10 +1087,13 @@ mod tests {
         let eq: Vec<&CaseResult> = done.iter().filter(|c| c.params.0["n"] == 2).collect();
         assert_eq!(eq.len(), 2);
         assert!(eq.iter().all(|c| c.rate_per_sec == Some(1000)), "{eq:?}");
+        let at = Some(crate::results::EqualLoadAt { of_slowest: 0.5 });
+        assert!(eq.iter().all(|c| c.equal_load == at), "{eq:?}");
+        assert!(eq[0].params_text().ends_with(" equal-load"), "{eq:?}");
         assert!(done
             .iter()
             .filter(|c| c.params.0["n"] == 1)
-            .all(|c| c.rate_per_sec.is_none()));
+            .all(|c| c.rate_per_sec.is_none() && c.equal_load.is_none()));
     }
 
     #[test]

@@ -377,7 +377,7 @@ fn a_contender_with_a_huge_content_length_fails_its_cells_not_the_run() {
         .iter()
         .filter(|c| c["model"] == "ext:huge")
         // The capacity points (an equal-load point takes its rate from them).
-        .filter(|c| c["params"].get("offered").is_none())
+        .filter(|c| c.get("equal_load").is_none())
         .collect();
     assert_eq!(huge.len(), 5, "5 client counts");
     for c in huge {

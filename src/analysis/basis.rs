@@ -175,11 +175,9 @@ pub(crate) fn basis<'a>(
     Err(NotRanked)
 }
 
-/// An equal-load point's cell (its params name the offered rate it ran at).
+/// An equal-load point's cell.
 pub(crate) fn is_equal_load_point(c: &CaseResult) -> bool {
-    c.params
-        .0
-        .contains_key(crate::workload::net::equal_load::EQUAL_LOAD_PARAM)
+    c.equal_load.is_some()
 }
 
 /// The cells of the open-loop points where a model fell behind the offered rate, those whose

@@ -3,7 +3,7 @@
 //! facts (its registry row's; a workload this build does not know gets bars).
 
 use crate::results::facts::{ChartSpec, Facts};
-use crate::results::{CaseResult, RunResults, Status};
+use crate::results::{CaseResult, RunResults, Status, EQUAL_LOAD_WORD};
 use std::collections::HashMap;
 
 /// What workload `id`'s figures mean: its registry row's facts; a results file's workload
@@ -30,6 +30,21 @@ pub(crate) fn facts_in(run: &RunResults, id: &str) -> Facts {
 pub struct ParamRoles {
     pub common: Vec<(String, serde_json::Value)>,
     pub per_model: Vec<String>,
+    /// Where the cells' equal-load marker (`CaseResult::equal_load`) goes: like a parameter,
+    /// to the common ones where every cell has the same, else to the point.
+    pub equal_load: EqualLoadRole,
+}
+
+/// See [`ParamRoles::equal_load`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum EqualLoadRole {
+    /// No cell is of an equal-load point.
+    #[default]
+    Nowhere,
+    /// Every cell is.
+    Everywhere,
+    /// Some are: it tells their points apart ([`EQUAL_LOAD_WORD`] in a point's text).
+    Point,
 }
 
 impl ParamRoles {
@@ -55,6 +70,12 @@ impl ParamRoles {
         let keys: std::collections::BTreeSet<&String> =
             cases.iter().flat_map(|c| c.params.0.keys()).collect();
         let mut roles = ParamRoles::default();
+        let equal = cases.iter().filter(|c| c.equal_load.is_some()).count();
+        roles.equal_load = match equal {
+            0 => EqualLoadRole::Nowhere,
+            n if n == cases.len() => EqualLoadRole::Everywhere,
+            _ => EqualLoadRole::Point,
+        };
         for k in keys {
             let first = cases.first().and_then(|c| c.params.0.get(k));
             if let Some(v0) = first {
@@ -76,17 +97,22 @@ impl ParamRoles {
         roles
     }
 
-    /// "k=v k=v" over the point parameters of a cell, except `skip`.
+    /// "k=v k=v" over the point parameters of a cell, except `skip`, then [`EQUAL_LOAD_WORD`]
+    /// at an equal-load point where that tells points apart.
     pub(crate) fn point(&self, c: &CaseResult, skip: Option<&str>) -> String {
-        c.params
+        let mut words: Vec<String> = c
+            .params
             .0
             .iter()
             .filter(|(k, _)| Some(k.as_str()) != skip)
             .filter(|(k, _)| !self.common.iter().any(|(ck, _)| ck == *k))
             .filter(|(k, _)| !self.per_model.contains(k))
             .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
+            .collect();
+        if self.equal_load == EqualLoadRole::Point && c.equal_load.is_some() {
+            words.push(EQUAL_LOAD_WORD.to_string());
+        }
+        words.join(" ")
     }
 
     /// "k=v k=v" over a cell's per-model parameters ("depth=256 threads=64").
@@ -100,13 +126,18 @@ impl ParamRoles {
             .join(" ")
     }
 
-    /// "k=v, k=v" over the common parameters.
+    /// "k=v, k=v" over the common parameters, then [`EQUAL_LOAD_WORD`] where every cell is of
+    /// an equal-load point.
     pub fn common_text(&self) -> String {
-        self.common
+        let mut words: Vec<String> = self
+            .common
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+            .collect();
+        if self.equal_load == EqualLoadRole::Everywhere {
+            words.push(EQUAL_LOAD_WORD.to_string());
+        }
+        words.join(", ")
     }
 }
 
@@ -163,8 +194,8 @@ pub(crate) enum Selected<'a> {
     Several(Vec<&'a CaseResult>),
 }
 
-/// The words of a selector, split at spaces outside double quotes: `offered="30% of
-/// slowest" conns=50` is two words, as a cell's key writes them.
+/// The words of a selector, split at spaces outside double quotes: `path="/a b" conns=50`
+/// is two words, as a cell's key writes them.
 fn selector_words(s: &str) -> Vec<String> {
     let mut words = Vec::new();
     let (mut word, mut quoted) = (String::new(), false);
@@ -201,7 +232,8 @@ fn word_holds(w: &str, c: &CaseResult) -> bool {
             }
         }),
         None => {
-            w == c.workload
+            (w == EQUAL_LOAD_WORD && c.equal_load.is_some())
+                || w == c.workload
                 || c.workload.split('.').next() == Some(w)
                 || w == c.model
                 || w == c.label()
@@ -214,8 +246,8 @@ fn word_holds(w: &str, c: &CaseResult) -> bool {
 /// parameters that tell it from the others (`uring msg_bytes=64`, `conns=100`), without
 /// those every cell of its workload shares (`duration_ms=330`). Where several cells match,
 /// the one whose varying parameters are all named is it (`epoll-lt conns=100` is the
-/// capacity point, not the equal-load one beside it, which also varies `offered`); else
-/// they are [`Selected::Several`].
+/// capacity point, not the equal-load one beside it, which `equal-load` names); else they
+/// are [`Selected::Several`].
 pub(crate) fn select_cell<'a>(run: &'a RunResults, selector: &str) -> Selected<'a> {
     let selector = selector.trim();
     if let Some(c) = run.cases.iter().find(|c| c.key() == selector) {
@@ -247,11 +279,15 @@ pub(crate) fn select_cell<'a>(run: &'a RunResults, selector: &str) -> Selected<'
             let r = roles
                 .entry(c.workload.as_str())
                 .or_insert_with(|| ParamRoles::of(run, &c.workload));
-            c.params.0.keys().all(|k| {
-                named.contains(&k.as_str())
-                    || r.common.iter().any(|(ck, _)| ck == k)
-                    || r.per_model.contains(k)
-            })
+            let marker_named = c.equal_load.is_none()
+                || r.equal_load != EqualLoadRole::Point
+                || words.iter().any(|w| w == EQUAL_LOAD_WORD);
+            marker_named
+                && c.params.0.keys().all(|k| {
+                    named.contains(&k.as_str())
+                        || r.common.iter().any(|(ck, _)| ck == k)
+                        || r.per_model.contains(k)
+                })
         })
         .collect();
     match whole[..] {
@@ -320,10 +356,10 @@ mod selector_tests {
         assert!(matches!(select_cell(&run, " "), Selected::None));
     }
 
-    /// An equal-load point's `offered` is named as its key writes it, quotes and all, or
-    /// without them; the capacity point beside it is the one without `offered`.
+    /// An equal-load point is named by `equal-load`, as its key writes it; the capacity
+    /// point beside it (same params) is the one without.
     #[test]
-    fn an_equal_load_cell_is_named_by_its_offered_share() {
+    fn an_equal_load_cell_is_named_by_its_marker() {
         let mut run = fixture();
         let base = run
             .cases
@@ -332,18 +368,15 @@ mod selector_tests {
             .unwrap()
             .clone();
         run.cases.clear();
-        for (model, offered) in [("epoll-lt", None), ("epoll-lt", Some("30% of slowest"))] {
+        for equal in [false, true] {
             let mut c = base.clone();
             c.workload = "echo.conns".into();
-            c.model = model.into();
+            c.model = "epoll-lt".into();
             c.variant = None;
-            let mut p = crate::results::Params::default()
+            c.params = crate::results::Params::default()
                 .with("conns", 100)
                 .with("duration_ms", 330);
-            if let Some(o) = offered {
-                p = p.with("offered", o);
-            }
-            c.params = p;
+            c.equal_load = equal.then_some(crate::results::EqualLoadAt { of_slowest: 0.3 });
             run.cases.push(c);
         }
         let mut other = run.cases[0].clone();
@@ -355,21 +388,17 @@ mod selector_tests {
             key(select_cell(&run, "conns=100")),
             "echo.conns epoll-lt conns=100 duration_ms=330"
         );
-        let equal = "echo.conns epoll-lt conns=100 duration_ms=330 offered=\"30% of slowest\"";
-        assert_eq!(
-            key(select_cell(&run, "conns=100 offered=\"30% of slowest\"")),
-            equal
-        );
-        assert_eq!(
-            key(select_cell(
-                &run,
-                "echo epoll-lt conns=100 offered=\"30% of slowest\""
-            )),
-            equal
-        );
+        let equal = "echo.conns epoll-lt conns=100 duration_ms=330 equal-load";
+        assert_eq!(key(select_cell(&run, equal)), equal);
+        assert_eq!(key(select_cell(&run, "conns=100 equal-load")), equal);
+        assert_eq!(key(select_cell(&run, "echo epoll-lt equal-load")), equal);
         assert!(matches!(
             select_cell(&run, "duration_ms=330"),
             Selected::Several(_)
         ));
+        let roles = ParamRoles::of(&run, "echo.conns");
+        assert_eq!(roles.equal_load, EqualLoadRole::Point);
+        assert_eq!(roles.point(&run.cases[1], None), "conns=100 equal-load");
+        assert_eq!(roles.point(&run.cases[0], None), "conns=100");
     }
 }

@@ -167,11 +167,20 @@ pub(crate) struct Shared {
 pub(crate) struct Explained {
     /// The point's params (its cells' exactly).
     pub(crate) params: Params,
+    /// Whether it is an equal-load point (which has its capacity point's params).
+    pub(crate) equal_load: bool,
     /// One per named model that ran at the point (in the order named), or the one on the
     /// leader where `--explain` named none (or none of them ran here).
     pub(crate) captions: Vec<Caption>,
     /// Its cells whose breakdown other programs shared, in run order.
     pub(crate) shared: Vec<Shared>,
+}
+
+impl Explained {
+    /// Whether cell `c` is one of the point's.
+    pub(crate) fn holds(&self, c: &CaseResult) -> bool {
+        c.params == self.params && c.equal_load.is_some() == self.equal_load
+    }
 }
 
 /// The points of a workload's `cases` (run order) where a cell has a breakdown (or why it has
@@ -184,21 +193,22 @@ pub(crate) fn of_cases(
     ranked: Option<&super::basis::Ranked<'_>>,
     named: &[String],
 ) -> Vec<Explained> {
-    let mut out: Vec<&Params> = Vec::new();
+    let mut out: Vec<&CaseResult> = Vec::new();
     for c in cases.iter().filter(|c| c.explain.is_some()) {
-        if !out.contains(&&c.params) {
-            out.push(&c.params);
+        if !out.iter().any(|o| o.same_point(c)) {
+            out.push(c);
         }
     }
     out.into_iter()
-        .map(|params| {
+        .map(|cell| {
             let all: Vec<&CaseResult> = cases
                 .iter()
                 .copied()
-                .filter(|c| c.params == *params && c.status == Status::Measured)
+                .filter(|c| c.same_point(cell) && c.status == Status::Measured)
                 .collect();
             Explained {
-                params: params.clone(),
+                params: cell.params.clone(),
+                equal_load: cell.equal_load.is_some(),
                 captions: captions(ranked, facts, &all, named),
                 shared: shared(&all),
             }

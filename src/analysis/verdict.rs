@@ -30,7 +30,6 @@ use crate::results::{CaseResult, Status};
 use crate::stats::claims::{self, level_of, Crossover, Outcome};
 use crate::stats::equal_load::{self, Capacity};
 use crate::stats::findings::{self, Ranking};
-use crate::workload::net::equal_load::EQUAL_LOAD_PARAM;
 use std::collections::BTreeMap;
 
 /// Which of a workload's cells a sweep verdict compares (its words say so first).
@@ -282,13 +281,13 @@ fn at_equal_load(cases: &[&CaseResult], r: Option<&Ranked<'_>>) -> Vec<Verdict> 
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
                 (lo.min(x.2), hi.max(x.2))
             });
-        // Where: the point's params but the rate and the marker.
+        // Where: the point's params but the rate (its cells are all of equal-load points).
         let at: Vec<String> = cells[0]
             .0
             .params
             .0
             .iter()
-            .filter(|(k, _)| *k != EQUAL_LOAD_PARAM && *k != "rate_per_sec")
+            .filter(|(k, _)| *k != "rate_per_sec")
             .filter(|(k, _)| !roles.common.iter().any(|(ck, _)| ck == *k))
             .filter(|(k, _)| !roles.per_model.contains(k))
             .map(|(k, v)| format!("{k}={v}"))

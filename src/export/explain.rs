@@ -165,7 +165,7 @@ pub(crate) fn points<'a>(w: &Workload, cases: &[&'a CaseResult]) -> Vec<PointExp
         .map(|x| {
             let bars: Vec<(&'a CaseResult, &'a Measured<Explain>)> = cases
                 .iter()
-                .filter(|c| c.params == x.params)
+                .filter(|c| x.holds(c))
                 .filter_map(|c| c.explain.as_ref().map(|e| (*c, e)))
                 .collect();
             PointExplain {

@@ -68,7 +68,7 @@ pub(crate) struct Row {
 pub(crate) struct Waterfall {
     /// File-safe and unique in a report: "echo.ladder-waterfall-2".
     pub(crate) id: String,
-    /// The point's parameters ("conns=50 offered=50% of slowest").
+    /// The point's parameters ("conns=50 equal-load").
     #[cfg(test)]
     pub(crate) point: String,
     pub(crate) title: String,

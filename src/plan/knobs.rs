@@ -328,9 +328,11 @@ impl Overrides {
                 let same = |x: &Case| {
                     x.workload.id() == c.workload.id()
                         && x.model.id == c.model.id
-                        && x.point
-                            .as_ref()
-                            .is_some_and(|q| q.params == p.params && q.variant == p.variant)
+                        && x.point.as_ref().is_some_and(|q| {
+                            q.params == p.params
+                                && q.variant == p.variant
+                                && q.equal_load.is_some() == p.equal_load.is_some()
+                        })
                 };
                 if !out.iter().any(same) {
                     out.push(Case {

@@ -12,6 +12,7 @@ pub mod store;
 
 pub use params::Params;
 pub use schema::{
-    json_schema, Answer, CaseResult, RunResults, Status, Warning, SCHEMA_ID, SCHEMA_VERSION,
+    json_schema, Answer, CaseResult, EqualLoadAt, RunResults, Status, Warning, EQUAL_LOAD_WORD,
+    SCHEMA_ID, SCHEMA_VERSION,
 };
 pub(crate) use spread::Spread;

@@ -11,7 +11,7 @@ mod case;
 mod figures;
 
 pub(crate) use case::SYSCALL_FLOOR_NS;
-pub use case::{CaseResult, NoiseRecord, Rerun, Status, Warning};
+pub use case::{CaseResult, EqualLoadAt, NoiseRecord, Rerun, Status, Warning, EQUAL_LOAD_WORD};
 pub(crate) use figures::DEFAULT_CLAIM_ALPHA;
 pub use figures::{
     CaseFigures, CpuPerOp, IdleMemory, Intervals, LatencyIntervals, LatencyNs, Looks,
@@ -154,6 +154,9 @@ impl RunResults {
 pub struct RoundRecord {
     pub(crate) workload: String,
     pub(crate) params: Params,
+    /// At an equal-load point: how its rate was chosen (as its cells say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) equal_load: Option<EqualLoadAt>,
     /// 0-based.
     pub(crate) round: u32,
     /// The cells' labels in the order they ran.

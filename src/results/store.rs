@@ -332,6 +332,7 @@ pub fn load(path: &Path) -> anyhow::Result<RunResults> {
     }
     move_load_engine(&mut v);
     move_cpu_plans(&mut v);
+    type_equal_load(&mut v);
     let r: RunResults = serde_json::from_value(v)
         .with_context(|| format!("'{}' does not match the results schema", path.display()))?;
     super::check::check_cells(&r).map_err(|e| anyhow::anyhow!("'{}': {e}", path.display()))?;
@@ -347,7 +348,39 @@ pub fn parse(json: &str) -> anyhow::Result<RunResults> {
     }
     move_load_engine(&mut v);
     move_cpu_plans(&mut v);
+    type_equal_load(&mut v);
     Ok(serde_json::from_value(v)?)
+}
+
+/// The equal-load marker, which files written before 2026-11-29 kept as a param
+/// (`"offered": "30% of slowest"`, on cells and rounds): moved to `equal_load` with its share
+/// (`{"of_slowest": 0.3}`), so that their keys, headings and `compare`'s matching are
+/// today's.
+fn type_equal_load(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    let Some(top) = v.as_object_mut() else { return };
+    for list in ["cases", "rounds"] {
+        for c in top
+            .get_mut(list)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            let Some(c) = c.as_object_mut() else { continue };
+            let share = c
+                .get("params")
+                .and_then(|p| p.get("offered"))
+                .and_then(Value::as_str)
+                .and_then(|s| s.strip_suffix("% of slowest"))
+                .and_then(|pct| pct.trim().parse::<f64>().ok());
+            let Some(pct) = share else { continue };
+            if let Some(p) = c.get_mut("params").and_then(Value::as_object_mut) {
+                p.remove("offered");
+            }
+            c.entry("equal_load")
+                .or_insert(serde_json::json!({"of_slowest": pct / 100.0}));
+        }
+    }
 }
 
 /// The CPU plans, which files written before 2026-11-28 also kept in each environment
@@ -579,6 +612,28 @@ mod tests {
         v.as_object_mut().unwrap().remove("load_engine");
         v["env"].as_object_mut().unwrap().remove("load_engine");
         assert_eq!(parse(&v.to_string()).unwrap().load_engine, None);
+    }
+
+    /// A file that marked equal-load points with the param `offered` (before 2026-11-29)
+    /// reads with the typed marker: its keys are today's, its capacity points untouched.
+    #[test]
+    fn an_offered_param_is_read_as_the_equal_load_marker() {
+        let json = include_str!("../../tests/fixtures/ladder.json");
+        assert!(json.contains("\"offered\": \"50% of slowest\""));
+        let r = parse(json).unwrap();
+        let (eq, cap): (
+            Vec<&crate::results::CaseResult>,
+            Vec<&crate::results::CaseResult>,
+        ) = r.cases.iter().partition(|c| c.equal_load.is_some());
+        assert!(!eq.is_empty() && !cap.is_empty());
+        for c in &eq {
+            assert_eq!(c.equal_load.unwrap().of_slowest, 0.5);
+            assert!(!c.params.0.contains_key("offered"), "{:?}", c.params);
+            assert!(c.key().ends_with(" equal-load"), "{}", c.key());
+        }
+        assert!(cap.iter().all(|c| !c.key().contains("equal-load")));
+        let back = serde_json::to_value(&r).unwrap();
+        assert!(!back.to_string().contains("offered\":"));
     }
 
     #[test]

@@ -59,6 +59,7 @@ pub(super) fn start_case<'c>(index: usize, case: &'c Case, set: &Setting<'_>) ->
             .as_ref()
             .map(|p| p.params.clone())
             .unwrap_or_default(),
+        equal_load: case.point.as_ref().and_then(|p| p.equal_load_at()),
         facts: case
             .point
             .as_ref()

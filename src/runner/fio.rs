@@ -70,6 +70,7 @@ fn row(
         model: format!("fio:{}", job.name),
         variant: None,
         params: p.clone(),
+        equal_load: None,
         facts: st.facts().clone(),
         status: Status::Measured,
         reason: None,

@@ -232,6 +232,15 @@ impl std::fmt::Debug for ArgsBox {
 }
 
 impl Point {
+    /// What its cells record of [`Point::equal_load`] (`CaseResult::equal_load`).
+    pub(crate) fn equal_load_at(&self) -> Option<crate::results::EqualLoadAt> {
+        self.equal_load
+            .as_ref()
+            .map(|e| crate::results::EqualLoadAt {
+                of_slowest: e.fraction,
+            })
+    }
+
     /// A point with recorded params only (workloads not yet typed, and tests).
     pub(crate) fn new(params: Params) -> Point {
         Point {

@@ -72,12 +72,16 @@ pub fn timeline_adds_up(dir: &Path, c: &serde_json::Value) -> String {
         c["ops_total"].as_u64().unwrap(),
         "{id}: every op is in an interval"
     );
-    let params: Vec<String> = c["params"]
+    let mut params: Vec<String> = c["params"]
         .as_object()
         .unwrap()
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
+    // An equal-load point's cell: its capacity point's params, and the marker.
+    if c["equal_load"].is_object() {
+        params.push(ringside::results::EQUAL_LOAD_WORD.to_string());
+    }
     let label = match c["variant"].as_str() {
         Some(v) => format!("{}/{v}", c["model"].as_str().unwrap()),
         None => c["model"].as_str().unwrap().to_string(),

@@ -429,7 +429,6 @@ fn an_equal_load_point_without_an_offered_rate_says_so() {
 fn equal_load_points_follow_their_capacity_points() {
     use ringside::profile::Profile;
     use ringside::workload::net::echo::EchoConns;
-    use ringside::workload::net::equal_load::EQUAL_LOAD_PARAM;
     use ringside::workload::Workload;
     let m = ringside::registry::model("epoll-lt").unwrap();
     for (profile, want) in [
@@ -441,7 +440,6 @@ fn equal_load_points_follow_their_capacity_points() {
         let mut got = Vec::new();
         for (i, p) in pts.iter().enumerate() {
             let Some(eq) = &p.equal_load else {
-                assert!(!p.params.0.contains_key(EQUAL_LOAD_PARAM));
                 continue;
             };
             assert!(i > 0, "an equal-load point first in {profile:?}");
@@ -452,12 +450,7 @@ fn equal_load_points_follow_their_capacity_points() {
             );
             assert_eq!(eq.capacity_of, cap.params);
             assert_eq!(eq.fraction, 0.3);
-            let mut without = p.params.clone();
-            assert!(without.0.remove(EQUAL_LOAD_PARAM).is_some());
-            assert_eq!(
-                without, cap.params,
-                "the capacity point's params plus the marker"
-            );
+            assert_eq!(p.params, cap.params, "the capacity point's params");
             assert!(!p.params.0.contains_key("rate_per_sec"));
             got.push(cap.params.u64("conns").unwrap());
         }

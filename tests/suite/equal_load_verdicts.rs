@@ -29,7 +29,11 @@ fn cell(
         counters["achieved_per_sec"] = json!(achieved);
         counters["fell_behind"] = json!(fell);
     }
+    // An `equal_load` entry in `params` marks a cell of an equal-load point.
+    let mut params = params;
+    let equal_load = params.as_object_mut().unwrap().remove("equal_load");
     serde_json::from_value(json!({
+        "equal_load": equal_load,
         "workload": workload, "model": model, "params": params,
         "status": "measured", "op": "one message", "knobs": {}, "warmups": 0,
         "repetitions": reps,
@@ -58,7 +62,7 @@ fn reps(base: f64) -> Vec<f64> {
 /// client-bound or both saturated at 1000) and an equal-load point at 50 where c fell behind.
 fn echo_conns() -> Vec<CaseResult> {
     let cap = |n: u64| json!({"conns": n, "msg_bytes": 64});
-    let eq = |n: u64| json!({"conns": n, "msg_bytes": 64, "offered": "50% of slowest"});
+    let eq = |n: u64| json!({"conns": n, "msg_bytes": 64, "equal_load": {"of_slowest": 0.5}});
     vec![
         cell(
             "echo.conns",
@@ -215,7 +219,7 @@ fn capacity_is_ranked_only_where_the_load_generator_had_headroom() {
 
 #[test]
 fn overlapping_repetitions_are_within_noise_and_http_counts_requests() {
-    let eq = json!({"clients": 50, "offered": "50% of slowest"});
+    let eq = json!({"clients": 50, "equal_load": {"of_slowest": 0.5}});
     let cells = [
         cell(
             "http.clients",

@@ -184,7 +184,11 @@ fn net(
         counters["achieved_per_sec"] = json!(achieved);
         counters["fell_behind"] = json!(u64::from(achieved * 100 < offered * 95));
     }
+    // An `equal_load` entry in `params` marks a cell of an equal-load point.
+    let mut params = params;
+    let equal_load = params.as_object_mut().unwrap().remove("equal_load");
     serde_json::from_value(json!({
+        "equal_load": equal_load,
         "workload": "echo.conns", "model": model, "params": params,
         "status": "measured", "op": "one message", "knobs": {}, "warmups": 0,
         "repetitions": reps,
@@ -210,7 +214,7 @@ fn six(base: f64) -> Vec<f64> {
 #[test]
 fn network_findings_rank_at_equal_load_and_skip_what_fell_behind() {
     let cap = json!({"conns": 50, "msg_bytes": 64});
-    let eq = json!({"conns": 50, "msg_bytes": 64, "offered": "50% of slowest"});
+    let eq = json!({"conns": 50, "msg_bytes": 64, "equal_load": {"of_slowest": 0.5}});
     let mut cells = vec![
         net("a", cap.clone(), 90_000.0, &six(100.0), None, &[]),
         net(

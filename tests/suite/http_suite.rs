@@ -43,7 +43,7 @@ fn http_clients_sweep_is_measured_with_wrk_beside_it() {
     let (equal, ours): (Vec<_>, Vec<_>) = cases
         .iter()
         .filter(|c| c["model"] == "epoll-et")
-        .partition(|c| c["params"].get("offered").is_some());
+        .partition(|c| c.get("equal_load").is_some());
     assert_eq!(ours.len(), 5, "5, 50, 100, 500, 1000 clients");
     // The equal-load point at 50 clients (smoke): driven at the runner's rate when it passes
     // one, else not applicable and saying so; never with wrk.
@@ -126,11 +126,10 @@ fn http_rate_sweep_records_offered_and_achieved_rates() {
 }
 
 /// http.clients: every equal-load point right after its capacity point, its params that
-/// point's plus the marker; quick at 50 and 500 clients, full at every count.
+/// point's; quick at 100 clients, full at every count.
 #[test]
 fn http_equal_load_points_follow_their_capacity_points() {
     use ringside::profile::Profile;
-    use ringside::workload::net::equal_load::EQUAL_LOAD_PARAM;
     use ringside::workload::net::http::HttpClients;
     use ringside::workload::Workload;
     let m = ringside::registry::model("epoll-lt").unwrap();
@@ -146,9 +145,7 @@ fn http_equal_load_points_follow_their_capacity_points() {
             let cap = &pts[i - 1];
             assert!(cap.equal_load.is_none());
             assert_eq!(eq.capacity_of, cap.params);
-            let mut without = p.params.clone();
-            assert!(without.0.remove(EQUAL_LOAD_PARAM).is_some());
-            assert_eq!(without, cap.params);
+            assert_eq!(p.params, cap.params);
             got.push(cap.params.u64("clients").unwrap());
         }
         assert_eq!(got, want, "{profile:?}");

@@ -44,9 +44,9 @@ fn one_waterfall_per_point_with_rungs_in_order_kernels_and_gaps() {
     );
     for (w, point) in ws.iter().zip([
         "conns=50:",
-        "conns=50 offered=&quot;50% of slowest&quot;:",
+        "conns=50 equal-load:",
         "conns=1000:",
-        "conns=1000 offered=&quot;50% of slowest&quot;:",
+        "conns=1000 equal-load:",
     ]) {
         assert!(w.contains(point), "title names the point {point}");
         assert!(w.contains(&format!("data-rungs=\"{}\"", RUNGS.len())));

@@ -342,7 +342,7 @@ fn napi_rows_measured_over_veth(h: &Hosts, s: &Sshd) {
         for c in mine {
             // Equal-load points may be not applicable (no capacity measured): never unavailable.
             assert_ne!(c["status"], "unavailable", "{id}: {c}");
-            if c["params"].get("offered").is_none() {
+            if c.get("equal_load").is_none() {
                 assert_eq!(c["status"], "measured", "{id}: {c}");
                 assert!(
                     c["cpu_ns_per_op"]["total"].as_f64().unwrap() > 0.0,

@@ -133,11 +133,10 @@ fn summary_point<'a>(cases: &[&'a CaseResult]) -> Option<(String, f64, Vec<&'a C
         .filter(|p| p.2)
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .or_else(|| open.iter().min_by(|a, b| a.1.total_cmp(&b.1)))?;
-    // The point's text without the equal-load point's description of its rate ("offered":
-    // the rate itself is shown).
+    // The point's text without the equal-load marker (the rate itself is shown).
     let at = groups.order[pick.0]
         .split(' ')
-        .filter(|kv| !kv.starts_with("offered=") && !kv.starts_with("rate_per_sec="))
+        .filter(|kv| *kv != crate::results::EQUAL_LOAD_WORD && !kv.starts_with("rate_per_sec="))
         .collect::<Vec<_>>()
         .join(" ");
     Some((at, pick.1, members[pick.0].clone()))

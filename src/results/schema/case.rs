@@ -173,6 +173,18 @@ impl Warning {
     }
 }
 
+/// What marks an equal-load point in a cell's key, a point's text and a cell selector
+/// ("conns=50 equal-load"): one word, so that keys stay `k=v` words split at spaces.
+pub const EQUAL_LOAD_WORD: &str = "equal-load";
+
+/// How an equal-load point's offered rate was chosen: a share of the slowest model's capacity
+/// measured at the capacity point with the same params (the rate itself: `rate_per_sec`).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct EqualLoadAt {
+    /// The share of the slowest model's capacity (0.3: 30%).
+    pub of_slowest: f64,
+}
+
 /// One cell: a workload, a model, a parameter point.
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaseResult {
@@ -183,6 +195,10 @@ pub struct CaseResult {
     pub variant: Option<String>,
     /// The sweep's knobs at this point: what tells it from the workload's other points.
     pub params: Params,
+    /// At an equal-load point: how its offered rate was chosen. Such a point has its capacity
+    /// point's params; this tells the two apart (keys and headings say `equal-load`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equal_load: Option<EqualLoadAt>,
     /// What the cell ran on that no sweep varies: the storage suite's filesystem (`fs`),
     /// `device`, `o_direct` support and `page_cache` state. Absent where none.
     #[serde(default, skip_serializing_if = "Params::is_empty")]
@@ -257,15 +273,25 @@ impl CaseResult {
         format!("{} {}", self.workload, self.params_text())
     }
 
-    /// Its params as keys write them: "conns=50 msg_bytes=64", in the params' order.
+    /// Its params as keys write them: "conns=50 msg_bytes=64", in the params' order, then
+    /// [`EQUAL_LOAD_WORD`] at an equal-load point.
     pub(crate) fn params_text(&self) -> String {
-        let p: Vec<String> = self
+        let mut p: Vec<String> = self
             .params
             .0
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
+        p.extend(self.equal_load.map(|_| EQUAL_LOAD_WORD.to_string()));
         p.join(" ")
+    }
+
+    /// Whether `other` is a cell of the same point: same workload, params and kind of point
+    /// (an equal-load point has its capacity point's params).
+    pub(crate) fn same_point(&self, other: &CaseResult) -> bool {
+        self.workload == other.workload
+            && self.params == other.params
+            && self.equal_load.is_some() == other.equal_load.is_some()
     }
 
     /// Column label: the model, and its variant if any ("blocking/poll").

@@ -11,11 +11,6 @@ use crate::profile::Profile;
 use crate::results::rates::fell_behind;
 use crate::workload::{Ctx, EqualLoad, Point};
 
-/// The param that keeps an equal-load point a row of its own beside its capacity point (the
-/// rate itself is the runner's to record, not a param: it depends on the measured capacity).
-pub const EQUAL_LOAD_PARAM: &str = "offered";
-/// Its value, saying where the rate comes from.
-pub(crate) const EQUAL_LOAD_TEXT: &str = "30% of slowest";
 /// Of the slowest model's measured capacity at the capacity point: a load where the servers
 /// are neither idle between messages nor near saturation, and the load generator keeps its
 /// headroom. At half, on the 2-vCPU VM where a capacity point measures the load generator's
@@ -38,12 +33,11 @@ pub(crate) fn equal_load_at(table: &[(Profile, &[u64])], profile: Profile, n: u6
     }
 }
 
-/// The equal-load point of the closed-loop point `capacity`: its params plus
-/// [`EQUAL_LOAD_PARAM`], driven at [`EQUAL_LOAD_FRACTION`] of the slowest model's capacity
-/// there.
+/// The equal-load point of the closed-loop point `capacity`: its params (its cells say
+/// `equal_load`, which tells the two apart), driven at [`EQUAL_LOAD_FRACTION`] of the slowest
+/// model's capacity there.
 pub(crate) fn equal_load_point(capacity: &Point) -> Point {
     let mut p = capacity.clone();
-    p.params = p.params.with(EQUAL_LOAD_PARAM, EQUAL_LOAD_TEXT);
     p.equal_load = Some(EqualLoad {
         fraction: EQUAL_LOAD_FRACTION,
         capacity_of: capacity.params.clone(),
