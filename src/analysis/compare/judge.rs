@@ -142,6 +142,15 @@ pub(super) fn judge(
             }
             continue;
         }
+        if !t.relative && c.peers_not_compared > 0 {
+            // Judged alone only because its point-mates were not compared: untested.
+            c.untested.get_or_insert(Untested::Unpaired {
+                figure: f.figure,
+                pct: ch.pct,
+                peers: c.peers_not_compared,
+            });
+            continue;
+        }
         match not_the_code(f) {
             (Some(why), _) => {
                 c.drift.get_or_insert(why);
@@ -156,7 +165,7 @@ pub(super) fn judge(
     if c.regression {
         c.improvement = false;
     }
-    if !c.regression && !c.improvement {
+    if !c.regression && !c.improvement && c.untested.is_none() {
         c.untested = c
             .figures
             .iter()

@@ -274,6 +274,9 @@ pub(crate) struct CellChange {
     /// Why it could not see a change of the threshold (empty: it could, see
     /// [`CellChange::tested`]); set when judged.
     pub(crate) blind: Vec<Blind>,
+    /// Its point's other models measured in both runs but not compared (disturbed): where it
+    /// has no compared others, it is judged alone without being alone at its point.
+    pub(crate) peers_not_compared: usize,
 }
 
 /// Repetitions `(base, new)` too few for the test to ever reach [`ALPHA`] (a side with
@@ -308,6 +311,15 @@ pub(crate) enum Untested {
         sizes: (usize, usize),
         tests: usize,
         lone: f64,
+    },
+    /// A significant change `pct` beyond the threshold of a cell judged alone because its
+    /// point's `peers` other models, measured in both runs, were not compared (disturbed):
+    /// nothing of the same rounds tells the machine's drift (a slower disk, a busier host)
+    /// from its change, and the probes measure neither.
+    Unpaired {
+        figure: Figure,
+        pct: f64,
+        peers: usize,
     },
 }
 
@@ -502,9 +514,9 @@ pub(super) fn prepare(base: &RunResults, new: &RunResults) -> Comparison {
     }
     let in_base: std::collections::HashSet<String> =
         base.cases.iter().map(CaseResult::key).collect();
-    let peers = peers_of(base, &in_new);
+    let (peers, measured) = peers_of(base, &in_new);
     for b in &base.cases {
-        compare_cell(&mut cmp, b, &in_new, &peers);
+        compare_cell(&mut cmp, b, &in_new, (&peers, &measured));
     }
     add_run_noise(&mut cmp);
     for n in &new.cases {
@@ -518,15 +530,18 @@ pub(super) fn prepare(base: &RunResults, new: &RunResults) -> Comparison {
 }
 
 /// Each point's cells measured, undisturbed, in both runs, by point: every cell is judged
-/// against the others of its point in the same rounds.
+/// against the others of its point in the same rounds; and how many cells of each point
+/// were measured in both runs, disturbed or not.
 fn peers_of<'a>(
     base: &'a RunResults,
     in_new: &HashMap<String, &'a CaseResult>,
-) -> HashMap<String, Vec<Peer<'a>>> {
+) -> (HashMap<String, Vec<Peer<'a>>>, HashMap<String, usize>) {
     let measured = |c: &CaseResult| c.status == Status::Measured && c.figures.is_some();
     let mut peers: HashMap<String, Vec<Peer>> = HashMap::new();
+    let mut both: HashMap<String, usize> = HashMap::new();
     for b in base.cases.iter().filter(|c| measured(c)) {
         if let Some(&n) = in_new.get(&b.key()).filter(|n| measured(n)) {
+            *both.entry(b.point_key()).or_default() += 1;
             let disturbed = |c: &CaseResult| c.warnings.contains(&Warning::Disturbed);
             if let (false, false, Some(fb), Some(fnew)) =
                 (disturbed(b), disturbed(n), &b.figures, &n.figures)
@@ -539,7 +554,7 @@ fn peers_of<'a>(
             }
         }
     }
-    peers
+    (peers, both)
 }
 
 /// Compares BASE's cell `b` with NEW's cell of its key: a [`CellChange`] with each figure's
@@ -548,7 +563,7 @@ fn compare_cell(
     cmp: &mut Comparison,
     b: &CaseResult,
     in_new: &HashMap<String, &CaseResult>,
-    peers: &HashMap<String, Vec<Peer>>,
+    (peers, measured): (&HashMap<String, Vec<Peer>>, &HashMap<String, usize>),
 ) {
     let key = b.key();
     let Some(&n) = in_new.get(&key) else {
@@ -609,6 +624,9 @@ fn compare_cell(
         .get(&b.point_key())
         .map(|v| v.iter().filter(|p| !std::ptr::eq(p.cell, b)).collect())
         .unwrap_or_default();
+    let peers_not_compared = measured
+        .get(&b.point_key())
+        .map_or(0, |n| n.saturating_sub(1 + others.len()));
     let poller = [b, n].iter().any(|c| c.sqpoll_cpu.is_some())
         && others.iter().any(|p| p.cell.sqpoll_cpu.is_none());
     // A closed-loop cell whose load generator had no headroom in either run: its
@@ -650,6 +668,7 @@ fn compare_cell(
         unstable: None,
         poller,
         blind: Vec::new(),
+        peers_not_compared,
     });
 }
 

@@ -156,6 +156,43 @@ fn a_real_regression_amid_run_to_run_noise_is_found() {
     assert!(found(1.25) >= 20);
 }
 
+/// A/A 2026-11-29: every model at a point 26% slower in NEW (the disk, not the code), its
+/// point-mates disturbed in NEW: the one left is not judged alone as if it were alone at its
+/// point (a regression), but untested; alone by design, it is still judged on its own.
+#[test]
+fn a_cell_whose_point_mates_were_not_compared_is_untested_not_regressed() {
+    let slower = |_: usize, size: u64, _: usize| if size == 64 { 1.4 } else { 1.0 };
+    let a = run(7, 0.01, |_, _, _| 1.0);
+    let mut b = run(8, 0.01, slower);
+    for c in b.cases.iter_mut() {
+        if c.params.0["msg_bytes"] == 64 && c.model != "m0" {
+            c.warnings.push(Warning::Disturbed);
+        }
+    }
+    let m0 = "micro.pipe m0 msg_bytes=64";
+    let cmp = compare(&a, &b, 5.0);
+    let c = cmp.cells.iter().find(|c| c.cell == m0).unwrap();
+    assert!(!c.regression, "{c:?}");
+    assert_eq!(c.peers_not_compared, MODELS - 1);
+    let Some(u @ Untested::Unpaired { peers, .. }) = &c.untested else {
+        panic!("{c:?}")
+    };
+    assert_eq!(*peers, MODELS - 1);
+    assert!(words::untested(u).contains("11 other models were not compared"));
+    // Alone at its point in both files: judged on its own figure, and called.
+    let alone = |r: &mut RunResults| {
+        r.cases
+            .retain(|c| c.params.0["msg_bytes"] != 64 || c.model == "m0");
+    };
+    let (mut a, mut b) = (a, b);
+    alone(&mut a);
+    alone(&mut b);
+    let cmp = compare(&a, &b, 5.0);
+    let c = cmp.cells.iter().find(|c| c.cell == m0).unwrap();
+    assert_eq!(c.peers_not_compared, 0);
+    assert!(c.regression, "{c:?}");
+}
+
 #[test]
 fn a_model_that_jumps_within_a_run_is_judged_against_its_jump() {
     // Model 5 jumps by 30% after round 4 at 256 B in BASE, and sits 20% higher at every
@@ -289,6 +326,7 @@ fn with_probes(r: &mut RunResults, wake: f64, poller: bool) {
         .map(|i| crate::results::schema::RoundRecord {
             workload: "micro.pipe".into(),
             params: crate::results::Params::default(),
+            equal_load: None,
             round: i,
             order: Vec::new(),
             probe: crate::measure::calib::Probe {

@@ -83,6 +83,12 @@ pub(crate) fn untested(u: &Untested) -> String {
              p <= {lone:.4} to be confirmed: too few repetitions to test it here",
             figure.name()
         ),
+        Untested::Unpaired { figure, pct, peers } => format!(
+            "{} {pct:+.1}%, but its point's {peers} other model{} {} not compared              (disturbed): nothing measured in the same rounds tells the machine's drift from              its change",
+            figure.name(),
+            if *peers == 1 { "" } else { "s" },
+            if *peers == 1 { "was" } else { "were" },
+        ),
     }
 }
 
