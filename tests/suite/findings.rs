@@ -73,7 +73,11 @@ fn fixture_findings_match_golden_and_name_the_change_of_lead() {
         short.contains("epoll-lt leads at 1 of 2 points, blocking at 1"),
         "{short}"
     );
-    assert!(short.contains("2x and more: uring (2.3x)"), "{short}");
+    assert!(
+        short.contains("behind the leader where decided: epoll-lt 1.09x (at 1 of 2 points)"),
+        "{short}"
+    );
+    assert!(short.ends_with(" and uring 2.3x"), "{short}");
     assert!(evidence.contains("blocking leads"), "{evidence}");
     assert!(
         evidence.contains("the lead changes: epoll-lt at batch=64"),

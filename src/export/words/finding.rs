@@ -194,9 +194,8 @@ fn and_list(v: &[String]) -> String {
 }
 
 /// The standings of a finding in one plain clause: who leads where and who is equivalent to
-/// the leader everywhere, how many are not decided either way, and the models decided behind
-/// the leader grouped by how far (within 1.1x, 1.1x to 1.5x, 1.5x to 2x, 2x and more, each
-/// band with the range its models showed over the points).
+/// the leader everywhere, how many are not decided either way, and each model decided behind
+/// the leader with how far (its range over the points where it was, and at how many).
 fn standings_words(f: &Finding) -> String {
     let every = if f.points > 1 { " at every point" } else { "" };
     let leaders: Vec<&Standing> = f.standings.iter().filter(|s| s.led > 0).collect();
@@ -268,44 +267,38 @@ fn standings_words(f: &Finding) -> String {
         }
         return out;
     }
-    const BANDS: [(f64, &str); 4] = [
-        (1.1, "within 1.1x"),
-        (1.5, "1.1x to 1.5x"),
-        (2.0, "1.5x to 2x"),
-        (f64::INFINITY, "2x and more"),
-    ];
-    let mut bands: Vec<String> = Vec::new();
-    let mut lower = 0.0;
-    for (upper, name) in BANDS {
-        let here: Vec<&Standing> = f
-            .standings
-            .iter()
-            .filter(|s| s.behind > 0)
-            .filter(|s| {
-                let hi = s.times.map_or(1.0, |t| t.1);
-                hi >= lower && hi < upper
-            })
-            .collect();
-        lower = upper;
-        if here.is_empty() {
-            continue;
-        }
-        let (lo, hi) = here
-            .iter()
-            .filter_map(|s| s.times)
-            .fold((f64::INFINITY, 0.0f64), |(lo, hi), t| {
-                (lo.min(t.0), hi.max(t.1))
-            });
-        let range = if fmt_times(lo) == fmt_times(hi) {
-            fmt_times(lo)
-        } else {
-            format!("{} to {}", fmt_times(lo), fmt_times(hi))
-        };
-        let names: Vec<String> = here.iter().map(|s| s.label.clone()).collect();
-        bands.push(format!("{name}: {} ({range})", and_list(&names)));
-    }
-    if !bands.is_empty() {
-        out += &format!("; behind the leader where decided, {}", bands.join("; "));
+    // Each model decided behind, by how much (least to most over the points where it was),
+    // nearest the leader first.
+    let mut behind: Vec<&Standing> = f
+        .standings
+        .iter()
+        .filter(|s| s.behind > 0 && s.times.is_some())
+        .collect();
+    behind.sort_by(|a, b| {
+        let key = |s: &Standing| s.times.map_or(1.0, |t| t.1);
+        key(a).total_cmp(&key(b))
+    });
+    let behind: Vec<String> = behind
+        .iter()
+        .map(|s| {
+            let (lo, hi) = s.times.unwrap_or((1.0, 1.0));
+            let range = if fmt_times(lo) == fmt_times(hi) {
+                fmt_times(lo)
+            } else {
+                format!("{} to {}", fmt_times(lo), fmt_times(hi))
+            };
+            if s.behind < s.ranked {
+                format!(
+                    "{} {range} (at {} of {} points)",
+                    s.label, s.behind, s.ranked
+                )
+            } else {
+                format!("{} {range}", s.label)
+            }
+        })
+        .collect();
+    if !behind.is_empty() {
+        out += &format!("; behind the leader where decided: {}", and_list(&behind));
     }
     out
 }
