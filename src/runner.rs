@@ -568,6 +568,13 @@ fn finish_group(
     for r in &mut out {
         if let Some(f) = r.figures.as_mut() {
             f.looks = design.looks.filter(|_| !capacity_probe);
+            if capacity_probe && f.syscalls_per_op.value().is_none() {
+                f.syscalls_per_op = crate::measure::Measured::unavailable(
+                    "not counted at a capacity probe (measured once for the load generator's \
+                     limit and the equal-load rate; never ranked)",
+                )
+                .into();
+            }
         }
         r.capacity_probe = capacity_probe && r.status == Status::Measured;
     }
@@ -870,6 +877,8 @@ mod tests {
         for c in &done {
             assert!(c.capacity_probe, "{c:?}");
             assert_eq!(c.repetitions, 1, "{c:?}");
+            let why = c.figures.as_ref().unwrap().syscalls_per_op.measured();
+            assert!(why.to_string().contains("capacity probe"), "{why}");
             assert!(c.warnings.contains(&Warning::ClientBound), "{c:?}");
         }
         // Headroom: its rounds, ranked as before.

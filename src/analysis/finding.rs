@@ -227,18 +227,32 @@ fn place_of(f: &Facts, r: &Ranked<'_>, p: &Point) -> (String, Option<f64>) {
             .params
             .iter()
             .find_map(|k| c.params.0.get(*k).map(|v| (*k, v)))?;
-        Some(if s.axis.contains(',') {
-            format!("{k}={v}")
+        let kv = format!("{k}={v}");
+        let words = if s.axis.contains(',') {
+            kv.clone()
         } else {
             format!("{v} {}", s.axis)
-        })
+        };
+        Some((kv, words))
     });
-    let at = match swept {
-        Some(w) if p.at.is_empty() => w,
-        Some(w) => format!("{w}, {}", p.at),
-        None => p.at.clone(),
+    (at_words(&p.at, swept), offered)
+}
+
+/// A point's text with its swept `k=v` said in the axis's words, first, and its other
+/// parameters after it: "50 connections, msg_bytes=64" (the swept one never twice).
+fn at_words(at: &str, swept: Option<(String, String)>) -> String {
+    let Some((kv, words)) = swept else {
+        return at.to_string();
     };
-    (at, offered)
+    let rest: Vec<&str> = at
+        .split(' ')
+        .filter(|w| !w.is_empty() && *w != kv)
+        .collect();
+    if rest.is_empty() {
+        words
+    } else {
+        format!("{words}, {}", rest.join(" "))
+    }
 }
 
 /// Each family's best row at each equal-load point (lowest server CPU per op there),
@@ -333,4 +347,21 @@ fn pairs_at<'p>(b: Basis, pts: impl Iterator<Item = &'p Point>, max: usize) -> P
         .filter(|(_, v, _)| !v.is_empty())
         .collect();
     Pairs { basis: b, points }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::at_words;
+
+    #[test]
+    fn a_swept_parameter_is_said_once_in_words() {
+        let swept = || Some(("conns=50".to_string(), "50 connections".to_string()));
+        assert_eq!(at_words("conns=50", swept()), "50 connections");
+        assert_eq!(
+            at_words("conns=50 msg_bytes=64", swept()),
+            "50 connections, msg_bytes=64"
+        );
+        assert_eq!(at_words("conns=500", swept()), "50 connections, conns=500");
+        assert_eq!(at_words("depth=1", None), "depth=1");
+    }
 }
