@@ -150,6 +150,32 @@ fn report_renders_in_headless_chromium_without_console_errors() {
     }
     check_axes(&profile, &report, &run, "micro", false);
 
+    // The default run's report (a quick run on the 2-vCPU VM, 2026-11-29, written before
+    // equal-load points were typed: its `offered` params read as the marker): a bottom line
+    // per network suite, and every chart clear at both widths.
+    let default = d.path().join("default");
+    Command::cargo_bin("ringside")
+        .unwrap()
+        .timeout(Duration::from_secs(60))
+        .args(["report", "tests/fixtures/default-run.json", "--out"])
+        .arg(&default)
+        .assert()
+        .success();
+    let run = store::load(Path::new("tests/fixtures/default-run.json")).unwrap();
+    let cs = charts::build(&run, &ringside::analysis::Analysis::of(&run));
+    let suites = cs.iter().filter(|c| c.id.starts_with("summary-")).count();
+    assert_eq!(suites, 2, "echo and http");
+    bottom_line_answers(&profile, &default.join("report.html"), &cs);
+    let html = std::fs::read_to_string(default.join("report.html")).unwrap();
+    assert!(!html.contains("offered=") && html.contains("equal-load"));
+    check_axes(
+        &profile,
+        &default.join("report.html"),
+        &run,
+        "default-run",
+        false,
+    );
+
     // Servers and files: many series, faded ones, cells that fell behind their offered rate,
     // log and linear axes, page-cache and O_DIRECT panels.
     let fixture = d.path().join("fixture");
@@ -179,6 +205,8 @@ fn report_renders_in_headless_chromium_without_console_errors() {
         "servers",
         true,
     );
+
+    bottom_line_answers(&profile, &fixture.join("report.html"), &cs);
 
     // Faded only on the figure the ranking decided on (http.rate: CPU per op at equal load),
     // never on throughput or p99: in the charts and in the rendered captions.
@@ -264,6 +292,39 @@ fn report_renders_in_headless_chromium_without_console_errors() {
         "fewer-models",
         false,
     );
+}
+
+/// The bottom line opens the rendered `report`, before the findings: for every network suite
+/// of its charts `cs` (each has a summary chart), a sentence with a figure and its 95%
+/// interval ("echo.conns (...): ... used 1.14 ± 0.05 times epoll-lt's ... (1.09 to 1.17; ...)").
+fn bottom_line_answers(profile: &Path, report: &Path, cs: &[charts::Chart]) {
+    let (dom, _) = dump_dom(profile, &format!("file://{}", report.display()));
+    let at = dom
+        .find("id=\"bottom-line\"")
+        .expect("bottom line rendered");
+    assert!(at < dom.find("id=\"findings\"").unwrap());
+    let bottom = &dom[at..at + dom[at..].find("</section>").unwrap()];
+    let suites: Vec<&str> = cs
+        .iter()
+        .filter_map(|c| c.id.strip_prefix("summary-"))
+        .collect();
+    assert!(
+        !suites.is_empty(),
+        "no network suite in {}",
+        report.display()
+    );
+    for suite in suites {
+        let answered = bottom.split("<li>").skip(1).any(|li| {
+            li.starts_with(&format!("{suite}."))
+                && li.contains(" ± ")
+                && li.contains(" to ")
+                && li.chars().any(|ch| ch.is_ascii_digit())
+        });
+        assert!(
+            answered,
+            "no bottom line with a number and interval for {suite}: {bottom}"
+        );
+    }
 }
 
 /// Where screenshots go: RINGSIDE_SCREENSHOTS=DIR, else the test's output directory.

@@ -160,13 +160,19 @@ fn sweep_charts(
         let cells: Vec<&CaseResult> = by_label.values().flatten().copied().collect();
         let flat = equal_load(&cells);
         // One value of the sweep measured: points with their intervals, not a line over a
-        // made-up range.
+        // made-up range. Per metric: a figure some cells lack (syscalls not counted at a
+        // capacity probe) may have one value where the others have several.
         let one_point = one_point(&cells, param);
         for &m in w.f.chart.metrics {
             if flat && m == Metric::OpsPerSec {
                 continue;
             }
-            if one_point {
+            let with: Vec<&CaseResult> = cells
+                .iter()
+                .copied()
+                .filter(|c| c.figures.as_ref().and_then(|f| m.value(f)).is_some())
+                .collect();
+            if one_point || self::one_point(&with, param) {
                 charts.extend(point_chart(w, &suffix_of(gi), m, param, by_label));
             } else {
                 charts.extend(line_chart(w, g, &suffix_of(gi), m, param, sw, by_label));
@@ -522,6 +528,38 @@ fn bar_chart(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The default run of 2026-11-29: echo.conns's capacity points were probes (no syscalls
+    /// counted) but one, so its syscalls have one value of the sweep: points, not a line.
+    #[test]
+    fn a_metric_measured_at_one_value_of_the_sweep_is_points() {
+        let run: RunResults =
+            crate::results::store::parse(include_str!("../../../tests/fixtures/default-run.json"))
+                .unwrap();
+        let cells: Vec<&CaseResult> = run
+            .cases
+            .iter()
+            .filter(|c| c.workload == "echo.conns")
+            .collect();
+        let a = Analysis::of(&run);
+        let cs = for_cases("echo.conns", &cells, &Styles, &a);
+        assert!(cs.iter().any(|c| c.kind == Kind::Lines));
+        for c in cs.iter().filter(|c| c.kind == Kind::Lines) {
+            let mut xs: Vec<f64> = c
+                .series
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| p.x))
+                .collect();
+            xs.sort_by(f64::total_cmp);
+            xs.dedup();
+            assert!(
+                xs.len() >= 2,
+                "{}: a line chart of {} x value",
+                c.id,
+                xs.len()
+            );
+        }
+    }
 
     #[test]
     fn a_sweep_with_one_value_measured_is_one_point() {
