@@ -487,7 +487,10 @@ pub(crate) fn noise_line(b: &crate::results::schema::NoiseRecord) -> Option<Stri
 
 /// ` (conns=50, msg_bytes=64)`: a case's parameters, for a line naming it.
 fn params_note(c: &CaseResult) -> String {
-    let p: Vec<String> = c.params.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let mut p: Vec<String> = c.params.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    if c.equal_load.is_some() {
+        p.push(crate::results::EQUAL_LOAD_WORD.to_string());
+    }
     if p.is_empty() {
         String::new()
     } else {

@@ -97,6 +97,11 @@ pub fn estimate(cases: &[Case], budget: Budget) -> Estimate {
                 v => format!("{k}={v}"),
             })
             .chain(p.variant.map(|v| format!("variant={v}")))
+            .chain(
+                p.equal_load
+                    .as_ref()
+                    .map(|_| crate::results::EQUAL_LOAD_WORD.to_string()),
+            )
             .collect::<Vec<_>>()
             .join(" ")
             + &how.text(b);

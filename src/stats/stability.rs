@@ -382,6 +382,10 @@ pub(crate) fn unstable(run: &RunResults) -> Vec<Unstable> {
                     .any(|o| o.workload == c.workload && o.params.0.get(*k) != Some(*v))
             })
             .map(|(k, v)| format!("{k}={v}"))
+            .chain(
+                c.equal_load
+                    .map(|_| crate::results::EQUAL_LOAD_WORD.to_string()),
+            )
             .collect();
         p.join(" ")
     };

@@ -49,8 +49,16 @@ impl Default for Progress {
     }
 }
 
-fn case_label(workload: &str, label: &str, params: &crate::workload::Params) -> String {
-    let p: Vec<String> = params.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
+fn case_label(
+    workload: &str,
+    label: &str,
+    params: &crate::workload::Params,
+    equal_load: bool,
+) -> String {
+    let mut p: Vec<String> = params.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    if equal_load {
+        p.push(crate::results::EQUAL_LOAD_WORD.to_string());
+    }
     format!("{workload} {label} {}", p.join(" "))
 }
 
@@ -74,13 +82,14 @@ impl Observer for Progress {
                 .as_ref()
                 .map(|p| p.params.clone())
                 .unwrap_or_default();
-            b.set_message(case_label(case.workload.id(), &label, &params));
+            let equal_load = case.point.as_ref().is_some_and(|p| p.equal_load.is_some());
+            b.set_message(case_label(case.workload.id(), &label, &params, equal_load));
         }
     }
 
     fn case_finished(&self, _index: usize, r: &CaseResult) {
         let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
-        let what = case_label(&r.workload, &r.label(), &r.params);
+        let what = case_label(&r.workload, &r.label(), &r.params, r.equal_load.is_some());
         let tail = match (&r.status, &r.figures) {
             (Status::Measured, Some(f)) => format!(
                 "p50 {} p99 {} syscalls/op {}",

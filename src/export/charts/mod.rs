@@ -228,15 +228,19 @@ pub struct Chart {
     pub left_out: Arc<[String]>,
 }
 
-/// "k=v k=v" over the params except `skip`.
+/// "k=v k=v" over the params except `skip`, then `equal-load` at an equal-load point.
 pub(crate) fn params_text(c: &CaseResult, skip: Option<&str>) -> String {
-    c.params
+    let mut words: Vec<String> = c
+        .params
         .0
         .iter()
         .filter(|(k, _)| Some(k.as_str()) != skip)
         .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
+        .collect();
+    if c.equal_load.is_some() {
+        words.push(crate::results::EQUAL_LOAD_WORD.to_string());
+    }
+    words.join(" ")
 }
 
 /// The part of chart file names that names the workload: the workload id itself when the
