@@ -42,6 +42,8 @@ pub enum Question {
     UringVsEpoll,
     /// A contender of the user's against the best of the run's own models.
     Contender,
+    /// A later contender against the run's first (two builds of one server).
+    ContenderVsFirst,
     /// The runner-up against the leader of the headline point.
     RunnerUp,
 }
@@ -141,19 +143,26 @@ fn answers_of(w: &str, f: &WorkloadFinding) -> Vec<Answer> {
                 confidence: p.confidence.clone(),
             });
         }
+        let answer = |c: &ContenderPair, question| Answer {
+            workload: w.to_string(),
+            at: c.place.clone(),
+            offered: c.offered,
+            basis: *basis,
+            question,
+            subject: c.contender.clone(),
+            against: c.against.clone(),
+            confidence: c.confidence.clone(),
+        };
         out.extend(
             best_for_contenders(&f.contenders)
                 .into_iter()
-                .map(|c| Answer {
-                    workload: w.to_string(),
-                    at: c.place.clone(),
-                    offered: c.offered,
-                    basis: *basis,
-                    question: Question::Contender,
-                    subject: c.contender.clone(),
-                    against: c.against.clone(),
-                    confidence: c.confidence.clone(),
-                }),
+                .map(|c| answer(c, Question::Contender)),
+        );
+        out.extend(
+            f.contenders
+                .iter()
+                .filter(|c| c.family.is_none())
+                .map(|c| answer(c, Question::ContenderVsFirst)),
         );
         if !out.is_empty() {
             return out;
@@ -185,7 +194,7 @@ fn answers_of(w: &str, f: &WorkloadFinding) -> Vec<Answer> {
 /// least CPU per op there (the run's best of its own models).
 fn best_for_contenders(pairs: &[ContenderPair]) -> Vec<&ContenderPair> {
     let mut out: Vec<&ContenderPair> = Vec::new();
-    for p in pairs {
+    for p in pairs.iter().filter(|p| p.family.is_some()) {
         let times = |c: &ContenderPair| c.confidence.claim.as_ref().map_or(0.0, |cl| cl.times);
         match out
             .iter_mut()
@@ -394,6 +403,53 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// The A/B recipe: two builds of one server as contenders; the bottom line pairs the
+    /// later with the first, beside each against the run's leanest row.
+    #[test]
+    fn two_contenders_are_answered_against_each_other() {
+        let mut r =
+            crate::results::store::parse(include_str!("../../tests/fixtures/default-run.json"))
+                .unwrap();
+        let epoll: Vec<crate::results::CaseResult> = r
+            .cases
+            .iter()
+            .filter(|c| c.workload == "echo.conns" && c.model == "epoll-lt")
+            .cloned()
+            .collect();
+        for name in ["ext:old", "ext:new"] {
+            for c in &epoll {
+                let mut c = c.clone();
+                c.model = name.into();
+                r.cases.push(c);
+            }
+        }
+        let a = crate::analysis::Analysis::of(&r);
+        let ab: Vec<&Answer> = a
+            .bottom
+            .answers
+            .iter()
+            .filter(|x| x.question == Question::ContenderVsFirst)
+            .collect();
+        assert_eq!(
+            ab.len(),
+            2,
+            "one per equal-load point: {:?}",
+            a.bottom.answers
+        );
+        for x in ab {
+            assert_eq!(
+                (x.subject.as_str(), x.against.as_str()),
+                ("ext:new", "ext:old")
+            );
+            assert_eq!(x.workload, "echo.conns");
+        }
+        assert!(a
+            .bottom
+            .answers
+            .iter()
+            .any(|x| x.question == Question::Contender && x.subject == "ext:old"));
     }
 
     #[test]

@@ -52,15 +52,16 @@ pub struct FamilyPair {
 }
 
 /// A contender of the user's (`ext:NAME`) against one family's best row at one equal-load
-/// point (that family's lowest server CPU per op there): how many times the family's CPU per
-/// op the contender used.
+/// point (that family's lowest server CPU per op there), or against the run's first contender
+/// (`family` `None`: two builds of one server, the A/B recipe): how many times the other's CPU
+/// per op the contender used.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ContenderPair {
     pub at: String,
     pub place: String,
     pub offered: Option<f64>,
     pub contender: String,
-    pub family: Family,
+    pub family: Option<Family>,
     pub against: String,
     pub confidence: Confidence,
 }
@@ -228,7 +229,10 @@ fn place_of(f: &Facts, r: &Ranked<'_>, p: &Point) -> (String, Option<f64>) {
             .iter()
             .find_map(|k| c.params.0.get(*k).map(|v| (*k, v)))?;
         let kv = format!("{k}={v}");
-        let words = if s.axis.contains(',') {
+        let words = if f.rate_sweep && offered.is_some() {
+            // The rate swept is the rate offered, said beside the place.
+            String::new()
+        } else if s.axis.contains(',') {
             kv.clone()
         } else {
             format!("{v} {}", s.axis)
@@ -239,7 +243,8 @@ fn place_of(f: &Facts, r: &Ranked<'_>, p: &Point) -> (String, Option<f64>) {
 }
 
 /// A point's text with its swept `k=v` said in the axis's words, first, and its other
-/// parameters after it: "50 connections, msg_bytes=64" (the swept one never twice).
+/// parameters after it: "50 connections, msg_bytes=64" (the swept one never twice; words ""
+/// leave it out).
 fn at_words(at: &str, swept: Option<(String, String)>) -> String {
     let Some((kv, words)) = swept else {
         return at.to_string();
@@ -248,7 +253,9 @@ fn at_words(at: &str, swept: Option<(String, String)>) -> String {
         .split(' ')
         .filter(|w| !w.is_empty() && *w != kv)
         .collect();
-    if rest.is_empty() {
+    if words.is_empty() {
+        rest.join(" ")
+    } else if rest.is_empty() {
         words
     } else {
         format!("{words}, {}", rest.join(" "))
@@ -293,7 +300,7 @@ fn contenders(f: &Facts, r: &Ranked<'_>) -> Vec<ContenderPair> {
             .filter(|e| family_of(&e.label).is_none())
             .map(|e| e.label.as_str())
             .collect();
-        for c in ext {
+        for (i, c) in ext.iter().enumerate() {
             for f in Family::ALL {
                 let Some(best) = best_of(p, f) else { continue };
                 if let Some(confidence) = findings::pair_at(p, &best, c, false) {
@@ -302,11 +309,34 @@ fn contenders(f: &Facts, r: &Ranked<'_>) -> Vec<ContenderPair> {
                         place: place.clone(),
                         offered,
                         contender: c.to_string(),
-                        family: f,
+                        family: Some(f),
                         against: best,
                         confidence,
                     });
                 }
+            }
+            // Each later contender against the first: the A/B of two builds, paired (the
+            // user's `ext:` servers only, not a file's models this build does not know).
+            let mine: Vec<&&str> = ext
+                .iter()
+                .filter(|l| l.starts_with(crate::plan::CONTENDER_PREFIX))
+                .collect();
+            let Some(first) = mine.first().filter(|f| **f != c && i > 0) else {
+                continue;
+            };
+            if !c.starts_with(crate::plan::CONTENDER_PREFIX) {
+                continue;
+            }
+            if let Some(confidence) = findings::pair_at(p, first, c, false) {
+                out.push(ContenderPair {
+                    at: p.at.clone(),
+                    place: place.clone(),
+                    offered,
+                    contender: c.to_string(),
+                    family: None,
+                    against: first.to_string(),
+                    confidence,
+                });
             }
         }
     }
@@ -363,5 +393,8 @@ mod tests {
         );
         assert_eq!(at_words("conns=500", swept()), "50 connections, conns=500");
         assert_eq!(at_words("depth=1", None), "depth=1");
+        let rate = || Some(("rate_per_sec=10000".to_string(), String::new()));
+        assert_eq!(at_words("rate_per_sec=10000", rate()), "");
+        assert_eq!(at_words("conns=50 rate_per_sec=10000", rate()), "conns=50");
     }
 }

@@ -113,6 +113,7 @@ pub(crate) fn answer_text(a: &Analysis, ans: &Answer) -> String {
     let who = match ans.question {
         Question::UringVsEpoll => "io_uring's best row against epoll's: ",
         Question::Contender => "your server against the run's leanest row: ",
+        Question::ContenderVsFirst => "your servers against each other: ",
         Question::RunnerUp => "",
     };
     format!(

@@ -489,9 +489,9 @@ fn family_words(op: &str, pairs: &[FamilyPair]) -> String {
     )
 }
 
-/// Each contender against each family's best row at each equal-load point: "; your servers
-/// against each family's best row: ext:mine used 1.14 ± 0.06 times epoll-lt's server CPU per
-/// message (...)". "" without a contender.
+/// Each contender against each family's best row at each equal-load point, and each later
+/// contender against the first: "; your servers against each family's best row: ext:mine
+/// used 1.14 ± 0.06 times epoll-lt's server CPU per message (...)". "" without a contender.
 fn contender_words(op: &str, pairs: &[ContenderPair]) -> String {
     if pairs.is_empty() {
         return String::new();
@@ -502,7 +502,7 @@ fn contender_words(op: &str, pairs: &[ContenderPair]) -> String {
             let at = at_prefix(&p.at);
             format!(
                 "{at}against {}: {}",
-                p.family.words(),
+                p.family.map_or("your first server", |f| f.words()),
                 pair_sentence(
                     &p.contender,
                     &p.against,
