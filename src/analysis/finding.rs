@@ -300,7 +300,13 @@ fn contenders(f: &Facts, r: &Ranked<'_>) -> Vec<ContenderPair> {
             .filter(|e| family_of(&e.label).is_none())
             .map(|e| e.label.as_str())
             .collect();
-        for (i, c) in ext.iter().enumerate() {
+        // The user's first `ext:` server (not a file's model this build does not know): each
+        // later one is paired with it, the A/B of two builds.
+        let first = ext
+            .iter()
+            .copied()
+            .find(|l| l.starts_with(crate::plan::CONTENDER_PREFIX));
+        for &c in &ext {
             for f in Family::ALL {
                 let Some(best) = best_of(p, f) else { continue };
                 if let Some(confidence) = findings::pair_at(p, &best, c, false) {
@@ -315,18 +321,11 @@ fn contenders(f: &Facts, r: &Ranked<'_>) -> Vec<ContenderPair> {
                     });
                 }
             }
-            // Each later contender against the first: the A/B of two builds, paired (the
-            // user's `ext:` servers only, not a file's models this build does not know).
-            let mine: Vec<&&str> = ext
-                .iter()
-                .filter(|l| l.starts_with(crate::plan::CONTENDER_PREFIX))
-                .collect();
-            let Some(first) = mine.first().filter(|f| **f != c && i > 0) else {
+            let Some(first) =
+                first.filter(|f| *f != c && c.starts_with(crate::plan::CONTENDER_PREFIX))
+            else {
                 continue;
             };
-            if !c.starts_with(crate::plan::CONTENDER_PREFIX) {
-                continue;
-            }
             if let Some(confidence) = findings::pair_at(p, first, c, false) {
                 out.push(ContenderPair {
                     at: p.at.clone(),
