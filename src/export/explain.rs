@@ -171,7 +171,7 @@ pub(crate) fn points<'a>(w: &Workload, cases: &[&'a CaseResult]) -> Vec<PointExp
             PointExplain {
                 at: bars
                     .first()
-                    .map(|(c, _)| super::charts::params_text(c, None))
+                    .map(|(c, _)| c.params_text())
                     .unwrap_or_default(),
                 sentences: x.captions.iter().map(sentence).collect(),
                 warnings: x.shared.iter().map(shared_warning).collect(),

@@ -87,7 +87,7 @@ fn left_out_of(cases: &[&CaseResult]) -> Arc<[String]> {
         .iter()
         .filter(|c| c.status != Status::Measured || c.figures.is_none())
         .map(|c| {
-            let p = params_text(c, None);
+            let p = c.params_text();
             format!(
                 "{}{}{}: {}: {}",
                 c.label(),

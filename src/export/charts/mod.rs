@@ -228,21 +228,6 @@ pub struct Chart {
     pub left_out: Arc<[String]>,
 }
 
-/// "k=v k=v" over the params except `skip`, then `equal-load` at an equal-load point.
-pub(crate) fn params_text(c: &CaseResult, skip: Option<&str>) -> String {
-    let mut words: Vec<String> = c
-        .params
-        .0
-        .iter()
-        .filter(|(k, _)| Some(k.as_str()) != skip)
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    if c.equal_load.is_some() {
-        words.push(crate::results::EQUAL_LOAD_WORD.to_string());
-    }
-    words.join(" ")
-}
-
 /// The part of chart file names that names the workload: the workload id itself when the
 /// registry knows it (a validated id), else a slug of it made of `A-Z a-z 0-9 _ . -` that cannot
 /// name a directory (no `/`, no leading dot, no `..`), at most 64 characters, with a hash of the

@@ -33,7 +33,7 @@ pub(super) fn timelines(
         .take(TIMELINE_CELLS);
     for (k, (c, runs)) in cells.enumerate() {
         let step_ms = runs[0].step_ns / 1_000_000;
-        let at = params_text(c, None);
+        let at = c.params_text();
         let name = if at.is_empty() {
             format!("{workload} {}", c.label())
         } else {

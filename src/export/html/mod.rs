@@ -576,7 +576,7 @@ pub(crate) fn not_measured_in(cases: &[&crate::results::CaseResult]) -> Vec<Stri
         .iter()
         .filter(|c| c.status != Status::Measured)
         .map(|c| {
-            let p = charts::params_text(c, None);
+            let p = c.params_text();
             format!(
                 "{} {}{}{}: {}: {}",
                 c.workload,
