@@ -68,7 +68,9 @@ impl Workload for Batching {
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
         let a = p.args::<Args>()?;
-        let mut shape = io::pipe_batch(m, a.batch as usize, a.msg_bytes as usize, ctx.plan)?;
-        measure_batches(ctx, shape.as_mut(), a.batch, a.msg_bytes)
+        super::alone(ctx, || {
+            let mut shape = io::pipe_batch(m, a.batch as usize, a.msg_bytes as usize, ctx.plan)?;
+            measure_batches(ctx, shape.as_mut(), a.batch, a.msg_bytes)
+        })
     }
 }

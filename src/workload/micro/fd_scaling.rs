@@ -89,27 +89,29 @@ impl Workload for FdScaling {
             .into_iter()
             .find(|x| p.variant.is_none_or(|v| v == x.name()))
             .ok_or_else(|| CaseError::Failed(anyhow::anyhow!("no mechanism for {}", m.id)))?;
-        let mut w = Watched::new(n, mech)?;
-        for _ in 0..ctx.warm_ops {
-            w.make_one_ready()?;
-            w.wait_and_read()?;
-        }
-        let mut win = ctx.window();
-        for _ in 0..ctx.ops {
-            let i = w.make_one_ready()?;
-            let t0 = win.start();
-            let found = w.wait_and_read()?;
-            win.record(t0, 1);
-            if found != i {
-                return Err(CaseError::Failed(anyhow::anyhow!(
-                    "made pipe {i} ready, found {found}"
-                )));
+        super::alone(ctx, || {
+            let mut w = Watched::new(n, mech)?;
+            for _ in 0..ctx.warm_ops {
+                w.make_one_ready()?;
+                w.wait_and_read()?;
             }
-        }
-        let mut c = Counters::default();
-        c.add("waits", w.waits());
-        let s = win.finish(ctx.ops, ctx.ops * MSG_BYTES, c);
-        w.verify()?;
-        Ok(s)
+            let mut win = ctx.window();
+            for _ in 0..ctx.ops {
+                let i = w.make_one_ready()?;
+                let t0 = win.start();
+                let found = w.wait_and_read()?;
+                win.record(t0, 1);
+                if found != i {
+                    return Err(CaseError::Failed(anyhow::anyhow!(
+                        "made pipe {i} ready, found {found}"
+                    )));
+                }
+            }
+            let mut c = Counters::default();
+            c.add("waits", w.waits());
+            let s = win.finish(ctx.ops, ctx.ops * MSG_BYTES, c);
+            w.verify()?;
+            Ok(s)
+        })
     }
 }

@@ -47,7 +47,9 @@ impl Workload for Pipe {
     }
     fn run_once(&self, ctx: &Ctx<'_>, m: &ModelSpec, p: &Point) -> Result<Sample, CaseError> {
         let msg = p.args::<Args>()?.msg_bytes;
-        let mut shape = io::pipe_batch(m, 1, msg as usize, ctx.plan)?;
-        measure_batches(ctx, shape.as_mut(), 1, msg)
+        super::alone(ctx, || {
+            let mut shape = io::pipe_batch(m, 1, msg as usize, ctx.plan)?;
+            measure_batches(ctx, shape.as_mut(), 1, msg)
+        })
     }
 }

@@ -37,17 +37,19 @@ impl Workload for Syscall {
         vec![Point::new(Params::new())]
     }
     fn run_once(&self, ctx: &Ctx<'_>, _: &ModelSpec, _: &Point) -> Result<Sample, CaseError> {
-        for _ in 0..ctx.warm_ops {
-            // SAFETY: getpid has no preconditions.
-            unsafe { libc::syscall(libc::SYS_getpid) };
-        }
-        let mut w = ctx.window();
-        for _ in 0..ctx.ops {
-            let t0 = w.start();
-            // SAFETY: as above.
-            std::hint::black_box(unsafe { libc::syscall(libc::SYS_getpid) });
-            w.record(t0, 1);
-        }
-        Ok(w.finish(ctx.ops, 0, Counters::default()))
+        super::alone(ctx, || {
+            for _ in 0..ctx.warm_ops {
+                // SAFETY: getpid has no preconditions.
+                unsafe { libc::syscall(libc::SYS_getpid) };
+            }
+            let mut w = ctx.window();
+            for _ in 0..ctx.ops {
+                let t0 = w.start();
+                // SAFETY: as above.
+                std::hint::black_box(unsafe { libc::syscall(libc::SYS_getpid) });
+                w.record(t0, 1);
+            }
+            Ok(w.finish(ctx.ops, 0, Counters::default()))
+        })
     }
 }
