@@ -66,6 +66,23 @@ pub struct ContenderPair {
     pub confidence: Confidence,
 }
 
+/// The best row of the family a built-in runtime drives (epoll for tokio and tokio-mt,
+/// io_uring for monoio) against that runtime at one equal-load point: how many times the
+/// runtime's server CPU per op ringside's best row of the family used. Whether ringside's
+/// own servers are the best of their family is a claim about ringside, made like any other.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PeerPair {
+    pub at: String,
+    pub place: String,
+    pub offered: Option<f64>,
+    /// The runtime (`tokio`, `tokio-mt`, `monoio`).
+    pub peer: String,
+    pub family: Family,
+    /// The family's best row at the point (its lowest server CPU per op).
+    pub best: String,
+    pub confidence: Confidence,
+}
+
 /// One workload's finding.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WorkloadFinding {
@@ -77,6 +94,9 @@ pub struct WorkloadFinding {
     pub families: Vec<FamilyPair>,
     /// Each contender against each family's best row at each equal-load point.
     pub contenders: Vec<ContenderPair>,
+    /// Each built-in runtime against the best row of the family it drives, at each
+    /// equal-load point with both.
+    pub peers: Vec<PeerPair>,
 }
 
 /// A workload's leader in a few words' worth: who led the most points of those ranked.
@@ -133,6 +153,7 @@ impl WorkloadFinding {
             contenders: ranked
                 .as_ref()
                 .map_or_else(|_| Vec::new(), |r| contenders(f, r)),
+            peers: ranked.as_ref().map_or_else(|_| Vec::new(), |r| peers(f, r)),
         }
     }
 
@@ -285,6 +306,47 @@ fn families(f: &Facts, r: &Ranked<'_>) -> Vec<FamilyPair> {
         .collect()
 }
 
+/// The family a built-in runtime of the registry drives (`None`: not one).
+fn driven_by(label: &str) -> Option<Family> {
+    match crate::registry::model(label)?.knobs {
+        crate::model::Knobs::Peer(k) => k.drives(),
+        _ => None,
+    }
+}
+
+/// Each built-in runtime against the best row of the family it drives at each equal-load
+/// point, where the workload is ranked by CPU per op.
+fn peers(f: &Facts, r: &Ranked<'_>) -> Vec<PeerPair> {
+    if r.basis.metric != Metric::CpuPerOp {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for p in r.bare_points() {
+        for e in &p.entries {
+            let Some(family) = driven_by(&e.label) else {
+                continue;
+            };
+            let Some(best) = best_of(p, family) else {
+                continue;
+            };
+            let Some(confidence) = findings::pair_at(p, &e.label, &best, false) else {
+                continue;
+            };
+            let (place, offered) = place_of(f, r, p);
+            out.push(PeerPair {
+                at: p.at.clone(),
+                place,
+                offered,
+                peer: e.label.clone(),
+                family,
+                best,
+                confidence,
+            });
+        }
+    }
+    out
+}
+
 /// Each contender (a model outside the registry: `ext:NAME`) against each family's best row
 /// at each equal-load point, where the workload is ranked by CPU per op.
 fn contenders(f: &Facts, r: &Ranked<'_>) -> Vec<ContenderPair> {
@@ -381,6 +443,42 @@ fn pairs_at<'p>(b: Basis, pts: impl Iterator<Item = &'p Point>, max: usize) -> P
 #[cfg(test)]
 mod tests {
     use super::at_words;
+    use crate::model::Family;
+
+    /// tokio and monoio ran in the default run: at each equal-load point each is paired with
+    /// the best row of the family it drives, a paired claim over the point's rounds.
+    #[test]
+    fn each_runtime_is_paired_with_its_familys_best_row() {
+        let r = crate::results::store::parse(include_str!("../../tests/fixtures/default-run.json"))
+            .unwrap();
+        let a = crate::analysis::Analysis::of(&r);
+        let w = a.workload("echo.conns").expect("echo.conns ran");
+        let peers = &w.finding.peers;
+        let families = &w.finding.families;
+        assert!(!families.is_empty(), "the fixture has equal-load points");
+        for f in families {
+            let at: Vec<_> = peers.iter().filter(|p| p.at == f.at).collect();
+            let want = [
+                ("tokio", Family::Epoll, &f.epoll),
+                ("monoio", Family::Uring, &f.uring),
+            ];
+            assert_eq!(at.len(), want.len(), "{:?} at {}", at, f.at);
+            for (peer, family, best) in want {
+                let p = at.iter().find(|p| p.peer == peer).expect(peer);
+                assert_eq!((p.family, &p.best), (family, best), "{peer} at {}", f.at);
+                let c = p.confidence.claim.as_ref().expect("a claim");
+                assert!(c.paired && c.p_adj.is_some(), "{c:?}");
+            }
+        }
+        let line = crate::export::words::finding::line(&w.id, &w.facts, &w.finding);
+        for said in [
+            "against the runtime on it",
+            &format!("monoio on io_uring: {} used ", families[0].uring),
+            &format!("tokio on epoll: {} used ", families[0].epoll),
+        ] {
+            assert!(line.text.contains(said), "{said:?} in {}", line.text);
+        }
+    }
 
     #[test]
     fn a_swept_parameter_is_said_once_in_words() {

@@ -185,6 +185,16 @@ pub enum PeerKind {
 }
 
 impl PeerKind {
+    /// The family of I/O model the runtime drives its sockets with: tokio's (both runtimes)
+    /// epoll through mio, monoio's io_uring; an external server's is not known.
+    pub fn drives(self) -> Option<Family> {
+        match self {
+            PeerKind::Tokio | PeerKind::TokioMt => Some(Family::Epoll),
+            PeerKind::Monoio => Some(Family::Uring),
+            PeerKind::External => None,
+        }
+    }
+
     /// A contender `ringside serve` runs in-process (from `src/peer/`), as opposed to an
     /// external command.
     pub fn in_process(self) -> bool {

@@ -44,6 +44,16 @@ pub(crate) fn claim_words(c: &Confidence) -> String {
     format!("{:.2} to {:.2}; {verdict}", cl.ci.0, cl.ci.1)
 }
 
+/// [`claim_words`] and the test's p after the family's correction: "1.09 to 1.19; decided over
+/// 8 rounds; p=0.004" (no p where the claim has none).
+pub(crate) fn claim_words_p(c: &Confidence) -> String {
+    let w = claim_words(c);
+    match c.claim.as_ref().and_then(|cl| cl.p_adj) {
+        Some(p) => format!("{w}; p={}", crate::stats::claims::p_text(p)),
+        None => w,
+    }
+}
+
 /// "A used 1.14 ± 0.05 times B's server CPU per message (1.09 to 1.19; decided over 8
 /// rounds)": `subject` against `against` on metric `m`, whose claim's `times` is how many
 /// times worse `subject` is.
@@ -53,6 +63,18 @@ pub(crate) fn pair_sentence(
     m: Metric,
     op: &str,
     c: &Confidence,
+) -> String {
+    pair_sentence_with(subject, against, m, op, c, claim_words(c))
+}
+
+/// [`pair_sentence`] with its evidence in the parentheses given.
+pub(crate) fn pair_sentence_with(
+    subject: &str,
+    against: &str,
+    m: Metric,
+    op: &str,
+    c: &Confidence,
+    evidence: String,
 ) -> String {
     let Some(cl) = c.claim.as_ref() else {
         return format!(
@@ -67,7 +89,6 @@ pub(crate) fn pair_sentence(
     } else {
         times_pm(cl.times, cl.ci)
     };
-    let evidence = claim_words(c);
     match m {
         // Higher is better: the leader did that many times the other's.
         Metric::OpsPerSec => format!(
