@@ -7,7 +7,8 @@ their ratio. The requirement: every ringside median within 10% of the C loop's.
 
 With `--rounds N` the two programs run N times, interleaved in a shuffled order each round, so
 a busy minute on the machine lands on both; each cell's ratio is then the median of its N
-per-round ratios (the spread is printed beside it). `--loops` keeps some pairs only, by the C
+per-round ratios (the spread is printed beside it, and the ratio of each side's lowest figure
+over the rounds, which a burst of other work cannot raise). `--loops` keeps some pairs only, by the C
 loop's name as `micro_ref -l` takes it: `--loops pipe_rw=64,getpid --rounds 9` is the pipe
 loop's check against a 40-line C loop.
 
@@ -115,6 +116,9 @@ def main():
     # ratios[i]: pair i's ratio in each round where both programs measured it
     ratios = [[] for _ in pairs]
     firsts = [None] * len(pairs)
+    # each side's lowest figure over the rounds: the lower envelope, which a burst of other
+    # work on the machine cannot raise
+    bests = [(float("inf"), float("inf"))] * len(pairs)
     why = [None] * len(pairs)
     meta = None
     for rnd in range(a.rounds):
@@ -135,6 +139,7 @@ def main():
                 continue
             r = cell["latency_ns"]["p50"]
             ratios[i].append(r / c)
+            bests[i] = (min(bests[i][0], c), min(bests[i][1], r))
             firsts[i] = firsts[i] or (c, r)
             line.append(f"{c_key(loop, key)} {r / c:.3f}")
         if a.rounds > 1:
@@ -152,7 +157,11 @@ def main():
         checked += 1
         failed += not ok
         c, r = firsts[i]
-        spread = f" (rounds {min(ratios[i]):.3f}..{max(ratios[i]):.3f})" if len(ratios[i]) > 1 else ""
+        spread = ""
+        if len(ratios[i]) > 1:
+            spread = (f" (rounds {min(ratios[i]):.3f}..{max(ratios[i]):.3f}; best of rounds: "
+                      f"ringside {bests[i][1]:.0f} ns, C {bests[i][0]:.0f} ns, "
+                      f"{bests[i][1] / bests[i][0]:.3f})")
         print(f"{name:46} {c:8.0f} {r:12.0f} {ratio:12.3f} {'ok' if ok else 'OUTSIDE 10%'}{spread}")
     if a.rounds > 1:
         print("(C ns and ringside ns: the first round's; the ratio: the median of the rounds')")
