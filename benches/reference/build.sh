@@ -3,7 +3,7 @@
 #
 #   benches/reference/build.sh [OUT_DIR]     (default: target/reference, relative to the repo)
 #
-# Produces OUT_DIR/micro_ref, the echo reference servers OUT_DIR/echo_epoll, OUT_DIR/echo_uring,
+# Produces OUT_DIR/micro_ref, OUT_DIR/fd_table, the echo reference servers OUT_DIR/echo_epoll, OUT_DIR/echo_uring,
 # OUT_DIR/echo_lt_min, OUT_DIR/echo_uring_min and OUT_DIR/echo_uring_min_defer, and the echo load
 # client OUT_DIR/echo_client.
 # Installs nothing: needs gcc and liburing's headers and library (Debian/Ubuntu package
@@ -29,6 +29,10 @@ mkdir -p "$out_dir"
 OUT="$out_dir/micro_ref"
 "$CC" -O2 -Wall -o "$OUT" "$here/micro_ref.c" -luring
 echo "$OUT"
+
+# What a shared fd table costs a pipe loop (README.md, "Holding ringside to it"): libc only.
+"$CC" -O2 -Wall -pthread -o "$out_dir/fd_table" "$here/fd_table.c"
+echo "$out_dir/fd_table"
 
 # The echo suite's C reference servers (see README.md, "Echo reference servers").
 "$CC" -O2 -Wall -o "$out_dir/echo_epoll" "$here/echo_epoll.c"
