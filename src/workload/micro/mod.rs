@@ -18,34 +18,43 @@ use crate::measure::Sample;
 use crate::workload::Ctx;
 
 /// Runs `f` (one repetition) on a scoped thread pinned to the measured CPU whose fd table is its
-/// own (`unshare(CLONE_FILES)`), and returns what it returned. Everything `f` opens is opened,
-/// used and closed on that thread; the caller waits, so no fd crosses between the tables.
-pub(crate) fn alone<T: Send>(
+/// own (`unshare(CLONE_FILES)`), and returns its sample. Everything `f` opens is opened, used
+/// and closed on that thread; the caller waits, so no fd crosses between the tables. Where the
+/// kernel refuses a table of its own (a seccomp filter, as in a default Docker container), the
+/// thread shares the process's and the sample says so (counter `fd_table_shared`).
+pub(crate) fn alone(
     ctx: &Ctx<'_>,
-    f: impl FnOnce() -> Result<T, CaseError> + Send,
-) -> Result<T, CaseError> {
-    on_own_table(ctx.plan.measured, f)
+    f: impl FnOnce() -> Result<Sample, CaseError> + Send,
+) -> Result<Sample, CaseError> {
+    let (mut s, private) = on_own_table(ctx.plan.measured, f)?;
+    if !private {
+        s.counters.other.add(FD_TABLE_SHARED, 1);
+    }
+    Ok(s)
 }
 
+/// The counter a micro repetition carries when its thread could not have its own fd table.
+pub(crate) const FD_TABLE_SHARED: &str = "fd_table_shared";
+
+/// `f`'s result, and whether it ran with a table of its own.
 fn on_own_table<T: Send>(
     cpu: u32,
     f: impl FnOnce() -> Result<T, CaseError> + Send,
-) -> Result<T, CaseError> {
+) -> Result<(T, bool), CaseError> {
     std::thread::scope(|s| {
         std::thread::Builder::new()
             .name("ringside-micro".into())
             .spawn_scoped(s, || {
                 crate::measure::pin::pin_this_thread(cpu)
                     .map_err(|e| CaseError::Failed(anyhow::anyhow!("pinning to CPU {cpu}: {e}")))?;
-                // SAFETY: the table is this thread's from here on. `f` opens, uses and closes
-                // its fds on this thread and returns none (`T` holds figures); the fds it
-                // borrows from the caller (opened before the copy) stay open in both tables
-                // while the caller waits for it.
-                unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FILES) }
-                    .map_err(|e| {
-                        CaseError::Failed(anyhow::anyhow!("a private fd table (unshare): {e}"))
-                    })?;
-                f()
+                // SAFETY: on success the table is this thread's from here on. `f` opens, uses
+                // and closes its fds on this thread and returns none (a sample holds
+                // figures); the fds it borrows from the caller (opened before the copy) stay
+                // open in both tables while the caller waits for it.
+                let private =
+                    unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FILES) }
+                        .is_ok();
+                f().map(|t| (t, private))
             })
             .map_err(|e| CaseError::Failed(anyhow::anyhow!("starting the measured thread: {e}")))?
             .join()
@@ -84,29 +93,33 @@ pub(crate) fn measure_batches(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::AsRawFd;
+    use std::os::fd::{BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 
     #[test]
-    fn a_repetition_closes_fds_in_its_own_table_only() {
+    fn a_repetition_opens_fds_in_its_own_table_only() {
         let cpu = crate::measure::pin::allowed_cpus()[0];
-        let (rd, wr) = rustix::pipe::pipe().unwrap();
-        let raw = wr.as_raw_fd();
+        let (rd, _wr) = rustix::pipe::pipe().unwrap();
         let me = rustix::thread::gettid();
-        let (tid, saw) = on_own_table(cpu, || {
-            // The caller's fd is there (the table is a copy); closing it here closes this
-            // table's entry only.
-            // SAFETY: `raw` is open in this thread's copy of the table and nothing here uses it after.
-            let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) };
-            let saw = rustix::io::fcntl_getfd(&fd).is_ok();
-            drop(fd);
-            Ok((rustix::thread::gettid(), saw))
+        let ((tid, saw, copy), private) = on_own_table(cpu, || {
+            // The caller's fds are there (the table is a copy of the caller's).
+            let saw = rustix::io::fcntl_getfd(&rd).is_ok();
+            // A descriptor opened here, far above the test process's others, left open.
+            let copy = rustix::io::fcntl_dupfd_cloexec(&rd, 900).unwrap();
+            Ok((rustix::thread::gettid(), saw, copy.into_raw_fd()))
         })
         .unwrap();
         assert!(saw, "the caller's fds are in the repetition's table");
         assert_ne!(tid, me, "the repetition runs on a thread of its own");
-        // Still open here: the write end still reaches the read end.
-        rustix::io::write(&wr, b"x").unwrap();
-        let mut b = [0u8; 1];
-        assert_eq!(rustix::io::read(&rd, &mut b).unwrap(), 1);
+        // SAFETY: `copy` is a number only; it is not used as a descriptor unless open here.
+        let here = rustix::io::fcntl_getfd(unsafe { BorrowedFd::borrow_raw(copy) });
+        if private {
+            // Its table went with its thread: the descriptor never existed in the caller's.
+            assert_eq!(here.unwrap_err(), rustix::io::Errno::BADF);
+        } else {
+            // Refused (a seccomp filter): one table, so the descriptor is the caller's too.
+            assert!(here.is_ok());
+            // SAFETY: open in this table, owned by nothing else.
+            drop(unsafe { OwnedFd::from_raw_fd(copy) });
+        }
     }
 }
