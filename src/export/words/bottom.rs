@@ -49,7 +49,7 @@ pub(crate) fn claim_words(c: &Confidence) -> String {
 pub(crate) fn claim_words_p(c: &Confidence) -> String {
     let w = claim_words(c);
     match c.claim.as_ref().and_then(|cl| cl.p_adj) {
-        Some(p) => format!("{w}; p={}", crate::stats::claims::p_text(p)),
+        Some(p) => format!("{w}; p={}", crate::analysis::vocabulary::p_text(p)),
         None => w,
     }
 }

@@ -472,39 +472,43 @@ fn at_prefix(at: &str) -> String {
 /// server CPU per message (0.99 to 1.07; undecided ...)". "" where the workload has no
 /// equal-load point with both families.
 fn family_words(op: &str, pairs: &[FamilyPair]) -> String {
-    if pairs.is_empty() {
-        return String::new();
-    }
-    let parts: Vec<String> = pairs
-        .iter()
-        .map(|p| {
-            let at = at_prefix(&p.at);
+    clause(
+        &format!(
+            "io_uring's best row against epoll's (each family's lowest server CPU per {op} at \
+             the point)"
+        ),
+        pairs.iter().map(|p| {
             format!(
-                "{at}{}",
+                "{}{}",
+                at_prefix(&p.at),
                 pair_sentence(&p.uring, &p.epoll, Metric::CpuPerOp, op, &p.confidence)
             )
-        })
-        .collect();
-    format!(
-        "; io_uring's best row against epoll's (each family's lowest server CPU per {op} at \
-         the point): {}",
-        parts.join("; ")
+        }),
     )
+}
+
+/// "; HEAD: PART; PART..." of a finding's line; "" without a part.
+fn clause(head: &str, parts: impl Iterator<Item = String>) -> String {
+    let parts: Vec<String> = parts.collect();
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!("; {head}: {}", parts.join("; "))
 }
 
 /// Each contender against each family's best row at each equal-load point, and each later
 /// contender against the first: "; your servers against each family's best row: ext:mine
 /// used 1.14 ± 0.06 times epoll-lt's server CPU per message (...)". "" without a contender.
 fn contender_words(op: &str, pairs: &[ContenderPair]) -> String {
-    if pairs.is_empty() {
-        return String::new();
-    }
-    let parts: Vec<String> = pairs
-        .iter()
-        .map(|p| {
-            let at = at_prefix(&p.at);
+    clause(
+        &format!(
+            "your servers against each family's best row (its lowest server CPU per {op} at the \
+             point)"
+        ),
+        pairs.iter().map(|p| {
             format!(
-                "{at}against {}: {}",
+                "{}against {}: {}",
+                at_prefix(&p.at),
                 p.family.map_or("your first server", |f| f.words()),
                 pair_sentence(
                     &p.contender,
@@ -514,12 +518,7 @@ fn contender_words(op: &str, pairs: &[ContenderPair]) -> String {
                     &p.confidence
                 )
             )
-        })
-        .collect();
-    format!(
-        "; your servers against each family's best row (its lowest server CPU per {op} at the \
-         point): {}",
-        parts.join("; ")
+        }),
     )
 }
 
@@ -528,13 +527,12 @@ fn contender_words(op: &str, pairs: &[ContenderPair]) -> String {
 /// uring-tuned used 0.93 ± 0.02 times monoio's server CPU per message (0.91 to 0.95; decided
 /// over 11 rounds; p=0.002)". "" without a runtime at an equal-load point.
 fn peer_words(op: &str, pairs: &[PeerPair]) -> String {
-    if pairs.is_empty() {
-        return String::new();
-    }
-    let parts: Vec<String> = pairs
-        .iter()
-        .map(|p| {
-            let at = at_prefix(&p.at);
+    clause(
+        &format!(
+            "ringside's best row of each family against the runtime on it (the family's lowest \
+             server CPU per {op} at the point, paired over rounds)"
+        ),
+        pairs.iter().map(|p| {
             let sentence = super::bottom::pair_sentence_with(
                 &p.best,
                 &p.peer,
@@ -543,13 +541,13 @@ fn peer_words(op: &str, pairs: &[PeerPair]) -> String {
                 &p.confidence,
                 super::bottom::claim_words_p(&p.confidence),
             );
-            format!("{at}{} on {}: {sentence}", p.peer, p.family.words())
-        })
-        .collect();
-    format!(
-        "; ringside's best row of each family against the runtime on it (the family's lowest \
-         server CPU per {op} at the point, paired over rounds): {}",
-        parts.join("; ")
+            format!(
+                "{}{} on {}: {sentence}",
+                at_prefix(&p.at),
+                p.peer,
+                p.family.words()
+            )
+        }),
     )
 }
 
