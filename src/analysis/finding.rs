@@ -73,8 +73,6 @@ pub struct ContenderPair {
 #[derive(Clone, Debug, PartialEq)]
 pub struct PeerPair {
     pub at: String,
-    pub place: String,
-    pub offered: Option<f64>,
     /// The runtime (`tokio`, `tokio-mt`, `monoio`).
     pub peer: String,
     pub family: Family,
@@ -153,7 +151,7 @@ impl WorkloadFinding {
             contenders: ranked
                 .as_ref()
                 .map_or_else(|_| Vec::new(), |r| contenders(f, r)),
-            peers: ranked.as_ref().map_or_else(|_| Vec::new(), |r| peers(f, r)),
+            peers: ranked.as_ref().map_or_else(|_| Vec::new(), peers),
         }
     }
 
@@ -316,7 +314,7 @@ fn driven_by(label: &str) -> Option<Family> {
 
 /// Each built-in runtime against the best row of the family it drives at each equal-load
 /// point, where the workload is ranked by CPU per op.
-fn peers(f: &Facts, r: &Ranked<'_>) -> Vec<PeerPair> {
+fn peers(r: &Ranked<'_>) -> Vec<PeerPair> {
     if r.basis.metric != Metric::CpuPerOp {
         return Vec::new();
     }
@@ -332,11 +330,8 @@ fn peers(f: &Facts, r: &Ranked<'_>) -> Vec<PeerPair> {
             let Some(confidence) = findings::pair_at(p, &e.label, &best, false) else {
                 continue;
             };
-            let (place, offered) = place_of(f, r, p);
             out.push(PeerPair {
                 at: p.at.clone(),
-                place,
-                offered,
                 peer: e.label.clone(),
                 family,
                 best,
